@@ -1,0 +1,16 @@
+// Blowfish (Schneier 1993), 64-bit block, keys of 4 to 56 bytes. Legacy: kept for comparison.
+// Note: its S-boxes are key-dependent tables indexed by secret data, so it is not constant time;
+// that is a property of the algorithm, documented in docs/SECURITY.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "crypto/block_cipher.h"
+
+namespace aesxfer::crypto {
+
+// key_len in [4, 56]; returns nullptr otherwise.
+std::unique_ptr<BlockCipher> make_blowfish(const uint8_t* key, size_t key_len);
+
+}  // namespace aesxfer::crypto

@@ -1,0 +1,33 @@
+// AES-128-GCM (NIST SP 800-38D) with 96-bit nonces and 128-bit tags.
+// GHASH uses PCLMULQDQ (or VPCLMULQDQ) when present and a constant-time portable multiply otherwise;
+// it follows the AES implementation choice (AesImpl::software forces the portable GHASH too).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "crypto/aes.h"
+
+namespace aesxfer::crypto {
+
+class Aes128Gcm {
+ public:
+  static constexpr size_t kNonceLen = 12;
+  static constexpr size_t kTagLen = 16;
+
+  // Returns nullptr when impl cannot run here.
+  static std::unique_ptr<Aes128Gcm> make(const uint8_t key[16], AesImpl impl = AesImpl::best);
+  virtual ~Aes128Gcm() = default;
+
+  virtual const char* impl() const noexcept = 0;
+
+  // Encrypts len bytes of in into out (may alias) and writes the tag.
+  virtual void seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in,
+                    uint8_t* out, size_t len, uint8_t tag[16]) const noexcept = 0;
+  // Checks the tag over aad and ciphertext in constant time before it decrypts anything; returns
+  // false (and leaves out untouched) when it does not match.
+  virtual bool open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in,
+                    uint8_t* out, size_t len, const uint8_t tag[16]) const noexcept = 0;
+};
+
+}  // namespace aesxfer::crypto

@@ -1,0 +1,99 @@
+// The handshake as two pure state machines (no sockets). See docs/PROTOCOL.md, "Handshake".
+//
+//   C -> S  ClientHello  magic, version, cipher id, MAC id, ephemeral X25519 key, random, client Ed25519 key
+//   S -> C  ServerHello  magic, version, status, ephemeral X25519 key, random, host Ed25519 key,
+//                        signature by the host key over SHA-256 of the transcript so far
+//   C -> S  ClientAuth   signature by the client key over SHA-256 of ClientHello and ServerHello
+// then both sides derive per-direction keys from crypto_kx session keys and the transcript hash,
+// and everything else travels in records. The server's verdict on the client key is its first
+// record (see messages.h), or a ServerHello/ClientAuth-level failure closes the connection.
+//
+// Handshake frames: u32 BE length (of type + body, <= kMaxFrame) | u8 type | body.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "crypto/suite.h"
+#include "proto/record.h"
+
+namespace aesxfer::proto {
+
+constexpr size_t kMaxFrame = 4096;
+constexpr uint8_t kVersion = 1;
+
+using PublicKey = std::array<uint8_t, 32>;  // Ed25519 public key
+
+// A long-term Ed25519 identity (host key or client key). The secret is wiped on destruction.
+struct Identity {
+  PublicKey pk{};
+  std::array<uint8_t, 64> sk{};  // libsodium's Ed25519 secret key (seed || pk)
+  ~Identity();
+  static Identity generate();
+};
+
+// "SHA256:<base64 without padding>" like ssh-keygen -l.
+std::string fingerprint(const PublicKey& pk);
+
+// What the handshake produces: the record layer for each direction and facts for logs and keylog.
+struct SessionKeys {
+  const crypto::CipherDesc* cipher = nullptr;
+  const crypto::MacDesc* mac = nullptr;
+  DirectionKeys c2s{}, s2c{};
+  std::array<uint8_t, 32> client_random{};
+  std::array<uint8_t, 32> transcript_hash{};
+  PublicKey client_key{}, host_key{};
+  ~SessionKeys();
+  // One line per direction in the documented keylog format (docs/PROTOCOL.md, "Key log").
+  std::string keylog_lines() const;
+};
+
+// Output of a step: bytes to send (may be empty), and whether the handshake finished.
+struct Step {
+  std::vector<uint8_t> send;
+  bool done = false;
+  std::error_code ec;
+  std::string detail;  // human-readable detail for ec (e.g. the server's refusal message)
+};
+
+class ClientHandshake {
+ public:
+  ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac);
+  ~ClientHandshake();
+  // First flight (ClientHello).
+  Step start();
+  // Feed bytes from the server; returns the next step. After the ServerHello is in, the caller must
+  // check the host key (host_key()) against known_hosts before calling confirm_host().
+  Step feed(const uint8_t* data, size_t len);
+  // Set once the ServerHello is verified.
+  std::optional<PublicKey> host_key() const;
+  // Sends ClientAuth after the caller accepted the host key; done becomes true.
+  Step confirm_host();
+  SessionKeys& keys();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class ServerHandshake {
+ public:
+  // is_authorized decides whether a client key may log in (authorized_keys).
+  ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized);
+  ~ServerHandshake();
+  // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
+  // done == true once ClientAuth verified and the key is authorized. An unknown cipher produces
+  // a ServerHello with a refusal status (sent, then the connection closes) and ec set.
+  Step feed(const uint8_t* data, size_t len);
+  SessionKeys& keys();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace aesxfer::proto

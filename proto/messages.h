@@ -1,0 +1,47 @@
+// Control messages carried in records after the handshake. See docs/PROTOCOL.md, "Transfer".
+//
+//   S -> C  Welcome    (control) first record from the server: authorization verdict
+//   C -> S  Request    (control) op put|get, path, size, mode, mtime
+//   S -> C  Response   (control) status, size of the file for get, message
+//   X -> Y  data records carry the file; then one `end` record with the final flag holding the
+//           SHA-256 of the whole file
+//   Y -> X  Result     (control) status and message once the receiver verified and renamed
+//   C -> S  Bye        (control) no more requests on this connection
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace aesxfer::proto {
+
+enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
+enum class Op : uint8_t { put = 1, get = 2 };
+enum class Status : uint8_t {
+  ok = 0, refused = 1, not_found = 2, permission = 3, no_space = 4, bad_path = 5, io_error = 6,
+  integrity = 7, busy = 8, internal = 9
+};
+const char* status_name(Status s) noexcept;
+
+constexpr size_t kMaxPath = 4096;
+constexpr size_t kMaxMessage = 1024;
+
+struct Message {
+  MsgType type = MsgType::bye;
+  Op op = Op::put;
+  Status status = Status::ok;
+  std::string path;        // request
+  uint64_t size = 0;       // request (put: bytes to come), response (get: bytes to come)
+  uint32_t mode = 0644;    // request/response: permission bits
+  int64_t mtime = 0;       // request/response: seconds since the epoch
+  uint64_t offset = 0;     // request: resume from here (0 = whole file)
+  std::string text;        // response/result/welcome: human-readable detail
+};
+
+// Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).
+void encode(const Message& m, std::vector<uint8_t>& out);
+// Decodes a control record payload; nullopt when malformed (lengths are checked before use).
+std::optional<Message> decode(std::span<const uint8_t> payload);
+
+}  // namespace aesxfer::proto

@@ -1,0 +1,26 @@
+// Helpers shared by the tests: vector files, hex, random bytes.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace aesxfer::test {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes hex(const std::string& s);          // accepts upper/lower case, ignores spaces
+std::string to_hex(const uint8_t* p, size_t n);
+inline std::string to_hex(const Bytes& b) { return to_hex(b.data(), b.size()); }
+
+// A vector file: "# comment" lines, "[section]" lines, and "key = value" lines; a blank line
+// ends a record. Each record carries the section it appeared under (key "section") and its
+// line number (key "line").
+using Record = std::map<std::string, std::string>;
+std::vector<Record> load_vectors(const std::string& file_name);  // relative to tests/vectors
+
+// Deterministic random bytes for differential tests (seeded per test, printed on failure).
+Bytes random_bytes(std::mt19937_64& rng, size_t n);
+
+}  // namespace aesxfer::test
