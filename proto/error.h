@@ -22,6 +22,7 @@ enum class errc {
   unexpected_message,
   after_final,              // data after the final record
   bad_message,              // control message malformed
+  sequence_exhausted,       // 2^64 records in one direction (never in practice)
 };
 
 const std::error_category& category() noexcept;

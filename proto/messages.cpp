@@ -1,0 +1,192 @@
+// Control message encoding. Layout (all integers big-endian), see docs/PROTOCOL.md "Control messages":
+//   welcome  : 01 | u8 status | u16 text_len | text
+//   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
+//   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
+//   result   : 04 | u8 status | u16 text_len | text
+//   bye      : 05
+#include "proto/messages.h"
+
+#include <algorithm>
+
+#include "crypto/util.h"
+
+namespace aesxfer::proto {
+
+const char* status_name(Status s) noexcept {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::refused: return "refused";
+    case Status::not_found: return "not found";
+    case Status::permission: return "permission denied";
+    case Status::no_space: return "no space left";
+    case Status::bad_path: return "bad path";
+    case Status::io_error: return "I/O error";
+    case Status::integrity: return "integrity check failed";
+    case Status::busy: return "busy";
+    case Status::internal: return "internal error";
+  }
+  return "unknown status";
+}
+
+namespace {
+
+constexpr uint32_t kModeMask = 07777;
+
+void put8(std::vector<uint8_t>& o, uint8_t v) { o.push_back(v); }
+void put16(std::vector<uint8_t>& o, uint16_t v) {
+  o.push_back(uint8_t(v >> 8));
+  o.push_back(uint8_t(v));
+}
+void put32(std::vector<uint8_t>& o, uint32_t v) {
+  uint8_t b[4];
+  crypto::store_be32(b, v);
+  o.insert(o.end(), b, b + 4);
+}
+void put64(std::vector<uint8_t>& o, uint64_t v) {
+  uint8_t b[8];
+  crypto::store_be64(b, v);
+  o.insert(o.end(), b, b + 8);
+}
+void put_str(std::vector<uint8_t>& o, const std::string& s, size_t max) {
+  size_t n = std::min(s.size(), max);
+  put16(o, uint16_t(n));
+  o.insert(o.end(), s.begin(), s.begin() + ptrdiff_t(n));
+}
+
+// Bounds-checked reader: every get fails (and stays failed) rather than reading past the end.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> p) : p_(p) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == p_.size(); }
+  bool need(size_t n) {
+    if (!ok_ || p_.size() - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  uint8_t u8() {
+    if (!need(1)) return 0;
+    return p_[pos_++];
+  }
+  uint16_t u16() {
+    if (!need(2)) return 0;
+    uint16_t v = uint16_t(p_[pos_] << 8 | p_[pos_ + 1]);
+    pos_ += 2;
+    return v;
+  }
+  uint32_t u32() {
+    if (!need(4)) return 0;
+    uint32_t v = crypto::load_be32(p_.data() + pos_);
+    pos_ += 4;
+    return v;
+  }
+  uint64_t u64() {
+    if (!need(8)) return 0;
+    uint64_t v = crypto::load_be64(p_.data() + pos_);
+    pos_ += 8;
+    return v;
+  }
+  // u16 length, checked against max and the remaining payload before anything is copied.
+  std::string str(size_t max) {
+    uint16_t n = u16();
+    if (!ok_) return {};
+    if (n > max || !need(n)) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  void fail() { ok_ = false; }
+
+ private:
+  std::span<const uint8_t> p_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+bool valid_status(uint8_t s) { return s <= uint8_t(Status::internal); }
+
+}  // namespace
+
+void encode(const Message& m, std::vector<uint8_t>& out) {
+  out.clear();
+  put8(out, uint8_t(m.type));
+  switch (m.type) {
+    case MsgType::welcome:
+    case MsgType::result:
+      put8(out, uint8_t(m.status));
+      put_str(out, m.text, kMaxMessage);
+      break;
+    case MsgType::request:
+      put8(out, uint8_t(m.op));
+      put_str(out, m.path, kMaxPath);
+      put64(out, m.size);
+      put32(out, m.mode & kModeMask);
+      put64(out, uint64_t(m.mtime));
+      put64(out, m.offset);
+      break;
+    case MsgType::response:
+      put8(out, uint8_t(m.status));
+      put64(out, m.size);
+      put32(out, m.mode & kModeMask);
+      put64(out, uint64_t(m.mtime));
+      put_str(out, m.text, kMaxMessage);
+      break;
+    case MsgType::bye:
+      break;
+  }
+}
+
+std::optional<Message> decode(std::span<const uint8_t> payload) {
+  Reader r(payload);
+  Message m;
+  uint8_t t = r.u8();
+  if (!r.ok()) return std::nullopt;
+  switch (t) {
+    case uint8_t(MsgType::welcome):
+    case uint8_t(MsgType::result): {
+      m.type = MsgType(t);
+      uint8_t s = r.u8();
+      if (!valid_status(s)) r.fail();
+      m.status = Status(s);
+      m.text = r.str(kMaxMessage);
+      break;
+    }
+    case uint8_t(MsgType::request): {
+      m.type = MsgType::request;
+      uint8_t op = r.u8();
+      if (op != uint8_t(Op::put) && op != uint8_t(Op::get)) r.fail();
+      m.op = Op(op);
+      m.path = r.str(kMaxPath);
+      if (r.ok() && (m.path.empty() || m.path.find('\0') != std::string::npos)) r.fail();
+      m.size = r.u64();
+      m.mode = r.u32();
+      if (m.mode & ~kModeMask) r.fail();
+      m.mtime = int64_t(r.u64());
+      m.offset = r.u64();
+      break;
+    }
+    case uint8_t(MsgType::response): {
+      m.type = MsgType::response;
+      uint8_t s = r.u8();
+      if (!valid_status(s)) r.fail();
+      m.status = Status(s);
+      m.size = r.u64();
+      m.mode = r.u32();
+      if (m.mode & ~kModeMask) r.fail();
+      m.mtime = int64_t(r.u64());
+      m.text = r.str(kMaxMessage);
+      break;
+    }
+    case uint8_t(MsgType::bye):
+      m.type = MsgType::bye;
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (!r.ok() || !r.at_end()) return std::nullopt;
+  return m;
+}
+
+}  // namespace aesxfer::proto
