@@ -8,6 +8,8 @@
 // The sequence number is implicit: 0 for the first record in each direction, +1 per record.
 // Every record is encrypted independently of the others (its IV, counter or key derives from the
 // sequence number), so records can be sealed and opened in parallel by seal_at()/open_at().
+// The `end` record type always carries kFlagFinal and no other type does (parse_header checks);
+// which record types may follow which is the transfer layer's business (docs/PROTOCOL.md).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -61,7 +63,15 @@ class RecordSealer {
   // and which has room for payload_len + max_overhead() bytes in all. Writes the header, pads,
   // encrypts and appends the tag. Returns the record's length on the wire.
   // payload_len must be <= kMaxPayload.
+  // The flags must be kFlagFinal for RecordType::end and 0 otherwise (the opener enforces it).
+  // A sealer never wraps its sequence number: it aborts the process instead of sealing record
+  // 2^64 - 1 (unreachable in practice; see docs/PROTOCOL.md).
   size_t seal(RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept;
+
+  // Same as seal() for an explicit sequence number; does not advance next_seq(). One object is not
+  // thread safe (it caches key schedules), but several sealers built from the same keys may seal
+  // different sequence numbers in parallel.
+  size_t seal_at(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept;
 
   uint64_t next_seq() const noexcept { return seq_; }
 
@@ -89,6 +99,10 @@ class RecordOpener {
   // rec and advances the sequence number. Any failure is final for the connection.
   std::error_code open(uint8_t* rec, size_t rec_len, RecordHeader& hdr, std::span<uint8_t>& payload) noexcept;
 
+  // Same as open() for an explicit sequence number; does not advance next_seq() (see seal_at).
+  std::error_code open_at(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
+                          std::span<uint8_t>& payload) noexcept;
+
   uint64_t next_seq() const noexcept { return seq_; }
 
  private:
@@ -99,13 +113,28 @@ class RecordOpener {
 
 // Incremental framing over the opener for byte-stream input (tests and fuzzing drive it one byte
 // at a time): feed bytes, then call next() until it answers need_more.
+//
+//   size_t off = 0;
+//   while (off < n) {
+//     off += reader.feed(buf + off, n - off);
+//     while ((st = reader.next(hdr, payload, ec)) == RecordReader::Status::record) use(payload);
+//     if (st == RecordReader::Status::error) fail(ec);
+//   }
+//
+// feed() consumes at most up to the end of one record: once a record is complete it consumes
+// nothing more until next() has handed it out. The header is checked by parse_header() as soon
+// as its 8 bytes are in, and the reader allocates only what that check allowed. A payload span
+// stays valid until the next call to feed() or next(). Errors are sticky.
 class RecordReader {
  public:
   enum class Status { need_more, record, error };
   explicit RecordReader(RecordOpener& opener) : opener_(opener) {}
-  // Appends input; returns bytes consumed (all, unless a record is complete and waiting).
+  // Appends input; returns bytes consumed (all, unless a record is complete and waiting or an
+  // error is pending).
   size_t feed(const uint8_t* data, size_t len);
   Status next(RecordHeader& hdr, std::span<uint8_t>& payload, std::error_code& ec);
+  // True while part of a record has been fed but not yet returned (a close now is truncation).
+  bool mid_record() const noexcept { return have_ != 0; }
 
  private:
   RecordOpener& opener_;
@@ -117,6 +146,7 @@ class RecordReader {
   RecordHeader hdr_{};
   std::unique_ptr<uint8_t[]> rec_;
   size_t rec_cap_ = 0;
+  std::error_code ec_;
 };
 
 }  // namespace aesxfer::proto

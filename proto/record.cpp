@@ -1,0 +1,419 @@
+// The record layer. Every byte of the format is specified in docs/PROTOCOL.md, "Records".
+#include "proto/record.h"
+
+#include <sodium.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+#include "crypto/aes.h"
+#include "crypto/blowfish.h"
+#include "crypto/gcm.h"
+#include "crypto/rc4.h"
+#include "crypto/sha256.h"
+#include "crypto/util.h"
+#include "proto/error.h"
+
+namespace aesxfer::proto {
+
+void DirectionKeys::wipe() noexcept {
+  crypto::secure_zero(enc, sizeof enc);
+  crypto::secure_zero(mac, sizeof mac);
+  crypto::secure_zero(iv, sizeof iv);
+}
+
+namespace {
+
+using crypto::CipherMode;
+
+// BLAKE2b(outlen, key = enc (32 bytes), msg = label || u64 BE v): per-record RC4 keys and
+// Blowfish epoch keys.
+void derive_sub_key(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label, uint64_t v) {
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, key, 32, outlen);
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(label.data()), label.size());
+  uint8_t be[8];
+  crypto::store_be64(be, v);
+  crypto_generichash_update(&st, be, 8);
+  crypto_generichash_final(&st, out, outlen);
+  sodium_memzero(&st, sizeof st);
+}
+
+void write_header(uint8_t* h, uint32_t body_len, RecordType type, uint8_t flags) {
+  crypto::store_be32(h, body_len);
+  h[4] = uint8_t(type);
+  h[5] = flags;
+  h[6] = 0;
+  h[7] = 0;
+}
+
+}  // namespace
+
+// The cipher and MAC state of one direction, shared by the sealer and the opener.
+class RecordCrypto {
+ public:
+  RecordCrypto(const crypto::CipherDesc& c, const crypto::MacDesc& m, const DirectionKeys& k) : c_(c) {
+    std::memcpy(&k_, &k, sizeof k_);
+    if (sodium_init() < 0) throw std::runtime_error("libsodium initialisation failed");
+    if (!c.aead) {
+      if (std::string_view(m.name) == "hmac-sha256")
+        hmac_ = std::make_unique<crypto::HmacSha256>(k_.mac, 32);
+      else if (m.tag_len != 0)
+        throw std::invalid_argument(std::string("record layer: unsupported MAC ") + m.name);
+      tag_len_ = m.tag_len;
+    } else {
+      tag_len_ = c.tag_len;
+    }
+    switch (c.mode) {
+      case CipherMode::gcm:
+        gcm_ = crypto::Aes128Gcm::make(k_.enc);
+        if (!gcm_) throw std::runtime_error("AES-128-GCM unavailable");
+        break;
+      case CipherMode::cbc:
+      case CipherMode::ctr:
+        if (c.rekey_bytes) {
+          records_per_epoch_ = c.rekey_bytes / kMaxPayload;
+          if (records_per_epoch_ == 0) records_per_epoch_ = 1;
+        }
+        bc_ = make_block(0);
+        if (!bc_) throw std::runtime_error(std::string("cannot construct cipher ") + c.name);
+        break;
+      case CipherMode::stream:
+      case CipherMode::none:
+        break;
+    }
+  }
+  ~RecordCrypto() { k_.wipe(); }
+
+  size_t tag_len() const noexcept { return tag_len_; }
+  size_t block() const noexcept { return c_.mode == CipherMode::cbc ? c_.block_len : 1; }
+  size_t max_overhead() const noexcept {
+    return kHeaderLen + (c_.mode == CipherMode::cbc ? c_.block_len : 0) + tag_len_;
+  }
+
+  size_t parse_header(const uint8_t* h, RecordHeader& out, std::error_code& ec) const noexcept {
+    ec.clear();
+    uint32_t body_len = crypto::load_be32(h);
+    size_t max_body = kMaxPayload + (c_.mode == CipherMode::cbc ? c_.block_len : 0);
+    if (body_len > kMaxBody || body_len > max_body) {
+      ec = errc::record_too_large;
+      return 0;
+    }
+    uint8_t type = h[4], flags = h[5];
+    if (type < uint8_t(RecordType::data) || type > uint8_t(RecordType::end) || (flags & ~kFlagFinal) != 0 ||
+        h[6] != 0 || h[7] != 0 || ((type == uint8_t(RecordType::end)) != ((flags & kFlagFinal) != 0))) {
+      ec = errc::bad_record_type;
+      return 0;
+    }
+    if (c_.mode == CipherMode::cbc && (body_len == 0 || body_len % c_.block_len != 0)) {
+      ec = errc::bad_record_length;
+      return 0;
+    }
+    out.body_len = body_len;
+    out.type = RecordType(type);
+    out.flags = flags;
+    return size_t(body_len) + tag_len_;
+  }
+
+  size_t seal(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t len) noexcept {
+    uint8_t* body = rec + kHeaderLen;
+    size_t body_len = len;
+    if (c_.mode == CipherMode::cbc) {
+      size_t b = c_.block_len;
+      size_t n = b - len % b;
+      std::memset(body + len, int(n), n);
+      body_len = len + n;
+    }
+    write_header(rec, uint32_t(body_len), type, flags);
+    uint8_t* tag = body + body_len;
+    switch (c_.mode) {
+      case CipherMode::gcm: {
+        uint8_t nonce[12];
+        gcm_nonce(seq, nonce);
+        gcm_->seal(nonce, rec, kHeaderLen, body, body, body_len, tag);
+        return kHeaderLen + body_len + tag_len_;
+      }
+      case CipherMode::cbc: {
+        const crypto::BlockCipher& bc = block_for(seq);
+        uint8_t iv[16];
+        cbc_iv(bc, seq, iv);
+        bc.cbc_encrypt(iv, body, body, body_len / c_.block_len);
+        crypto::secure_zero(iv, sizeof iv);
+        break;
+      }
+      case CipherMode::ctr: {
+        uint8_t ctr[16];
+        ctr_block(seq, ctr);
+        block_for(seq).ctr_xor(ctr, body, body, body_len);
+        break;
+      }
+      case CipherMode::stream: rc4_xor(seq, body, body_len); break;
+      case CipherMode::none: break;
+    }
+    if (hmac_) compute_mac(seq, rec, body_len, tag);
+    return kHeaderLen + body_len + tag_len_;
+  }
+
+  std::error_code open(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
+                       std::span<uint8_t>& payload) noexcept {
+    if (rec_len < kHeaderLen) return errc::bad_record_length;
+    std::error_code ec;
+    RecordHeader h{};
+    size_t rest = parse_header(rec, h, ec);
+    if (ec) return ec;
+    if (rec_len != kHeaderLen + rest) return errc::bad_record_length;
+    uint8_t* body = rec + kHeaderLen;
+    size_t body_len = h.body_len;
+    uint8_t* tag = body + body_len;
+    if (hmac_) {
+      uint8_t expect[crypto::HmacSha256::kTagLen];
+      compute_mac(seq, rec, body_len, expect);
+      bool ok = crypto::ct_equal(expect, tag, tag_len_);
+      crypto::secure_zero(expect, sizeof expect);
+      if (!ok) return errc::bad_mac;
+    }
+    size_t len = body_len;
+    switch (c_.mode) {
+      case CipherMode::gcm: {
+        uint8_t nonce[12];
+        gcm_nonce(seq, nonce);
+        if (!gcm_->open(nonce, rec, kHeaderLen, body, body, body_len, tag)) return errc::bad_mac;
+        break;
+      }
+      case CipherMode::cbc: {
+        const crypto::BlockCipher& bc = block_for(seq);
+        uint8_t iv[16];
+        cbc_iv(bc, seq, iv);
+        bc.cbc_decrypt(iv, body, body, body_len / c_.block_len);
+        crypto::secure_zero(iv, sizeof iv);
+        size_t n = 0;
+        if (!check_padding(body, body_len, n)) return errc::bad_padding;
+        len = body_len - n;
+        break;
+      }
+      case CipherMode::ctr: {
+        uint8_t ctr[16];
+        ctr_block(seq, ctr);
+        block_for(seq).ctr_xor(ctr, body, body, body_len);
+        break;
+      }
+      case CipherMode::stream: rc4_xor(seq, body, body_len); break;
+      case CipherMode::none: break;
+    }
+    hdr = h;
+    payload = std::span<uint8_t>(body, len);
+    return {};
+  }
+
+ private:
+  const crypto::CipherDesc& c_;
+  DirectionKeys k_;
+  size_t tag_len_ = 0;
+  std::unique_ptr<crypto::HmacSha256> hmac_;
+  std::unique_ptr<crypto::Aes128Gcm> gcm_;
+  std::unique_ptr<crypto::BlockCipher> bc_;  // the schedule of epoch bc_epoch_
+  uint64_t bc_epoch_ = 0;
+  uint64_t records_per_epoch_ = 0;  // 0: never rekey
+
+  std::unique_ptr<crypto::BlockCipher> make_block(uint64_t epoch) const {
+    uint8_t key[32];
+    const uint8_t* kp = k_.enc;
+    if (epoch != 0) {
+      derive_sub_key(key, c_.key_len, k_.enc, "aesxfer-v1 rekey", epoch);
+      kp = key;
+    }
+    std::unique_ptr<crypto::BlockCipher> bc;
+    if (c_.alg == crypto::CipherAlg::aes128) bc = crypto::make_aes128(kp);
+    else if (c_.alg == crypto::CipherAlg::blowfish) bc = crypto::make_blowfish(kp, c_.key_len);
+    crypto::secure_zero(key, sizeof key);
+    return bc;
+  }
+
+  const crypto::BlockCipher& block_for(uint64_t seq) noexcept {
+    if (records_per_epoch_) {
+      uint64_t e = seq / records_per_epoch_;
+      if (e != bc_epoch_) {
+        auto bc = make_block(e);
+        if (!bc) std::abort();  // cannot happen: the epoch-0 key of the same length worked
+        bc_ = std::move(bc);
+        bc_epoch_ = e;
+      }
+    }
+    return *bc_;
+  }
+
+  // IV = E_K(iv_salt[0..b) XOR (0^(b-8) || u64 BE seq)), SP 800-38A Appendix C.
+  void cbc_iv(const crypto::BlockCipher& bc, uint64_t seq, uint8_t* iv) const noexcept {
+    size_t b = c_.block_len;
+    std::memcpy(iv, k_.iv, b);
+    uint8_t s[8];
+    crypto::store_be64(s, seq);
+    crypto::xor_bytes(iv + b - 8, iv + b - 8, s, 8);
+    bc.encrypt_blocks(iv, iv, 1);
+  }
+
+  // iv_salt with bytes 4..11 XOR u64 BE seq and bytes 12..15 = 0.
+  void ctr_block(uint64_t seq, uint8_t ctr[16]) const noexcept {
+    std::memcpy(ctr, k_.iv, 16);
+    uint8_t s[8];
+    crypto::store_be64(s, seq);
+    crypto::xor_bytes(ctr + 4, ctr + 4, s, 8);
+    std::memset(ctr + 12, 0, 4);
+  }
+
+  // iv_salt[0..12) XOR (0^4 || u64 BE seq).
+  void gcm_nonce(uint64_t seq, uint8_t nonce[12]) const noexcept {
+    std::memcpy(nonce, k_.iv, 12);
+    uint8_t s[8];
+    crypto::store_be64(s, seq);
+    crypto::xor_bytes(nonce + 4, nonce + 4, s, 8);
+  }
+
+  void rc4_xor(uint64_t seq, uint8_t* data, size_t len) const noexcept {
+    uint8_t key[16];
+    derive_sub_key(key, sizeof key, k_.enc, "aesxfer-v1 rc4", seq);
+    crypto::Rc4 rc4(key, sizeof key, crypto::Rc4::kRfc4345Discard);
+    crypto::secure_zero(key, sizeof key);
+    rc4.xor_stream(data, data, len);
+  }
+
+  // HMAC-SHA256(mac key, u64 BE seq || header || body).
+  void compute_mac(uint64_t seq, const uint8_t* rec, size_t body_len, uint8_t* tag) noexcept {
+    uint8_t s[8];
+    crypto::store_be64(s, seq);
+    hmac_->begin();
+    hmac_->update(s, 8);
+    hmac_->update(rec, kHeaderLen + body_len);
+    hmac_->finish(tag);
+  }
+
+  // n = last byte; valid when 1 <= n <= b and the last n bytes all equal n. The loop touches the
+  // same b bytes whatever n is.
+  bool check_padding(const uint8_t* body, size_t body_len, size_t& n_out) const noexcept {
+    size_t b = c_.block_len;
+    uint32_t n = body[body_len - 1];
+    uint32_t bad = ((n - 1) >> 31) | ((uint32_t(b) - n) >> 31);  // n == 0 or n > b
+    for (uint32_t i = 0; i < b; ++i) {
+      uint32_t in_pad = (i - n) >> 31;  // i < n
+      bad |= in_pad & ((uint32_t(body[body_len - 1 - i]) ^ n) != 0 ? 1u : 0u);
+    }
+    n_out = n;
+    return bad == 0;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct RecordSealer::Impl {
+  RecordCrypto rc;
+  Impl(const crypto::CipherDesc& c, const crypto::MacDesc& m, const DirectionKeys& k) : rc(c, m, k) {}
+};
+
+RecordSealer::RecordSealer(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys)
+    : impl_(std::make_unique<Impl>(cipher, mac, keys)) {}
+RecordSealer::~RecordSealer() = default;
+size_t RecordSealer::max_overhead() const noexcept { return impl_->rc.max_overhead(); }
+size_t RecordSealer::tag_len() const noexcept { return impl_->rc.tag_len(); }
+
+size_t RecordSealer::seal(RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept {
+  if (seq_ == UINT64_MAX) std::abort();  // would wrap: never reached (2^64 records)
+  size_t n = seal_at(seq_, type, flags, rec, payload_len);
+  ++seq_;
+  return n;
+}
+
+size_t RecordSealer::seal_at(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec,
+                             size_t payload_len) noexcept {
+  if (payload_len > kMaxPayload) std::abort();  // caller bug: would produce an unopenable record
+  return impl_->rc.seal(seq, type, flags, rec, payload_len);
+}
+
+struct RecordOpener::Impl {
+  RecordCrypto rc;
+  Impl(const crypto::CipherDesc& c, const crypto::MacDesc& m, const DirectionKeys& k) : rc(c, m, k) {}
+};
+
+RecordOpener::RecordOpener(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys)
+    : impl_(std::make_unique<Impl>(cipher, mac, keys)) {}
+RecordOpener::~RecordOpener() = default;
+size_t RecordOpener::tag_len() const noexcept { return impl_->rc.tag_len(); }
+
+size_t RecordOpener::parse_header(const uint8_t hdr[kHeaderLen], RecordHeader& out,
+                                  std::error_code& ec) const noexcept {
+  return impl_->rc.parse_header(hdr, out, ec);
+}
+
+std::error_code RecordOpener::open(uint8_t* rec, size_t rec_len, RecordHeader& hdr,
+                                   std::span<uint8_t>& payload) noexcept {
+  if (seq_ == UINT64_MAX) return errc::sequence_exhausted;
+  std::error_code ec = open_at(seq_, rec, rec_len, hdr, payload);
+  if (!ec) ++seq_;
+  return ec;
+}
+
+std::error_code RecordOpener::open_at(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
+                                      std::span<uint8_t>& payload) noexcept {
+  return impl_->rc.open(seq, rec, rec_len, hdr, payload);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+size_t RecordReader::feed(const uint8_t* data, size_t len) {
+  size_t used = 0;
+  while (used < len && !ready_ && !ec_) {
+    if (!have_header_) {
+      size_t n = std::min(kHeaderLen - have_, len - used);
+      std::memcpy(hdr_buf_ + have_, data + used, n);
+      have_ += n;
+      used += n;
+      if (have_ < kHeaderLen) break;
+      std::error_code ec;
+      size_t rest = opener_.parse_header(hdr_buf_, hdr_, ec);
+      if (ec) {
+        ec_ = ec;
+        break;
+      }
+      need_ = kHeaderLen + rest;
+      if (rec_cap_ < need_) {
+        rec_.reset();
+        rec_ = std::make_unique<uint8_t[]>(need_);
+        rec_cap_ = need_;
+      }
+      std::memcpy(rec_.get(), hdr_buf_, kHeaderLen);
+      have_header_ = true;
+    } else {
+      size_t n = std::min(need_ - have_, len - used);
+      std::memcpy(rec_.get() + have_, data + used, n);
+      have_ += n;
+      used += n;
+    }
+    if (have_header_ && have_ == need_) ready_ = true;
+  }
+  // A header with nothing after it (cipher none, MAC none, empty payload) completes on its own.
+  if (have_header_ && have_ == need_) ready_ = true;
+  return used;
+}
+
+RecordReader::Status RecordReader::next(RecordHeader& hdr, std::span<uint8_t>& payload, std::error_code& ec) {
+  if (ec_) {
+    ec = ec_;
+    return Status::error;
+  }
+  if (!ready_) return Status::need_more;
+  size_t rec_len = need_;
+  ready_ = false;
+  have_header_ = false;
+  have_ = 0;
+  need_ = kHeaderLen;
+  ec_ = opener_.open(rec_.get(), rec_len, hdr, payload);
+  if (ec_) {
+    ec = ec_;
+    return Status::error;
+  }
+  ec.clear();
+  return Status::record;
+}
+
+}  // namespace aesxfer::proto
