@@ -1,0 +1,89 @@
+// AES-128 key expansion (FIPS-197 section 5.2) and the start-up choice of implementation.
+#include "crypto/aes.h"
+
+#include "crypto/cpu.h"
+#include "crypto/util.h"
+
+namespace aesxfer::crypto {
+namespace detail {
+
+// Defined in aes_soft.cpp: SubWord through the bitsliced S-box circuit (constant time).
+uint32_t aes_sub_word_ct(uint32_t w) noexcept;
+
+// Implementations (aes_soft.cpp, aes_aesni.cpp, aes_vaes.cpp).
+std::unique_ptr<BlockCipher> make_aes128_soft(const uint8_t key[16]);
+std::unique_ptr<BlockCipher> make_aes128_aesni(const uint8_t key[16]);
+
+// Expands a 128-bit key into 11 round keys of 16 bytes each, in FIPS-197 byte order.
+// Constant time: the S-box is evaluated as a Boolean circuit, never as a table lookup.
+void aes128_expand_key(const uint8_t key[16], uint8_t rk[176]) noexcept {
+  uint32_t w[44];
+  for (int i = 0; i < 4; ++i) w[i] = load_be32(key + 4 * i);
+  uint32_t rcon = 0x01;
+  for (int i = 4; i < 44; ++i) {
+    uint32_t t = w[i - 1];
+    if (i % 4 == 0) {
+      t = (t << 8) | (t >> 24);  // RotWord
+      t = aes_sub_word_ct(t) ^ (rcon << 24);
+      rcon = (rcon << 1) ^ ((rcon >> 7) * 0x11b);
+    }
+    w[i] = w[i - 4] ^ t;
+  }
+  for (int i = 0; i < 44; ++i) store_be32(rk + 4 * i, w[i]);
+  secure_zero(w, sizeof(w));
+}
+
+}  // namespace detail
+
+namespace {
+
+bool impl_available(AesImpl impl) noexcept {
+  const CpuFeatures& f = cpu();
+  switch (impl) {
+    case AesImpl::software: return true;
+    case AesImpl::aesni: return f.aesni && f.sse41 && f.ssse3;
+    case AesImpl::vaes: return false;  // no VAES code path yet (see aes.h): never offered
+    case AesImpl::best: return true;
+  }
+  return false;
+}
+
+AesImpl resolve(AesImpl impl) noexcept {
+  if (impl != AesImpl::best) return impl;
+  if (impl_available(AesImpl::vaes)) return AesImpl::vaes;
+  if (impl_available(AesImpl::aesni)) return AesImpl::aesni;
+  return AesImpl::software;
+}
+
+}  // namespace
+
+const char* aes_impl_name(AesImpl impl) noexcept {
+  switch (impl) {
+    case AesImpl::best: return "best";
+    case AesImpl::aesni: return "aesni";
+    case AesImpl::vaes: return "vaes";
+    case AesImpl::software: return "software";
+  }
+  return "unknown";
+}
+
+const char* aes_best_impl_name() noexcept { return aes_impl_name(resolve(AesImpl::best)); }
+
+std::vector<AesImpl> aes_available_impls() {
+  std::vector<AesImpl> v;
+  for (AesImpl i : {AesImpl::vaes, AesImpl::aesni, AesImpl::software})
+    if (impl_available(i)) v.push_back(i);
+  return v;
+}
+
+std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
+  impl = resolve(impl);
+  if (!impl_available(impl)) return nullptr;
+  switch (impl) {
+    case AesImpl::aesni: return detail::make_aes128_aesni(key);
+    case AesImpl::software: return detail::make_aes128_soft(key);
+    default: return nullptr;
+  }
+}
+
+}  // namespace aesxfer::crypto
