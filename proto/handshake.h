@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -53,11 +54,16 @@ struct SessionKeys {
 };
 
 // Output of a step: bytes to send (may be empty), and whether the handshake finished.
+// feed() consumes input only up to the end of the handshake frame it completes: `consumed` says
+// how many bytes of the input it used. Bytes after the last handshake frame belong to the record
+// layer (a client may send records right behind ClientAuth). When ec is set and send is not
+// empty, send the bytes (a refusal ServerHello), then close.
 struct Step {
   std::vector<uint8_t> send;
   bool done = false;
   std::error_code ec;
   std::string detail;  // human-readable detail for ec (e.g. the server's refusal message)
+  size_t consumed = 0;  // bytes of the fed input used (feed() only)
 };
 
 class ClientHandshake {
@@ -86,10 +92,18 @@ class ServerHandshake {
   ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized);
   ~ServerHandshake();
   // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
-  // done == true once ClientAuth verified and the key is authorized. An unknown cipher produces
-  // a ServerHello with a refusal status (sent, then the connection closes) and ec set.
+  // done == true once ClientAuth verified. An unknown cipher produces a ServerHello with a
+  // refusal status (sent, then the connection closes) and ec set.
+  // When the client's signature verifies but is_authorized() says no, the step is
+  // done == true with ec == errc::unauthorized and detail "client key SHA256:... is not
+  // authorized"; keys() are valid then, and the server sends a Welcome (status refused, text =
+  // detail) in a control record before closing, so the client learns why inside the
+  // authenticated channel. authorized() tells the two done outcomes apart.
   Step feed(const uint8_t* data, size_t len);
   SessionKeys& keys();
+  bool authorized() const;
+  // Set once the ClientHello is in (not yet proven: the client proves it with ClientAuth).
+  std::optional<PublicKey> client_key() const;
 
  private:
   struct Impl;

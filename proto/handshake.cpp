@@ -1,0 +1,486 @@
+// The handshake state machines. Every byte is specified in docs/PROTOCOL.md, "Handshake".
+#include "proto/handshake.h"
+
+#include <sodium.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+#include "crypto/sha256.h"
+#include "crypto/util.h"
+#include "proto/error.h"
+
+namespace aesxfer::proto {
+namespace {
+
+constexpr uint8_t kMagic[8] = {'A', 'E', 'S', 'X', 'F', 'E', 'R', '1'};
+constexpr uint8_t kClientHello = 1, kServerHello = 2, kClientAuth = 3;
+constexpr size_t kClientHelloBody = 8 + 1 + 1 + 1 + 1 + 32 + 32 + 32;     // 108
+constexpr size_t kServerHelloBody = 8 + 1 + 1 + 32 + 32 + 32 + 64;         // 170
+constexpr size_t kClientAuthBody = 64;
+constexpr std::string_view kHostSigLabel = "aesxfer-v1 host-sig";
+constexpr std::string_view kClientSigLabel = "aesxfer-v1 client-sig";
+
+enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3 };
+
+void init_sodium() {
+  if (sodium_init() < 0) throw std::runtime_error("libsodium initialisation failed");
+}
+
+// Accumulates one handshake frame: u32 BE length (1..kMaxFrame) | type | body. The length is
+// checked before anything is allocated.
+class FrameReader {
+ public:
+  enum class Status { need_more, frame, error };
+  // Consumes at most up to the end of one frame.
+  Status feed(const uint8_t* data, size_t len, size_t& used) {
+    used = 0;
+    while (used < len) {
+      if (have_ < 4) {
+        size_t n = std::min(4 - have_, len - used);
+        std::memcpy(len_buf_ + have_, data + used, n);
+        have_ += n;
+        used += n;
+        if (have_ < 4) break;
+        uint32_t l = crypto::load_be32(len_buf_);
+        if (l < 1 || l > kMaxFrame) return Status::error;
+        frame_.assign(len_buf_, len_buf_ + 4);
+        frame_.resize(4 + size_t(l));
+      } else {
+        size_t n = std::min(frame_.size() - have_, len - used);
+        std::memcpy(frame_.data() + have_, data + used, n);
+        have_ += n;
+        used += n;
+      }
+      if (have_ >= 4 && have_ == frame_.size()) {
+        have_ = 0;
+        return Status::frame;
+      }
+    }
+    return Status::need_more;
+  }
+  // The last complete frame (length prefix included).
+  const std::vector<uint8_t>& frame() const { return frame_; }
+  uint8_t type() const { return frame_[4]; }
+  const uint8_t* body() const { return frame_.data() + 5; }
+  size_t body_len() const { return frame_.size() - 5; }
+
+ private:
+  uint8_t len_buf_[4] = {};
+  size_t have_ = 0;
+  std::vector<uint8_t> frame_;
+};
+
+std::vector<uint8_t> frame_start(uint8_t type, size_t body_len) {
+  std::vector<uint8_t> f(4);
+  crypto::store_be32(f.data(), uint32_t(1 + body_len));
+  f.push_back(type);
+  f.reserve(5 + body_len);
+  return f;
+}
+void append(std::vector<uint8_t>& v, const void* p, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  v.insert(v.end(), b, b + n);
+}
+
+// SHA-256 over the concatenation of two byte strings.
+std::array<uint8_t, 32> hash2(const std::vector<uint8_t>& a, const uint8_t* b, size_t blen) {
+  std::array<uint8_t, 32> h{};
+  crypto::Sha256 s;
+  s.update(a.data(), a.size());
+  s.update(b, blen);
+  s.final(h.data());
+  return h;
+}
+
+// label || hash, the message an Ed25519 signature covers.
+std::vector<uint8_t> sig_message(std::string_view label, const std::array<uint8_t, 32>& th) {
+  std::vector<uint8_t> m(label.begin(), label.end());
+  m.insert(m.end(), th.begin(), th.end());
+  return m;
+}
+
+void blake2b(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label,
+             const std::array<uint8_t, 32>& th) {
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, key, 32, outlen);
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(label.data()), label.size());
+  crypto_generichash_update(&st, th.data(), th.size());
+  crypto_generichash_final(&st, out, outlen);
+  sodium_memzero(&st, sizeof st);
+}
+
+void derive_direction(DirectionKeys& d, const uint8_t k[32], const std::array<uint8_t, 32>& th2) {
+  blake2b(d.enc, sizeof d.enc, k, "aesxfer-v1 enc", th2);
+  blake2b(d.mac, sizeof d.mac, k, "aesxfer-v1 mac", th2);
+  blake2b(d.iv, sizeof d.iv, k, "aesxfer-v1 iv", th2);
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  std::string s(2 * n + 1, '\0');
+  sodium_bin2hex(s.data(), s.size(), p, n);
+  s.pop_back();
+  return s;
+}
+
+Step fail(std::error_code ec, size_t consumed, std::string detail = {}) {
+  Step s;
+  s.ec = ec;
+  s.consumed = consumed;
+  s.detail = std::move(detail);
+  return s;
+}
+
+const crypto::MacDesc* none_mac() { return crypto::find_mac("none"); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+Identity::~Identity() { sodium_memzero(sk.data(), sk.size()); }
+
+Identity Identity::generate() {
+  init_sodium();
+  Identity id;
+  crypto_sign_keypair(id.pk.data(), id.sk.data());
+  return id;
+}
+
+std::string fingerprint(const PublicKey& pk) {
+  uint8_t d[32];
+  crypto::Sha256::digest(pk.data(), pk.size(), d);
+  char b64[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_ORIGINAL_NO_PADDING)];
+  sodium_bin2base64(b64, sizeof b64, d, sizeof d, sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+  return std::string("SHA256:") + b64;
+}
+
+SessionKeys::~SessionKeys() {
+  c2s.wipe();
+  s2c.wipe();
+}
+
+std::string SessionKeys::keylog_lines() const {
+  std::string out;
+  auto line = [&](const char* dir, const DirectionKeys& k) {
+    out += "AESXFER_V1 ";
+    out += hex(client_random.data(), client_random.size());
+    out += ' ';
+    out += dir;
+    out += ' ';
+    out += cipher ? cipher->name : "?";
+    out += ' ';
+    out += mac ? mac->name : "?";
+    out += " enc=" + hex(k.enc, sizeof k.enc);
+    out += " mac=" + hex(k.mac, sizeof k.mac);
+    out += " iv=" + hex(k.iv, sizeof k.iv);
+    out += '\n';
+  };
+  line("C2S", c2s);
+  line("S2C", s2c);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct ClientHandshake::Impl {
+  enum class State { init, wait_server_hello, host_pending, done, failed } state = State::init;
+  const Identity& me;
+  SessionKeys keys;
+  uint8_t kx_pk[crypto_kx_PUBLICKEYBYTES]{};
+  uint8_t kx_sk[crypto_kx_SECRETKEYBYTES]{};
+  std::vector<uint8_t> client_hello;
+  std::vector<uint8_t> server_hello;
+  std::array<uint8_t, 32> th2{};
+  FrameReader reader;
+  std::error_code error;
+  PublicKey host{};
+
+  Impl(const Identity& id, const crypto::CipherDesc& c, const crypto::MacDesc& m) : me(id) {
+    keys.cipher = &c;
+    keys.mac = &m;
+  }
+  ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
+
+  Step failed(std::error_code ec, size_t consumed, std::string detail = {}) {
+    state = State::failed;
+    error = ec;
+    return fail(ec, consumed, std::move(detail));
+  }
+
+  Step on_server_hello(size_t consumed) {
+    if (reader.type() != kServerHello) return failed(errc::unexpected_message, consumed);
+    const uint8_t* b = reader.body();
+    size_t n = reader.body_len();
+    if (n < 9 || std::memcmp(b, kMagic, 8) != 0 || b[8] != kVersion) return failed(errc::bad_magic, consumed);
+    if (n != kServerHelloBody) return failed(errc::bad_handshake, consumed);
+    uint8_t status = b[9];
+    switch (status) {
+      case kStatusOk: break;
+      case kStatusCipher:
+        return failed(errc::unsupported_cipher, consumed,
+                      std::string("the server does not support cipher ") + keys.cipher->name);
+      case kStatusMac:
+        return failed(errc::unsupported_mac, consumed, std::string("the server does not support MAC ") + keys.mac->name);
+      case kStatusVersion: return failed(errc::bad_magic, consumed, "the server does not speak protocol version 1");
+      default: return failed(errc::bad_handshake, consumed);
+    }
+    const uint8_t* server_kx = b + 10;
+    const uint8_t* server_random = b + 42;
+    const uint8_t* host_pk = b + 74;
+    const uint8_t* sig = b + 106;
+    server_hello = reader.frame();
+    // TH1 = SHA-256(ClientHello frame || ServerHello frame without the signature)
+    auto th1 = hash2(client_hello, server_hello.data(), server_hello.size() - 64);
+    auto msg = sig_message(kHostSigLabel, th1);
+    if (crypto_sign_verify_detached(sig, msg.data(), msg.size(), host_pk) != 0)
+      return failed(errc::host_key_signature, consumed);
+    (void)server_random;  // bound by the transcript hash
+    th2 = hash2(client_hello, server_hello.data(), server_hello.size());
+    uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
+    if (crypto_kx_client_session_keys(rx, tx, kx_pk, kx_sk, server_kx) != 0) {
+      sodium_memzero(rx, sizeof rx);
+      sodium_memzero(tx, sizeof tx);
+      return failed(errc::bad_handshake, consumed, "invalid server key exchange value");
+    }
+    derive_direction(keys.c2s, tx, th2);
+    derive_direction(keys.s2c, rx, th2);
+    sodium_memzero(rx, sizeof rx);
+    sodium_memzero(tx, sizeof tx);
+    sodium_memzero(kx_sk, sizeof kx_sk);
+    std::memcpy(host.data(), host_pk, 32);
+    keys.host_key = host;
+    keys.transcript_hash = th2;
+    state = State::host_pending;
+    Step s;
+    s.consumed = consumed;
+    return s;
+  }
+};
+
+ClientHandshake::ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac) {
+  init_sodium();
+  impl_ = std::make_unique<Impl>(me, cipher, mac);
+}
+ClientHandshake::~ClientHandshake() = default;
+
+Step ClientHandshake::start() {
+  Impl& m = *impl_;
+  if (m.state != Impl::State::init) return fail(errc::unexpected_message, 0);
+  crypto_kx_keypair(m.kx_pk, m.kx_sk);
+  randombytes_buf(m.keys.client_random.data(), m.keys.client_random.size());
+  m.keys.client_key = m.me.pk;
+  auto f = frame_start(kClientHello, kClientHelloBody);
+  append(f, kMagic, 8);
+  f.push_back(kVersion);
+  f.push_back(m.keys.cipher->wire_id);
+  f.push_back(m.keys.mac->wire_id);
+  f.push_back(0);
+  append(f, m.kx_pk, 32);
+  append(f, m.keys.client_random.data(), 32);
+  append(f, m.me.pk.data(), 32);
+  m.client_hello = f;
+  m.state = Impl::State::wait_server_hello;
+  Step s;
+  s.send = std::move(f);
+  return s;
+}
+
+Step ClientHandshake::feed(const uint8_t* data, size_t len) {
+  Impl& m = *impl_;
+  if (m.state == Impl::State::failed) return fail(m.error, 0);
+  if (m.state != Impl::State::wait_server_hello) {
+    if (len == 0) return Step{};
+    return m.failed(errc::unexpected_message, 0);
+  }
+  size_t used = 0;
+  switch (m.reader.feed(data, len, used)) {
+    case FrameReader::Status::need_more: {
+      Step s;
+      s.consumed = used;
+      return s;
+    }
+    case FrameReader::Status::error: return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
+    case FrameReader::Status::frame: break;
+  }
+  return m.on_server_hello(used);
+}
+
+std::optional<PublicKey> ClientHandshake::host_key() const {
+  if (impl_->state == Impl::State::host_pending || impl_->state == Impl::State::done) return impl_->host;
+  return std::nullopt;
+}
+
+Step ClientHandshake::confirm_host() {
+  Impl& m = *impl_;
+  if (m.state != Impl::State::host_pending) return fail(errc::unexpected_message, 0);
+  auto msg = sig_message(kClientSigLabel, m.th2);
+  uint8_t sig[crypto_sign_BYTES];
+  crypto_sign_detached(sig, nullptr, msg.data(), msg.size(), m.me.sk.data());
+  auto f = frame_start(kClientAuth, kClientAuthBody);
+  append(f, sig, sizeof sig);
+  m.state = Impl::State::done;
+  Step s;
+  s.send = std::move(f);
+  s.done = true;
+  return s;
+}
+
+SessionKeys& ClientHandshake::keys() { return impl_->keys; }
+
+// ---------------------------------------------------------------------------------------------
+
+struct ServerHandshake::Impl {
+  enum class State { wait_client_hello, wait_client_auth, done, failed } state = State::wait_client_hello;
+  const Identity& host;
+  std::function<bool(const PublicKey&)> is_authorized;
+  SessionKeys keys;
+  uint8_t kx_pk[crypto_kx_PUBLICKEYBYTES]{};
+  uint8_t kx_sk[crypto_kx_SECRETKEYBYTES]{};
+  uint8_t client_kx[32]{};
+  std::vector<uint8_t> client_hello;
+  std::vector<uint8_t> server_hello;
+  FrameReader reader;
+  std::error_code error;
+  bool have_client_key = false;
+  bool authorized = false;
+
+  Impl(const Identity& h, std::function<bool(const PublicKey&)> f) : host(h), is_authorized(std::move(f)) {}
+  ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
+
+  Step failed(std::error_code ec, size_t consumed, std::string detail = {}) {
+    state = State::failed;
+    error = ec;
+    return fail(ec, consumed, std::move(detail));
+  }
+
+  // A ServerHello with a non-zero status and all key/signature fields zero.
+  Step refuse(uint8_t status, std::error_code ec, size_t consumed, std::string detail) {
+    auto f = frame_start(kServerHello, kServerHelloBody);
+    append(f, kMagic, 8);
+    f.push_back(kVersion);
+    f.push_back(status);
+    f.resize(5 + kServerHelloBody, 0);
+    Step s = failed(ec, consumed, std::move(detail));
+    s.send = std::move(f);
+    return s;
+  }
+
+  Step on_client_hello(size_t consumed) {
+    if (reader.type() != kClientHello) return failed(errc::unexpected_message, consumed);
+    const uint8_t* b = reader.body();
+    size_t n = reader.body_len();
+    if (n < 9 || std::memcmp(b, kMagic, 8) != 0) return failed(errc::bad_magic, consumed);
+    if (b[8] != kVersion)
+      return refuse(kStatusVersion, errc::bad_magic, consumed, "client speaks protocol version " + std::to_string(b[8]));
+    if (n != kClientHelloBody || b[11] != 0) return failed(errc::bad_handshake, consumed);
+    const crypto::CipherDesc* c = crypto::cipher_by_wire_id(b[9]);
+    if (!c)
+      return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
+                    "client asked for unknown cipher id " + std::to_string(b[9]));
+    const crypto::MacDesc* mac = crypto::mac_by_wire_id(b[10]);
+    if (!mac) {
+      if (!c->aead)
+        return refuse(kStatusMac, errc::unsupported_mac, consumed,
+                      "client asked for unknown MAC id " + std::to_string(b[10]));
+      mac = none_mac();  // AEAD: the MAC byte is ignored
+    }
+    keys.cipher = c;
+    keys.mac = mac;
+    std::memcpy(client_kx, b + 12, 32);
+    std::memcpy(keys.client_random.data(), b + 44, 32);
+    std::memcpy(keys.client_key.data(), b + 76, 32);
+    have_client_key = true;
+    keys.host_key = host.pk;
+    client_hello = reader.frame();
+
+    crypto_kx_keypair(kx_pk, kx_sk);
+    uint8_t server_random[32];
+    randombytes_buf(server_random, sizeof server_random);
+    auto f = frame_start(kServerHello, kServerHelloBody);
+    append(f, kMagic, 8);
+    f.push_back(kVersion);
+    f.push_back(kStatusOk);
+    append(f, kx_pk, 32);
+    append(f, server_random, 32);
+    append(f, host.pk.data(), 32);
+    auto th1 = hash2(client_hello, f.data(), f.size());
+    auto msg = sig_message(kHostSigLabel, th1);
+    uint8_t sig[crypto_sign_BYTES];
+    crypto_sign_detached(sig, nullptr, msg.data(), msg.size(), host.sk.data());
+    append(f, sig, sizeof sig);
+    server_hello = f;
+    state = State::wait_client_auth;
+    Step s;
+    s.send = std::move(f);
+    s.consumed = consumed;
+    return s;
+  }
+
+  Step on_client_auth(size_t consumed) {
+    if (reader.type() != kClientAuth) return failed(errc::unexpected_message, consumed);
+    if (reader.body_len() != kClientAuthBody) return failed(errc::bad_handshake, consumed);
+    auto th2 = hash2(client_hello, server_hello.data(), server_hello.size());
+    auto msg = sig_message(kClientSigLabel, th2);
+    if (crypto_sign_verify_detached(reader.body(), msg.data(), msg.size(), keys.client_key.data()) != 0)
+      return failed(errc::client_signature, consumed);
+    uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
+    if (crypto_kx_server_session_keys(rx, tx, kx_pk, kx_sk, client_kx) != 0) {
+      sodium_memzero(rx, sizeof rx);
+      sodium_memzero(tx, sizeof tx);
+      return failed(errc::bad_handshake, consumed, "invalid client key exchange value");
+    }
+    derive_direction(keys.c2s, rx, th2);
+    derive_direction(keys.s2c, tx, th2);
+    sodium_memzero(rx, sizeof rx);
+    sodium_memzero(tx, sizeof tx);
+    sodium_memzero(kx_sk, sizeof kx_sk);
+    keys.transcript_hash = th2;
+    authorized = is_authorized ? is_authorized(keys.client_key) : false;
+    state = State::done;
+    Step s;
+    s.done = true;
+    s.consumed = consumed;
+    if (!authorized) {
+      s.ec = errc::unauthorized;
+      s.detail = "client key " + fingerprint(keys.client_key) + " is not authorized";
+    }
+    return s;
+  }
+};
+
+ServerHandshake::ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized) {
+  init_sodium();
+  impl_ = std::make_unique<Impl>(host, std::move(is_authorized));
+}
+ServerHandshake::~ServerHandshake() = default;
+
+Step ServerHandshake::feed(const uint8_t* data, size_t len) {
+  Impl& m = *impl_;
+  if (m.state == Impl::State::failed) return fail(m.error, 0);
+  if (m.state == Impl::State::done) {
+    if (len == 0) return Step{};
+    return fail(errc::unexpected_message, 0);  // records go to the record layer
+  }
+  size_t used = 0;
+  switch (m.reader.feed(data, len, used)) {
+    case FrameReader::Status::need_more: {
+      Step s;
+      s.consumed = used;
+      return s;
+    }
+    case FrameReader::Status::error: return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
+    case FrameReader::Status::frame: break;
+  }
+  if (m.state == Impl::State::wait_client_hello) return m.on_client_hello(used);
+  return m.on_client_auth(used);
+}
+
+SessionKeys& ServerHandshake::keys() { return impl_->keys; }
+bool ServerHandshake::authorized() const { return impl_->authorized; }
+std::optional<PublicKey> ServerHandshake::client_key() const {
+  if (impl_->have_client_key) return impl_->keys.client_key;
+  return std::nullopt;
+}
+
+}  // namespace aesxfer::proto
