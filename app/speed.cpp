@@ -1,0 +1,616 @@
+// `aesxfer speed`, modelled on `openssl speed -evp`.
+//
+// What one cell measures: the raw primitive over ONE buffer of the column's size, called again and
+// again for `seconds` of wall-clock time (std::chrono::steady_clock), after a short warm-up. The
+// figure is payload bytes processed per second in MB/s, 1 MB = 10^6 bytes (openssl prints the
+// same quantity in "1000s of bytes per second"). Every call starts a new message with a fresh IV /
+// nonce / counter, so per-call set-up is part of the cost, as it is per record on the wire:
+//
+//   aes128-cbc   enc/dec   BlockCipher::cbc_encrypt / cbc_decrypt, in place, fresh IV per call
+//   aes128-cbc   enc xN lanes   BlockCipher::cbc_encrypt_lanes over N independent buffers of the
+//                          column's size (what the record layer does across records); aggregate MB/s
+//   aes128-ctr   enc/dec   BlockCipher::ctr_xor, in place, fresh counter block per call
+//   aes128-gcm   enc       Aes128Gcm::seal with a 13-byte AAD (as `openssl speed -aead`), tag included
+//                dec       Aes128Gcm::open of a sealed buffer (the tag is checked every call)
+//   blowfish-cbc enc/dec   Blowfish CBC through the BlockCipher interface, fresh IV per call
+//   arcfour      enc/dec   Rc4::xor_stream, key set once (the key schedule is not timed)
+//   none         enc/dec   memcpy between two buffers (the floor any cipher is compared with)
+//   hmac-sha256            HmacSha256::mac over the buffer (pads precomputed once per key)
+//   sha256                 Sha256::digest over the buffer
+//
+// Buffers are 64-byte aligned and touched before timing. The clock is read once per batch of
+// calls, the batch sized during warm-up so that one batch takes about 100 microseconds: small
+// buffers do not pay for clock reads, large ones do not overshoot the cell.
+// --multi N: N threads, each with its own cipher objects and buffers, released together by a
+// barrier; the bytes of all threads are summed and divided by the common wall time (from the
+// release to the last thread's end).
+#include "app/speed.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "crypto/aes.h"
+#include "crypto/blowfish.h"
+#include "crypto/cpu.h"
+#include "crypto/gcm.h"
+#include "crypto/rc4.h"
+#include "crypto/sha256.h"
+#include "crypto/suite.h"
+
+namespace aesxfer::app {
+namespace {
+
+namespace cr = aesxfer::crypto;
+using Clock = std::chrono::steady_clock;
+
+// A fixed benchmark key (no secret is involved); 56 bytes covers Blowfish's longest key.
+constexpr uint8_t kKey[56] = {
+    0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c,
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27};
+constexpr size_t kAadLen = 13;  // TLS-like record header, as `openssl speed -aead` uses
+
+// Keeps the optimiser from dropping work whose result nobody reads (memcpy, digests).
+inline void clobber(const void* p) noexcept { __asm__ volatile("" : : "r"(p) : "memory"); }
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const noexcept { std::free(p); }
+};
+using Buf = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// 64-byte aligned, every byte written so that page faults happen before the clock starts.
+Buf alloc_buf(size_t n) {
+  const size_t sz = (std::max<size_t>(n, 1) + 63) / 64 * 64;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, sz));
+  if (!p) throw std::bad_alloc();
+  for (size_t i = 0; i < sz; ++i) p[i] = uint8_t(i * 131 + 7);
+  return Buf(p);
+}
+
+// A fresh IV or counter block: a per-call counter in the first 8 bytes, the rest fixed.
+inline void fresh_iv(uint8_t* iv, size_t n, uint64_t& counter) noexcept {
+  std::memset(iv, 0x5a, n);
+  const uint64_t c = counter++;
+  std::memcpy(iv, &c, std::min<size_t>(n, sizeof c));
+}
+
+// One benchmarked operation over one buffer; once() is the timed call.
+class Op {
+ public:
+  virtual ~Op() = default;
+  virtual void once() noexcept = 0;
+  // Payload bytes one call processes (0: the size does not fit this cipher, the cell is skipped).
+  size_t bytes() const noexcept { return bytes_; }
+  // False when a built-in self-check failed during the run (GCM open rejecting its own tag).
+  virtual bool ok() const noexcept { return true; }
+
+ protected:
+  size_t bytes_ = 0;
+};
+
+class CbcOp final : public Op {
+ public:
+  CbcOp(std::unique_ptr<cr::BlockCipher> bc, size_t size, bool dec) : bc_(std::move(bc)), dec_(dec) {
+    bs_ = bc_->block_size();
+    blocks_ = size / bs_;
+    bytes_ = blocks_ * bs_;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    fresh_iv(iv_, bs_, n_);
+    if (dec_)
+      bc_->cbc_decrypt(iv_, buf_.get(), buf_.get(), blocks_);
+    else
+      bc_->cbc_encrypt(iv_, buf_.get(), buf_.get(), blocks_);
+  }
+
+ private:
+  std::unique_ptr<cr::BlockCipher> bc_;
+  bool dec_;
+  size_t bs_ = 16, blocks_ = 0;
+  Buf buf_;
+  uint64_t n_ = 0;
+  alignas(16) uint8_t iv_[16] = {};
+};
+
+class CbcLanesOp final : public Op {
+ public:
+  CbcLanesOp(std::unique_ptr<cr::BlockCipher> bc, size_t size, size_t lanes)
+      : bc_(std::move(bc)), lanes_(lanes), ivs_(lanes * 16), chains_(lanes) {
+    blocks_ = size / 16;
+    stride_ = (size + 63) / 64 * 64;
+    bytes_ = lanes * blocks_ * 16;
+    buf_ = alloc_buf(stride_ * lanes);
+  }
+  void once() noexcept override {
+    for (size_t i = 0; i < lanes_; ++i) {
+      uint8_t* p = buf_.get() + i * stride_;
+      fresh_iv(&ivs_[i * 16], 16, n_);
+      chains_[i] = cr::CbcLane{&ivs_[i * 16], p, p, blocks_};
+    }
+    bc_->cbc_encrypt_lanes(chains_.data(), lanes_);
+  }
+
+ private:
+  std::unique_ptr<cr::BlockCipher> bc_;
+  size_t lanes_, blocks_ = 0, stride_ = 0;
+  std::vector<uint8_t> ivs_;
+  std::vector<cr::CbcLane> chains_;
+  Buf buf_;
+  uint64_t n_ = 0;
+};
+
+class CtrOp final : public Op {
+ public:
+  CtrOp(std::unique_ptr<cr::BlockCipher> bc, size_t size) : bc_(std::move(bc)) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    fresh_iv(ctr_, 16, n_);
+    std::memset(ctr_ + 12, 0, 4);  // nonce || 32-bit block counter, as GCM and ssh's CTR start
+    bc_->ctr_xor(ctr_, buf_.get(), buf_.get(), bytes_);
+  }
+
+ private:
+  std::unique_ptr<cr::BlockCipher> bc_;
+  Buf buf_;
+  uint64_t n_ = 0;
+  alignas(16) uint8_t ctr_[16] = {};
+};
+
+class GcmSealOp final : public Op {
+ public:
+  GcmSealOp(std::unique_ptr<cr::Aes128Gcm> g, size_t size) : g_(std::move(g)) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+    std::memset(aad_, 0x17, sizeof aad_);
+  }
+  void once() noexcept override {
+    fresh_iv(nonce_, sizeof nonce_, n_);
+    g_->seal(nonce_, aad_, kAadLen, buf_.get(), buf_.get(), bytes_, tag_);
+    clobber(tag_);
+  }
+
+ private:
+  std::unique_ptr<cr::Aes128Gcm> g_;
+  Buf buf_;
+  uint64_t n_ = 0;
+  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[16] = {};
+};
+
+// open() must see a valid tag or it would stop after GHASH; so one buffer is sealed up front and
+// opened (out of place, the ciphertext stays intact) on every call with its nonce.
+class GcmOpenOp final : public Op {
+ public:
+  GcmOpenOp(std::unique_ptr<cr::Aes128Gcm> g, size_t size) : g_(std::move(g)) {
+    bytes_ = size;
+    ct_ = alloc_buf(size);
+    pt_ = alloc_buf(size);
+    std::memset(aad_, 0x17, sizeof aad_);
+    std::memset(nonce_, 0x33, sizeof nonce_);
+    g_->seal(nonce_, aad_, kAadLen, ct_.get(), ct_.get(), bytes_, tag_);
+  }
+  void once() noexcept override { good_ &= g_->open(nonce_, aad_, kAadLen, ct_.get(), pt_.get(), bytes_, tag_); }
+  bool ok() const noexcept override { return good_; }
+
+ private:
+  std::unique_ptr<cr::Aes128Gcm> g_;
+  Buf ct_, pt_;
+  bool good_ = true;
+  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[16] = {};
+};
+
+class Rc4Op final : public Op {
+ public:
+  explicit Rc4Op(size_t size) : rc4_(kKey, 16) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override { rc4_.xor_stream(buf_.get(), buf_.get(), bytes_); }
+
+ private:
+  cr::Rc4 rc4_;
+  Buf buf_;
+};
+
+class MemcpyOp final : public Op {
+ public:
+  explicit MemcpyOp(size_t size) {
+    bytes_ = size;
+    src_ = alloc_buf(size);
+    dst_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    std::memcpy(dst_.get(), src_.get(), bytes_);
+    clobber(dst_.get());
+  }
+
+ private:
+  Buf src_, dst_;
+};
+
+class Sha256Op final : public Op {
+ public:
+  explicit Sha256Op(size_t size) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    cr::Sha256::digest(buf_.get(), bytes_, out_);
+    clobber(out_);
+  }
+
+ private:
+  Buf buf_;
+  uint8_t out_[32] = {};
+};
+
+class HmacOp final : public Op {
+ public:
+  explicit HmacOp(size_t size) : h_(kKey, 32) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    h_.mac(buf_.get(), bytes_, tag_);
+    clobber(tag_);
+  }
+
+ private:
+  cr::HmacSha256 h_;
+  Buf buf_;
+  uint8_t tag_[32] = {};
+};
+
+// One table row: what it is called and how each thread builds its own operation for a size.
+struct Row {
+  std::string cipher;  // "aes128-cbc", "hmac-sha256", "sha256"
+  std::string op;      // "enc", "dec", "enc-lanes", "mac", "hash"
+  size_t lanes = 0;    // for enc-lanes
+  std::string impl;
+  bool legacy = false;
+  std::function<std::unique_ptr<Op>(size_t size)> make;
+
+  std::string label() const {
+    std::string s = cipher;
+    if (op == "enc" || op == "dec") s += " " + op;
+    if (op == "enc-lanes") s += " enc x" + std::to_string(lanes) + " lanes";
+    if (legacy) s += " (legacy)";
+    return s;
+  }
+};
+
+std::unique_ptr<cr::BlockCipher> aes() {
+  auto bc = cr::make_aes128(kKey);
+  if (!bc) throw std::runtime_error("make_aes128 returned no implementation");
+  return bc;
+}
+std::unique_ptr<cr::Aes128Gcm> gcm() {
+  auto g = cr::Aes128Gcm::make(kKey);
+  if (!g) throw std::runtime_error("Aes128Gcm::make returned no implementation");
+  return g;
+}
+std::unique_ptr<cr::BlockCipher> blowfish() {
+  auto bc = cr::make_blowfish(kKey, 16);
+  if (!bc) throw std::runtime_error("make_blowfish rejected a 16-byte key");
+  return bc;
+}
+
+void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
+  auto add = [&](std::string op, std::string impl, std::function<std::unique_ptr<Op>(size_t)> make,
+                 size_t lanes = 0) {
+    Row r;
+    r.cipher = c.name;
+    r.op = std::move(op);
+    r.lanes = lanes;
+    r.impl = std::move(impl);
+    r.legacy = c.legacy;
+    r.make = std::move(make);
+    rows.push_back(std::move(r));
+  };
+  switch (c.mode) {
+    case cr::CipherMode::cbc: {
+      if (c.alg == cr::CipherAlg::aes128) {
+        const std::string impl = aes()->impl();
+        add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, false); });
+        add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, true); });
+        add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 8); }, 8);
+        if (impl == "vaes")
+          add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 16); }, 16);
+      } else if (c.alg == cr::CipherAlg::blowfish) {
+        const std::string impl = blowfish()->impl();
+        add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, false); });
+        add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, true); });
+      }
+      break;
+    }
+    case cr::CipherMode::ctr: {
+      const std::string impl = aes()->impl();
+      // CTR decryption is the same operation; it is measured anyway so that every cipher has both rows.
+      add("enc", impl, [](size_t n) { return std::make_unique<CtrOp>(aes(), n); });
+      add("dec", impl, [](size_t n) { return std::make_unique<CtrOp>(aes(), n); });
+      break;
+    }
+    case cr::CipherMode::gcm: {
+      const std::string impl = gcm()->impl();
+      add("enc", impl, [](size_t n) { return std::make_unique<GcmSealOp>(gcm(), n); });
+      add("dec", impl, [](size_t n) { return std::make_unique<GcmOpenOp>(gcm(), n); });
+      break;
+    }
+    case cr::CipherMode::stream:
+      add("enc", "portable", [](size_t n) { return std::make_unique<Rc4Op>(n); });
+      add("dec", "portable", [](size_t n) { return std::make_unique<Rc4Op>(n); });
+      break;
+    case cr::CipherMode::none:
+      add("enc", "memcpy", [](size_t n) { return std::make_unique<MemcpyOp>(n); });
+      add("dec", "memcpy", [](size_t n) { return std::make_unique<MemcpyOp>(n); });
+      break;
+  }
+}
+
+void add_mac_rows(const cr::MacDesc& m, std::vector<Row>& rows) {
+  if (std::string_view(m.name) != "hmac-sha256") return;  // MAC "none" has nothing to measure
+  const std::string impl = cr::sha256_impl_name(cr::ShaImpl::best);
+  Row h;
+  h.cipher = "hmac-sha256";
+  h.op = "mac";
+  h.impl = impl;
+  h.make = [](size_t n) { return std::make_unique<HmacOp>(n); };
+  rows.push_back(std::move(h));
+  Row s;
+  s.cipher = "sha256";
+  s.op = "hash";
+  s.impl = impl;
+  s.make = [](size_t n) { return std::make_unique<Sha256Op>(n); };
+  rows.push_back(std::move(s));
+}
+
+struct Cell {
+  bool skipped = false;  // the size does not fit the cipher's block
+  bool ok = true;        // self-check passed
+  double mb_per_s = 0;
+};
+
+// Runs one cell on `threads` threads (the caller's thread is thread 0).
+Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
+  std::vector<std::unique_ptr<Op>> ops;
+  for (int t = 0; t < threads; ++t) ops.push_back(row.make(size));
+  Cell cell;
+  if (ops[0]->bytes() == 0) {
+    cell.skipped = true;
+    return cell;
+  }
+  using Dur = Clock::duration;
+  const auto run_for = std::chrono::duration_cast<Dur>(std::chrono::duration<double>(seconds));
+  const auto warm_for = std::chrono::duration_cast<Dur>(
+      std::chrono::duration<double>(std::clamp(seconds / 20, 0.001, 0.05)));
+  const auto batch_target = std::chrono::duration_cast<Dur>(std::chrono::microseconds(100));
+
+  Clock::time_point t0;
+  std::barrier sync(threads, [&t0]() noexcept { t0 = Clock::now(); });
+  std::vector<uint64_t> calls(size_t(threads), 0);
+  std::vector<Clock::time_point> ends(static_cast<size_t>(threads));
+
+  auto body = [&](int t) {
+    Op& op = *ops[size_t(t)];
+    // Warm-up: brings caches, branch predictors and clock frequency up, and sizes the batch.
+    size_t batch = 1;
+    const auto warm_end = Clock::now() + warm_for;
+    for (;;) {
+      const auto b0 = Clock::now();
+      for (size_t i = 0; i < batch; ++i) op.once();
+      const auto b1 = Clock::now();
+      if (b1 - b0 < batch_target && batch < (size_t(1) << 24)) batch *= 2;
+      if (b1 >= warm_end) break;
+    }
+    sync.arrive_and_wait();  // all threads start together; the completion step stamped t0
+    const auto deadline = t0 + run_for;
+    uint64_t n = 0;
+    Clock::time_point now;
+    do {
+      for (size_t i = 0; i < batch; ++i) op.once();
+      n += batch;
+      now = Clock::now();
+    } while (now < deadline);
+    ends[size_t(t)] = now;
+    calls[size_t(t)] = n;
+  };
+
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(body, t);
+  body(0);
+  for (auto& th : pool) th.join();
+
+  const auto last = *std::max_element(ends.begin(), ends.end());
+  const double wall = std::chrono::duration<double>(last - t0).count();
+  double bytes = 0;
+  for (int t = 0; t < threads; ++t) {
+    bytes += double(calls[size_t(t)]) * double(ops[size_t(t)]->bytes());
+    cell.ok = cell.ok && ops[size_t(t)]->ok();
+  }
+  cell.mb_per_s = wall > 0 ? bytes / wall / 1e6 : 0;
+  return cell;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string o;
+  o.reserve(s.size() + 2);
+  o += '"';
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\r': o += "\\r"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (ch < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", ch);
+          o += b;
+        } else {
+          o += char(ch);
+        }
+    }
+  }
+  o += '"';
+  return o;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
+  if (!(opt.seconds > 0) || !std::isfinite(opt.seconds) || opt.seconds > 3600) {
+    err << "aesxfer speed: --seconds must be in (0, 3600], got " << opt.seconds << "\n";
+    return 2;
+  }
+  if (opt.multi < 1 || opt.multi > 1024) {
+    err << "aesxfer speed: --multi must be in [1, 1024], got " << opt.multi << "\n";
+    return 2;
+  }
+  if (opt.sizes.empty() || std::any_of(opt.sizes.begin(), opt.sizes.end(),
+                                       [](size_t s) { return s == 0 || s > (size_t(1) << 30); })) {
+    err << "aesxfer speed: block sizes must be in [1, 2^30] bytes\n";
+    return 2;
+  }
+
+  // Resolve the selection: ciphers first (so "none" is the cipher), then MACs; duplicates dropped.
+  std::vector<const cr::CipherDesc*> sel_c;
+  std::vector<const cr::MacDesc*> sel_m;
+  if (opt.ciphers.empty()) {
+    for (const auto& c : cr::ciphers()) sel_c.push_back(&c);
+    for (const auto& m : cr::macs()) sel_m.push_back(&m);
+  } else {
+    for (const auto& name : opt.ciphers) {
+      if (const auto* c = cr::find_cipher(name)) {
+        if (std::find(sel_c.begin(), sel_c.end(), c) == sel_c.end()) sel_c.push_back(c);
+      } else if (const auto* m = cr::find_mac(name)) {
+        if (std::find(sel_m.begin(), sel_m.end(), m) == sel_m.end()) sel_m.push_back(m);
+      } else {
+        err << "aesxfer speed: unknown cipher or MAC '" << name << "' (ciphers: " << cr::cipher_names()
+            << "; MACs: " << cr::mac_names() << ")\n";
+        return 2;
+      }
+    }
+  }
+
+  std::vector<Row> rows;
+  std::string aes_impl, gcm_impl;
+  const std::string sha_impl = cr::sha256_impl_name(cr::ShaImpl::best);
+  try {
+    for (const auto* c : sel_c) add_cipher_rows(*c, rows);
+    for (const auto* m : sel_m) add_mac_rows(*m, rows);
+    aes_impl = aes()->impl();
+    gcm_impl = gcm()->impl();
+  } catch (const std::exception& e) {
+    err << "aesxfer speed: " << e.what() << "\n";
+    return 1;
+  }
+  if (rows.empty()) {
+    err << "aesxfer speed: nothing to measure (MAC 'none' alone)\n";
+    return 2;
+  }
+  const bool masked = cr::no_aesni() || opt.no_aesni;
+
+  // Table heading.
+  size_t label_w = 4;
+  for (const auto& r : rows) label_w = std::max(label_w, r.label().size());
+  label_w += 2;
+  size_t impl_w = 4;
+  for (const auto& r : rows) impl_w = std::max(impl_w, r.impl.size());
+  impl_w += 2;
+  constexpr int kCol = 14;
+  auto pad = [](std::string s, size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s;
+  };
+  auto rpad = [](const std::string& s, size_t w) { return s.size() < w ? std::string(w - s.size(), ' ') + s : s; };
+
+  if (!opt.json) {
+    out << "aesxfer speed\n";
+    out << "CPU:      " << cr::cpu_model() << "\n";
+    out << "AES:      " << aes_impl << "   (best available: " << cr::aes_best_impl_name() << ")\n";
+    out << "GHASH:    " << gcm_impl << "   (AES-128-GCM implementation)\n";
+    out << "SHA-256:  " << sha_impl << "\n";
+    if (masked) out << "AES-NI masked (--no-aesni): AES-NI, VAES, PCLMULQDQ and SHA-NI are not used\n";
+    out << "threads:  " << opt.multi << (opt.multi > 1 ? " (figures summed over threads)" : "") << "\n";
+    out << "seconds:  " << opt.seconds << " per cell\n";
+    out << "The numbers are MB/s (1 MB = 10^6 bytes per second) of the raw operation on one buffer of\n"
+           "the column's size, called repeatedly with a fresh IV/nonce per call (like openssl speed -evp);\n"
+           "gcm includes the tag and a 13-byte AAD; \"xN lanes\" is the aggregate of N independent CBC\n"
+           "chains of that size each.\n";
+    out << pad("type", label_w) << pad("impl", impl_w);
+    for (size_t s : opt.sizes) out << rpad(std::to_string(s) + " bytes", kCol);
+    out << "\n";
+    out.flush();
+  }
+
+  std::string results;  // JSON array body
+  bool all_ok = true;
+  std::string failed;
+  try {
+    for (const auto& r : rows) {
+      if (!opt.json) out << pad(r.label(), label_w) << pad(r.impl, impl_w) << std::flush;
+      for (size_t s : opt.sizes) {
+        const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
+        if (!cell.ok) {
+          all_ok = false;
+          failed = r.label();
+        }
+        if (!opt.json) {
+          out << rpad(cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s), kCol) << std::flush;
+          continue;
+        }
+        if (cell.skipped) continue;
+        if (!results.empty()) results += ",\n    ";
+        results += "{\"cipher\":" + json_escape(r.cipher) + ",\"op\":" + json_escape(r.op);
+        if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
+        results += ",\"impl\":" + json_escape(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
+                   ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) + "}";
+      }
+      if (!opt.json) out << "\n" << std::flush;
+    }
+  } catch (const std::exception& e) {
+    if (!opt.json) out << "\n";
+    err << "aesxfer speed: " << e.what() << "\n";
+    return 1;
+  }
+
+  if (opt.json) {
+    out << "{\"cpu\":" << json_escape(cr::cpu_model()) << ",\"threads\":" << opt.multi
+        << ",\"seconds\":" << fmt("%g", opt.seconds) << ",\"no_aesni\":" << (masked ? "true" : "false")
+        << ",\"unit\":\"MB/s (10^6 bytes per second)\""
+        << ",\"impl\":{\"aes\":" << json_escape(aes_impl) << ",\"gcm\":" << json_escape(gcm_impl)
+        << ",\"sha256\":" << json_escape(sha_impl) << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
+  }
+  out.flush();
+  if (!all_ok) {
+    err << "aesxfer speed: self-check failed in '" << failed << "' (GCM open rejected its own tag)\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace aesxfer::app

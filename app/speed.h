@@ -1,0 +1,24 @@
+// `aesxfer speed`: throughput of the raw cipher and MAC operations, in the manner of
+// `openssl speed -evp`. See run_speed() in app/speed.cpp for exactly what each cell measures.
+#pragma once
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aesxfer::app {
+
+struct SpeedOptions {
+  std::vector<std::string> ciphers;  // names or aliases from crypto::find_cipher / find_mac; empty = all ciphers and all MACs
+  double seconds = 1.0;              // per cell (openssl uses 3; default 1 to keep it quick; fractions like 0.1 work)
+  bool no_aesni = false;             // already applied by the caller via crypto::set_no_aesni, just reported
+  int multi = 1;                     // N threads, each running the same work; figures are summed
+  bool json = false;
+  std::vector<size_t> sizes = {16, 64, 256, 1024, 8192, 16384, 1 << 20};
+};
+
+// Runs the benchmark, prints the table (or JSON) to out, returns a process exit code.
+// Unknown names or bad options: one-line error on err, return 2.
+int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace aesxfer::app

@@ -1,0 +1,317 @@
+// Tests for `aesxfer speed` (app/speed.cpp): every selected row is printed with positive figures,
+// the JSON form is well-formed with the expected keys, and bad input gives exit code 2.
+#include "app/speed.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "crypto/aes.h"
+
+namespace aesxfer::app {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+// The table row whose label is exactly `label` (the label is followed by two or more spaces).
+const std::string* find_row(const std::vector<std::string>& lines, const std::string& label) {
+  for (const auto& l : lines)
+    if (l.rfind(label + "  ", 0) == 0) return &l;
+  return nullptr;
+}
+
+// The last `n` whitespace-separated fields of the row, parsed as numbers (fails on garbage).
+std::vector<double> numbers_of(const std::string& row, size_t n) {
+  std::istringstream in(row);
+  std::vector<std::string> f;
+  for (std::string w; in >> w;) f.push_back(w);
+  std::vector<double> v;
+  if (f.size() < n) return v;
+  for (size_t i = f.size() - n; i < f.size(); ++i) {
+    char* end = nullptr;
+    const double d = std::strtod(f[i].c_str(), &end);
+    if (end == f[i].c_str() || *end != '\0') return {};
+    v.push_back(d);
+  }
+  return v;
+}
+
+// A minimal JSON reader, enough to validate the structure `run_speed --json` writes and to pull
+// values out of it: objects, arrays, strings (with escapes), numbers, true/false/null.
+struct Json {
+  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::map<std::string, Json> obj;
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  bool parse(Json& out) {
+    if (!value(out)) return false;
+    ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  const std::string& s_;
+  size_t i_ = 0;
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool lit(const char* w) {
+    const std::string t(w);
+    if (s_.compare(i_, t.size(), t) != 0) return false;
+    i_ += t.size();
+    return true;
+  }
+  bool string(std::string& o) {
+    if (i_ >= s_.size() || s_[i_] != '"') return false;
+    ++i_;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      const char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') {
+        o += c;
+        continue;
+      }
+      if (i_ >= s_.size()) return false;
+      const char e = s_[i_++];
+      if (e == 'u') {
+        if (i_ + 4 > s_.size()) return false;
+        for (int k = 0; k < 4; ++k)
+          if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + size_t(k)]))) return false;
+        o += '?';
+        i_ += 4;
+      } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
+        o += e;
+      } else {
+        return false;
+      }
+    }
+    if (i_ >= s_.size()) return false;
+    ++i_;
+    return true;
+  }
+  bool value(Json& v) {
+    ws();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '{') {
+      v.kind = Json::Obj;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+      for (;;) {
+        ws();
+        std::string k;
+        if (!string(k)) return false;
+        ws();
+        if (i_ >= s_.size() || s_[i_++] != ':') return false;
+        if (v.obj.count(k)) return false;  // duplicate key
+        if (!value(v.obj[k])) return false;
+        ws();
+        if (i_ >= s_.size()) return false;
+        if (s_[i_] == ',') { ++i_; continue; }
+        if (s_[i_] == '}') return ++i_, true;
+        return false;
+      }
+    }
+    if (c == '[') {
+      v.kind = Json::Arr;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+      for (;;) {
+        v.arr.emplace_back();
+        if (!value(v.arr.back())) return false;
+        ws();
+        if (i_ >= s_.size()) return false;
+        if (s_[i_] == ',') { ++i_; continue; }
+        if (s_[i_] == ']') return ++i_, true;
+        return false;
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::Str;
+      return string(v.str);
+    }
+    if (lit("true")) { v.kind = Json::Bool; v.b = true; return true; }
+    if (lit("false")) { v.kind = Json::Bool; return true; }
+    if (lit("null")) return true;
+    const char* start = s_.c_str() + i_;
+    char* end = nullptr;
+    v.num = std::strtod(start, &end);
+    if (end == start) return false;
+    v.kind = Json::Num;
+    i_ += size_t(end - start);
+    return true;
+  }
+};
+
+SpeedOptions quick(std::vector<std::string> ciphers) {
+  SpeedOptions o;
+  o.ciphers = std::move(ciphers);
+  o.seconds = 0.01;
+  o.sizes = {16, 1024};
+  return o;
+}
+
+bool vaes() { return std::string(crypto::aes_best_impl_name()) == "vaes"; }
+
+TEST(Speed, TableHasEveryRowWithPositiveFigures) {
+  std::ostringstream out, err;
+  ASSERT_EQ(run_speed(quick({"aes128-cbc", "gcm", "blowfish-cbc", "rc4", "hmac-sha256"}), out, err), 0)
+      << err.str();
+  EXPECT_EQ(err.str(), "");
+  const auto lines = lines_of(out.str());
+  std::vector<std::string> labels = {"aes128-cbc enc",         "aes128-cbc dec",
+                                     "aes128-cbc enc x8 lanes", "aes128-gcm enc",
+                                     "aes128-gcm dec",         "blowfish-cbc enc (legacy)",
+                                     "blowfish-cbc dec (legacy)", "arcfour enc (legacy)",
+                                     "arcfour dec (legacy)",   "hmac-sha256",
+                                     "sha256"};
+  if (vaes()) labels.push_back("aes128-cbc enc x16 lanes");
+  for (const auto& label : labels) {
+    const std::string* row = find_row(lines, label);
+    ASSERT_NE(row, nullptr) << "missing row '" << label << "' in:\n" << out.str();
+    const auto v = numbers_of(*row, 2);
+    ASSERT_EQ(v.size(), 2u) << *row;
+    for (double d : v) EXPECT_GT(d, 0) << *row;
+  }
+  EXPECT_EQ(find_row(lines, "aes128-cbc enc x16 lanes") != nullptr, vaes());
+  // Not selected: no rows.
+  EXPECT_EQ(find_row(lines, "aes128-ctr enc"), nullptr);
+  EXPECT_EQ(find_row(lines, "none enc (legacy)"), nullptr);
+  // Heading: CPU line, implementation lines, the unit, one column per size.
+  EXPECT_NE(out.str().find("CPU:"), std::string::npos);
+  EXPECT_NE(out.str().find("SHA-256:"), std::string::npos);
+  EXPECT_NE(out.str().find("MB/s"), std::string::npos);
+  EXPECT_NE(out.str().find("16 bytes"), std::string::npos);
+  EXPECT_NE(out.str().find("1024 bytes"), std::string::npos);
+}
+
+TEST(Speed, AllCiphersAndMacsWhenNoneNamed) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({});
+  o.sizes = {64};
+  o.seconds = 0.005;
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  const auto lines = lines_of(out.str());
+  for (const char* label : {"aes128-gcm enc", "aes128-ctr enc", "aes128-ctr dec", "aes128-cbc enc",
+                            "blowfish-cbc enc (legacy)", "arcfour enc (legacy)", "none enc (legacy)",
+                            "none dec (legacy)", "hmac-sha256", "sha256"}) {
+    const std::string* row = find_row(lines, label);
+    ASSERT_NE(row, nullptr) << label << " missing in:\n" << out.str();
+    const auto v = numbers_of(*row, 1);
+    ASSERT_EQ(v.size(), 1u) << *row;
+    EXPECT_GT(v[0], 0) << *row;
+  }
+}
+
+TEST(Speed, JsonIsWellFormedWithEveryResult) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({"aes128-ctr", "aes128-gcm", "sha256"});
+  o.json = true;
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  const std::string s = out.str();
+  Json j;
+  ASSERT_TRUE(JsonParser(s).parse(j)) << s;
+  ASSERT_EQ(j.kind, Json::Obj);
+  for (const char* k : {"cpu", "threads", "seconds", "impl", "results"})
+    ASSERT_TRUE(j.obj.count(k)) << "missing key " << k << " in " << s;
+  EXPECT_EQ(j.obj["cpu"].kind, Json::Str);
+  EXPECT_EQ(j.obj["threads"].num, 1);
+  EXPECT_DOUBLE_EQ(j.obj["seconds"].num, 0.01);
+  ASSERT_EQ(j.obj["impl"].kind, Json::Obj);
+  EXPECT_EQ(j.obj["impl"].obj["aes"].str, crypto::aes_best_impl_name());
+  EXPECT_TRUE(j.obj["impl"].obj.count("sha256"));
+  const Json& res = j.obj["results"];
+  ASSERT_EQ(res.kind, Json::Arr);
+  // aes128-ctr enc/dec, aes128-gcm enc/dec, hmac-sha256, sha256 (the "sha256" alias names the
+  // HMAC, which brings the bare hash row with it): 6 rows x 2 sizes.
+  ASSERT_EQ(res.arr.size(), 12u) << s;
+  std::set<std::string> seen;
+  for (const auto& r : res.arr) {
+    ASSERT_EQ(r.kind, Json::Obj);
+    for (const char* k : {"cipher", "op", "impl", "block_size", "mb_per_s"})
+      ASSERT_TRUE(r.obj.count(k)) << "result without " << k;
+    EXPECT_GT(r.obj.at("mb_per_s").num, 0);
+    const double bs = r.obj.at("block_size").num;
+    EXPECT_TRUE(bs == 16 || bs == 1024) << bs;
+    seen.insert(r.obj.at("cipher").str + "/" + r.obj.at("op").str);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"aes128-ctr/enc", "aes128-ctr/dec", "aes128-gcm/enc", "aes128-gcm/dec",
+                                         "hmac-sha256/mac", "sha256/hash"}));
+}
+
+TEST(Speed, MultiThreadedRunsAndReportsThreads) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({"aes128-ctr"});
+  o.multi = 2;
+  o.json = true;
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  Json j;
+  ASSERT_TRUE(JsonParser(out.str()).parse(j)) << out.str();
+  EXPECT_EQ(j.obj["threads"].num, 2);
+  ASSERT_EQ(j.obj["results"].arr.size(), 4u);
+  for (const auto& r : j.obj["results"].arr) EXPECT_GT(r.obj.at("mb_per_s").num, 0);
+}
+
+TEST(Speed, UnknownCipherIsOneLineErrorAndExitCode2) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_speed(quick({"aes128-cbc", "des3-cbc"}), out, err), 2);
+  const std::string e = err.str();
+  ASSERT_FALSE(e.empty());
+  EXPECT_EQ(e.find('\n'), e.size() - 1) << e;  // exactly one line
+  EXPECT_NE(e.find("des3-cbc"), std::string::npos) << e;
+  EXPECT_EQ(out.str(), "");  // nothing measured, nothing printed
+}
+
+TEST(Speed, BadOptionsAreRejected) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({"none"});
+  o.seconds = 0;
+  EXPECT_EQ(run_speed(o, out, err), 2);
+  o = quick({"none"});
+  o.multi = 0;
+  EXPECT_EQ(run_speed(o, out, err), 2);
+  o = quick({"none"});
+  o.sizes = {};
+  EXPECT_EQ(run_speed(o, out, err), 2);
+  EXPECT_EQ(out.str(), "");
+}
+
+// A size that is not a whole number of cipher blocks: CBC cells say n/a rather than inventing a figure.
+TEST(Speed, SizeSmallerThanABlockIsNotApplicableForCbc) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({"aes128-cbc", "arcfour"});
+  o.sizes = {8};
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  const auto lines = lines_of(out.str());
+  const std::string* cbc = find_row(lines, "aes128-cbc enc");
+  ASSERT_NE(cbc, nullptr);
+  EXPECT_NE(cbc->find("n/a"), std::string::npos) << *cbc;
+  const std::string* rc4 = find_row(lines, "arcfour enc (legacy)");
+  ASSERT_NE(rc4, nullptr);
+  const auto v = numbers_of(*rc4, 1);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_GT(v[0], 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::app
