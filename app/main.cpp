@@ -1,0 +1,320 @@
+// aesxfer: encrypted file transfer over TCP with a cipher of the user's choice.
+#include <sodium.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "app/progress.h"
+#include "app/speed.h"
+#include "client/client.h"
+#include "client/keystore.h"
+#include "crypto/aes.h"
+#include "crypto/cpu.h"
+#include "crypto/suite.h"
+#include "server/server.h"
+
+namespace fs = std::filesystem;
+using namespace aesxfer;
+
+namespace {
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+
+void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", msg.c_str()); }
+
+struct Remote {
+  std::string host;
+  std::string path;
+};
+
+// "host:path", "[v6addr]:path"; nullopt when the argument names no host (a local path).
+std::optional<Remote> parse_remote(const std::string& s) {
+  if (!s.empty() && s[0] == '[') {
+    size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
+    return Remote{s.substr(1, close - 1), s.substr(close + 2)};
+  }
+  size_t colon = s.find(':');
+  size_t slash = s.find('/');
+  if (colon == std::string::npos || colon == 0 || (slash != std::string::npos && slash < colon)) return std::nullopt;
+  return Remote{s.substr(0, colon), s.substr(colon + 1)};
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += char(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += char(c);
+    }
+  }
+  return o;
+}
+
+struct TransferOpts {
+  std::string cipher = "aes128-gcm";
+  std::string mac;
+  uint16_t port = net::kDefaultPort;
+  bool quiet = false;
+  bool json = false;
+  bool no_aesni = false;
+  std::string keylog;
+  double timeout = 30;
+};
+
+// Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
+bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
+  co.cipher = crypto::find_cipher(t.cipher);
+  if (!co.cipher) {
+    die_line("unknown cipher '" + t.cipher + "' (known: " + crypto::cipher_names() + ")");
+    return false;
+  }
+  std::string mac = t.mac.empty() ? (co.cipher->aead ? "none" : "hmac-sha256") : t.mac;
+  co.mac = crypto::find_mac(mac);
+  if (!co.mac) {
+    die_line("unknown MAC '" + mac + "' (known: " + crypto::mac_names() + ")");
+    return false;
+  }
+  if (co.cipher->aead && co.mac->tag_len && !t.mac.empty())
+    std::fprintf(stderr, "aesxfer: note: %s authenticates itself; -m %s is ignored\n", co.cipher->name, co.mac->name);
+  if (co.cipher->legacy && co.cipher->mode != crypto::CipherMode::none && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: %s is a legacy cipher, offered for comparison only\n", co.cipher->name);
+  if (co.cipher->mode == crypto::CipherMode::none && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: cipher none: data crosses the network unencrypted\n");
+  if (!co.cipher->aead && co.mac->tag_len == 0 && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: MAC none: data is unauthenticated (raw speed test only)\n");
+  co.port = t.port;
+  co.home = net::aesxfer_home();
+  co.keylog = t.keylog;
+  co.timeout = std::chrono::milliseconds(int64_t(t.timeout * 1000));
+  return true;
+}
+
+void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress) {
+  const char* mac = co.cipher->aead ? "aead" : co.mac->name;
+  double mbps = r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0;
+  if (t.json) {
+    std::printf(
+        "{\"file\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
+        "\"impl\":\"%s\",\"verified\":%s}\n",
+        json_escape(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
+        crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false");
+  } else if (!t.quiet) {
+    (void)tty_progress;
+    std::printf("%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s)\n", r.file.c_str(), (unsigned long long)r.bytes,
+                r.seconds, mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str());
+  }
+  std::fflush(stdout);
+}
+
+int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
+  if (args.size() < 2) {
+    die_line("send: usage: aesxfer send FILE... HOST:DEST");
+    return kExitUsage;
+  }
+  auto remote = parse_remote(args.back());
+  if (!remote) {
+    die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
+    return kExitUsage;
+  }
+  net::ClientOptions co;
+  co.host = remote->host;
+  if (!pick_suite(t, co)) return kExitUsage;
+  std::string dest = remote->path.empty() ? "." : remote->path;
+  bool tty = !t.quiet && !t.json && ::isatty(STDOUT_FILENO);
+  int rc = 0;
+  try {
+    net::Client client(co);
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      fs::path local = args[i];
+      app::Progress prog(local.filename().string(), tty);
+      try {
+        auto r = client.put(local, dest, [&](uint64_t n) { prog.start(n); }, [&](uint64_t d) { prog.update(d); });
+        prog.finish(r.bytes, r.seconds);
+        report(t, co, r, tty);
+      } catch (const net::Failure& f) {
+        if (tty) std::fputc('\n', stdout);
+        die_line(f.what());
+        rc = kExitFail;
+        // A failed file may leave the connection mid-stream: stop at the first failure.
+        break;
+      }
+    }
+    if (rc == 0) client.bye();
+  } catch (const net::Failure& f) {
+    die_line(f.what());
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return rc;
+}
+
+int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t) {
+  auto remote = parse_remote(src);
+  if (!remote || remote->path.empty()) {
+    die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
+    return kExitUsage;
+  }
+  net::ClientOptions co;
+  co.host = remote->host;
+  if (!pick_suite(t, co)) return kExitUsage;
+  bool tty = !t.quiet && !t.json && ::isatty(STDOUT_FILENO);
+  try {
+    net::Client client(co);
+    app::Progress prog(fs::path(remote->path).filename().string(), tty);
+    auto r = client.get(remote->path, dest, zero_size, [&](uint64_t n) { prog.start(n); },
+                        [&](uint64_t d) { prog.update(d); });
+    prog.finish(r.bytes, r.seconds);
+    report(t, co, r, tty);
+    client.bye();
+  } catch (const net::Failure& f) {
+    if (tty) std::fputc('\n', stdout);
+    die_line(f.what());
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return 0;
+}
+
+void list_ciphers() {
+  for (const auto& c : crypto::ciphers())
+    std::printf("%-14s %s%s\n", c.name, c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
+  for (const auto& m : crypto::macs()) std::printf("mac %-10s         %s\n", m.name, m.note);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (sodium_init() < 0) {
+    die_line("libsodium failed to initialise");
+    return kExitFail;
+  }
+  CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
+  app.require_subcommand(0, 1);
+  bool list = false, no_aesni = false;
+  app.add_flag("--list-ciphers", list, "List ciphers and MACs (legacy ones marked) and exit");
+  app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
+      ->envname("AESXFER_NO_AESNI");
+  app.set_version_flag("--version", "aesxfer 0.1.0");
+
+  TransferOpts t;
+  auto add_transfer_opts = [&](CLI::App* sub) {
+    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers");
+    sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)");
+    sub->add_option("-P,--port", t.port, "Server port (default 7227)");
+    sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
+    sub->add_flag("--json", t.json, "Print one JSON object per file");
+    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)");
+    sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)");
+    sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  };
+
+  auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
+  std::vector<std::string> send_args;
+  send->add_option("args", send_args, "FILE... HOST:DEST")->required()->expected(2, -1);
+  add_transfer_opts(send);
+
+  auto* recv = app.add_subcommand("recv", "Fetch a file: aesxfer recv HOST:SRC DEST");
+  std::string recv_src, recv_dest;
+  uint64_t zero_size = 0;
+  recv->add_option("src", recv_src, "HOST:SRC")->required();
+  recv->add_option("dest", recv_dest, "Local file or directory")->required();
+  recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero");
+  add_transfer_opts(recv);
+
+  auto* serve = app.add_subcommand("serve", "Run the server");
+  net::ServerOptions so;
+  std::string listen_addr, root = ".", port_file, auth_keys;
+  double serve_timeout = 30;
+  bool serve_quiet = false;
+  serve->add_option("--listen", listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
+  serve->add_option("-p,--port", so.port, "Port (default 7227; 0 picks a free one)");
+  serve->add_option("--root", root, "Directory that files are read from and written to (default: .)");
+  serve->add_option("--port-file", port_file, "Write the bound port to FILE once listening");
+  serve->add_option("--authorized-keys", auth_keys, "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
+  serve->add_option("--max-sessions", so.max_sessions, "Refuse clients beyond this many at once (default 64)");
+  serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
+  serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
+  serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+
+  auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
+
+  auto* speed = app.add_subcommand("speed", "Cipher and MAC throughput, like openssl speed -evp");
+  app::SpeedOptions sp;
+  std::string speed_list;
+  speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers/MACs (default: all)");
+  speed->add_option("--seconds", sp.seconds, "Seconds per measurement (default 1)");
+  speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
+  speed->add_flag("--json", sp.json, "JSON output");
+  speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string what = e.what();
+    die_line(what.empty() ? "bad command line (see --help)" : what + " (see --help)");
+    return kExitUsage;
+  }
+  crypto::set_no_aesni(no_aesni);
+
+  if (list) {
+    list_ciphers();
+    return 0;
+  }
+  try {
+    if (*send) return cmd_send(send_args, t);
+    if (*recv) return cmd_recv(recv_src, recv_dest, zero_size, t);
+    if (*serve) {
+      so.listen = listen_addr;
+      so.root = root;
+      so.home = net::aesxfer_home();
+      so.port_file = port_file;
+      so.authorized_keys = auth_keys;
+      so.timeout = std::chrono::milliseconds(int64_t(serve_timeout * 1000));
+      so.log = serve_quiet ? nullptr : &std::cerr;
+      net::Server server(so);
+      server.run();
+      return 0;
+    }
+    if (*keygen) {
+      bool created = false;
+      fs::path p = net::aesxfer_home() / "id_ed25519";
+      auto id = net::load_or_create_identity(p, &created);
+      std::printf("%s %s\n%s %s\n", created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
+                  net::encode_public_key(id.pk).c_str());
+      return 0;
+    }
+    if (*speed) {
+      std::stringstream ss(speed_list);
+      std::string item;
+      while (std::getline(ss, item, ','))
+        if (!item.empty()) sp.ciphers.push_back(item);
+      sp.no_aesni = no_aesni;
+      return app::run_speed(sp, std::cout, std::cerr);
+    }
+  } catch (const net::Failure& f) {
+    die_line(f.what());
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  std::cout << app.help();
+  return 0;
+}

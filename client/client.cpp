@@ -1,0 +1,182 @@
+#include "client/client.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
+#include "client/atomic_file.h"
+#include "client/keystore.h"
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string host_port(const std::string& host, uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+Failure refused(const proto::Message& m, const std::string& what) {
+  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
+  return Failure(what + ": " + text);
+}
+
+}  // namespace
+
+Client::Client(const ClientOptions& opt) : opt_(opt) {
+  proto::Identity id = load_or_create_identity(opt_.home / "id_ed25519");
+  int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
+  std::string hp = host_port(opt_.host, opt_.port);
+  conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
+
+  proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac);
+  proto::Step step = hs.start();
+  conn_->write_all(step.send.data(), step.send.size());
+  uint8_t buf[4096];
+  while (!hs.host_key()) {
+    size_t n = conn_->read_some(buf, sizeof buf);
+    if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
+    step = hs.feed(buf, n);
+    if (step.ec) throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
+  }
+  proto::PublicKey expected{};
+  switch (check_known_host(opt_.home / "known_hosts", hp, *hs.host_key(), &expected)) {
+    case HostCheck::known:
+      break;
+    case HostCheck::added:
+      break;
+    case HostCheck::changed:
+      throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
+                    proto::fingerprint(*hs.host_key()) + "); if this is expected, remove its line from " +
+                    (opt_.home / "known_hosts").string());
+  }
+  step = hs.confirm_host();
+  if (step.ec) throw Failure("handshake with " + hp + " failed: " + step.ec.message());
+  conn_->write_all(step.send.data(), step.send.size());
+  keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
+  if (!opt_.keylog.empty()) {
+    std::ofstream kl(opt_.keylog, std::ios::app);
+    if (!kl) throw Failure("cannot write key log " + opt_.keylog);
+    kl << keys_->keylog_lines();
+  }
+  conn_->start_records(*keys_, true);
+  proto::Message w = conn_->recv_message("the handshake");
+  if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
+  if (w.status != proto::Status::ok) throw refused(w, hp + " refused the login");
+}
+
+Client::~Client() = default;
+
+void Client::bye() noexcept {
+  try {
+    proto::Message m;
+    m.type = proto::MsgType::bye;
+    conn_->send_message(m);
+  } catch (...) {
+  }
+}
+
+FileResult Client::put(const fs::path& local, const std::string& remote,
+                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (S_ISDIR(st.st_mode)) throw Failure(local.string() + ": is a directory");
+  if (!S_ISREG(st.st_mode)) throw Failure(local.string() + ": not a regular file");
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::put;
+  req.path = remote;
+  req.text = local.filename().string();
+  req.size = uint64_t(st.st_size);
+  req.mode = st.st_mode & 07777;
+  req.mtime = st.st_mtim.tv_sec;
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message("the request");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
+
+  FileResult r;
+  r.file = local.string();
+  if (on_start) on_start(req.size);
+  auto t0 = Clock::now();
+  try {
+    r.sha256 = send_stream(*conn_, fd, req.size, progress);
+  } catch (const Failure& f) {
+    // The receiver may have said why it stopped (disk full, ...) before closing.
+    try {
+      conn_->set_timeout(std::chrono::milliseconds(2000));
+      proto::Message m = conn_->recv_message("the transfer");
+      if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, conn_->peer() + ":" + remote);
+    } catch (const Failure& reason) {
+      if (std::string(reason.what()).find(remote) != std::string::npos) throw;
+    }
+    throw;
+  }
+  proto::Message res = conn_->recv_message("the transfer");
+  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.bytes = req.size;
+  r.verified = true;
+  return r;
+}
+
+FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
+                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::get;
+  req.path = remote;
+  req.size = zero_size;
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message("the request");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
+
+  fs::path local = local_in;
+  bool sink = local == "/dev/null";
+  std::error_code ec;
+  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  std::unique_ptr<AtomicFile> out;
+  if (!sink) out = std::make_unique<AtomicFile>(local);
+
+  FileResult r;
+  r.file = remote;
+  if (on_start) on_start(resp.size);
+  auto t0 = Clock::now();
+  proto::Message result;
+  result.type = proto::MsgType::result;
+  try {
+    r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress);
+    if (out) out->commit(resp.mode, resp.mtime);
+  } catch (const RecvError& e) {
+    result.status = proto::Status(e.status);
+    result.text = e.what();
+    try {
+      conn_->send_message(result);
+    } catch (...) {
+    }
+    throw Failure(local.string() + ": " + e.what());
+  }
+  conn_->send_message(result);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.bytes = resp.size;
+  r.verified = true;
+  return r;
+}
+
+}  // namespace aesxfer::net

@@ -1,0 +1,59 @@
+// The client: connect, handshake (pinning the host key), then put or get files one after the other
+// on the same connection.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "client/conn.h"
+#include "client/transfer.h"
+#include "crypto/suite.h"
+
+namespace aesxfer::net {
+
+constexpr uint16_t kDefaultPort = 7227;
+
+struct ClientOptions {
+  std::string host;
+  uint16_t port = kDefaultPort;
+  const crypto::CipherDesc* cipher = nullptr;
+  const crypto::MacDesc* mac = nullptr;
+  std::filesystem::path home;  // $AESXFER_HOME
+  std::chrono::milliseconds timeout{30000};
+  std::string keylog;          // file to append session keys to, or empty
+};
+
+struct FileResult {
+  std::string file;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  bool verified = false;
+  std::array<uint8_t, 32> sha256{};
+};
+
+class Client {
+ public:
+  // Connects and authenticates both ways; throws Failure with one clear line.
+  explicit Client(const ClientOptions& opt);
+  ~Client();
+
+  // Sends local file `local` to `remote` (a file or directory on the server). Throws Failure.
+  // `on_start` is told the size before the first byte moves.
+  FileResult put(const std::filesystem::path& local, const std::string& remote,
+                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
+  // only for the /dev/zero source.
+  FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
+                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  void bye() noexcept;
+
+  const proto::SessionKeys& keys() const { return *keys_; }
+
+ private:
+  ClientOptions opt_;
+  std::unique_ptr<Conn> conn_;
+  std::unique_ptr<proto::SessionKeys> keys_;
+};
+
+}  // namespace aesxfer::net

@@ -1,0 +1,184 @@
+#include "client/conn.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace aesxfer::net {
+
+Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
+    : fd_(fd), timeout_(timeout), peer_(std::move(peer)) {
+  int fl = ::fcntl(fd_, F_GETFL);
+  ::fcntl(fd_, F_SETFL, fl | O_NONBLOCK);
+}
+
+Conn::~Conn() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Conn::wait(short events) {
+  pollfd p{fd_, events, 0};
+  for (;;) {
+    int r = ::poll(&p, 1, int(timeout_.count()));
+    if (r > 0) return;
+    if (r == 0) throw Failure("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
+    if (errno != EINTR) throw Failure(std::string("poll: ") + std::strerror(errno));
+  }
+}
+
+void Conn::write_all(const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      p += w;
+      n -= size_t(w);
+      sent_ += uint64_t(w);
+      continue;
+    }
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait(POLLOUT);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
+    throw Failure("send to " + peer_ + ": " + std::strerror(errno));
+  }
+}
+
+size_t Conn::read_some(uint8_t* p, size_t n) {
+  for (;;) {
+    ssize_t r = ::recv(fd_, p, n, 0);
+    if (r >= 0) {
+      received_ += uint64_t(r);
+      return size_t(r);
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait(POLLIN);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == ECONNRESET) return 0;
+    throw Failure("receive from " + peer_ + ": " + std::strerror(errno));
+  }
+}
+
+void Conn::read_exact(uint8_t* p, size_t n) {
+  while (n > 0) {
+    size_t r = read_some(p, n);
+    if (r == 0) throw Failure("connection to " + peer_ + " closed unexpectedly");
+    p += r;
+    n -= r;
+  }
+}
+
+void Conn::start_records(const proto::SessionKeys& keys, bool is_client) {
+  const auto& out = is_client ? keys.c2s : keys.s2c;
+  const auto& in = is_client ? keys.s2c : keys.c2s;
+  sealer_ = std::make_unique<proto::RecordSealer>(*keys.cipher, *keys.mac, out);
+  opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in);
+  wbuf_.assign(proto::kMaxRecord + 64, 0);
+  rbuf_.assign(proto::kMaxRecord + 64, 0);
+}
+
+void Conn::send_record(proto::RecordType type, uint8_t flags, size_t payload_len) {
+  size_t n = sealer_->seal(type, flags, wbuf_.data(), payload_len);
+  write_all(wbuf_.data(), n);
+}
+
+void Conn::send_message(const proto::Message& m) {
+  proto::encode(m, msg_);
+  std::memcpy(payload_buffer(), msg_.data(), msg_.size());
+  send_record(proto::RecordType::control, 0, msg_.size());
+}
+
+Conn::Incoming Conn::recv_record(const char* what) {
+  uint8_t* rec = rbuf_.data();
+  size_t got = 0;
+  while (got < proto::kHeaderLen) {
+    size_t r = read_some(rec + got, proto::kHeaderLen - got);
+    if (r == 0)
+      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
+    got += r;
+  }
+  Incoming in{};
+  std::error_code ec;
+  size_t rest = opener_->parse_header(rec, in.hdr, ec);
+  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  while (got < proto::kHeaderLen + rest) {
+    size_t r = read_some(rec + got, proto::kHeaderLen + rest - got);
+    if (r == 0)
+      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
+    got += r;
+  }
+  ec = opener_->open(rec, got, in.hdr, in.payload);
+  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  return in;
+}
+
+proto::Message Conn::recv_message(const char* what) {
+  Incoming in = recv_record(what);
+  if (in.hdr.type != proto::RecordType::control)
+    throw Failure("protocol error from " + peer_ + ": expected a control message during " + what);
+  auto m = proto::decode(in.payload);
+  if (!m) throw Failure("protocol error from " + peer_ + ": malformed control message");
+  return *m;
+}
+
+void tune_socket(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Socket buffers are left to the kernel's autotuning (tcp_wmem/tcp_rmem, up to 4-6 MiB by
+  // default): setting SO_SNDBUF/SO_RCVBUF would switch autotuning off and clamp them to
+  // net.core.wmem_max (208 KiB by default), which cripples long fat paths.
+}
+
+int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) throw Failure("cannot resolve " + host + ": " + gai_strerror(rc));
+  std::string last = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int r = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    if (r < 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      r = ::poll(&p, 1, int(timeout.count()));
+      if (r == 0) {
+        errno = ETIMEDOUT;
+        r = -1;
+      } else if (r > 0) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) {
+          errno = err;
+          r = -1;
+        } else {
+          r = 0;
+        }
+      }
+    }
+    if (r == 0) {
+      ::freeaddrinfo(res);
+      tune_socket(fd);
+      return fd;
+    }
+    last = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  throw Failure("cannot connect to " + host + " port " + std::to_string(port) + ": " + last);
+}
+
+}  // namespace aesxfer::net

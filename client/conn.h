@@ -1,0 +1,77 @@
+// A connected TCP socket carrying the handshake and then records. Blocking I/O with a timeout
+// on every read and write (poll), one reused buffer per direction: nothing is allocated per record.
+// Shared by the client and the server; it only moves bytes, the protocol lives in proto/.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "proto/handshake.h"
+#include "proto/messages.h"
+#include "proto/record.h"
+
+namespace aesxfer::net {
+
+// Every failure the user should read: one line, no prefix.
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Conn {
+ public:
+  // Takes ownership of a connected socket descriptor.
+  Conn(int fd, std::chrono::milliseconds timeout, std::string peer);
+  ~Conn();
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  const std::string& peer() const { return peer_; }
+  int fd() const { return fd_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+  void write_all(const uint8_t* p, size_t n);
+  void read_exact(uint8_t* p, size_t n);
+  // Reads what is available (at least one byte) into p; returns 0 at end of stream.
+  size_t read_some(uint8_t* p, size_t n);
+
+  // Runs after the handshake: installs the record layer for each direction.
+  void start_records(const proto::SessionKeys& keys, bool is_client);
+
+  // Buffer to fill with up to proto::kMaxPayload bytes of payload, then send_record(len).
+  uint8_t* payload_buffer() { return wbuf_.data() + proto::kHeaderLen; }
+  void send_record(proto::RecordType type, uint8_t flags, size_t payload_len);
+  void send_message(const proto::Message& m);
+
+  struct Incoming {
+    proto::RecordHeader hdr;
+    std::span<uint8_t> payload;
+  };
+  // Reads and opens one record; throws Failure with the protocol's message on any error.
+  // `what` names the transfer for messages ("peer closed the connection during <what>").
+  Incoming recv_record(const char* what);
+  proto::Message recv_message(const char* what);
+
+  uint64_t bytes_sent() const { return sent_; }
+  uint64_t bytes_received() const { return received_; }
+
+ private:
+  int fd_;
+  std::chrono::milliseconds timeout_;
+  std::string peer_;
+  std::unique_ptr<proto::RecordSealer> sealer_;
+  std::unique_ptr<proto::RecordOpener> opener_;
+  std::vector<uint8_t> wbuf_, rbuf_;
+  std::vector<uint8_t> msg_;
+  uint64_t sent_ = 0, received_ = 0;
+  void wait(short events);
+};
+
+// Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.
+int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+// No Nagle: records are written whole; buffers are left to autotuning.
+void tune_socket(int fd);
+
+}  // namespace aesxfer::net

@@ -1,0 +1,35 @@
+// Identities, known hosts and authorized keys on disk, under $AESXFER_HOME (default
+// ~/.config/aesxfer). Shared by the client and the server.
+//
+//   id_ed25519         this user's identity: one line, base64 of libsodium's 64-byte secret key
+//   id_ed25519.pub     one line: "aesxfer-ed25519 <base64 public key> <comment>"
+//   host_ed25519(.pub) the server's host key, same format
+//   known_hosts        lines "<host>:<port> aesxfer-ed25519 <base64 public key>", pinned on first use
+//   authorized_keys    lines like id_ed25519.pub; the server also accepts the identity in its own
+//                      $AESXFER_HOME, so one user on one machine works out of the box
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "proto/handshake.h"
+
+namespace aesxfer::net {
+
+std::filesystem::path aesxfer_home();
+
+// Loads the identity at path, creating it (and its .pub, mode 0600/0644) when missing.
+proto::Identity load_or_create_identity(const std::filesystem::path& path, bool* created = nullptr);
+
+std::string encode_public_key(const proto::PublicKey& pk);  // "aesxfer-ed25519 <base64>"
+bool decode_public_key(const std::string& line, proto::PublicKey& out);
+
+enum class HostCheck { known, added, changed };
+// Pins on first use: adds the key when host is new, reports `changed` (and leaves the file alone)
+// when a different key is on record. `expected` receives the recorded key then.
+HostCheck check_known_host(const std::filesystem::path& file, const std::string& host_port, const proto::PublicKey& key,
+                           proto::PublicKey* expected);
+
+std::vector<proto::PublicKey> load_authorized_keys(const std::filesystem::path& file);
+
+}  // namespace aesxfer::net

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what aesxfer needs to build, test and benchmark on Debian 12. Idempotent.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libboost-dev libsodium-dev libcli11-dev libgtest-dev
+      libssl-dev openssl iproute2)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

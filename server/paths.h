@@ -1,0 +1,24 @@
+// Confines client-supplied paths to the server's root.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "proto/messages.h"
+
+namespace aesxfer::net {
+
+struct Resolved {
+  std::filesystem::path path;  // absolute, inside the root (or the sink/source device)
+  bool dev_null = false;       // put to /dev/null: discard
+  bool dev_zero = false;       // get from /dev/zero: zeros of the requested size
+};
+
+// Rules: no empty paths, NUL or newline bytes; absolute paths only for the sink /dev/null (put)
+// and the source /dev/zero (get); no ".." components; the real path of the target (get) or of its
+// directory (put) must lie inside the root, so symlinks cannot lead out. For put, an existing
+// directory receives the file under `basename`. On refusal returns nullopt and sets status/why.
+std::optional<Resolved> confine(const std::filesystem::path& root_real, const std::string& req, proto::Op op,
+                                const std::string& basename, proto::Status& status, std::string& why);
+
+}  // namespace aesxfer::net

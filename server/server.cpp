@@ -1,0 +1,298 @@
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without including it
+
+#include <boost/asio.hpp>
+#include <condition_variable>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+#include "client/atomic_file.h"
+#include "client/conn.h"
+#include "client/keystore.h"
+#include "client/transfer.h"
+#include "proto/error.h"
+#include "server/paths.h"
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct Server::Impl {
+  ServerOptions opt;
+  fs::path root_real;
+  proto::Identity host;
+  std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
+  asio::io_context io;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<int> active;  // session sockets, shut down on stop
+  size_t sessions = 0;
+  std::mutex log_mu;
+
+  void log(const std::string& line) {
+    if (!opt.log) return;
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::lock_guard<std::mutex> g(log_mu);
+    *opt.log << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ") << " " << line << std::endl;
+  }
+
+  bool authorized(const proto::PublicKey& pk) {
+    for (const auto& k : own_keys)
+      if (k == pk) return true;
+    fs::path ak = opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
+    for (const auto& k : load_authorized_keys(ak))
+      if (k == pk) return true;
+    return false;
+  }
+
+  void session(int fd, std::string peer);
+  void serve_requests(Conn& c, const proto::SessionKeys& keys);
+};
+
+void Server::Impl::session(int fd, std::string peer) {
+  Conn c(fd, opt.timeout, peer);
+  try {
+    proto::ServerHandshake hs(host, [this](const proto::PublicKey& pk) { return authorized(pk); });
+    uint8_t buf[4096];
+    for (;;) {
+      size_t n = c.read_some(buf, sizeof buf);
+      if (n == 0) throw Failure("closed the connection during the handshake");
+      proto::Step st = hs.feed(buf, n);
+      if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
+      if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
+      if (st.done || st.ec == proto::errc::unauthorized) break;
+    }
+    proto::SessionKeys& keys = hs.keys();
+    c.start_records(keys, false);
+    proto::Message w;
+    w.type = proto::MsgType::welcome;
+    if (!authorized(keys.client_key)) {
+      w.status = proto::Status::refused;
+      w.text = "client key " + proto::fingerprint(keys.client_key) + " is not authorized on this server";
+      c.send_message(w);
+      throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key));
+    }
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (sessions > opt.max_sessions) {
+        w.status = proto::Status::busy;
+        w.text = "server busy: " + std::to_string(opt.max_sessions) + " sessions already (--max-sessions)";
+      }
+    }
+    c.send_message(w);
+    if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
+    serve_requests(c, keys);
+  } catch (const Failure& f) {
+    log("peer=" + peer + " error=\"" + f.what() + "\"");
+  } catch (const std::exception& e) {
+    log("peer=" + peer + " error=\"" + e.what() + "\"");
+  }
+}
+
+void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
+  for (;;) {
+    proto::Message req = c.recv_message("the session");
+    if (req.type == proto::MsgType::bye) return;
+    if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
+    proto::Message resp;
+    resp.type = proto::MsgType::response;
+    std::string why;
+    auto where = confine(root_real, req.path, req.op, req.text, resp.status, why);
+    const char* op = req.op == proto::Op::put ? "put" : "get";
+    auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
+      std::ostringstream os;
+      os << "peer=" << c.peer() << " " << op << " file=" << req.path << " bytes=" << bytes
+         << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
+         << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
+         << " result=" << result;
+      log(os.str());
+    };
+    if (!where) {
+      resp.text = why;
+      c.send_message(resp);
+      log_result(0, 0, "refused: " + why);
+      continue;
+    }
+    if (req.op == proto::Op::put) {
+      std::unique_ptr<AtomicFile> out;
+      try {
+        if (!where->dev_null) out = std::make_unique<AtomicFile>(where->path);
+      } catch (const Failure& f) {
+        resp.status = errno == EACCES ? proto::Status::permission : proto::Status::io_error;
+        resp.text = req.path + ": " + f.what();
+        c.send_message(resp);
+        log_result(0, 0, std::string("refused: ") + f.what());
+        continue;
+      }
+      c.send_message(resp);
+      auto t0 = Clock::now();
+      proto::Message result;
+      result.type = proto::MsgType::result;
+      try {
+        recv_stream(c, out ? out->fd() : -1, req.size, nullptr);
+        if (out) out->commit(req.mode, req.mtime);
+      } catch (const RecvError& e) {
+        if (out) out->discard();
+        result.status = proto::Status(e.status);
+        result.text = e.what();
+        try {
+          c.send_message(result);
+        } catch (...) {
+        }
+        log_result(0, 0, std::string("failed: ") + e.what());
+        throw Failure(e.what());
+      } catch (const Failure& e) {
+        if (out) out->discard();
+        log_result(0, 0, std::string("failed: ") + e.what());
+        throw;
+      }
+      c.send_message(result);
+      log_result(req.size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
+    } else {
+      int fd = -1;
+      uint64_t size = req.size;
+      if (!where->dev_zero) {
+        fd = ::open(where->path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+          resp.status = errno == EACCES ? proto::Status::permission : proto::Status::not_found;
+          resp.text = req.path + ": " + errno_text(errno);
+          c.send_message(resp);
+          log_result(0, 0, "refused: " + resp.text);
+          continue;
+        }
+        struct stat st {};
+        ::fstat(fd, &st);
+        size = uint64_t(st.st_size);
+        resp.mode = st.st_mode & 07777;
+        resp.mtime = st.st_mtim.tv_sec;
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+      }
+      struct Closer {
+        int fd;
+        ~Closer() {
+          if (fd >= 0) ::close(fd);
+        }
+      } closer{fd};
+      resp.size = size;
+      c.send_message(resp);
+      auto t0 = Clock::now();
+      try {
+        send_stream(c, fd, size, nullptr);
+        proto::Message res = c.recv_message("the transfer");
+        if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+        if (res.status != proto::Status::ok) throw Failure("client reported: " + res.text);
+      } catch (const Failure& e) {
+        log_result(0, 0, std::string("failed: ") + e.what());
+        throw;
+      }
+      log_result(size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
+    }
+  }
+}
+
+Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = opt;
+  std::error_code ec;
+  impl_->root_real = fs::canonical(opt.root, ec);
+  if (ec) throw Failure("root " + opt.root.string() + ": " + ec.message());
+  impl_->host = load_or_create_identity(opt.home / "host_ed25519");
+  impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
+}
+
+Server::~Server() = default;
+
+void Server::run() {
+  Impl& s = *impl_;
+  tcp::acceptor acc(s.io);
+  boost::system::error_code ec;
+  tcp::endpoint ep;
+  if (s.opt.listen.empty()) {
+    ep = tcp::endpoint(tcp::v6(), s.opt.port);
+  } else {
+    auto addr = asio::ip::make_address(s.opt.listen, ec);
+    if (ec) throw Failure("--listen " + s.opt.listen + ": not an IP address");
+    ep = tcp::endpoint(addr, s.opt.port);
+  }
+  acc.open(ep.protocol(), ec);
+  if (ec && s.opt.listen.empty()) {  // no IPv6 on this machine
+    ep = tcp::endpoint(tcp::v4(), s.opt.port);
+    acc.open(ep.protocol(), ec);
+  }
+  if (ec) throw Failure("cannot open a socket: " + ec.message());
+  acc.set_option(tcp::acceptor::reuse_address(true));
+  if (ep.protocol() == tcp::v6() && s.opt.listen.empty()) acc.set_option(asio::ip::v6_only(false), ec);
+  acc.bind(ep, ec);
+  if (ec) throw Failure("cannot listen on port " + std::to_string(s.opt.port) + ": " + ec.message());
+  acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw Failure("cannot listen: " + ec.message());
+  port_ = acc.local_endpoint().port();
+  if (!s.opt.port_file.empty()) {
+    fs::path tmp = s.opt.port_file;
+    tmp += ".tmp";
+    std::ofstream(tmp) << port_ << "\n";
+    fs::rename(tmp, s.opt.port_file);
+  }
+  s.log("listening on port " + std::to_string(port_) + " root=" + s.root_real.string() + " host key " +
+        proto::fingerprint(s.host.pk));
+
+  asio::signal_set signals(s.io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& e, int sig) {
+    if (!e) {
+      s.log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      stop();
+    }
+  });
+
+  std::function<void()> do_accept = [&] {
+    acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
+      if (e) {
+        if (e != asio::error::operation_aborted) do_accept();
+        return;
+      }
+      std::string peer;
+      boost::system::error_code pe;
+      auto rep = sock.remote_endpoint(pe);
+      peer = pe ? "?" : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
+                            ":" + std::to_string(rep.port());
+      int fd = sock.release();
+      tune_socket(fd);
+      {
+        std::lock_guard<std::mutex> g(s.mu);
+        s.active.insert(fd);
+        ++s.sessions;
+      }
+      std::thread([&s, fd, peer] {
+        s.session(fd, peer);
+        std::lock_guard<std::mutex> g(s.mu);
+        s.active.erase(fd);
+        --s.sessions;
+        s.cv.notify_all();
+      }).detach();
+      do_accept();
+    });
+  };
+  do_accept();
+  s.io.run();
+  acc.close(ec);
+  // Wake every session still running; each removes its temporary file as it unwinds.
+  std::unique_lock<std::mutex> lk(s.mu);
+  for (int fd : s.active) ::shutdown(fd, SHUT_RDWR);
+  s.cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.sessions == 0; });
+}
+
+void Server::stop() { impl_->io.stop(); }
+
+}  // namespace aesxfer::net

@@ -1,0 +1,45 @@
+// The server: an Asio accept loop (with SIGINT/SIGTERM for a clean stop) that hands each connection
+// to its own thread running a blocking session, as OpenSSH gives each session its own process:
+// a slow or hostile client holds only its own thread, and crypto for different clients runs on
+// different cores. Every read and write has a timeout.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <string>
+
+namespace aesxfer::net {
+
+struct ServerOptions {
+  std::string listen;                 // address; empty: all addresses (IPv6 and IPv4)
+  uint16_t port = 7227;               // 0: pick an ephemeral port
+  std::filesystem::path root = ".";
+  std::filesystem::path home;         // $AESXFER_HOME: host key, authorized_keys
+  std::filesystem::path authorized_keys;  // default: home/authorized_keys
+  std::filesystem::path port_file;    // when set, the bound port is written there once listening
+  size_t max_sessions = 64;
+  std::chrono::milliseconds timeout{30000};
+  std::ostream* log = nullptr;        // one line per transfer
+};
+
+class Server {
+ public:
+  explicit Server(const ServerOptions& opt);
+  ~Server();
+  // Binds, then serves until stop() or SIGINT/SIGTERM. Throws Failure when it cannot bind.
+  void run();
+  void stop();
+  uint16_t port() const { return port_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace aesxfer::net
