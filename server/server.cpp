@@ -120,6 +120,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
          << " result=" << result;
       log(os.str());
     };
+    if (where) resp.status = proto::Status::ok;
     if (!where) {
       resp.text = why;
       c.send_message(resp);
