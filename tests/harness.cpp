@@ -1,0 +1,638 @@
+#include "tests/harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace aesxfer::test {
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+TempDir::TempDir(const std::string& tag) {
+  std::string tmpl = (fs::temp_directory_path() / (tag + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Make everything removable first (tests may chmod files).
+  fs::remove_all(path_, ec);
+}
+
+Workspace::Workspace() : home(tmp / "home"), root(tmp / "root"), local(tmp / "local") {
+  fs::create_directories(home);
+  fs::create_directories(root);
+  fs::create_directories(local);
+}
+
+std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line) {
+  std::map<std::string, std::string> out;
+  size_t i = 0, n = line.size();
+  auto ws = [&] {
+    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')) ++i;
+  };
+  auto str = [&](std::string& s) -> bool {
+    if (i >= n || line[i] != '"') return false;
+    ++i;
+    while (i < n && line[i] != '"') {
+      char c = line[i++];
+      if (c == '\\') {
+        if (i >= n) return false;
+        char e = line[i++];
+        switch (e) {
+          case 'n': s += '\n'; break;
+          case 't': s += '\t'; break;
+          case 'r': s += '\r'; break;
+          case 'b': s += '\b'; break;
+          case 'f': s += '\f'; break;
+          case 'u': {
+            if (i + 4 > n) return false;
+            unsigned v = unsigned(std::stoul(line.substr(i, 4), nullptr, 16));
+            i += 4;
+            if (v >= 0x80) return false;  // enough for these tests
+            s += char(v);
+            break;
+          }
+          default: s += e;
+        }
+      } else {
+        s += c;
+      }
+    }
+    if (i >= n) return false;
+    ++i;
+    return true;
+  };
+  ws();
+  if (i >= n || line[i] != '{') return std::nullopt;
+  ++i;
+  ws();
+  if (i < n && line[i] == '}') return out;
+  for (;;) {
+    ws();
+    std::string key, val;
+    if (!str(key)) return std::nullopt;
+    ws();
+    if (i >= n || line[i] != ':') return std::nullopt;
+    ++i;
+    ws();
+    if (i < n && line[i] == '"') {
+      if (!str(val)) return std::nullopt;
+    } else {
+      size_t b = i;
+      while (i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ') ++i;
+      val = line.substr(b, i - b);
+      if (val.empty()) return std::nullopt;
+    }
+    out[key] = val;
+    ws();
+    if (i < n && line[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < n && line[i] == '}') {
+      ++i;
+      ws();
+      return i == n ? std::optional(out) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+}
+
+std::string sha256_file(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("sha256_file: cannot open " + p.string());
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<uint8_t> buf(1 << 20);
+  for (;;) {
+    ssize_t r = ::read(fd, buf.data(), buf.size());
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      ::close(fd);
+      throw std::runtime_error("sha256_file: read error on " + p.string());
+    }
+    if (r == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), size_t(r));
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += d[md[i] >> 4];
+    s += d[md[i] & 15];
+  }
+  return s;
+}
+
+void write_random_file(const fs::path& p, uint64_t size, uint64_t seed) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  if (!f) throw std::runtime_error("cannot create " + p.string());
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> buf(1 << 17);  // 1 MiB
+  uint64_t left = size;
+  while (left > 0) {
+    for (auto& w : buf) w = rng();
+    size_t n = size_t(std::min<uint64_t>(left, buf.size() * 8));
+    f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(n));
+    left -= n;
+  }
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+void write_text_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::string read_text_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+std::vector<fs::path> temp_debris(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.size() > 1 && n[0] == '.' && n.find(".aesxfer-") != std::string::npos) out.push_back(e.path());
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+std::string ProcResult::describe() const {
+  std::ostringstream os;
+  os << "exit " << exit_code << (timed_out ? " (timed out)" : "") << "\n--- stdout ---\n"
+     << out << "--- stderr ---\n"
+     << err;
+  return os.str();
+}
+
+namespace {
+
+// argv and envp prepared before fork(): the child only calls async-signal-safe functions.
+struct ExecArgs {
+  std::vector<std::string> args, envs;
+  std::vector<char*> argv, envp;
+  ExecArgs(const std::vector<std::string>& a, const std::map<std::string, std::string>& env) : args(a) {
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      std::string key = kv.substr(0, kv.find('='));
+      if (!env.count(key)) envs.push_back(kv);
+    }
+    for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : envs) envp.push_back(s.data());
+    envp.push_back(nullptr);
+  }
+};
+
+int status_to_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+// In the child: stdin from /dev/null, stdout/stderr to the given fds, then exec.
+[[noreturn]] void child_exec(const ExecArgs& ea, int out_fd, int err_fd, bool die_with_parent) {
+  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  ::execve(ea.argv[0], ea.argv.data(), ea.envp.data());
+  static const char msg[] = "harness: execve failed\n";
+  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  ::_exit(127);
+}
+
+}  // namespace
+
+ProcResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                       double timeout_s) {
+  ExecArgs ea(argv, env);
+  int po[2], pe[2];
+  if (::pipe2(po, O_CLOEXEC) != 0 || ::pipe2(pe, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) child_exec(ea, po[1], pe[1], true);
+  ::close(po[1]);
+  ::close(pe[1]);
+  ProcResult r;
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 && !r.timed_out) {
+      ::kill(pid, SIGKILL);
+      r.timed_out = true;
+    }
+    int pr = ::poll(fds, 2, r.timed_out ? 1000 : int(std::min<int64_t>(left, 1000)));
+    if (pr < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, size_t(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = status_to_code(status);
+  return r;
+}
+
+ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& home, double timeout_s) {
+  std::vector<std::string> argv{AESXFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, {{"AESXFER_HOME", home.string()}}, timeout_s);
+}
+
+ServerProcess::ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args) {
+  fs::path port_file = dir_.path() / "port";
+  std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",           "127.0.0.1", "-p", "0",
+                                "--root",       root.string(), "--port-file",        port_file.string()};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  ExecArgs ea(argv, {{"AESXFER_HOME", home.string()}});
+  int out_fd = ::open((dir_.path() / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err_fd = ::open((dir_.path() / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out_fd < 0 || err_fd < 0) throw std::runtime_error("ServerProcess: cannot create log files");
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) child_exec(ea, out_fd, err_fd, true);
+  ::close(out_fd);
+  ::close(err_fd);
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    std::error_code ec;
+    if (fs::exists(port_file, ec)) {
+      std::ifstream f(port_file);
+      unsigned p = 0;
+      if (f >> p && p > 0 && p < 65536) {
+        port_ = uint16_t(p);
+        return;
+      }
+    }
+    if (!running()) {
+      std::string l = log();
+      throw std::runtime_error("aesxfer serve exited with " + std::to_string(exit_code_) + ": " + l);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop();
+  throw std::runtime_error("aesxfer serve did not write its port file within 10 s: " + log());
+}
+
+ServerProcess::~ServerProcess() { stop(); }
+
+bool ServerProcess::running() {
+  if (pid_ < 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = status_to_code(status);
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+int ServerProcess::stop() {
+  if (pid_ < 0) return exit_code_;
+  ::kill(pid_, SIGTERM);
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    if (!running()) return exit_code_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_code_ = status_to_code(status);
+  pid_ = -1;
+  return exit_code_;
+}
+
+std::string ServerProcess::log() const { return read_text_file(dir_.path() / "stderr"); }
+
+bool ServerProcess::wait_for_log(const std::string& needle, double timeout_s) const {
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  for (;;) {
+    if (log().find(needle) != std::string::npos) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TCP helpers
+
+namespace {
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+bool write_all_fd(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      p += w;
+      n -= size_t(w);
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
+}  // namespace
+
+uint16_t unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopback(0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("unused_port: bind failed");
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+int connect_loopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a = loopback(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Relay
+
+Relay::Relay(uint16_t server_port, const FaultSpec& spec) : server_port_(server_port), spec_(spec) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopback(0);
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(listen_fd_, 4) != 0)
+    throw std::runtime_error("Relay: cannot listen on 127.0.0.1");
+  socklen_t len = sizeof a;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+  port_ = ntohs(a.sin_port);
+  thread_ = std::thread([this] { run(); });
+}
+
+Relay::~Relay() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+bool Relay::wait_done(double timeout_s) const {
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  while (!done_) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void Relay::run() {
+  int cfd = -1, sfd = -1;
+  // Accept one client, checking stop_ every 100 ms.
+  while (!stop_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, 100);
+    if (r > 0) {
+      cfd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (cfd >= 0) break;
+    }
+  }
+  if (cfd < 0) {
+    done_ = true;
+    return;
+  }
+  sfd = connect_loopback(server_port_);
+  if (sfd < 0) {
+    ::close(cfd);
+    done_ = true;
+    return;
+  }
+  int one = 1;
+  ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{10, 0};  // a blocked write never hangs the relay for good
+  ::setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  ::setsockopt(sfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+  std::vector<uint8_t> pending;   // client->server bytes not yet forwarded (incomplete unit)
+  std::vector<uint8_t> held;      // swap: record K waiting for K+1
+  size_t frames = 0;              // handshake frames forwarded
+  size_t rec_idx = 0;             // next record index
+  uint64_t rec_bytes = 0;         // record bytes forwarded (for cut)
+  bool passthrough = false;       // framing lost (garbage length): forward raw
+  bool closing = false;
+
+  auto send_server = [&](const uint8_t* p, size_t n, bool is_record) -> bool {
+    if (is_record && spec_.kind == FaultKind::cut) {
+      uint64_t room = spec_.cut_after > rec_bytes ? spec_.cut_after - rec_bytes : 0;
+      if (n >= room) {
+        write_all_fd(sfd, p, size_t(room));
+        rec_bytes += room;
+        applied_ = true;
+        closing = true;
+        return false;
+      }
+      rec_bytes += n;
+    }
+    return write_all_fd(sfd, p, n);
+  };
+
+  // Forwards whatever complete units `pending` holds; false when the connection must end.
+  auto process = [&]() -> bool {
+    size_t off = 0;
+    bool ok = true;
+    while (ok) {
+      size_t avail = pending.size() - off;
+      const uint8_t* p = pending.data() + off;
+      if (passthrough) {
+        if (avail) ok = send_server(p, avail, false);
+        off += avail;
+        break;
+      }
+      if (frames < 2) {
+        if (avail < 4) break;
+        size_t need = 4 + size_t(be32(p));
+        if (need > 65536) {
+          passthrough = true;
+          continue;
+        }
+        if (avail < need) break;
+        ok = send_server(p, need, false);
+        off += need;
+        ++frames;
+        continue;
+      }
+      if (avail < 8) break;
+      size_t body = be32(p);
+      if (body > (size_t(2) << 20)) {
+        passthrough = true;
+        continue;
+      }
+      size_t need = 8 + body + spec_.tag_len;
+      if (avail < need) break;
+      std::vector<uint8_t> unit(p, p + need);
+      off += need;
+      size_t idx = rec_idx++;
+      records_ = rec_idx;
+      bool target = idx == spec_.record;
+      switch (spec_.kind) {
+        case FaultKind::flip:
+          if (target) {
+            size_t pos = 0;
+            if (spec_.part == RecordPart::header) pos = spec_.offset % 8;
+            else if (spec_.part == RecordPart::body) pos = 8 + (body ? spec_.offset % body : 0);
+            else pos = 8 + body + (spec_.tag_len ? spec_.offset % spec_.tag_len : 0);
+            if (pos < unit.size()) unit[pos] ^= spec_.mask;
+            applied_ = true;
+          }
+          ok = send_server(unit.data(), unit.size(), true);
+          break;
+        case FaultKind::drop:
+          if (target) applied_ = true;
+          else ok = send_server(unit.data(), unit.size(), true);
+          break;
+        case FaultKind::replay:
+          ok = send_server(unit.data(), unit.size(), true);
+          if (ok && target) {
+            ok = send_server(unit.data(), unit.size(), true);
+            applied_ = true;
+          }
+          break;
+        case FaultKind::swap:
+          if (target) {
+            held = unit;
+          } else if (idx == spec_.record + 1 && !held.empty()) {
+            ok = send_server(unit.data(), unit.size(), true) && send_server(held.data(), held.size(), true);
+            held.clear();
+            applied_ = true;
+          } else {
+            ok = send_server(unit.data(), unit.size(), true);
+          }
+          break;
+        case FaultKind::none:
+        case FaultKind::cut:
+          ok = send_server(unit.data(), unit.size(), true);
+          break;
+      }
+    }
+    pending.erase(pending.begin(), pending.begin() + std::ptrdiff_t(std::min(off, pending.size())));
+    return ok && !closing;
+  };
+
+  std::vector<uint8_t> buf(1 << 16);
+  bool client_open = true, server_open = true;
+  while (!stop_ && client_open && server_open) {
+    pollfd fds[2] = {{cfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    int r = ::poll(fds, 2, 100);
+    if (r < 0 && errno != EINTR) break;
+    if (r <= 0) continue;
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = ::recv(cfd, buf.data(), buf.size(), 0);
+      if (n <= 0) {
+        // Forward what is left, then half-close toward the server.
+        if (!held.empty()) write_all_fd(sfd, held.data(), held.size());
+        if (!pending.empty()) write_all_fd(sfd, pending.data(), pending.size());
+        client_open = false;
+        ::shutdown(sfd, SHUT_WR);
+      } else {
+        pending.insert(pending.end(), buf.data(), buf.data() + n);
+        if (!process()) break;
+      }
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = ::recv(sfd, buf.data(), buf.size(), 0);
+      if (n <= 0) {
+        server_open = false;
+      } else if (!write_all_fd(cfd, buf.data(), size_t(n))) {
+        break;
+      }
+    }
+  }
+  // After the client half-closed, let the server finish talking (its last result) briefly.
+  if (!client_open && server_open && !stop_) {
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (!stop_ && Clock::now() < deadline) {
+      pollfd p{sfd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(sfd, buf.data(), buf.size(), 0);
+      if (n <= 0 || !write_all_fd(cfd, buf.data(), size_t(n))) break;
+    }
+  }
+  ::shutdown(cfd, SHUT_RDWR);
+  ::shutdown(sfd, SHUT_RDWR);
+  ::close(cfd);
+  ::close(sfd);
+  done_ = true;
+}
+
+}  // namespace aesxfer::test

@@ -1,0 +1,168 @@
+// Process and relay harness for the end-to-end and fault tests: runs the aesxfer binary as a
+// child process (stdout/stderr captured, environment overridden, killed on timeout), keeps an
+// `aesxfer serve` running for the length of a test, and relays a TCP connection on 127.0.0.1
+// while tampering with the client->server record stream.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aesxfer::test {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Files and directories
+
+// A fresh directory under the system temp directory, removed (recursively) on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "aesxfer");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  fs::path path_;
+};
+
+// A test's directories: home/ ($AESXFER_HOME shared by client and server), root/ (the server's
+// --root) and local/ (the client's files), inside one TempDir.
+struct Workspace {
+  TempDir tmp{"aesxfer-test"};
+  fs::path home, root, local;
+  Workspace();
+};
+
+// Lower-case hex SHA-256 of a file's contents (OpenSSL); throws when it cannot be read.
+std::string sha256_file(const fs::path& p);
+// Deterministic pseudo-random contents (seeded), written in chunks.
+void write_random_file(const fs::path& p, uint64_t size, uint64_t seed);
+void write_text_file(const fs::path& p, const std::string& text);
+std::string read_text_file(const fs::path& p);
+// Files in dir (not recursive) whose name matches ".*.aesxfer-*": leftovers of a receiver.
+std::vector<fs::path> temp_debris(const fs::path& dir);
+
+// A flat JSON object ({"k":"v","n":1.5,"b":true}) as key -> raw value (strings unescaped,
+// numbers and literals as written); nullopt when the line is not such an object.
+std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line);
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+struct ProcResult {
+  int exit_code = -1;     // exit status, or 128 + signal when killed by a signal
+  bool timed_out = false; // killed by the harness after the timeout
+  std::string out, err;
+  // Everything a failed assertion should show.
+  std::string describe() const;
+};
+
+// Runs argv[0] (a path) with argv, the current environment plus `env` overrides, stdin from
+// /dev/null; captures stdout and stderr. SIGKILLs it after timeout_s seconds.
+ProcResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                       double timeout_s = 120);
+
+// Runs the aesxfer binary (AESXFER_BINARY) with args and AESXFER_HOME=home.
+ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& home, double timeout_s = 120);
+
+// `aesxfer serve --listen 127.0.0.1 -p 0 --root ROOT --port-file ...` with AESXFER_HOME=home.
+// The constructor returns once the port file exists (throws if the server exits or takes more
+// than 10 s). The destructor stops the server by its PID: SIGTERM, then SIGKILL after 5 s.
+class ServerProcess {
+ public:
+  ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args = {});
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // True while the process has not exited.
+  bool running();
+  // The server's stderr (its log) so far.
+  std::string log() const;
+  // Waits until log() contains `needle` (true) or timeout_s passes (false).
+  bool wait_for_log(const std::string& needle, double timeout_s = 5) const;
+  // Sends SIGTERM and waits; returns the exit code (128 + signal when killed). Idempotent.
+  int stop();
+
+ private:
+  TempDir dir_{"aesxfer-srv"};
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  int exit_code_ = -1;
+};
+
+// ---------------------------------------------------------------------------------------------
+// TCP helpers (127.0.0.1 only)
+
+// A port on 127.0.0.1 with nothing listening on it: bound, read, closed.
+uint16_t unused_port();
+// Connects to 127.0.0.1:port; returns the socket or -1.
+int connect_loopback(uint16_t port);
+
+// ---------------------------------------------------------------------------------------------
+// Relay
+
+enum class FaultKind { none, flip, drop, replay, swap, cut };
+enum class RecordPart { header, body, tag };
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::none;
+  // Index of the client->server record to act on; 0 is the first record after the handshake
+  // (the client's first request), so for a single put, records 1..n carry the file's data.
+  size_t record = 1;
+  // flip: which byte (offset within the part) and the XOR mask.
+  RecordPart part = RecordPart::body;
+  size_t offset = 0;
+  uint8_t mask = 0x01;
+  // cut: close both sides once this many bytes of records (after the handshake) went through.
+  uint64_t cut_after = 0;
+  // Bytes of tag after each record's body: 16 for aes128-gcm, 32 for hmac-sha256, 0 for none.
+  size_t tag_len = 16;
+};
+
+// Listens on 127.0.0.1 (ephemeral port), accepts one client, connects it to
+// 127.0.0.1:server_port and forwards both directions, applying `spec` to the client->server
+// stream, parsed as two handshake frames (u32 BE length + bytes) and then records (8-byte
+// header, u32 BE body length at offset 0, body, tag). Runs on its own thread, which ends when
+// either side closes, after the fault cut the connection, or on destruction (joined there).
+class Relay {
+ public:
+  Relay(uint16_t server_port, const FaultSpec& spec);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  uint16_t port() const { return port_; }
+  // True once the fault has been carried out on the stream.
+  bool fault_applied() const { return applied_.load(); }
+  // Records seen from the client so far.
+  size_t records_seen() const { return records_.load(); }
+  // Waits for the relay thread to end (true) or timeout_s (false).
+  bool wait_done(double timeout_s) const;
+
+ private:
+  void run();
+  uint16_t server_port_;
+  FaultSpec spec_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  std::atomic<bool> applied_{false};
+  std::atomic<size_t> records_{0};
+  std::thread thread_;
+};
+
+}  // namespace aesxfer::test
