@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "proto/record.h"
@@ -266,6 +267,7 @@ class FaultTamper : public Fault, public testing::WithParamInterface<SuiteTag> {
     EXPECT_TRUE(relay->fault_applied()) << "the relay never saw record " << spec.record << " (saw "
                                         << relay->records_seen() << ")";
     expect_failure(r, 1, client_words);
+    std::printf("  client: %s", r.err.c_str());
     EXPECT_TRUE(server->wait_for_log(server_word)) << "server log lacks '" << server_word << "'";
     EXPECT_TRUE(relay->wait_done(10));
     holder.reset();
@@ -276,6 +278,28 @@ class FaultTamper : public Fault, public testing::WithParamInterface<SuiteTag> {
 
 const std::vector<std::string> kLost{"closed", "lost", "reset", "incomplete", "authentication"};
 const std::string kBadMac = "message authentication failed";
+
+// The control: the relay itself, with no fault, carries a put and a get intact.
+TEST_P(FaultTamper, RelayWithoutFaultIsTransparent) {
+  std::vector<std::string> extra{"-c", GetParam().cipher};
+  if (!GetParam().mac.empty()) extra.insert(extra.end(), {"-m", GetParam().mac});
+  FaultSpec s;
+  s.tag_len = GetParam().tag_len;
+  {
+    Relay relay(server->port(), s);
+    auto r = send("dest.bin", extra, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(relay.wait_done(10));
+    EXPECT_EQ(relay.records_seen(), 8u) << "request, 5 data, end, bye";
+  }
+  EXPECT_EQ(sha256_file(ws.root / "dest.bin"), sha256_file(ws.local / "payload.bin"));
+  {
+    Relay relay(server->port(), s);
+    auto r = recv("dest.bin", ws.local / "back.bin", extra, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  EXPECT_EQ(sha256_file(ws.local / "back.bin"), sha256_file(ws.local / "payload.bin"));
+}
 
 TEST_P(FaultTamper, FlipHeaderByte) {
   FaultSpec s;
