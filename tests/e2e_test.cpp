@@ -205,6 +205,23 @@ TEST_F(E2e, SeveralFilesInOneSend) {
   EXPECT_TRUE(server->wait_for_log("multi3"));
 }
 
+// "HOST:" and "HOST:." put the file in the root under its own name, like scp.
+TEST_F(E2e, SendIntoRootDirectory) {
+  write_random_file(ws.local / "named.bin", 5000, 11);
+  auto r = run_aesxfer(with_port({"send", (ws.local / "named.bin").string(), "127.0.0.1:.", "-q"}), ws.home);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(fs::exists(ws.root / "named.bin"));
+  EXPECT_EQ(sha256_file(ws.root / "named.bin"), sha256_file(ws.local / "named.bin"));
+}
+
+TEST_F(E2e, ServerStopsCleanlyOnSigterm) {
+  write_random_file(ws.local / "s.bin", 1000, 1);
+  auto r = run_aesxfer(with_port({"send", (ws.local / "s.bin").string(), "127.0.0.1:s.bin", "-q"}), ws.home);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(server->stop(), 0) << server->log();
+  EXPECT_NE(server->log().find("SIGTERM"), std::string::npos) << server->log();
+}
+
 TEST_F(E2e, JsonOutputHasEveryKey) {
   write_random_file(ws.local / "j.bin", 100000, 5);
   auto r = run_aesxfer(with_port({"send", (ws.local / "j.bin").string(), "127.0.0.1:j.bin", "--json", "-c",

@@ -3,6 +3,8 @@
 // the exit code, the one-line message, that no destination or temporary file appears, that an
 // existing destination is untouched, and that the server still serves a clean transfer.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -426,6 +428,41 @@ TEST_F(Fault, TamperedRequestOnRecv) {
   EXPECT_TRUE(server->wait_for_log(kBadMac));
   expect_no_damage();
   expect_clean_transfer();
+}
+
+// A get cut while the client receives: no partial file, no temp file, old destination intact.
+TEST_F(Fault, CutDuringRecv) {
+  write_random_file(ws.root / "src.bin", 4 * proto::kDefaultPayload + 100, 12);
+  FaultSpec s;
+  s.cut_s2c_after = 2 * proto::kDefaultPayload + 777;
+  Relay relay(server->port(), s);
+  auto r = recv("src.bin", ws.local / "dest.bin", {}, relay.port());
+  EXPECT_TRUE(relay.fault_applied());
+  expect_failure(r, 1, kLost);
+  expect_no_damage();
+  expect_clean_transfer();
+}
+
+// The client gives up on a server that accepts and never answers, within its --timeout.
+TEST_F(Fault, ClientTimesOutOnSilentServer) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);  // the kernel completes the connection; nobody ever reads
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  uint16_t port = ntohs(a.sin_port);
+  auto t0 = Clock::now();
+  auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P", std::to_string(port),
+                        "--timeout", "1", "-q"},
+                       ws.home, 30);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ::close(lfd);
+  expect_failure(r, 1, {"timed out"});
+  EXPECT_LT(secs, 5.0);
+  expect_no_damage();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -489,6 +489,7 @@ void Relay::run() {
   size_t frames = 0;              // handshake frames forwarded
   size_t rec_idx = 0;             // next record index
   uint64_t rec_bytes = 0;         // record bytes forwarded (for cut)
+  uint64_t s2c_bytes = 0;         // server->client bytes forwarded (for cut_s2c_after)
   bool passthrough = false;       // framing lost (garbage length): forward raw
   bool closing = false;
 
@@ -613,8 +614,15 @@ void Relay::run() {
       ssize_t n = ::recv(sfd, buf.data(), buf.size(), 0);
       if (n <= 0) {
         server_open = false;
+      } else if (spec_.cut_s2c_after && s2c_bytes + uint64_t(n) >= spec_.cut_s2c_after) {
+        write_all_fd(cfd, buf.data(), size_t(spec_.cut_s2c_after - s2c_bytes));
+        s2c_bytes = spec_.cut_s2c_after;
+        applied_ = true;
+        break;
       } else if (!write_all_fd(cfd, buf.data(), size_t(n))) {
         break;
+      } else {
+        s2c_bytes += uint64_t(n);
       }
     }
   }

@@ -128,6 +128,9 @@ struct FaultSpec {
   uint8_t mask = 0x01;
   // cut: close both sides once this many bytes of records (after the handshake) went through.
   uint64_t cut_after = 0;
+  // Independently of `kind`: close both sides once this many bytes (handshake included) went
+  // from the server to the client; 0 = never. Lets a get be cut while the client is receiving.
+  uint64_t cut_s2c_after = 0;
   // Bytes of tag after each record's body: 16 for aes128-gcm, 32 for hmac-sha256, 0 for none.
   size_t tag_len = 16;
 };
