@@ -138,6 +138,13 @@ const crypto::MacDesc* none_mac() { return crypto::find_mac("none"); }
 
 // ---------------------------------------------------------------------------------------------
 
+DirectionKeys derive_direction_keys(const uint8_t kx_key[32], const std::array<uint8_t, 32>& transcript_hash) {
+  init_sodium();
+  DirectionKeys d{};
+  derive_direction(d, kx_key, transcript_hash);
+  return d;
+}
+
 Identity::~Identity() { sodium_memzero(sk.data(), sk.size()); }
 
 Identity Identity::generate() {

@@ -37,6 +37,10 @@ struct Identity {
   static Identity generate();
 };
 
+// The key schedule for one direction (docs/PROTOCOL.md, "Key derivation"): kx_key is that
+// direction's crypto_kx session key, transcript_hash is TH2. Exposed for tests and interop checks.
+DirectionKeys derive_direction_keys(const uint8_t kx_key[32], const std::array<uint8_t, 32>& transcript_hash);
+
 // "SHA256:<base64 without padding>" like ssh-keygen -l.
 std::string fingerprint(const PublicKey& pk);
 

@@ -1,0 +1,448 @@
+// Handshake: both state machines talk to each other in memory, byte at a time, and every way a
+// peer or a man in the middle can misbehave is refused.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <sodium.h>
+
+#include <cstring>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "crypto/suite.h"
+#include "crypto/util.h"
+#include "proto/error.h"
+#include "proto/handshake.h"
+#include "proto/messages.h"
+#include "proto/record.h"
+#include "tests/test_util.h"
+
+namespace aesxfer::proto {
+namespace {
+
+using test::Bytes;
+
+const crypto::CipherDesc& cipher(const char* n) { return *crypto::find_cipher(n); }
+const crypto::MacDesc& mac(const char* n) { return *crypto::find_mac(n); }
+
+// Feeds bytes one at a time; returns the first step that sends something, finishes or fails,
+// and checks that `consumed` adds up.
+Step feed_bytewise(auto& hs, const Bytes& in, size_t* used_total = nullptr) {
+  size_t used = 0;
+  Step last;
+  for (size_t i = 0; i < in.size(); ++i) {
+    last = hs.feed(&in[i], 1);
+    used += last.consumed;
+    if (!last.send.empty() || last.done || last.ec) break;
+    EXPECT_EQ(last.consumed, 1u);
+  }
+  if (used_total) *used_total = used;
+  return last;
+}
+
+struct Pair {
+  Identity host = Identity::generate();
+  Identity client = Identity::generate();
+  bool allow = true;
+  std::unique_ptr<ClientHandshake> c;
+  std::unique_ptr<ServerHandshake> s;
+  Bytes client_hello, server_hello, client_auth;
+  Pair(const crypto::CipherDesc& ci, const crypto::MacDesc& m) {
+    c = std::make_unique<ClientHandshake>(client, ci, m);
+    s = std::make_unique<ServerHandshake>(host, [this](const PublicKey& k) { return allow && k == client.pk; });
+  }
+};
+
+// Runs the whole handshake; returns the server's final step.
+Step run(Pair& p, bool bytewise = true) {
+  Step a = p.c->start();
+  EXPECT_FALSE(a.ec);
+  p.client_hello = a.send;
+  Step b = bytewise ? feed_bytewise(*p.s, a.send) : p.s->feed(a.send.data(), a.send.size());
+  EXPECT_FALSE(b.ec) << b.ec.message();
+  EXPECT_EQ(b.consumed, bytewise ? 1u : a.send.size());
+  p.server_hello = b.send;
+  EXPECT_FALSE(p.c->host_key());
+  Step c = bytewise ? feed_bytewise(*p.c, b.send) : p.c->feed(b.send.data(), b.send.size());
+  EXPECT_FALSE(c.ec) << c.ec.message();
+  EXPECT_TRUE(c.send.empty());
+  EXPECT_FALSE(c.done);
+  EXPECT_TRUE(p.c->host_key());
+  Step d = p.c->confirm_host();
+  EXPECT_TRUE(d.done);
+  EXPECT_FALSE(d.ec);
+  p.client_auth = d.send;
+  return bytewise ? feed_bytewise(*p.s, d.send) : p.s->feed(d.send.data(), d.send.size());
+}
+
+bool same(const DirectionKeys& a, const DirectionKeys& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Seals a record on one side and opens it on the other.
+void expect_channel(const crypto::CipherDesc& c, const crypto::MacDesc& m, const DirectionKeys& send_keys,
+                    const DirectionKeys& recv_keys) {
+  RecordSealer s(c, m, send_keys);
+  RecordOpener o(c, m, recv_keys);
+  Bytes buf(100 + s.max_overhead());
+  std::memset(buf.data() + kHeaderLen, 0x33, 100);
+  size_t n = s.seal(RecordType::data, 0, buf.data(), 100);
+  RecordHeader h{};
+  std::span<uint8_t> p;
+  EXPECT_FALSE(o.open(buf.data(), n, h, p));
+  EXPECT_EQ(p.size(), 100u);
+}
+
+TEST(Handshake, KeysAgreeForEveryCipher) {
+  for (const auto& c : crypto::ciphers()) {
+    for (const auto& m : crypto::macs()) {
+      SCOPED_TRACE(std::string(c.name) + "+" + m.name);
+      Pair p(c, m);
+      Step fin = run(p, c.wire_id % 2 == 1);
+      ASSERT_FALSE(fin.ec) << fin.ec.message();
+      ASSERT_TRUE(fin.done);
+      EXPECT_TRUE(p.s->authorized());
+      SessionKeys& ck = p.c->keys();
+      SessionKeys& sk = p.s->keys();
+      EXPECT_EQ(ck.cipher, &c);
+      EXPECT_EQ(sk.cipher, &c);
+      EXPECT_EQ(sk.mac, &m);
+      EXPECT_TRUE(same(ck.c2s, sk.c2s));
+      EXPECT_TRUE(same(ck.s2c, sk.s2c));
+      EXPECT_FALSE(same(ck.c2s, ck.s2c));
+      EXPECT_EQ(ck.transcript_hash, sk.transcript_hash);
+      EXPECT_EQ(ck.client_random, sk.client_random);
+      EXPECT_EQ(ck.host_key, p.host.pk);
+      EXPECT_EQ(sk.client_key, p.client.pk);
+      EXPECT_EQ(*p.c->host_key(), p.host.pk);
+      EXPECT_EQ(*p.s->client_key(), p.client.pk);
+      EXPECT_EQ(ck.keylog_lines(), sk.keylog_lines());
+      expect_channel(c, m, ck.c2s, sk.c2s);
+      expect_channel(c, m, sk.s2c, ck.s2c);
+      // Frame sizes are fixed by the spec.
+      EXPECT_EQ(p.client_hello.size(), 4u + 1 + 108);
+      EXPECT_EQ(p.server_hello.size(), 4u + 1 + 170);
+      EXPECT_EQ(p.client_auth.size(), 4u + 1 + 64);
+    }
+  }
+}
+
+// The transcript hash and the key schedule recomputed from the frames with OpenSSL SHA-256 and
+// libsodium directly, following docs/PROTOCOL.md.
+TEST(Handshake, TranscriptAndKeyScheduleMatchSpec) {
+  Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+  ASSERT_FALSE(run(p, false).ec);
+  Bytes t = p.client_hello;
+  t.insert(t.end(), p.server_hello.begin(), p.server_hello.end());
+  uint8_t th2[32];
+  SHA256(t.data(), t.size(), th2);
+  EXPECT_EQ(test::to_hex(th2, 32), test::to_hex(p.c->keys().transcript_hash.data(), 32));
+  // Host signature over "aesxfer-v1 host-sig" || SHA-256(CH || SH minus the signature).
+  uint8_t th1[32];
+  SHA256(t.data(), t.size() - 64, th1);
+  std::string label = "aesxfer-v1 host-sig";
+  Bytes msg(label.begin(), label.end());
+  msg.insert(msg.end(), th1, th1 + 32);
+  EXPECT_EQ(0, crypto_sign_verify_detached(p.server_hello.data() + p.server_hello.size() - 64, msg.data(), msg.size(),
+                                           p.host.pk.data()));
+  // Client signature over "aesxfer-v1 client-sig" || TH2.
+  label = "aesxfer-v1 client-sig";
+  msg.assign(label.begin(), label.end());
+  msg.insert(msg.end(), th2, th2 + 32);
+  EXPECT_EQ(0, crypto_sign_verify_detached(p.client_auth.data() + 5, msg.data(), msg.size(), p.client.pk.data()));
+  // Layout of ClientHello.
+  EXPECT_EQ(test::to_hex(p.client_hello.data(), 5), "0000006d01");
+  EXPECT_EQ(std::string(p.client_hello.begin() + 5, p.client_hello.begin() + 13), "AESXFER1");
+  EXPECT_EQ(p.client_hello[13], 1);
+  EXPECT_EQ(p.client_hello[14], cipher("aes128-gcm").wire_id);
+  EXPECT_EQ(p.client_hello[15], mac("hmac-sha256").wire_id);
+  EXPECT_EQ(p.client_hello[16], 0);
+  EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 49, p.c->keys().client_random.data(), 32));
+  EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 81, p.client.pk.data(), 32));
+  EXPECT_EQ(test::to_hex(p.server_hello.data(), 5), "000000ab02");
+  EXPECT_EQ(p.server_hello[14], 0);  // status ok
+  EXPECT_EQ(0, std::memcmp(p.server_hello.data() + 79, p.host.pk.data(), 32));
+  EXPECT_EQ(test::to_hex(p.client_auth.data(), 5), "0000004103");
+}
+
+TEST(Handshake, KeyDerivationVector) {
+  // Computed with Python's hashlib.blake2b(label || TH2, digest_size=n, key=K), K = 00..1f,
+  // TH2 = 20..3f; the same vector is in docs/PROTOCOL.md.
+  uint8_t kk[32];
+  std::array<uint8_t, 32> th{};
+  for (int i = 0; i < 32; ++i) kk[i] = uint8_t(i), th[size_t(i)] = uint8_t(0x20 + i);
+  DirectionKeys d = derive_direction_keys(kk, th);
+  EXPECT_EQ(test::to_hex(d.enc, 32), "12763974d4ccc33571a160709eb70fd8d3e5142642e1743d4df76e2a57e8c327");
+  EXPECT_EQ(test::to_hex(d.mac, 32), "156eea07f949a4d42127094c2983f6be2ae6bffea03186270091401e47df666a");
+  EXPECT_EQ(test::to_hex(d.iv, 16), "df32fc36e68543a363b70500f1140057");
+}
+
+TEST(Handshake, KeylogFormat) {
+  Pair p(cipher("aes128-ctr"), mac("hmac-sha256"));
+  ASSERT_FALSE(run(p, false).ec);
+  const SessionKeys& k = p.c->keys();
+  std::string log = k.keylog_lines();
+  std::regex line(
+      "AESXFER_V1 ([0-9a-f]{64}) (C2S|S2C) aes128-ctr hmac-sha256 enc=([0-9a-f]{64}) mac=([0-9a-f]{64}) "
+      "iv=([0-9a-f]{32})\n");
+  auto begin = std::sregex_iterator(log.begin(), log.end(), line);
+  std::vector<std::smatch> m(begin, std::sregex_iterator());
+  ASSERT_EQ(m.size(), 2u) << log;
+  EXPECT_EQ(m[0][1], test::to_hex(k.client_random.data(), 32));
+  EXPECT_EQ(m[0][2], "C2S");
+  EXPECT_EQ(m[0][3], test::to_hex(k.c2s.enc, 32));
+  EXPECT_EQ(m[0][4], test::to_hex(k.c2s.mac, 32));
+  EXPECT_EQ(m[0][5], test::to_hex(k.c2s.iv, 16));
+  EXPECT_EQ(m[1][2], "S2C");
+  EXPECT_EQ(m[1][3], test::to_hex(k.s2c.enc, 32));
+  EXPECT_EQ(log.size(), m[0].length() + m[1].length());
+}
+
+TEST(Handshake, TamperedServerHelloIsRejected) {
+  // Any flipped byte after the status byte (keys, random, host key, signature) breaks the signature.
+  for (size_t pos : {size_t(15), size_t(20), size_t(50), size_t(80), size_t(100), size_t(120), size_t(174)}) {
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    Step a = p.c->start();
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    ASSERT_FALSE(b.ec);
+    b.send[pos] ^= 0x01;
+    Step c = feed_bytewise(*p.c, b.send);
+    EXPECT_EQ(c.ec, make_error_code(errc::host_key_signature)) << "pos " << pos;
+    EXPECT_FALSE(p.c->host_key());
+    EXPECT_TRUE(p.c->confirm_host().ec);
+  }
+}
+
+TEST(Handshake, ManInTheMiddleDowngradeIsDetected) {
+  // An attacker rewrites the client's cipher from aes128-gcm to arcfour: the server signs a
+  // transcript the client never sent, so the client rejects the ServerHello.
+  Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+  Step a = p.c->start();
+  a.send[14] = cipher("arcfour").wire_id;
+  Step b = p.s->feed(a.send.data(), a.send.size());
+  ASSERT_FALSE(b.ec);
+  Step c = p.c->feed(b.send.data(), b.send.size());
+  EXPECT_EQ(c.ec, make_error_code(errc::host_key_signature));
+}
+
+TEST(Handshake, ImpostorHostKeyIsRejected) {
+  // A server that presents someone else's host key cannot sign with it.
+  Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+  Identity real = Identity::generate();
+  Step a = p.c->start();
+  Step b = p.s->feed(a.send.data(), a.send.size());
+  std::memcpy(b.send.data() + 79, real.pk.data(), 32);
+  Step c = p.c->feed(b.send.data(), b.send.size());
+  EXPECT_EQ(c.ec, make_error_code(errc::host_key_signature));
+}
+
+TEST(Handshake, BadClientSignatureIsRejected) {
+  Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+  Step a = p.c->start();
+  Step b = p.s->feed(a.send.data(), a.send.size());
+  ASSERT_FALSE(p.c->feed(b.send.data(), b.send.size()).ec);
+  Step d = p.c->confirm_host();
+  d.send[10] ^= 0x40;
+  Step e = p.s->feed(d.send.data(), d.send.size());
+  EXPECT_EQ(e.ec, make_error_code(errc::client_signature));
+  EXPECT_FALSE(e.done);
+}
+
+TEST(Handshake, ClientWithoutTheSecretKeyIsRejected) {
+  Identity victim = Identity::generate(), attacker = Identity::generate();
+  Identity forged;
+  forged.pk = victim.pk;
+  forged.sk = attacker.sk;
+  Identity host = Identity::generate();
+  ClientHandshake c(forged, cipher("aes128-gcm"), mac("hmac-sha256"));
+  ServerHandshake s(host, [&](const PublicKey& k) { return k == victim.pk; });
+  Step a = c.start();
+  Step b = s.feed(a.send.data(), a.send.size());
+  ASSERT_FALSE(c.feed(b.send.data(), b.send.size()).ec);
+  Step d = c.confirm_host();
+  Step e = s.feed(d.send.data(), d.send.size());
+  EXPECT_EQ(e.ec, make_error_code(errc::client_signature));
+}
+
+TEST(Handshake, UnauthorizedClientGetsAnAuthenticatedRefusal) {
+  Pair p(cipher("aes128-cbc"), mac("hmac-sha256"));
+  p.allow = false;
+  Step fin = run(p);
+  EXPECT_TRUE(fin.done);
+  EXPECT_EQ(fin.ec, make_error_code(errc::unauthorized));
+  EXPECT_FALSE(p.s->authorized());
+  EXPECT_EQ(fin.detail, "client key " + fingerprint(p.client.pk) + " is not authorized");
+  // The server tells the client inside the channel.
+  const SessionKeys& sk = p.s->keys();
+  RecordSealer seal(*sk.cipher, *sk.mac, sk.s2c);
+  Message w;
+  w.type = MsgType::welcome;
+  w.status = Status::refused;
+  w.text = fin.detail;
+  Bytes payload;
+  encode(w, payload);
+  Bytes rec(payload.size() + seal.max_overhead());
+  std::memcpy(rec.data() + kHeaderLen, payload.data(), payload.size());
+  rec.resize(seal.seal(RecordType::control, 0, rec.data(), payload.size()));
+  const SessionKeys& ck = p.c->keys();
+  RecordOpener open(*ck.cipher, *ck.mac, ck.s2c);
+  RecordHeader h{};
+  std::span<uint8_t> pl;
+  ASSERT_FALSE(open.open(rec.data(), rec.size(), h, pl));
+  auto m = decode(pl);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, Status::refused);
+  EXPECT_NE(m->text.find("SHA256:"), std::string::npos);
+}
+
+TEST(Handshake, UnknownCipherIsRefused) {
+  crypto::CipherDesc bogus = cipher("aes128-gcm");
+  bogus.wire_id = 99;
+  Pair p(bogus, mac("hmac-sha256"));
+  Step a = p.c->start();
+  Step b = feed_bytewise(*p.s, a.send);
+  EXPECT_EQ(b.ec, make_error_code(errc::unsupported_cipher));
+  ASSERT_EQ(b.send.size(), 4u + 1 + 170);
+  EXPECT_EQ(b.send[14], 1);  // status: unsupported cipher
+  for (size_t i = 15; i < b.send.size(); ++i) ASSERT_EQ(b.send[i], 0) << i;
+  Step c = p.c->feed(b.send.data(), b.send.size());
+  EXPECT_EQ(c.ec, make_error_code(errc::unsupported_cipher));
+  EXPECT_NE(c.detail.find("aes128-gcm"), std::string::npos);
+  // The server stays failed.
+  EXPECT_TRUE(p.s->feed(a.send.data(), 1).ec);
+}
+
+TEST(Handshake, UnknownMacIsRefusedUnlessAead) {
+  crypto::MacDesc bogus = mac("hmac-sha256");
+  bogus.wire_id = 77;
+  {
+    Pair p(cipher("aes128-ctr"), bogus);
+    Step a = p.c->start();
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    EXPECT_EQ(b.ec, make_error_code(errc::unsupported_mac));
+    EXPECT_EQ(b.send[14], 2);
+    EXPECT_EQ(p.c->feed(b.send.data(), b.send.size()).ec, make_error_code(errc::unsupported_mac));
+  }
+  {
+    Pair p(cipher("aes128-gcm"), bogus);  // AEAD: the MAC byte is ignored
+    Step a = p.c->start();
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    EXPECT_FALSE(b.ec);
+    EXPECT_EQ(p.s->keys().mac, crypto::find_mac("none"));
+  }
+}
+
+TEST(Handshake, WrongVersionAndMagic) {
+  {
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    Step a = p.c->start();
+    a.send[13] = 2;
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
+    ASSERT_FALSE(b.send.empty());
+    EXPECT_EQ(b.send[14], 3);
+    EXPECT_EQ(p.c->feed(b.send.data(), b.send.size()).ec, make_error_code(errc::bad_magic));
+  }
+  {
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    Step a = p.c->start();
+    a.send[5] = 'X';
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
+    EXPECT_TRUE(b.send.empty());
+  }
+}
+
+TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
+  Identity host = Identity::generate();
+  auto server = [&] { return std::make_unique<ServerHandshake>(host, [](const PublicKey&) { return true; }); };
+  {
+    std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    auto s = server();
+    Step st = feed_bytewise(*s, Bytes(http.begin(), http.end()));
+    EXPECT_EQ(st.ec, make_error_code(errc::bad_handshake));
+  }
+  for (uint32_t len : {uint32_t(0), uint32_t(kMaxFrame + 1), uint32_t(0xffffffff)}) {
+    Bytes f(4);
+    crypto::store_be32(f.data(), len);
+    auto s = server();
+    size_t used = 0;
+    Step st = feed_bytewise(*s, f, &used);
+    EXPECT_EQ(st.ec, make_error_code(errc::bad_handshake)) << len;
+    EXPECT_EQ(used, 4u);
+  }
+  {  // A maximum-size frame of the right type but the wrong length.
+    Bytes f(4 + kMaxFrame, 0);
+    crypto::store_be32(f.data(), kMaxFrame);
+    f[4] = 1;
+    std::memcpy(f.data() + 5, "AESXFER1", 8);
+    f[13] = 1;
+    auto s = server();
+    Step st = s->feed(f.data(), f.size());
+    EXPECT_EQ(st.ec, make_error_code(errc::bad_handshake));
+  }
+  {  // A ServerHello where a ClientHello belongs.
+    Bytes f(4 + 1 + 170, 0);
+    crypto::store_be32(f.data(), 171);
+    f[4] = 2;
+    auto s = server();
+    EXPECT_EQ(s->feed(f.data(), f.size()).ec, make_error_code(errc::unexpected_message));
+  }
+  {  // Short / truncated ServerHello on the client.
+    Identity me = Identity::generate();
+    ClientHandshake c(me, cipher("aes128-gcm"), mac("none"));
+    c.start();
+    Bytes f = {0, 0, 0, 12, 2, 'A', 'E', 'S', 'X', 'F', 'E', 'R', '1', 1, 0, 0};
+    EXPECT_EQ(c.feed(f.data(), f.size()).ec, make_error_code(errc::bad_handshake));
+  }
+}
+
+TEST(Handshake, RecordsRightBehindClientAuthAreLeftForTheRecordLayer) {
+  Pair p(cipher("aes128-gcm"), mac("none"));
+  Step a = p.c->start();
+  Step b = p.s->feed(a.send.data(), a.send.size());
+  ASSERT_FALSE(p.c->feed(b.send.data(), b.send.size()).ec);
+  Step d = p.c->confirm_host();
+  const SessionKeys& ck = p.c->keys();
+  RecordSealer seal(*ck.cipher, *ck.mac, ck.c2s);
+  Bytes rec(10 + seal.max_overhead(), 7);
+  rec.resize(seal.seal(RecordType::control, 0, rec.data(), 10));
+  Bytes wire = d.send;
+  wire.insert(wire.end(), rec.begin(), rec.end());
+  Step e = p.s->feed(wire.data(), wire.size());
+  ASSERT_FALSE(e.ec);
+  EXPECT_TRUE(e.done);
+  EXPECT_EQ(e.consumed, d.send.size());
+  const SessionKeys& sk = p.s->keys();
+  RecordOpener open(*sk.cipher, *sk.mac, sk.c2s);
+  RecordHeader h{};
+  std::span<uint8_t> pl;
+  Bytes rest(wire.begin() + ptrdiff_t(e.consumed), wire.end());
+  EXPECT_FALSE(open.open(rest.data(), rest.size(), h, pl));
+  // Feeding the handshake after it finished is a caller bug.
+  EXPECT_EQ(p.s->feed(rest.data(), rest.size()).ec, make_error_code(errc::unexpected_message));
+}
+
+TEST(Handshake, ClientRejectsUnsolicitedBytes) {
+  Identity me = Identity::generate();
+  ClientHandshake c(me, cipher("aes128-gcm"), mac("none"));
+  uint8_t x = 0;
+  EXPECT_EQ(c.feed(&x, 1).ec, make_error_code(errc::unexpected_message));
+  EXPECT_TRUE(c.confirm_host().ec);
+}
+
+TEST(Handshake, FingerprintMatchesOpenSsl) {
+  Identity id = Identity::generate();
+  uint8_t d[32];
+  SHA256(id.pk.data(), 32, d);
+  unsigned char b64[64];
+  int n = EVP_EncodeBlock(b64, d, 32);
+  std::string expect(reinterpret_cast<char*>(b64), size_t(n));
+  while (!expect.empty() && expect.back() == '=') expect.pop_back();
+  EXPECT_EQ(fingerprint(id.pk), "SHA256:" + expect);
+  PublicKey zero{};
+  // ssh-keygen style: SHA256 of 32 zero bytes.
+  EXPECT_EQ(fingerprint(zero), "SHA256:Zmh6rfhivXdsj8GLjp+OIAiXFIVu4jOzkCpZHQ1fKSU");
+}
+
+}  // namespace
+}  // namespace aesxfer::proto
