@@ -1,0 +1,179 @@
+// Control messages: byte-exact layout, round trips, and every malformed input refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "proto/messages.h"
+#include "tests/test_util.h"
+
+namespace aesxfer::proto {
+namespace {
+
+using test::Bytes;
+
+Bytes enc(const Message& m) {
+  Bytes b;
+  encode(m, b);
+  return b;
+}
+
+std::vector<Message> samples() {
+  std::vector<Message> v;
+  Message w;
+  w.type = MsgType::welcome;
+  w.status = Status::ok;
+  w.text = "welcome to aesxfer";
+  v.push_back(w);
+  Message q;
+  q.type = MsgType::request;
+  q.op = Op::get;
+  q.path = "dir/sub/file name.bin";
+  q.size = 0x0102030405060708;
+  q.mode = 0640;
+  q.mtime = -12345;
+  q.offset = 4096;
+  v.push_back(q);
+  Message r;
+  r.type = MsgType::response;
+  r.status = Status::not_found;
+  r.size = 1ull << 40;
+  r.mode = 0755;
+  r.mtime = 1700000000;
+  r.text = "no such file";
+  v.push_back(r);
+  Message res;
+  res.type = MsgType::result;
+  res.status = Status::integrity;
+  res.text = "";
+  v.push_back(res);
+  Message bye;
+  bye.type = MsgType::bye;
+  v.push_back(bye);
+  return v;
+}
+
+bool equal(const Message& a, const Message& b) {
+  if (a.type != b.type) return false;
+  switch (a.type) {
+    case MsgType::welcome:
+    case MsgType::result: return a.status == b.status && a.text == b.text;
+    case MsgType::request:
+      return a.op == b.op && a.path == b.path && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime &&
+             a.offset == b.offset;
+    case MsgType::response:
+      return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime && a.text == b.text;
+    case MsgType::bye: return true;
+  }
+  return false;
+}
+
+TEST(Messages, RoundTrip) {
+  for (const auto& m : samples()) {
+    Bytes b = enc(m);
+    auto d = decode(b);
+    ASSERT_TRUE(d) << int(m.type);
+    EXPECT_TRUE(equal(m, *d)) << int(m.type);
+  }
+}
+
+TEST(Messages, ExactLayout) {
+  auto s = samples();
+  EXPECT_EQ(test::to_hex(enc(s[0])), "01" "00" "0012" + test::to_hex(enc(s[0]).data() + 4, 18));
+  EXPECT_EQ(test::to_hex(enc(s[1])),
+            "02" "02" "0015" + test::to_hex(reinterpret_cast<const uint8_t*>(s[1].path.data()), 21) +
+                "0102030405060708" "000001a0" "ffffffffffffcfc7" "0000000000001000");
+  EXPECT_EQ(test::to_hex(enc(s[2])), "03" "02" "0000010000000000" "000001ed" "000000006553f100" "000c" +
+                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12));
+  EXPECT_EQ(test::to_hex(enc(s[3])), "0407" "0000");
+  EXPECT_EQ(test::to_hex(enc(s[4])), "05");
+}
+
+TEST(Messages, EveryTruncationAndTrailingByteIsRejected) {
+  for (const auto& m : samples()) {
+    Bytes b = enc(m);
+    for (size_t n = 0; n < b.size(); ++n)
+      EXPECT_FALSE(decode(std::span<const uint8_t>(b.data(), n))) << int(m.type) << " len " << n;
+    Bytes t = b;
+    t.push_back(0);
+    EXPECT_FALSE(decode(t)) << int(m.type);
+  }
+}
+
+TEST(Messages, BadFieldsAreRejected) {
+  auto s = samples();
+  {
+    Bytes b = enc(s[0]);
+    b[0] = 0;
+    EXPECT_FALSE(decode(b));
+    b[0] = 6;
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    Bytes b = enc(s[0]);
+    b[1] = 10;  // unknown status
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    Bytes b = enc(s[1]);
+    b[1] = 3;  // unknown op
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    Message q = s[1];
+    q.path = std::string("a\0b", 3);
+    EXPECT_FALSE(decode(enc(q)));
+    q.path = "";
+    EXPECT_FALSE(decode(enc(q)));
+  }
+  {
+    Bytes b = enc(s[1]);
+    size_t mode_at = 4 + s[1].path.size() + 8;
+    b[mode_at + 2] = 0x10;  // mode bit above 07777
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    // Length field larger than the payload, and larger than the bound.
+    Bytes b = enc(s[0]);
+    b[2] = 0xff;
+    b[3] = 0xff;
+    EXPECT_FALSE(decode(b));
+    Bytes big = {1, 0, uint8_t((kMaxMessage + 1) >> 8), uint8_t((kMaxMessage + 1) & 0xff)};
+    big.resize(big.size() + kMaxMessage + 1, 'x');
+    EXPECT_FALSE(decode(big));
+    Bytes ok = {1, 0, uint8_t(kMaxMessage >> 8), uint8_t(kMaxMessage & 0xff)};
+    ok.resize(ok.size() + kMaxMessage, 'x');
+    EXPECT_TRUE(decode(ok));
+  }
+  {
+    Bytes p = {2, 1, uint8_t((kMaxPath + 1) >> 8), uint8_t((kMaxPath + 1) & 0xff)};
+    p.resize(p.size() + kMaxPath + 1 + 28, 'a');
+    EXPECT_FALSE(decode(p));
+  }
+  EXPECT_FALSE(decode(std::span<const uint8_t>()));
+}
+
+TEST(Messages, EncodeTruncatesToBounds) {
+  Message m;
+  m.type = MsgType::result;
+  m.text = std::string(kMaxMessage + 100, 'z');
+  auto d = decode(enc(m));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->text.size(), kMaxMessage);
+  Message q;
+  q.type = MsgType::request;
+  q.path = std::string(kMaxPath + 5, 'p');
+  q.mode = 0100644;  // file type bits are dropped
+  d = decode(enc(q));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->path.size(), kMaxPath);
+  EXPECT_EQ(d->mode, 0644u);
+}
+
+TEST(Messages, StatusNames) {
+  for (int s = 0; s <= int(Status::internal); ++s) EXPECT_STRNE(status_name(Status(s)), "unknown status");
+  EXPECT_STREQ(status_name(Status::ok), "ok");
+}
+
+}  // namespace
+}  // namespace aesxfer::proto
