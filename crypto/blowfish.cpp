@@ -207,48 +207,97 @@ struct Schedule {
   uint32_t s[4][256];
 };
 
-inline uint32_t feistel(const Schedule& k, uint32_t x) noexcept {
-  return ((k.s[0][x >> 24] + k.s[1][(x >> 16) & 0xff]) ^ k.s[2][(x >> 8) & 0xff]) + k.s[3][x & 0xff];
+inline uint32_t ld(const uint8_t* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return __builtin_bswap32(v);
+}
+inline void st(uint8_t* p, uint32_t v) noexcept {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
 }
 
-// Encrypts N independent blocks given as (l[i], r[i]) halves, rounds interleaved across blocks.
-template <size_t N>
-inline void encrypt_n(const Schedule& k, uint32_t* l, uint32_t* r) noexcept {
-  uint32_t a[N], b[N];
-  for (size_t i = 0; i < N; ++i) { a[i] = l[i] ^ k.p[0]; b[i] = r[i]; }
-  for (size_t round = 1; round < 17; round += 2) {
-    for (size_t i = 0; i < N; ++i) b[i] ^= feistel(k, a[i]) ^ k.p[round];
-    for (size_t i = 0; i < N; ++i) a[i] ^= feistel(k, b[i]) ^ k.p[round + 1];
-  }
-  for (size_t i = 0; i < N; ++i) { l[i] = b[i] ^ k.p[17]; r[i] = a[i]; }
+// The rounds are written out in full, for one, two and four blocks, so that the compiler keeps
+// every half block in a register and schedules the independent table loads of different blocks
+// together (left as loops over arrays, GCC vectorises them into slow shuffle-and-gather code).
+#define BF_F(x) (((k.s[0][(x) >> 24] + k.s[1][((x) >> 16) & 0xff]) ^ k.s[2][((x) >> 8) & 0xff]) + k.s[3][(x) & 0xff])
+#define BF_ENC_ROUNDS(STEP) \
+  STEP(1, 2) STEP(3, 4) STEP(5, 6) STEP(7, 8) STEP(9, 10) STEP(11, 12) STEP(13, 14) STEP(15, 16)
+#define BF_DEC_ROUNDS(STEP) \
+  STEP(16, 15) STEP(14, 13) STEP(12, 11) STEP(10, 9) STEP(8, 7) STEP(6, 5) STEP(4, 3) STEP(2, 1)
+
+#define BF_STEP1(i, j) b0 ^= BF_F(a0) ^ k.p[i]; a0 ^= BF_F(b0) ^ k.p[j];
+#define BF_STEP2(i, j)                                 \
+  b0 ^= BF_F(a0) ^ k.p[i]; b1 ^= BF_F(a1) ^ k.p[i]; \
+  a0 ^= BF_F(b0) ^ k.p[j]; a1 ^= BF_F(b1) ^ k.p[j];
+#define BF_STEP4(i, j)                                                                               \
+  b0 ^= BF_F(a0) ^ k.p[i]; b1 ^= BF_F(a1) ^ k.p[i]; b2 ^= BF_F(a2) ^ k.p[i]; b3 ^= BF_F(a3) ^ k.p[i]; \
+  a0 ^= BF_F(b0) ^ k.p[j]; a1 ^= BF_F(b1) ^ k.p[j]; a2 ^= BF_F(b2) ^ k.p[j]; a3 ^= BF_F(b3) ^ k.p[j];
+
+// Encrypt (Enc) or decrypt blocks given as (l, r) halves, in place. Decryption runs the same
+// rounds with the subkeys in reverse order.
+template <bool Enc>
+inline void crypt1(const Schedule& k, uint32_t& l0, uint32_t& r0) noexcept {
+  constexpr int first = Enc ? 0 : 17, last = Enc ? 17 : 0;
+  uint32_t a0 = l0 ^ k.p[first], b0 = r0;
+  if constexpr (Enc) { BF_ENC_ROUNDS(BF_STEP1) } else { BF_DEC_ROUNDS(BF_STEP1) }
+  l0 = b0 ^ k.p[last];
+  r0 = a0;
 }
 
-template <size_t N>
-inline void decrypt_n(const Schedule& k, uint32_t* l, uint32_t* r) noexcept {
-  uint32_t a[N], b[N];
-  for (size_t i = 0; i < N; ++i) { a[i] = l[i] ^ k.p[17]; b[i] = r[i]; }
-  for (size_t round = 16; round > 0; round -= 2) {
-    for (size_t i = 0; i < N; ++i) b[i] ^= feistel(k, a[i]) ^ k.p[round];
-    for (size_t i = 0; i < N; ++i) a[i] ^= feistel(k, b[i]) ^ k.p[round - 1];
-  }
-  for (size_t i = 0; i < N; ++i) { l[i] = b[i] ^ k.p[0]; r[i] = a[i]; }
+template <bool Enc>
+inline void crypt2(const Schedule& k, uint32_t* l, uint32_t* r) noexcept {
+  constexpr int first = Enc ? 0 : 17, last = Enc ? 17 : 0;
+  uint32_t a0 = l[0] ^ k.p[first], b0 = r[0];
+  uint32_t a1 = l[1] ^ k.p[first], b1 = r[1];
+  if constexpr (Enc) { BF_ENC_ROUNDS(BF_STEP2) } else { BF_DEC_ROUNDS(BF_STEP2) }
+  l[0] = b0 ^ k.p[last]; r[0] = a0;
+  l[1] = b1 ^ k.p[last]; r[1] = a1;
 }
 
-// ECB over n blocks, N at a time.
-template <size_t N, bool Encrypt>
+template <bool Enc>
+inline void crypt4(const Schedule& k, uint32_t* l, uint32_t* r) noexcept {
+  constexpr int first = Enc ? 0 : 17, last = Enc ? 17 : 0;
+  uint32_t a0 = l[0] ^ k.p[first], b0 = r[0];
+  uint32_t a1 = l[1] ^ k.p[first], b1 = r[1];
+  uint32_t a2 = l[2] ^ k.p[first], b2 = r[2];
+  uint32_t a3 = l[3] ^ k.p[first], b3 = r[3];
+  if constexpr (Enc) { BF_ENC_ROUNDS(BF_STEP4) } else { BF_DEC_ROUNDS(BF_STEP4) }
+  l[0] = b0 ^ k.p[last]; r[0] = a0;
+  l[1] = b1 ^ k.p[last]; r[1] = a1;
+  l[2] = b2 ^ k.p[last]; r[2] = a2;
+  l[3] = b3 ^ k.p[last]; r[3] = a3;
+}
+
+#undef BF_STEP4
+#undef BF_STEP2
+#undef BF_STEP1
+#undef BF_DEC_ROUNDS
+#undef BF_ENC_ROUNDS
+#undef BF_F
+
+// N (1, 2, 3 or 4) independent blocks; three run as four with one spare.
+template <size_t N, bool Enc>
+inline void crypt_n(const Schedule& k, uint32_t* l, uint32_t* r) noexcept {
+  static_assert(N >= 1 && N <= 4);
+  if constexpr (N == 1) crypt1<Enc>(k, l[0], r[0]);
+  else if constexpr (N == 2) crypt2<Enc>(k, l, r);
+  else crypt4<Enc>(k, l, r);
+}
+
+template <size_t N, bool Enc>
 inline void ecb_n(const Schedule& k, const uint8_t* in, uint8_t* out) noexcept {
-  uint32_t l[N], r[N];
-  for (size_t i = 0; i < N; ++i) { l[i] = load_be32(in + 8 * i); r[i] = load_be32(in + 8 * i + 4); }
-  if constexpr (Encrypt) encrypt_n<N>(k, l, r);
-  else decrypt_n<N>(k, l, r);
-  for (size_t i = 0; i < N; ++i) { store_be32(out + 8 * i, l[i]); store_be32(out + 8 * i + 4, r[i]); }
+  uint32_t l[4] = {}, r[4] = {};
+  for (size_t i = 0; i < N; ++i) { l[i] = ld(in + 8 * i); r[i] = ld(in + 8 * i + 4); }
+  crypt_n<N, Enc>(k, l, r);
+  for (size_t i = 0; i < N; ++i) { st(out + 8 * i, l[i]); st(out + 8 * i + 4, r[i]); }
 }
 
-template <bool Encrypt>
+template <bool Enc>
 void ecb(const Schedule& k, const uint8_t* in, uint8_t* out, size_t blocks) noexcept {
-  for (; blocks >= 4; blocks -= 4, in += 32, out += 32) ecb_n<4, Encrypt>(k, in, out);
-  if (blocks >= 2) { ecb_n<2, Encrypt>(k, in, out); blocks -= 2; in += 16; out += 16; }
-  if (blocks) ecb_n<1, Encrypt>(k, in, out);
+  for (; blocks >= 4; blocks -= 4, in += 32, out += 32) ecb_n<4, Enc>(k, in, out);
+  if (blocks >= 2) { ecb_n<2, Enc>(k, in, out); blocks -= 2; in += 16; out += 16; }
+  if (blocks) ecb_n<1, Enc>(k, in, out);
 }
 
 // One active CBC lane: its chaining value lives in (l, r) while it runs.
@@ -259,21 +308,32 @@ struct LaneState {
 
 // Runs `steps` blocks of each of N active lanes, rounds interleaved across the lanes.
 template <size_t N>
-void cbc_lanes_run(const Schedule& k, LaneState* st, uint32_t* l, uint32_t* r, size_t steps) noexcept {
+void cbc_lanes_run(const Schedule& k, LaneState* lanes, uint32_t* lw, uint32_t* rw, size_t steps) noexcept {
+  const uint8_t* in[N];
+  uint8_t* out[N];
+  uint32_t l[4] = {}, r[4] = {};
+  for (size_t i = 0; i < N; ++i) {
+    in[i] = lanes[i].lane->in + 8 * lanes[i].done;
+    out[i] = lanes[i].lane->out + 8 * lanes[i].done;
+    l[i] = lw[i];
+    r[i] = rw[i];
+  }
   for (size_t s = 0; s < steps; ++s) {
     for (size_t i = 0; i < N; ++i) {
-      const uint8_t* in = st[i].lane->in + 8 * (st[i].done + s);
-      l[i] ^= load_be32(in);
-      r[i] ^= load_be32(in + 4);
+      l[i] ^= ld(in[i] + 8 * s);
+      r[i] ^= ld(in[i] + 8 * s + 4);
     }
-    encrypt_n<N>(k, l, r);
+    crypt_n<(N == 3 ? 4 : N), true>(k, l, r);
     for (size_t i = 0; i < N; ++i) {
-      uint8_t* out = st[i].lane->out + 8 * (st[i].done + s);
-      store_be32(out, l[i]);
-      store_be32(out + 4, r[i]);
+      st(out[i] + 8 * s, l[i]);
+      st(out[i] + 8 * s + 4, r[i]);
     }
   }
-  for (size_t i = 0; i < N; ++i) st[i].done += steps;
+  for (size_t i = 0; i < N; ++i) {
+    lw[i] = l[i];
+    rw[i] = r[i];
+    lanes[i].done += steps;
+  }
 }
 
 class Blowfish final : public BlockCipher {
@@ -294,34 +354,34 @@ class Blowfish final : public BlockCipher {
   }
 
   void cbc_encrypt(uint8_t* iv, const uint8_t* in, uint8_t* out, size_t blocks) const noexcept override {
-    uint32_t l = load_be32(iv), r = load_be32(iv + 4);
+    uint32_t l = ld(iv), r = ld(iv + 4);
     for (; blocks; --blocks, in += 8, out += 8) {
-      l ^= load_be32(in);
-      r ^= load_be32(in + 4);
-      encrypt_n<1>(k_, &l, &r);
-      store_be32(out, l);
-      store_be32(out + 4, r);
+      l ^= ld(in);
+      r ^= ld(in + 4);
+      crypt1<true>(k_, l, r);
+      st(out, l);
+      st(out + 4, r);
     }
-    store_be32(iv, l);
-    store_be32(iv + 4, r);
+    st(iv, l);
+    st(iv + 4, r);
   }
 
   // Decryption has no chain dependency: four blocks go through the rounds together. The
   // ciphertext words are kept before the output is written, so in == out works.
   void cbc_decrypt(uint8_t* iv, const uint8_t* in, uint8_t* out, size_t blocks) const noexcept override {
-    uint32_t pl = load_be32(iv), pr = load_be32(iv + 4);
+    uint32_t pl = ld(iv), pr = ld(iv + 4);
     while (blocks >= 4) {
       cbc_decrypt_n<4>(pl, pr, in, out);
       blocks -= 4; in += 32; out += 32;
     }
     if (blocks >= 2) { cbc_decrypt_n<2>(pl, pr, in, out); blocks -= 2; in += 16; out += 16; }
     if (blocks) cbc_decrypt_n<1>(pl, pr, in, out);
-    store_be32(iv, pl);
-    store_be32(iv + 4, pr);
+    st(iv, pl);
+    st(iv + 4, pr);
   }
 
   void cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept override {
-    LaneState st[4];
+    LaneState act[4];
     uint32_t l[4], r[4];
     size_t active = 0, next = 0;
     for (;;) {
@@ -329,31 +389,31 @@ class Blowfish final : public BlockCipher {
       while (active < 4 && next < n) {
         CbcLane* lane = &lanes[next++];
         if (lane->blocks == 0) continue;
-        st[active] = {lane, 0};
-        l[active] = load_be32(lane->iv);
-        r[active] = load_be32(lane->iv + 4);
+        act[active] = {lane, 0};
+        l[active] = ld(lane->iv);
+        r[active] = ld(lane->iv + 4);
         ++active;
       }
       if (active == 0) return;
       size_t steps = SIZE_MAX;
       for (size_t i = 0; i < active; ++i) {
-        const size_t left = st[i].lane->blocks - st[i].done;
+        const size_t left = act[i].lane->blocks - act[i].done;
         if (left < steps) steps = left;
       }
       switch (active) {
-        case 4: cbc_lanes_run<4>(k_, st, l, r, steps); break;
-        case 3: cbc_lanes_run<3>(k_, st, l, r, steps); break;
-        case 2: cbc_lanes_run<2>(k_, st, l, r, steps); break;
-        default: cbc_lanes_run<1>(k_, st, l, r, steps); break;
+        case 4: cbc_lanes_run<4>(k_, act, l, r, steps); break;
+        case 3: cbc_lanes_run<3>(k_, act, l, r, steps); break;
+        case 2: cbc_lanes_run<2>(k_, act, l, r, steps); break;
+        default: cbc_lanes_run<1>(k_, act, l, r, steps); break;
       }
       // Retire finished lanes, compacting the rest to the front.
       size_t kept = 0;
       for (size_t i = 0; i < active; ++i) {
-        if (st[i].done == st[i].lane->blocks) {
-          store_be32(st[i].lane->iv, l[i]);
-          store_be32(st[i].lane->iv + 4, r[i]);
+        if (act[i].done == act[i].lane->blocks) {
+          st(act[i].lane->iv, l[i]);
+          st(act[i].lane->iv + 4, r[i]);
         } else {
-          st[kept] = st[i];
+          act[kept] = act[i];
           l[kept] = l[i];
           r[kept] = r[i];
           ++kept;
@@ -368,15 +428,15 @@ class Blowfish final : public BlockCipher {
 
   template <size_t N>
   void cbc_decrypt_n(uint32_t& pl, uint32_t& pr, const uint8_t* in, uint8_t* out) const noexcept {
-    uint32_t cl[N], cr[N], l[N], r[N];
+    uint32_t cl[N], cr[N], l[4] = {}, r[4] = {};
     for (size_t i = 0; i < N; ++i) {
-      cl[i] = l[i] = load_be32(in + 8 * i);
-      cr[i] = r[i] = load_be32(in + 8 * i + 4);
+      cl[i] = l[i] = ld(in + 8 * i);
+      cr[i] = r[i] = ld(in + 8 * i + 4);
     }
-    decrypt_n<N>(k_, l, r);
+    crypt_n<N, false>(k_, l, r);
     for (size_t i = 0; i < N; ++i) {
-      store_be32(out + 8 * i, l[i] ^ pl);
-      store_be32(out + 8 * i + 4, r[i] ^ pr);
+      st(out + 8 * i, l[i] ^ pl);
+      st(out + 8 * i + 4, r[i] ^ pr);
       pl = cl[i];
       pr = cr[i];
     }
@@ -396,13 +456,13 @@ class Blowfish final : public BlockCipher {
     }
     uint32_t l = 0, r = 0;
     for (size_t i = 0; i < 18; i += 2) {
-      encrypt_n<1>(k_, &l, &r);
+      crypt1<true>(k_, l, r);
       k_.p[i] = l;
       k_.p[i + 1] = r;
     }
     for (auto& box : k_.s) {
       for (size_t i = 0; i < 256; i += 2) {
-        encrypt_n<1>(k_, &l, &r);
+        crypt1<true>(k_, l, r);
         box[i] = l;
         box[i + 1] = r;
       }
