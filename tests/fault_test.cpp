@@ -169,6 +169,34 @@ TEST_F(Fault, NoSuchFileOnRecv) {
   expect_clean_transfer();
 }
 
+TEST_F(Fault, LocalSourceMissingOrDirectory) {
+  auto r = run_aesxfer(opts(server->port(), {"send", (ws.local / "nope.bin").string(), "127.0.0.1:dest.bin"}),
+                       ws.home, 30);
+  expect_failure(r, 1, {"no such file"});
+  r = run_aesxfer(opts(server->port(), {"send", ws.local.string(), "127.0.0.1:dest.bin"}), ws.home, 30);
+  expect_failure(r, 1, {"directory"});
+  expect_no_damage();
+  expect_clean_transfer();
+}
+
+TEST_F(Fault, LocalDestinationDirectoryMissing) {
+  write_text_file(ws.root / "src.bin", "data");
+  auto r = recv("src.bin", ws.local / "no-such-dir" / "out.bin");
+  expect_failure(r, 1, {"cannot create", "no such file"});
+  expect_no_damage({ws.local / "no-such-dir"});
+  expect_clean_transfer();
+}
+
+TEST_F(Fault, UsageErrors) {
+  auto r = run_aesxfer({"send", (ws.local / "payload.bin").string()}, ws.home, 30);
+  expect_failure(r, 2, {"usage", "required", "expected", "HOST:DEST"});
+  r = run_aesxfer({"send", (ws.local / "payload.bin").string(), (ws.local / "copy.bin").string()}, ws.home, 30);
+  expect_failure(r, 2, {"HOST:DEST"});
+  r = run_aesxfer({"recv", "127.0.0.1:src.bin"}, ws.home, 30);
+  expect_failure(r, 2, {"dest", "required"});
+  expect_no_damage({ws.local / "copy.bin"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Path attacks
 
