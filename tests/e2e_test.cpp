@@ -90,7 +90,10 @@ class E2eCipher : public testing::TestWithParam<CipherSuite> {
   std::unique_ptr<ServerProcess> server;
   void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
   void TearDown() override {
-    if (HasFailure() && server) std::cerr << "--- server log ---\n" << server->log();
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
   std::vector<std::string> client(std::vector<std::string> a) {
     a.push_back("-P");
@@ -169,7 +172,10 @@ class E2e : public testing::Test {
   std::unique_ptr<ServerProcess> server;
   void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
   void TearDown() override {
-    if (HasFailure() && server) std::cerr << "--- server log ---\n" << server->log();
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
   std::vector<std::string> with_port(std::vector<std::string> a) {
     a.push_back("-P");
@@ -316,6 +322,8 @@ TEST_P(LargeTransfer, BothDirections) {
               GetParam().mac.empty() ? "(default)" : GetParam().mac.c_str(), up, down);
   RecordProperty("send_mb_per_s", std::to_string(up));
   RecordProperty("recv_mb_per_s", std::to_string(down));
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(sanitizer_findings(server.log()), "");
 }
 
 std::vector<CipherSuite> large_suites() {

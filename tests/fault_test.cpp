@@ -58,7 +58,10 @@ class Fault : public testing::Test {
     write_random_file(ws.local / "payload.bin", 4 * proto::kDefaultPayload + 100, 77);
   }
   void TearDown() override {
-    if (HasFailure() && server) std::cerr << "--- server log ---\n" << server->log();
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
 
   std::vector<std::string> opts(uint16_t port, std::vector<std::string> a) {
@@ -521,6 +524,8 @@ TEST(FaultIdle, ServerDropsSilentClient) {
                        ws.home, 30);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(sha256_file(ws.root / "after.bin"), sha256_file(ws.local / "after.bin"));
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(sanitizer_findings(server.log()), "");
 }
 
 // An idle client does not hold up the others while it lingers.
@@ -539,6 +544,8 @@ TEST(FaultIdle, OthersServedWhileAClientIdles) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_LT(secs, 3.0);
   EXPECT_EQ(sha256_file(ws.root / "busy.bin"), sha256_file(ws.local / "busy.bin"));
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(sanitizer_findings(server.log()), "");
 }
 
 }  // namespace

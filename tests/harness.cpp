@@ -370,6 +370,16 @@ bool ServerProcess::wait_for_log(const std::string& needle, double timeout_s) co
   }
 }
 
+std::string sanitizer_findings(const std::string& log) {
+  std::string out;
+  std::istringstream is(log);
+  for (std::string l; std::getline(is, l);)
+    if (l.find("ERROR: AddressSanitizer") != std::string::npos || l.find("ERROR: LeakSanitizer") != std::string::npos ||
+        l.find("runtime error:") != std::string::npos || l.find("WARNING: ThreadSanitizer") != std::string::npos)
+      out += l + "\n";
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // TCP helpers
 

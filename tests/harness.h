@@ -103,6 +103,9 @@ class ServerProcess {
   int exit_code_ = -1;
 };
 
+// Sanitizer reports (ASan, LSan, UBSan, TSan) found in a process's stderr, or "".
+std::string sanitizer_findings(const std::string& log);
+
 // ---------------------------------------------------------------------------------------------
 // TCP helpers (127.0.0.1 only)
 
