@@ -74,7 +74,7 @@ struct Shifted {
   Bytes buf;
   size_t off;
   Shifted(const Bytes& data, size_t offset) : buf(data.size() + 32, 0xEE), off(offset) {
-    std::memcpy(buf.data() + off, data.data(), data.size());
+    if (!data.empty()) std::memcpy(buf.data() + off, data.data(), data.size());
   }
   uint8_t* p() { return buf.data() + off; }
   Bytes get(size_t n) const { return Bytes(buf.begin() + long(off), buf.begin() + long(off + n)); }
