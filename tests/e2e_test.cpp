@@ -17,6 +17,8 @@ struct CipherSuite {
   std::string mac;  // empty: the default for the cipher
 };
 
+void PrintTo(const CipherSuite& s, std::ostream* os) { *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac); }
+
 std::vector<CipherSuite> all_suites() {
   std::vector<CipherSuite> v;
   for (const auto& c : crypto::ciphers()) v.push_back({c.name, ""});

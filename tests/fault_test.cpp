@@ -282,6 +282,8 @@ struct SuiteTag {
   size_t tag_len;
 };
 
+void PrintTo(const SuiteTag& s, std::ostream* os) { *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac); }
+
 class FaultTamper : public Fault, public testing::WithParamInterface<SuiteTag> {
  protected:
   // Runs one put of payload.bin onto the existing root/dest.bin through a relay with `spec`.
