@@ -129,7 +129,7 @@ TEST(GcmDiff, MatchesOpenSslRandomAadAndLengths) {
       ++checked;
     }
   }
-  EXPECT_GT(checked, 1000);
+  EXPECT_GE(checked, 1000);
 }
 
 TEST(GcmDiff, LongMessagesAcrossChunks) {
