@@ -49,7 +49,7 @@ uint8_t flags_for(RecordType t) { return t == RecordType::end ? kFlagFinal : 0; 
 // Seals one record and returns its wire bytes.
 Bytes seal_one(RecordSealer& s, RecordType type, const Bytes& payload) {
   Bytes buf(payload.size() + s.max_overhead());
-  std::memcpy(buf.data() + kHeaderLen, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(buf.data() + kHeaderLen, payload.data(), payload.size());
   size_t n = s.seal(type, flags_for(type), buf.data(), payload.size());
   EXPECT_LE(n, buf.size());
   buf.resize(n);
@@ -58,7 +58,7 @@ Bytes seal_one(RecordSealer& s, RecordType type, const Bytes& payload) {
 
 Bytes seal_at(RecordSealer& s, uint64_t seq, RecordType type, const Bytes& payload) {
   Bytes buf(payload.size() + s.max_overhead());
-  std::memcpy(buf.data() + kHeaderLen, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(buf.data() + kHeaderLen, payload.data(), payload.size());
   buf.resize(s.seal_at(seq, type, flags_for(type), buf.data(), payload.size()));
   return buf;
 }
