@@ -13,6 +13,7 @@ uint32_t aes_sub_word_ct(uint32_t w) noexcept;
 // Implementations (aes_soft.cpp, aes_aesni.cpp, aes_vaes.cpp).
 std::unique_ptr<BlockCipher> make_aes128_soft(const uint8_t key[16]);
 std::unique_ptr<BlockCipher> make_aes128_aesni(const uint8_t key[16]);
+std::unique_ptr<BlockCipher> make_aes128_vaes(const uint8_t key[16]);
 
 // Expands a 128-bit key into 11 round keys of 16 bytes each, in FIPS-197 byte order.
 // Constant time: the S-box is evaluated as a Boolean circuit, never as a table lookup.
@@ -42,7 +43,8 @@ bool impl_available(AesImpl impl) noexcept {
   switch (impl) {
     case AesImpl::software: return true;
     case AesImpl::aesni: return f.aesni && f.sse41 && f.ssse3;
-    case AesImpl::vaes: return false;  // no VAES code path yet (see aes.h): never offered
+    case AesImpl::vaes:  // 512-bit VAES; its tails and single-chain CBC use AES-NI
+      return f.vaes && f.avx512f && f.avx512bw && f.avx512vl && f.aesni && f.sse41 && f.ssse3;
     case AesImpl::best: return true;
   }
   return false;
@@ -81,6 +83,7 @@ std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
   if (!impl_available(impl)) return nullptr;
   switch (impl) {
     case AesImpl::aesni: return detail::make_aes128_aesni(key);
+    case AesImpl::vaes: return detail::make_aes128_vaes(key);
     case AesImpl::software: return detail::make_aes128_soft(key);
     default: return nullptr;
   }
