@@ -234,6 +234,7 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
       }
     }
     __m512i c[4];
+#pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       c[g] = _mm512_zextsi128_si512(iv[4 * g]);
       c[g] = _mm512_inserti32x4(c[g], iv[4 * g + 1], 1);
@@ -241,7 +242,8 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
       c[g] = _mm512_inserti32x4(c[g], iv[4 * g + 3], 3);
     }
     for (size_t s = 0; s < steps; ++s) {
-      for (int g = 0; g < 4; ++g) {
+  #pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
         __m512i p = _mm512_zextsi128_si512(loadu128(in[4 * g]));
         p = _mm512_inserti32x4(p, loadu128(in[4 * g + 1]), 1);
         p = _mm512_inserti32x4(p, loadu128(in[4 * g + 2]), 2);
@@ -249,12 +251,14 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
         c[g] = _mm512_xor_si512(c[g], p);
       }
       encN<4>(k, c);
-      for (int g = 0; g < 4; ++g) {
+  #pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
         storeu128(out[4 * g], _mm512_castsi512_si128(c[g]));
         storeu128(out[4 * g + 1], _mm512_extracti32x4_epi32(c[g], 1));
         storeu128(out[4 * g + 2], _mm512_extracti32x4_epi32(c[g], 2));
         storeu128(out[4 * g + 3], _mm512_extracti32x4_epi32(c[g], 3));
       }
+#pragma GCC unroll 16
       for (size_t j = 0; j < kWidth; ++j) {
         in[j] += stride[j];
         out[j] += stride[j];
