@@ -18,6 +18,13 @@ Rc4::~Rc4() {
 }
 
 void Rc4::set_key(const uint8_t* key, size_t key_len, size_t discard) noexcept {
+  // An empty key is outside the contract ([1, 256] bytes); rather than read out of bounds it is
+  // taken as the one-byte key 00. Bytes past the 256th never reach the state, as in every RC4.
+  static constexpr uint8_t kZero = 0;
+  if (key == nullptr || key_len == 0) {
+    key = &kZero;
+    key_len = 1;
+  }
   for (unsigned k = 0; k < 256; ++k) s_[k] = uint8_t(k);
   uint8_t j = 0;
   size_t pos = 0;

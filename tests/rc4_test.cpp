@@ -181,5 +181,15 @@ TEST(Rc4, RekeyResetsState) {
   EXPECT_EQ(to_hex(ks, 16), "9ac7cc9a609d1ef7b2932899cde41b97");
 }
 
+// An empty key is outside the contract; it must not read out of bounds (checked under ASan) and
+// behaves as the one-byte key 00.
+TEST(Rc4, EmptyKeyIsDefined) {
+  const Bytes zero = hex("00");
+  Rc4 r(zero.data(), 0, 0);
+  uint8_t ks[16] = {};
+  r.xor_stream(ks, ks, 16);
+  EXPECT_EQ(to_hex(ks, 16), to_hex(keystream(zero, 16, 0)));
+}
+
 }  // namespace
 }  // namespace aesxfer::test
