@@ -30,6 +30,8 @@ using GhashBlocksFn = void (*)(const GhashKey* k, uint8_t y[16], const uint8_t* 
 // gcm_aesni.cpp
 void ghash_pclmul_init(GhashKey* k, const uint8_t h[16]) noexcept;
 void ghash_pclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept;
+// aes_vaes.cpp: 512-bit VPCLMULQDQ, same key layout as ghash_pclmul_init.
+void ghash_vpclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept;
 
 namespace {
 
@@ -214,6 +216,12 @@ std::unique_ptr<Aes128Gcm> Aes128Gcm::make(const uint8_t key[16], AesImpl impl) 
   auto aes = make_aes128(key, impl);
   if (!aes) return nullptr;
   const bool software = std::strcmp(aes->impl(), "software") == 0;
+  const bool vaes = std::strcmp(aes->impl(), "vaes") == 0;
+  if (vaes && cpu().vpclmul && cpu().pclmul && cpu().avx512f && cpu().avx512bw && cpu().avx512vl) {
+    const char* name = aes->impl();
+    return std::make_unique<detail::Gcm>(std::move(aes), detail::ghash_pclmul_init, detail::ghash_vpclmul_blocks,
+                                         name);
+  }
   if (!software && cpu().pclmul && cpu().sse41 && cpu().ssse3) {
     const char* name = aes->impl();
     return std::make_unique<detail::Gcm>(std::move(aes), detail::ghash_pclmul_init, detail::ghash_pclmul_blocks,
