@@ -1,6 +1,7 @@
 // Control message encoding. Layout (all integers big-endian), see docs/PROTOCOL.md "Control messages":
 //   welcome  : 01 | u8 status | u16 text_len | text
 //   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
+//              | u16 name_len | name (source base name, in Message::text)
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
 //   result   : 04 | u8 status | u16 text_len | text
 //   bye      : 05
@@ -125,6 +126,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put32(out, m.mode & kModeMask);
       put64(out, uint64_t(m.mtime));
       put64(out, m.offset);
+      put_str(out, m.text, kMaxPath);  // the source file's name, for a destination directory
       break;
     case MsgType::response:
       put8(out, uint8_t(m.status));
@@ -165,6 +167,8 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (m.mode & ~kModeMask) r.fail();
       m.mtime = int64_t(r.u64());
       m.offset = r.u64();
+      m.text = r.str(kMaxPath);
+      if (r.ok() && m.text.find('\0') != std::string::npos) r.fail();
       break;
     }
     case uint8_t(MsgType::response): {

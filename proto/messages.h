@@ -36,7 +36,7 @@ struct Message {
   uint32_t mode = 0644;    // request/response: permission bits
   int64_t mtime = 0;       // request/response: seconds since the epoch
   uint64_t offset = 0;     // request: resume from here (0 = whole file)
-  std::string text;        // response/result/welcome: human-readable detail
+  std::string text;        // response/result/welcome: human-readable detail; request: source base name
 };
 
 // Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).

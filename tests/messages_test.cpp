@@ -33,6 +33,7 @@ std::vector<Message> samples() {
   q.mode = 0640;
   q.mtime = -12345;
   q.offset = 4096;
+  q.text = "file name.bin";
   v.push_back(q);
   Message r;
   r.type = MsgType::response;
@@ -60,7 +61,7 @@ bool equal(const Message& a, const Message& b) {
     case MsgType::result: return a.status == b.status && a.text == b.text;
     case MsgType::request:
       return a.op == b.op && a.path == b.path && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime &&
-             a.offset == b.offset;
+             a.offset == b.offset && a.text == b.text;
     case MsgType::response:
       return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime && a.text == b.text;
     case MsgType::bye: return true;
@@ -82,7 +83,8 @@ TEST(Messages, ExactLayout) {
   EXPECT_EQ(test::to_hex(enc(s[0])), "01" "00" "0012" + test::to_hex(enc(s[0]).data() + 4, 18));
   EXPECT_EQ(test::to_hex(enc(s[1])),
             "02" "02" "0015" + test::to_hex(reinterpret_cast<const uint8_t*>(s[1].path.data()), 21) +
-                "0102030405060708" "000001a0" "ffffffffffffcfc7" "0000000000001000");
+                "0102030405060708" "000001a0" "ffffffffffffcfc7" "0000000000001000" "000d" +
+                test::to_hex(reinterpret_cast<const uint8_t*>(s[1].text.data()), 13));
   EXPECT_EQ(test::to_hex(enc(s[2])), "03" "02" "0000010000000000" "000001ed" "000000006553f100" "000c" +
                                          test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12));
   EXPECT_EQ(test::to_hex(enc(s[3])), "0407" "0000");
@@ -125,6 +127,11 @@ TEST(Messages, BadFieldsAreRejected) {
     EXPECT_FALSE(decode(enc(q)));
     q.path = "";
     EXPECT_FALSE(decode(enc(q)));
+    q.path = "ok";
+    q.text = std::string("x\0y", 3);  // source name: no NUL either
+    EXPECT_FALSE(decode(enc(q)));
+    q.text = "";
+    EXPECT_TRUE(decode(enc(q)));
   }
   {
     Bytes b = enc(s[1]);
@@ -147,7 +154,7 @@ TEST(Messages, BadFieldsAreRejected) {
   }
   {
     Bytes p = {2, 1, uint8_t((kMaxPath + 1) >> 8), uint8_t((kMaxPath + 1) & 0xff)};
-    p.resize(p.size() + kMaxPath + 1 + 28, 'a');
+    p.resize(p.size() + kMaxPath + 1 + 30, 'a');
     EXPECT_FALSE(decode(p));
   }
   EXPECT_FALSE(decode(std::span<const uint8_t>()));
