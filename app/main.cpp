@@ -151,7 +151,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
         break;
       }
     }
-    if (rc == 0) client.bye();
+    client.bye();
   } catch (const net::Failure& f) {
     die_line(f.what());
     return kExitFail;
@@ -172,17 +172,19 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   co.host = remote->host;
   if (!pick_suite(t, co)) return kExitUsage;
   bool tty = !t.quiet && !t.json && ::isatty(STDOUT_FILENO);
+  std::unique_ptr<net::Client> client;
   try {
-    net::Client client(co);
+    client = std::make_unique<net::Client>(co);
     app::Progress prog(fs::path(remote->path).filename().string(), tty);
-    auto r = client.get(remote->path, dest, zero_size, [&](uint64_t n) { prog.start(n); },
+    auto r = client->get(remote->path, dest, zero_size, [&](uint64_t n) { prog.start(n); },
                         [&](uint64_t d) { prog.update(d); });
     prog.finish(r.bytes, r.seconds);
     report(t, co, r, tty);
-    client.bye();
+    client->bye();
   } catch (const net::Failure& f) {
     if (tty) std::fputc('\n', stdout);
     die_line(f.what());
+    if (client) client->bye();
     return kExitFail;
   } catch (const std::exception& e) {
     die_line(e.what());

@@ -23,7 +23,7 @@ std::string host_port(const std::string& host, uint16_t port) {
 
 Failure refused(const proto::Message& m, const std::string& what) {
   std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
-  return Failure(what + ": " + text);
+  return Failure(printable(what + ": " + text));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace aesxfer::net {
@@ -129,6 +130,20 @@ proto::Message Conn::recv_message(const char* what) {
   auto m = proto::decode(in.payload);
   if (!m) throw Failure("protocol error from " + peer_ + ": malformed control message");
   return *m;
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", ch);
+      out += b;
+    } else {
+      out += char(ch);
+    }
+  }
+  return out;
 }
 
 void tune_socket(int fd) {

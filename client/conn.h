@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/handshake.h"
@@ -68,6 +69,10 @@ class Conn {
   uint64_t sent_ = 0, received_ = 0;
   void wait(short events);
 };
+
+// A peer-supplied string made safe for one log or error line: bytes below 0x20 and 0x7f become
+// \xNN, so a name with a newline cannot forge a second line.
+std::string printable(std::string_view s);
 
 // Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.
 int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);

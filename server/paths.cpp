@@ -67,6 +67,10 @@ std::optional<Resolved> confine(const fs::path& root_real, const std::string& re
       why = req + ": is a directory";
       return std::nullopt;
     }
+    if (!fs::is_regular_file(real, ec)) {  // a FIFO or device would block or never end
+      why = req + ": not a regular file";
+      return std::nullopt;
+    }
     r.path = real;
     return r;
   }
@@ -97,6 +101,10 @@ std::optional<Resolved> confine(const fs::path& root_real, const std::string& re
   }
   if (!ec && fs::is_directory(st)) {
     why = req + ": is a directory";
+    return std::nullopt;
+  }
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    why = req + ": not a regular file";
     return std::nullopt;
   }
   r.path = target;

@@ -96,7 +96,7 @@ void Server::Impl::session(int fd, std::string peer) {
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
     serve_requests(c, keys);
   } catch (const Failure& f) {
-    log("peer=" + peer + " error=\"" + f.what() + "\"");
+    log("peer=" + peer + " error=\"" + printable(f.what()) + "\"");
   } catch (const std::exception& e) {
     log("peer=" + peer + " error=\"" + e.what() + "\"");
   }
@@ -112,9 +112,11 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     std::string why;
     auto where = confine(root_real, req.path, req.op, req.text, resp.status, why);
     const char* op = req.op == proto::Op::put ? "put" : "get";
+    std::string shown = req.path;
+    if (where && !where->dev_null && !where->dev_zero) shown = where->path.lexically_relative(root_real).string();
     auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
       std::ostringstream os;
-      os << "peer=" << c.peer() << " " << op << " file=" << req.path << " bytes=" << bytes
+      os << "peer=" << c.peer() << " " << op << " file=" << printable(shown) << " bytes=" << bytes
          << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
          << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
          << " result=" << result;
@@ -157,6 +159,13 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
         throw Failure(e.what());
       } catch (const Failure& e) {
         if (out) out->discard();
+        // The other direction may still be intact (a MAC failure, say): tell the client why.
+        result.status = proto::Status::integrity;
+        result.text = e.what();
+        try {
+          c.send_message(result);
+        } catch (...) {
+        }
         log_result(0, 0, std::string("failed: ") + e.what());
         throw;
       }
