@@ -6,9 +6,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -53,7 +56,45 @@ void Conn::write_all(const uint8_t* p, size_t n) {
   }
 }
 
+void Conn::unread(const uint8_t* p, size_t n) {
+  pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(pending_pos_));
+  pending_pos_ = 0;
+  pending_.insert(pending_.end(), p, p + n);
+}
+
+void Conn::writev_all(struct iovec* iov, int n) {
+  while (n > 0) {
+    ssize_t w = ::writev(fd_, iov, std::min(n, IOV_MAX));
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        wait(POLLOUT);
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
+      throw Failure("send to " + peer_ + ": " + std::strerror(errno));
+    }
+    sent_ += uint64_t(w);
+    size_t left = size_t(w);
+    while (n > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --n;
+    }
+    if (n > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+}
+
 size_t Conn::read_some(uint8_t* p, size_t n) {
+  if (pending_pos_ < pending_.size()) {
+    size_t k = std::min(n, pending_.size() - pending_pos_);
+    std::memcpy(p, pending_.data() + pending_pos_, k);
+    pending_pos_ += k;
+    return k;
+  }
   for (;;) {
     ssize_t r = ::recv(fd_, p, n, 0);
     if (r >= 0) {
@@ -100,7 +141,15 @@ void Conn::send_message(const proto::Message& m) {
 }
 
 Conn::Incoming Conn::recv_record(const char* what) {
+  Incoming in{};
   uint8_t* rec = rbuf_.data();
+  size_t got = read_record(rec, in.hdr, what);
+  std::error_code ec = opener_->open(rec, got, in.hdr, in.payload);
+  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  return in;
+}
+
+size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what) {
   size_t got = 0;
   while (got < proto::kHeaderLen) {
     size_t r = read_some(rec + got, proto::kHeaderLen - got);
@@ -108,9 +157,8 @@ Conn::Incoming Conn::recv_record(const char* what) {
       throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
     got += r;
   }
-  Incoming in{};
   std::error_code ec;
-  size_t rest = opener_->parse_header(rec, in.hdr, ec);
+  size_t rest = opener_->parse_header(rec, hdr, ec);
   if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
   while (got < proto::kHeaderLen + rest) {
     size_t r = read_some(rec + got, proto::kHeaderLen + rest - got);
@@ -118,9 +166,7 @@ Conn::Incoming Conn::recv_record(const char* what) {
       throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
     got += r;
   }
-  ec = opener_->open(rec, got, in.hdr, in.payload);
-  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
-  return in;
+  return got;
 }
 
 proto::Message Conn::recv_message(const char* what) {

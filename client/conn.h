@@ -2,6 +2,8 @@
 // on every read and write (poll), one reused buffer per direction: nothing is allocated per record.
 // Shared by the client and the server; it only moves bytes, the protocol lives in proto/.
 #pragma once
+#include <sys/uio.h>
+
 #include <chrono>
 #include <memory>
 #include <span>
@@ -41,6 +43,19 @@ class Conn {
   // Runs after the handshake: installs the record layer for each direction.
   void start_records(const proto::SessionKeys& keys, bool is_client);
 
+  // Bytes that arrived behind the last handshake frame: handed out before the socket is read again.
+  void unread(const uint8_t* p, size_t n);
+
+  // Writes every iovec whole (one gather write per batch of records when the socket keeps up).
+  void writev_all(struct iovec* iov, int n);
+
+  // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
+  // bytes; the header is bounds-checked before the rest is read. Returns the wire length.
+  size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
+
+  proto::RecordSealer& sealer() { return *sealer_; }
+  proto::RecordOpener& opener() { return *opener_; }
+
   // Buffer to fill with up to proto::kMaxPayload bytes of payload, then send_record(len).
   uint8_t* payload_buffer() { return wbuf_.data() + proto::kHeaderLen; }
   void send_record(proto::RecordType type, uint8_t flags, size_t payload_len);
@@ -66,6 +81,8 @@ class Conn {
   std::unique_ptr<proto::RecordOpener> opener_;
   std::vector<uint8_t> wbuf_, rbuf_;
   std::vector<uint8_t> msg_;
+  std::vector<uint8_t> pending_;
+  size_t pending_pos_ = 0;
   uint64_t sent_ = 0, received_ = 0;
   void wait(short events);
 };

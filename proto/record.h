@@ -73,6 +73,19 @@ class RecordSealer {
   // different sequence numbers in parallel.
   size_t seal_at(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept;
 
+  // Seals n consecutive records at once (sequence numbers next_seq() .. next_seq() + n - 1), each
+  // laid out as for seal(); sets each job's wire_len. Interleaves the work across records where
+  // a cipher or MAC is serial within one record: CBC encryption of all n chains runs together
+  // (BlockCipher::cbc_encrypt_lanes), and so do the MACs. The result equals n calls of seal().
+  struct Job {
+    RecordType type;
+    uint8_t flags;
+    uint8_t* rec;
+    size_t payload_len;
+    size_t wire_len;  // out
+  };
+  void seal_batch(Job* jobs, size_t n) noexcept;
+
   uint64_t next_seq() const noexcept { return seq_; }
 
  private:

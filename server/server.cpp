@@ -8,11 +8,14 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including it
 
 #include <boost/asio.hpp>
+#include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "client/atomic_file.h"
@@ -37,7 +40,8 @@ struct Server::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::set<int> active;  // session sockets, shut down on stop
-  size_t sessions = 0;
+  size_t sessions = 0;   // counted at accept, at most opt.max_sessions
+  size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
 
   void log(const std::string& line) {
@@ -58,23 +62,47 @@ struct Server::Impl {
     return false;
   }
 
-  void session(int fd, std::string peer);
+  void session(int fd, std::string peer, bool busy);
   void serve_requests(Conn& c, const proto::SessionKeys& keys);
 };
 
-void Server::Impl::session(int fd, std::string peer) {
+// Over-limit connections beyond this many at once are closed without a word (each busy refusal
+// runs a handshake on its own thread), so threads stay bounded: max_sessions + kMaxRefusing.
+constexpr size_t kMaxRefusing = 4;
+
+void Server::Impl::session(int fd, std::string peer, bool busy) {
   Conn c(fd, opt.timeout, peer);
   try {
     proto::ServerHandshake hs(host, [this](const proto::PublicKey& pk) { return authorized(pk); });
     uint8_t buf[4096];
+    // One deadline for the whole handshake (the per-read timeout alone would let a client that
+    // sends one byte per second hold a session slot for ever).
+    const auto deadline = Clock::now() + opt.handshake_timeout;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", double(opt.handshake_timeout.count()) / 1000);
+    const std::string overdue = std::string("handshake not completed within ") + secs + " s";
     for (;;) {
-      size_t n = c.read_some(buf, sizeof buf);
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) throw Failure(overdue);
+      c.set_timeout(std::min(opt.timeout, left));
+      size_t n = 0;
+      try {
+        n = c.read_some(buf, sizeof buf);
+      } catch (const Failure&) {
+        if (left < opt.timeout) throw Failure(overdue);
+        throw;
+      }
       if (n == 0) throw Failure("closed the connection during the handshake");
       proto::Step st = hs.feed(buf, n);
       if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
       if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
-      if (st.done || st.ec == proto::errc::unauthorized) break;
+      if (st.done || st.ec == proto::errc::unauthorized) {
+        // Records may follow ClientAuth in the same read: they belong to the record layer.
+        if (st.consumed < n) c.unread(buf + st.consumed, n - st.consumed);
+        break;
+      }
     }
+    c.set_timeout(opt.timeout);
     proto::SessionKeys& keys = hs.keys();
     c.start_records(keys, false);
     proto::Message w;
@@ -85,12 +113,9 @@ void Server::Impl::session(int fd, std::string peer) {
       c.send_message(w);
       throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key));
     }
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (sessions > opt.max_sessions) {
-        w.status = proto::Status::busy;
-        w.text = "server busy: " + std::to_string(opt.max_sessions) + " sessions already (--max-sessions)";
-      }
+    if (busy) {
+      w.status = proto::Status::busy;
+      w.text = "server busy: " + std::to_string(opt.max_sessions) + " sessions already (--max-sessions)";
     }
     c.send_message(w);
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
@@ -279,18 +304,42 @@ void Server::run() {
                             ":" + std::to_string(rep.port());
       int fd = sock.release();
       tune_socket(fd);
+      bool busy = false;
       {
         std::lock_guard<std::mutex> g(s.mu);
-        s.active.insert(fd);
-        ++s.sessions;
+        if (s.sessions < s.opt.max_sessions) {
+          ++s.sessions;
+        } else if (s.refusing < kMaxRefusing) {
+          ++s.refusing;
+          busy = true;
+        } else {
+          fd = -1 - fd;  // closed below, outside the lock
+        }
+        if (fd >= 0) s.active.insert(fd);
       }
-      std::thread([&s, fd, peer] {
-        s.session(fd, peer);
+      if (fd < 0) {
+        ::close(-1 - fd);
+        s.log("peer=" + peer + " error=\"server busy: " + std::to_string(s.opt.max_sessions) +
+              " sessions already; connection closed\"");
+        do_accept();
+        return;
+      }
+      auto done = [&s, fd, busy] {
         std::lock_guard<std::mutex> g(s.mu);
         s.active.erase(fd);
-        --s.sessions;
+        --(busy ? s.refusing : s.sessions);
         s.cv.notify_all();
-      }).detach();
+      };
+      try {
+        std::thread([&s, fd, peer, busy, done] {
+          s.session(fd, peer, busy);
+          done();
+        }).detach();
+      } catch (const std::system_error& te) {  // no thread to be had: refuse this one
+        done();
+        ::close(fd);
+        s.log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
+      }
       do_accept();
     });
   };
@@ -300,7 +349,7 @@ void Server::run() {
   // Wake every session still running; each removes its temporary file as it unwinds.
   std::unique_lock<std::mutex> lk(s.mu);
   for (int fd : s.active) ::shutdown(fd, SHUT_RDWR);
-  s.cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.sessions == 0; });
+  s.cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.sessions == 0 && s.refusing == 0; });
 }
 
 void Server::stop() { impl_->io.stop(); }
