@@ -1,8 +1,9 @@
 // Control message encoding. Layout (all integers big-endian), see docs/PROTOCOL.md "Control messages":
 //   welcome  : 01 | u8 status | u16 text_len | text
 //   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
-//              | u16 name_len | name (source base name, in Message::text)
+//              | u16 name_len | name (source base name, in Message::text) | u8 flags
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
+//              | u8 digest_len (0 or 32) | digest
 //   result   : 04 | u8 status | u16 text_len | text
 //   bye      : 05
 #include "proto/messages.h"
@@ -99,6 +100,12 @@ class Reader {
     return s;
   }
   void fail() { ok_ = false; }
+  // n raw bytes; call need(n) first.
+  std::string bytes(size_t n) {
+    std::string s(reinterpret_cast<const char*>(p_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
 
  private:
   std::span<const uint8_t> p_;
@@ -127,6 +134,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put64(out, uint64_t(m.mtime));
       put64(out, m.offset);
       put_str(out, m.text, kMaxPath);  // the source file's name, for a destination directory
+      put8(out, m.flags & kRequestFlags);
       break;
     case MsgType::response:
       put8(out, uint8_t(m.status));
@@ -134,6 +142,12 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put32(out, m.mode & kModeMask);
       put64(out, uint64_t(m.mtime));
       put_str(out, m.text, kMaxMessage);
+      if (m.digest.size() == kPrefixMacLen) {
+        put8(out, uint8_t(kPrefixMacLen));
+        out.insert(out.end(), m.digest.begin(), m.digest.end());
+      } else {
+        put8(out, 0);
+      }
       break;
     case MsgType::bye:
       break;
@@ -158,7 +172,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
     case uint8_t(MsgType::request): {
       m.type = MsgType::request;
       uint8_t op = r.u8();
-      if (op != uint8_t(Op::put) && op != uint8_t(Op::get)) r.fail();
+      if (op < uint8_t(Op::put) || op > uint8_t(Op::probe)) r.fail();
       m.op = Op(op);
       m.path = r.str(kMaxPath);
       if (r.ok() && (m.path.empty() || m.path.find('\0') != std::string::npos)) r.fail();
@@ -169,6 +183,8 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       m.offset = r.u64();
       m.text = r.str(kMaxPath);
       if (r.ok() && m.text.find('\0') != std::string::npos) r.fail();
+      m.flags = r.u8();
+      if (m.flags & ~kRequestFlags) r.fail();
       break;
     }
     case uint8_t(MsgType::response): {
@@ -181,6 +197,9 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (m.mode & ~kModeMask) r.fail();
       m.mtime = int64_t(r.u64());
       m.text = r.str(kMaxMessage);
+      uint8_t dl = r.u8();
+      if (dl != 0 && dl != kPrefixMacLen) r.fail();
+      if (r.ok() && dl && r.need(dl)) m.digest = r.bytes(dl);
       break;
     }
     case uint8_t(MsgType::bye):

@@ -17,7 +17,13 @@
 namespace aesxfer::proto {
 
 enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
-enum class Op : uint8_t { put = 1, get = 2 };
+// mkdir (3): create a directory (issue 7, -r); probe (4): ask for a kept partial file (--resume).
+enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4 };
+// Request flags (u8, after the name): other bits are refused.
+constexpr uint8_t kFlagPreserve = 1;  // apply mode exactly and mtime (-p); else mode & ~umask, mtime now
+constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; resume from `offset`
+constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume;
+constexpr size_t kPrefixMacLen = 32;
 enum class Status : uint8_t {
   ok = 0, refused = 1, not_found = 2, permission = 3, no_space = 4, bad_path = 5, io_error = 6,
   integrity = 7, busy = 8, internal = 9
@@ -37,6 +43,8 @@ struct Message {
   int64_t mtime = 0;       // request/response: seconds since the epoch
   uint64_t offset = 0;     // request: resume from here (0 = whole file)
   std::string text;        // response/result/welcome: human-readable detail; request: source base name
+  uint8_t flags = 0;       // request: kFlagPreserve | kFlagResume
+  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe)
 };
 
 // Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).

@@ -34,6 +34,7 @@ std::vector<Message> samples() {
   q.mtime = -12345;
   q.offset = 4096;
   q.text = "file name.bin";
+  q.flags = kFlagPreserve;
   v.push_back(q);
   Message r;
   r.type = MsgType::response;
@@ -43,6 +44,11 @@ std::vector<Message> samples() {
   r.mtime = 1700000000;
   r.text = "no such file";
   v.push_back(r);
+  Message probe;
+  probe.type = MsgType::response;
+  probe.size = 1234;
+  probe.digest = std::string(kPrefixMacLen, '\x5a');
+  v.push_back(probe);
   Message res;
   res.type = MsgType::result;
   res.status = Status::integrity;
@@ -61,9 +67,10 @@ bool equal(const Message& a, const Message& b) {
     case MsgType::result: return a.status == b.status && a.text == b.text;
     case MsgType::request:
       return a.op == b.op && a.path == b.path && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime &&
-             a.offset == b.offset && a.text == b.text;
+             a.offset == b.offset && a.text == b.text && a.flags == b.flags;
     case MsgType::response:
-      return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime && a.text == b.text;
+      return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime && a.text == b.text &&
+             a.digest == b.digest;
     case MsgType::bye: return true;
   }
   return false;
@@ -84,11 +91,13 @@ TEST(Messages, ExactLayout) {
   EXPECT_EQ(test::to_hex(enc(s[1])),
             "02" "02" "0015" + test::to_hex(reinterpret_cast<const uint8_t*>(s[1].path.data()), 21) +
                 "0102030405060708" "000001a0" "ffffffffffffcfc7" "0000000000001000" "000d" +
-                test::to_hex(reinterpret_cast<const uint8_t*>(s[1].text.data()), 13));
+                test::to_hex(reinterpret_cast<const uint8_t*>(s[1].text.data()), 13) + "01");
   EXPECT_EQ(test::to_hex(enc(s[2])), "03" "02" "0000010000000000" "000001ed" "000000006553f100" "000c" +
-                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12));
-  EXPECT_EQ(test::to_hex(enc(s[3])), "0407" "0000");
-  EXPECT_EQ(test::to_hex(enc(s[4])), "05");
+                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12) + "00");
+  EXPECT_EQ(test::to_hex(enc(s[3])), "03" "00" "00000000000004d2" "000001a4" "0000000000000000" "0000" "20" +
+                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[3].digest.data()), 32));
+  EXPECT_EQ(test::to_hex(enc(s[4])), "0407" "0000");
+  EXPECT_EQ(test::to_hex(enc(s[5])), "05");
 }
 
 TEST(Messages, EveryTruncationAndTrailingByteIsRejected) {
@@ -118,7 +127,19 @@ TEST(Messages, BadFieldsAreRejected) {
   }
   {
     Bytes b = enc(s[1]);
-    b[1] = 3;  // unknown op
+    b[1] = 5;  // unknown op
+    EXPECT_FALSE(decode(b));
+    b[1] = 0;
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    Bytes b = enc(s[1]);
+    b.back() = 4;  // unknown request flag
+    EXPECT_FALSE(decode(b));
+  }
+  {
+    Bytes b = enc(s[3]);
+    b[b.size() - 33] = 31;  // digest length other than 0 or 32
     EXPECT_FALSE(decode(b));
   }
   {
