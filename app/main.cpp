@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "Run the server");
   net::ServerOptions so;
   std::string listen_addr, root = ".", port_file, auth_keys;
-  double serve_timeout = 30;
+  double serve_timeout = 30, handshake_timeout = 10;
   bool serve_quiet = false;
   serve->add_option("--listen", listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
   serve->add_option("-p,--port", so.port, "Port (default 7227; 0 picks a free one)");
@@ -251,6 +251,8 @@ int main(int argc, char** argv) {
   serve->add_option("--authorized-keys", auth_keys, "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
   serve->add_option("--max-sessions", so.max_sessions, "Refuse clients beyond this many at once (default 64)");
   serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
+  serve->add_option("--handshake-timeout", handshake_timeout,
+                    "Seconds a client has to complete the whole handshake (default 10)");
   serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
 
@@ -289,6 +291,7 @@ int main(int argc, char** argv) {
       so.port_file = port_file;
       so.authorized_keys = auth_keys;
       so.timeout = std::chrono::milliseconds(int64_t(serve_timeout * 1000));
+      so.handshake_timeout = std::chrono::milliseconds(int64_t(handshake_timeout * 1000));
       so.log = serve_quiet ? nullptr : &std::cerr;
       net::Server server(so);
       server.run();

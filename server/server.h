@@ -22,8 +22,9 @@ struct ServerOptions {
   std::filesystem::path home;         // $AESXFER_HOME: host key, authorized_keys
   std::filesystem::path authorized_keys;  // default: home/authorized_keys
   std::filesystem::path port_file;    // when set, the bound port is written there once listening
-  size_t max_sessions = 64;
-  std::chrono::milliseconds timeout{30000};
+  size_t max_sessions = 64;            // counted at accept; clients beyond it are told "server busy"
+  std::chrono::milliseconds timeout{30000};            // per read/write
+  std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
   std::ostream* log = nullptr;        // one line per transfer
 };
 
