@@ -15,6 +15,8 @@ namespace aesxfer::crypto {
 namespace detail {
 // Defined in sha256_shani.cpp (compiled with -msha -msse4.1 -mssse3); call only when cpu().shani.
 void sha256_compress_shani(uint32_t h[8], const uint8_t* blocks, size_t n) noexcept;
+// The portable compression below, also used by sha256_mb.cpp.
+void sha256_compress_portable(uint32_t h[8], const uint8_t* blocks, size_t n) noexcept;
 }  // namespace detail
 
 namespace {
@@ -72,6 +74,10 @@ CompressFn compress_for(ShaImpl impl) noexcept {
 }
 
 }  // namespace
+
+void detail::sha256_compress_portable(uint32_t h[8], const uint8_t* blocks, size_t n) noexcept {
+  compress_portable(h, blocks, n);
+}
 
 const char* sha256_impl_name(ShaImpl impl) noexcept {
   return resolve(impl) == ShaImpl::shani ? "shani" : "software";

@@ -57,6 +57,11 @@ class HmacSha256 {
   // One-shot over one buffer.
   void mac(const void* data, size_t len, uint8_t tag[32]) noexcept;
 
+  // The precomputed states after the key block XOR ipad / opad (bytes == 64), for callers that
+  // run the compression themselves (sha256_mb.h's hmac_sha256_many). Key material: do not log.
+  const Sha256::State& inner_state() const noexcept { return inner_; }
+  const Sha256::State& outer_state() const noexcept { return outer_; }
+
  private:
   Sha256 ctx_;
   Sha256::State inner_, outer_;
