@@ -266,6 +266,7 @@ int main(int argc, char** argv) {
   speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
   speed->add_flag("--json", sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)");
 
   try {
     app.parse(argc, argv);

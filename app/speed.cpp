@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <new>
@@ -43,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/svg.h"
 #include "crypto/aes.h"
 #include "crypto/blowfish.h"
 #include "crypto/cpu.h"
@@ -573,17 +575,20 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   }
 
   std::string results;  // JSON array body
+  std::vector<svg::Series> plot_series;  // --plot: one line per row
   bool all_ok = true;
   std::string failed;
   try {
     for (const auto& r : rows) {
       if (!opt.json) out << pad(r.label(), label_w) << pad(r.impl, impl_w) << std::flush;
+      plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}});
       for (size_t s : opt.sizes) {
         const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
         if (!cell.ok) {
           all_ok = false;
           failed = r.label();
         }
+        if (!cell.skipped) plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
         if (!opt.json) {
           out << rpad(cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s), kCol) << std::flush;
           continue;
@@ -612,6 +617,26 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         << ",\"sha256\":" << json_escape(sha_impl) << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
   }
   out.flush();
+  if (!opt.plot.empty()) {
+    svg::LineChart chart;
+    chart.title = std::string("aesxfer speed: MB/s by block size") + (masked ? " (--no-aesni)" : "") +
+                  (opt.multi > 1 ? ", " + std::to_string(opt.multi) + " threads" : "");
+    char date[64];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " + fmt("%g", opt.seconds) + " s per cell";
+    chart.x_label = "block size (bytes, log2 scale)";
+    chart.y_label = "MB/s (10^6 bytes/s, log10 scale)";
+    chart.log10_y = true;  // memcpy and RC4 are orders of magnitude apart
+    chart.series = std::move(plot_series);
+    std::string why;
+    if (!svg::write_file(opt.plot, svg::line_chart(chart), why)) {
+      err << "aesxfer speed: --plot: " << why << "\n";
+      return 1;
+    }
+  }
   if (!all_ok) {
     err << "aesxfer speed: self-check failed in '" << failed << "' (GCM open rejected its own tag)\n";
     return 1;

@@ -14,6 +14,7 @@ struct SpeedOptions {
   bool no_aesni = false;             // already applied by the caller via crypto::set_no_aesni, just reported
   int multi = 1;                     // N threads, each running the same work; figures are summed
   bool json = false;
+  std::string plot;                  // when set, also write the table as an SVG line chart there (app/svg.h)
   std::vector<size_t> sizes = {16, 64, 256, 1024, 8192, 16384, 1 << 20};
 };
 
