@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "app/bench.h"
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
@@ -268,6 +269,24 @@ int main(int argc, char** argv) {
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)");
 
+  // `aesxfer bench`: the cipher lab (app/bench.h).
+  auto* bench = app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
+  app::BenchOptions bo;
+  std::string bench_list, bench_size = "1G";
+  bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)");
+  bench->add_option("-c,--cipher", bench_list, "Comma-separated ciphers (default: all)");
+  bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)");
+  bench->add_option("--size", bench_size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)");
+  bench->add_option("--repeat", bo.repeat, "Transfers per cipher; median, min and max are shown (default 3)");
+  bench->add_flag("--no-aesni-too", bo.no_aesni_too, "Run every AES cipher with and without AES-NI, show the speed-up");
+  auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
+  bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
+  bench->add_option("--plot", bo.plot, "Also write an SVG bar chart to FILE");
+  bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
+  bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
+  bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
+  bench->add_flag("--no-aesni", no_aesni, "Use the portable crypto code (both sides when the server is local)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -313,6 +332,18 @@ int main(int argc, char** argv) {
         if (!item.empty()) sp.ciphers.push_back(item);
       sp.no_aesni = no_aesni;
       return app::run_speed(sp, std::cout, std::cerr);
+    }
+    if (*bench) {
+      std::stringstream ss(bench_list);
+      std::string item;
+      while (std::getline(ss, item, ','))
+        if (!item.empty()) bo.ciphers.push_back(item);
+      if (!app::parse_size(bench_size, bo.size)) {
+        die_line("bench: --size '" + bench_size + "' is not a size like 8M, 1G or 1048576");
+        return kExitUsage;
+      }
+      bo.no_aesni = no_aesni;
+      return app::run_bench(bo, std::cout, std::cerr);
     }
   } catch (const net::Failure& f) {
     die_line(f.what());

@@ -1,0 +1,51 @@
+// `aesxfer bench`: the cipher lab. Sends the same data to HOST:/dev/null once per cipher per
+// repeat over the real client path (a temporary file of --size, read like any file the user
+// sends), and reports MB/s (median, min, max), the CPU each side used, the implementation that ran
+// and a one-line verdict on what limited the transfer. With no HOST it starts `aesxfer serve` as a
+// child process on an ephemeral 127.0.0.1 port (its own CPU accounting) and stops it afterwards.
+// See app/bench.cpp for how each figure is measured and the verdict thresholds.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aesxfer::app {
+
+struct BenchOptions {
+  std::string host;                  // empty: local server child on 127.0.0.1
+  uint16_t port = 7227;              // remote HOST's port (the local server picks its own)
+  std::vector<std::string> ciphers;  // names or aliases; empty = every cipher of the table
+  std::string mac;                   // for non-AEAD ciphers; empty = hmac-sha256
+  uint64_t size = uint64_t(1) << 30; // bytes per transfer
+  int repeat = 3;                    // transfers per cipher (the median is reported)
+  bool no_aesni = false;             // already applied via crypto::set_no_aesni (global --no-aesni)
+  bool no_aesni_too = false;         // every AES cipher also with the portable code on both sides
+  bool json = false;                 // one JSON object with "rows"
+  bool csv = false;                  // CSV, see kBenchCsvHeader
+  std::string plot;                  // SVG bar chart to write, or empty
+  std::string server_binary = "/proc/self/exe";  // what the local server child runs
+  double timeout = 60;               // network timeout per operation, seconds
+  bool quiet = false;                // no per-run progress lines on err
+};
+
+// The CSV columns, in order (the first line of --csv output).
+inline constexpr const char* kBenchCsvHeader =
+    "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict";
+
+// A side is "busy" (CPU-bound) at or above this share of one core, in percent.
+inline constexpr double kBenchBusyPct = 85.0;
+
+// The verdict for one row: "sender cipher CPU", "receiver CPU", "sender and receiver CPU",
+// "network", or with an unknown server (server_pct < 0) "network or receiver (server CPU not
+// measured)". Percentages are of one core.
+std::string bench_verdict(double client_pct, double server_pct);
+
+// "8M", "1G", "512K", "1000", "1GiB", "2.5G" (binary units) -> bytes; false when malformed or 0.
+bool parse_size(const std::string& s, uint64_t& out);
+
+// Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
+// 0 success, 1 a transfer or the local server failed, 2 bad options.
+int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace aesxfer::app

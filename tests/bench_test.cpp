@@ -1,0 +1,536 @@
+// Tests for `aesxfer bench` (app/bench.cpp), the SVG writer (app/svg.cpp) and `aesxfer speed
+// --plot`: the real binary runs a small bench against its own local server child; its JSON and
+// CSV parse with the documented columns; the SVG files are well-formed XML with one bar per row
+// (bench) and one polyline per row (speed).
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/bench.h"
+#include "app/svg.h"
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// A minimal JSON reader: objects, arrays, strings (escapes), numbers, true/false/null.
+
+struct Json {
+  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::map<std::string, Json> obj;
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& s) : s_(s) {}
+  bool parse(Json& out) {
+    if (!value(out)) return false;
+    ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  const std::string& s_;
+  size_t i_ = 0;
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool lit(const std::string& w) {
+    if (s_.compare(i_, w.size(), w) != 0) return false;
+    i_ += w.size();
+    return true;
+  }
+  bool string(std::string& out) {
+    if (i_ >= s_.size() || s_[i_] != '"') return false;
+    ++i_;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') {
+        if (i_ >= s_.size()) return false;
+        char e = s_[i_++];
+        if (e == 'u') {
+          if (i_ + 4 > s_.size()) return false;
+          out += char(std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16));
+          i_ += 4;
+          continue;
+        }
+        const std::string from = "\"\\/bfnrt", to = "\"\\/\b\f\n\r\t";
+        const size_t k = from.find(e);
+        if (k == std::string::npos) return false;
+        out += to[k];
+      } else {
+        out += c;
+      }
+    }
+    if (i_ >= s_.size()) return false;
+    ++i_;
+    return true;
+  }
+  bool value(Json& v) {
+    ws();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v.kind = Json::Obj;
+      ws();
+      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+      for (;;) {
+        ws();
+        std::string k;
+        if (!string(k)) return false;
+        ws();
+        if (i_ >= s_.size() || s_[i_++] != ':') return false;
+        Json m;
+        if (!value(m)) return false;
+        v.obj[k] = std::move(m);
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        return i_ < s_.size() && s_[i_++] == '}';
+      }
+    }
+    if (c == '[') {
+      ++i_;
+      v.kind = Json::Arr;
+      ws();
+      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+      for (;;) {
+        Json m;
+        if (!value(m)) return false;
+        v.arr.push_back(std::move(m));
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        return i_ < s_.size() && s_[i_++] == ']';
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::Str;
+      return string(v.str);
+    }
+    if (lit("true")) return v.kind = Json::Bool, v.b = true, true;
+    if (lit("false")) return v.kind = Json::Bool, v.b = false, true;
+    if (lit("null")) return v.kind = Json::Null, true;
+    const char* start = s_.c_str() + i_;
+    char* end = nullptr;
+    v.num = std::strtod(start, &end);
+    if (end == start) return false;
+    v.kind = Json::Num;
+    i_ += size_t(end - start);
+    return true;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// A minimal XML well-formedness check: one root element, balanced and properly nested tags,
+// every attribute name="value" or name='value' with no raw '<' inside, no duplicate attributes,
+// text with no raw '<' and '&' only as a known entity or a character reference. Comments,
+// <?...?> and a leading prolog are skipped. Returns "" when well-formed, else what is wrong.
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ':' || c == '.';
+}
+
+std::string check_entities(const std::string& t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '<') return "raw '<' in text or attribute";
+    if (t[i] != '&') continue;
+    const size_t semi = t.find(';', i);
+    if (semi == std::string::npos) return "unterminated entity";
+    const std::string ent = t.substr(i + 1, semi - i - 1);
+    static const std::set<std::string> known = {"amp", "lt", "gt", "quot", "apos"};
+    bool ok = known.count(ent) > 0;
+    if (!ok && ent.size() > 1 && ent[0] == '#') {
+      ok = true;
+      const bool hex = ent[1] == 'x';
+      for (size_t k = hex ? 2 : 1; k < ent.size(); ++k)
+        ok = ok && (hex ? std::isxdigit(static_cast<unsigned char>(ent[k])) : std::isdigit(static_cast<unsigned char>(ent[k])));
+    }
+    if (!ok) return "unknown entity &" + ent + ";";
+    i = semi;
+  }
+  return "";
+}
+
+std::string xml_problem(const std::string& doc) {
+  std::vector<std::string> stack;
+  size_t roots = 0, i = 0;
+  while (i < doc.size()) {
+    if (doc[i] != '<') {
+      const size_t next = doc.find('<', i);
+      const std::string t = doc.substr(i, next == std::string::npos ? std::string::npos : next - i);
+      if (stack.empty() && t.find_first_not_of(" \t\r\n") != std::string::npos) return "text outside the root";
+      if (auto p = check_entities(t); !p.empty()) return p;
+      if (next == std::string::npos) break;
+      i = next;
+      continue;
+    }
+    if (doc.compare(i, 4, "<!--") == 0) {
+      const size_t e = doc.find("-->", i + 4);
+      if (e == std::string::npos) return "unterminated comment";
+      i = e + 3;
+      continue;
+    }
+    if (doc.compare(i, 2, "<?") == 0) {
+      const size_t e = doc.find("?>", i + 2);
+      if (e == std::string::npos) return "unterminated processing instruction";
+      i = e + 2;
+      continue;
+    }
+    if (doc.compare(i, 2, "</") == 0) {
+      size_t k = i + 2;
+      while (k < doc.size() && is_name_char(doc[k])) ++k;
+      const std::string name = doc.substr(i + 2, k - i - 2);
+      while (k < doc.size() && std::isspace(static_cast<unsigned char>(doc[k]))) ++k;
+      if (k >= doc.size() || doc[k] != '>') return "bad end tag </" + name;
+      if (stack.empty() || stack.back() != name)
+        return "end tag </" + name + "> does not match <" + (stack.empty() ? std::string("(none)") : stack.back()) + ">";
+      stack.pop_back();
+      i = k + 1;
+      continue;
+    }
+    // Start tag.
+    size_t k = i + 1;
+    while (k < doc.size() && is_name_char(doc[k])) ++k;
+    const std::string name = doc.substr(i + 1, k - i - 1);
+    if (name.empty()) return "empty tag name at offset " + std::to_string(i);
+    std::set<std::string> attrs;
+    bool self_closing = false;
+    for (;;) {
+      const size_t before = k;
+      while (k < doc.size() && std::isspace(static_cast<unsigned char>(doc[k]))) ++k;
+      if (k >= doc.size()) return "unterminated tag <" + name;
+      if (doc[k] == '>') {
+        ++k;
+        break;
+      }
+      if (doc.compare(k, 2, "/>") == 0) {
+        self_closing = true;
+        k += 2;
+        break;
+      }
+      if (k == before) return "attributes of <" + name + "> not separated by space";
+      size_t a = k;
+      while (k < doc.size() && is_name_char(doc[k])) ++k;
+      const std::string an = doc.substr(a, k - a);
+      if (an.empty()) return "bad attribute in <" + name + ">";
+      if (!attrs.insert(an).second) return "duplicate attribute " + an + " in <" + name + ">";
+      if (k >= doc.size() || doc[k] != '=') return "attribute " + an + " in <" + name + "> has no value";
+      ++k;
+      if (k >= doc.size() || (doc[k] != '"' && doc[k] != '\'')) return "attribute " + an + " in <" + name + "> is not quoted";
+      const char q = doc[k++];
+      const size_t e = doc.find(q, k);
+      if (e == std::string::npos) return "unterminated attribute " + an;
+      if (auto p = check_entities(doc.substr(k, e - k)); !p.empty()) return p + " (attribute " + an + ")";
+      k = e + 1;
+    }
+    if (stack.empty()) ++roots;
+    if (roots > 1) return "more than one root element";
+    if (!self_closing) stack.push_back(name);
+    i = k;
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  if (roots != 1) return "no root element";
+  return "";
+}
+
+size_t count_of(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> v;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      v.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  v.push_back(cur);
+  return v;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) v.push_back(l);
+  return v;
+}
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+
+const std::set<std::string> kVerdicts = {"sender cipher CPU", "receiver CPU", "sender and receiver CPU", "network"};
+
+bool known_verdict(std::string v) {
+  const std::string suffix = " (CPU contended)";
+  if (v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0)
+    v.resize(v.size() - suffix.size());
+  return kVerdicts.count(v) > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unit tests
+
+TEST(BenchUnit, VerdictThresholds) {
+  EXPECT_EQ(app::bench_verdict(99, 40), "sender cipher CPU");
+  EXPECT_EQ(app::bench_verdict(40, 97), "receiver CPU");
+  EXPECT_EQ(app::bench_verdict(90, 90), "sender and receiver CPU");
+  EXPECT_EQ(app::bench_verdict(50, 60), "network");
+  EXPECT_EQ(app::bench_verdict(app::kBenchBusyPct, 0), "sender cipher CPU");
+  EXPECT_EQ(app::bench_verdict(app::kBenchBusyPct - 0.1, 0), "network");
+  EXPECT_EQ(app::bench_verdict(50, -1), "network or receiver (server CPU not measured)");
+  EXPECT_EQ(app::bench_verdict(95, -1), "sender cipher CPU");
+}
+
+TEST(BenchUnit, ParseSize) {
+  uint64_t v = 0;
+  ASSERT_TRUE(app::parse_size("8M", v));
+  EXPECT_EQ(v, 8u << 20);
+  ASSERT_TRUE(app::parse_size("1G", v));
+  EXPECT_EQ(v, uint64_t(1) << 30);
+  ASSERT_TRUE(app::parse_size("1GiB", v));
+  EXPECT_EQ(v, uint64_t(1) << 30);
+  ASSERT_TRUE(app::parse_size("512k", v));
+  EXPECT_EQ(v, 512u << 10);
+  ASSERT_TRUE(app::parse_size("1000", v));
+  EXPECT_EQ(v, 1000u);
+  ASSERT_TRUE(app::parse_size("1.5K", v));
+  EXPECT_EQ(v, 1536u);
+  for (const char* bad : {"", "0", "-1M", "1X", "M", "1MM", "nan"}) EXPECT_FALSE(app::parse_size(bad, v)) << bad;
+}
+
+TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
+  EXPECT_EQ(app::svg::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+  app::svg::BarChart c;
+  c.title = "t <&> \"quoted\" 'x'";
+  c.subtitle = "CPU & co";
+  c.y_label = "MB/s";
+  c.whisker_legend = "min-max";
+  c.bars = {{"a<1>", "s&1", 10, 8, 12, "impl\"", "x2 & more"}, {"a<1>", "s2", 5, 4, 6, "", ""},
+            {"b", "s&1", 0, 0, 0, "", ""}};
+  const std::string doc = app::svg::bar_chart(c);
+  EXPECT_EQ(xml_problem(doc), "") << doc;
+  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 3u);
+
+  app::svg::LineChart l;
+  l.title = "<lines>";
+  l.series = {{"one & two", {{16, 1}, {64, 100}, {1024, 1000}}}, {"<three>", {{16, 5}, {1024, 50}}}};
+  for (bool logy : {false, true}) {
+    l.log10_y = logy;
+    const std::string ld = app::svg::line_chart(l);
+    EXPECT_EQ(xml_problem(ld), "") << ld;
+    EXPECT_EQ(count_of(ld, "<polyline"), 2u);
+  }
+  // The checker itself rejects what it should.
+  EXPECT_NE(xml_problem("<a><b></a></b>"), "");
+  EXPECT_NE(xml_problem("<a x=1></a>"), "");
+  EXPECT_NE(xml_problem("<a>1 < 2</a>"), "");
+  EXPECT_NE(xml_problem("<a>R&D</a>"), "");
+  EXPECT_NE(xml_problem("<a></a><b/>"), "");
+  EXPECT_EQ(xml_problem("<?xml version=\"1.0\"?>\n<a k='v'><b/>x &amp; y &#60;</a>\n"), "");
+}
+
+TEST(BenchSvg, BytesLabels) {
+  EXPECT_EQ(app::svg::bytes_label(16), "16");
+  EXPECT_EQ(app::svg::bytes_label(8192), "8K");
+  EXPECT_EQ(app::svg::bytes_label(1 << 20), "1M");
+  EXPECT_EQ(app::svg::bytes_label(1000), "1000");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real binary
+
+TEST(BenchCli, JsonRunWithPlot) {
+  Workspace ws;
+  const fs::path svg = ws.local / "bench.svg";
+  auto r = run_aesxfer({"bench", "--size", "8M", "--repeat", "1", "-c", "aes128-gcm,none", "--json", "--plot",
+                        svg.string()},
+                       ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  ASSERT_EQ(j.kind, Json::Obj);
+  EXPECT_EQ(j.obj["bytes"].num, 8.0 * 1024 * 1024);
+  EXPECT_EQ(j.obj["repeat"].num, 1.0);
+  EXPECT_TRUE(j.obj["local_server"].b);
+  EXPECT_FALSE(j.obj["cpu"].str.empty());
+  ASSERT_EQ(j.obj["rows"].kind, Json::Arr);
+  ASSERT_EQ(j.obj["rows"].arr.size(), 2u);
+  const char* names[] = {"aes128-gcm", "none"};
+  for (size_t i = 0; i < 2; ++i) {
+    auto& row = j.obj["rows"].arr[i].obj;
+    for (const char* k : {"cipher", "mac", "impl", "no_aesni", "mb_s_median", "mb_s_min", "mb_s_max",
+                          "client_cpu_pct", "server_cpu_pct", "verdict"})
+      EXPECT_TRUE(row.count(k)) << "row " << i << " lacks " << k;
+    EXPECT_EQ(row["cipher"].str, names[i]);
+    EXPECT_GT(row["mb_s_median"].num, 0);
+    EXPECT_LE(row["mb_s_min"].num, row["mb_s_median"].num);
+    EXPECT_GE(row["mb_s_max"].num, row["mb_s_median"].num);
+    EXPECT_EQ(row["server_cpu_pct"].kind, Json::Num) << "the local server's CPU is measured";
+    EXPECT_GT(row["client_cpu_pct"].num, 0);
+    EXPECT_TRUE(known_verdict(row["verdict"].str)) << row["verdict"].str;
+    EXPECT_FALSE(row["no_aesni"].b);
+  }
+  EXPECT_EQ(j.obj["rows"].arr[0].obj["mac"].str, "aead");
+  EXPECT_EQ(j.obj["rows"].arr[1].obj["mac"].str, "hmac-sha256");
+
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 2u) << "one bar per cipher";
+  EXPECT_NE(doc.find("MB/s"), std::string::npos) << "the y axis is labelled";
+  EXPECT_NE(doc.find(">aes128-gcm<"), std::string::npos);
+  EXPECT_NE(doc.find(">none<"), std::string::npos);
+}
+
+TEST(BenchCli, CsvColumns) {
+  Workspace ws;
+  auto r = run_aesxfer({"bench", "--size", "4M", "--repeat", "2", "-c", "aes128-cbc,rc4", "--csv", "-q"}, ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict");
+  EXPECT_EQ(lines[0], app::kBenchCsvHeader);
+  const std::vector<std::string> header = split(lines[0], ',');
+  const char* names[] = {"aes128-cbc", "arcfour"};
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto f = split(lines[i], ',');
+    ASSERT_EQ(f.size(), header.size()) << lines[i];
+    std::map<std::string, std::string> row;
+    for (size_t k = 0; k < f.size(); ++k) row[header[k]] = f[k];
+    EXPECT_EQ(row["cipher"], names[i - 1]);
+    EXPECT_EQ(row["mac"], "hmac-sha256");
+    EXPECT_FALSE(row["impl"].empty());
+    EXPECT_EQ(row["no_aesni"], "false");
+    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+      EXPECT_TRUE(is_number(row[k])) << k << "=" << row[k];
+    EXPECT_GT(std::strtod(row["mb_s_median"].c_str(), nullptr), 0);
+    EXPECT_LE(std::strtod(row["mb_s_min"].c_str(), nullptr), std::strtod(row["mb_s_max"].c_str(), nullptr));
+    EXPECT_TRUE(known_verdict(row["verdict"])) << row["verdict"];
+  }
+  EXPECT_EQ(r.err, "") << "-q: no progress lines";
+}
+
+TEST(BenchCli, NoAesniTooPairsAesRowsWithSpeedup) {
+  Workspace ws;
+  const fs::path svg = ws.local / "pairs.svg";
+  auto r = run_aesxfer({"bench", "--size", "2M", "--repeat", "1", "-c", "aes128-ctr,blowfish", "--no-aesni-too",
+                        "--json", "-q", "--plot", svg.string()},
+                       ws.home, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  auto& rows = j.obj["rows"].arr;
+  ASSERT_EQ(rows.size(), 3u) << "aes128-ctr twice (on/off), blowfish once";
+  EXPECT_EQ(rows[0].obj["cipher"].str, "aes128-ctr");
+  EXPECT_FALSE(rows[0].obj["no_aesni"].b);
+  EXPECT_EQ(rows[1].obj["cipher"].str, "aes128-ctr");
+  EXPECT_TRUE(rows[1].obj["no_aesni"].b);
+  for (const char* hw : {"aesni", "vaes"}) EXPECT_NE(rows[1].obj["impl"].str, hw) << "--no-aesni row";
+  EXPECT_EQ(rows[2].obj["cipher"].str, "blowfish-cbc");
+  ASSERT_EQ(rows[0].obj["speedup"].kind, Json::Num);
+  EXPECT_NEAR(rows[0].obj["speedup"].num, rows[0].obj["mb_s_median"].num / rows[1].obj["mb_s_median"].num, 0.05);
+  EXPECT_EQ(rows[1].obj["speedup"].kind, Json::Null);
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 3u);
+}
+
+TEST(BenchCli, TableNamesEveryCipherAndAVerdict) {
+  Workspace ws;
+  auto r = run_aesxfer({"bench", "--size", "2M", "--repeat", "1", "-c", "aes128-gcm,none"}, ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("median"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aes128-gcm: limited by: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("none: limited by: "), std::string::npos) << r.out;
+}
+
+TEST(BenchCli, UsageErrors) {
+  Workspace ws;
+  struct Case {
+    std::vector<std::string> args;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {{"bench", "--json", "--csv"}, "--json and --csv"},
+      {{"bench", "--size", "lots"}, "bad size"},
+      {{"bench", "--size", "1M", "-c", "rot13"}, "unknown cipher"},
+      {{"bench", "--size", "1M", "--repeat", "0"}, "repeat 0"},
+      {{"bench", "--size", "1M", "-m", "crc32"}, "unknown MAC"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_aesxfer(c.args, ws.home, 60);
+    EXPECT_EQ(r.exit_code, 2) << c.why << "\n" << r.describe();
+    EXPECT_NE(r.err.find("aesxfer"), std::string::npos) << c.why;
+  }
+}
+
+TEST(BenchCli, UnreachableHostFailsWithOneLine) {
+  Workspace ws;
+  auto r = run_aesxfer({"bench", "127.0.0.1", "-P", std::to_string(unused_port()), "--size", "1M", "--repeat", "1",
+                        "-c", "none", "-q", "--timeout", "5"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("aesxfer bench: none"), std::string::npos) << r.err;
+}
+
+TEST(SpeedPlot, OnePolylinePerRow) {
+  Workspace ws;
+  const fs::path svg = ws.local / "speed.svg";
+  auto r = run_aesxfer({"speed", "-c", "aes128-cbc,none,hmac-sha256", "--seconds", "0.01", "--json", "--plot",
+                        svg.string()},
+                       ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  std::set<std::string> rows;
+  for (auto& cell : j.obj["results"].arr)
+    rows.insert(cell.obj["cipher"].str + "/" + cell.obj["op"].str + "/" +
+                (cell.obj.count("lanes") ? std::to_string(int(cell.obj["lanes"].num)) : "-"));
+  ASSERT_GE(rows.size(), 5u) << r.out;  // cbc enc, dec, lanes..., none enc, dec, hmac, sha256
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "<polyline"), rows.size());
+  EXPECT_NE(doc.find("block size"), std::string::npos);
+  EXPECT_NE(doc.find("MB/s"), std::string::npos);
+  EXPECT_NE(doc.find(">1M<"), std::string::npos) << "x ticks name the block sizes";
+}
+
+TEST(SpeedPlot, UnwritablePlotFails) {
+  Workspace ws;
+  auto r = run_aesxfer({"speed", "-c", "none", "--seconds", "0.01", "--plot", (ws.local / "no/such/dir/x.svg").string()},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("--plot"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test
