@@ -4,7 +4,10 @@
 // (16-byte prefix + body). GB/s = message bytes / second (1e9), median of --runs runs, each run
 // rounds; each round gives every implementation one ~40 ms slice in turn.
 //
-//   sha256_mb_bench [--jobs N] [--runs R] [--no-aesni]
+//   sha256_mb_bench [--jobs N] [--runs R] [--tail L] [--no-aesni]
+//
+// --tail L overrides the lane count below which the SIMD paths finish one stream at a time
+// (1: SIMD to the end), to measure the crossover behind the default.
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -64,10 +67,12 @@ int main(int argc, char** argv) {
       jobs_n = std::strtoul(argv[++i], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--tail") && i + 1 < argc) {
+      cr::detail::sha256_mb_set_tail_lanes_for_testing(std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--no-aesni")) {
       cr::set_no_aesni(true);
     } else {
-      std::fprintf(stderr, "usage: sha256_mb_bench [--jobs N] [--runs R] [--no-aesni]\n");
+      std::fprintf(stderr, "usage: sha256_mb_bench [--jobs N] [--runs R] [--tail L] [--no-aesni]\n");
       return 2;
     }
   }
@@ -121,6 +126,31 @@ int main(int argc, char** argv) {
     for (double g : measure(hmac_fns, bytes, runs)) std::printf(" %10.3f", g);
     std::printf(" %10s\n", "-");
     std::fflush(stdout);
+  }
+
+  // Records of mixed lengths, uniform in [1 KiB, 1 MiB]: the scheduler's refill and tail at work.
+  {
+    std::vector<size_t> lens(jobs_n), offs(jobs_n);
+    size_t total = 0;
+    for (size_t j = 0; j < jobs_n; ++j) {
+      lens[j] = 1024 + rng() % ((size_t(1) << 20) - 1024 + 1);
+      offs[j] = total;
+      total += lens[j];
+    }
+    std::vector<uint8_t> buf(total + 16);
+    for (auto& b : buf) b = uint8_t(rng());
+    std::vector<uint8_t> outs(32 * jobs_n);
+    std::vector<cr::HmacJob> hjobs(jobs_n);
+    std::vector<std::function<void()>> fns;
+    for (cr::ShaMbImpl impl : impls)
+      fns.push_back([&, impl] {
+        for (size_t j = 0; j < jobs_n; ++j)
+          hjobs[j] = {buf.data() + offs[j], 16, buf.data() + offs[j] + 16, lens[j] - 16, outs.data() + 32 * j};
+        cr::hmac_sha256_many_with(impl, hkey, hjobs.data(), jobs_n);
+      });
+    std::printf("HMAC mixed 1K..1M     ");
+    for (double g : measure(fns, double(total), runs)) std::printf(" %10.3f", g);
+    std::printf(" %10s\n", "-");
   }
   return 0;
 }

@@ -34,8 +34,10 @@ std::string name(ShaMbImpl i) { return crypto::sha256_mb_impl_name(i); }
 // Each check runs every implementation twice: with the default hand-over of the last lanes to
 // the one-stream code, and with the SIMD lanes kept running to the end (idle lanes shadowing).
 struct TailMode {
-  int lanes;
+  explicit TailMode(int lanes) { crypto::detail::sha256_mb_set_tail_lanes_for_testing(lanes); }
   ~TailMode() { crypto::detail::sha256_mb_set_tail_lanes_for_testing(0); }
+  TailMode(const TailMode&) = delete;
+  TailMode& operator=(const TailMode&) = delete;
 };
 const int kTailModes[] = {0, 1};
 
@@ -98,16 +100,16 @@ void check_hashes(std::mt19937_64& rng, const std::vector<size_t>& lens, bool wi
     }
     want.push_back(w);
   }
-  for (int tail : kTailModes)
-  for (ShaMbImpl impl : mb_impls()) {
-    TailMode mode{tail};
-    crypto::detail::sha256_mb_set_tail_lanes_for_testing(tail);
-    std::fill(m.outs.begin(), m.outs.end(), 0);
-    auto jobs = m.jobs();
-    crypto::sha256_many_with(impl, jobs.data(), jobs.size());
-    for (size_t i = 0; i < lens.size(); ++i)
-      ASSERT_EQ(to_hex(m.out(i), 32), to_hex(want[i]))
-          << name(impl) << " tail " << tail << " job " << i << " of " << lens.size() << " len " << lens[i];
+  for (int tail : kTailModes) {
+    for (ShaMbImpl impl : mb_impls()) {
+      const TailMode mode(tail);
+      std::fill(m.outs.begin(), m.outs.end(), 0);
+      auto jobs = m.jobs();
+      crypto::sha256_many_with(impl, jobs.data(), jobs.size());
+      for (size_t i = 0; i < lens.size(); ++i)
+        ASSERT_EQ(to_hex(m.out(i), 32), to_hex(want[i]))
+            << name(impl) << " tail " << tail << " job " << i << " of " << lens.size() << " len " << lens[i];
+    }
   }
 }
 
@@ -197,22 +199,22 @@ void check_hmac(std::mt19937_64& rng, const HmacCase& c, const std::vector<size_
     store.push_back(std::move(b));
     off.push_back(o);
   }
-  for (int tail : kTailModes)
-  for (ShaMbImpl impl : mb_impls()) {
-    TailMode mode{tail};
-    crypto::detail::sha256_mb_set_tail_lanes_for_testing(tail);
-    Bytes tags(33 * c.msgs.size() + 1);
-    std::vector<HmacJob> jobs;
-    for (size_t i = 0; i < c.msgs.size(); ++i) {
-      const uint8_t* base = store[i].data() + off[i];
-      const size_t l2 = c.msgs[i].size() - split[i];
-      jobs.push_back({split[i] ? base : nullptr, split[i], l2 ? base + split[i] + off[i] : nullptr, l2,
-                      tags.data() + 1 + 33 * i});
+  for (int tail : kTailModes) {
+    for (ShaMbImpl impl : mb_impls()) {
+      const TailMode mode(tail);
+      Bytes tags(33 * c.msgs.size() + 1);
+      std::vector<HmacJob> jobs;
+      for (size_t i = 0; i < c.msgs.size(); ++i) {
+        const uint8_t* base = store[i].data() + off[i];
+        const size_t l2 = c.msgs[i].size() - split[i];
+        jobs.push_back({split[i] ? base : nullptr, split[i], l2 ? base + split[i] + off[i] : nullptr, l2,
+                        tags.data() + 1 + 33 * i});
+      }
+      crypto::hmac_sha256_many_with(impl, h, jobs.data(), jobs.size());
+      for (size_t i = 0; i < c.msgs.size(); ++i)
+        ASSERT_EQ(to_hex(jobs[i].tag, 32), to_hex(want[i]))
+   << name(impl) << " tail " << tail << " job " << i << " len1 " << jobs[i].len1 << " len2 " << jobs[i].len2;
     }
-    crypto::hmac_sha256_many_with(impl, h, jobs.data(), jobs.size());
-    for (size_t i = 0; i < c.msgs.size(); ++i)
-      ASSERT_EQ(to_hex(jobs[i].tag, 32), to_hex(want[i]))
- << name(impl) << " tail " << tail << " job " << i << " len1 " << jobs[i].len1 << " len2 " << jobs[i].len2;
   }
 }
 
