@@ -1,5 +1,6 @@
 // aesxfer: encrypted file transfer over TCP with a cipher of the user's choice.
 #include <sodium.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "app/bench.h"
+#include "app/pacing.h"
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
@@ -72,6 +74,11 @@ struct TransferOpts {
   bool no_aesni = false;
   std::string keylog;
   double timeout = 30;
+  bool recursive = false;      // -r
+  bool preserve = false;       // -p
+  bool resume = false;         // --resume
+  bool json_progress = false;  // --json-progress
+  double limit_kbit = 0;       // -l, Kbit/s (0: none)
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -99,18 +106,22 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.home = net::aesxfer_home();
   co.keylog = t.keylog;
   co.timeout = std::chrono::milliseconds(int64_t(t.timeout * 1000));
+  co.preserve = t.preserve;
+  co.resume = t.resume;
+  co.fine_progress = t.limit_kbit > 0 || t.json_progress;
   return true;
 }
 
 void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
-  double mbps = r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0;
+  double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
     std::printf(
         "{\"file\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-        "\"impl\":\"%s\",\"verified\":%s}\n",
+        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu}\n",
         json_escape(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
-        crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false");
+        crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
+        (unsigned long long)r.resumed_from);
   } else if (!t.quiet) {
     (void)tty_progress;
     std::printf("%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s)\n", r.file.c_str(), (unsigned long long)r.bytes,
@@ -133,23 +144,71 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
   co.host = remote->host;
   if (!pick_suite(t, co)) return kExitUsage;
   std::string dest = remote->path.empty() ? "." : remote->path;
-  bool tty = !t.quiet && !t.json && ::isatty(STDOUT_FILENO);
+  bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
+  app::RateLimiter limiter(t.limit_kbit);
   try {
     net::Client client(co);
-    for (size_t i = 0; i + 1 < args.size(); ++i) {
-      fs::path local = args[i];
+    // One file; false after a failure (the connection may be mid-stream: stop there).
+    auto send_one = [&](const fs::path& local, const std::string& to) {
       app::Progress prog(local.filename().string(), tty);
+      app::JsonProgress jp(local.string(), t.json_progress);
+      uint64_t last = 0;
       try {
-        auto r = client.put(local, dest, [&](uint64_t n) { prog.start(n); }, [&](uint64_t d) { prog.update(d); });
+        auto r = client.put(
+            local, to,
+            [&](uint64_t n) {
+              last = client.resume_offset();
+              prog.start(n);
+              jp.start(n, last);
+            },
+            [&](uint64_t d) {
+              limiter.consume(d - last);
+              last = d;
+              prog.update(d);
+              jp.update(d);
+            });
         prog.finish(r.bytes, r.seconds);
+        jp.finish(r.bytes);
         report(t, co, r, tty);
+        return true;
       } catch (const net::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         die_line(f.what());
         rc = kExitFail;
-        // A failed file may leave the connection mid-stream: stop at the first failure.
+        return false;
+      }
+    };
+    for (size_t i = 0; i + 1 < args.size() && rc == 0; ++i) {
+      fs::path local = args[i];
+      std::error_code ec;
+      if (!fs::is_directory(local, ec)) {
+        send_one(local, dest);
+        continue;
+      }
+      if (!t.recursive) {
+        die_line(local.string() + ": is a directory (use -r)");
+        rc = kExitFail;
         break;
+      }
+      // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself.
+      std::vector<std::string> skipped;
+      auto entries = app::walk_tree(local, &skipped);
+      for (const auto& sk : skipped) std::fprintf(stderr, "aesxfer: skipping %s\n", sk.c_str());
+      struct stat st {};
+      ::stat(local.c_str(), &st);
+      std::string name = fs::absolute(local).lexically_normal().filename().string();
+      if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
+      std::string base = client.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
+      for (const auto& e : entries) {
+        std::string to = base == "." ? e.rel : base + "/" + e.rel;
+        if (e.dir) client.mkdir(to, "", e.mode, e.mtime);
+        else if (!send_one(e.local, to)) break;
+      }
+      if (rc == 0 && t.preserve) {  // directory modes and times last, deepest first
+        for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+          if (it->dir) client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
+        client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
       }
     }
     client.bye();
@@ -176,10 +235,24 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    app::Progress prog(fs::path(remote->path).filename().string(), tty);
-    auto r = client->get(remote->path, dest, zero_size, [&](uint64_t n) { prog.start(n); },
-                        [&](uint64_t d) { prog.update(d); });
+    app::Progress prog(fs::path(remote->path).filename().string(), tty && !t.json_progress);
+    app::JsonProgress jp(remote->path, t.json_progress);
+    app::RateLimiter limiter(t.limit_kbit);
+    uint64_t last = 0;
+    auto r = client->get(
+        remote->path, dest, zero_size,
+        [&](uint64_t n) {
+          prog.start(n);
+          jp.start(n);
+        },
+        [&](uint64_t d) {
+          limiter.consume(d - last);
+          last = d;
+          prog.update(d);
+          jp.update(d);
+        });
     prog.finish(r.bytes, r.seconds);
+    jp.finish(r.bytes);
     report(t, co, r, tty);
     client->bye();
   } catch (const net::Failure& f) {
@@ -225,12 +298,18 @@ int main(int argc, char** argv) {
     sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)");
     sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)");
     sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+    sub->add_flag("-p,--preserve", t.preserve,
+                  "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
+    sub->add_option("-l,--limit", t.limit_kbit, "Limit the bandwidth to LIMIT Kbit/s (like scp -l)")->check(CLI::NonNegativeNumber);
+    sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
   };
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
   std::vector<std::string> send_args;
   send->add_option("args", send_args, "FILE... HOST:DEST")->required()->expected(2, -1);
   add_transfer_opts(send);
+  send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
+  send->add_flag("--resume", t.resume, "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
 
   auto* recv = app.add_subcommand("recv", "Fetch a file: aesxfer recv HOST:SRC DEST");
   std::string recv_src, recv_dest;

@@ -9,6 +9,8 @@
 
 #include "client/atomic_file.h"
 #include "client/keystore.h"
+#include "client/resume.h"
+#include "crypto/util.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -104,6 +106,21 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   req.size = uint64_t(st.st_size);
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
+  if (opt_.preserve) req.flags |= proto::kFlagPreserve;
+  if (opt_.resume && remote != "/dev/null") {
+    // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
+    proto::Message probe = req;
+    probe.op = proto::Op::probe;
+    conn_->send_message(probe);
+    proto::Message pr = conn_->recv_message("the request");
+    if (pr.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+    if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
+    if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
+      std::string mine = prefix_mac(*keys_, fd, pr.size);
+      if (crypto::ct_equal(mine.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
+    }
+    req.flags |= proto::kFlagResume;
+  }
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message("the request");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
@@ -111,10 +128,14 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
 
   FileResult r;
   r.file = local.string();
+  resume_offset_ = req.offset;
   if (on_start) on_start(req.size);
   auto t0 = Clock::now();
   try {
-    r.sha256 = send_stream(*conn_, fd, req.size, progress);
+    if ((req.flags & proto::kFlagResume) || opt_.fine_progress)
+      r.sha256 = send_stream_from(*conn_, fd, req.offset, req.size, progress);
+    else
+      r.sha256 = send_stream(*conn_, fd, req.size, progress);
   } catch (const Failure& f) {
     // The receiver may have said why it stopped (disk full, ...) before closing.
     try {
@@ -131,8 +152,26 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
+  r.resumed_from = req.offset;
   r.verified = true;
   return r;
+}
+
+std::string Client::mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
+                          bool apply_attrs) {
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::mkdir;
+  req.path = remote.empty() ? "." : remote;
+  req.text = name;
+  req.mode = mode & 07777;
+  req.mtime = mtime;
+  if (apply_attrs) req.flags |= proto::kFlagPreserve;
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message("the request");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  return resp.text.empty() ? req.path : resp.text;
 }
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
@@ -161,8 +200,11 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress);
-    if (out) out->commit(resp.mode, resp.mtime);
+    if (opt_.fine_progress)
+      r.sha256 = recv_stream_from(*conn_, out ? out->fd() : -1, 0, resp.size, progress);
+    else
+      r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress);
+    if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     result.status = proto::Status(e.status);
     result.text = e.what();

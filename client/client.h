@@ -22,6 +22,9 @@ struct ClientOptions {
   std::filesystem::path home;  // $AESXFER_HOME
   std::chrono::milliseconds timeout{30000};
   std::string keylog;          // file to append session keys to, or empty
+  bool preserve = false;       // -p: the receiver applies mode exactly and mtime
+  bool resume = false;         // --resume: puts continue a kept partial file (docs/PROTOCOL.md)
+  bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
 };
 
 struct FileResult {
@@ -30,6 +33,7 @@ struct FileResult {
   double seconds = 0;
   bool verified = false;
   std::array<uint8_t, 32> sha256{};
+  uint64_t resumed_from = 0;   // --resume: bytes the receiver already had (not sent again)
 };
 
 class Client {
@@ -46,14 +50,22 @@ class Client {
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                  const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  // Creates (or reuses) directory `remote` on the server; with a non-empty `name`, and `remote` an
+  // existing directory, remote/name instead (scp -r semantics). Returns the directory's path
+  // relative to the server's root. With opt.preserve, an existing directory gets mode and mtime.
+  std::string mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
+                    bool apply_attrs = false);
   void bye() noexcept;
 
   const proto::SessionKeys& keys() const { return *keys_; }
+  // Offset the current or last put resumed from (valid from its on_start call on).
+  uint64_t resume_offset() const { return resume_offset_; }
 
  private:
   ClientOptions opt_;
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
+  uint64_t resume_offset_ = 0;
 };
 
 }  // namespace aesxfer::net

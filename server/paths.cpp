@@ -111,4 +111,66 @@ std::optional<Resolved> confine(const fs::path& root_real, const std::string& re
   return r;
 }
 
+std::optional<fs::path> confine_mkdir(const fs::path& root_real, const std::string& req, const std::string& name,
+                                      bool* exists, proto::Status& status, std::string& why) {
+  status = proto::Status::bad_path;
+  *exists = false;
+  if (bad_name(req)) {
+    why = "invalid path";
+    return std::nullopt;
+  }
+  fs::path p(req);
+  if (p.is_absolute()) {
+    why = req + ": absolute paths are refused (paths are relative to the server's root)";
+    return std::nullopt;
+  }
+  for (const auto& part : p)
+    if (part == "..") {
+      why = req + ": '..' is refused";
+      return std::nullopt;
+    }
+  std::error_code ec;
+  fs::path full = (root_real / p).lexically_normal();
+  // "a/b/" and "a/." name a/b and a: drop the empty or "." last component.
+  while (!full.empty() && (full.filename().empty() || full.filename() == ".") && full != full.root_path())
+    full = full.parent_path();
+  if (!name.empty()) {
+    if (bad_name(name) || name == "." || name == ".." || name.find('/') != std::string::npos) {
+      why = "invalid directory name";
+      return std::nullopt;
+    }
+    auto st = fs::symlink_status(full, ec);
+    if (!ec && fs::is_directory(st)) full /= name;
+  }
+  fs::path real_full = fs::canonical(full, ec);
+  if (!ec && real_full == root_real) {  // the root itself
+    *exists = true;
+    return root_real;
+  }
+  fs::path dir_real = fs::canonical(full.parent_path(), ec);
+  if (ec) {
+    status = proto::Status::not_found;
+    why = req + ": no such directory";
+    return std::nullopt;
+  }
+  if (!inside(root_real, dir_real)) {
+    why = req + ": leads outside the server's root";
+    return std::nullopt;
+  }
+  fs::path target = dir_real / full.filename();
+  auto st = fs::symlink_status(target, ec);
+  if (!ec && fs::is_symlink(st)) {
+    why = req + ": is a symbolic link (refused)";
+    return std::nullopt;
+  }
+  if (!ec && fs::exists(st)) {
+    if (!fs::is_directory(st)) {
+      why = req + ": exists and is not a directory";
+      return std::nullopt;
+    }
+    *exists = true;
+  }
+  return target;
+}
+
 }  // namespace aesxfer::net

@@ -21,4 +21,12 @@ struct Resolved {
 std::optional<Resolved> confine(const std::filesystem::path& root_real, const std::string& req, proto::Op op,
                                 const std::string& basename, proto::Status& status, std::string& why);
 
+// mkdir (issue 7, -r): the directory to create or reuse. Same rules as put (relative, no '..',
+// no NUL/newline, the real path of the parent inside the root, the target not a symlink); when
+// `req` names an existing directory and `name` is not empty, the target is req/name (like a put
+// into a directory). The target may exist already only as a directory; *exists says so.
+std::optional<std::filesystem::path> confine_mkdir(const std::filesystem::path& root_real, const std::string& req,
+                                                   const std::string& name, bool* exists, proto::Status& status,
+                                                   std::string& why);
+
 }  // namespace aesxfer::net

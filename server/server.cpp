@@ -24,6 +24,8 @@
 #include "client/transfer.h"
 #include "proto/error.h"
 #include "server/paths.h"
+#include "client/resume.h"
+#include "server/ops.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -141,6 +143,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     if (where && !where->dev_null && !where->dev_zero) shown = where->path.lexically_relative(root_real).string();
     auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
       std::ostringstream os;
+    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); })) continue;
       os << "peer=" << c.peer() << " " << op << " file=" << printable(shown) << " bytes=" << bytes
          << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
          << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
@@ -171,7 +174,10 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
       result.type = proto::MsgType::result;
       try {
         recv_stream(c, out ? out->fd() : -1, req.size, nullptr);
-        if (out) out->commit(req.mode, req.mtime);
+        if (out) {
+          bool preserve = req.flags & proto::kFlagPreserve;
+          out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
+        }
       } catch (const RecvError& e) {
         if (out) out->discard();
         result.status = proto::Status(e.status);

@@ -1,0 +1,126 @@
+#include "app/pacing.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace aesxfer::app {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+RateLimiter::RateLimiter(double kbit_per_s) : bytes_per_s_(kbit_per_s > 0 ? kbit_per_s * 1000 / 8 : 0) {}
+
+void RateLimiter::consume(uint64_t n) {
+  if (!enabled() || n == 0) return;
+  auto now = Clock::now();
+  // Burst: 50 ms worth of the rate, at least one 16 KiB unit.
+  const double burst = std::max(bytes_per_s_ * 0.05, 16384.0);
+  if (!started_) {
+    started_ = true;
+    tokens_ = burst;
+    last_ = now;
+  }
+  tokens_ = std::min(burst, tokens_ + std::chrono::duration<double>(now - last_).count() * bytes_per_s_);
+  last_ = now;
+  tokens_ -= double(n);
+  if (tokens_ < 0) {
+    auto wait = std::chrono::duration<double>(-tokens_ / bytes_per_s_);
+    std::this_thread::sleep_for(wait);
+    last_ = Clock::now();
+    tokens_ = 0;
+  }
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += char(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += char(c);
+    }
+  }
+  return o;
+}
+
+JsonProgress::JsonProgress(std::string name, bool enabled, std::FILE* out)
+    : name_(std::move(name)), enabled_(enabled), out_(out) {}
+
+void JsonProgress::start(uint64_t total, uint64_t base) {
+  total_ = total;
+  base_ = base;
+  t0_ = last_ = Clock::now();
+}
+
+void JsonProgress::update(uint64_t done) {
+  if (!enabled_) return;
+  auto now = Clock::now();
+  if (now - last_ < std::chrono::milliseconds(500)) return;
+  last_ = now;
+  line(done, false);
+}
+
+void JsonProgress::finish(uint64_t done) {
+  if (enabled_) line(done, true);
+}
+
+void JsonProgress::line(uint64_t done, bool final) {
+  double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
+  double moved = done > base_ ? double(done - base_) : 0;
+  std::fprintf(out_, "{\"file\":\"%s\",\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
+               json_escape(name_).c_str(), (unsigned long long)done, (unsigned long long)total_,
+               secs > 0 ? moved / secs / 1e6 : 0.0, secs, final ? "true" : "false");
+  std::fflush(out_);
+}
+
+namespace {
+
+void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out, std::vector<std::string>* skipped) {
+  std::vector<fs::path> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path());
+  std::sort(names.begin(), names.end());
+  for (const auto& p : names) {
+    std::string rel = prefix.empty() ? p.filename().string() : prefix + "/" + p.filename().string();
+    struct stat lst {}, st {};
+    if (::lstat(p.c_str(), &lst) != 0) continue;
+    bool link = S_ISLNK(lst.st_mode);
+    if (::stat(p.c_str(), &st) != 0) {
+      if (skipped) skipped->push_back(rel + " (dangling symlink)");
+      continue;
+    }
+    TreeEntry t;
+    t.local = p;
+    t.rel = rel;
+    t.mode = st.st_mode & 07777;
+    t.mtime = st.st_mtim.tv_sec;
+    if (S_ISDIR(st.st_mode)) {
+      if (link) {
+        if (skipped) skipped->push_back(rel + " (symlink to a directory, not followed)");
+        continue;
+      }
+      t.dir = true;
+      out.push_back(t);
+      walk(p, rel, out, skipped);
+    } else if (S_ISREG(st.st_mode)) {
+      out.push_back(t);
+    } else if (skipped) {
+      skipped->push_back(rel + " (not a regular file)");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped) {
+  std::vector<TreeEntry> out;
+  walk(top, "", out, skipped);
+  return out;
+}
+
+}  // namespace aesxfer::app

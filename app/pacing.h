@@ -1,0 +1,65 @@
+// Issue 7 client helpers for the CLI: the -l bandwidth limit, --json-progress lines, and the
+// directory walk of -r.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace aesxfer::app {
+
+// -l LIMIT (Kbit/s, like scp): a token bucket with a small burst, fed from the progress callback
+// (after each record is handed to the socket). The sender sleeps whenever it is ahead of
+// LIMIT * elapsed + burst. Granularity is one record (256 KiB): a finer limit needs a hook in
+// the send loop (client/transfer.cpp).
+class RateLimiter {
+ public:
+  explicit RateLimiter(double kbit_per_s);  // <= 0: unlimited
+  bool enabled() const { return bytes_per_s_ > 0; }
+  // `n` more bytes were sent; sleeps as long as the bucket is overdrawn.
+  void consume(uint64_t n);
+
+ private:
+  double bytes_per_s_;
+  double tokens_ = 0;
+  std::chrono::steady_clock::time_point last_;
+  bool started_ = false;
+};
+
+// --json-progress: one JSON object per line on `out`, about every 0.5 s and once at the end:
+// {"file":..,"bytes":..,"total":..,"mb_per_s":..,"elapsed":..,"done":false|true}
+// bytes counts the whole file (a resumed transfer starts at its offset); mb_per_s is the rate of
+// this run (bytes moved since start / elapsed).
+class JsonProgress {
+ public:
+  JsonProgress(std::string name, bool enabled, std::FILE* out = stdout);
+  void start(uint64_t total, uint64_t base = 0);
+  void update(uint64_t done);
+  void finish(uint64_t done);
+
+ private:
+  void line(uint64_t done, bool final);
+  std::string name_;
+  bool enabled_;
+  std::FILE* out_;
+  uint64_t total_ = 0, base_ = 0;
+  std::chrono::steady_clock::time_point t0_, last_;
+};
+
+std::string json_escape(const std::string& s);
+
+// -r: the contents of a local directory, parents before their contents, names sorted.
+// Regular files (also through symlinks) and directories; symlinks to directories and special
+// files are listed in `skipped` (not followed: no loops).
+struct TreeEntry {
+  std::filesystem::path local;
+  std::string rel;  // relative to the walked directory, '/'-separated
+  bool dir = false;
+  uint32_t mode = 0;
+  int64_t mtime = 0;
+};
+std::vector<TreeEntry> walk_tree(const std::filesystem::path& top, std::vector<std::string>* skipped);
+
+}  // namespace aesxfer::app

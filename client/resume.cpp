@@ -1,0 +1,230 @@
+#include "client/resume.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "client/atomic_file.h"
+#include "crypto/util.h"
+
+namespace aesxfer::net {
+
+using proto::RecordType;
+
+std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys) {
+  static const char label[] = "aesxfer-v1 resume";
+  crypto::HmacSha256 h(keys.c2s.enc, 32);
+  h.begin();
+  h.update(label, sizeof label - 1);
+  h.update(keys.transcript_hash.data(), keys.transcript_hash.size());
+  std::array<uint8_t, 32> k;
+  h.finish(k.data());
+  return k;
+}
+
+namespace {
+
+// Calls f(p, n) over the first len bytes of fd.
+template <class F>
+void read_prefix(int fd, uint64_t len, F&& f) {
+  std::vector<uint8_t> buf(size_t(1) << 20);
+  uint64_t pos = 0;
+  while (pos < len) {
+    size_t want = size_t(std::min<uint64_t>(buf.size(), len - pos));
+    ssize_t r = ::pread(fd, buf.data(), want, off_t(pos));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw Failure(std::string("read error: ") + std::strerror(errno));
+    if (r == 0) throw Failure("file shorter than the resume point (" + std::to_string(pos) + " of " +
+                              std::to_string(len) + " bytes)");
+    f(buf.data(), size_t(r));
+    pos += uint64_t(r);
+  }
+}
+
+}  // namespace
+
+std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len) {
+  auto k = resume_key(keys);
+  crypto::HmacSha256 h(k.data(), k.size());
+  crypto::secure_zero(k.data(), k.size());
+  h.begin();
+  uint8_t be[8];
+  crypto::store_be64(be, len);
+  h.update(be, 8);
+  read_prefix(fd, len, [&](const uint8_t* p, size_t n) { h.update(p, n); });
+  uint8_t tag[32];
+  h.finish(tag);
+  return std::string(reinterpret_cast<const char*>(tag), 32);
+}
+
+void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
+  read_prefix(fd, len, [&](const uint8_t* p, size_t n) { hash.update(p, n); });
+}
+
+// Duplicated from send_stream (client/transfer.cpp) with a starting offset.
+std::array<uint8_t, 32> send_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress) {
+  crypto::Sha256 hash;
+  if (offset > size) throw Failure("resume offset beyond the end of the file");
+  if (offset && fd >= 0) {
+    hash_prefix(hash, fd, offset);
+    if (::lseek(fd, off_t(offset), SEEK_SET) < 0) throw Failure(std::string("seek error: ") + std::strerror(errno));
+  }
+  uint64_t done = offset;
+  while (done < size) {
+    size_t n = size_t(std::min<uint64_t>(proto::kDefaultPayload, size - done));
+    uint8_t* p = c.payload_buffer();
+    size_t got = fd < 0 ? n : 0;  // fd < 0: the /dev/zero source
+    if (fd < 0) std::memset(p, 0, n);
+    while (got < n) {
+      ssize_t r = ::read(fd, p + got, n - got);
+      if (r > 0) {
+        got += size_t(r);
+      } else if (r == 0) {
+        throw Failure("file shrank while being sent (" + std::to_string(done + got) + " of " + std::to_string(size) +
+                      " bytes)");
+      } else if (errno != EINTR) {
+        throw Failure(std::string("read error: ") + std::strerror(errno));
+      }
+    }
+    hash.update(p, n);
+    c.send_record(RecordType::data, 0, n);
+    done += n;
+    if (progress) progress(done);
+  }
+  std::array<uint8_t, 32> digest;
+  hash.final(digest.data());
+  uint8_t* p = c.payload_buffer();
+  std::memcpy(p, digest.data(), 32);
+  crypto::store_be64(p + 32, size);
+  c.send_record(RecordType::end, proto::kFlagFinal, 40);
+  return digest;
+}
+
+// Duplicated from recv_stream (client/transfer.cpp) with a starting offset.
+std::array<uint8_t, 32> recv_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress) {
+  crypto::Sha256 hash;
+  if (offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
+  if (offset && fd >= 0) hash_prefix(hash, fd, offset);
+  uint64_t done = offset;
+  for (;;) {
+    Conn::Incoming in = c.recv_record("the transfer");
+    if (in.hdr.type == RecordType::data) {
+      if (in.payload.size() > size - done)
+        throw RecvError("peer sent more data than announced", int(proto::Status::integrity));
+      hash.update(in.payload.data(), in.payload.size());
+      const uint8_t* p = in.payload.data();
+      size_t n = fd >= 0 ? in.payload.size() : 0;  // fd < 0: the /dev/null sink
+      while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w > 0) {
+          p += w;
+          n -= size_t(w);
+        } else if (w < 0 && errno == EINTR) {
+          continue;
+        } else if (w < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+          throw RecvError("no space left on device", int(proto::Status::no_space));
+        } else {
+          throw RecvError(std::string("write error: ") + std::strerror(errno), int(proto::Status::io_error));
+        }
+      }
+      done += in.payload.size();
+      if (progress) progress(done);
+    } else if (in.hdr.type == RecordType::end) {
+      if (!(in.hdr.flags & proto::kFlagFinal) || in.payload.size() != 40)
+        throw RecvError("malformed end record", int(proto::Status::integrity));
+      if (crypto::load_be64(in.payload.data() + 32) != size || done != size)
+        throw RecvError("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
+                        int(proto::Status::integrity));
+      std::array<uint8_t, 32> digest;
+      hash.final(digest.data());
+      if (!crypto::ct_equal(digest.data(), in.payload.data(), 32))
+        throw RecvError("whole-file SHA-256 mismatch", int(proto::Status::integrity));
+      return digest;
+    } else {
+      throw RecvError("unexpected record during the transfer", int(proto::Status::integrity));
+    }
+  }
+}
+
+std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
+  std::filesystem::path dir = dest.parent_path();
+  if (dir.empty()) dir = ".";
+  return dir / ("." + dest.filename().string() + ".aesxfer-partial");
+}
+
+PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_(partial_path(dest)) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Failure(path_.filename().string() + ": not a regular file");
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    busy_ = true;
+    throw Failure(dest_.filename().string() + ": another transfer is writing this file");
+  }
+}
+
+PartialFile::~PartialFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t PartialFile::length() const {
+  struct stat st {};
+  ::fstat(fd_, &st);
+  return uint64_t(st.st_size);
+}
+
+void PartialFile::truncate_to(uint64_t n) {
+  if (::ftruncate(fd_, off_t(n)) != 0 || ::lseek(fd_, off_t(n), SEEK_SET) < 0)
+    throw Failure("cannot prepare " + path_.filename().string() + ": " + errno_text(errno));
+}
+
+void PartialFile::commit(unsigned mode, long long mtime) {
+  ::fchmod(fd_, mode & 07777);
+  if (mtime >= 0) {
+    timespec ts[2];
+    ts[0].tv_sec = ts[1].tv_sec = mtime;
+    ts[0].tv_nsec = ts[1].tv_nsec = 0;
+    ::futimens(fd_, ts);
+  }
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
+  if (::rename(path_.c_str(), dest_.c_str()) != 0)
+    throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
+}
+
+void PartialFile::discard() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(path_.c_str());
+}
+
+unsigned current_umask() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Umask:", 0) == 0) return unsigned(std::stoul(line.substr(6), nullptr, 8)) & 0777;
+  return 022;
+}
+
+unsigned effective_mode(unsigned mode, bool preserve) {
+  if (preserve) return mode & 07777;
+  static const unsigned um = current_umask();
+  return mode & 0777 & ~um;
+}
+
+long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : -1; }
+
+}  // namespace aesxfer::net

@@ -1,0 +1,74 @@
+// Resumable transfers (issue 7, --resume): a partial file the receiver keeps under a deterministic
+// name, the keyed hash both ends compute over a prefix to agree on where to restart, and the
+// stream loops of transfer.cpp with a starting offset (the prefix is hashed from the file so the
+// end record still carries the SHA-256 of the whole file). See docs/PROTOCOL.md, "Resume".
+//
+// send_stream_from/recv_stream_from duplicate the small loops of send_stream/recv_stream
+// (client/transfer.cpp, owned by the throughput work); they should become one implementation
+// with an offset parameter there.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "client/transfer.h"
+#include "crypto/sha256.h"
+#include "proto/handshake.h"
+
+namespace aesxfer::net {
+
+// K_resume = HMAC-SHA256(key = K_c2s enc (32 bytes), "aesxfer-v1 resume" || TH2).
+std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys);
+// HMAC-SHA256(K_resume, u64 len || the first len bytes of fd) (read with pread); throws Failure
+// when fd has fewer than len bytes.
+std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len);
+
+// Feeds the first len bytes of fd into h (pread). Throws Failure.
+void hash_prefix(crypto::Sha256& h, int fd, uint64_t len);
+
+// These loops report progress after every record (256 KiB), where the pipelined send_stream and
+// recv_stream report per batch of records; the client uses them for -l and --json-progress too.
+// fd < 0 means the /dev/zero source or the /dev/null sink as there.
+// Like send_stream, but the first `offset` bytes are only hashed (not sent): data records carry
+// bytes [offset, size), the end record the whole file's SHA-256 and size.
+std::array<uint8_t, 32> send_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress);
+// Like recv_stream for a file whose first `offset` bytes are already in fd: hashes them, then
+// appends the received bytes at `offset` and checks the end record against the whole file.
+std::array<uint8_t, 32> recv_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress);
+
+// "<dir>/.<name>.aesxfer-partial": the receiver's file for a put with the resume flag. Kept when
+// the transfer breaks (the destructor closes it without removing it); renamed into place by
+// commit(). Opened without following symlinks and locked (flock) so two sessions cannot write
+// the same partial file.
+class PartialFile {
+ public:
+  // Throws Failure (busy when another session holds it).
+  explicit PartialFile(const std::filesystem::path& dest);
+  ~PartialFile();
+  PartialFile(const PartialFile&) = delete;
+  PartialFile& operator=(const PartialFile&) = delete;
+
+  static std::filesystem::path partial_path(const std::filesystem::path& dest);
+  int fd() const { return fd_; }
+  uint64_t length() const;
+  // Keeps the first n bytes and positions the descriptor there for appending.
+  void truncate_to(uint64_t n);
+  void commit(unsigned mode, long long mtime);
+  void discard() noexcept;  // removes the partial file (its contents are known bad)
+  bool busy() const { return busy_; }
+
+ private:
+  std::filesystem::path dest_, path_;
+  int fd_ = -1;
+  bool busy_ = false;
+};
+
+// Process umask, read from /proc/self/status (umask(2) cannot be read without changing it).
+unsigned current_umask();
+// The mode and mtime a receiver applies: with preserve, exactly what the sender said; without,
+// mode & ~umask and the time of arrival (-1), as scp does.
+unsigned effective_mode(unsigned mode, bool preserve);
+long long effective_mtime(long long mtime, bool preserve);
+
+}  // namespace aesxfer::net

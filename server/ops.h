@@ -1,0 +1,19 @@
+// Requests added by issue 7, kept out of the main session loop (server.cpp): mkdir (-r), probe
+// and put with the resume flag (--resume). See docs/PROTOCOL.md, "Directories" and "Resume".
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "client/conn.h"
+#include "proto/handshake.h"
+#include "proto/messages.h"
+
+namespace aesxfer::net {
+
+// Serves req when it is one of those requests and returns true; false leaves it to the caller.
+// Throws Failure when the connection cannot continue (as the session loop does).
+bool serve_extended(Conn& c, const proto::SessionKeys& keys, const std::filesystem::path& root_real,
+                    const proto::Message& req, const std::function<void(const std::string&)>& log);
+
+}  // namespace aesxfer::net
