@@ -95,14 +95,23 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
         throw;
       }
       if (n == 0) throw Failure("closed the connection during the handshake");
-      proto::Step st = hs.feed(buf, n);
-      if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-      if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
-      if (st.done || st.ec == proto::errc::unauthorized) {
-        // Records may follow ClientAuth in the same read: they belong to the record layer.
-        if (st.consumed < n) c.unread(buf + st.consumed, n - st.consumed);
-        break;
+      // One read may hold several frames (a ClientHello and a ClientAuth sent together): feed()
+      // stops at the end of each frame it completes, so feed the rest too.
+      size_t off = 0;
+      bool finished = false;
+      while (off < n && !finished) {
+        proto::Step st = hs.feed(buf + off, n - off);
+        off += st.consumed;
+        if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
+        if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
+        if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
+        if (st.done || st.ec == proto::errc::unauthorized) {
+          // Records may follow ClientAuth in the same read: they belong to the record layer.
+          if (off < n) c.unread(buf + off, n - off);
+          finished = true;
+        }
       }
+      if (finished) break;
     }
     c.set_timeout(opt.timeout);
     proto::SessionKeys& keys = hs.keys();
