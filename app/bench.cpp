@@ -26,9 +26,12 @@
 //   client busy, server busy       sender and receiver CPU
 //   client busy                    sender cipher CPU
 //   server busy                    receiver CPU
+//   neither, waits summed >= 30%   CPU contention (other processes)  (each side kept waiting for
+//                                  the other, which waited for a core: the machine is shared)
 //   neither                        network   (socket copies, TCP, the link: nobody is CPU-bound)
 //   remote HOST, client not busy   network or receiver (server CPU not measured)
-// When a busy side spent 15% or more waiting for a core, the verdict line adds "(CPU contended)".
+// When a busy side spent kBenchContendedPct = 15% or more waiting for a core, the verdict adds
+// " (CPU contended)": that side was CPU-bound but did not get a whole core.
 //
 // --no-aesni-too: every AES cipher runs twice, with the hardware code and with the portable code
 // (crypto::set_no_aesni(true) in this process, and a second local server child started with
@@ -361,13 +364,18 @@ std::string pct_text(double p) { return p < 0 ? "n/a" : fmt("%.0f%%", p); }
 
 }  // namespace
 
-std::string bench_verdict(double client_pct, double server_pct) {
-  const bool c = client_pct >= kBenchBusyPct;
-  const bool s = server_pct >= 0 && server_pct >= kBenchBusyPct;
-  if (c && s) return "sender and receiver CPU";
-  if (c) return "sender cipher CPU";
-  if (s) return "receiver CPU";
-  if (server_pct < 0) return "network or receiver (server CPU not measured)";
+std::string bench_verdict(const BenchLoad& l) {
+  const bool known = l.server_cpu >= 0;
+  const double sw = known ? std::max(0.0, l.server_wait) : 0;
+  const bool c = l.client_cpu + l.client_wait >= kBenchBusyPct;
+  const bool s = known && l.server_cpu + sw >= kBenchBusyPct;
+  const bool contended = (c && l.client_wait >= kBenchContendedPct) || (s && sw >= kBenchContendedPct);
+  const std::string suffix = contended ? " (CPU contended)" : "";
+  if (c && s) return "sender and receiver CPU" + suffix;
+  if (c) return "sender cipher CPU" + suffix;
+  if (s) return "receiver CPU" + suffix;
+  if (l.client_wait + sw >= 2 * kBenchContendedPct) return "CPU contention (other processes)";
+  if (!known) return "network or receiver (server CPU not measured)";
   return "network";
 }
 
@@ -540,11 +548,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       r.server_pct = r.server_known && r.wall > 0 ? 100 * r.server_cpu / r.wall : -1;
       r.client_wait_pct = r.wall > 0 ? 100 * r.client_wait / r.wall : 0;
       r.server_wait_pct = r.server_pct < 0 ? -1 : (r.wall > 0 ? 100 * r.server_wait / r.wall : 0);
-      r.verdict = bench_verdict(r.client_pct + r.client_wait_pct,
-                                r.server_pct < 0 ? -1 : r.server_pct + r.server_wait_pct);
-      const bool cbusy = r.client_pct + r.client_wait_pct >= kBenchBusyPct;
-      const bool sbusy = r.server_pct >= 0 && r.server_pct + r.server_wait_pct >= kBenchBusyPct;
-      if ((cbusy && r.client_wait_pct >= 15) || (sbusy && r.server_wait_pct >= 15)) r.verdict += " (CPU contended)";
+      r.verdict = bench_verdict(BenchLoad{r.client_pct, r.client_wait_pct, r.server_pct, r.server_wait_pct});
     }
     for (size_t i = 0; i + 1 < rows.size(); ++i)
       if (rows[i].cipher == rows[i + 1].cipher && !rows[i].no_aesni && rows[i + 1].no_aesni && rows[i + 1].median > 0)

@@ -36,10 +36,21 @@ inline constexpr const char* kBenchCsvHeader =
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.
 inline constexpr double kBenchBusyPct = 85.0;
 
-// The verdict for one row: "sender cipher CPU", "receiver CPU", "sender and receiver CPU",
-// "network", or with an unknown server (server_pct < 0) "network or receiver (server CPU not
-// measured)". Percentages are of one core.
-std::string bench_verdict(double client_pct, double server_pct);
+// What each side did over the transfers, in percent of one core (time / wall time): CPU time,
+// and time runnable but waiting for a core (other processes had it). server_* < 0: not measured.
+struct BenchLoad {
+  double client_cpu = 0, client_wait = 0;
+  double server_cpu = -1, server_wait = -1;
+};
+
+// The verdict for one row. A side is busy when cpu + wait >= kBenchBusyPct:
+//   both busy "sender and receiver CPU", client busy "sender cipher CPU", server busy "receiver
+//   CPU" (each with " (CPU contended)" appended when a busy side waited kBenchContendedPct or
+//   more); neither busy: "CPU contention (other processes)" when the two sides together waited
+//   kBenchContendedPct * 2 or more, else "network", or "network or receiver (server CPU not
+//   measured)" when the server is remote.
+std::string bench_verdict(const BenchLoad& load);
+inline constexpr double kBenchContendedPct = 15.0;
 
 // "8M", "1G", "512K", "1000", "1GiB", "2.5G" (binary units) -> bytes; false when malformed or 0.
 bool parse_size(const std::string& s, uint64_t& out);

@@ -288,7 +288,8 @@ bool is_number(const std::string& s) {
   return *end == '\0';
 }
 
-const std::set<std::string> kVerdicts = {"sender cipher CPU", "receiver CPU", "sender and receiver CPU", "network"};
+const std::set<std::string> kVerdicts = {"sender cipher CPU", "receiver CPU", "sender and receiver CPU", "network",
+                                         "CPU contention (other processes)"};
 
 bool known_verdict(std::string v) {
   const std::string suffix = " (CPU contended)";
@@ -301,14 +302,20 @@ bool known_verdict(std::string v) {
 // Unit tests
 
 TEST(BenchUnit, VerdictThresholds) {
-  EXPECT_EQ(app::bench_verdict(99, 40), "sender cipher CPU");
-  EXPECT_EQ(app::bench_verdict(40, 97), "receiver CPU");
-  EXPECT_EQ(app::bench_verdict(90, 90), "sender and receiver CPU");
-  EXPECT_EQ(app::bench_verdict(50, 60), "network");
-  EXPECT_EQ(app::bench_verdict(app::kBenchBusyPct, 0), "sender cipher CPU");
-  EXPECT_EQ(app::bench_verdict(app::kBenchBusyPct - 0.1, 0), "network");
-  EXPECT_EQ(app::bench_verdict(50, -1), "network or receiver (server CPU not measured)");
-  EXPECT_EQ(app::bench_verdict(95, -1), "sender cipher CPU");
+  using L = app::BenchLoad;
+  EXPECT_EQ(app::bench_verdict(L{99, 0, 40, 0}), "sender cipher CPU");
+  EXPECT_EQ(app::bench_verdict(L{40, 0, 97, 1}), "receiver CPU");
+  EXPECT_EQ(app::bench_verdict(L{90, 2, 90, 2}), "sender and receiver CPU");
+  EXPECT_EQ(app::bench_verdict(L{50, 0, 60, 0}), "network");
+  EXPECT_EQ(app::bench_verdict(L{app::kBenchBusyPct, 0, 0, 0}), "sender cipher CPU");
+  EXPECT_EQ(app::bench_verdict(L{app::kBenchBusyPct - 0.1, 0, 0, 0}), "network");
+  EXPECT_EQ(app::bench_verdict(L{50, 0, -1, -1}), "network or receiver (server CPU not measured)");
+  EXPECT_EQ(app::bench_verdict(L{95, 0, -1, -1}), "sender cipher CPU");
+  // Waiting for a core counts towards busy, and is called out.
+  EXPECT_EQ(app::bench_verdict(L{45, 50, 30, 5}), "sender cipher CPU (CPU contended)");
+  EXPECT_EQ(app::bench_verdict(L{30, 5, 40, 50}), "receiver CPU (CPU contended)");
+  EXPECT_EQ(app::bench_verdict(L{30, 20, 30, 20}), "CPU contention (other processes)");
+  EXPECT_EQ(app::bench_verdict(L{30, 10, 30, 10}), "network");
 }
 
 TEST(BenchUnit, ParseSize) {
