@@ -143,6 +143,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     proto::Message req = c.recv_message("the session");
     if (req.type == proto::MsgType::bye) return;
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
+    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); })) continue;
     proto::Message resp;
     resp.type = proto::MsgType::response;
     std::string why;
@@ -152,7 +153,6 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     if (where && !where->dev_null && !where->dev_zero) shown = where->path.lexically_relative(root_real).string();
     auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
       std::ostringstream os;
-    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); })) continue;
       os << "peer=" << c.peer() << " " << op << " file=" << printable(shown) << " bytes=" << bytes
          << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
          << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
