@@ -2,6 +2,8 @@
 //   aesni    - AES-NI, CBC decryption and CTR pipelined over 8 blocks, 8-lane multi-buffer CBC.
 //   vaes     - VAES on 512-bit registers where AVX-512 and VAES exist (bulk paths only).
 //   software - constant time: no table lookups indexed by secret data (bitsliced).
+//   vperm    - constant time too, vector-permute S-box on SSSE3 PSHUFB; the portable choice
+//              (no AES-NI, or AES-NI masked) when the CPU has SSSE3.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,7 +13,7 @@
 
 namespace aesxfer::crypto {
 
-enum class AesImpl { best, aesni, vaes, software };
+enum class AesImpl { best, aesni, vaes, software, vperm };
 
 // Names the implementation make_aes128(key, AesImpl::best) would pick now.
 const char* aes_best_impl_name() noexcept;

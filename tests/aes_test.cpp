@@ -81,23 +81,27 @@ TEST(AesImpls, AvailableListIsBestFirstAndEndsWithSoftware) {
 TEST(AesImpls, UnavailableImplementationsGiveNull) {
   const uint8_t key[16] = {0};
   auto impls = aes_available_impls();
-  for (AesImpl i : {AesImpl::aesni, AesImpl::vaes, AesImpl::software}) {
+  for (AesImpl i : {AesImpl::aesni, AesImpl::vaes, AesImpl::vperm, AesImpl::software}) {
     const bool listed = std::find(impls.begin(), impls.end(), i) != impls.end();
     EXPECT_EQ(listed, make_aes128(key, i) != nullptr) << aes_impl_name(i);
   }
 }
 
-TEST(AesImpls, NoAesniOverrideSelectsSoftware) {
+TEST(AesImpls, NoAesniOverrideSelectsConstantTimePortable) {
   const bool was = no_aesni();
   set_no_aesni(true);
   const uint8_t key[16] = {1};
-  EXPECT_STREQ("software", aes_best_impl_name());
+  // The portable choice: vector-permute AES where SSSE3 exists, else the bitsliced one.
+  const char* want = cpu().ssse3 ? "vperm" : "software";
+  EXPECT_STREQ(want, aes_best_impl_name());
   EXPECT_EQ(nullptr, make_aes128(key, AesImpl::aesni));
   EXPECT_EQ(nullptr, make_aes128(key, AesImpl::vaes));
   auto c = make_aes128(key);
   ASSERT_NE(nullptr, c);
-  EXPECT_STREQ("software", c->impl());
-  EXPECT_EQ(std::vector<AesImpl>{AesImpl::software}, aes_available_impls());
+  EXPECT_STREQ(want, c->impl());
+  const std::vector<AesImpl> portable =
+      cpu().ssse3 ? std::vector<AesImpl>{AesImpl::vperm, AesImpl::software} : std::vector<AesImpl>{AesImpl::software};
+  EXPECT_EQ(portable, aes_available_impls());
   set_no_aesni(was);
 }
 
