@@ -64,7 +64,11 @@ void Conn::unread(const uint8_t* p, size_t n) {
 
 void Conn::writev_all(struct iovec* iov, int n) {
   while (n > 0) {
-    ssize_t w = ::writev(fd_, iov, std::min(n, IOV_MAX));
+    // sendmsg, not writev: MSG_NOSIGNAL, so a peer that vanishes is an error message, not SIGPIPE.
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = size_t(std::min(n, IOV_MAX));
+    ssize_t w = ::sendmsg(fd_, &mh, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         wait(POLLOUT);

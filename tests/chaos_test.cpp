@@ -1,0 +1,353 @@
+// Chaos: 50 transfers interrupted at seeded random points (kill -9 of the client, kill -9 of the
+// server, the connection cut by a relay), a receiver whose disk fills up, and SIGINT/SIGTERM to a
+// server with transfers in flight. After every fault: no file at a destination name unless it is
+// the old content or the complete new content, an existing destination untouched by an
+// interrupted transfer, no temporary file left by a process that was not killed, and the next
+// transfer succeeds.
+//
+// A receiver killed with SIGKILL cannot clean up: its temporary file ".NAME.aesxfer-XXXXXX"
+// stays beside the destination (never at the destination name). Those are counted, checked to
+// be the only debris, and removed by the test.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "tests/harness.h"
+
+extern char** environ;
+
+namespace aesxfer::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::string kOld = "old destination contents: an interrupted transfer must leave these alone\n";
+
+// Starts the aesxfer binary in the background (stdout/stderr to `log`); returns its PID.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& log) {
+  std::vector<std::string> a{AESXFER_BINARY};
+  a.insert(a.end(), args.begin(), args.end());
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "AESXFER_HOME=", 13) != 0) env.push_back(*e);
+  env.push_back("AESXFER_HOME=" + home.string());
+  std::vector<char*> argv, envp;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// Waits for pid; returns its exit code (128 + signal when killed), or -1 after timeout_s (then
+// it is killed).
+int wait_exit(pid_t pid, double timeout_s) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (Clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+// Waits until dir holds no receiver temp files (true) or timeout_s passes (false).
+bool wait_no_debris(const fs::path& dir, double timeout_s) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  for (;;) {
+    if (temp_debris(dir).empty()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+class Chaos : public testing::Test {
+ protected:
+  Workspace ws;
+  std::unique_ptr<ServerProcess> server;
+  fs::path src;
+  std::string src_sha;
+  std::vector<std::string> server_args{"--timeout", "5", "--handshake-timeout", "5"};
+
+  void SetUp() override {
+    src = ws.local / "source.bin";
+    write_random_file(src, 24 << 20, 4242);
+    src_sha = sha256_file(src);
+    write_random_file(ws.root / "source.bin", 24 << 20, 4242);
+    write_random_file(ws.local / "small.bin", 5000, 1);
+    server = std::make_unique<ServerProcess>(ws.home, ws.root, server_args);
+  }
+  void TearDown() override {
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
+  }
+  std::vector<std::string> common(uint16_t port) { return {"-P", std::to_string(port), "--timeout", "10", "-q"}; }
+  std::vector<std::string> put_args(uint16_t port, const std::string& remote, const std::string& cipher) {
+    std::vector<std::string> a{"send", src.string(), "127.0.0.1:" + remote, "-c", cipher};
+    auto c = common(port);
+    a.insert(a.end(), c.begin(), c.end());
+    return a;
+  }
+  std::vector<std::string> get_args(uint16_t port, const fs::path& local, const std::string& cipher) {
+    std::vector<std::string> a{"recv", "127.0.0.1:source.bin", local.string(), "-c", cipher};
+    auto c = common(port);
+    a.insert(a.end(), c.begin(), c.end());
+    return a;
+  }
+  void expect_next_transfer_works(const std::string& what) {
+    auto r = run_aesxfer({"send", (ws.local / "small.bin").string(), "127.0.0.1:next.bin", "-P",
+                          std::to_string(server->port()), "--timeout", "10", "-q"},
+                         ws.home, 60);
+    ASSERT_EQ(r.exit_code, 0) << what << ": the next transfer failed\n" << r.describe();
+    EXPECT_EQ(sha256_file(ws.root / "next.bin"), sha256_file(ws.local / "small.bin")) << what;
+  }
+};
+
+// 0..1: kill -9 the client (put, get); 2: kill -9 the server (put or get); 3..4: cut the
+// connection through a relay after a random number of bytes (put, get).
+TEST_F(Chaos, FiftyInterruptedTransfers) {
+  const std::vector<std::string> ciphers = {"aes128-gcm", "aes128-ctr", "aes128-cbc", "blowfish-cbc", "arcfour"};
+  std::mt19937_64 rng(0xC4A05);
+  int killed_client = 0, killed_server = 0, cuts = 0, interrupted = 0, completed = 0, allowed_debris = 0;
+  for (int i = 0; i < 50; ++i) {
+    const int kind = i % 5;
+    const bool put = kind == 0 || kind == 3 || (kind == 2 && (i / 5) % 2 == 0);
+    const bool existing = (i / 5) % 2 == 1;  // the destination exists (old contents) or is new
+    const std::string cipher = ciphers[size_t(rng() % ciphers.size())];
+    const std::string name = existing ? "dest.bin" : "new" + std::to_string(i) + ".bin";
+    const fs::path dest = put ? ws.root / name : ws.local / name;
+    if (existing) write_text_file(dest, kOld);
+    std::string what = "transfer " + std::to_string(i) + " (" + (put ? "put " : "get ") + cipher + ", " +
+                       (existing ? "existing" : "new") + " destination, ";
+    bool receiver_killed = false;
+    int code = -1;
+    fs::path log = ws.tmp / ("client" + std::to_string(i) + ".log");
+    if (kind <= 2) {
+      uint16_t port = server->port();
+      pid_t pid = spawn_aesxfer(put ? put_args(port, name, cipher) : get_args(port, dest, cipher), ws.home, log);
+      int delay_ms = int(rng() % 120);
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      if (kind <= 1) {
+        what += "client killed after " + std::to_string(delay_ms) + " ms)";
+        ::kill(pid, SIGKILL);
+        code = wait_exit(pid, 30);
+        receiver_killed = !put;
+        ++killed_client;
+      } else {
+        what += "server killed after " + std::to_string(delay_ms) + " ms)";
+        ::kill(server->pid(), SIGKILL);
+        EXPECT_EQ(server->stop(), 128 + SIGKILL) << what;
+        code = wait_exit(pid, 30);
+        EXPECT_TRUE(code == 0 || code == 1) << what << ": client exit " << code << "\n" << read_text_file(log);
+        receiver_killed = put;
+        ++killed_server;
+        server = std::make_unique<ServerProcess>(ws.home, ws.root, server_args);
+      }
+    } else {
+      FaultSpec spec;
+      spec.kind = FaultKind::none;
+      uint64_t at = rng() % (24 << 20);
+      if (put) {
+        spec.kind = FaultKind::cut;
+        spec.cut_after = at;
+      } else {
+        spec.cut_s2c_after = at;
+      }
+      spec.tag_len = cipher == "aes128-gcm" ? 16 : 32;
+      what += "connection cut after " + std::to_string(at) + " bytes)";
+      Relay relay(server->port(), spec);
+      ProcResult r = run_aesxfer(put ? put_args(relay.port(), name, cipher) : get_args(relay.port(), dest, cipher),
+                                 ws.home, 60);
+      code = r.exit_code;
+      EXPECT_EQ(code, 1) << what << "\n" << r.describe();
+      EXPECT_FALSE(r.err.empty()) << what;
+      ++cuts;
+    }
+    // The destination: old contents / absent, or the complete new file.
+    std::error_code ec;
+    bool exists = fs::exists(dest, ec);
+    bool complete = exists && fs::file_size(dest) == (24u << 20) && sha256_file(dest) == src_sha;
+    if (complete) {
+      ++completed;
+      EXPECT_TRUE(kind <= 2) << what << ": completed although the connection was cut";
+    } else {
+      ++interrupted;
+      if (existing) {
+        EXPECT_EQ(read_text_file(dest), kOld) << what << ": existing destination damaged";
+      } else {
+        EXPECT_FALSE(exists) << what << ": a partial file at the destination name";
+      }
+    }
+    if (code == 0) {
+      EXPECT_TRUE(complete) << what << ": exit 0 without the complete file";
+    }
+    // Temporary files: only a killed receiver may leave one, and only under the temp pattern.
+    fs::path recv_dir = put ? ws.root : ws.local;
+    fs::path send_dir = put ? ws.local : ws.root;
+    EXPECT_TRUE(temp_debris(send_dir).empty()) << what;
+    if (receiver_killed) {
+      auto d = temp_debris(recv_dir);
+      allowed_debris += int(d.size());
+      EXPECT_LE(d.size(), 1u) << what;
+      for (const auto& p : d) fs::remove(p);
+    } else {
+      EXPECT_TRUE(wait_no_debris(recv_dir, 5)) << what << ": temporary file left behind";
+    }
+    expect_next_transfer_works(what);
+    if (HasFailure()) {
+      std::cerr << "client log: " << read_text_file(log) << "\n";
+      break;
+    }
+  }
+  std::printf("[chaos] 50 faults: %d client kills, %d server kills, %d cuts; %d transfers interrupted, %d had "
+              "completed before the fault; %d temp files left by killed receivers (removed)\n",
+              killed_client, killed_server, cuts, interrupted, completed, allowed_debris);
+  EXPECT_EQ(killed_client + killed_server + cuts, 50);
+  EXPECT_GE(interrupted, cuts) << "every cut interrupts its transfer";
+}
+
+// The receiver's disk fills up: both sides report "no space", the temporary file is removed and
+// an existing destination survives.
+class ChaosDiskFull : public Chaos {
+ protected:
+  fs::path small;
+  bool mounted = false;
+  void SetUp() override {
+    Chaos::SetUp();
+    small = ws.tmp / "small";
+    fs::create_directories(small);
+    if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=4m") != 0)
+      FAIL() << "cannot mount a 4 MiB tmpfs on " << small << ": " << std::strerror(errno)
+             << " (this test needs root and CAP_SYS_ADMIN; it is not skipped)";
+    mounted = true;
+  }
+  void TearDown() override {
+    Chaos::TearDown();
+    if (mounted && ::umount2(small.c_str(), MNT_DETACH) != 0)
+      ADD_FAILURE() << "umount " << small << ": " << std::strerror(errno);
+  }
+};
+
+TEST_F(ChaosDiskFull, PutIntoFullDisk) {
+  ServerProcess small_server(ws.home, small, server_args);
+  write_text_file(small / "dest.bin", kOld);
+  for (const char* name : {"dest.bin", "new.bin"}) {
+    auto r = run_aesxfer({"send", src.string(), std::string("127.0.0.1:") + name, "-P",
+                          std::to_string(small_server.port()), "--timeout", "10", "-q"},
+                         ws.home, 60);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("no space"), std::string::npos) << r.describe();
+    EXPECT_TRUE(wait_no_debris(small, 5)) << "temporary file left on the full disk";
+  }
+  EXPECT_EQ(read_text_file(small / "dest.bin"), kOld);
+  EXPECT_FALSE(fs::exists(small / "new.bin"));
+  EXPECT_NE(small_server.log().find("no space"), std::string::npos) << small_server.log();
+  // The space is back: a file that fits goes through.
+  auto r = run_aesxfer({"send", (ws.local / "small.bin").string(), "127.0.0.1:fits.bin", "-P",
+                        std::to_string(small_server.port()), "--timeout", "10", "-q"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(small / "fits.bin"), sha256_file(ws.local / "small.bin"));
+  EXPECT_EQ(small_server.stop(), 0);
+  EXPECT_EQ(sanitizer_findings(small_server.log()), "");
+}
+
+TEST_F(ChaosDiskFull, GetIntoFullDisk) {
+  write_text_file(small / "dest.bin", kOld);
+  for (const char* name : {"dest.bin", "new.bin"}) {
+    auto r = run_aesxfer({"recv", "127.0.0.1:source.bin", (small / name).string(), "-P",
+                          std::to_string(server->port()), "--timeout", "10", "-q"},
+                         ws.home, 60);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("no space"), std::string::npos) << r.describe();
+    EXPECT_TRUE(temp_debris(small).empty()) << "temporary file left on the full disk";
+  }
+  EXPECT_EQ(read_text_file(small / "dest.bin"), kOld);
+  EXPECT_FALSE(fs::exists(small / "new.bin"));
+  // The server heard why.
+  EXPECT_TRUE(server->wait_for_log("no space")) << server->log();
+  expect_next_transfer_works("after a full disk");
+}
+
+// SIGINT and SIGTERM stop a server with a put in flight (its client frozen mid-transfer) and an
+// idle half-open connection: exit 0 within seconds, the temporary file removed.
+class ChaosSignal : public Chaos, public testing::WithParamInterface<int> {};
+
+TEST_P(ChaosSignal, StopsCleanlyWithTransfersInFlight) {
+  const int sig = GetParam();
+  write_text_file(ws.root / "dest.bin", kOld);
+  int idle = connect_loopback(server->port());
+  ASSERT_GE(idle, 0);
+  fs::path log = ws.tmp / "client.log";
+  pid_t pid = spawn_aesxfer({"send", src.string(), "127.0.0.1:dest.bin", "-c", "blowfish-cbc", "-P",
+                             std::to_string(server->port()), "--timeout", "30", "-q"},
+                            ws.home, log);
+  // Freeze the client as soon as the server has a temporary file for it.
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  bool in_flight = false;
+  while (Clock::now() < deadline && !in_flight) {
+    in_flight = !temp_debris(ws.root).empty();
+    if (!in_flight) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, SIGSTOP);
+  ASSERT_TRUE(in_flight) << "the transfer never started: " << read_text_file(log);
+  ASSERT_FALSE(temp_debris(ws.root).empty()) << "the transfer finished before the client was frozen; "
+                                             << read_text_file(log);
+  auto t0 = Clock::now();
+  ::kill(server->pid(), sig);
+  while (server->running() && Clock::now() - t0 < std::chrono::seconds(15))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_FALSE(server->running()) << "server still running " << secs << " s after signal " << sig;
+  EXPECT_EQ(server->stop(), 0) << "exit code after signal " << sig;
+  EXPECT_LT(secs, 5.0);
+  EXPECT_TRUE(temp_debris(ws.root).empty()) << "the aborted transfer's temporary file remains";
+  EXPECT_EQ(read_text_file(ws.root / "dest.bin"), kOld);
+  std::string l = server->log();
+  EXPECT_NE(l.find(sig == SIGINT ? "stopping on SIGINT" : "stopping on SIGTERM"), std::string::npos) << l;
+  ::close(idle);
+  ::kill(pid, SIGKILL);
+  ::kill(pid, SIGCONT);
+  wait_exit(pid, 10);
+  std::printf("[chaos] %s: server stopped in %.2f s with a transfer in flight, exit 0, no temp file\n",
+              sig == SIGINT ? "SIGINT" : "SIGTERM", secs);
+  EXPECT_EQ(sanitizer_findings(l), "");
+  server.reset();  // stopped already
+}
+
+INSTANTIATE_TEST_SUITE_P(Chaos, ChaosSignal, testing::Values(SIGINT, SIGTERM),
+                         [](const testing::TestParamInfo<int>& i) { return i.param == SIGINT ? "SIGINT" : "SIGTERM"; });
+
+}  // namespace
+}  // namespace aesxfer::test
