@@ -3,7 +3,7 @@
 //
 //   sender:   [reader thread] read a batch of records' payloads, hash them
 //             [caller thread] seal the batch together (CBC lanes, MACs), one gather write
-//   receiver: [caller thread] read records into a batch, verify and decrypt each
+//   receiver: [caller thread] read a batch of records, verify their tags together, decrypt
 //             [writer thread] hash the plaintext, write it to the file
 //
 // Two batches circulate between the stages; the buffers are allocated once per transfer and
@@ -32,7 +32,7 @@ using proto::RecordType;
 namespace {
 
 constexpr size_t kSendSlots = 16;  // records sealed together: the 16 lanes of VAES CBC
-constexpr size_t kRecvSlots = 8;
+constexpr size_t kRecvSlots = 16;
 constexpr size_t kStagger = 576;   // 9 cache lines: 16 slots land on 16 different page offsets
 
 // A batch of record slots in one allocation, each slot `cap` bytes (rounded up to whole pages)
@@ -261,23 +261,30 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
     b->n = 0;
     bool end = false;
     uint8_t end_payload[40] = {};
-    while (b->n < kRecvSlots) {
-      uint8_t* rec = b->slot(b->n);
+    // Read up to a batch of records (an end record closes the batch early), then verify all
+    // their tags together and decrypt them.
+    proto::RecordOpener::Job jobs[kRecvSlots];
+    size_t nrec = 0;
+    while (nrec < kRecvSlots) {
+      uint8_t* rec = b->slot(nrec);
       proto::RecordHeader hdr{};
       size_t wire = c.read_record(rec, hdr, "the transfer");
-      std::span<uint8_t> payload;
-      std::error_code ec = c.opener().open(rec, wire, hdr, payload);
-      if (ec) throw Failure("from " + c.peer() + ": " + ec.message());
-      if (hdr.type == RecordType::data) {
+      jobs[nrec++] = {rec, wire, {}, {}};
+      if (hdr.type != RecordType::data) break;
+    }
+    std::error_code ec = c.opener().open_batch(jobs, nrec);
+    if (ec) throw Failure("from " + c.peer() + ": " + ec.message());
+    for (size_t i = 0; i < nrec; ++i) {
+      std::span<uint8_t> payload = jobs[i].payload;
+      if (jobs[i].hdr.type == RecordType::data) {
         if (payload.size() > size - done)
           throw RecvError("peer sent more data than announced", int(proto::Status::integrity));
         b->payload[b->n++] = payload;
         done += payload.size();
-      } else if (hdr.type == RecordType::end) {
+      } else if (jobs[i].hdr.type == RecordType::end) {
         if (payload.size() != 40) throw RecvError("malformed end record", int(proto::Status::integrity));
         std::memcpy(end_payload, payload.data(), 40);
         end = true;
-        break;
       } else {
         throw RecvError("unexpected record during the transfer", int(proto::Status::integrity));
       }

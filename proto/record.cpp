@@ -13,6 +13,7 @@
 #include "crypto/gcm.h"
 #include "crypto/rc4.h"
 #include "crypto/sha256.h"
+#include "crypto/sha256_mb.h"
 #include "crypto/util.h"
 #include "proto/error.h"
 
@@ -117,7 +118,8 @@ class RecordCrypto {
     return size_t(body_len) + tag_len_;
   }
 
-  size_t seal(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t len) noexcept {
+  // skip_mac: the caller computes the tag (seal_batch).
+  size_t seal(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t len, bool skip_mac = false) noexcept {
     uint8_t* body = rec + kHeaderLen;
     size_t body_len = len;
     if (c_.mode == CipherMode::cbc) {
@@ -152,19 +154,35 @@ class RecordCrypto {
       case CipherMode::stream: rc4_xor(seq, body, body_len); break;
       case CipherMode::none: break;
     }
-    if (hmac_) compute_mac(seq, rec, body_len, tag);
+    if (hmac_ && !skip_mac) compute_mac(seq, rec, body_len, tag);
     return kHeaderLen + body_len + tag_len_;
   }
 
   // n consecutive records from seq: pads and writes headers, then encrypts all CBC chains together
   // (independent chains hide the serial latency of CBC), then MACs.
   void seal_batch(uint64_t seq, RecordSealer::Job* jobs, size_t n) noexcept {
+    constexpr size_t kLanes = 16;
+    const bool batch_mac = hmac_ && n >= 2;
     if (c_.mode != CipherMode::cbc || n < 2 ||
         (records_per_epoch_ && seq / records_per_epoch_ != (seq + n - 1) / records_per_epoch_)) {
       for (size_t i = 0; i < n; ++i)
-        jobs[i].wire_len = seal(seq + i, jobs[i].type, jobs[i].flags, jobs[i].rec, jobs[i].payload_len);
-      return;
+        jobs[i].wire_len = seal(seq + i, jobs[i].type, jobs[i].flags, jobs[i].rec, jobs[i].payload_len, batch_mac);
+    } else {
+      cbc_lanes(seq, jobs, n);
     }
+    if (batch_mac) {
+      for (size_t base = 0; base < n; base += kLanes) {
+        size_t m = std::min(kLanes, n - base);
+        uint8_t tags[kLanes][32];
+        mac_many(seq + base, jobs + base, m, tags);
+        for (size_t i = 0; i < m; ++i)
+          std::memcpy(jobs[base + i].rec + jobs[base + i].wire_len - tag_len_, tags[i], tag_len_);
+      }
+    }
+  }
+
+  // Pads, writes the headers and encrypts n CBC records of one epoch, 16 chains at a time.
+  void cbc_lanes(uint64_t seq, RecordSealer::Job* jobs, size_t n) noexcept {
     constexpr size_t kLanes = 16;
     const crypto::BlockCipher& bc = block_for(seq);
     const size_t b = c_.block_len;
@@ -185,16 +203,61 @@ class RecordCrypto {
       }
       bc.cbc_encrypt_lanes(lanes, m);
       crypto::secure_zero(ivs, sizeof ivs);
-      for (size_t i = 0; i < m; ++i) {
-        RecordSealer::Job& j = jobs[base + i];
-        if (hmac_) compute_mac(seq + base + i, j.rec, body_lens[i], j.rec + kHeaderLen + body_lens[i]);
-        j.wire_len = kHeaderLen + body_lens[i] + tag_len_;
-      }
+      for (size_t i = 0; i < m; ++i) jobs[base + i].wire_len = kHeaderLen + body_lens[i] + tag_len_;
     }
   }
 
+  // The MACs of m <= 16 consecutive records, computed together: tags[i] for jobs[i] at seq + i.
+  // Each record's bytes on the wire are header || body || tag; the body length is in the header.
+  template <class J>
+  void mac_many(uint64_t seq, J* jobs, size_t m, uint8_t (*tags)[32]) noexcept {
+    uint8_t prefix[16][16];
+    crypto::HmacJob hj[16];
+    for (size_t i = 0; i < m; ++i) {
+      crypto::store_be64(prefix[i], seq + i);
+      std::memcpy(prefix[i] + 8, jobs[i].rec, kHeaderLen);
+      size_t body_len = crypto::load_be32(jobs[i].rec);
+      hj[i] = crypto::HmacJob{prefix[i], 16, jobs[i].rec + kHeaderLen, body_len, tags[i]};
+    }
+    crypto::hmac_sha256_many(*hmac_, hj, m);
+  }
+
+  // n consecutive records from seq: all tags first (multi-buffer HMAC), then decryption.
+  std::error_code open_batch(uint64_t seq, RecordOpener::Job* jobs, size_t n) noexcept {
+    for (size_t i = 0; i < n; ++i) {
+      std::error_code ec;
+      size_t rest = parse_header(jobs[i].rec, jobs[i].hdr, ec);
+      if (ec) return ec;
+      if (jobs[i].rec_len != kHeaderLen + rest) return errc::bad_record_length;
+    }
+    if (hmac_ && n >= 2) {
+      constexpr size_t kLanes = 16;
+      for (size_t base = 0; base < n; base += kLanes) {
+        size_t m = std::min(kLanes, n - base);
+        uint8_t tags[kLanes][32];
+        mac_many(seq + base, jobs + base, m, tags);
+        bool ok = true;
+        for (size_t i = 0; i < m; ++i)
+          ok &= crypto::ct_equal(tags[i], jobs[base + i].rec + kHeaderLen + jobs[base + i].hdr.body_len, tag_len_);
+        crypto::secure_zero(tags, sizeof tags);
+        if (!ok) return errc::bad_mac;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::error_code ec = open(seq + i, jobs[i].rec, jobs[i].rec_len, jobs[i].hdr, jobs[i].payload, true);
+        if (ec) return ec;
+      }
+      return {};
+    }
+    for (size_t i = 0; i < n; ++i) {
+      std::error_code ec = open(seq + i, jobs[i].rec, jobs[i].rec_len, jobs[i].hdr, jobs[i].payload);
+      if (ec) return ec;
+    }
+    return {};
+  }
+
+  // mac_verified: the caller already checked the tag (open_batch).
   std::error_code open(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
-                       std::span<uint8_t>& payload) noexcept {
+                       std::span<uint8_t>& payload, bool mac_verified = false) noexcept {
     if (rec_len < kHeaderLen) return errc::bad_record_length;
     std::error_code ec;
     RecordHeader h{};
@@ -204,7 +267,7 @@ class RecordCrypto {
     uint8_t* body = rec + kHeaderLen;
     size_t body_len = h.body_len;
     uint8_t* tag = body + body_len;
-    if (hmac_) {
+    if (hmac_ && !mac_verified) {
       uint8_t expect[crypto::HmacSha256::kTagLen];
       compute_mac(seq, rec, body_len, expect);
       bool ok = crypto::ct_equal(expect, tag, tag_len_);
@@ -402,6 +465,14 @@ std::error_code RecordOpener::open(uint8_t* rec, size_t rec_len, RecordHeader& h
 std::error_code RecordOpener::open_at(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
                                       std::span<uint8_t>& payload) noexcept {
   return impl_->rc.open(seq, rec, rec_len, hdr, payload);
+}
+
+std::error_code RecordOpener::open_batch(Job* jobs, size_t n) noexcept {
+  if (n == 0) return {};
+  if (seq_ > UINT64_MAX - n) return errc::sequence_exhausted;
+  std::error_code ec = impl_->rc.open_batch(seq_, jobs, n);
+  if (!ec) seq_ += n;
+  return ec;
 }
 
 // ---------------------------------------------------------------------------------------------

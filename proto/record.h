@@ -116,6 +116,18 @@ class RecordOpener {
   std::error_code open_at(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
                           std::span<uint8_t>& payload) noexcept;
 
+  // Opens n consecutive records (sequence numbers next_seq() ..). Every tag is verified before
+  // anything is decrypted, the MACs of all n records together (multi-buffer HMAC). On success
+  // sets each job's hdr and payload and advances next_seq() by n; on failure returns the first
+  // record's error, opens none of them (the caller must drop the connection) and leaves next_seq().
+  struct Job {
+    uint8_t* rec;
+    size_t rec_len;
+    RecordHeader hdr;            // out
+    std::span<uint8_t> payload;  // out
+  };
+  std::error_code open_batch(Job* jobs, size_t n) noexcept;
+
   uint64_t next_seq() const noexcept { return seq_; }
 
  private:
