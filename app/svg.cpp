@@ -130,12 +130,34 @@ void titles(std::string& s, double w, const std::string& title, const std::strin
          "text-anchor=\"middle\">" + escape(subtitle) + "</text>\n";
 }
 
+// Length of the valid UTF-8 sequence starting at in[i] (1..4), or 0 if it is not valid UTF-8.
+size_t utf8_len(std::string_view in, size_t i) {
+  const auto c = static_cast<unsigned char>(in[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > in.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(in[i + k]) & 0xc0) != 0x80) return 0;
+  if (n == 2 && c < 0xc2) return 0;  // overlong
+  return n;
+}
+
 }  // namespace
 
 std::string escape(std::string_view in) {
   std::string o;
   o.reserve(in.size());
-  for (unsigned char c : in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c >= 0x80) {  // non-ASCII: kept when valid UTF-8 (the document says UTF-8), else '?'
+      const size_t n = utf8_len(in, i);
+      if (n == 0) {
+        o += '?';
+      } else {
+        o.append(in.substr(i, n));
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;

@@ -337,6 +337,7 @@ TEST(BenchUnit, ParseSize) {
 
 TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
   EXPECT_EQ(app::svg::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+  EXPECT_EQ(app::svg::escape("min\u2013max \xff\xfe ok\x01"), "min\u2013max ?? ok") << "invalid UTF-8 and controls";
   app::svg::BarChart c;
   c.title = "t <&> \"quoted\" 'x'";
   c.subtitle = "CPU & co";
