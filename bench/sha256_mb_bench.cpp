@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
   }
   if (jobs_n == 0 || runs < 1) return 2;
 
-  std::printf("CPU: %s\nsha256_many picks: %s; %zu messages per batch, median of %d runs, GB/s\n", cr::cpu_model(),
-              cr::sha256_mb_impl_name(), jobs_n, runs);
+  std::printf("CPU: %s\nsha256_many picks: %s; %zu messages per batch, median of %d runs, GB/s\n",
+              cr::cpu_model(), cr::sha256_mb_impl_name(), jobs_n, runs);
 
   const cr::ShaMbImpl all[] = {cr::ShaMbImpl::software, cr::ShaMbImpl::shani, cr::ShaMbImpl::avx2x8,
                                cr::ShaMbImpl::avx512x16, cr::ShaMbImpl::best};
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(1);
   const uint8_t key[32] = {1, 2, 3};
   cr::HmacSha256 hkey(key, sizeof key);
-  for (size_t size : {size_t(16) << 10, size_t(256) << 10, size_t(1) << 20}) {
+  for (size_t size : {size_t(1) << 10, size_t(16) << 10, size_t(256) << 10, size_t(1) << 20}) {
     std::vector<uint8_t> buf(jobs_n * size + 16);
     for (auto& b : buf) b = uint8_t(rng());
     std::vector<uint8_t> outs(32 * jobs_n);
@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
     for (cr::ShaMbImpl impl : impls)
       fns.push_back([&, impl] {
         for (size_t j = 0; j < jobs_n; ++j)
-          hjobs[j] = {buf.data() + offs[j], 16, buf.data() + offs[j] + 16, lens[j] - 16, outs.data() + 32 * j};
+          hjobs[j] = {buf.data() + offs[j], 16, buf.data() + offs[j] + 16, lens[j] - 16,
+                      outs.data() + 32 * j};
         cr::hmac_sha256_many_with(impl, hkey, hjobs.data(), jobs_n);
       });
     std::printf("HMAC mixed 1K..1M     ");

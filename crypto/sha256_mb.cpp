@@ -31,6 +31,7 @@
 #include "crypto/sha256_mb.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "crypto/cpu.h"
@@ -80,7 +81,8 @@ struct Plan {
 };
 
 // Plans the compression of a || b after `prefix` bytes (0, or 64 for HMAC's key block).
-void plan_message(Plan& m, uint64_t prefix, const uint8_t* a, size_t la, const uint8_t* b, size_t lb) noexcept {
+void plan_message(Plan& m, uint64_t prefix, const uint8_t* a, size_t la, const uint8_t* b,
+                  size_t lb) noexcept {
   m.nseg = 0;
   m.cur = 0;
   const uint64_t total = prefix + la + lb;
@@ -184,11 +186,12 @@ using Kernel = void (*)(uint32_t st[8][K], const uint8_t* const ptr[K], size_t n
 // Lanes finished one stream at a time once fewer than this many are busy and none is waiting:
 // about K * (one-stream GB/s) / (K-lane GB/s), from the measurements at the top of this file
 // (at most K, so that a forced avx2x8 still runs its lanes on a CPU where SHA-NI beats it).
-int g_tail_override = 0;
+std::atomic<int> g_tail_override{0};
 
 template <int K>
 int tail_lanes() noexcept {
-  if (g_tail_override > 0) return std::min(g_tail_override, K);
+  const int forced = g_tail_override.load(std::memory_order_relaxed);
+  if (forced > 0) return std::min(forced, K);
   if (K == 16) return shani_ok() ? 7 : 2;
   return shani_ok() ? 8 : 2;
 }
@@ -341,25 +344,35 @@ ShaMbImpl resolve(ShaMbImpl impl) noexcept {
 
 }  // namespace
 
-void detail::sha256_mb_set_tail_lanes_for_testing(int lanes) noexcept { g_tail_override = lanes; }
+void detail::sha256_mb_set_tail_lanes_for_testing(int lanes) noexcept {
+  g_tail_override.store(lanes, std::memory_order_relaxed);
+}
 
 bool sha256_mb_impl_available(ShaMbImpl impl) noexcept {
   switch (impl) {
-    case ShaMbImpl::avx512x16: return avx512_ok();
-    case ShaMbImpl::avx2x8: return cpu().avx2;
-    case ShaMbImpl::shani: return shani_ok();
+    case ShaMbImpl::avx512x16:
+      return avx512_ok();
+    case ShaMbImpl::avx2x8:
+      return cpu().avx2;
+    case ShaMbImpl::shani:
+      return shani_ok();
     case ShaMbImpl::best:
-    case ShaMbImpl::software: return true;
+    case ShaMbImpl::software:
+      return true;
   }
   return false;
 }
 
 const char* sha256_mb_impl_name(ShaMbImpl impl) noexcept {
   switch (resolve(impl)) {
-    case ShaMbImpl::avx512x16: return "avx512x16";
-    case ShaMbImpl::avx2x8: return "avx2x8";
-    case ShaMbImpl::shani: return "shani";
-    default: return "software";
+    case ShaMbImpl::avx512x16:
+      return "avx512x16";
+    case ShaMbImpl::avx2x8:
+      return "avx2x8";
+    case ShaMbImpl::shani:
+      return "shani";
+    default:
+      return "software";
   }
 }
 
@@ -369,10 +382,14 @@ void sha256_many_with(ShaMbImpl impl, Sha256Job* jobs, size_t n) noexcept {
   Batch batch;
   batch.sjobs = jobs;
   switch (resolve(impl)) {
-    case ShaMbImpl::avx512x16: return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
-    case ShaMbImpl::avx2x8: return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
-    case ShaMbImpl::shani: return sha256_one_by_one(ShaImpl::shani, jobs, n);
-    default: return sha256_one_by_one(ShaImpl::software, jobs, n);
+    case ShaMbImpl::avx512x16:
+      return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
+    case ShaMbImpl::avx2x8:
+      return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
+    case ShaMbImpl::shani:
+      return sha256_one_by_one(ShaImpl::shani, jobs, n);
+    default:
+      return sha256_one_by_one(ShaImpl::software, jobs, n);
   }
 }
 
@@ -381,10 +398,14 @@ void hmac_sha256_many_with(ShaMbImpl impl, const HmacSha256& key, HmacJob* jobs,
   batch.hjobs = jobs;
   batch.key = &key;
   switch (resolve(impl)) {
-    case ShaMbImpl::avx512x16: return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
-    case ShaMbImpl::avx2x8: return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
-    case ShaMbImpl::shani: return hmac_one_by_one(ShaImpl::shani, key, jobs, n);
-    default: return hmac_one_by_one(ShaImpl::software, key, jobs, n);
+    case ShaMbImpl::avx512x16:
+      return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
+    case ShaMbImpl::avx2x8:
+      return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
+    case ShaMbImpl::shani:
+      return hmac_one_by_one(ShaImpl::shani, key, jobs, n);
+    default:
+      return hmac_one_by_one(ShaImpl::software, key, jobs, n);
   }
 }
 

@@ -48,9 +48,9 @@ void sha256_many_with(ShaMbImpl impl, Sha256Job* jobs, size_t n) noexcept;
 void hmac_sha256_many_with(ShaMbImpl impl, const HmacSha256& key, HmacJob* jobs, size_t n) noexcept;
 
 namespace detail {
-// Tests only, not thread-safe: the SIMD paths hand the remaining lanes to the one-stream code
-// once fewer than `lanes` are busy (0 restores the measured default; 1 keeps the SIMD lanes
-// running to the very last message, idle lanes shadowing a busy one).
+// Tests and benchmarks only (global; set it while no batch runs): the SIMD paths hand the remaining lanes to
+// the one-stream code once fewer than `lanes` are busy (0 restores the measured default; 1 keeps the SIMD
+// lanes running to the very last message, idle lanes shadowing a busy one).
 void sha256_mb_set_tail_lanes_for_testing(int lanes) noexcept;
 }  // namespace detail
 

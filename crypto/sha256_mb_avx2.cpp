@@ -73,7 +73,8 @@ inline void transpose8(__m256i out[8], const __m256i r[8]) noexcept {
 void sha256_x8_avx2(uint32_t st[8][8], const uint8_t* const ptr[8], size_t nblocks) noexcept {
   __m256i s[8];
   for (int i = 0; i < 8; ++i) s[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st[i]));
-  const __m256i bswap = _mm256_broadcastsi128_si256(_mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3));
+  const __m256i bswap =
+      _mm256_broadcastsi128_si256(_mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3));
 
   for (size_t blk = 0; blk < nblocks; ++blk) {
     __m256i w[16];

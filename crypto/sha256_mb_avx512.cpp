@@ -43,7 +43,9 @@ constexpr Wide kWide = widen();
 // vpternlogd truth tables with operands (a, b, c): a^b^c, a ? b : c, majority.
 constexpr int kXor3 = 0x96, kChoose = 0xCA, kMajority = 0xE8;
 
-inline __m512i xor3(__m512i a, __m512i b, __m512i c) noexcept { return _mm512_ternarylogic_epi32(a, b, c, kXor3); }
+inline __m512i xor3(__m512i a, __m512i b, __m512i c) noexcept {
+  return _mm512_ternarylogic_epi32(a, b, c, kXor3);
+}
 
 // Loads block `blk` of each of the 16 lanes and returns w[j] = word j of every lane, big-endian
 // words converted to native.
@@ -66,13 +68,14 @@ inline void load_transposed(__m512i w[16], const uint8_t* const ptr[16], size_t 
     v[g][3] = _mm512_unpackhi_epi64(t1, t3);
   }
   // Stage 3/4: 4x4 transpose of the 128-bit chunks; word 4k+j gathers chunk k of v[0..3][j].
-  const __m512i bswap = _mm512_broadcast_i32x4(_mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3));
+  const __m512i bswap =
+      _mm512_broadcast_i32x4(_mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3));
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
-    const __m512i s0 = _mm512_shuffle_i32x4(v[0][j], v[1][j], 0x44);  // A0 A1 B0 B1
-    const __m512i s1 = _mm512_shuffle_i32x4(v[0][j], v[1][j], 0xEE);  // A2 A3 B2 B3
-    const __m512i s2 = _mm512_shuffle_i32x4(v[2][j], v[3][j], 0x44);  // C0 C1 D0 D1
-    const __m512i s3 = _mm512_shuffle_i32x4(v[2][j], v[3][j], 0xEE);  // C2 C3 D2 D3
+    const __m512i s0 = _mm512_shuffle_i32x4(v[0][j], v[1][j], 0x44);             // A0 A1 B0 B1
+    const __m512i s1 = _mm512_shuffle_i32x4(v[0][j], v[1][j], 0xEE);             // A2 A3 B2 B3
+    const __m512i s2 = _mm512_shuffle_i32x4(v[2][j], v[3][j], 0x44);             // C0 C1 D0 D1
+    const __m512i s3 = _mm512_shuffle_i32x4(v[2][j], v[3][j], 0xEE);             // C2 C3 D2 D3
     w[j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(s0, s2, 0x88), bswap);       // chunk 0
     w[4 + j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(s0, s2, 0xDD), bswap);   // chunk 1
     w[8 + j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(s1, s3, 0x88), bswap);   // chunk 2
@@ -99,9 +102,12 @@ void sha256_x16_avx512(uint32_t st[8][16], const uint8_t* const ptr[16], size_t 
         wt = w[t];
       } else {
         const __m512i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
-        const __m512i s0 = xor3(_mm512_ror_epi32(w15, 7), _mm512_ror_epi32(w15, 18), _mm512_srli_epi32(w15, 3));
-        const __m512i s1 = xor3(_mm512_ror_epi32(w2, 17), _mm512_ror_epi32(w2, 19), _mm512_srli_epi32(w2, 10));
-        wt = w[t & 15] = _mm512_add_epi32(_mm512_add_epi32(w[t & 15], s0), _mm512_add_epi32(w[(t - 7) & 15], s1));
+        const __m512i s0 =
+            xor3(_mm512_ror_epi32(w15, 7), _mm512_ror_epi32(w15, 18), _mm512_srli_epi32(w15, 3));
+        const __m512i s1 =
+            xor3(_mm512_ror_epi32(w2, 17), _mm512_ror_epi32(w2, 19), _mm512_srli_epi32(w2, 10));
+        wt = w[t & 15] =
+            _mm512_add_epi32(_mm512_add_epi32(w[t & 15], s0), _mm512_add_epi32(w[(t - 7) & 15], s1));
       }
       const __m512i hkw = _mm512_add_epi32(h, _mm512_add_epi32(wt, _mm512_load_si512(kWide.k[t])));
       const __m512i sig1 = xor3(_mm512_ror_epi32(e, 6), _mm512_ror_epi32(e, 11), _mm512_ror_epi32(e, 25));

@@ -1,6 +1,8 @@
 // Multi-buffer SHA-256 / HMAC-SHA256: every implementation this CPU has, forced one at a time,
 // against crypto::Sha256 / HmacSha256 and OpenSSL, over random job counts and lengths,
 // misaligned buffers, ~1 MiB messages, and RFC 4231 split at every point into the two parts.
+#include "crypto/sha256_mb.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -10,7 +12,6 @@
 
 #include "crypto/cpu.h"
 #include "crypto/sha256.h"
-#include "crypto/sha256_mb.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::test {
@@ -51,9 +52,10 @@ Bytes openssl_hmac(const Bytes& key, const Bytes& msg) {
   Bytes out(32);
   size_t len = 0;
   static const uint8_t kEmpty = 0;
-  EXPECT_NE(EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.empty() ? &kEmpty : key.data(), key.size(),
-                      msg.empty() ? &kEmpty : msg.data(), msg.size(), out.data(), out.size(), &len),
-            nullptr);
+  EXPECT_NE(
+      EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.empty() ? &kEmpty : key.data(), key.size(),
+                msg.empty() ? &kEmpty : msg.data(), msg.size(), out.data(), out.size(), &len),
+      nullptr);
   return out;
 }
 
@@ -131,7 +133,8 @@ TEST(Sha256Mb, NoJobsAndOneJob) {
     uint8_t out[32];
     Sha256Job j{nullptr, 0, out};
     crypto::sha256_many_with(impl, &j, 1);
-    EXPECT_EQ(to_hex(out, 32), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") << name(impl);
+    EXPECT_EQ(to_hex(out, 32), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        << name(impl);
   }
 }
 
@@ -156,7 +159,8 @@ TEST(Sha256Mb, EqualLengthsFillEveryLane) {
 TEST(Sha256Mb, LargeMessages) {
   std::mt19937_64 rng(0x3b258);
   std::vector<size_t> lens{size_t(1) << 20, (size_t(1) << 20) + 13, (size_t(1) << 20) - 1};
-  for (int i = 0; i < 14; ++i) lens.push_back(i % 2 ? random_len(rng, 5000) : (size_t(1) << 20) - rng() % 70000);
+  for (int i = 0; i < 14; ++i)
+    lens.push_back(i % 2 ? random_len(rng, 5000) : (size_t(1) << 20) - rng() % 70000);
   check_hashes(rng, lens, true);
 }
 
@@ -213,7 +217,8 @@ void check_hmac(std::mt19937_64& rng, const HmacCase& c, const std::vector<size_
       crypto::hmac_sha256_many_with(impl, h, jobs.data(), jobs.size());
       for (size_t i = 0; i < c.msgs.size(); ++i)
         ASSERT_EQ(to_hex(jobs[i].tag, 32), to_hex(want[i]))
-   << name(impl) << " tail " << tail << " job " << i << " len1 " << jobs[i].len1 << " len2 " << jobs[i].len2;
+            << name(impl) << " tail " << tail << " job " << i << " len1 " << jobs[i].len1 << " len2 "
+            << jobs[i].len2;
     }
   }
 }
