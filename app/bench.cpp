@@ -170,6 +170,54 @@ std::string human_bytes(uint64_t n) {
   return fmt(v == std::floor(v) ? "%.0f" : "%.2f", v) + " " + u[i];
 }
 
+// SIGINT/SIGTERM while a bench runs: remove the (large) data file at once, so an interrupted run
+// leaves no 1 GiB file in /dev/shm behind. With local server children they are sent SIGTERM: the
+// transfer in progress then fails, the stack unwinds through the destructors (temporary
+// directory removed) and run_bench returns 130. Against a remote HOST the process dies of the
+// signal. Only async-signal-safe calls in the handler; the state is plain static storage.
+char g_data_path[4096];
+volatile pid_t g_server_pids[2] = {-1, -1};
+volatile sig_atomic_t g_interrupted = 0;
+
+extern "C" void bench_on_signal(int sig) {
+  if (g_data_path[0]) ::unlink(g_data_path);
+  bool any = false;
+  for (int i = 0; i < 2; ++i)
+    if (g_server_pids[i] > 0) {
+      ::kill(g_server_pids[i], SIGTERM);
+      any = true;
+    }
+  g_interrupted = 1;
+  if (!any) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+class SignalCleanup {
+ public:
+  SignalCleanup() {
+    struct sigaction sa {};
+    sa.sa_handler = bench_on_signal;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalCleanup() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    g_data_path[0] = 0;
+    g_server_pids[0] = -1;
+    g_server_pids[1] = -1;
+    g_interrupted = 0;
+  }
+  SignalCleanup(const SignalCleanup&) = delete;
+  SignalCleanup& operator=(const SignalCleanup&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 // A directory under the temp directory, removed with everything in it on destruction.
 class ScratchDir {
  public:
@@ -203,9 +251,14 @@ class DataFile {
     int fd = ::mkstemp(t.data());
     if (fd < 0) throw std::runtime_error(t + ": " + std::strerror(errno));
     path_ = t;
+    if (t.size() < sizeof g_data_path) std::memcpy(g_data_path, t.c_str(), t.size() + 1);
     std::vector<uint64_t> buf(size_t(1) << 17);  // 1 MiB
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (uint64_t left = size; left > 0;) {
+      if (g_interrupted) {
+        ::close(fd);
+        throw std::runtime_error("interrupted");
+      }
       for (auto& w : buf) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -459,6 +512,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   const std::string date = utc_now("%Y-%m-%d %H:%M UTC");
   const std::string cpu = cr::cpu_model();
   try {
+    SignalCleanup on_signal;
     std::unique_ptr<ScratchDir> scratch;
     std::unique_ptr<LocalServer> server_hw, server_sw;
     fs::path home = net::aesxfer_home();
@@ -471,9 +525,11 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       net::load_or_create_identity(home / "id_ed25519");
       fs::create_directories(scratch->path() / "hw");
       server_hw = std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "hw", home, global_no_aesni);
+      g_server_pids[0] = server_hw->pid();
       if (need_portable_server) {
         fs::create_directories(scratch->path() / "sw");
         server_sw = std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "sw", home, true);
+        g_server_pids[1] = server_sw->pid();
       }
     }
     if (!opt.quiet)
@@ -484,6 +540,11 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
 
     for (int rep = 0; rep < opt.repeat; ++rep) {
       for (auto& r : rows) {
+        if (g_interrupted) {
+          cr::set_no_aesni(global_no_aesni);
+          err << "aesxfer bench: interrupted\n";
+          return 130;
+        }
         cr::set_no_aesni(r.no_aesni);
         r.impl = cr::cipher_impl_name(*r.cipher);
         const LocalServer* srv = !local ? nullptr : (r.no_aesni && !global_no_aesni ? server_sw.get() : server_hw.get());
@@ -513,6 +574,10 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           client.bye();
         } catch (const std::exception& e) {
           cr::set_no_aesni(global_no_aesni);
+          if (g_interrupted) {
+            err << "aesxfer bench: interrupted\n";
+            return 130;
+          }
           err << "aesxfer bench: " << r.cipher->name << (r.no_aesni ? " (--no-aesni)" : "") << ": " << e.what()
               << "\n";
           if (srv) err << "aesxfer bench: server log: " << srv->log_tail() << "\n";
@@ -641,8 +706,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     }
   } catch (const std::exception& e) {
     cr::set_no_aesni(global_no_aesni);
-    err << "aesxfer bench: " << e.what() << "\n";
-    return 1;
+    err << "aesxfer bench: " << (g_interrupted ? std::string("interrupted") : e.what()) << "\n";
+    return g_interrupted ? 130 : 1;
   }
   return 0;
 }

@@ -56,7 +56,8 @@ inline constexpr double kBenchContendedPct = 15.0;
 bool parse_size(const std::string& s, uint64_t& out);
 
 // Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
-// 0 success, 1 a transfer or the local server failed, 2 bad options.
+// 0 success, 1 a transfer or the local server failed, 2 bad options, 130 interrupted (SIGINT or
+// SIGTERM with a local server; the temporary files are removed first).
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err);
 
 }  // namespace aesxfer::app

@@ -501,6 +501,28 @@ TEST(BenchCli, UsageErrors) {
   }
 }
 
+TEST(BenchCli, RemoteHostHasNoServerCpu) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  auto r = run_aesxfer({"bench", "127.0.0.1", "-P", std::to_string(server.port()), "--size", "2M", "--repeat", "2",
+                        "-c", "aes128-gcm", "--json", "-q"},
+                       ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\nserver log:\n" << server.log();
+  Json j;
+  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  EXPECT_FALSE(j.obj["local_server"].b);
+  ASSERT_EQ(j.obj["rows"].arr.size(), 1u);
+  auto& row = j.obj["rows"].arr[0].obj;
+  EXPECT_EQ(row["server_cpu_pct"].kind, Json::Null) << "a remote server's CPU is not measured";
+  EXPECT_EQ(row["mb_s_runs"].arr.size(), 2u);
+  EXPECT_GT(row["mb_s_median"].num, 0);
+  const std::string v = row["verdict"].str;
+  EXPECT_TRUE(v == "network or receiver (server CPU not measured)" || v.rfind("sender cipher CPU", 0) == 0 ||
+              v == "CPU contention (other processes)")
+      << v;
+  EXPECT_TRUE(server.running()) << "bench leaves a remote server running";
+}
+
 TEST(BenchCli, UnreachableHostFailsWithOneLine) {
   Workspace ws;
   auto r = run_aesxfer({"bench", "127.0.0.1", "-P", std::to_string(unused_port()), "--size", "1M", "--repeat", "1",
