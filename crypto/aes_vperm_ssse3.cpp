@@ -60,9 +60,50 @@ constexpr uint8_t k_dec_const = 0x73;
 // ShiftRows: out[4c + r] = in[4((c + r) % 4) + r]; InvShiftRows: in[4((c - r) % 4) + r].
 alignas(16) constexpr uint8_t k_sr[16] = {0, 5, 10, 15, 4, 9, 14, 3, 8, 13, 2, 7, 12, 1, 6, 11};
 alignas(16) constexpr uint8_t k_isr[16] = {0, 13, 10, 7, 4, 1, 14, 11, 8, 5, 2, 15, 12, 9, 6, 3};
-// Rotations inside each column: out[4c + r] = in[4c + (r + 1) % 4] and in[4c + (r + 3) % 4].
+// Rotation inside each column (decryption): out[4c + r] = in[4c + (r + 1) % 4].
 alignas(16) constexpr uint8_t k_rot1[16] = {1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12};
-alignas(16) constexpr uint8_t k_rot3[16] = {3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14};
+
+// Encryption never runs ShiftRows: the state of round r + 1 is kept in the byte order
+// Q = InvShiftRows^r of the logical state, so ShiftRows cancels and MixColumns' rotation R
+// becomes Q R Q^-1, one of four permutations (r mod 4). Round keys are stored in that order;
+// the last round puts bytes back with ShiftRows^2 (Q_10 = InvShiftRows^9, and SR^4 = 1).
+// An index vector x applies as PSHUFB does: (X v)[p] = v[x[p]]; X^n is x applied n times.
+struct Perm {
+  alignas(16) uint8_t v[16];
+};
+constexpr uint8_t apply_n(const uint8_t* x, int n, uint8_t p) {
+  for (int i = 0; i < n; ++i) p = x[p];
+  return p;
+}
+constexpr Perm perm_pow(const uint8_t* x, int n) {
+  Perm r{};
+  for (int p = 0; p < 16; ++p) r.v[p] = apply_n(x, n, uint8_t(p));
+  return r;
+}
+// (InvShiftRows^m R_k ShiftRows^m) for the column rotation by k rows.
+constexpr Perm rot_conj(int k, int m) {
+  Perm r{};
+  for (int p = 0; p < 16; ++p) {
+    const uint8_t q = apply_n(k_isr, m, uint8_t(p));
+    r.v[p] = apply_n(k_sr, m, uint8_t((q & ~3) | ((q + k) & 3)));
+  }
+  return r;
+}
+struct MixPerms {
+  Perm rot[4][3];  // [r mod 4][k - 1]
+  Perm isr_pow[4];
+  Perm sr2;
+};
+constexpr MixPerms make_mix_perms() {
+  MixPerms m{};
+  for (int r = 0; r < 4; ++r) {
+    for (int k = 1; k <= 3; ++k) m.rot[r][k - 1] = rot_conj(k, r);
+    m.isr_pow[r] = perm_pow(k_isr, r);
+  }
+  m.sr2 = perm_pow(k_sr, 2);
+  return m;
+}
+constexpr MixPerms k_mix = make_mix_perms();
 
 inline __m128i ld(const uint8_t* p) noexcept { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i loadu(const uint8_t* p) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
@@ -88,9 +129,10 @@ struct Inv {
 inline Inv invert(__m128i s) noexcept {
   const __m128i m = _mm_set1_epi8(0x0f);
   const __m128i inv = ld(k_inv);
-  const __m128i i = _mm_and_si128(_mm_srli_epi32(s, 4), m);
+  const __m128i h = _mm_srli_epi32(s, 4);
+  const __m128i i = _mm_and_si128(h, m);
   const __m128i k = _mm_and_si128(s, m);
-  const __m128i j = x(i, k);
+  const __m128i j = _mm_and_si128(x(s, h), m);  // i ^ k, one step shorter than from i
   const __m128i ak = pshufb(ld(k_inv_nk), k);
   const __m128i iak = x(pshufb(inv, i), ak);
   const __m128i jak = x(pshufb(inv, j), ak);
@@ -102,21 +144,29 @@ inline __m128i out(const Inv& v, const uint8_t* u, const uint8_t* t) noexcept {
 
 template <int N>
 inline void encN(const Keys& k, __m128i* s) noexcept {
-  const __m128i sr = ld(k_sr), rot1 = ld(k_rot1), rot3 = ld(k_rot3);
 #pragma GCC unroll 4
   for (int b = 0; b < N; ++b) s[b] = x(lin(s[b], k_enc_in_lo, k_enc_in_hi), k.k[0]);
+#pragma GCC unroll 9
   for (int r = 1; r < 10; ++r) {
+    const Perm* rot = k_mix.rot[r & 3];
+    const __m128i r1 = ld(rot[0].v), r2 = ld(rot[1].v), r3 = ld(rot[2].v);
 #pragma GCC unroll 4
     for (int b = 0; b < N; ++b) {
-      const Inv v = invert(pshufb(s[b], sr));
+      const Inv v = invert(s[b]);
       const __m128i a = out(v, k_enc_1u, k_enc_1t);   // S(x), tower form
       const __m128i a2 = out(v, k_enc_2u, k_enc_2t);  // 2 S(x)
-      const __m128i t = x(a2, pshufb(a, rot1));        // 2 a0 + a1
-      s[b] = x(x(t, pshufb(t, rot1)), x(pshufb(a, rot3), k.k[r]));  // 2 a0 + 3 a1 + a2 + a3 + key
+      // 2 a0 + 3 a1 + a2 + a3 + key as a shallow XOR tree: (2a + key + R^2 a + R^3 a) + R(a + 2a).
+      // The empty asm keeps GCC from reassociating it into a longer dependency chain, which
+      // matters for CBC encryption (one block, latency-bound).
+      __m128i g = x(x(a2, k.k[r]), x(pshufb(a, r2), pshufb(a, r3)));
+      __m128i h = x(a, a2);
+      asm("" : "+x"(g), "+x"(h));
+      s[b] = x(g, pshufb(h, r1));
     }
   }
+  const __m128i sr2 = ld(k_mix.sr2.v);
 #pragma GCC unroll 4
-  for (int b = 0; b < N; ++b) s[b] = x(out(invert(pshufb(s[b], sr)), k_enc_lastu, k_enc_lastt), k.k[10]);
+  for (int b = 0; b < N; ++b) s[b] = x(out(invert(pshufb(s[b], sr2)), k_enc_lastu, k_enc_lastt), k.k[10]);
 }
 
 template <int N>
@@ -171,7 +221,8 @@ class AesVperm final : public BlockCipher {
     // Encryption: round 0 in tower form; rounds 1-9 also carry the previous S-box constant;
     // the last round key stays in the AES basis.
     ek_.k[0] = lin(loadu(rk), k_enc_in_lo, k_enc_in_hi);
-    for (int r = 1; r < 10; ++r) ek_.k[r] = x(lin(loadu(rk + 16 * r), k_enc_in_lo, k_enc_in_hi), ec);
+    for (int r = 1; r < 10; ++r)
+      ek_.k[r] = pshufb(x(lin(loadu(rk + 16 * r), k_enc_in_lo, k_enc_in_hi), ec), ld(k_mix.isr_pow[r & 3].v));
     ek_.k[10] = x(loadu(rk + 160), c63);
     // Decryption (equivalent inverse cipher): InvMixColumns on the middle keys, all but the last
     // in the form that InvSubBytes' inversion reads, with its input constant.
@@ -254,13 +305,11 @@ class AesVperm final : public BlockCipher {
     const Keys k = ek_;
     // The counter as a 128-bit big-endian integer in two 64-bit halves.
     uint64_t hi = load_be64(ctr), lo = load_be64(ctr + 8);
+    const __m128i bswap = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     auto block = [&](uint64_t add) {
       const uint64_t l = lo + add;
       const uint64_t h = hi + (l < lo ? 1 : 0);
-      alignas(16) uint8_t b[16];
-      store_be64(b, h);
-      store_be64(b + 8, l);
-      return ld(b);
+      return pshufb(_mm_set_epi64x(int64_t(h), int64_t(l)), bswap);
     };
     auto advance = [&](uint64_t add) {
       const uint64_t l = lo + add;
