@@ -368,8 +368,9 @@ class LocalServer {
     return s.empty() ? "(no log)" : s;
   }
 
-  void stop() noexcept {
-    if (pid_ <= 0) return;
+  // SIGTERM, SIGKILL after 5 s; returns the exit status (128 + signal when killed), -1 if not running.
+  int stop() noexcept {
+    if (pid_ <= 0) return -1;
     ::kill(pid_, SIGTERM);
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     int st = 0;
@@ -382,6 +383,7 @@ class LocalServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     pid_ = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
 
  private:
@@ -601,8 +603,12 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       }
     }
     cr::set_no_aesni(global_no_aesni);
-    if (server_hw) server_hw->stop();
-    if (server_sw) server_sw->stop();
+    // A server that does not exit 0 on SIGTERM (a crash, a sanitizer report) is worth a warning.
+    for (auto* srv : {server_hw.get(), server_sw.get()}) {
+      if (!srv) continue;
+      const int st = srv->stop();
+      if (st != 0) err << "aesxfer bench: warning: the local server exited with status " << st << ": " << srv->log_tail() << "\n";
+    }
 
     // Figures.
     for (auto& r : rows) {
