@@ -132,10 +132,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   if (on_start) on_start(req.size);
   auto t0 = Clock::now();
   try {
-    if ((req.flags & proto::kFlagResume) || opt_.fine_progress)
-      r.sha256 = send_stream_from(*conn_, fd, req.offset, req.size, progress);
-    else
-      r.sha256 = send_stream(*conn_, fd, req.size, progress);
+    r.sha256 = send_stream(*conn_, fd, req.size, progress, StreamOptions{req.offset, opt_.fine_progress});
   } catch (const Failure& f) {
     // The receiver may have said why it stopped (disk full, ...) before closing.
     try {
@@ -200,10 +197,7 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    if (opt_.fine_progress)
-      r.sha256 = recv_stream_from(*conn_, out ? out->fd() : -1, 0, resp.size, progress);
-    else
-      r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress);
+    r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     result.status = proto::Status(e.status);

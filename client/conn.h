@@ -93,7 +93,7 @@ std::string printable(std::string_view s);
 
 // Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.
 int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
-// No Nagle: records are written whole; buffers are left to autotuning.
+// No Nagle: records are written whole. Socket buffers: see size_buffer() in conn.cpp.
 void tune_socket(int fd);
 
 }  // namespace aesxfer::net

@@ -27,15 +27,6 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len);
 // Feeds the first len bytes of fd into h (pread). Throws Failure.
 void hash_prefix(crypto::Sha256& h, int fd, uint64_t len);
 
-// These loops report progress after every record (256 KiB), where the pipelined send_stream and
-// recv_stream report per batch of records; the client uses them for -l and --json-progress too.
-// fd < 0 means the /dev/zero source or the /dev/null sink as there.
-// Like send_stream, but the first `offset` bytes are only hashed (not sent): data records carry
-// bytes [offset, size), the end record the whole file's SHA-256 and size.
-std::array<uint8_t, 32> send_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress);
-// Like recv_stream for a file whose first `offset` bytes are already in fd: hashes them, then
-// appends the received bytes at `offset` and checks the end record against the whole file.
-std::array<uint8_t, 32> recv_stream_from(Conn& c, int fd, uint64_t offset, uint64_t size, const ProgressFn& progress);
 
 // "<dir>/.<name>.aesxfer-partial": the receiver's file for a put with the resume flag. Kept when
 // the transfer breaks (the destructor closes it without removing it); renamed into place by

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "client/resume.h"
 #include "crypto/sha256.h"
 #include "crypto/util.h"
 
@@ -163,21 +164,29 @@ void write_full(int fd, const uint8_t* p, size_t n) {
 
 }  // namespace
 
-std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress) {
+std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                                    const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
-  Handoff h(kSendSlots, proto::kDefaultPayload + overhead);
+  const size_t per_batch = opt.per_record ? 1 : kSendSlots;
+  Handoff h(per_batch, proto::kDefaultPayload + overhead);
   crypto::Sha256 hash;
+  if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
+  if (opt.offset && fd >= 0) {
+    hash_prefix(hash, fd, opt.offset);
+    if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
+      throw Failure(std::string("seek error: ") + std::strerror(errno));
+  }
 
   // Reader: fills batches with payloads and hashes them before they are encrypted in place.
   std::thread reader([&] {
     try {
-      uint64_t at = 0;
+      uint64_t at = opt.offset;
       bool last = false;
       while (!last) {
         Batch* b = h.take_free();
         if (!b) return;
         b->n = 0;
-        while (b->n < kSendSlots && at < size) {
+        while (b->n < per_batch && at < size) {
           size_t n = size_t(std::min<uint64_t>(proto::kDefaultPayload, size - at));
           uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
           if (fd < 0) std::memset(p, 0, n);
@@ -195,7 +204,7 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
   });
   Joiner joiner{h, reader};
 
-  uint64_t done = 0;
+  uint64_t done = opt.offset;
   proto::RecordSealer::Job jobs[kSendSlots];
   struct iovec iov[kSendSlots];
   for (;;) {
@@ -229,9 +238,13 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
   return digest;
 }
 
-std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress) {
-  Handoff h(kRecvSlots, proto::kMaxRecord);
+std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                                    const StreamOptions& opt) {
+  const size_t per_batch = opt.per_record ? 1 : kRecvSlots;
+  Handoff h(per_batch, proto::kMaxRecord);
   crypto::Sha256 hash;
+  if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
+  if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
 
   // Writer: hashes the verified plaintext and writes it out.
   std::thread writer([&] {
@@ -251,7 +264,7 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
   });
   Joiner joiner{h, writer};
 
-  uint64_t done = 0;
+  uint64_t done = opt.offset;
   for (;;) {
     Batch* b = h.take_free();
     if (!b) {
@@ -265,12 +278,29 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
     // their tags together and decrypt them.
     proto::RecordOpener::Job jobs[kRecvSlots];
     size_t nrec = 0;
-    while (nrec < kRecvSlots) {
-      uint8_t* rec = b->slot(nrec);
-      proto::RecordHeader hdr{};
-      size_t wire = c.read_record(rec, hdr, "the transfer");
-      jobs[nrec++] = {rec, wire, {}, {}};
-      if (hdr.type != RecordType::data) break;
+    try {
+      while (nrec < per_batch) {
+        uint8_t* rec = b->slot(nrec);
+        proto::RecordHeader hdr{};
+        size_t wire = c.read_record(rec, hdr, "the transfer");
+        jobs[nrec++] = {rec, wire, {}, {}};
+        if (hdr.type != RecordType::data) break;
+      }
+    } catch (const Failure&) {
+      // Cut mid-batch: the records that did arrive whole and verify still reach the file, so a
+      // kept partial file (--resume) holds every verified byte.
+      if (nrec > 0 && !c.opener().open_batch(jobs, nrec)) {
+        for (size_t i = 0; i < nrec && b->n < per_batch; ++i)
+          if (jobs[i].hdr.type == RecordType::data && jobs[i].payload.size() <= size - done) {
+            b->payload[b->n++] = jobs[i].payload;
+            done += jobs[i].payload.size();
+          }
+        if (b->n > 0) {
+          h.put_full(b);
+          h.drain();
+        }
+      }
+      throw;
     }
     std::error_code ec = c.opener().open_batch(jobs, nrec);
     if (ec) throw Failure("from " + c.peer() + ": " + ec.message());

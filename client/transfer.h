@@ -12,9 +12,20 @@ namespace aesxfer::net {
 // Called with the bytes moved so far (at most every record).
 using ProgressFn = std::function<void(uint64_t done)>;
 
+struct StreamOptions {
+  // Resume: the first `offset` bytes are already at the receiver. They are hashed from fd (so the
+  // end record still carries the SHA-256 of the whole file) but not sent; data records carry
+  // bytes [offset, size). The receiver's fd must hold them and be positioned at offset.
+  uint64_t offset = 0;
+  // Report progress after every record (256 KiB) rather than per batch of 16, for -l pacing
+  // and --json-progress; records are then read, sealed and written one at a time.
+  bool per_record = false;
+};
+
 // Sends `size` bytes read from fd (fd < 0: zeros, the /dev/zero source). Throws Failure.
 // A file that is shorter than `size` by the time it is read fails the transfer.
-std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress);
+std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                                    const StreamOptions& opt = {});
 
 // Receives exactly `size` bytes into fd (fd < 0: discard, the /dev/null sink) and checks the
 // final record's length and SHA-256. Throws Failure; the caller removes its temporary file.
@@ -22,6 +33,7 @@ struct RecvError : Failure {
   RecvError(const std::string& m, int st) : Failure(m), status(st) {}
   int status;  // proto::Status value to report to the peer
 };
-std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress);
+std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                                    const StreamOptions& opt = {});
 
 }  // namespace aesxfer::net

@@ -124,7 +124,7 @@ void serve_resumed_put(Conn& c, const fs::path& root_real, const proto::Message&
   bool preserve = req.flags & proto::kFlagPreserve;
   auto t0 = Clock::now();
   try {
-    recv_stream_from(c, pf->fd(), req.offset, req.size, nullptr);
+    recv_stream(c, pf->fd(), req.size, nullptr, StreamOptions{req.offset, false});
     pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
   } catch (const RecvError& e) {
     if (e.status == int(proto::Status::integrity)) pf->discard();  // known bad: start over next time
