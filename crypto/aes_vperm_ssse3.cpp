@@ -142,10 +142,9 @@ inline __m128i out(const Inv& v, const uint8_t* u, const uint8_t* t) noexcept {
   return x(pshufb(ld(u), v.io), pshufb(ld(t), v.jo));
 }
 
+// Rounds 1 to 9 on tower-form states that already hold the round-0 key.
 template <int N>
-inline void encN(const Keys& k, __m128i* s) noexcept {
-#pragma GCC unroll 4
-  for (int b = 0; b < N; ++b) s[b] = x(lin(s[b], k_enc_in_lo, k_enc_in_hi), k.k[0]);
+inline void enc_middle(const Keys& k, __m128i* s) noexcept {
 #pragma GCC unroll 9
   for (int r = 1; r < 10; ++r) {
     const Perm* rot = k_mix.rot[r & 3];
@@ -164,6 +163,13 @@ inline void encN(const Keys& k, __m128i* s) noexcept {
       s[b] = x(g, pshufb(h, r1));
     }
   }
+}
+
+template <int N>
+inline void encN(const Keys& k, __m128i* s) noexcept {
+#pragma GCC unroll 4
+  for (int b = 0; b < N; ++b) s[b] = x(lin(s[b], k_enc_in_lo, k_enc_in_hi), k.k[0]);
+  enc_middle<N>(k, s);
   const __m128i sr2 = ld(k_mix.sr2.v);
 #pragma GCC unroll 4
   for (int b = 0; b < N; ++b) s[b] = x(out(invert(pshufb(s[b], sr2)), k_enc_lastu, k_enc_lastt), k.k[10]);
@@ -268,11 +274,20 @@ class AesVperm final : public BlockCipher {
   }
 
   void cbc_encrypt(uint8_t* iv, const uint8_t* in, uint8_t* o, size_t blocks) const noexcept override {
+    // The chain is latency-bound, so it carries M(c), the ciphertext already in tower form:
+    // the last round looks it up beside c itself, and the next block's basis change of the
+    // plaintext runs off the chain.
     const Keys k = ek_;
+    const __m128i sr2 = ld(k_mix.sr2.v);
+    const __m128i k10m = lin(k.k[10], k_enc_in_lo, k_enc_in_hi);
     __m128i c = loadu(iv);
+    __m128i t = lin(c, k_enc_in_lo, k_enc_in_hi);
     for (; blocks > 0; --blocks, in += 16, o += 16) {
-      c = x(c, loadu(in));
-      encN<1>(k, &c);
+      __m128i s = x(t, x(lin(loadu(in), k_enc_in_lo, k_enc_in_hi), k.k[0]));
+      enc_middle<1>(k, &s);
+      const Inv v = invert(pshufb(s, sr2));
+      c = x(out(v, k_enc_lastu, k_enc_lastt), k.k[10]);
+      t = x(out(v, k_enc_1u, k_enc_1t), k10m);
       storeu(o, c);
     }
     storeu(iv, c);
