@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: a normal build with -Werror, then the same tests built with
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# AddressSanitizer and UndefinedBehaviorSanitizer, then the libFuzzer targets (clang, FUZZ_SECONDS
+# each, default 60), then the concurrent tests (server, load, hostile clients) under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh
@@ -12,3 +13,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAESXFER_WERROR=ON \
   -DAESXFER_SANITIZE=address,undefined -DAESXFER_BUILD_BENCH=OFF
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'Large'
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
+# -Wno-tsan: GCC warns that TSan does not model Asio's atomic_thread_fence (in the accept loop).
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAESXFER_WERROR=ON \
+  -DAESXFER_SANITIZE=thread -DAESXFER_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-Wno-tsan
+cmake --build build-tsan -j "$jobs"
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(Load|Hostile|E2e)\.'
