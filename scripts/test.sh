@@ -9,7 +9,9 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAESXFER_WERROR=ON
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAESXFER_WERROR=ON \
+# No -Werror here: with the sanitizers' instrumentation GCC 12 raises false -Wmaybe-uninitialized
+# warnings inside libstdc++'s <regex> (the normal and TSan builds keep -Werror).
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAESXFER_WERROR=OFF \
   -DAESXFER_SANITIZE=address,undefined -DAESXFER_BUILD_BENCH=OFF
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'Large'
