@@ -134,17 +134,18 @@ class CbcLanesOp final : public Op {
  public:
   CbcLanesOp(std::unique_ptr<cr::BlockCipher> bc, size_t size, size_t lanes)
       : bc_(std::move(bc)), lanes_(lanes), ivs_(lanes * 16), chains_(lanes) {
-    blocks_ = size / 16;
+    bs_ = bc_->block_size();
+    blocks_ = size / bs_;
     // Lanes whose buffers share a 4 KiB page offset run several times slower (4K aliasing of the
     // interleaved loads and stores): stagger them by 9 cache lines, as the record layer does.
     stride_ = (size + 63) / 64 * 64 + 576;
-    bytes_ = lanes * blocks_ * 16;
+    bytes_ = lanes * blocks_ * bs_;
     buf_ = alloc_buf(stride_ * lanes);
   }
   void once() noexcept override {
     for (size_t i = 0; i < lanes_; ++i) {
       uint8_t* p = buf_.get() + i * stride_;
-      fresh_iv(&ivs_[i * 16], 16, n_);
+      fresh_iv(&ivs_[i * 16], bs_, n_);
       chains_[i] = cr::CbcLane{&ivs_[i * 16], p, p, blocks_};
     }
     bc_->cbc_encrypt_lanes(chains_.data(), lanes_);
@@ -152,7 +153,7 @@ class CbcLanesOp final : public Op {
 
  private:
   std::unique_ptr<cr::BlockCipher> bc_;
-  size_t lanes_, blocks_ = 0, stride_ = 0;
+  size_t lanes_, blocks_ = 0, stride_ = 0, bs_ = 16;
   std::vector<uint8_t> ivs_;
   std::vector<cr::CbcLane> chains_;
   Buf buf_;
@@ -341,6 +342,7 @@ void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
         const std::string impl = blowfish()->impl();
         add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, false); });
         add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, true); });
+        add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(blowfish(), n, 4); }, 4);
       }
       break;
     }
