@@ -16,128 +16,10 @@
 #include "app/bench.h"
 #include "app/svg.h"
 #include "tests/harness.h"
+#include "tests/test_util.h"
 
 namespace aesxfer::test {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// A minimal JSON reader: objects, arrays, strings (escapes), numbers, true/false/null.
-
-struct Json {
-  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
-  bool b = false;
-  double num = 0;
-  std::string str;
-  std::vector<Json> arr;
-  std::map<std::string, Json> obj;
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
-  bool parse(Json& out) {
-    if (!value(out)) return false;
-    ws();
-    return i_ == s_.size();
-  }
-
- private:
-  const std::string& s_;
-  size_t i_ = 0;
-  void ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool lit(const std::string& w) {
-    if (s_.compare(i_, w.size(), w) != 0) return false;
-    i_ += w.size();
-    return true;
-  }
-  bool string(std::string& out) {
-    if (i_ >= s_.size() || s_[i_] != '"') return false;
-    ++i_;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      char c = s_[i_++];
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c == '\\') {
-        if (i_ >= s_.size()) return false;
-        char e = s_[i_++];
-        if (e == 'u') {
-          if (i_ + 4 > s_.size()) return false;
-          out += char(std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16));
-          i_ += 4;
-          continue;
-        }
-        const std::string from = "\"\\/bfnrt", to = "\"\\/\b\f\n\r\t";
-        const size_t k = from.find(e);
-        if (k == std::string::npos) return false;
-        out += to[k];
-      } else {
-        out += c;
-      }
-    }
-    if (i_ >= s_.size()) return false;
-    ++i_;
-    return true;
-  }
-  bool value(Json& v) {
-    ws();
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
-      v.kind = Json::Obj;
-      ws();
-      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-      for (;;) {
-        ws();
-        std::string k;
-        if (!string(k)) return false;
-        ws();
-        if (i_ >= s_.size() || s_[i_++] != ':') return false;
-        Json m;
-        if (!value(m)) return false;
-        v.obj[k] = std::move(m);
-        ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        return i_ < s_.size() && s_[i_++] == '}';
-      }
-    }
-    if (c == '[') {
-      ++i_;
-      v.kind = Json::Arr;
-      ws();
-      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-      for (;;) {
-        Json m;
-        if (!value(m)) return false;
-        v.arr.push_back(std::move(m));
-        ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        return i_ < s_.size() && s_[i_++] == ']';
-      }
-    }
-    if (c == '"') {
-      v.kind = Json::Str;
-      return string(v.str);
-    }
-    if (lit("true")) return v.kind = Json::Bool, v.b = true, true;
-    if (lit("false")) return v.kind = Json::Bool, v.b = false, true;
-    if (lit("null")) return v.kind = Json::Null, true;
-    const char* start = s_.c_str() + i_;
-    char* end = nullptr;
-    v.num = std::strtod(start, &end);
-    if (end == start) return false;
-    v.kind = Json::Num;
-    i_ += size_t(end - start);
-    return true;
-  }
-};
 
 // ---------------------------------------------------------------------------------------------
 // A minimal XML well-formedness check: one root element, balanced and properly nested tags,
@@ -393,7 +275,7 @@ TEST(BenchCli, JsonRunWithPlot) {
                        ws.home, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   Json j;
-  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
   ASSERT_EQ(j.kind, Json::Obj);
   EXPECT_EQ(j.obj["bytes"].num, 8.0 * 1024 * 1024);
   EXPECT_EQ(j.obj["repeat"].num, 1.0);
@@ -464,7 +346,7 @@ TEST(BenchCli, NoAesniTooPairsAesRowsWithSpeedup) {
                        {{"AESXFER_HOME", ws.home.string()}, {"AESXFER_NO_AESNI", "0"}}, 180);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   Json j;
-  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
   auto& rows = j.obj["rows"].arr;
   ASSERT_EQ(rows.size(), 3u) << "aes128-ctr twice (on/off), blowfish once";
   EXPECT_EQ(rows[0].obj["cipher"].str, "aes128-ctr");
@@ -518,7 +400,7 @@ TEST(BenchCli, RemoteHostHasNoServerCpu) {
                        ws.home, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe() << "\nserver log:\n" << server.log();
   Json j;
-  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
   EXPECT_FALSE(j.obj["local_server"].b);
   ASSERT_EQ(j.obj["rows"].arr.size(), 1u);
   auto& row = j.obj["rows"].arr[0].obj;
@@ -549,7 +431,7 @@ TEST(SpeedPlot, OnePolylinePerRow) {
                        ws.home, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   Json j;
-  ASSERT_TRUE(JsonReader(r.out).parse(j)) << r.out;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
   std::set<std::string> rows;
   for (auto& cell : j.obj["results"].arr)
     rows.insert(cell.obj["cipher"].str + "/" + cell.obj["op"].str + "/" +

@@ -1,6 +1,7 @@
 // Tests for `aesxfer speed` (app/speed.cpp): every selected row is printed with positive figures,
 // the JSON form is well-formed with the expected keys, and bad input gives exit code 2.
 #include "app/speed.h"
+#include "tests/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -47,121 +48,8 @@ std::vector<double> numbers_of(const std::string& row, size_t n) {
   return v;
 }
 
-// A minimal JSON reader, enough to validate the structure `run_speed --json` writes and to pull
-// values out of it: objects, arrays, strings (with escapes), numbers, true/false/null.
-struct Json {
-  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
-  bool b = false;
-  double num = 0;
-  std::string str;
-  std::vector<Json> arr;
-  std::map<std::string, Json> obj;
-};
-
-class JsonParser {
- public:
-  explicit JsonParser(const std::string& s) : s_(s) {}
-  bool parse(Json& out) {
-    if (!value(out)) return false;
-    ws();
-    return i_ == s_.size();
-  }
-
- private:
-  const std::string& s_;
-  size_t i_ = 0;
-  void ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool lit(const char* w) {
-    const std::string t(w);
-    if (s_.compare(i_, t.size(), t) != 0) return false;
-    i_ += t.size();
-    return true;
-  }
-  bool string(std::string& o) {
-    if (i_ >= s_.size() || s_[i_] != '"') return false;
-    ++i_;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      const char c = s_[i_++];
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        o += c;
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      const char e = s_[i_++];
-      if (e == 'u') {
-        if (i_ + 4 > s_.size()) return false;
-        for (int k = 0; k < 4; ++k)
-          if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + size_t(k)]))) return false;
-        o += '?';
-        i_ += 4;
-      } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
-        o += e;
-      } else {
-        return false;
-      }
-    }
-    if (i_ >= s_.size()) return false;
-    ++i_;
-    return true;
-  }
-  bool value(Json& v) {
-    ws();
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '{') {
-      v.kind = Json::Obj;
-      ++i_;
-      ws();
-      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-      for (;;) {
-        ws();
-        std::string k;
-        if (!string(k)) return false;
-        ws();
-        if (i_ >= s_.size() || s_[i_++] != ':') return false;
-        if (v.obj.count(k)) return false;  // duplicate key
-        if (!value(v.obj[k])) return false;
-        ws();
-        if (i_ >= s_.size()) return false;
-        if (s_[i_] == ',') { ++i_; continue; }
-        if (s_[i_] == '}') return ++i_, true;
-        return false;
-      }
-    }
-    if (c == '[') {
-      v.kind = Json::Arr;
-      ++i_;
-      ws();
-      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-      for (;;) {
-        v.arr.emplace_back();
-        if (!value(v.arr.back())) return false;
-        ws();
-        if (i_ >= s_.size()) return false;
-        if (s_[i_] == ',') { ++i_; continue; }
-        if (s_[i_] == ']') return ++i_, true;
-        return false;
-      }
-    }
-    if (c == '"') {
-      v.kind = Json::Str;
-      return string(v.str);
-    }
-    if (lit("true")) { v.kind = Json::Bool; v.b = true; return true; }
-    if (lit("false")) { v.kind = Json::Bool; return true; }
-    if (lit("null")) return true;
-    const char* start = s_.c_str() + i_;
-    char* end = nullptr;
-    v.num = std::strtod(start, &end);
-    if (end == start) return false;
-    v.kind = Json::Num;
-    i_ += size_t(end - start);
-    return true;
-  }
-};
+using test::Json;
+using test::JsonParser;
 
 SpeedOptions quick(std::vector<std::string> ciphers) {
   SpeedOptions o;

@@ -1,5 +1,8 @@
 #include "tests/test_util.h"
 
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -66,6 +69,115 @@ Bytes random_bytes(std::mt19937_64& rng, size_t n) {
   Bytes b(n);
   for (auto& x : b) x = uint8_t(rng());
   return b;
+}
+
+bool JsonParser::parse(Json& out) {
+  if (!value(out)) return false;
+  ws();
+  return i_ == s_.size();
+}
+
+void JsonParser::ws() {
+  while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+}
+
+bool JsonParser::lit(const char* w) {
+  size_t n = std::strlen(w);
+  if (s_.compare(i_, n, w) != 0) return false;
+  i_ += n;
+  return true;
+}
+
+bool JsonParser::string(std::string& out) {
+  if (i_ >= s_.size() || s_[i_] != '"') return false;
+  ++i_;
+  while (i_ < s_.size() && s_[i_] != '"') {
+    const char c = s_[i_++];
+    if (static_cast<unsigned char>(c) < 0x20) return false;
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (i_ >= s_.size()) return false;
+    const char e = s_[i_++];
+    if (e == 'u') {
+      if (i_ + 4 > s_.size()) return false;
+      for (size_t k = 0; k < 4; ++k)
+        if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) return false;
+      long cp = std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16);
+      out += cp < 0x80 ? char(cp) : '?';
+      i_ += 4;
+      continue;
+    }
+    const std::string from = "\"\\/bfnrt", to = "\"\\/\b\f\n\r\t";
+    const size_t k = from.find(e);
+    if (k == std::string::npos) return false;
+    out += to[k];
+  }
+  if (i_ >= s_.size()) return false;
+  ++i_;
+  return true;
+}
+
+bool JsonParser::value(Json& v) {
+  ws();
+  if (i_ >= s_.size()) return false;
+  const char c = s_[i_];
+  if (c == '{') {
+    v.kind = Json::Obj;
+    ++i_;
+    ws();
+    if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+    for (;;) {
+      ws();
+      std::string k;
+      if (!string(k)) return false;
+      ws();
+      if (i_ >= s_.size() || s_[i_++] != ':') return false;
+      if (v.obj.count(k)) return false;  // duplicate key
+      if (!value(v.obj[k])) return false;
+      ws();
+      if (i_ >= s_.size()) return false;
+      if (s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (s_[i_] == '}') return ++i_, true;
+      return false;
+    }
+  }
+  if (c == '[') {
+    v.kind = Json::Arr;
+    ++i_;
+    ws();
+    if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+    for (;;) {
+      v.arr.emplace_back();
+      if (!value(v.arr.back())) return false;
+      ws();
+      if (i_ >= s_.size()) return false;
+      if (s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (s_[i_] == ']') return ++i_, true;
+      return false;
+    }
+  }
+  if (c == '"') {
+    v.kind = Json::Str;
+    return string(v.str);
+  }
+  if (lit("true")) return v.kind = Json::Bool, v.b = true, true;
+  if (lit("false")) return v.kind = Json::Bool, v.b = false, true;
+  if (lit("null")) return v.kind = Json::Null, true;
+  const char* start = s_.c_str() + i_;
+  char* end = nullptr;
+  v.num = std::strtod(start, &end);
+  if (end == start) return false;
+  v.kind = Json::Num;
+  i_ += size_t(end - start);
+  return true;
 }
 
 }  // namespace aesxfer::test

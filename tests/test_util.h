@@ -20,6 +20,31 @@ inline std::string to_hex(const Bytes& b) { return to_hex(b.data(), b.size()); }
 using Record = std::map<std::string, std::string>;
 std::vector<Record> load_vectors(const std::string& file_name);  // relative to tests/vectors
 
+// A minimal strict JSON reader for checking the tools' --json output: objects (duplicate keys are
+// an error), arrays, strings (escapes decoded; \uXXXX below 0x80 decoded, others become '?'),
+// numbers, true/false/null; nothing may follow the value.
+struct Json {
+  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::map<std::string, Json> obj;
+};
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  bool parse(Json& out);
+
+ private:
+  const std::string& s_;
+  size_t i_ = 0;
+  void ws();
+  bool lit(const char* w);
+  bool string(std::string& out);
+  bool value(Json& v);
+};
+
 // Deterministic random bytes for differential tests (seeded per test, printed on failure).
 Bytes random_bytes(std::mt19937_64& rng, size_t n);
 
