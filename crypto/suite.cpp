@@ -69,12 +69,18 @@ const MacDesc* mac_by_wire_id(uint8_t id) noexcept {
 
 std::string cipher_names() {
   std::string s;
-  for (const auto& c : kCiphers) s += (s.empty() ? "" : ",") + std::string(c.name);
+  for (const auto& c : kCiphers) {
+    if (!s.empty()) s += ',';
+    s += c.name;
+  }
   return s;
 }
 std::string mac_names() {
   std::string s;
-  for (const auto& m : kMacs) s += (s.empty() ? "" : ",") + std::string(m.name);
+  for (const auto& m : kMacs) {
+    if (!s.empty()) s += ',';
+    s += m.name;
+  }
   return s;
 }
 
