@@ -79,6 +79,7 @@ struct TransferOpts {
   bool resume = false;         // --resume
   bool json_progress = false;  // --json-progress
   double limit_kbit = 0;       // -l, Kbit/s (0: none)
+  int streams = 0;             // --streams (0: auto)
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -109,6 +110,7 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.preserve = t.preserve;
   co.resume = t.resume;
   co.fine_progress = t.limit_kbit > 0 || t.json_progress;
+  co.streams = t.streams;
   return true;
 }
 
@@ -118,10 +120,10 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
   if (t.json) {
     std::printf(
         "{\"file\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu}\n",
+        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d}\n",
         json_escape(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
         crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
-        (unsigned long long)r.resumed_from);
+        (unsigned long long)r.resumed_from, r.streams);
   } else if (!t.quiet) {
     (void)tty_progress;
     std::printf("%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s)\n", r.file.c_str(), (unsigned long long)r.bytes,
@@ -302,6 +304,10 @@ int main(int argc, char** argv) {
                   "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
     sub->add_option("-l,--limit", t.limit_kbit, "Limit the bandwidth to LIMIT Kbit/s (like scp -l)")->check(CLI::NonNegativeNumber);
     sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
+    sub->add_option("--streams", t.streams,
+                    "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
+                    "round trip is 10 ms or more; 1 = never)")
+        ->check(CLI::Range(0, 16));
   };
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");

@@ -76,6 +76,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
 Client::~Client() = default;
 
 void Client::bye() noexcept {
+  for (auto& c : extra_) c->bye();
   try {
     proto::Message m;
     m.type = proto::MsgType::bye;
@@ -107,6 +108,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
   if (opt_.preserve) req.flags |= proto::kFlagPreserve;
+  if (!opt_.resume && !opt_.fine_progress) {
+    int n = streams_for(req.size);
+    if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
+  }
   if (opt_.resume && remote != "/dev/null") {
     // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
     proto::Message probe = req;
@@ -173,6 +178,20 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  if (!opt_.resume && !opt_.fine_progress && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1))) {
+    // Ask the size first: a file big enough goes over several connections.
+    proto::Message sreq;
+    sreq.type = proto::MsgType::request;
+    sreq.op = proto::Op::stat;
+    sreq.path = remote;
+    sreq.size = zero_size;
+    conn_->send_message(sreq);
+    proto::Message st = conn_->recv_message("the request");
+    if (st.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+    if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
+    int n = streams_for(st.size);
+    if (n > 1) return get_parallel(remote, local_in, st, n, on_start, progress);
+  }
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;

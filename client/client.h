@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client/conn.h"
 #include "client/transfer.h"
@@ -25,6 +26,9 @@ struct ClientOptions {
   bool preserve = false;       // -p: the receiver applies mode exactly and mtime
   bool resume = false;         // --resume: puts continue a kept partial file (docs/PROTOCOL.md)
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
+  // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
+  // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or fine progress.
+  int streams = 0;
 };
 
 struct FileResult {
@@ -34,6 +38,7 @@ struct FileResult {
   bool verified = false;
   std::array<uint8_t, 32> sha256{};
   uint64_t resumed_from = 0;   // --resume: bytes the receiver already had (not sent again)
+  int streams = 1;             // connections the file moved over (--streams)
 };
 
 class Client {
@@ -58,6 +63,10 @@ class Client {
   void bye() noexcept;
 
   const proto::SessionKeys& keys() const { return *keys_; }
+  // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
+  uint32_t rtt_us() const;
+  // Connections the next file of `size` bytes would use (client/parallel.cpp).
+  int streams_for(uint64_t size);
   // Offset the current or last put resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 
@@ -66,6 +75,20 @@ class Client {
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
+
+  // Parallel streams (client/parallel.cpp): the extra connections, opened on first use and kept
+  // for the following files; a broken one is not reused.
+  std::vector<std::unique_ptr<Client>> extra_;
+  bool extra_tried_ = false;
+  int auto_streams() const;
+  int open_extra(int want);  // returns the connections available in all, this one included
+  FileResult put_parallel(int fd, const std::filesystem::path& local, proto::Message req, int n,
+                          const std::function<void(uint64_t)>& on_start, const ProgressFn& progress);
+  FileResult get_parallel(const std::string& remote, const std::filesystem::path& local,
+                          const proto::Message& st, int n, const std::function<void(uint64_t)>& on_start,
+                          const ProgressFn& progress);
+  void put_range(int fd, const proto::Message& req, const ProgressFn& progress);
+  void get_range(int fd, const proto::Message& req, const ProgressFn& progress);
 };
 
 }  // namespace aesxfer::net

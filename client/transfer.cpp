@@ -146,12 +146,28 @@ void read_full(int fd, uint8_t* p, size_t n, uint64_t at, uint64_t size) {
   }
 }
 
-void write_full(int fd, const uint8_t* p, size_t n) {
+void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, p + got, n - got, off_t(pos + got));
+    if (r > 0) {
+      got += size_t(r);
+    } else if (r == 0) {
+      throw Failure("file shrank while being sent (at byte " + std::to_string(pos + got) + ")");
+    } else if (errno != EINTR) {
+      throw Failure(std::string("read error: ") + std::strerror(errno));
+    }
+  }
+}
+
+// pos < 0: write at the file position; else pwrite at pos.
+void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1) {
   while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
+    ssize_t w = pos < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(pos));
     if (w > 0) {
       p += w;
       n -= size_t(w);
+      if (pos >= 0) pos += w;
     } else if (w < 0 && errno == EINTR) {
       continue;
     } else if (w < 0 && (errno == ENOSPC || errno == EDQUOT)) {
@@ -171,6 +187,7 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
   Handoff h(per_batch, proto::kDefaultPayload + overhead);
   crypto::Sha256 hash;
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
+  if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) {
     hash_prefix(hash, fd, opt.offset);
     if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
@@ -190,6 +207,7 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
           size_t n = size_t(std::min<uint64_t>(proto::kDefaultPayload, size - at));
           uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
           if (fd < 0) std::memset(p, 0, n);
+          else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
           else read_full(fd, p, n, at, size);
           hash.update(p, n);
           b->len[b->n++] = n;
@@ -244,17 +262,20 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
   Handoff h(per_batch, proto::kMaxRecord);
   crypto::Sha256 hash;
   if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
+  if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
 
   // Writer: hashes the verified plaintext and writes it out.
   std::thread writer([&] {
     try {
+      int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
       for (;;) {
         Batch* b = h.take_full();
         if (!b) return;
         for (size_t i = 0; i < b->n; ++i) {
           hash.update(b->payload[i].data(), b->payload[i].size());
-          if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size());
+          if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+          if (wpos >= 0) wpos += int64_t(b->payload[i].size());
         }
         h.put_free(b);
       }

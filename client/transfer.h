@@ -20,6 +20,11 @@ struct StreamOptions {
   // Report progress after every record (256 KiB) rather than per batch of 16, for -l pacing
   // and --json-progress; records are then read, sealed and written one at a time.
   bool per_record = false;
+  // Parallel streams (--streams): the stream carries bytes [base, base + size) of the file, read
+  // with pread / written with pwrite at those offsets (several streams share one descriptor); the
+  // end record holds the SHA-256 and length of that range alone. Not combined with `offset`.
+  bool ranged = false;
+  uint64_t base = 0;
 };
 
 // Sends `size` bytes read from fd (fd < 0: zeros, the /dev/zero source). Throws Failure.

@@ -2,6 +2,7 @@
 //   welcome  : 01 | u8 status | u16 text_len | text
 //   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
 //              | u16 name_len | name (source base name, in Message::text) | u8 flags
+//              [ flags & kFlagRange: xfer_id[16] | u32 part | u32 nparts | u64 length ]
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
 //              | u8 digest_len (0 or 32) | digest
 //   result   : 04 | u8 status | u16 text_len | text
@@ -13,6 +14,8 @@
 #include "crypto/util.h"
 
 namespace aesxfer::proto {
+
+bool valid_op(uint8_t op) noexcept { return op >= uint8_t(Op::put) && op <= uint8_t(Op::stat); }
 
 const char* status_name(Status s) noexcept {
   switch (s) {
@@ -135,6 +138,12 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put64(out, m.offset);
       put_str(out, m.text, kMaxPath);  // the source file's name, for a destination directory
       put8(out, m.flags & kRequestFlags);
+      if (m.flags & kFlagRange) {
+        out.insert(out.end(), m.xfer_id.begin(), m.xfer_id.end());
+        put32(out, m.part);
+        put32(out, m.nparts);
+        put64(out, m.length);
+      }
       break;
     case MsgType::response:
       put8(out, uint8_t(m.status));
@@ -172,7 +181,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
     case uint8_t(MsgType::request): {
       m.type = MsgType::request;
       uint8_t op = r.u8();
-      if (op < uint8_t(Op::put) || op > uint8_t(Op::probe)) r.fail();
+      if (!valid_op(op)) r.fail();
       m.op = Op(op);
       m.path = r.str(kMaxPath);
       if (r.ok() && (m.path.empty() || m.path.find('\0') != std::string::npos)) r.fail();
@@ -185,6 +194,18 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (r.ok() && m.text.find('\0') != std::string::npos) r.fail();
       m.flags = r.u8();
       if (m.flags & ~kRequestFlags) r.fail();
+      if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
+      if (r.ok() && (m.flags & kFlagRange)) {
+        if (r.need(kXferIdLen)) {
+          std::string id = r.bytes(kXferIdLen);
+          std::copy(id.begin(), id.end(), m.xfer_id.begin());
+        }
+        m.part = r.u32();
+        m.nparts = r.u32();
+        m.length = r.u64();
+        if (m.nparts == 0 || m.nparts > kMaxParts || m.part >= m.nparts) r.fail();
+        if (m.offset > m.size || m.length > m.size - m.offset) r.fail();
+      }
       break;
     }
     case uint8_t(MsgType::response): {

@@ -8,6 +8,7 @@
 //   Y -> X  Result     (control) status and message once the receiver verified and renamed
 //   C -> S  Bye        (control) no more requests on this connection
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -18,11 +19,19 @@ namespace aesxfer::proto {
 
 enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
 // mkdir (3): create a directory (issue 7, -r); probe (4): ask for a kept partial file (--resume).
-enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4 };
+// commit (5): rename a file sent in parts (--streams) into place; stat (6): size, mode and mtime
+// of a file, before it is fetched in parts.
+enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4, commit = 5, stat = 6 };
+bool valid_op(uint8_t op) noexcept;
 // Request flags (u8, after the name): other bits are refused.
 constexpr uint8_t kFlagPreserve = 1;  // apply mode exactly and mtime (-p); else mode & ~umask, mtime now
 constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; resume from `offset`
-constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume;
+// put/get/commit: the request carries a byte range of the file, one of `nparts` sent over parallel
+// connections (--streams); see docs/PROTOCOL.md, "Parallel streams". Not with kFlagResume.
+constexpr uint8_t kFlagRange = 4;
+constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange;
+constexpr uint32_t kMaxParts = 16;
+constexpr size_t kXferIdLen = 16;
 constexpr size_t kPrefixMacLen = 32;
 enum class Status : uint8_t {
   ok = 0, refused = 1, not_found = 2, permission = 3, no_space = 4, bad_path = 5, io_error = 6,
@@ -45,6 +54,12 @@ struct Message {
   std::string text;        // response/result/welcome: human-readable detail; request: source base name
   uint8_t flags = 0;       // request: kFlagPreserve | kFlagResume
   std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe)
+  // Request with kFlagRange: bytes [offset, offset + length) of the file, part `part` of `nparts`
+  // of the transfer named `xfer_id` (random, chosen by the client).
+  std::array<uint8_t, kXferIdLen> xfer_id{};
+  uint32_t part = 0;
+  uint32_t nparts = 0;
+  uint64_t length = 0;
 };
 
 // Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).

@@ -27,6 +27,7 @@
 #include "server/paths.h"
 #include "client/resume.h"
 #include "server/ops.h"
+#include "server/parts.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -46,6 +47,7 @@ struct Server::Impl {
   size_t sessions = 0;   // counted at accept, at most opt.max_sessions
   size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
+  PartsRegistry parts;  // files moving over several connections (--streams)
 
   void log(const std::string& line) {
     if (!opt.log) return;
@@ -140,11 +142,14 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
+  PartsRegistry::Held held;  // parallel-stream transfers this session took part in
   for (;;) {
     proto::Message req = c.recv_message("the session");
     if (req.type == proto::MsgType::bye) return;
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
-    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); })) continue;
+    auto logger = [this](const std::string& l) { log(l); };
+    if (parts.serve(c, keys, root_real, req, held, logger)) continue;
+    if (serve_extended(c, keys, root_real, req, logger)) continue;
     proto::Message resp;
     resp.type = proto::MsgType::response;
     std::string why;

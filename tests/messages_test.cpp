@@ -127,14 +127,14 @@ TEST(Messages, BadFieldsAreRejected) {
   }
   {
     Bytes b = enc(s[1]);
-    b[1] = 5;  // unknown op
+    b[1] = 200;  // unknown op
     EXPECT_FALSE(decode(b));
     b[1] = 0;
     EXPECT_FALSE(decode(b));
   }
   {
     Bytes b = enc(s[1]);
-    b.back() = 4;  // unknown request flag
+    b.back() = 0x80;  // unknown request flag
     EXPECT_FALSE(decode(b));
   }
   {

@@ -210,6 +210,17 @@ double connect_rtt_ms(const std::string& ns, const std::string& addr, uint16_t p
   return ms;
 }
 
+// The raw value of `key` in the last JSON line of out that has it, or "".
+std::string json_field(const std::string& out, const std::string& key) {
+  std::istringstream is(out);
+  std::string v;
+  for (std::string l; std::getline(is, l);) {
+    auto o = parse_flat_json(l);
+    if (o && o->count(key)) v = (*o)[key];
+  }
+  return v;
+}
+
 double json_mbps(const std::string& out) {
   std::istringstream is(out);
   double v = -1;
@@ -348,26 +359,55 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
 
   const uint64_t size = uint64_t(512) << 20;
   fs::path f = source(size);
+  // Defaults: --streams auto sees the 50 ms round trip and spreads the file over several
+  // connections (client/parallel.cpp).
   auto r = client({"send", f.string(), "10.77.0.5:/dev/null"});
   ASSERT_EQ(r.exit_code, 0) << r.describe() << read_text_file(ws.tmp / "server.log");
   double up = json_mbps(r.out);
+  std::string up_streams = json_field(r.out, "streams");
   auto r3 = client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size)});
   ASSERT_EQ(r3.exit_code, 0) << r3.describe();
   double down = json_mbps(r3.out);
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s: aesxfer send %.1f MB/s (%.0f%% of the link), recv %.1f MB/s (%.0f%%)\n",
-              up, 100 * up / kLinkMBps, down, 100 * down / kLinkMBps);
+  std::string down_streams = json_field(r3.out, "streams");
+  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, defaults: aesxfer send %.1f MB/s (%.0f%% of the link, %s streams), "
+              "recv %.1f MB/s (%.0f%%, %s streams)\n",
+              up, 100 * up / kLinkMBps, up_streams.c_str(), down, 100 * down / kLinkMBps, down_streams.c_str());
   RecordProperty("rtt50_send_mb_per_s", std::to_string(up));
   RecordProperty("rtt50_recv_mb_per_s", std::to_string(down));
+  EXPECT_GE(std::stoi(up_streams), 2) << "auto should open more than one stream at 50 ms";
+  EXPECT_GE(std::stoi(down_streams), 2);
   EXPECT_GT(up, 10.0);
   EXPECT_LT(up, 1.1 * kLinkMBps);
   EXPECT_EQ(delay.dropped(), 0u);
 
-  // What limits it: the send buffer. tcp_wmem max is 4 MiB here, below the 6.25 MB BDP (and the
-  // kernel counts skb overhead against it). The same send with tcp_wmem max 16 MiB in the
+  // One stream, for comparison.
+  auto r1 = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
+  ASSERT_EQ(r1.exit_code, 0) << r1.describe();
+  double up1 = json_mbps(r1.out);
+  auto r13 = client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size), "--streams", "1"});
+  ASSERT_EQ(r13.exit_code, 0) << r13.describe();
+  double down1 = json_mbps(r13.out);
+  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, --streams 1: aesxfer send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
+              up1, 100 * up1 / kLinkMBps, down1, 100 * down1 / kLinkMBps);
+  RecordProperty("rtt50_send_1stream_mb_per_s", std::to_string(up1));
+  EXPECT_EQ(json_field(r1.out, "streams"), "1");
+
+  // A real file both ways over the auto streams: every byte in place.
+  auto rf = client({"send", f.string(), "10.77.0.5:copy.bin"});
+  ASSERT_EQ(rf.exit_code, 0) << rf.describe();
+  EXPECT_EQ(sha256_file(ws.root / "copy.bin"), sha256_file(f));
+  fs::path back = ws.local / "back.bin";
+  auto rg = client({"recv", "10.77.0.5:copy.bin", back.string()});
+  ASSERT_EQ(rg.exit_code, 0) << rg.describe();
+  EXPECT_EQ(sha256_file(back), sha256_file(f));
+  fs::remove(back);
+
+  // What limits one stream: the send buffer. tcp_wmem max is 4 MiB here, below the 6.25 MB BDP
+  // (and the kernel counts skb overhead against it). One stream with tcp_wmem max 16 MiB in the
   // client's namespace (per-namespace sysctl) shows what a bigger buffer gives.
   auto wm = sh(q + ns_c + " sysctl -q -w net.ipv4.tcp_wmem='4096 16384 16777216'");
   ASSERT_EQ(wm.exit_code, 0) << wm.describe();
-  auto rb = client({"send", f.string(), "10.77.0.5:/dev/null"});
+  auto rb = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
   ASSERT_EQ(rb.exit_code, 0) << rb.describe();
   double big = json_mbps(rb.out);
   std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, client tcp_wmem max 16 MiB: aesxfer send %.1f MB/s (%.0f%%)\n", big,

@@ -1,0 +1,335 @@
+// Parallel streams (--streams N): one file as N byte ranges over N connections, for paths where a
+// single TCP stream cannot fill the link (its window is capped by the socket buffer limits:
+// throughput <= window / RTT). See docs/PROTOCOL.md "Parallel streams" and server/parts.h.
+//
+// Each range is a complete record stream of its own (own connection, own keys and sequence
+// numbers) whose end record carries the SHA-256 and length of the range; a put is renamed into
+// place by an explicit `commit` once every range has verified, a get once every range has
+// arrived here and verified.
+//
+// Auto (the default, --streams 0): one connection unless the path is long. With a smoothed round
+// trip of at least kAutoMinRtt, the client opens enough connections that their combined window
+// covers kAutoRate * RTT, taking the window of one connection to be the smaller of this host's
+// tcp_wmem and tcp_rmem maximums (the autotuning caps), at most kAutoMaxStreams, and only as many
+// as give each part at least kAutoMinPart bytes. On loopback and LAN paths this is always one.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "client/atomic_file.h"
+#include "client/client.h"
+#include "client/resume.h"
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr uint32_t kAutoMinRtt = 10000;        // us
+constexpr double kAutoRate = 250e6;            // bytes/s the auto choice aims to make room for
+constexpr int kAutoMaxStreams = 8;
+constexpr uint64_t kAutoMinPart = 8u << 20;     // auto: no part smaller than 8 MiB
+constexpr uint64_t kMinPart = proto::kDefaultPayload;  // explicit --streams: one record
+
+Failure refused(const proto::Message& m, const std::string& what) {
+  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
+  return Failure(printable(what + ": " + text));
+}
+
+// The third field of /proc/sys/net/ipv4/tcp_[rw]mem (the autotuning maximum), or fallback.
+uint64_t sysctl_max(const char* path, uint64_t fallback) {
+  std::ifstream f(path);
+  uint64_t a = 0, b = 0, c = 0;
+  if (f >> a >> b >> c && c > 0) return c;
+  return fallback;
+}
+
+// Splits [0, size) into min(n, records) ranges of whole records (the last one ends with the
+// file's partial record), as even as whole records allow.
+std::vector<std::pair<uint64_t, uint64_t>> split(uint64_t size, int n) {
+  const uint64_t rec = proto::kDefaultPayload;
+  const uint64_t records = (size + rec - 1) / rec;
+  const uint64_t parts = std::min<uint64_t>(uint64_t(std::max(n, 1)), records);
+  std::vector<std::pair<uint64_t, uint64_t>> r;
+  uint64_t first = 0;
+  for (uint64_t i = 0; i < parts; ++i) {
+    uint64_t count = records / parts + (i < records % parts ? 1 : 0);
+    uint64_t begin = first * rec, end = std::min(size, (first + count) * rec);
+    r.emplace_back(begin, end - begin);
+    first += count;
+  }
+  return r;
+}
+
+// Runs f(i) for i in [0, n) on n threads. The first failure wins; it shuts the other connections'
+// sockets so that their parts stop at once instead of running to the end.
+template <typename F>
+void run_parts(const std::vector<Client*>& conns, const std::vector<int>& fds, size_t n, F f) {
+  std::mutex mu;
+  std::exception_ptr first;
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        f(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(mu);
+        if (!first) {
+          first = std::current_exception();
+          for (size_t j = 0; j < n; ++j)
+            if (j != i) ::shutdown(fds[j], SHUT_RDWR);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  (void)conns;
+  if (first) std::rethrow_exception(first);
+}
+
+// Sums the parts' progress for the caller's single callback.
+class ProgressSum {
+ public:
+  ProgressSum(size_t n, const ProgressFn& out) : done_(n), out_(out) {}
+  ProgressFn part(size_t i) {
+    if (!out_) return nullptr;
+    return [this, i](uint64_t d) {
+      done_[i].store(d, std::memory_order_relaxed);
+      uint64_t sum = 0;
+      for (const auto& x : done_) sum += x.load(std::memory_order_relaxed);
+      std::lock_guard<std::mutex> g(mu_);
+      if (sum > last_) {
+        last_ = sum;
+        out_(sum);
+      }
+    };
+  }
+
+ private:
+  std::vector<std::atomic<uint64_t>> done_;
+  const ProgressFn& out_;
+  std::mutex mu_;
+  uint64_t last_ = 0;
+};
+
+}  // namespace
+
+uint32_t Client::rtt_us() const {
+  struct tcp_info ti {};
+  socklen_t len = sizeof ti;
+  if (::getsockopt(conn_->fd(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+  return ti.tcpi_rtt;
+}
+
+int Client::auto_streams() const {
+  uint32_t rtt = rtt_us();
+  if (rtt < kAutoMinRtt) return 1;
+  uint64_t window = std::min(sysctl_max("/proc/sys/net/ipv4/tcp_wmem", 4u << 20),
+                             sysctl_max("/proc/sys/net/ipv4/tcp_rmem", 6u << 20));
+  double need = kAutoRate * (rtt / 1e6) / double(window);
+  return std::clamp(int(std::ceil(need)), 1, kAutoMaxStreams);
+}
+
+int Client::streams_for(uint64_t size) {
+  int n = opt_.streams;
+  uint64_t min_part = kMinPart;
+  if (n <= 0) {
+    n = auto_streams();
+    min_part = kAutoMinPart;
+  }
+  n = std::min<int>(n, int(proto::kMaxParts));
+  n = int(std::min<uint64_t>(uint64_t(n), std::max<uint64_t>(1, size / min_part)));
+  return n;
+}
+
+int Client::open_extra(int want) {
+  if (int(extra_.size()) + 1 >= want || extra_tried_) return int(extra_.size()) + 1;
+  // Open the missing connections at once; each runs its own handshake. One that fails (a busy
+  // server, say) only means fewer streams.
+  ClientOptions o = opt_;
+  o.streams = 1;
+  o.keylog.clear();
+  size_t need = size_t(want - 1) - extra_.size();
+  std::vector<std::unique_ptr<Client>> got(need);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < need; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        got[i] = std::make_unique<Client>(o);
+      } catch (const std::exception&) {
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& c : got)
+    if (c) extra_.push_back(std::move(c));
+  if (int(extra_.size()) + 1 < want) extra_tried_ = true;  // do not retry for every file
+  return int(extra_.size()) + 1;
+}
+
+void Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message("the request");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  try {
+    send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+  } catch (const Failure&) {
+    try {  // the receiver may have said why it stopped
+      conn_->set_timeout(std::chrono::milliseconds(2000));
+      proto::Message m = conn_->recv_message("the transfer");
+      if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
+        throw refused(m, conn_->peer() + ":" + req.path);
+    } catch (const Failure& reason) {
+      if (std::string(reason.what()).find(req.path) != std::string::npos) throw;
+    }
+    throw;
+  }
+  proto::Message res = conn_->recv_message("the transfer");
+  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + req.path);
+}
+
+void Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message("the request");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  if (resp.size != req.size) throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
+  proto::Message result;
+  result.type = proto::MsgType::result;
+  try {
+    recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+  } catch (const RecvError& e) {
+    result.status = proto::Status(e.status);
+    result.text = e.what();
+    try {
+      conn_->send_message(result);
+    } catch (...) {
+    }
+    throw;
+  }
+  conn_->send_message(result);
+}
+
+FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
+                                const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  n = open_extra(n);
+  auto ranges = split(req.size, n);
+  std::vector<Client*> conns{this};
+  for (auto& c : extra_) conns.push_back(c.get());
+  if (ranges.size() < 2 || conns.size() < 2) {
+    // Not worth it after all (or no second connection): the plain put.
+    int saved = opt_.streams;
+    opt_.streams = 1;
+    struct Restore {
+      int& s;
+      int v;
+      ~Restore() { s = v; }
+    } restore{opt_.streams, saved};
+    return put(local, req.path, on_start, progress);
+  }
+  ranges = split(req.size, int(std::min(ranges.size(), conns.size())));
+  const size_t parts = ranges.size();
+  req.flags |= proto::kFlagRange;
+  req.nparts = uint32_t(parts);
+  if (::getrandom(req.xfer_id.data(), req.xfer_id.size(), 0) != ssize_t(req.xfer_id.size()))
+    throw Failure("cannot get random bytes for the transfer id");
+
+  FileResult r;
+  r.file = local.string();
+  resume_offset_ = 0;
+  if (on_start) on_start(req.size);
+  auto t0 = Clock::now();
+  std::vector<int> fds;
+  for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
+  ProgressSum sum(parts, progress);
+  run_parts(conns, fds, parts, [&](size_t i) {
+    proto::Message part = req;
+    part.part = uint32_t(i);
+    part.offset = ranges[i].first;
+    part.length = ranges[i].second;
+    conns[i]->put_range(fd, part, sum.part(i));
+  });
+  proto::Message commit = req;
+  commit.op = proto::Op::commit;
+  conn_->send_message(commit);
+  proto::Message resp = conn_->recv_message("the commit");
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.bytes = req.size;
+  r.verified = true;
+  r.streams = int(parts);
+  return r;
+}
+
+FileResult Client::get_parallel(const std::string& remote, const fs::path& local_in, const proto::Message& st,
+                                int n, const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  n = open_extra(n);
+  std::vector<Client*> conns{this};
+  for (auto& c : extra_) conns.push_back(c.get());
+  auto ranges = split(st.size, int(std::min<size_t>(size_t(n), conns.size())));
+  fs::path local = local_in;
+  bool sink = local == "/dev/null";
+  std::error_code ec;
+  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  std::unique_ptr<AtomicFile> out;
+  if (!sink) {
+    out = std::make_unique<AtomicFile>(local);
+    if (int e = ::posix_fallocate(out->fd(), 0, off_t(st.size)); e == ENOSPC || e == EDQUOT)
+      throw Failure(local.string() + ": no space left on device");
+  }
+  const size_t parts = std::max<size_t>(1, ranges.size());
+  if (ranges.empty()) ranges.emplace_back(0, 0);
+
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::get;
+  req.path = remote;
+  req.size = st.size;
+  req.flags = proto::kFlagRange;
+  req.nparts = uint32_t(parts);
+  if (::getrandom(req.xfer_id.data(), req.xfer_id.size(), 0) != ssize_t(req.xfer_id.size()))
+    throw Failure("cannot get random bytes for the transfer id");
+
+  FileResult r;
+  r.file = remote;
+  if (on_start) on_start(st.size);
+  auto t0 = Clock::now();
+  std::vector<int> fds;
+  for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
+  ProgressSum sum(parts, progress);
+  try {
+    run_parts(conns, fds, parts, [&](size_t i) {
+      proto::Message part = req;
+      part.part = uint32_t(i);
+      part.offset = ranges[i].first;
+      part.length = ranges[i].second;
+      conns[i]->get_range(out ? out->fd() : -1, part, sum.part(i));
+    });
+    if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
+  } catch (const Failure& e) {
+    throw Failure(local.string() + ": " + e.what());
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.bytes = st.size;
+  r.verified = true;
+  r.streams = int(parts);
+  return r;
+}
+
+}  // namespace aesxfer::net
