@@ -111,6 +111,7 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.resume = t.resume;
   co.fine_progress = t.limit_kbit > 0 || t.json_progress;
   co.streams = t.streams;
+  co.paced = t.limit_kbit > 0;
   return true;
 }
 

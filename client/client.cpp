@@ -108,7 +108,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
   if (opt_.preserve) req.flags |= proto::kFlagPreserve;
-  if (!opt_.resume && !opt_.fine_progress) {
+  if (!opt_.resume && !opt_.paced) {
     int n = streams_for(req.size);
     if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
   }
@@ -178,7 +178,7 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
-  if (!opt_.resume && !opt_.fine_progress && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1))) {
+  if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1))) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message sreq;
     sreq.type = proto::MsgType::request;

@@ -26,8 +26,9 @@ struct ClientOptions {
   bool preserve = false;       // -p: the receiver applies mode exactly and mtime
   bool resume = false;         // --resume: puts continue a kept partial file (docs/PROTOCOL.md)
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
+  bool paced = false;          // -l: a rate limiter paces the progress callback (one stream only)
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
-  // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or fine progress.
+  // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or -l (paced).
   int streams = 0;
 };
 
