@@ -329,13 +329,16 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "Run the server");
   net::ServerOptions so;
   std::string listen_addr, root = ".", port_file, auth_keys;
-  double serve_timeout = 30, handshake_timeout = 10;
+  double serve_timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool serve_quiet = false;
   serve->add_option("--listen", listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
   serve->add_option("-p,--port", so.port, "Port (default 7227; 0 picks a free one)");
   serve->add_option("--root", root, "Directory that files are read from and written to (default: .)");
   serve->add_option("--port-file", port_file, "Write the bound port to FILE once listening");
   serve->add_option("--authorized-keys", auth_keys, "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
+  serve->add_option("--partial-max-age", partial_days,
+                    "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
+      ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-sessions", so.max_sessions, "Refuse clients beyond this many at once (default 64)");
   serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
   serve->add_option("--handshake-timeout", handshake_timeout,
@@ -398,6 +401,7 @@ int main(int argc, char** argv) {
       so.authorized_keys = auth_keys;
       so.timeout = std::chrono::milliseconds(int64_t(serve_timeout * 1000));
       so.handshake_timeout = std::chrono::milliseconds(int64_t(handshake_timeout * 1000));
+      so.partial_max_age = std::chrono::seconds(int64_t(partial_days * 86400));
       so.log = serve_quiet ? nullptr : &std::cerr;
       net::Server server(so);
       server.run();

@@ -28,6 +28,7 @@
 #include "client/resume.h"
 #include "server/ops.h"
 #include "server/parts.h"
+#include "server/sweep.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -48,6 +49,7 @@ struct Server::Impl {
   size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
   PartsRegistry parts;  // files moving over several connections (--streams)
+  std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
 
   void log(const std::string& line) {
     if (!opt.log) return;
@@ -148,6 +150,12 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     if (req.type == proto::MsgType::bye) return;
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
     auto logger = [this](const std::string& l) { log(l); };
+    if (req.op == proto::Op::put || req.op == proto::Op::probe) {
+      proto::Status st;
+      std::string why;
+      auto dest = confine(root_real, req.path, proto::Op::put, req.text, st, why);
+      if (dest && !dest->dev_null) sweeper->maybe_sweep(dest->path.parent_path(), logger);
+    }
     if (parts.serve(c, keys, root_real, req, held, logger)) continue;
     if (serve_extended(c, keys, root_real, req, logger)) continue;
     proto::Message resp;
@@ -279,6 +287,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->root_real = fs::canonical(opt.root, ec);
   if (ec) throw Failure("root " + opt.root.string() + ": " + ec.message());
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
+  impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
 }
 

@@ -26,6 +26,9 @@ struct ServerOptions {
   std::chrono::milliseconds timeout{30000};            // per read/write
   std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
   std::ostream* log = nullptr;        // one line per transfer
+  // Kept partial files (send --resume) older than this are removed when their directory is next
+  // written to (server/sweep.h); 0 keeps them for ever.
+  std::chrono::seconds partial_max_age{7 * 24 * 3600};
 };
 
 class Server {

@@ -1,0 +1,86 @@
+#include "server/sweep.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <ctime>
+#include <vector>
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr auto kInterval = std::chrono::minutes(10);
+constexpr size_t kMaxRemembered = 4096;
+const std::string kPartialSuffix = ".aesxfer-partial";
+const std::string kTempInfix = ".aesxfer-";
+}  // namespace
+
+bool Sweeper::is_partial_name(const std::string& n) {
+  return n.size() > 1 + kPartialSuffix.size() && n[0] == '.' &&
+         n.compare(n.size() - kPartialSuffix.size(), kPartialSuffix.size(), kPartialSuffix) == 0;
+}
+
+bool Sweeper::is_temp_name(const std::string& n) {
+  // "." NAME ".aesxfer-" and six characters of mkostemp's alphabet.
+  if (n.size() < 1 + 1 + kTempInfix.size() + 6 || n[0] != '.') return false;
+  size_t at = n.size() - 6 - kTempInfix.size();
+  if (n.compare(at, kTempInfix.size(), kTempInfix) != 0) return false;
+  for (size_t i = n.size() - 6; i < n.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(n[i]))) return false;
+  return true;
+}
+
+void Sweeper::maybe_sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = last_.find(dir.string());
+    if (it != last_.end() && now - it->second < kInterval) return;
+    if (last_.size() >= kMaxRemembered) last_.clear();
+    last_[dir.string()] = now;
+  }
+  sweep(dir, log);
+}
+
+size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return 0;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return 0;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (is_partial_name(n) || is_temp_name(n)) names.push_back(n);
+  }
+  const std::time_t now = std::time(nullptr);
+  size_t removed = 0;
+  for (const auto& n : names) {
+    bool partial = is_partial_name(n);
+    auto max_age = partial ? partial_max_age_ : temp_max_age_;
+    if (max_age.count() <= 0) continue;
+    struct stat st {};
+    if (::fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - st.st_mtim.tv_sec < max_age.count()) continue;
+    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    // A partial file that a session holds is being resumed: leave it.
+    bool in_use = partial && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+    if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
+      ++removed;
+      if (log) log("expired " + std::string(partial ? "partial" : "temporary") + " file " + (dir / n).string());
+    }
+    ::close(fd);
+  }
+  ::closedir(d);
+  return removed;
+}
+
+}  // namespace aesxfer::net

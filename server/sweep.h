@@ -1,0 +1,42 @@
+// Expiry of what interrupted transfers leave beside their destinations (docs/DESIGN.md "Files"):
+//
+//   .NAME.aesxfer-partial   kept on purpose for `send --resume`; removed once older than
+//                           --partial-max-age (default 7 days; 0 keeps them for ever), unless a
+//                           session holds its lock (it is being resumed right now)
+//   .NAME.aesxfer-XXXXXX    temporary files of a server that was SIGKILLed mid-transfer (a live
+//                           transfer removes its own on every other failure); removed once their
+//                           last write is more than 24 hours old
+//
+// The server sweeps a directory when a client writes into it (put, probe), at most once every
+// 10 minutes per directory, so a busy directory costs one readdir now and then. Directories that
+// are never written again keep their debris; the patterns above are easy to find(1).
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace aesxfer::net {
+
+class Sweeper {
+ public:
+  Sweeper(std::chrono::seconds partial_max_age, std::chrono::seconds temp_max_age = std::chrono::hours(24))
+      : partial_max_age_(partial_max_age), temp_max_age_(temp_max_age) {}
+  // Sweeps dir unless it was swept less than 10 minutes ago. Logs one line per removed file.
+  void maybe_sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
+  // Sweeps dir now; returns the number of files removed.
+  size_t sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
+
+  // The name patterns, for tests and callers.
+  static bool is_partial_name(const std::string& name);
+  static bool is_temp_name(const std::string& name);
+
+ private:
+  std::chrono::seconds partial_max_age_, temp_max_age_;
+  std::mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_;
+};
+
+}  // namespace aesxfer::net
