@@ -1,7 +1,7 @@
 // Control messages carried in records after the handshake. See docs/PROTOCOL.md, "Transfer".
 //
 //   S -> C  Welcome    (control) first record from the server: authorization verdict
-//   C -> S  Request    (control) op put|get, path, size, mode, mtime
+//   C -> S  Request    (control) op put|get|mkdir|probe|list, path, size, mode, mtime
 //   S -> C  Response   (control) status, size of the file for get, message
 //   X -> Y  data records carry the file; then one `end` record with the final flag holding the
 //           SHA-256 of the whole file
@@ -18,10 +18,14 @@ namespace aesxfer::proto {
 
 enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
 // mkdir (3): create a directory (issue 7, -r); probe (4): ask for a kept partial file (--resume).
-enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4 };
+// list (7): the entries under a directory, answered by listing pages (proto/listing.h; recv -r).
+// Values 5 and 6 are taken by commit and stat (--streams).
+enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4, list = 7 };
+bool valid_op(uint8_t op) noexcept;
 // Request flags (u8, after the name): other bits are refused.
 constexpr uint8_t kFlagPreserve = 1;  // apply mode exactly and mtime (-p); else mode & ~umask, mtime now
 constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; resume from `offset`
+                                      // get: the client holds `offset` bytes hashing to `digest`
 constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume;
 constexpr size_t kPrefixMacLen = 32;
 enum class Status : uint8_t {
@@ -44,7 +48,9 @@ struct Message {
   uint64_t offset = 0;     // request: resume from here (0 = whole file)
   std::string text;        // response/result/welcome: human-readable detail; request: source base name
   uint8_t flags = 0;       // request: kFlagPreserve | kFlagResume
-  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe)
+  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe),
+                           // or the server's own prefix hash when it resumes a get there; request (get with
+                           // kFlagResume): empty, or the hash of the client's first `offset` bytes
 };
 
 // Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).
