@@ -144,7 +144,9 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     proto::Message req = c.recv_message("the session");
     if (req.type == proto::MsgType::bye) return;
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
-    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); })) continue;
+    if (serve_extended(c, keys, root_real, req, [this](const std::string& l) { log(l); },
+                       ExtendedLimits{opt.max_list_entries}))
+      continue;
     proto::Message resp;
     resp.type = proto::MsgType::response;
     std::string why;

@@ -26,6 +26,7 @@ struct ServerOptions {
   std::chrono::milliseconds timeout{30000};            // per read/write
   std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
   std::ostream* log = nullptr;        // one line per transfer
+  uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
 };
 
 class Server {
