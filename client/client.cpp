@@ -173,6 +173,17 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  fs::path local = local_in;
+  std::error_code ec;
+  if (local != "/dev/null" && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  return fetch(remote, local, zero_size, on_start, progress);
+}
+
+FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
+                         const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  bool sink = local == "/dev/null";
+  if (opt_.resume && !sink && remote != "/dev/zero") return fetch_resumed(remote, local, zero_size, on_start, progress);
+  resume_offset_ = 0;
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;
@@ -183,10 +194,6 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
-  fs::path local = local_in;
-  bool sink = local == "/dev/null";
-  std::error_code ec;
-  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = std::make_unique<AtomicFile>(local);
 
