@@ -104,13 +104,15 @@ RemoteDir Client::list(const std::string& remote) {
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   const std::string bad = "protocol error from " + conn_->peer() + ": bad listing";
-  if (resp.size > proto::kMaxListEntries) throw Failure(bad + " (more than " + std::to_string(proto::kMaxListEntries) + " entries)");
-  if (resp.text.empty() || (resp.text != "." && !proto::valid_list_path(resp.text))) throw Failure(bad + " (directory name)");
+  if (resp.size > proto::kMaxListEntries)
+    throw Failure(bad + " (more than " + std::to_string(proto::kMaxListEntries) + " entries)");
+  if (resp.text.empty() || (resp.text != "." && !proto::valid_list_path(resp.text)))
+    throw Failure(bad + " (directory name)");
   RemoteDir d;
   d.path = resp.text;
   d.mode = resp.mode;
   d.mtime = resp.mtime;
-  d.entries.reserve(size_t(resp.size));
+  d.entries.reserve(size_t(std::min<uint64_t>(resp.size, 65536)));  // grows with what actually arrives
   std::unordered_set<std::string> dirs{""}, seen;
   uint64_t bytes = 0;
   for (bool last = false; !last;) {
@@ -119,11 +121,13 @@ RemoteDir Client::list(const std::string& remote) {
     auto page = proto::decode_list_page(in.payload);
     if (!page) throw Failure(bad + " (malformed page)");
     last = page->last;
-    if (page->entries.size() > resp.size - d.entries.size()) throw Failure(bad + " (more entries than announced)");
+    if (page->entries.size() > resp.size - d.entries.size())
+      throw Failure(bad + " (more entries than announced)");
     for (auto& e : page->entries) {
       bytes += e.path.size();
       if (bytes > proto::kMaxListBytes) throw Failure(bad + " (too large)");
-      if (!dirs.count(parent_of(e.path))) throw Failure(bad + " (" + printable(e.path) + " before its directory)");
+      if (!dirs.count(parent_of(e.path)))
+        throw Failure(bad + " (" + printable(e.path) + " before its directory)");
       if (!seen.insert(e.path).second) throw Failure(bad + " (" + printable(e.path) + " twice)");
       if (e.type == proto::EntryType::dir) dirs.insert(e.path);
       d.entries.push_back(std::move(e));

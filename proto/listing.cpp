@@ -12,7 +12,8 @@ bool valid_list_path(std::string_view p) noexcept {
   size_t start = 0;
   for (;;) {
     size_t slash = p.find('/', start);
-    std::string_view part = p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view part =
+        p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part.empty() || part == "." || part == "..") return false;
     for (char ch : part)
       if (ch == '\0' || ch == '\n' || ch == '\r') return false;

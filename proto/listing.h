@@ -21,11 +21,11 @@
 
 namespace aesxfer::proto {
 
-constexpr uint8_t kListPageType = 6;       // first byte of a listing page
-constexpr uint8_t kListPageLast = 1;       // page flags: the last page of the listing
-constexpr size_t kMaxListPage = 16384;     // bytes of one encoded page, header included
-constexpr size_t kListPageHeader = 4;      // type, flags, u16 count
-constexpr size_t kListEntryFixed = 23;     // entry bytes besides the path
+constexpr uint8_t kListPageType = 6;    // first byte of a listing page
+constexpr uint8_t kListPageLast = 1;    // page flags: the last page of the listing
+constexpr size_t kMaxListPage = 16384;  // bytes of one encoded page, header included
+constexpr size_t kListPageHeader = 4;   // type, flags, u16 count
+constexpr size_t kListEntryFixed = 23;  // entry bytes besides the path
 // Protocol bounds on one listing (both ends refuse more): entries, and the sum of their path
 // lengths. A server may be configured lower (serve --max-list).
 constexpr uint64_t kMaxListEntries = 1000000;

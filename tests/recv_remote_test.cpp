@@ -2,15 +2,22 @@
 // same connection; scp -r semantics; -p; symlinks on the server skipped; confined to the root;
 // the listing bounded) and recv --resume (the partial file kept beside DEST after a cut, only the
 // rest fetched again, a mismatched or corrupted partial never ending up under the destination).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "client/conn.h"
+#include "proto/handshake.h"
+#include "proto/listing.h"
 #include "proto/record.h"
 #include "tests/harness.h"
 
@@ -132,7 +139,8 @@ TEST_F(RecvTree, ExistingDirectoryReceivesTheTreeUnderItsName) {
   // A subdirectory by a longer path lands under its own name.
   r = run({"recv", "-r", "127.0.0.1:tree/sub", (ws.local / "inbox").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(sha256_file(ws.local / "inbox" / "sub" / "deep" / "c.bin"), sha256_file(src / "sub" / "deep" / "c.bin"));
+  EXPECT_EQ(sha256_file(ws.local / "inbox" / "sub" / "deep" / "c.bin"),
+            sha256_file(src / "sub" / "deep" / "c.bin"));
   // The root itself: its contents go into an existing DEST.
   fs::create_directories(ws.local / "all");
   r = run({"recv", "-r", "127.0.0.1:.", (ws.local / "all").string(), "-q"});
@@ -176,7 +184,8 @@ TEST_F(RecvTree, DirectoryWithoutDashRAndFileWithDashR) {
 TEST_F(RecvTree, ConfinedToTheRoot) {
   make_tree();
   fs::create_directory_symlink(outside.path(), ws.root / "esc");
-  for (const char* src : {"../", "..", "tree/../..", "/etc", "/", "esc", "esc/dir", "tree/out", "tree/secret"}) {
+  for (const char* src :
+       {"../", "..", "tree/../..", "/etc", "/", "esc", "esc/dir", "tree/out", "tree/secret"}) {
     SCOPED_TRACE(src);
     auto r = run({"recv", "-r", std::string("127.0.0.1:") + src, (ws.local / "got").string(), "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.describe();
@@ -269,6 +278,140 @@ TEST_F(RecvTree, ListingLimitIsAClearError) {
   EXPECT_EQ(read_text_file(ws.local / "many" / "file-2999-padding-padding-padding-pad.txt"), "2999");
 }
 
+// A fake server that answers one list request with a listing of its own making (a hostile
+// server): the client must refuse it before it creates anything, with one line.
+class FakeListServer {
+ public:
+  // `pages` are raw page payloads, sent after Response{ok, size = n}.
+  FakeListServer(uint64_t n, std::vector<std::vector<uint8_t>> pages) : n_(n), pages_(std::move(pages)) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(lfd_, 1);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeListServer() {
+    ::shutdown(lfd_, SHUT_RDWR);
+    thread_.join();
+    ::close(lfd_);
+  }
+  uint16_t port() const { return port_; }
+  std::string error;  // what went wrong on the fake server's side, if anything
+
+ private:
+  void serve() {
+    int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    try {
+      net::Conn c(fd, std::chrono::milliseconds(10000), "client");
+      proto::Identity host = proto::Identity::generate();
+      proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
+      uint8_t buf[4096];
+      for (bool done = false; !done;) {
+        size_t n = c.read_some(buf, sizeof buf);
+        if (n == 0) throw net::Failure("client left during the handshake");
+        for (size_t off = 0; off < n && !done;) {
+          proto::Step st = hs.feed(buf + off, n - off);
+          off += st.consumed;
+          if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
+          if (st.ec || st.consumed == 0) throw net::Failure("handshake: " + st.ec.message());
+          if (st.done) {
+            if (off < n) c.unread(buf + off, n - off);
+            done = true;
+          }
+        }
+      }
+      c.start_records(hs.keys(), false);
+      proto::Message w;
+      w.type = proto::MsgType::welcome;
+      c.send_message(w);
+      proto::Message req = c.recv_message("the session");
+      if (req.op != proto::Op::list) throw net::Failure("expected a list request");
+      proto::Message resp;
+      resp.type = proto::MsgType::response;
+      resp.size = n_;
+      resp.mode = 0755;
+      resp.text = req.path;
+      c.send_message(resp);
+      for (const auto& p : pages_) {
+        std::memcpy(c.payload_buffer(), p.data(), p.size());
+        c.send_record(proto::RecordType::control, 0, p.size());
+      }
+      c.set_timeout(std::chrono::milliseconds(5000));
+      for (;;) {  // whatever the client says next: it must not be a get
+        proto::Message m = c.recv_message("the session");
+        if (m.type == proto::MsgType::request && m.op == proto::Op::get)
+          error = "the client fetched " + m.path;
+        if (m.type == proto::MsgType::bye) break;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  uint64_t n_;
+  std::vector<std::vector<uint8_t>> pages_;
+  int lfd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool last = true) {
+  proto::ListPage p;
+  p.last = last;
+  p.entries = std::move(entries);
+  std::vector<uint8_t> b;
+  proto::encode_list_page(p, b);
+  return b;
+}
+
+TEST_F(RecvTree, HostileListingsAreRefusedBeforeAnythingIsWritten) {
+  using proto::EntryType;
+  fs::create_directories(ws.local / "dest");
+  fs::create_directory_symlink(outside.path(), ws.local / "dest" / "link");  // the user's own
+  struct Case {
+    const char* name;
+    uint64_t n;
+    std::vector<std::vector<uint8_t>> pages;
+  };
+  std::vector<Case> cases = {
+      {"dot-dot", 1, {page_of({{EntryType::file, "../evil", 5, 0644, 0}})}},
+      {"absolute", 1, {page_of({{EntryType::file, "/tmp/evil", 5, 0644, 0}})}},
+      {"inner dot-dot",
+       2,
+       {page_of({{EntryType::dir, "a", 0, 0755, 0}, {EntryType::file, "a/../../evil", 5, 0644, 0}})}},
+      {"parent not listed", 1, {page_of({{EntryType::file, "link/evil", 5, 0644, 0}})}},
+      {"parent is a file",
+       2,
+       {page_of({{EntryType::file, "f", 1, 0644, 0}, {EntryType::file, "f/evil", 5, 0644, 0}})}},
+      {"twice", 2, {page_of({{EntryType::dir, "d", 0, 0755, 0}, {EntryType::file, "d", 5, 0644, 0}})}},
+      {"more than announced",
+       1,
+       {page_of({{EntryType::file, "x", 5, 0644, 0}, {EntryType::file, "y", 5, 0644, 0}})}},
+      {"fewer than announced", 3, {page_of({{EntryType::file, "x", 5, 0644, 0}})}},
+      {"too many announced", proto::kMaxListEntries + 1, {page_of({})}},
+      {"garbage page", 1, {{6, 1, 0xff, 0xff, 0, 0, 0}}},
+      {"directory with a size", 1, {{6, 1, 0, 1, 2, 0,    1, 'd', 0, 0, 0, 0, 0, 0,
+                                     0, 9, 0, 0, 1, 0xed, 0, 0,   0, 0, 0, 0, 0, 0}}},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    FakeListServer fake(tc.n, tc.pages);
+    auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    EXPECT_EQ(fake.error, "");
+    std::printf("[ hostile ] %-22s %s", tc.name, r.err.c_str());
+  }
+  EXPECT_TRUE(fs::is_empty(outside.path())) << "something was written through the symlink";
+  EXPECT_FALSE(fs::exists(ws.local / "evil"));
+  EXPECT_FALSE(fs::exists(ws.local / "dest" / "tree")) << "nothing created before the listing was checked";
+}
+
 // ---- recv --resume -----------------------------------------------------------------------------
 
 // A get cut after ~3 MiB keeps .big.bin.aesxfer-partial beside the destination; the second run
@@ -317,8 +460,8 @@ TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
   uint64_t rest = n - kept;
   EXPECT_GE(count.s2c_bytes(), rest);
   EXPECT_LT(count.s2c_bytes(), rest + 8192) << "more than the rest of the file came again";
-  std::printf("[ resume  ] kept %llu of %llu bytes; second run %llu bytes from the server\n", (unsigned long long)kept,
-              (unsigned long long)n, (unsigned long long)count.s2c_bytes());
+  std::printf("[ resume  ] kept %llu of %llu bytes; second run %llu bytes from the server\n",
+              (unsigned long long)kept, (unsigned long long)n, (unsigned long long)count.s2c_bytes());
   EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(kept))) << server->log();
   ASSERT_TRUE(fs::exists(dest));
   EXPECT_EQ(sha256_file(dest), want);
@@ -333,7 +476,8 @@ TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
   write_random_file(ws.local / ".m.bin.aesxfer-partial", 1 << 20, 9);
   FaultSpec none;
   Relay count(server->port(), none);
-  auto r = run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m.bin").string(), "--json"}, count.port());
+  auto r =
+      run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m.bin").string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto o = parse_flat_json(lines_of(r.out).back());
   ASSERT_TRUE(o) << r.out;
@@ -411,7 +555,8 @@ TEST_F(RecvResume, WorksWithDashR) {
   ASSERT_TRUE(first) << lines[0];
   EXPECT_EQ((*first)["file"], "tree/a.bin");
   EXPECT_EQ((*first)["resumed_from"], "100000");
-  for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ((*parse_flat_json(lines[i]))["resumed_from"], "0") << lines[i];
+  for (size_t i = 1; i < lines.size(); ++i)
+    EXPECT_EQ((*parse_flat_json(lines[i]))["resumed_from"], "0") << lines[i];
 }
 
 }  // namespace
