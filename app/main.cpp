@@ -263,7 +263,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   } catch (const net::Failure& f) {
     if (tty) std::fputc('\n', stdout);
     std::string what = f.what();
-    const std::string dir = ": is a directory";
+    const std::string dir = remote->path + ": is a directory";  // the server's refusal, not a local error
     if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0) what += " (use -r)";
     die_line(what);
     if (client) client->bye();
@@ -319,7 +319,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     client->bye();
   } catch (const net::Failure& f) {
     std::string what = f.what();
-    const std::string file = ": not a directory";
+    const std::string file = remote->path + ": not a directory";
     if (what.size() >= file.size() && what.compare(what.size() - file.size(), file.size(), file) == 0)
       what += " (recv -r fetches directories; a file without -r)";
     die_line(what);
