@@ -15,6 +15,7 @@
 #include "app/speed.h"
 #include "client/client.h"
 #include "client/keystore.h"
+#include "client/recv_tree.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
@@ -225,12 +226,15 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
   return rc;
 }
 
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t);
+
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t) {
   auto remote = parse_remote(src);
   if (!remote || remote->path.empty()) {
     die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
     return kExitUsage;
   }
+  if (t.recursive) return cmd_recv_tree(src, dest, t);
   net::ClientOptions co;
   co.host = remote->host;
   if (!pick_suite(t, co)) return kExitUsage;
@@ -245,8 +249,9 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     auto r = client->get(
         remote->path, dest, zero_size,
         [&](uint64_t n) {
+          last = client->resume_offset();
           prog.start(n);
-          jp.start(n);
+          jp.start(n, last);
         },
         [&](uint64_t d) {
           limiter.consume(d - last);
@@ -260,7 +265,67 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     client->bye();
   } catch (const net::Failure& f) {
     if (tty) std::fputc('\n', stdout);
-    die_line(f.what());
+    std::string what = f.what();
+    const std::string dir = remote->path + ": is a directory";  // the server's refusal, not a local error
+    if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0) what += " (use -r)";
+    die_line(what);
+    if (client) client->bye();
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return 0;
+}
+
+// recv -r (issue 7): the listing, then one get per file on the same connection (client/recv_tree.h).
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t) {
+  auto remote = parse_remote(src);
+  net::ClientOptions co;
+  co.host = remote->host;
+  if (!pick_suite(t, co)) return kExitUsage;
+  bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  app::RateLimiter limiter(t.limit_kbit);
+  std::unique_ptr<net::Client> client;
+  try {
+    client = std::make_unique<net::Client>(co);
+    auto fetch_one = [&](const std::string& from, const fs::path& to) {
+      app::Progress prog(to.filename().string(), tty);
+      app::JsonProgress jp(from, t.json_progress);
+      uint64_t last = 0;
+      try {
+        auto r = client->fetch(
+            from, to, 0,
+            [&](uint64_t n) {
+              last = client->resume_offset();
+              prog.start(n);
+              jp.start(n, last);
+            },
+            [&](uint64_t d) {
+              limiter.consume(d - last);
+              last = d;
+              prog.update(d);
+              jp.update(d);
+            });
+        prog.finish(r.bytes, r.seconds);
+        jp.finish(r.bytes);
+        report(t, co, r, tty);
+      } catch (const net::Failure&) {
+        if (tty) std::fputc('\n', stdout);
+        throw;
+      }
+    };
+    auto note = [&](const std::string& line) {
+      if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+    };
+    net::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
+    client->bye();
+  } catch (const net::Failure& f) {
+    std::string what = f.what();
+    const std::string file = remote->path + ": not a directory";
+    if (what.size() >= file.size() && what.compare(what.size() - file.size(), file.size(), file) == 0)
+      what += " (recv -r fetches directories; a file without -r)";
+    die_line(what);
     if (client) client->bye();
     return kExitFail;
   } catch (const std::exception& e) {
@@ -318,13 +383,15 @@ int main(int argc, char** argv) {
   send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
   send->add_flag("--resume", t.resume, "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
 
-  auto* recv = app.add_subcommand("recv", "Fetch a file: aesxfer recv HOST:SRC DEST");
+  auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
   std::string recv_src, recv_dest;
   uint64_t zero_size = 0;
   recv->add_option("src", recv_src, "HOST:SRC")->required();
   recv->add_option("dest", recv_dest, "Local file or directory")->required();
   recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero");
   add_transfer_opts(recv);
+  recv->add_flag("-r,--recursive", t.recursive, "Fetch a directory recursively (symlinks on the server are skipped)");
+  recv->add_flag("--resume", t.resume, "Continue an interrupted recv from the partial file kept beside DEST");
 
   auto* serve = app.add_subcommand("serve", "Run the server");
   net::ServerOptions so;
@@ -344,6 +411,8 @@ int main(int argc, char** argv) {
   serve->add_option("--handshake-timeout", handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");
   serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
+  serve->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
+      ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
 
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");

@@ -178,6 +178,17 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  fs::path local = local_in;
+  std::error_code ec;
+  if (local != "/dev/null" && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  return fetch(remote, local, zero_size, on_start, progress);
+}
+
+FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
+                         const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  bool sink = local == "/dev/null";
+  if (opt_.resume && !sink && remote != "/dev/zero") return fetch_resumed(remote, local, zero_size, on_start, progress);
+  resume_offset_ = 0;
   if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1))) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message sreq;
@@ -190,7 +201,7 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
     if (st.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
     if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
     int n = streams_for(st.size);
-    if (n > 1) return get_parallel(remote, local_in, st, n, on_start, progress);
+    if (n > 1) return get_parallel(remote, local, st, n, on_start, progress);
   }
   proto::Message req;
   req.type = proto::MsgType::request;
@@ -202,10 +213,6 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
-  fs::path local = local_in;
-  bool sink = local == "/dev/null";
-  std::error_code ec;
-  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = std::make_unique<AtomicFile>(local);
 

@@ -10,6 +10,7 @@
 #include "client/conn.h"
 #include "client/transfer.h"
 #include "crypto/suite.h"
+#include "proto/listing.h"
 
 namespace aesxfer::net {
 
@@ -24,7 +25,7 @@ struct ClientOptions {
   std::chrono::milliseconds timeout{30000};
   std::string keylog;          // file to append session keys to, or empty
   bool preserve = false;       // -p: the receiver applies mode exactly and mtime
-  bool resume = false;         // --resume: puts continue a kept partial file (docs/PROTOCOL.md)
+  bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
   bool paced = false;          // -l: a rate limiter paces the progress callback (one stream only)
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
@@ -40,6 +41,14 @@ struct FileResult {
   std::array<uint8_t, 32> sha256{};
   uint64_t resumed_from = 0;   // --resume: bytes the receiver already had (not sent again)
   int streams = 1;             // connections the file moved over (--streams)
+};
+
+// The answer to list (recv -r): a directory on the server and everything under it.
+struct RemoteDir {
+  std::string path;     // the directory, relative to the server's root ("." for the root)
+  uint32_t mode = 0;    // its permission bits and mtime
+  int64_t mtime = 0;
+  std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
 };
 
 class Client {
@@ -61,6 +70,15 @@ class Client {
   // relative to the server's root. With opt.preserve, an existing directory gets mode and mtime.
   std::string mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
                     bool apply_attrs = false);
+  // Fetches `remote` into exactly `local` (not into a directory there). With opt.resume, through
+  // the partial file .NAME.aesxfer-partial beside it, which is kept when the connection breaks and
+  // continued on the next call (docs/PROTOCOL.md, "Resumed get").
+  FileResult fetch(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
+                   const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  // Lists directory `remote` recursively (symlinks and special files reported, not followed).
+  // Checks what the server sends: the announced count, page bounds, every directory listed before
+  // what it holds, no path twice. Throws Failure.
+  RemoteDir list(const std::string& remote);
   void bye() noexcept;
 
   const proto::SessionKeys& keys() const { return *keys_; }
@@ -68,7 +86,7 @@ class Client {
   uint32_t rtt_us() const;
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
-  // Offset the current or last put resumed from (valid from its on_start call on).
+  // Offset the current or last put or get resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 
  private:
@@ -90,6 +108,8 @@ class Client {
                           const ProgressFn& progress);
   void put_range(int fd, const proto::Message& req, const ProgressFn& progress);
   void get_range(int fd, const proto::Message& req, const ProgressFn& progress);
+  FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
+                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
 };
 
 }  // namespace aesxfer::net

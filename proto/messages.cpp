@@ -3,6 +3,7 @@
 //   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
 //              | u16 name_len | name (source base name, in Message::text) | u8 flags
 //              [ flags & kFlagRange: xfer_id[16] | u32 part | u32 nparts | u64 length ]
+//              [ op get with flags & kFlagResume: u8 digest_len (0 or 32) | digest ]
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
 //              | u8 digest_len (0 or 32) | digest
 //   result   : 04 | u8 status | u16 text_len | text
@@ -15,7 +16,7 @@
 
 namespace aesxfer::proto {
 
-bool valid_op(uint8_t op) noexcept { return op >= uint8_t(Op::put) && op <= uint8_t(Op::stat); }
+bool valid_op(uint8_t op) noexcept { return op >= uint8_t(Op::put) && op <= uint8_t(Op::list); }
 
 const char* status_name(Status s) noexcept {
   switch (s) {
@@ -56,6 +57,16 @@ void put_str(std::vector<uint8_t>& o, const std::string& s, size_t max) {
   size_t n = std::min(s.size(), max);
   put16(o, uint16_t(n));
   o.insert(o.end(), s.begin(), s.begin() + ptrdiff_t(n));
+}
+
+// u8 length (0 or kPrefixMacLen) | digest; a digest of any other length is sent as none.
+void put_digest(std::vector<uint8_t>& o, const std::string& d) {
+  if (d.size() == kPrefixMacLen) {
+    put8(o, uint8_t(kPrefixMacLen));
+    o.insert(o.end(), d.begin(), d.end());
+  } else {
+    put8(o, 0);
+  }
 }
 
 // Bounds-checked reader: every get fails (and stays failed) rather than reading past the end.
@@ -116,6 +127,14 @@ class Reader {
   bool ok_ = true;
 };
 
+// u8 length (0 or kPrefixMacLen) | digest.
+std::string digest(Reader& r) {
+  uint8_t dl = r.u8();
+  if (dl != 0 && dl != kPrefixMacLen) r.fail();
+  if (r.ok() && dl && r.need(dl)) return r.bytes(dl);
+  return {};
+}
+
 bool valid_status(uint8_t s) { return s <= uint8_t(Status::internal); }
 
 }  // namespace
@@ -144,6 +163,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
         put32(out, m.nparts);
         put64(out, m.length);
       }
+      if (m.op == Op::get && (m.flags & kFlagResume)) put_digest(out, m.digest);
       break;
     case MsgType::response:
       put8(out, uint8_t(m.status));
@@ -151,12 +171,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put32(out, m.mode & kModeMask);
       put64(out, uint64_t(m.mtime));
       put_str(out, m.text, kMaxMessage);
-      if (m.digest.size() == kPrefixMacLen) {
-        put8(out, uint8_t(kPrefixMacLen));
-        out.insert(out.end(), m.digest.begin(), m.digest.end());
-      } else {
-        put8(out, 0);
-      }
+      put_digest(out, m.digest);
       break;
     case MsgType::bye:
       break;
@@ -206,6 +221,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
         if (m.nparts == 0 || m.nparts > kMaxParts || m.part >= m.nparts) r.fail();
         if (m.offset > m.size || m.length > m.size - m.offset) r.fail();
       }
+      if (r.ok() && m.op == Op::get && (m.flags & kFlagResume)) m.digest = digest(r);
       break;
     }
     case uint8_t(MsgType::response): {
@@ -218,9 +234,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (m.mode & ~kModeMask) r.fail();
       m.mtime = int64_t(r.u64());
       m.text = r.str(kMaxMessage);
-      uint8_t dl = r.u8();
-      if (dl != 0 && dl != kPrefixMacLen) r.fail();
-      if (r.ok() && dl && r.need(dl)) m.digest = r.bytes(dl);
+      m.digest = digest(r);
       break;
     }
     case uint8_t(MsgType::bye):

@@ -1,7 +1,7 @@
 // Control messages carried in records after the handshake. See docs/PROTOCOL.md, "Transfer".
 //
 //   S -> C  Welcome    (control) first record from the server: authorization verdict
-//   C -> S  Request    (control) op put|get, path, size, mode, mtime
+//   C -> S  Request    (control) op put|get|mkdir|probe|list, path, size, mode, mtime
 //   S -> C  Response   (control) status, size of the file for get, message
 //   X -> Y  data records carry the file; then one `end` record with the final flag holding the
 //           SHA-256 of the whole file
@@ -20,12 +20,14 @@ namespace aesxfer::proto {
 enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
 // mkdir (3): create a directory (issue 7, -r); probe (4): ask for a kept partial file (--resume).
 // commit (5): rename a file sent in parts (--streams) into place; stat (6): size, mode and mtime
-// of a file, before it is fetched in parts.
-enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4, commit = 5, stat = 6 };
+// of a file, before it is fetched in parts. list (7): the entries under a directory, answered by
+// listing pages (proto/listing.h; recv -r).
+enum class Op : uint8_t { put = 1, get = 2, mkdir = 3, probe = 4, commit = 5, stat = 6, list = 7 };
 bool valid_op(uint8_t op) noexcept;
 // Request flags (u8, after the name): other bits are refused.
 constexpr uint8_t kFlagPreserve = 1;  // apply mode exactly and mtime (-p); else mode & ~umask, mtime now
 constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; resume from `offset`
+                                      // get: the client holds `offset` bytes hashing to `digest`
 // put/get/commit: the request carries a byte range of the file, one of `nparts` sent over parallel
 // connections (--streams); see docs/PROTOCOL.md, "Parallel streams". Not with kFlagResume.
 constexpr uint8_t kFlagRange = 4;
@@ -53,7 +55,9 @@ struct Message {
   uint64_t offset = 0;     // request: resume from here (0 = whole file)
   std::string text;        // response/result/welcome: human-readable detail; request: source base name
   uint8_t flags = 0;       // request: kFlagPreserve | kFlagResume
-  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe)
+  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe),
+                           // or the server's own prefix hash when it resumes a get there; request (get with
+                           // kFlagResume): empty, or the hash of the client's first `offset` bytes
   // Request with kFlagRange: bytes [offset, offset + length) of the file, part `part` of `nparts`
   // of the transfer named `xfer_id` (random, chosen by the client).
   std::array<uint8_t, kXferIdLen> xfer_id{};

@@ -1,5 +1,6 @@
 // Requests added by issue 7, kept out of the main session loop (server.cpp): mkdir (-r), probe
-// and put with the resume flag (--resume). See docs/PROTOCOL.md, "Directories" and "Resume".
+// and put with the resume flag (--resume), list (recv -r) and get with the resume flag
+// (recv --resume). See docs/PROTOCOL.md, "Directories", "Resume" and "Listing".
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -7,13 +8,19 @@
 
 #include "client/conn.h"
 #include "proto/handshake.h"
+#include "proto/listing.h"
 #include "proto/messages.h"
 
 namespace aesxfer::net {
 
+struct ExtendedLimits {
+  uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
+};
+
 // Serves req when it is one of those requests and returns true; false leaves it to the caller.
 // Throws Failure when the connection cannot continue (as the session loop does).
 bool serve_extended(Conn& c, const proto::SessionKeys& keys, const std::filesystem::path& root_real,
-                    const proto::Message& req, const std::function<void(const std::string&)>& log);
+                    const proto::Message& req, const std::function<void(const std::string&)>& log,
+                    const ExtendedLimits& limits = {});
 
 }  // namespace aesxfer::net

@@ -173,4 +173,39 @@ std::optional<fs::path> confine_mkdir(const fs::path& root_real, const std::stri
   return target;
 }
 
+std::optional<fs::path> confine_dir(const fs::path& root_real, const std::string& req, proto::Status& status,
+                                    std::string& why) {
+  status = proto::Status::bad_path;
+  if (bad_name(req)) {
+    why = "invalid path";
+    return std::nullopt;
+  }
+  fs::path p(req);
+  if (p.is_absolute()) {
+    why = req + ": absolute paths are refused (paths are relative to the server's root)";
+    return std::nullopt;
+  }
+  for (const auto& part : p)
+    if (part == "..") {
+      why = req + ": '..' is refused";
+      return std::nullopt;
+    }
+  std::error_code ec;
+  fs::path real = fs::canonical(root_real / p, ec);
+  if (ec) {
+    status = ec == std::errc::permission_denied ? proto::Status::permission : proto::Status::not_found;
+    why = req + ": " + (ec == std::errc::permission_denied ? "permission denied" : "no such directory");
+    return std::nullopt;
+  }
+  if (!inside(root_real, real)) {
+    why = req + ": leads outside the server's root";
+    return std::nullopt;
+  }
+  if (!fs::is_directory(real, ec)) {
+    why = req + ": not a directory";
+    return std::nullopt;
+  }
+  return real;
+}
+
 }  // namespace aesxfer::net

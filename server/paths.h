@@ -29,4 +29,10 @@ std::optional<std::filesystem::path> confine_mkdir(const std::filesystem::path& 
                                                    const std::string& name, bool* exists, proto::Status& status,
                                                    std::string& why);
 
+// list (issue 7, recv -r): the directory to list, real path. Same rules as get (relative, no
+// '..', no NUL/newline, its real path inside the root: a symlink given as the path itself is
+// followed when it stays inside); "." is the root. Refused unless it is a directory.
+std::optional<std::filesystem::path> confine_dir(const std::filesystem::path& root_real, const std::string& req,
+                                                 proto::Status& status, std::string& why);
+
 }  // namespace aesxfer::net

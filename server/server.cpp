@@ -157,7 +157,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
       if (dest && !dest->dev_null) sweeper->maybe_sweep(dest->path.parent_path(), logger);
     }
     if (parts.serve(c, keys, root_real, req, held, logger)) continue;
-    if (serve_extended(c, keys, root_real, req, logger)) continue;
+    if (serve_extended(c, keys, root_real, req, logger, ExtendedLimits{opt.max_list_entries})) continue;
     proto::Message resp;
     resp.type = proto::MsgType::response;
     std::string why;

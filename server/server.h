@@ -29,6 +29,7 @@ struct ServerOptions {
   // Kept partial files (send --resume) older than this are removed when their directory is next
   // written to (server/sweep.h); 0 keeps them for ever.
   std::chrono::seconds partial_max_age{7 * 24 * 3600};
+  uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
 };
 
 class Server {

@@ -622,6 +622,10 @@ void Relay::run() {
     }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = ::recv(sfd, buf.data(), buf.size(), 0);
+      if (n > 0 && spec_.flip_s2c_at > s2c_bytes && spec_.flip_s2c_at <= s2c_bytes + uint64_t(n)) {
+        buf[size_t(spec_.flip_s2c_at - s2c_bytes - 1)] ^= 0x01;
+        applied_ = true;
+      }
       if (n <= 0) {
         server_open = false;
       } else if (spec_.cut_s2c_after && s2c_bytes + uint64_t(n) >= spec_.cut_s2c_after) {
@@ -633,6 +637,7 @@ void Relay::run() {
         break;
       } else {
         s2c_bytes += uint64_t(n);
+        s2c_total_ = s2c_bytes;
       }
     }
   }

@@ -134,6 +134,10 @@ struct FaultSpec {
   // Independently of `kind`: close both sides once this many bytes (handshake included) went
   // from the server to the client; 0 = never. Lets a get be cut while the client is receiving.
   uint64_t cut_s2c_after = 0;
+  // Independently of `kind`: XOR 0x01 into the server->client byte at this offset (handshake
+  // included, counted from 1; 0 = never). With cipher and MAC none this corrupts file data that
+  // only the end record's SHA-256 can catch.
+  uint64_t flip_s2c_at = 0;
   // Bytes of tag after each record's body: 16 for aes128-gcm, 32 for hmac-sha256, 0 for none.
   size_t tag_len = 16;
 };
@@ -155,6 +159,8 @@ class Relay {
   bool fault_applied() const { return applied_.load(); }
   // Records seen from the client so far.
   size_t records_seen() const { return records_.load(); }
+  // Bytes forwarded from the server to the client so far (handshake included).
+  uint64_t s2c_bytes() const { return s2c_total_.load(); }
   // Waits for the relay thread to end (true) or timeout_s (false).
   bool wait_done(double timeout_s) const;
 
@@ -168,6 +174,7 @@ class Relay {
   std::atomic<bool> done_{false};
   std::atomic<bool> applied_{false};
   std::atomic<size_t> records_{0};
+  std::atomic<uint64_t> s2c_total_{0};
   std::thread thread_;
 };
 

@@ -1,15 +1,29 @@
-// libFuzzer target: proto::decode on arbitrary control-record payloads. Whatever decodes must
-// re-encode to something that decodes to the same encoding (encode/decode are inverse on valid
-// messages), and never hold a NUL in a path.
+// libFuzzer target: proto::decode and proto::decode_list_page on arbitrary control-record
+// payloads. Whatever decodes must re-encode to something that decodes to the same encoding
+// (encode/decode are inverse on valid messages), and never hold a NUL in a path; a listing page
+// must re-encode to the input itself and hold only paths a receiver may create.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "proto/listing.h"
 #include "proto/messages.h"
 
 using namespace aesxfer;
 
+static void check_list_page(const uint8_t* data, size_t size) {
+  auto p = proto::decode_list_page(std::span<const uint8_t>(data, size));
+  if (!p) return;
+  for (const auto& e : p->entries)
+    if (!proto::valid_list_path(e.path)) __builtin_trap();
+  std::vector<uint8_t> a;
+  proto::encode_list_page(*p, a);
+  if (a.size() != size || !std::equal(a.begin(), a.end(), data)) __builtin_trap();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check_list_page(data, size);
   auto m = proto::decode(std::span<const uint8_t>(data, size));
   if (!m) return 0;
   if (m->path.find('\0') != std::string::npos) __builtin_trap();

@@ -8,6 +8,7 @@
 
 #include "crypto/suite.h"
 #include "proto/handshake.h"
+#include "proto/listing.h"
 #include "proto/messages.h"
 #include "proto/record.h"
 
@@ -80,6 +81,23 @@ int main(int argc, char** argv) {
     proto::encode(ms[i], b);
     put(root / "fuzz_messages", "msg-" + std::to_string(i), b);
   }
+  // recv -r and recv --resume: a list request, a get with the resume flag and a listing page.
+  proto::Message lq, rg;
+  lq.type = proto::MsgType::request, lq.op = proto::Op::list, lq.path = "dir";
+  rg.type = proto::MsgType::request, rg.op = proto::Op::get, rg.path = "file.bin", rg.offset = 4096,
+  rg.flags = proto::kFlagResume, rg.digest = std::string(proto::kPrefixMacLen, '\x5a');
+  Bytes b;
+  proto::encode(lq, b);
+  put(root / "fuzz_messages", "msg-list", b);
+  proto::encode(rg, b);
+  put(root / "fuzz_messages", "msg-get-resume", b);
+  proto::ListPage page;
+  page.last = true;
+  page.entries = {{proto::EntryType::dir, "d", 0, 0755, 1700000000},
+                  {proto::EntryType::file, "d/f.bin", 300001, 0644, 1700000000},
+                  {proto::EntryType::symlink, "d/l", 0, 0777, 1700000000}};
+  proto::encode_list_page(page, b);
+  put(root / "fuzz_messages", "page-0", b);
   std::printf("corpus written to %s\n", root.c_str());
   return 0;
 }

@@ -1,0 +1,563 @@
+// Issue 7, "Across machines", the recv side: recv -r (the list op, then one get per file on the
+// same connection; scp -r semantics; -p; symlinks on the server skipped; confined to the root;
+// the listing bounded) and recv --resume (the partial file kept beside DEST after a cut, only the
+// rest fetched again, a mismatched or corrupted partial never ending up under the destination).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "client/conn.h"
+#include "proto/handshake.h"
+#include "proto/listing.h"
+#include "proto/record.h"
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+mode_t test_umask() {
+  mode_t um = ::umask(022);  // the children inherit it; read it back
+  ::umask(um);
+  return um;
+}
+
+struct stat stat_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st;
+}
+
+void set_mtime(const fs::path& p, time_t t) {
+  struct timespec ts[2] = {{t, 0}, {t, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0) << p;
+}
+
+class RecvRemote : public testing::Test {
+ protected:
+  Workspace ws;
+  TempDir outside{"aesxfer-outside"};
+  std::unique_ptr<ServerProcess> server;
+  void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
+  void TearDown() override {
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
+  }
+  ProcResult run(std::vector<std::string> a, uint16_t port = 0) {
+    a.push_back("-P");
+    a.push_back(std::to_string(port ? port : server->port()));
+    a.push_back("--timeout");
+    a.push_back("20");
+    return run_aesxfer(a, ws.home);
+  }
+  // root/tree/{a.bin (300001), empty.txt (0), rec.bin (256 KiB + 1), sub/b.txt, sub/deep/c.bin,
+  // empty/, out -> outside dir, secret -> outside file, alink -> a.bin}
+  fs::path make_tree() {
+    fs::path t = ws.root / "tree";
+    fs::create_directories(t / "sub" / "deep");
+    fs::create_directories(t / "empty");
+    write_random_file(t / "a.bin", 300001, 1);
+    write_text_file(t / "empty.txt", "");
+    write_random_file(t / "rec.bin", proto::kDefaultPayload + 1, 2);
+    write_text_file(t / "sub" / "b.txt", "hello\n");
+    write_random_file(t / "sub" / "deep" / "c.bin", 70000, 3);
+    write_text_file(outside.path() / "secret.txt", "outside the root");
+    fs::create_directories(outside.path() / "dir");
+    write_text_file(outside.path() / "dir" / "x.txt", "outside too");
+    fs::create_directory_symlink(outside.path() / "dir", t / "out");
+    fs::create_symlink(outside.path() / "secret.txt", t / "secret");
+    fs::create_symlink("a.bin", t / "alink");
+    return t;
+  }
+  static constexpr const char* kFiles[] = {"a.bin", "empty.txt", "rec.bin", "sub/b.txt", "sub/deep/c.bin"};
+  void expect_same_tree(const fs::path& src, const fs::path& dst) {
+    for (const char* f : kFiles) {
+      ASSERT_TRUE(fs::is_regular_file(dst / f)) << dst / f;
+      EXPECT_EQ(sha256_file(dst / f), sha256_file(src / f)) << f;
+    }
+    EXPECT_EQ(fs::file_size(dst / "empty.txt"), 0u);
+    EXPECT_TRUE(fs::is_directory(dst / "empty"));
+    EXPECT_TRUE(fs::is_empty(dst / "empty"));
+    for (const char* link : {"out", "secret", "alink"}) {
+      std::error_code ec;
+      EXPECT_FALSE(fs::exists(fs::symlink_status(dst / link, ec))) << link << " must not be fetched";
+    }
+    for (const char* d : {"", "sub", "sub/deep", "empty"}) EXPECT_TRUE(temp_debris(dst / d).empty()) << d;
+  }
+};
+
+constexpr const char* RecvRemote::kFiles[];
+
+using RecvTree = RecvRemote;
+using RecvResume = RecvRemote;
+
+TEST_F(RecvTree, NewDestinationBecomesTheCopy) {
+  fs::path src = make_tree();
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "copy");
+  EXPECT_EQ(lines_of(r.out).size(), 5u) << "one JSON line per file\n" << r.out;
+  for (const auto& l : lines_of(r.out)) EXPECT_TRUE(parse_flat_json(l)) << l;
+  // Every skipped entry is named on stderr; nothing from outside the root arrived.
+  for (const char* link : {"tree/out", "tree/secret", "tree/alink"})
+    EXPECT_NE(r.err.find(std::string("skipping ") + link + " (symbolic link"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "copy" / "out" / "x.txt"));
+  EXPECT_TRUE(server->wait_for_log("list dir=tree entries=11 result=ok")) << server->log();
+}
+
+TEST_F(RecvTree, ExistingDirectoryReceivesTheTreeUnderItsName) {
+  fs::path src = make_tree();
+  fs::create_directories(ws.local / "inbox");
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "inbox").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "") << "-q: no skip notes either";
+  expect_same_tree(src, ws.local / "inbox" / "tree");
+  // Again: merges into the existing copy (files replaced whole).
+  write_text_file(ws.local / "inbox" / "tree" / "a.bin", "stale");
+  r = run({"recv", "-r", "127.0.0.1:tree/", (ws.local / "inbox").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "inbox" / "tree");
+  // A subdirectory by a longer path lands under its own name.
+  r = run({"recv", "-r", "127.0.0.1:tree/sub", (ws.local / "inbox").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "inbox" / "sub" / "deep" / "c.bin"),
+            sha256_file(src / "sub" / "deep" / "c.bin"));
+  // The root itself: its contents go into an existing DEST.
+  fs::create_directories(ws.local / "all");
+  r = run({"recv", "-r", "127.0.0.1:.", (ws.local / "all").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "all" / "tree");
+}
+
+TEST_F(RecvTree, DestinationThatIsAFileIsRefused) {
+  make_tree();
+  write_text_file(ws.local / "f", "mine");
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "f").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("exists and is not a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "f"), "mine");
+  // A missing parent: refused, nothing created.
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "no" / "such").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.local / "no"));
+  // A local directory where the tree has a file: stops there, the directory untouched.
+  fs::create_directories(ws.local / "clash2" / "tree" / "a.bin");
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "clash2").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("a.bin: is a directory"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_directory(ws.local / "clash2" / "tree" / "a.bin"));
+}
+
+TEST_F(RecvTree, DirectoryWithoutDashRAndFileWithDashR) {
+  make_tree();
+  auto r = run({"recv", "127.0.0.1:tree", (ws.local / "x").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("is a directory (use -r)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "x"));
+  r = run({"recv", "-r", "127.0.0.1:tree/a.bin", (ws.local / "y").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "y"));
+}
+
+TEST_F(RecvTree, ConfinedToTheRoot) {
+  make_tree();
+  fs::create_directory_symlink(outside.path(), ws.root / "esc");
+  for (const char* src :
+       {"../", "..", "tree/../..", "/etc", "/", "esc", "esc/dir", "tree/out", "tree/secret"}) {
+    SCOPED_TRACE(src);
+    auto r = run({"recv", "-r", std::string("127.0.0.1:") + src, (ws.local / "got").string(), "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_FALSE(fs::exists(ws.local / "got"));
+  }
+  auto r = run({"recv", "-r", "127.0.0.1:esc", (ws.local / "got").string(), "-q"});
+  EXPECT_NE(r.err.find("outside the server's root"), std::string::npos) << r.err;
+  r = run({"recv", "-r", "127.0.0.1:../x", (ws.local / "got").string(), "-q"});
+  EXPECT_NE(r.err.find("'..' is refused"), std::string::npos) << r.err;
+  r = run({"recv", "-r", "127.0.0.1:/etc", (ws.local / "got").string(), "-q"});
+  EXPECT_NE(r.err.find("absolute paths are refused"), std::string::npos) << r.err;
+}
+
+TEST_F(RecvTree, PreserveAppliesModesAndTimesToFilesAndDirectories) {
+  fs::path src = make_tree();
+  ::chmod((src / "sub").c_str(), 0750);
+  ::chmod((src / "sub" / "deep").c_str(), 0711);
+  ::chmod((src / "a.bin").c_str(), 0604);
+  set_mtime(src / "a.bin", 1400000000);
+  set_mtime(src / "sub" / "b.txt", 1400000001);
+  set_mtime(src / "sub" / "deep", 1400000002);  // after its contents were written
+  set_mtime(src / "sub", 1400000003);
+  set_mtime(src / "empty", 1400000004);
+  set_mtime(src, 1400000005);
+  auto r = run({"recv", "-r", "-p", "127.0.0.1:tree", (ws.local / "p").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "p");
+  fs::path d = ws.local / "p";
+  EXPECT_EQ(stat_of(d / "sub").st_mode & 07777, 0750u);
+  EXPECT_EQ(stat_of(d / "sub" / "deep").st_mode & 07777, 0711u);
+  EXPECT_EQ(stat_of(d / "a.bin").st_mode & 07777, 0604u);
+  EXPECT_EQ(stat_of(d / "a.bin").st_mtim.tv_sec, 1400000000);
+  EXPECT_EQ(stat_of(d / "sub" / "b.txt").st_mtim.tv_sec, 1400000001);
+  EXPECT_EQ(stat_of(d / "sub" / "deep").st_mtim.tv_sec, 1400000002);
+  EXPECT_EQ(stat_of(d / "sub").st_mtim.tv_sec, 1400000003);
+  EXPECT_EQ(stat_of(d / "empty").st_mtim.tv_sec, 1400000004);
+  EXPECT_EQ(stat_of(d).st_mtim.tv_sec, 1400000005);
+  EXPECT_EQ(stat_of(d).st_mode & 07777, stat_of(src).st_mode & 07777);
+}
+
+TEST_F(RecvTree, WithoutDashPModesAreMaskedAndTimesAreNow) {
+  fs::path src = make_tree();
+  mode_t um = test_umask();
+  ::chmod((src / "sub").c_str(), 0777);
+  ::chmod((src / "a.bin").c_str(), 04777);
+  set_mtime(src / "sub", 1000000000);
+  set_mtime(src / "a.bin", 1000000000);
+  auto before = std::time(nullptr);
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "n").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::path d = ws.local / "n";
+  EXPECT_EQ(stat_of(d / "sub").st_mode & 07777, 0777u & ~unsigned(um));
+  EXPECT_EQ(stat_of(d / "a.bin").st_mode & 07777, 0777u & ~unsigned(um)) << "setuid dropped, umask applied";
+  EXPECT_GE(stat_of(d / "sub").st_mtim.tv_sec, before - 2);
+  EXPECT_GE(stat_of(d / "a.bin").st_mtim.tv_sec, before - 2);
+  // An existing local directory keeps its own mode without -p.
+  fs::create_directories(ws.local / "keep" / "tree" / "sub");
+  ::chmod((ws.local / "keep" / "tree" / "sub").c_str(), 0700);
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "keep").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.local / "keep" / "tree" / "sub").st_mode & 07777, 0700u);
+}
+
+TEST_F(RecvTree, ListingLimitIsAClearError) {
+  make_tree();  // 11 entries under tree/, 3 under tree/sub
+  ServerProcess small(ws.home, ws.root, {"--max-list", "5"});
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "big").string(), "-q"}, small.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("more than 5 entries"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "big"));
+  r = run({"recv", "-r", "127.0.0.1:tree/sub", (ws.local / "small").string(), "-q"}, small.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::is_regular_file(ws.local / "small" / "deep" / "c.bin"));
+  EXPECT_EQ(small.stop(), 0);
+  // Many entries, in several pages (16 KiB each): 3000 files with 40-byte names.
+  fs::path many = ws.root / "many";
+  fs::create_directories(many);
+  for (int i = 0; i < 3000; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "file-%04d-padding-padding-padding-pad.txt", i);
+    write_text_file(many / name, std::to_string(i));
+  }
+  r = run({"recv", "-r", "127.0.0.1:many", (ws.local / "many").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(ws.local / "many")) n += e.is_regular_file();
+  EXPECT_EQ(n, 3000u);
+  EXPECT_EQ(read_text_file(ws.local / "many" / "file-2999-padding-padding-padding-pad.txt"), "2999");
+}
+
+// A fake server that answers one list request with a listing of its own making (a hostile
+// server): the client must refuse it before it creates anything, with one line.
+class FakeListServer {
+ public:
+  // `pages` are raw page payloads, sent after Response{ok, size = n}.
+  FakeListServer(uint64_t n, std::vector<std::vector<uint8_t>> pages) : n_(n), pages_(std::move(pages)) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(lfd_, 1);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeListServer() {
+    ::shutdown(lfd_, SHUT_RDWR);
+    thread_.join();
+    ::close(lfd_);
+  }
+  uint16_t port() const { return port_; }
+  std::string error;  // what went wrong on the fake server's side, if anything
+
+ private:
+  void serve() {
+    int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    try {
+      net::Conn c(fd, std::chrono::milliseconds(10000), "client");
+      proto::Identity host = proto::Identity::generate();
+      proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
+      uint8_t buf[4096];
+      for (bool done = false; !done;) {
+        size_t n = c.read_some(buf, sizeof buf);
+        if (n == 0) throw net::Failure("client left during the handshake");
+        for (size_t off = 0; off < n && !done;) {
+          proto::Step st = hs.feed(buf + off, n - off);
+          off += st.consumed;
+          if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
+          if (st.ec || st.consumed == 0) throw net::Failure("handshake: " + st.ec.message());
+          if (st.done) {
+            if (off < n) c.unread(buf + off, n - off);
+            done = true;
+          }
+        }
+      }
+      c.start_records(hs.keys(), false);
+      proto::Message w;
+      w.type = proto::MsgType::welcome;
+      c.send_message(w);
+      proto::Message req = c.recv_message("the session");
+      if (req.op != proto::Op::list) throw net::Failure("expected a list request");
+      proto::Message resp;
+      resp.type = proto::MsgType::response;
+      resp.size = n_;
+      resp.mode = 0755;
+      resp.text = req.path;
+      c.send_message(resp);
+      for (const auto& p : pages_) {
+        std::memcpy(c.payload_buffer(), p.data(), p.size());
+        c.send_record(proto::RecordType::control, 0, p.size());
+      }
+      c.set_timeout(std::chrono::milliseconds(5000));
+      for (;;) {  // whatever the client says next: it must not be a get
+        proto::Message m = c.recv_message("the session");
+        if (m.type == proto::MsgType::request && m.op == proto::Op::get)
+          error = "the client fetched " + m.path;
+        if (m.type == proto::MsgType::bye) break;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  uint64_t n_;
+  std::vector<std::vector<uint8_t>> pages_;
+  int lfd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool last = true) {
+  proto::ListPage p;
+  p.last = last;
+  p.entries = std::move(entries);
+  std::vector<uint8_t> b;
+  proto::encode_list_page(p, b);
+  return b;
+}
+
+TEST_F(RecvTree, HostileListingsAreRefusedBeforeAnythingIsWritten) {
+  using proto::EntryType;
+  fs::create_directories(ws.local / "dest");
+  fs::create_directory_symlink(outside.path(), ws.local / "dest" / "link");  // the user's own
+  struct Case {
+    const char* name;
+    uint64_t n;
+    std::vector<std::vector<uint8_t>> pages;
+  };
+  std::vector<Case> cases = {
+      {"dot-dot", 1, {page_of({{EntryType::file, "../evil", 5, 0644, 0}})}},
+      {"absolute", 1, {page_of({{EntryType::file, "/tmp/evil", 5, 0644, 0}})}},
+      {"inner dot-dot",
+       2,
+       {page_of({{EntryType::dir, "a", 0, 0755, 0}, {EntryType::file, "a/../../evil", 5, 0644, 0}})}},
+      {"parent not listed", 1, {page_of({{EntryType::file, "link/evil", 5, 0644, 0}})}},
+      {"parent is a file",
+       2,
+       {page_of({{EntryType::file, "f", 1, 0644, 0}, {EntryType::file, "f/evil", 5, 0644, 0}})}},
+      {"twice", 2, {page_of({{EntryType::dir, "d", 0, 0755, 0}, {EntryType::file, "d", 5, 0644, 0}})}},
+      {"more than announced",
+       1,
+       {page_of({{EntryType::file, "x", 5, 0644, 0}, {EntryType::file, "y", 5, 0644, 0}})}},
+      {"fewer than announced", 3, {page_of({{EntryType::file, "x", 5, 0644, 0}})}},
+      {"too many announced", proto::kMaxListEntries + 1, {page_of({})}},
+      {"garbage page", 1, {{6, 1, 0xff, 0xff, 0, 0, 0}}},
+      {"directory with a size", 1, {{6, 1, 0, 1, 2, 0,    1, 'd', 0, 0, 0, 0, 0, 0,
+                                     0, 9, 0, 0, 1, 0xed, 0, 0,   0, 0, 0, 0, 0, 0}}},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    FakeListServer fake(tc.n, tc.pages);
+    auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    EXPECT_EQ(fake.error, "");
+    std::printf("[ hostile ] %-22s %s", tc.name, r.err.c_str());
+  }
+  EXPECT_TRUE(fs::is_empty(outside.path())) << "something was written through the symlink";
+  EXPECT_FALSE(fs::exists(ws.local / "evil"));
+  EXPECT_FALSE(fs::exists(ws.local / "dest" / "tree")) << "nothing created before the listing was checked";
+}
+
+// ---- recv --resume -----------------------------------------------------------------------------
+
+// A get cut after ~3 MiB keeps .big.bin.aesxfer-partial beside the destination; the second run
+// fetches only the rest (bytes counted through a Relay) and the whole-file SHA-256 still verifies.
+TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
+  const uint64_t n = (uint64_t(8) << 20) + 1234;
+  write_random_file(ws.root / "big.bin", n, 7);
+  std::string want = sha256_file(ws.root / "big.bin");
+  fs::path dest = ws.local / "big.bin";
+  fs::path partial = ws.local / ".big.bin.aesxfer-partial";
+  {
+    FaultSpec cut;
+    cut.cut_s2c_after = uint64_t(3) << 20;
+    Relay relay(server->port(), cut);
+    auto r = run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "-q"}, relay.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(relay.fault_applied());
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("partial file kept"), std::string::npos) << r.err;
+  }
+  ASSERT_TRUE(fs::exists(partial));
+  uint64_t kept = fs::file_size(partial);
+  EXPECT_GE(kept, uint64_t(1) << 20);
+  EXPECT_LT(kept, n);
+  EXPECT_FALSE(fs::exists(dest));
+  {
+    // The kept bytes are the source's.
+    std::string head(kept, '\0'), mine(kept, '\0');
+    std::ifstream(ws.root / "big.bin", std::ios::binary).read(head.data(), std::streamsize(kept));
+    std::ifstream(partial, std::ios::binary).read(mine.data(), std::streamsize(kept));
+    EXPECT_TRUE(head == mine);
+  }
+
+  FaultSpec none;
+  Relay count(server->port(), none);
+  auto r = run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], std::to_string(kept));
+  EXPECT_EQ((*o)["bytes"], std::to_string(n));
+  EXPECT_EQ((*o)["verified"], "true");
+  count.wait_done(10);
+  // Server to client: handshake, welcome, response, the data from `kept` on, end, in records of
+  // 256 KiB with 24 bytes of header and tag each.
+  uint64_t rest = n - kept;
+  EXPECT_GE(count.s2c_bytes(), rest);
+  EXPECT_LT(count.s2c_bytes(), rest + 8192) << "more than the rest of the file came again";
+  std::printf("[ resume  ] kept %llu of %llu bytes; second run %llu bytes from the server\n",
+              (unsigned long long)kept, (unsigned long long)n, (unsigned long long)count.s2c_bytes());
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(kept))) << server->log();
+  ASSERT_TRUE(fs::exists(dest));
+  EXPECT_EQ(sha256_file(dest), want);
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
+  const uint64_t n = (uint64_t(2) << 20) + 99;
+  write_random_file(ws.root / "m.bin", n, 8);
+  // A partial file that is not a prefix of the server's (another version of the file).
+  write_random_file(ws.local / ".m.bin.aesxfer-partial", 1 << 20, 9);
+  FaultSpec none;
+  Relay count(server->port(), none);
+  auto r =
+      run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m.bin").string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], "0");
+  count.wait_done(10);
+  EXPECT_GE(count.s2c_bytes(), n);
+  EXPECT_EQ(sha256_file(ws.local / "m.bin"), sha256_file(ws.root / "m.bin"));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+  // Longer than the server's file: from 0 too.
+  write_random_file(ws.local / ".s.bin.aesxfer-partial", 5000, 10);
+  write_random_file(ws.root / "s.bin", 1000, 10);
+  r = run({"recv", "--resume", "127.0.0.1:s.bin", ws.local.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], "0");
+  EXPECT_EQ(sha256_file(ws.local / "s.bin"), sha256_file(ws.root / "s.bin"));
+  EXPECT_FALSE(fs::exists(ws.local / ".s.bin.aesxfer-partial"));
+  // No partial file at all: --resume is a plain recv; and the whole file already kept: only the end.
+  r = run({"recv", "--resume", "127.0.0.1:s.bin", (ws.local / "s2.bin").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "s2.bin"), sha256_file(ws.root / "s.bin"));
+  fs::copy_file(ws.root / "m.bin", ws.local / ".m3.bin.aesxfer-partial");
+  r = run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m3.bin").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], std::to_string(n));
+  EXPECT_EQ(sha256_file(ws.local / "m3.bin"), sha256_file(ws.root / "m.bin"));
+}
+
+// Data corrupted in flight past the resume point (cipher and MAC none: only the whole-file
+// SHA-256 can tell): the transfer fails, nothing appears at the destination name and the partial
+// file is discarded as known bad, so the next --resume starts from 0 and ends correct.
+TEST_F(RecvResume, CorruptedRestLeavesNoFileAndDiscardsThePartial) {
+  const uint64_t n = (uint64_t(3) << 20) + 5;
+  write_random_file(ws.root / "t.bin", n, 11);
+  fs::path dest = ws.local / "t.bin";
+  fs::path partial = ws.local / ".t.bin.aesxfer-partial";
+  {
+    std::string head(1 << 20, '\0');
+    std::ifstream(ws.root / "t.bin", std::ios::binary).read(head.data(), std::streamsize(head.size()));
+    std::ofstream(partial, std::ios::binary).write(head.data(), std::streamsize(head.size()));
+  }
+  FaultSpec flip;
+  flip.flip_s2c_at = 600000;  // inside the data that follows the kept megabyte
+  flip.tag_len = 0;
+  Relay relay(server->port(), flip);
+  auto r = run({"recv", "--resume", "-c", "none", "-m", "none", "127.0.0.1:t.bin", dest.string(), "-q"},
+               relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(relay.fault_applied());
+  EXPECT_NE(r.err.find("SHA-256 mismatch"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dest));
+  EXPECT_FALSE(fs::exists(partial)) << "a partial file known to be bad must not be resumed";
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+  r = run({"recv", "--resume", "127.0.0.1:t.bin", dest.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], "0");
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "t.bin"));
+}
+
+TEST_F(RecvResume, WorksWithDashR) {
+  fs::path src = make_tree();
+  // An earlier recv -r --resume into copy/ broke inside a.bin: its first 100000 bytes are kept.
+  fs::create_directories(ws.local / "copy" / "tree");
+  {
+    std::string head(100000, '\0');
+    std::ifstream(src / "a.bin", std::ios::binary).read(head.data(), std::streamsize(head.size()));
+    std::ofstream(ws.local / "copy" / "tree" / ".a.bin.aesxfer-partial", std::ios::binary)
+        .write(head.data(), std::streamsize(head.size()));
+  }
+  auto r = run({"recv", "-r", "--resume", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "copy" / "tree");
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  auto first = parse_flat_json(lines[0]);
+  ASSERT_TRUE(first) << lines[0];
+  EXPECT_EQ((*first)["file"], "tree/a.bin");
+  EXPECT_EQ((*first)["resumed_from"], "100000");
+  for (size_t i = 1; i < lines.size(); ++i)
+    EXPECT_EQ((*parse_flat_json(lines[i]))["resumed_from"], "0") << lines[i];
+}
+
+}  // namespace
+}  // namespace aesxfer::test
