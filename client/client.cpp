@@ -68,6 +68,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
     kl << keys_->keylog_lines();
   }
   conn_->start_records(*keys_, true);
+  tune_for_path(conn_->fd());
   proto::Message w = conn_->recv_message("the handshake");
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
   if (w.status != proto::Status::ok) throw refused(w, hp + " refused the login");

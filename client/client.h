@@ -106,7 +106,9 @@ class Client {
   FileResult get_parallel(const std::string& remote, const std::filesystem::path& local,
                           const proto::Message& st, int n, const std::function<void(uint64_t)>& on_start,
                           const ProgressFn& progress);
-  void put_range(int fd, const proto::Message& req, const ProgressFn& progress);
+  // commit: sent right behind the range's end record (part 0), answered once every part verified.
+  void put_range(int fd, const proto::Message& req, const ProgressFn& progress,
+                 const proto::Message* commit = nullptr);
   void get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                            const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);

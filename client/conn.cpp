@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 namespace aesxfer::net {
 
@@ -228,6 +229,27 @@ void tune_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   size_buffer(fd, SO_SNDBUF, "/proc/sys/net/core/wmem_max", "/proc/sys/net/ipv4/tcp_wmem");
   size_buffer(fd, SO_RCVBUF, "/proc/sys/net/core/rmem_max", "/proc/sys/net/ipv4/tcp_rmem");
+}
+
+uint32_t tcp_rtt_us(int fd) {
+  struct tcp_info ti {};
+  socklen_t len = sizeof ti;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+  return ti.tcpi_rtt;
+}
+
+void pin_receive_buffer(int fd) {
+  uint64_t max = 0;
+  std::ifstream f("/proc/sys/net/core/rmem_max");
+  if (!(f >> max) || max < (4u << 20) || max > (1u << 30)) return;
+  int v = int(max);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+}
+
+uint32_t tune_for_path(int fd) {
+  uint32_t rtt = tcp_rtt_us(fd);
+  if (rtt >= kLongPathRttUs) pin_receive_buffer(fd);
+  return rtt;
 }
 
 int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {

@@ -4,14 +4,15 @@
 //
 // Each range is a complete record stream of its own (own connection, own keys and sequence
 // numbers) whose end record carries the SHA-256 and length of the range; a put is renamed into
-// place by an explicit `commit` once every range has verified, a get once every range has
-// arrived here and verified.
+// place by an explicit `commit` (sent right behind part 0's end record; the server answers it once
+// every part verified), a get once every range has arrived here and verified.
 //
 // Auto (the default, --streams 0): one connection unless the path is long. With a smoothed round
-// trip of at least kAutoMinRtt, the client opens enough connections that their combined window
+// trip of at least kLongPathRttUs (10 ms), the client opens enough connections that their combined window
 // covers kAutoRate * RTT, taking the window of one connection to be the smaller of this host's
-// tcp_wmem and tcp_rmem maximums (the autotuning caps), at most kAutoMaxStreams, and only as many
-// as give each part at least kAutoMinPart bytes. On loopback and LAN paths this is always one.
+// tcp_wmem maximum and half its tcp_rmem maximum (the autotuning caps; about half a receive buffer
+// is advertised as window), at most kAutoMaxStreams, and only as many as give each part at least
+// kAutoMinPart bytes. On loopback and LAN paths this is always one.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,8 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr uint32_t kAutoMinRtt = 10000;        // us
-constexpr double kAutoRate = 250e6;            // bytes/s the auto choice aims to make room for
+constexpr double kAutoRate = 400e6;            // bytes/s (3.2 Gbit/s) the auto choice makes room for
 constexpr int kAutoMaxStreams = 8;
 constexpr uint64_t kAutoMinPart = 8u << 20;     // auto: no part smaller than 8 MiB
 constexpr uint64_t kMinPart = proto::kDefaultPayload;  // explicit --streams: one record
@@ -128,18 +128,15 @@ class ProgressSum {
 
 }  // namespace
 
-uint32_t Client::rtt_us() const {
-  struct tcp_info ti {};
-  socklen_t len = sizeof ti;
-  if (::getsockopt(conn_->fd(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
-  return ti.tcpi_rtt;
-}
+uint32_t Client::rtt_us() const { return tcp_rtt_us(conn_->fd()); }
 
 int Client::auto_streams() const {
   uint32_t rtt = rtt_us();
-  if (rtt < kAutoMinRtt) return 1;
+  if (rtt < kLongPathRttUs) return 1;
+  // What one connection can have in flight: the send buffer's cap, or about half the receive
+  // buffer's (the kernel advertises roughly half of it as window, the rest covers skb overhead).
   uint64_t window = std::min(sysctl_max("/proc/sys/net/ipv4/tcp_wmem", 4u << 20),
-                             sysctl_max("/proc/sys/net/ipv4/tcp_rmem", 6u << 20));
+                             sysctl_max("/proc/sys/net/ipv4/tcp_rmem", 6u << 20) / 2);
   double need = kAutoRate * (rtt / 1e6) / double(window);
   return std::clamp(int(std::ceil(need)), 1, kAutoMaxStreams);
 }
@@ -180,13 +177,14 @@ int Client::open_extra(int want) {
   return int(extra_.size()) + 1;
 }
 
-void Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+void Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress, const proto::Message* commit) {
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message("the request");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   try {
     send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+    if (commit) conn_->send_message(*commit);  // saves a round trip at the end
   } catch (const Failure&) {
     try {  // the receiver may have said why it stopped
       conn_->set_timeout(std::chrono::milliseconds(2000));
@@ -257,16 +255,16 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   std::vector<int> fds;
   for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
   ProgressSum sum(parts, progress);
+  proto::Message commit = req;
+  commit.op = proto::Op::commit;
   run_parts(conns, fds, parts, [&](size_t i) {
     proto::Message part = req;
     part.part = uint32_t(i);
     part.offset = ranges[i].first;
     part.length = ranges[i].second;
-    conns[i]->put_range(fd, part, sum.part(i));
+    conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr);
   });
-  proto::Message commit = req;
-  commit.op = proto::Op::commit;
-  conn_->send_message(commit);
+  // Every part's Result was ok; the commit went out behind part 0 and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);

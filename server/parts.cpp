@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <iomanip>
 #include <sstream>
 
@@ -21,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 struct PartsTransfer {
   std::mutex mu;
+  std::condition_variable cv;  // a part finished (verified or failed)
   std::array<uint8_t, proto::kXferIdLen> id{};
   fs::path dest;
   bool dev_null = false;
@@ -162,8 +164,20 @@ bool PartsRegistry::serve(Conn& c, const proto::SessionKeys& keys, const fs::pat
     }
     std::shared_ptr<PartsTransfer> t = *it;
     held.erase(it);
-    std::lock_guard<std::mutex> g(t->mu);
-    bool all = std::all_of(t->state.begin(), t->state.end(), [](auto s) { return s == PartsTransfer::verified; });
+    // The client sends commit right behind its own part, so the other parts may still be
+    // arriving: wait until every part verified or one failed. Each part's session has its own
+    // idle timeout; a part that has not even been asked for gets one timeout from now.
+    std::unique_lock<std::mutex> g(t->mu);
+    auto verified = [&] {
+      return std::all_of(t->state.begin(), t->state.end(), [](auto s) { return s == PartsTransfer::verified; });
+    };
+    const auto deadline = Clock::now() + c.timeout();
+    while (!t->failed && !verified()) {
+      bool pending = std::any_of(t->state.begin(), t->state.end(), [](auto s) { return s == PartsTransfer::pending; });
+      if (pending && Clock::now() >= deadline) break;
+      t->cv.wait_for(g, std::chrono::milliseconds(200));
+    }
+    bool all = verified();
     std::ostringstream os;
     os << "peer=" << c.peer() << " put file=" << printable(t->dev_null ? "/dev/null" : rel(root_real, t->dest))
        << " bytes=" << t->size << " parts=" << t->nparts << " cipher=" << keys.cipher->name
@@ -222,6 +236,7 @@ bool PartsRegistry::serve(Conn& c, const proto::SessionKeys& keys, const fs::pat
         std::lock_guard<std::mutex> g(t->mu);
         t->failed = true;
       }
+      t->cv.notify_all();
       const auto* re = dynamic_cast<const RecvError*>(&e);
       result.status = re ? proto::Status(re->status) : proto::Status::integrity;
       result.text = e.what();
@@ -237,6 +252,7 @@ bool PartsRegistry::serve(Conn& c, const proto::SessionKeys& keys, const fs::pat
       std::lock_guard<std::mutex> g(t->mu);
       t->state[req.part] = PartsTransfer::verified;
     }
+    t->cv.notify_all();
     c.send_message(result);
     return true;
   }

@@ -119,6 +119,7 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
       if (finished) break;
     }
     c.set_timeout(opt.timeout);
+    tune_for_path(fd);
     proto::SessionKeys& keys = hs.keys();
     c.start_records(keys, false);
     proto::Message w;

@@ -276,6 +276,15 @@ class Netns : public testing::Test {
   void TearDown() override {
     if (server) server->stop();
     if (created) {
+      // Whatever still runs in the test's namespaces was started by this test: an sshd session
+      // child, say, whose connection lost its peer when the delay path went away (it would
+      // otherwise wait for ever and keep the namespace alive).
+      for (const std::string& ns : {ns_c, ns_s}) {
+        auto pids = run_process({kIp, "netns", "pids", ns}, {});
+        std::istringstream is(pids.out);
+        for (long pid; is >> pid;)
+          if (pid > 1 && pid != ::getpid()) ::kill(pid_t(pid), SIGKILL);
+      }
       run_process({kIp, "netns", "del", ns_c}, {});
       run_process({kIp, "netns", "del", ns_s}, {});
       auto l = run_process({kIp, "netns", "list"}, {});
