@@ -289,7 +289,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    auto fetch_one = [&](const std::string& from, const fs::path& to) {
+    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size) {
       app::Progress prog(to.filename().string(), tty);
       app::JsonProgress jp(from, t.json_progress);
       uint64_t last = 0;
@@ -306,7 +306,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
               last = d;
               prog.update(d);
               jp.update(d);
-            });
+            }, size);
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);

@@ -186,11 +186,13 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
 }
 
 FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
-                         const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+                         const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                         uint64_t size_hint) {
   bool sink = local == "/dev/null";
   if (opt_.resume && !sink && remote != "/dev/zero") return fetch_resumed(remote, local, zero_size, on_start, progress);
   resume_offset_ = 0;
-  if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1))) {
+  if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
+      (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message sreq;
     sreq.type = proto::MsgType::request;

@@ -73,8 +73,11 @@ class Client {
   // Fetches `remote` into exactly `local` (not into a directory there). With opt.resume, through
   // the partial file .NAME.aesxfer-partial beside it, which is kept when the connection breaks and
   // continued on the next call (docs/PROTOCOL.md, "Resumed get").
+  // size_hint: the file's size when already known (from a listing); a size that would go over one
+  // connection anyway then spares the stat round trip that parallel streams otherwise need.
   FileResult fetch(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
-                   const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                   const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                   uint64_t size_hint = UINT64_MAX);
   // Lists directory `remote` recursively (symlinks and special files reported, not followed).
   // Checks what the server sends: the announced count, page bounds, every directory listed before
   // what it holds, no path twice. Throws Failure.

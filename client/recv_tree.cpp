@@ -140,7 +140,7 @@ RemoteDir Client::list(const std::string& remote) {
 // ---- recv -r ---------------------------------------------------------------------------------
 
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
-               const std::function<void(const std::string&, const fs::path&)>& fetch_one,
+               const std::function<void(const std::string&, const fs::path&, uint64_t)>& fetch_one,
                const std::function<void(const std::string&)>& note) {
   RemoteDir d = client.list(remote);
   std::error_code ec;
@@ -175,7 +175,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         break;
       case proto::EntryType::file:
         if (fs::is_directory(local, ec)) throw Failure(local.string() + ": is a directory");
-        fetch_one(base + e.path, local);
+        fetch_one(base + e.path, local, e.size);
         break;
       case proto::EntryType::symlink:
         note("skipping " + printable(base + e.path) + " (symbolic link on the server, not followed)");

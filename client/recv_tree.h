@@ -22,7 +22,7 @@ namespace aesxfer::net {
 // appears under a destination name.
 void recv_tree(
     Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
-    const std::function<void(const std::string& remote, const std::filesystem::path& local)>& fetch_one,
+    const std::function<void(const std::string& remote, const std::filesystem::path& local, uint64_t size)>& fetch_one,
     const std::function<void(const std::string& line)>& note);
 
 }  // namespace aesxfer::net
