@@ -209,7 +209,7 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
           if (fd < 0) std::memset(p, 0, n);
           else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
           else read_full(fd, p, n, at, size);
-          hash.update(p, n);
+          if (opt.file_digest) hash.update(p, n);
           b->len[b->n++] = n;
           at += n;
         }
@@ -247,8 +247,8 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
   reader.join();
   h.rethrow();
 
-  std::array<uint8_t, 32> digest;
-  hash.final(digest.data());
+  std::array<uint8_t, 32> digest{};
+  if (opt.file_digest) hash.final(digest.data());
   uint8_t* p = c.payload_buffer();
   std::memcpy(p, digest.data(), 32);
   crypto::store_be64(p + 32, size);
@@ -273,7 +273,7 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
         Batch* b = h.take_full();
         if (!b) return;
         for (size_t i = 0; i < b->n; ++i) {
-          hash.update(b->payload[i].data(), b->payload[i].size());
+          if (opt.file_digest) hash.update(b->payload[i].data(), b->payload[i].size());
           if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
           if (wpos >= 0) wpos += int64_t(b->payload[i].size());
         }
@@ -352,7 +352,8 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
       if (crypto::load_be64(end_payload + 32) != size || done != size)
         throw RecvError("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
                         int(proto::Status::integrity));
-      std::array<uint8_t, 32> digest;
+      std::array<uint8_t, 32> digest{};
+      if (!opt.file_digest) return digest;
       hash.final(digest.data());
       if (!crypto::ct_equal(digest.data(), end_payload, 32))
         throw RecvError("whole-file SHA-256 mismatch", int(proto::Status::integrity));

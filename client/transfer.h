@@ -25,6 +25,10 @@ struct StreamOptions {
   // end record holds the SHA-256 and length of that range alone. Not combined with `offset`.
   bool ranged = false;
   uint64_t base = 0;
+  // Measurement only (bench/pipeline_floor): false skips the whole-file SHA-256 on both ends (the
+  // end record then carries zeros and the receiver checks the length alone), to measure what the
+  // digest costs. Nothing in the product sets it: no option, no protocol flag.
+  bool file_digest = true;
 };
 
 // Sends `size` bytes read from fd (fd < 0: zeros, the /dev/zero source). Throws Failure.

@@ -1,0 +1,185 @@
+// What the whole-file SHA-256 costs the transfer, measured rather than extrapolated (issue 4).
+//
+// Runs the product's data plane (net::send_stream / net::recv_stream, the same pipelines, record
+// layer and batch crypto as `aesxfer send`) between two threads of this process over a real
+// 127.0.0.1 TCP connection, from a page-cached file to the /dev/null sink, once with the
+// whole-file SHA-256 on both ends (what the product always does) and once without it
+// (StreamOptions::file_digest = false, a measurement-only switch that no option or protocol flag
+// reaches). Keys are random; there is no handshake, so the figures are the data plane alone.
+// The two variants alternate, --runs times each; medians (min-max) and the ratio are printed,
+// with the CPU time of the process per GB.
+//
+//   pipeline_floor [--size-mib 2048] [--runs 3] [-c aes128-gcm,aes128-cbc,none] [--mac-none-for-none]
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/conn.h"
+#include "client/transfer.h"
+#include "crypto/suite.h"
+#include "proto/handshake.h"
+
+namespace {
+
+namespace net = aesxfer::net;
+namespace cr = aesxfer::crypto;
+namespace proto = aesxfer::proto;
+using Clock = std::chrono::steady_clock;
+
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// A connected 127.0.0.1 TCP pair, tuned like the product's sockets.
+std::pair<int, int> tcp_pair() {
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
+      ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    std::perror("listen");
+    std::exit(1);
+  }
+  int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    std::perror("connect");
+    std::exit(1);
+  }
+  int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+  ::close(l);
+  net::tune_socket(c);
+  net::tune_socket(s);
+  return {c, s};
+}
+
+struct Run {
+  double mbps, cpu_per_gb;
+};
+
+Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, const cr::MacDesc* mac, bool digest) {
+  proto::SessionKeys keys;
+  keys.cipher = cipher;
+  keys.mac = mac;
+  std::random_device rd;
+  for (auto* d : {&keys.c2s, &keys.s2c}) {
+    for (auto& b : d->enc) b = uint8_t(rd());
+    for (auto& b : d->mac) b = uint8_t(rd());
+    for (auto& b : d->iv) b = uint8_t(rd());
+  }
+  auto [cfd, sfd] = tcp_pair();
+  net::Conn client(cfd, std::chrono::milliseconds(30000), "client");
+  net::Conn server(sfd, std::chrono::milliseconds(30000), "server");
+  client.start_records(keys, true);
+  server.start_records(keys, false);
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  net::StreamOptions opt;
+  opt.file_digest = digest;
+  const double c0 = cpu_seconds();
+  const auto t0 = Clock::now();
+  std::thread rx([&] { net::recv_stream(server, -1, size, nullptr, opt); });
+  net::send_stream(client, fd, size, nullptr, opt);
+  rx.join();
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = cpu_seconds() - c0;
+  ::close(fd);
+  return {double(size) / secs / 1e6, cpu / (double(size) / 1e9)};
+}
+
+struct Stats {
+  double med, lo, hi;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t size_mib = 2048;
+  int runs = 3;
+  std::string list = "aes128-cbc,aes128-gcm,none";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--size-mib" && i + 1 < argc) size_mib = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "-c" && i + 1 < argc) list = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS]\n");
+      return 2;
+    }
+  }
+  const uint64_t size = size_mib << 20;
+  char tmpl[] = "/tmp/aesxfer-floor-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) {
+    std::perror("mkstemp");
+    return 1;
+  }
+  std::vector<uint8_t> chunk(1 << 20);
+  std::mt19937_64 rng(42);
+  for (auto& b : chunk) b = uint8_t(rng());
+  for (uint64_t i = 0; i < size_mib; ++i)
+    if (::write(fd, chunk.data(), chunk.size()) != ssize_t(chunk.size())) {
+      std::perror("write");
+      return 1;
+    }
+  ::close(fd);
+  std::string file = tmpl;
+  {  // into the page cache
+    int r = ::open(tmpl, O_RDONLY);
+    while (::read(r, chunk.data(), chunk.size()) > 0) {
+    }
+    ::close(r);
+  }
+
+  std::printf("data plane only (send_stream -> 127.0.0.1 TCP -> recv_stream to the sink), %llu MiB, %d runs each, "
+              "%u CPUs\n",
+              (unsigned long long)size_mib, runs, std::thread::hardware_concurrency());
+  std::printf("%-28s %28s %28s %8s\n", "cipher", "with file SHA-256 MB/s", "without MB/s", "ratio");
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    const cr::CipherDesc* c = cr::find_cipher(name);
+    if (!c) {
+      std::fprintf(stderr, "unknown cipher %s\n", name.c_str());
+      continue;
+    }
+    const cr::MacDesc* m = cr::find_mac(c->aead || c->mode == cr::CipherMode::none ? "none" : "hmac-sha256");
+    std::vector<double> with, without, cwith, cwithout;
+    for (int r = 0; r < runs; ++r) {
+      Run a = one(file, size, c, m, true);
+      Run b = one(file, size, c, m, false);
+      with.push_back(a.mbps);
+      cwith.push_back(a.cpu_per_gb);
+      without.push_back(b.mbps);
+      cwithout.push_back(b.cpu_per_gb);
+    }
+    Stats w = stats(with), wo = stats(without);
+    std::string label = std::string(c->name) + (m->tag_len ? " + " + std::string(m->name) : "");
+    char a[64], b[64];
+    std::snprintf(a, sizeof a, "%.1f (%.0f-%.0f) %.2fs/GB", w.med, w.lo, w.hi, stats(cwith).med);
+    std::snprintf(b, sizeof b, "%.1f (%.0f-%.0f) %.2fs/GB", wo.med, wo.lo, wo.hi, stats(cwithout).med);
+    std::printf("%-28s %28s %28s %8.2f\n", label.c_str(), a, b, wo.med / w.med);
+    std::fflush(stdout);
+  }
+  ::unlink(tmpl);
+  return 0;
+}
