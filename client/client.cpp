@@ -76,6 +76,23 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
 
 Client::~Client() = default;
 
+void Client::throw_receivers_reason(const std::string& remote) {
+  // The receiver may have said why it stopped (disk full, ...) before closing.
+  try {
+    conn_->set_timeout(std::chrono::milliseconds(2000));
+    proto::Message m = conn_->recv_message("the transfer");
+    if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, conn_->peer() + ":" + remote);
+  } catch (const Failure& reason) {
+    if (std::string(reason.what()).find(remote) != std::string::npos) throw;
+  }
+}
+
+void Client::expect_ok_result(const std::string& remote) {
+  proto::Message res = conn_->recv_message("the transfer");
+  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
+}
+
 void Client::bye() noexcept {
   for (auto& c : extra_) c->bye();
   try {
@@ -139,20 +156,11 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   auto t0 = Clock::now();
   try {
     r.sha256 = send_stream(*conn_, fd, req.size, progress, StreamOptions{req.offset, opt_.fine_progress});
-  } catch (const Failure& f) {
-    // The receiver may have said why it stopped (disk full, ...) before closing.
-    try {
-      conn_->set_timeout(std::chrono::milliseconds(2000));
-      proto::Message m = conn_->recv_message("the transfer");
-      if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, conn_->peer() + ":" + remote);
-    } catch (const Failure& reason) {
-      if (std::string(reason.what()).find(remote) != std::string::npos) throw;
-    }
+  } catch (const Failure&) {
+    throw_receivers_reason(remote);
     throw;
   }
-  proto::Message res = conn_->recv_message("the transfer");
-  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
+  expect_ok_result(remote);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
   r.resumed_from = req.offset;

@@ -110,6 +110,10 @@ class Client {
                           const proto::Message& st, int n, const std::function<void(uint64_t)>& on_start,
                           const ProgressFn& progress);
   // commit: sent right behind the range's end record (part 0), answered once every part verified.
+  // After a failed send: throws the receiver's Result when it said why it stopped (else returns).
+  void throw_receivers_reason(const std::string& remote);
+  // Reads the Result that ends a put; throws Failure unless it is ok.
+  void expect_ok_result(const std::string& remote);
   void put_range(int fd, const proto::Message& req, const ProgressFn& progress,
                  const proto::Message* commit = nullptr);
   void get_range(int fd, const proto::Message& req, const ProgressFn& progress);

@@ -186,19 +186,10 @@ void Client::put_range(int fd, const proto::Message& req, const ProgressFn& prog
     send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
     if (commit) conn_->send_message(*commit);  // saves a round trip at the end
   } catch (const Failure&) {
-    try {  // the receiver may have said why it stopped
-      conn_->set_timeout(std::chrono::milliseconds(2000));
-      proto::Message m = conn_->recv_message("the transfer");
-      if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
-        throw refused(m, conn_->peer() + ":" + req.path);
-    } catch (const Failure& reason) {
-      if (std::string(reason.what()).find(req.path) != std::string::npos) throw;
-    }
+    throw_receivers_reason(req.path);
     throw;
   }
-  proto::Message res = conn_->recv_message("the transfer");
-  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + req.path);
+  expect_ok_result(req.path);
 }
 
 void Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {

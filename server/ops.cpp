@@ -22,9 +22,7 @@ namespace aesxfer::net {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-proto::Message response(proto::Status st, const std::string& text = {}) {
+proto::Message response(proto::Status st, const std::string& text) {
   proto::Message m;
   m.type = proto::MsgType::response;
   m.status = st;
@@ -36,6 +34,8 @@ std::string rel(const fs::path& root_real, const fs::path& p) {
   if (p == root_real) return ".";
   return p.lexically_relative(root_real).string();
 }
+
+namespace {
 
 void serve_mkdir(Conn& c, const fs::path& root_real, const proto::Message& req,
                  const std::function<void(const std::string&)>& log) {

@@ -13,6 +13,11 @@
 
 namespace aesxfer::net {
 
+// A Response with status and text (shared by the request handlers here and in server/parts.cpp).
+proto::Message response(proto::Status st, const std::string& text = {});
+// p relative to the server's root, "." for the root itself (for logs and replies).
+std::string rel(const std::filesystem::path& root_real, const std::filesystem::path& p);
+
 struct ExtendedLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
 };

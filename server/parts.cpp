@@ -14,6 +14,7 @@
 #include "client/atomic_file.h"
 #include "client/resume.h"
 #include "client/transfer.h"
+#include "server/ops.h"
 #include "server/paths.h"
 
 namespace aesxfer::net {
@@ -39,19 +40,6 @@ struct PartsTransfer {
 };
 
 namespace {
-
-proto::Message response(proto::Status st, const std::string& text = {}) {
-  proto::Message m;
-  m.type = proto::MsgType::response;
-  m.status = st;
-  m.text = text;
-  return m;
-}
-
-std::string rel(const fs::path& root_real, const fs::path& p) {
-  if (p == root_real) return ".";
-  return p.lexically_relative(root_real).string();
-}
 
 // The ranges of all parts, sorted, must tile [0, size) exactly.
 bool covers(const PartsTransfer& t) {
