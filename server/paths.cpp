@@ -111,24 +111,32 @@ std::optional<Resolved> confine(const fs::path& root_real, const std::string& re
   return r;
 }
 
-std::optional<fs::path> confine_mkdir(const fs::path& root_real, const std::string& req, const std::string& name,
-                                      bool* exists, proto::Status& status, std::string& why) {
-  status = proto::Status::bad_path;
-  *exists = false;
+// The rules every relative request path obeys: a valid name, not absolute, no ".." component.
+// Sets why (status is bad_path) and returns false otherwise.
+static bool relative_ok(const std::string& req, std::string& why) {
   if (bad_name(req)) {
     why = "invalid path";
-    return std::nullopt;
+    return false;
   }
   fs::path p(req);
   if (p.is_absolute()) {
     why = req + ": absolute paths are refused (paths are relative to the server's root)";
-    return std::nullopt;
+    return false;
   }
   for (const auto& part : p)
     if (part == "..") {
       why = req + ": '..' is refused";
-      return std::nullopt;
+      return false;
     }
+  return true;
+}
+
+std::optional<fs::path> confine_mkdir(const fs::path& root_real, const std::string& req, const std::string& name,
+                                      bool* exists, proto::Status& status, std::string& why) {
+  status = proto::Status::bad_path;
+  *exists = false;
+  if (!relative_ok(req, why)) return std::nullopt;
+  fs::path p(req);
   std::error_code ec;
   fs::path full = (root_real / p).lexically_normal();
   // "a/b/" and "a/." name a/b and a: drop the empty or "." last component.
@@ -176,20 +184,8 @@ std::optional<fs::path> confine_mkdir(const fs::path& root_real, const std::stri
 std::optional<fs::path> confine_dir(const fs::path& root_real, const std::string& req, proto::Status& status,
                                     std::string& why) {
   status = proto::Status::bad_path;
-  if (bad_name(req)) {
-    why = "invalid path";
-    return std::nullopt;
-  }
+  if (!relative_ok(req, why)) return std::nullopt;
   fs::path p(req);
-  if (p.is_absolute()) {
-    why = req + ": absolute paths are refused (paths are relative to the server's root)";
-    return std::nullopt;
-  }
-  for (const auto& part : p)
-    if (part == "..") {
-      why = req + ": '..' is refused";
-      return std::nullopt;
-    }
   std::error_code ec;
   fs::path real = fs::canonical(root_real / p, ec);
   if (ec) {
