@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 
+#include "crypto/cbc_lanes.h"
 #include "crypto/aes.h"
 #include "crypto/util.h"
 
@@ -400,43 +401,9 @@ class AesVperm final : public BlockCipher {
 };
 
 void AesVperm::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
-  constexpr size_t kWidth = 4;
-  CbcLane* act[kWidth];
-  size_t done[kWidth];
-  size_t na = 0, next = 0;
-  for (;;) {
-    // Refill the active set with lanes that still have blocks.
-    while (na < kWidth && next < n) {
-      if (lanes[next].blocks > 0) {
-        act[na] = &lanes[next];
-        done[na] = 0;
-        ++na;
-      }
-      ++next;
-    }
-    if (na == 0) break;
-    size_t steps = act[0]->blocks - done[0];
-    for (size_t j = 1; j < na; ++j) {
-      const size_t left = act[j]->blocks - done[j];
-      if (left < steps) steps = left;
-    }
-    switch (na) {
-      case 1: lanes_step<1>(act, done, steps); break;
-      case 2: lanes_step<2>(act, done, steps); break;
-      case 3: lanes_step<3>(act, done, steps); break;
-      default: lanes_step<4>(act, done, steps); break;
-    }
-    // Retire finished lanes, keeping the order of the others.
-    size_t kept = 0;
-    for (size_t j = 0; j < na; ++j) {
-      if (done[j] < act[j]->blocks) {
-        act[kept] = act[j];
-        done[kept] = done[j];
-        ++kept;
-      }
-    }
-    na = kept;
-  }
+  schedule_cbc_lanes<4>(lanes, n, [this]<int N>(CbcLane* const* act, size_t* done, size_t steps) {
+    lanes_step<N>(act, done, steps);
+  });
 }
 
 }  // namespace
