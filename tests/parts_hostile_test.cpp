@@ -17,6 +17,7 @@
 #include "proto/messages.h"
 #include "proto/record.h"
 #include "tests/harness.h"
+#include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
@@ -93,11 +94,10 @@ Message part(uint32_t i, uint32_t n, uint64_t off, uint64_t len, uint64_t size, 
   return m;
 }
 
-class PartsHostile : public testing::Test {
+class PartsHostile : public ServerTest {
  protected:
-  Workspace ws;
   // A short idle timeout, so that a commit waiting for a part that never comes gives up soon.
-  ServerProcess server{ws.home, ws.root, {"--timeout", "2"}};
+  std::vector<std::string> server_args() const override { return {"--timeout", "2"}; }
   fs::path id = ws.home / "id_ed25519";
 
   void expect_nothing_left() {
@@ -110,9 +110,9 @@ class PartsHostile : public testing::Test {
     fs::path f = ws.local / "ok.bin";
     write_random_file(f, 3 * kRec, 9);
     auto r = run_aesxfer({"send", f.string(), "127.0.0.1:ok.bin", "--streams", "3", "-q", "-P",
-                          std::to_string(server.port())},
+                          std::to_string(server->port())},
                          ws.home);
-    ASSERT_EQ(r.exit_code, 0) << r.describe() << server.log();
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << server->log();
     EXPECT_EQ(sha256_file(ws.root / "ok.bin"), sha256_file(f));
   }
 };
@@ -120,7 +120,7 @@ class PartsHostile : public testing::Test {
 TEST_F(PartsHostile, HonestPartsByHandCommit) {
   // The same hand-driven sessions used correctly: the file appears (so the refusals below are
   // the server's checks, not a broken test client).
-  Session a(server.port(), id), b(server.port(), id);
+  Session a(server->port(), id), b(server->port(), id);
   ASSERT_TRUE(a.welcome_ok && b.welcome_ok);
   EXPECT_EQ(a.put_part(part(0, 2, 0, kRec, 2 * kRec + 1)).status, proto::Status::ok);
   EXPECT_EQ(b.put_part(part(1, 2, kRec, kRec + 1, 2 * kRec + 1)).status, proto::Status::ok);
@@ -132,7 +132,7 @@ TEST_F(PartsHostile, HonestPartsByHandCommit) {
 
 TEST_F(PartsHostile, MismatchedDuplicateAndOverlappingPartsAreRefused) {
   {
-    Session a(server.port(), id), b(server.port(), id), c(server.port(), id);
+    Session a(server->port(), id), b(server->port(), id), c(server->port(), id);
     ASSERT_TRUE(a.welcome_ok);
     EXPECT_EQ(a.put_part(part(0, 2, 0, kRec, 2 * kRec)).status, proto::Status::ok);
     // Same transfer id, another size: refused.
@@ -155,7 +155,7 @@ TEST_F(PartsHostile, MismatchedDuplicateAndOverlappingPartsAreRefused) {
 
 TEST_F(PartsHostile, MissingPartAndForeignCommit) {
   {
-    Session a(server.port(), id), other(server.port(), id);
+    Session a(server->port(), id), other(server->port(), id);
     ASSERT_TRUE(a.welcome_ok);
     EXPECT_EQ(a.put_part(part(0, 3, 0, kRec, 3 * kRec)).status, proto::Status::ok);
     // A connection that carried no part of the transfer cannot commit it.
@@ -180,9 +180,9 @@ TEST_F(PartsHostile, AnotherClientKeyCannotJoinATransfer) {
   proto::Identity other = net::load_or_create_identity(id2);
   write_text_file(ws.home / "authorized_keys", read_text_file(fs::path(id2.string() + ".pub")));
   {
-    Session a(server.port(), id), mallory(server.port(), id2);
+    Session a(server->port(), id), mallory(server->port(), id2);
     ASSERT_TRUE(a.welcome_ok);
-    ASSERT_TRUE(mallory.welcome_ok) << server.log();
+    ASSERT_TRUE(mallory.welcome_ok) << server->log();
     EXPECT_EQ(a.put_part(part(0, 2, 0, kRec, 2 * kRec)).status, proto::Status::ok);
     // Mallory sends "part 1" of a's transfer id: it becomes a transfer of her own instead, which
     // never completes; a's transfer still lacks part 1.

@@ -20,6 +20,7 @@
 #include "proto/listing.h"
 #include "proto/record.h"
 #include "tests/harness.h"
+#include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
@@ -49,25 +50,9 @@ void set_mtime(const fs::path& p, time_t t) {
   ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0) << p;
 }
 
-class RecvRemote : public testing::Test {
+class RecvRemote : public ServerTest {
  protected:
-  Workspace ws;
   TempDir outside{"aesxfer-outside"};
-  std::unique_ptr<ServerProcess> server;
-  void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
-  void TearDown() override {
-    if (!server) return;
-    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
-    EXPECT_EQ(sanitizer_findings(server->log()), "");
-    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
-  }
-  ProcResult run(std::vector<std::string> a, uint16_t port = 0) {
-    a.push_back("-P");
-    a.push_back(std::to_string(port ? port : server->port()));
-    a.push_back("--timeout");
-    a.push_back("20");
-    return run_aesxfer(a, ws.home);
-  }
   // root/tree/{a.bin (300001), empty.txt (0), rec.bin (256 KiB + 1), sub/b.txt, sub/deep/c.bin,
   // empty/, out -> outside dir, secret -> outside file, alink -> a.bin}
   fs::path make_tree() {

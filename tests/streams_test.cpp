@@ -14,6 +14,7 @@
 #include "proto/messages.h"
 #include "proto/record.h"
 #include "tests/harness.h"
+#include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
@@ -104,17 +105,7 @@ std::map<std::string, std::string> last_json(const std::string& out) {
   return last;
 }
 
-class Streams : public testing::Test {
- protected:
-  Workspace ws;
-  std::unique_ptr<ServerProcess> server;
-  void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
-  ProcResult run(std::vector<std::string> args, double timeout = 120) {
-    args.push_back("-P");
-    args.push_back(std::to_string(server->port()));
-    return run_aesxfer(args, ws.home, timeout);
-  }
-};
+using Streams = ServerTest;
 
 TEST_F(Streams, PutAndGetInPartsEveryByteInPlace) {
   const uint64_t rec = proto::kDefaultPayload;
@@ -210,7 +201,7 @@ TEST_F(Streams, ClientKilledMidTransferLeavesNothing) {
   write_random_file(src, uint64_t(768) << 20, 11);
   sha256_file(src);  // into the page cache
   // Killed (SIGKILL) by the harness 0.4 s in: the parts' sessions end without a commit.
-  auto r = run({"send", src.string(), "127.0.0.1:dst.bin", "--streams", "4", "-q"}, 0.4);
+  auto r = run({"send", src.string(), "127.0.0.1:dst.bin", "--streams", "4", "-q"}, 0, 0.4);
   ASSERT_TRUE(r.timed_out) << "finished before it could be killed: " << r.describe();
   for (int i = 0; i < 100 && !temp_debris(ws.root).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/harness.h"
+#include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
@@ -23,24 +24,8 @@ std::vector<std::string> nonempty_lines(const std::string& s) {
   return out;
 }
 
-class Issue7 : public testing::Test {
+class Issue7 : public ServerTest {
  protected:
-  Workspace ws;
-  std::unique_ptr<ServerProcess> server;
-  void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
-  void TearDown() override {
-    if (!server) return;
-    EXPECT_EQ(server->stop(), 0) << "the server did not exit cleanly on SIGTERM";
-    EXPECT_EQ(sanitizer_findings(server->log()), "");
-    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
-  }
-  ProcResult run(std::vector<std::string> a, uint16_t port = 0) {
-    a.push_back("-P");
-    a.push_back(std::to_string(port ? port : server->port()));
-    a.push_back("--timeout");
-    a.push_back("20");
-    return run_aesxfer(a, ws.home);
-  }
   // src/{a.bin, sub/b.txt, sub/deep/c.bin, empty/}
   fs::path make_tree() {
     fs::path src = ws.local / "src";
