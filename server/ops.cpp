@@ -35,6 +35,29 @@ std::string rel(const fs::path& root_real, const fs::path& p) {
   return p.lexically_relative(root_real).string();
 }
 
+void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt) {
+  bool sent = false;
+  try {
+    send_stream(c, fd, size, nullptr, opt);
+    sent = true;
+    proto::Message res = c.recv_message("the transfer");
+    if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+    if (res.status != proto::Status::ok) throw Failure("client reported: " + printable(res.text));
+  } catch (const Failure& e) {
+    std::string reason = e.what();
+    if (!sent) {
+      try {
+        c.set_timeout(std::chrono::milliseconds(500));
+        proto::Message res = c.recv_message("the transfer");
+        if (res.type == proto::MsgType::result && res.status != proto::Status::ok)
+          reason = "client reported: " + printable(res.text);
+      } catch (...) {
+      }
+    }
+    throw Failure(reason);
+  }
+}
+
 namespace {
 
 void serve_mkdir(Conn& c, const fs::path& root_real, const proto::Message& req,
@@ -373,26 +396,11 @@ void serve_resumed_get(Conn& c, const proto::SessionKeys& keys, const fs::path& 
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   c.send_message(resp);
   auto t0 = Clock::now();
-  bool sent = false;
   try {
-    send_stream(c, fd, resp.size, nullptr, StreamOptions{start, false});
-    sent = true;
-    proto::Message res = c.recv_message("the transfer");
-    if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-    if (res.status != proto::Status::ok) throw Failure("client reported: " + printable(res.text));
+    send_file_await_result(c, fd, resp.size, StreamOptions{start, false});
   } catch (const Failure& e) {
-    std::string reason = e.what();
-    if (!sent) {  // the client's Result saying why it stopped may be waiting
-      try {
-        c.set_timeout(std::chrono::milliseconds(500));
-        proto::Message res = c.recv_message("the transfer");
-        if (res.type == proto::MsgType::result && res.status != proto::Status::ok)
-          reason = "client reported: " + printable(res.text);
-      } catch (...) {
-      }
-    }
-    log_result(0, 0, "failed: " + reason);
-    throw Failure(reason);
+    log_result(0, 0, std::string("failed: ") + e.what());
+    throw;
   }
   log_result(resp.size - start, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
 }

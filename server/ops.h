@@ -7,6 +7,7 @@
 #include <string>
 
 #include "client/conn.h"
+#include "client/transfer.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/messages.h"
@@ -17,6 +18,11 @@ namespace aesxfer::net {
 proto::Message response(proto::Status st, const std::string& text = {});
 // p relative to the server's root, "." for the root itself (for logs and replies).
 std::string rel(const std::filesystem::path& root_real, const std::filesystem::path& p);
+
+// A get's data: sends `size` bytes of fd (fd < 0: zeros) as a record stream, then reads the
+// client's Result. Throws Failure with the reason, the client's own when it said why it stopped
+// (a receiver that gives up sends a Result and closes, so our writes fail before we read it).
+void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt);
 
 struct ExtendedLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries

@@ -277,10 +277,7 @@ bool PartsRegistry::serve(Conn& c, const proto::SessionKeys& keys, const fs::pat
   }
   c.send_message(m);
   try {
-    send_stream(c, fd, req.length, nullptr, StreamOptions{0, false, true, req.offset});
-    proto::Message res = c.recv_message("the transfer");
-    if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-    if (res.status != proto::Status::ok) throw Failure("client reported: " + printable(res.text));
+    send_file_await_result(c, fd, req.length, StreamOptions{0, false, true, req.offset});
   } catch (const Failure& e) {
     log("peer=" + c.peer() + " get file=" + printable(req.path) + " part=" + std::to_string(req.part) +
         " result=\"failed: " + printable(e.what()) + "\"");

@@ -254,28 +254,11 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
       resp.size = size;
       c.send_message(resp);
       auto t0 = Clock::now();
-      bool sent = false;
       try {
-        send_stream(c, fd, size, nullptr);
-        sent = true;
-        proto::Message res = c.recv_message("the transfer");
-        if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-        if (res.status != proto::Status::ok) throw Failure("client reported: " + printable(res.text));
+        send_file_await_result(c, fd, size, StreamOptions{});
       } catch (const Failure& e) {
-        std::string reason = e.what();
-        // A receiver that gives up (its disk is full, say) sends a Result and closes, so our
-        // writes fail: its reason is usually waiting in the socket.
-        if (!sent) {
-          try {
-            c.set_timeout(std::chrono::milliseconds(500));
-            proto::Message res = c.recv_message("the transfer");
-            if (res.type == proto::MsgType::result && res.status != proto::Status::ok)
-              reason = "client reported: " + printable(res.text);
-          } catch (...) {
-          }
-        }
-        log_result(0, 0, "failed: " + reason);
-        throw Failure(reason);
+        log_result(0, 0, std::string("failed: ") + e.what());
+        throw;
       }
       log_result(size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
     }
