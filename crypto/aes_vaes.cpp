@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "crypto/aes.h"
+#include "crypto/ghash.h"
 #include "crypto/util.h"
 
 namespace aesxfer::crypto::detail {
@@ -291,12 +292,13 @@ std::unique_ptr<BlockCipher> make_aes128_vaes(const uint8_t key[16]) {
 }
 
 // ---- GHASH with VPCLMULQDQ (used by gcm.cpp for the vaes implementation) ----
-// Same representation and reduction as gcm_aesni.cpp; eight blocks per iteration in two zmm
-// registers, multiplied by H^8..H^1 (computed by ghash_pclmul_init), folded and reduced once.
-
-struct GhashKey {
-  alignas(16) uint8_t data[16 * 8];
-};
+// Same representation and reduction as gcm_aesni.cpp. Thirty-two blocks per iteration in eight
+// zmm registers are multiplied by H^32..H^1 (computed by ghash_pclmul_init), their 256-bit
+// products XORed together and reduced once. The serial part of GHASH (fold, reduce, XOR into the
+// next group) is a chain of about 35 cycles, so how many blocks share one reduction sets the
+// speed. On the Zen 4 development machine, 16 KiB at a time: 8 blocks 9.4 GB/s, 16 blocks
+// 17.6 GB/s, 32 blocks 30 GB/s, 64 blocks 31.5 GB/s (VPCLMULQDQ throughput). Groups of 16, 8 and
+// single blocks finish the tail.
 
 namespace {
 
@@ -323,33 +325,60 @@ inline __m128i fold4(__m512i v) noexcept {
   return _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
+// Key register r of a group of 4R blocks: lane j multiplies block 4r + j, so it holds
+// H^(4R - 4r - j) = hp[4R - 1 - 4r - j].
+template <int R>
+inline void group_keys(const __m128i* hp, __m512i hk[R]) noexcept {
+  for (int r = 0; r < R; ++r) {
+    __m512i v = _mm512_zextsi128_si512(hp[4 * R - 1 - 4 * r]);
+    v = _mm512_inserti32x4(v, hp[4 * R - 2 - 4 * r], 1);
+    v = _mm512_inserti32x4(v, hp[4 * R - 3 - 4 * r], 2);
+    hk[r] = _mm512_inserti32x4(v, hp[4 * R - 4 - 4 * r], 3);
+  }
+}
+
+// acc' = (acc + X_1) H^4R + X_2 H^(4R-1) + ... + X_4R H, one reduction.
+template <int R>
+inline __m128i ghash_group(const __m512i hk[R], __m128i acc, const uint8_t* in, __m512i bswap) noexcept {
+  __m512i lo = _mm512_setzero_si512(), hi = lo, mid = lo;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    __m512i x = _mm512_shuffle_epi8(loadu512(in + 64 * r), bswap);
+    if (r == 0) x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
+    lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(x, hk[r], 0x00));
+    hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(x, hk[r], 0x11));
+    mid = _mm512_ternarylogic_epi64(mid, _mm512_clmulepi64_epi128(x, hk[r], 0x01),
+                                    _mm512_clmulepi64_epi128(x, hk[r], 0x10), 0x96);
+  }
+  return ghash_reduce(fold4(hi), fold4(mid), fold4(lo));
+}
+
 }  // namespace
 
 void ghash_vpclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept {
+  static_assert(kGhashPowers >= 32);
   const __m128i* hp = reinterpret_cast<const __m128i*>(k->data);  // hp[i] = H^(i+1)
   const __m128i bs = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i bswap = bcast128(bs);
   __m128i acc = _mm_shuffle_epi8(loadu128(y), bs);
+  if (blocks >= 32) {
+    __m512i hk[8];
+    group_keys<8>(hp, hk);
+    for (; blocks >= 32; blocks -= 32, in += 512) acc = ghash_group<8>(hk, acc, in, bswap);
+  }
+  if (blocks >= 16) {
+    __m512i hk[4];
+    group_keys<4>(hp, hk);
+    acc = ghash_group<4>(hk, acc, in, bswap);
+    blocks -= 16;
+    in += 256;
+  }
   if (blocks >= 8) {
-    // Lane j of the first register takes H^(8-j), of the second H^(4-j).
-    __m512i ha = _mm512_zextsi128_si512(hp[7]);
-    ha = _mm512_inserti32x4(ha, hp[6], 1);
-    ha = _mm512_inserti32x4(ha, hp[5], 2);
-    ha = _mm512_inserti32x4(ha, hp[4], 3);
-    __m512i hb = _mm512_zextsi128_si512(hp[3]);
-    hb = _mm512_inserti32x4(hb, hp[2], 1);
-    hb = _mm512_inserti32x4(hb, hp[1], 2);
-    hb = _mm512_inserti32x4(hb, hp[0], 3);
-    for (; blocks >= 8; blocks -= 8, in += 128) {
-      const __m512i a = _mm512_xor_si512(_mm512_shuffle_epi8(loadu512(in), bswap), _mm512_zextsi128_si512(acc));
-      const __m512i b = _mm512_shuffle_epi8(loadu512(in + 64), bswap);
-      const __m512i lo = _mm512_xor_si512(_mm512_clmulepi64_epi128(a, ha, 0x00), _mm512_clmulepi64_epi128(b, hb, 0x00));
-      const __m512i hi = _mm512_xor_si512(_mm512_clmulepi64_epi128(a, ha, 0x11), _mm512_clmulepi64_epi128(b, hb, 0x11));
-      const __m512i mid = _mm512_ternarylogic_epi64(
-          _mm512_xor_si512(_mm512_clmulepi64_epi128(a, ha, 0x01), _mm512_clmulepi64_epi128(a, ha, 0x10)),
-          _mm512_clmulepi64_epi128(b, hb, 0x01), _mm512_clmulepi64_epi128(b, hb, 0x10), 0x96);
-      acc = ghash_reduce(fold4(hi), fold4(mid), fold4(lo));
-    }
+    __m512i hk[2];
+    group_keys<2>(hp, hk);
+    acc = ghash_group<2>(hk, acc, in, bswap);
+    blocks -= 8;
+    in += 128;
   }
   for (; blocks > 0; --blocks, in += 16) {
     const __m128i x = _mm_xor_si128(acc, _mm_shuffle_epi8(loadu128(in), bs));

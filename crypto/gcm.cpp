@@ -14,24 +14,11 @@
 #include <cstring>
 
 #include "crypto/cpu.h"
+#include "crypto/ghash.h"
 #include "crypto/util.h"
 
 namespace aesxfer::crypto {
 namespace detail {
-
-// Opaque per-key GHASH state: enough room for H^1..H^8 as 16-byte values.
-struct GhashKey {
-  alignas(16) uint8_t data[16 * 8];
-};
-using GhashInitFn = void (*)(GhashKey* k, const uint8_t h[16]) noexcept;
-// y = (y ^ X_1) H ^ ... over `blocks` whole blocks.
-using GhashBlocksFn = void (*)(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept;
-
-// gcm_aesni.cpp
-void ghash_pclmul_init(GhashKey* k, const uint8_t h[16]) noexcept;
-void ghash_pclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept;
-// aes_vaes.cpp: 512-bit VPCLMULQDQ, same key layout as ghash_pclmul_init.
-void ghash_vpclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept;
 
 namespace {
 

@@ -9,13 +9,10 @@
 
 #include <cstring>
 
+#include "crypto/ghash.h"
 #include "crypto/util.h"
 
 namespace aesxfer::crypto::detail {
-
-struct GhashKey {
-  alignas(16) uint8_t data[16 * 8];
-};
 
 namespace {
 
@@ -79,7 +76,7 @@ inline __m128i agg(const __m128i* hp, __m128i y, const uint8_t* in) noexcept {
 void ghash_pclmul_init(GhashKey* k, const uint8_t h[16]) noexcept {
   __m128i* hp = reinterpret_cast<__m128i*>(k->data);  // hp[i] = H^(i+1)
   hp[0] = load_block(h);
-  for (int i = 1; i < 8; ++i) hp[i] = gf_mul(hp[i - 1], hp[0]);
+  for (int i = 1; i < kGhashPowers; ++i) hp[i] = gf_mul(hp[i - 1], hp[0]);
 }
 
 void ghash_pclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept {
