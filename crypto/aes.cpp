@@ -10,11 +10,12 @@ namespace detail {
 // Defined in aes_soft.cpp: SubWord through the bitsliced S-box circuit (constant time).
 uint32_t aes_sub_word_ct(uint32_t w) noexcept;
 
-// Implementations (aes_soft.cpp, aes_aesni.cpp, aes_vaes.cpp, aes_vperm_ssse3.cpp).
+// Implementations (aes_soft.cpp, aes_aesni.cpp, aes_vaes.cpp, aes_vperm_ssse3.cpp, aes_vperm_avx512.cpp).
 std::unique_ptr<BlockCipher> make_aes128_soft(const uint8_t key[16]);
 std::unique_ptr<BlockCipher> make_aes128_aesni(const uint8_t key[16]);
 std::unique_ptr<BlockCipher> make_aes128_vaes(const uint8_t key[16]);
 std::unique_ptr<BlockCipher> make_aes128_vperm(const uint8_t key[16]);
+std::unique_ptr<BlockCipher> make_aes128_vperm512(const uint8_t key[16]);
 
 // Expands a 128-bit key into 11 round keys of 16 bytes each, in FIPS-197 byte order.
 // Constant time: the S-box is evaluated as a Boolean circuit, never as a table lookup.
@@ -44,6 +45,7 @@ bool impl_available(AesImpl impl) noexcept {
   switch (impl) {
     case AesImpl::software: return true;
     case AesImpl::vperm: return f.ssse3;
+    case AesImpl::vperm512: return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
     case AesImpl::aesni: return f.aesni && f.sse41 && f.ssse3;
     case AesImpl::vaes:  // 512-bit VAES; its tails and single-chain CBC use AES-NI
       return f.vaes && f.avx512f && f.avx512bw && f.avx512vl && f.aesni && f.sse41 && f.ssse3;
@@ -56,6 +58,7 @@ AesImpl resolve(AesImpl impl) noexcept {
   if (impl != AesImpl::best) return impl;
   if (impl_available(AesImpl::vaes)) return AesImpl::vaes;
   if (impl_available(AesImpl::aesni)) return AesImpl::aesni;
+  if (impl_available(AesImpl::vperm512)) return AesImpl::vperm512;
   if (impl_available(AesImpl::vperm)) return AesImpl::vperm;
   return AesImpl::software;
 }
@@ -69,6 +72,7 @@ const char* aes_impl_name(AesImpl impl) noexcept {
     case AesImpl::vaes: return "vaes";
     case AesImpl::software: return "software";
     case AesImpl::vperm: return "vperm";
+    case AesImpl::vperm512: return "vperm512";
   }
   return "unknown";
 }
@@ -77,7 +81,7 @@ const char* aes_best_impl_name() noexcept { return aes_impl_name(resolve(AesImpl
 
 std::vector<AesImpl> aes_available_impls() {
   std::vector<AesImpl> v;
-  for (AesImpl i : {AesImpl::vaes, AesImpl::aesni, AesImpl::vperm, AesImpl::software})
+  for (AesImpl i : {AesImpl::vaes, AesImpl::aesni, AesImpl::vperm512, AesImpl::vperm, AesImpl::software})
     if (impl_available(i)) v.push_back(i);
   return v;
 }
@@ -90,6 +94,7 @@ std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
     case AesImpl::vaes: return detail::make_aes128_vaes(key);
     case AesImpl::software: return detail::make_aes128_soft(key);
     case AesImpl::vperm: return detail::make_aes128_vperm(key);
+    case AesImpl::vperm512: return detail::make_aes128_vperm512(key);
     default: return nullptr;
   }
 }

@@ -203,7 +203,8 @@ std::unique_ptr<Aes128Gcm> Aes128Gcm::make(const uint8_t key[16], AesImpl impl) 
   auto aes = make_aes128(key, impl);
   if (!aes) return nullptr;
   // Both constant-time portable AES implementations keep the portable GHASH.
-  const bool software = std::strcmp(aes->impl(), "software") == 0 || std::strcmp(aes->impl(), "vperm") == 0;
+  const bool software = std::strcmp(aes->impl(), "software") == 0 || std::strcmp(aes->impl(), "vperm") == 0 ||
+                        std::strcmp(aes->impl(), "vperm512") == 0;
   const bool vaes = std::strcmp(aes->impl(), "vaes") == 0;
   if (vaes && cpu().vpclmul && cpu().pclmul && cpu().avx512f && cpu().avx512bw && cpu().avx512vl) {
     const char* name = aes->impl();

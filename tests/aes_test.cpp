@@ -91,16 +91,21 @@ TEST(AesImpls, NoAesniOverrideSelectsConstantTimePortable) {
   const bool was = no_aesni();
   set_no_aesni(true);
   const uint8_t key[16] = {1};
-  // The portable choice: vector-permute AES where SSSE3 exists, else the bitsliced one.
-  const char* want = cpu().ssse3 ? "vperm" : "software";
+  // The portable choice: vector-permute AES where SSSE3 exists (its AVX-512VL build where that
+  // exists too: the override masks AES instructions, not general vector ones), else the bitsliced one.
+  const CpuFeatures& f = cpu();
+  const bool wide = f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  const char* want = wide ? "vperm512" : f.ssse3 ? "vperm" : "software";
   EXPECT_STREQ(want, aes_best_impl_name());
   EXPECT_EQ(nullptr, make_aes128(key, AesImpl::aesni));
   EXPECT_EQ(nullptr, make_aes128(key, AesImpl::vaes));
   auto c = make_aes128(key);
   ASSERT_NE(nullptr, c);
   EXPECT_STREQ(want, c->impl());
-  const std::vector<AesImpl> portable =
-      cpu().ssse3 ? std::vector<AesImpl>{AesImpl::vperm, AesImpl::software} : std::vector<AesImpl>{AesImpl::software};
+  std::vector<AesImpl> portable;
+  if (wide) portable.push_back(AesImpl::vperm512);
+  if (f.ssse3) portable.push_back(AesImpl::vperm);
+  portable.push_back(AesImpl::software);
   EXPECT_EQ(portable, aes_available_impls());
   set_no_aesni(was);
 }

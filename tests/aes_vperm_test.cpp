@@ -1,4 +1,4 @@
-// The vector-permute AES (impl "vperm") against the bitsliced software AES on random inputs:
+// Both builds of the vector-permute AES (impls "vperm" and "vperm512") against the bitsliced software AES on random inputs:
 // every entry point (ECB both ways, CBC, CTR with partial blocks, multi-lane CBC), every small
 // block count so that the 1-4 block interleaving and the tails all run, in place and misaligned.
 // (The known-answer and OpenSSL differential tests already run it through aes_available_impls.)
@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "crypto/aes.h"
@@ -19,38 +20,58 @@ using aesxfer::test::random_bytes;
 using aesxfer::test::to_hex;
 using namespace aesxfer::crypto;
 
-bool have_vperm() {
+// Both builds of the vector-permute code: "vperm" (SSSE3) and "vperm512" (AVX-512VL encodings).
+class AesVperm : public ::testing::TestWithParam<AesImpl> {};
+
+// What the CPU must report for an implementation to be offered.
+bool cpu_allows(AesImpl impl) {
+  const CpuFeatures& f = cpu();
+  if (impl == AesImpl::vperm) return f.ssse3;
+  return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+}
+
+bool have(AesImpl impl) {
   for (AesImpl i : aes_available_impls())
-    if (i == AesImpl::vperm) return true;
+    if (i == impl) return true;
   return false;
 }
 
-void expect_vperm_refused() {
+void expect_refused(AesImpl impl) {
   const uint8_t key[16] = {1};
-  EXPECT_EQ(make_aes128(key, AesImpl::vperm), nullptr);
-  for (AesImpl i : aes_available_impls()) EXPECT_NE(i, AesImpl::vperm);
+  EXPECT_EQ(make_aes128(key, impl), nullptr);
+  for (AesImpl i : aes_available_impls()) EXPECT_NE(i, impl);
 }
 
-TEST(AesVperm, AvailableExactlyWithSsse3) {
-  EXPECT_EQ(cpu().ssse3, have_vperm());
+TEST_P(AesVperm, AvailableExactlyWhenTheCpuAllows) {
+  EXPECT_EQ(cpu_allows(GetParam()), have(GetParam()));
   const uint8_t key[16] = {9};
-  auto c = make_aes128(key, AesImpl::vperm);
-  EXPECT_EQ(cpu().ssse3, c != nullptr);
+  auto c = make_aes128(key, GetParam());
+  EXPECT_EQ(cpu_allows(GetParam()), c != nullptr);
   if (c) {
-    EXPECT_STREQ("vperm", c->impl());
+    EXPECT_STREQ(aes_impl_name(GetParam()), c->impl());
   }
-  EXPECT_STREQ("vperm", aes_impl_name(AesImpl::vperm));
+  EXPECT_STREQ(GetParam() == AesImpl::vperm ? "vperm" : "vperm512", aes_impl_name(GetParam()));
 }
 
-TEST(AesVperm, EcbAgreesWithSoftwareOnRandomInputs) {
-  // Without SSSE3 there is no vperm to compare: what must hold then is that it is refused.
-  if (!have_vperm()) return expect_vperm_refused();
+TEST(AesVpermChoice, PortableDefaultPrefersTheWiderBuild) {
+  // With AES-NI present the best choice is never a vperm build; when a vperm build is the best,
+  // it is the AVX-512VL one whenever that runs here.
+  const std::string best = aes_best_impl_name();
+  if (best == "vperm" || best == "vperm512")
+    EXPECT_EQ(cpu_allows(AesImpl::vperm512) ? "vperm512" : "vperm", best);
+  else
+    EXPECT_NE(best, "software");
+}
+
+TEST_P(AesVperm, EcbAgreesWithSoftwareOnRandomInputs) {
+  // Without the instructions there is nothing to compare: what must hold then is that it is refused.
+  if (!have(GetParam())) return expect_refused(GetParam());
   std::mt19937_64 rng(0x7e7e);
   for (int it = 0; it < 400; ++it) {
     const Bytes key = random_bytes(rng, 16);
     const size_t blocks = size_t(it % 23);
     const size_t off = size_t(it % 7);
-    auto v = make_aes128(key.data(), AesImpl::vperm);
+    auto v = make_aes128(key.data(), GetParam());
     auto s = make_aes128(key.data(), AesImpl::software);
     Bytes pt = random_bytes(rng, 16 * blocks + off);
     Bytes want(16 * blocks), got(16 * blocks + off);
@@ -67,13 +88,13 @@ TEST(AesVperm, EcbAgreesWithSoftwareOnRandomInputs) {
   }
 }
 
-TEST(AesVperm, SpecialBlocksAgreeWithSoftware) {
-  // Without SSSE3 there is no vperm to compare: what must hold then is that it is refused.
-  if (!have_vperm()) return expect_vperm_refused();
+TEST_P(AesVperm, SpecialBlocksAgreeWithSoftware) {
+  // Without the instructions there is nothing to compare: what must hold then is that it is refused.
+  if (!have(GetParam())) return expect_refused(GetParam());
   // Zero and all-ones keys and data exercise the "infinity" path of the nibble inversion.
   for (uint8_t kb : {uint8_t(0x00), uint8_t(0xff), uint8_t(0x63), uint8_t(0x52)}) {
     Bytes key(16, kb);
-    auto v = make_aes128(key.data(), AesImpl::vperm);
+    auto v = make_aes128(key.data(), GetParam());
     auto s = make_aes128(key.data(), AesImpl::software);
     Bytes pt(256 * 16);
     for (size_t i = 0; i < pt.size(); ++i) pt[i] = uint8_t(i / 16);  // every byte value, whole blocks
@@ -87,13 +108,13 @@ TEST(AesVperm, SpecialBlocksAgreeWithSoftware) {
   }
 }
 
-TEST(AesVperm, ModesAgreeWithSoftwareOnRandomInputs) {
-  // Without SSSE3 there is no vperm to compare: what must hold then is that it is refused.
-  if (!have_vperm()) return expect_vperm_refused();
+TEST_P(AesVperm, ModesAgreeWithSoftwareOnRandomInputs) {
+  // Without the instructions there is nothing to compare: what must hold then is that it is refused.
+  if (!have(GetParam())) return expect_refused(GetParam());
   std::mt19937_64 rng(0xc0ffee);
   for (int it = 0; it < 300; ++it) {
     const Bytes key = random_bytes(rng, 16);
-    auto v = make_aes128(key.data(), AesImpl::vperm);
+    auto v = make_aes128(key.data(), GetParam());
     auto s = make_aes128(key.data(), AesImpl::software);
     const size_t blocks = size_t(rng() % 40);
     const Bytes pt = random_bytes(rng, 16 * blocks);
@@ -127,13 +148,13 @@ TEST(AesVperm, ModesAgreeWithSoftwareOnRandomInputs) {
   }
 }
 
-TEST(AesVperm, LanesAgreeWithSoftware) {
-  // Without SSSE3 there is no vperm to compare: what must hold then is that it is refused.
-  if (!have_vperm()) return expect_vperm_refused();
+TEST_P(AesVperm, LanesAgreeWithSoftware) {
+  // Without the instructions there is nothing to compare: what must hold then is that it is refused.
+  if (!have(GetParam())) return expect_refused(GetParam());
   std::mt19937_64 rng(42);
   for (int it = 0; it < 60; ++it) {
     const Bytes key = random_bytes(rng, 16);
-    auto v = make_aes128(key.data(), AesImpl::vperm);
+    auto v = make_aes128(key.data(), GetParam());
     auto s = make_aes128(key.data(), AesImpl::software);
     const size_t n = 1 + size_t(rng() % 9);
     std::vector<Bytes> in(n), iv(n), out1(n), out2(n), iv1(n), iv2(n);
@@ -155,5 +176,8 @@ TEST(AesVperm, LanesAgreeWithSoftware) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Builds, AesVperm, ::testing::Values(AesImpl::vperm, AesImpl::vperm512),
+                         [](const ::testing::TestParamInfo<AesImpl>& i) { return std::string(aes_impl_name(i.param)); });
 
 }  // namespace
