@@ -66,7 +66,7 @@
 
 #include "app/svg.h"
 #include "client/client.h"
-#include "client/keystore.h"
+#include "net/keystore.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"

@@ -14,7 +14,7 @@
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
-#include "client/keystore.h"
+#include "net/keystore.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"

@@ -13,7 +13,7 @@ namespace aesxfer::app {
 // -l LIMIT (Kbit/s, like scp): a token bucket with a small burst, fed from the progress callback
 // (after each record is handed to the socket). The sender sleeps whenever it is ahead of
 // LIMIT * elapsed + burst. Granularity is one record (256 KiB): a finer limit needs a hook in
-// the send loop (client/transfer.cpp).
+// the send loop (net/transfer.cpp).
 class RateLimiter {
  public:
   explicit RateLimiter(double kbit_per_s);  // <= 0: unlimited

@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <fstream>
 
-#include "client/atomic_file.h"
-#include "client/keystore.h"
-#include "client/resume.h"
+#include "net/atomic_file.h"
+#include "net/keystore.h"
+#include "net/resume.h"
 #include "crypto/util.h"
 
 namespace aesxfer::net {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "client/conn.h"
-#include "client/transfer.h"
+#include "net/conn.h"
+#include "net/transfer.h"
 #include "crypto/suite.h"
 #include "proto/listing.h"
 

@@ -29,9 +29,9 @@
 #include <mutex>
 #include <thread>
 
-#include "client/atomic_file.h"
+#include "net/atomic_file.h"
 #include "client/client.h"
-#include "client/resume.h"
+#include "net/resume.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;

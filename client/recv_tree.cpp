@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <unordered_set>
 
-#include "client/atomic_file.h"
-#include "client/resume.h"
+#include "net/atomic_file.h"
+#include "net/resume.h"
 #include "crypto/util.h"
 
 namespace aesxfer::net {

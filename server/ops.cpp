@@ -13,8 +13,8 @@
 #include <memory>
 #include <sstream>
 
-#include "client/atomic_file.h"
-#include "client/resume.h"
+#include "net/atomic_file.h"
+#include "net/resume.h"
 #include "crypto/util.h"
 #include "server/paths.h"
 

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "client/conn.h"
-#include "client/transfer.h"
+#include "net/conn.h"
+#include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/messages.h"

@@ -11,9 +11,9 @@
 #include <iomanip>
 #include <sstream>
 
-#include "client/atomic_file.h"
-#include "client/resume.h"
-#include "client/transfer.h"
+#include "net/atomic_file.h"
+#include "net/resume.h"
+#include "net/transfer.h"
 #include "server/ops.h"
 #include "server/paths.h"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "client/conn.h"
+#include "net/conn.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 

@@ -19,13 +19,13 @@
 #include <system_error>
 #include <thread>
 
-#include "client/atomic_file.h"
-#include "client/conn.h"
-#include "client/keystore.h"
-#include "client/transfer.h"
+#include "net/atomic_file.h"
+#include "net/conn.h"
+#include "net/keystore.h"
+#include "net/transfer.h"
 #include "proto/error.h"
 #include "server/paths.h"
-#include "client/resume.h"
+#include "net/resume.h"
 #include "server/ops.h"
 #include "server/parts.h"
 #include "server/sweep.h"

@@ -10,8 +10,8 @@
 
 #include <thread>
 
-#include "client/conn.h"
-#include "client/transfer.h"
+#include "net/conn.h"
+#include "net/transfer.h"
 #include "crypto/suite.h"
 #include "proto/handshake.h"
 

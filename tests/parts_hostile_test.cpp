@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-#include "client/conn.h"
-#include "client/keystore.h"
-#include "client/transfer.h"
+#include "net/conn.h"
+#include "net/keystore.h"
+#include "net/transfer.h"
 #include "crypto/suite.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "client/conn.h"
+#include "net/conn.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/record.h"

@@ -1,4 +1,4 @@
-#include "client/keystore.h"
+#include "net/keystore.h"
 
 #include <sodium.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "client/conn.h"
+#include "net/conn.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -9,7 +9,7 @@
 // Two batches circulate between the stages; the buffers are allocated once per transfer and
 // nothing is allocated per record. Slots are staggered so that the lanes of a batch do not share
 // a 4 KiB page offset (which slows interleaved AES several times on this hardware).
-#include "client/transfer.h"
+#include "net/transfer.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "client/resume.h"
+#include "net/resume.h"
 #include "crypto/sha256.h"
 #include "crypto/util.h"
 

@@ -1,4 +1,4 @@
-#include "client/resume.h"
+#include "net/resume.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <vector>
 
-#include "client/atomic_file.h"
+#include "net/atomic_file.h"
 #include "crypto/util.h"
 
 namespace aesxfer::net {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "client/conn.h"
+#include "net/conn.h"
 
 namespace aesxfer::net {
 

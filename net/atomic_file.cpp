@@ -1,4 +1,4 @@
-#include "client/atomic_file.h"
+#include "net/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "client/conn.h"
+#include "net/conn.h"
 
 namespace aesxfer::net {
 

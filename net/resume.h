@@ -4,7 +4,7 @@
 // end record still carries the SHA-256 of the whole file). See docs/PROTOCOL.md, "Resume".
 //
 // send_stream_from/recv_stream_from duplicate the small loops of send_stream/recv_stream
-// (client/transfer.cpp, owned by the throughput work); they should become one implementation
+// (net/transfer.cpp, owned by the throughput work); they should become one implementation
 // with an offset parameter there.
 #pragma once
 #include <array>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string>
 
-#include "client/transfer.h"
+#include "net/transfer.h"
 #include "crypto/sha256.h"
 #include "proto/handshake.h"
 
