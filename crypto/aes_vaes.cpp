@@ -353,6 +353,18 @@ inline __m128i ghash_group(const __m512i hk[R], __m128i acc, const uint8_t* in, 
   return ghash_reduce(fold4(hi), fold4(mid), fold4(lo));
 }
 
+// One group of 4R blocks from the tail, if that many are left.
+template <int R>
+inline void ghash_tail_group(const __m128i* hp, __m128i& acc, const uint8_t*& in, size_t& blocks,
+                             __m512i bswap) noexcept {
+  if (blocks < 4 * R) return;
+  __m512i hk[R];
+  group_keys<R>(hp, hk);
+  acc = ghash_group<R>(hk, acc, in, bswap);
+  blocks -= 4 * R;
+  in += 64 * R;
+}
+
 }  // namespace
 
 void ghash_vpclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, size_t blocks) noexcept {
@@ -366,20 +378,8 @@ void ghash_vpclmul_blocks(const GhashKey* k, uint8_t y[16], const uint8_t* in, s
     group_keys<8>(hp, hk);
     for (; blocks >= 32; blocks -= 32, in += 512) acc = ghash_group<8>(hk, acc, in, bswap);
   }
-  if (blocks >= 16) {
-    __m512i hk[4];
-    group_keys<4>(hp, hk);
-    acc = ghash_group<4>(hk, acc, in, bswap);
-    blocks -= 16;
-    in += 256;
-  }
-  if (blocks >= 8) {
-    __m512i hk[2];
-    group_keys<2>(hp, hk);
-    acc = ghash_group<2>(hk, acc, in, bswap);
-    blocks -= 8;
-    in += 128;
-  }
+  ghash_tail_group<4>(hp, acc, in, blocks, bswap);
+  ghash_tail_group<2>(hp, acc, in, blocks, bswap);
   for (; blocks > 0; --blocks, in += 16) {
     const __m128i x = _mm_xor_si128(acc, _mm_shuffle_epi8(loadu128(in), bs));
     const __m128i h = hp[0];
