@@ -391,7 +391,7 @@ int main(int argc, char** argv) {
   recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero");
   add_transfer_opts(recv);
   recv->add_flag("-r,--recursive", t.recursive, "Fetch a directory recursively (symlinks on the server are skipped)");
-  recv->add_flag("--resume", t.resume, "Continue an interrupted recv from the partial file kept beside DEST");
+  recv->add_flag("--resume", t.resume, "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself (complete files are not fetched again)");
 
   auto* serve = app.add_subcommand("serve", "Run the server");
   net::ServerOptions so;

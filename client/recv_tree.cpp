@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <unordered_set>
+#include <vector>
 
 #include "net/atomic_file.h"
 #include "net/resume.h"
@@ -20,6 +21,48 @@ namespace {
 Failure refused(const proto::Message& m, const std::string& what) {
   std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
   return Failure(printable(what + ": " + text));
+}
+
+// Copies a regular, non-empty destination file into the (empty) partial file; returns the bytes
+// copied, or 0 when there is nothing to copy or the copy fails (disk full: the transfer that
+// follows then fails the same way, with the usual message).
+uint64_t seed_from_destination(const fs::path& dest, int partial_fd) {
+  int fd = ::open(dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st {};
+  uint64_t copied = 0;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  while (ok) {
+    ssize_t n = ::copy_file_range(fd, nullptr, partial_fd, nullptr, size_t(1) << 30, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      // No in-kernel copy here: read and write.
+      std::vector<uint8_t> buf(size_t(1) << 20);
+      for (;;) {
+        ssize_t r = ::read(fd, buf.data(), buf.size());
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          ok = r == 0;
+          break;
+        }
+        size_t off = 0;
+        while (ok && off < size_t(r)) {
+          ssize_t w = ::write(partial_fd, buf.data() + off, size_t(r) - off);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) ok = false;
+          else off += size_t(w);
+        }
+        if (!ok) break;
+        copied += uint64_t(r);
+      }
+      break;
+    }
+    if (n < 0) ok = false;
+    if (n <= 0) break;
+    copied += uint64_t(n);
+  }
+  ::close(fd);
+  return ok ? copied : 0;  // on 0 the caller truncates the partial file to the agreed offset, 0
 }
 
 std::string parent_of(const std::string& rel) {
@@ -37,6 +80,11 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   if (fs::is_directory(local, ec)) throw Failure(local.string() + ": is a directory");
   PartialFile pf(local);  // locked: a second recv --resume of the same file is refused
   uint64_t have = pf.length();
+  // No partial file, but a destination: offer a copy of it as the prefix (like rsync
+  // --append-verify or curl -C -). A file that is already complete then costs a keyed hash on
+  // both ends and an empty stream instead of its bytes; one the server's differs from is fetched
+  // whole. The destination itself is not written until the rename, as for any recv.
+  if (have == 0) have = seed_from_destination(local, pf.fd());
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;

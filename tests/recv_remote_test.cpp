@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "net/conn.h"
+#include "net/resume.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/record.h"
@@ -542,6 +543,102 @@ TEST_F(RecvResume, WorksWithDashR) {
   EXPECT_EQ((*first)["resumed_from"], "100000");
   for (size_t i = 1; i < lines.size(); ++i)
     EXPECT_EQ((*parse_flat_json(lines[i]))["resumed_from"], "0") << lines[i];
+}
+
+// An existing destination and no partial file: --resume offers a copy of the destination as the
+// prefix. A complete one costs only the end record; one that is a prefix of the server's file gets
+// only the rest; one that differs is fetched whole, and stays untouched while that goes on.
+TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
+  const uint64_t n = (uint64_t(4) << 20) + 77;
+  write_random_file(ws.root / "c.bin", n, 21);
+  fs::path dest = ws.local / "c.bin";
+  fs::copy_file(ws.root / "c.bin", dest);
+  FaultSpec none;
+  Relay count(server->port(), none);
+  auto r = run({"recv", "--resume", "127.0.0.1:c.bin", dest.string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], std::to_string(n));
+  EXPECT_EQ((*o)["verified"], "true");
+  count.wait_done(10);
+  EXPECT_LT(count.s2c_bytes(), uint64_t(8192)) << "the file came again";
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "c.bin"));
+  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+TEST_F(RecvResume, ShorterDestinationGetsOnlyTheRest) {
+  const uint64_t n = (uint64_t(3) << 20) + 5;
+  write_random_file(ws.root / "g.bin", n, 22);
+  fs::path dest = ws.local / "g.bin";
+  const uint64_t kept = uint64_t(2) << 20;  // a file that has grown on the server since
+  {
+    std::string head(kept, '\0');
+    std::ifstream(ws.root / "g.bin", std::ios::binary).read(head.data(), std::streamsize(kept));
+    std::ofstream(dest, std::ios::binary).write(head.data(), std::streamsize(kept));
+  }
+  FaultSpec none;
+  Relay count(server->port(), none);
+  auto r = run({"recv", "--resume", "127.0.0.1:g.bin", dest.string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], std::to_string(kept));
+  count.wait_done(10);
+  EXPECT_GE(count.s2c_bytes(), n - kept);
+  EXPECT_LT(count.s2c_bytes(), n - kept + 8192);
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "g.bin"));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+TEST_F(RecvResume, DifferentDestinationIsFetchedWholeAndUntouchedUntilItArrives) {
+  const uint64_t n = (uint64_t(6) << 20) + 3;
+  write_random_file(ws.root / "d.bin", n, 23);
+  fs::path dest = ws.local / "d.bin";
+  write_random_file(dest, n, 24);  // same size, other bytes
+  const std::string old = sha256_file(dest);
+  {
+    // Cut part way: the old destination must still be there, whole.
+    FaultSpec cut;
+    cut.cut_s2c_after = uint64_t(2) << 20;
+    Relay relay(server->port(), cut);
+    auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "-q"}, relay.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(relay.fault_applied());
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(sha256_file(dest), old) << "the destination changed before the transfer completed";
+  }
+  FaultSpec none;
+  Relay count(server->port(), none);
+  auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // What the cut run kept is a prefix of the server's file: the second run resumes from it.
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["verified"], "true");
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
+  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+TEST_F(RecvResume, DashRAgainSkipsWhatIsComplete) {
+  fs::path src = make_tree();
+  fs::create_directories(ws.local / "copy");  // both runs then receive into copy/tree
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  FaultSpec none;
+  Relay count(server->port(), none);
+  r = run({"recv", "-r", "--resume", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_same_tree(src, ws.local / "copy" / "tree");
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  for (const auto& l : lines) {
+    auto o = parse_flat_json(l);
+    ASSERT_TRUE(o) << l;
+    EXPECT_EQ((*o)["resumed_from"], (*o)["bytes"]) << l;
+  }
+  count.wait_done(10);
+  EXPECT_LT(count.s2c_bytes(), uint64_t(64) << 10) << "complete files came again";
 }
 
 }  // namespace
