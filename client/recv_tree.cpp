@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
@@ -23,46 +25,49 @@ Failure refused(const proto::Message& m, const std::string& what) {
   return Failure(printable(what + ": " + text));
 }
 
-// Copies a regular, non-empty destination file into the (empty) partial file; returns the bytes
-// copied, or 0 when there is nothing to copy or the copy fails (disk full: the transfer that
-// follows then fails the same way, with the usual message).
-uint64_t seed_from_destination(const fs::path& dest, int partial_fd) {
+// The existing destination as a resume base: a regular, non-empty file opened without following
+// a symbolic link, or -1.
+int open_destination_base(const fs::path& dest, uint64_t& size) {
   int fd = ::open(dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return -1;
   struct stat st {};
-  uint64_t copied = 0;
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  while (ok) {
-    ssize_t n = ::copy_file_range(fd, nullptr, partial_fd, nullptr, size_t(1) << 30, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-      // No in-kernel copy here: read and write.
-      std::vector<uint8_t> buf(size_t(1) << 20);
-      for (;;) {
-        ssize_t r = ::read(fd, buf.data(), buf.size());
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          ok = r == 0;
-          break;
-        }
-        size_t off = 0;
-        while (ok && off < size_t(r)) {
-          ssize_t w = ::write(partial_fd, buf.data() + off, size_t(r) - off);
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) ok = false;
-          else off += size_t(w);
-        }
-        if (!ok) break;
-        copied += uint64_t(r);
-      }
-      break;
-    }
-    if (n < 0) ok = false;
-    if (n <= 0) break;
-    copied += uint64_t(n);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return -1;
   }
-  ::close(fd);
-  return ok ? copied : 0;  // on 0 the caller truncates the partial file to the agreed offset, 0
+  size = uint64_t(st.st_size);
+  return fd;
+}
+
+// Copies the first n bytes of `from` to the start of `to` (in the kernel where it can).
+void copy_prefix(int from, int to, uint64_t n, const std::string& what) {
+  uint64_t done = 0;
+  bool kernel = true;
+  std::vector<uint8_t> buf;
+  while (done < n) {
+    const size_t want = size_t(std::min<uint64_t>(n - done, uint64_t(1) << 30));
+    ssize_t got;
+    if (kernel) {
+      off_t in = off_t(done), out = off_t(done);
+      got = ::copy_file_range(from, &in, to, &out, want, 0);
+      if (got < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+        kernel = false;  // no in-kernel copy here: read and write
+        buf.resize(size_t(1) << 20);
+        continue;
+      }
+    } else {
+      got = ::pread(from, buf.data(), std::min(want, buf.size()), off_t(done));
+      for (ssize_t w = 0, off = 0; got > 0 && off < got; off += w) {
+        w = ::pwrite(to, buf.data() + off, size_t(got - off), off_t(done) + off);
+        if (w < 0 && errno == EINTR) w = 0;
+        else if (w <= 0) throw Failure(what + ": " + std::strerror(errno));
+      }
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Failure(what + ": " + std::strerror(errno));
+    if (got == 0) throw Failure(what + ": the destination shrank while it was being resumed");
+    done += uint64_t(got);
+  }
 }
 
 std::string parent_of(const std::string& rel) {
@@ -80,11 +85,19 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   if (fs::is_directory(local, ec)) throw Failure(local.string() + ": is a directory");
   PartialFile pf(local);  // locked: a second recv --resume of the same file is refused
   uint64_t have = pf.length();
-  // No partial file, but a destination: offer a copy of it as the prefix (like rsync
-  // --append-verify or curl -C -). A file that is already complete then costs a keyed hash on
-  // both ends and an empty stream instead of its bytes; one the server's differs from is fetched
-  // whole. The destination itself is not written until the rename, as for any recv.
-  if (have == 0) have = seed_from_destination(local, pf.fd());
+  // No partial file, but a destination: offer the destination as the prefix (like rsync
+  // --append-verify or curl -C -). What the server agrees to is copied into the partial file, so a
+  // complete file costs a keyed hash on both ends, a local copy and an empty stream instead of its
+  // bytes, and one that differs is fetched whole without copying anything. The destination itself
+  // is written only by the final rename, as for any recv.
+  int base = -1;
+  if (have == 0) base = open_destination_base(local, have);
+  struct BaseCloser {
+    int& fd;
+    ~BaseCloser() {
+      if (fd >= 0) ::close(fd);
+    }
+  } base_closer{base};
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;
@@ -92,7 +105,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   req.size = zero_size;
   req.flags = proto::kFlagResume;
   req.offset = have;
-  if (have) req.digest = prefix_mac(*keys_, pf.fd(), have);
+  if (have) req.digest = prefix_mac(*keys_, base >= 0 ? base : pf.fd(), have);
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message("the request");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
@@ -106,6 +119,10 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       throw Failure("protocol error from " + conn_->peer() + ": resume point not agreed");
     start = have;
   }
+  // If the destination changed since it was hashed, the copy differs from what the server
+  // agreed to, and the whole-file SHA-256 at the end fails the transfer (the partial file is then
+  // discarded).
+  if (base >= 0 && start > 0) copy_prefix(base, pf.fd(), start, "cannot copy " + local.string() + " to resume it");
   pf.truncate_to(start);
   resume_offset_ = start;
 
