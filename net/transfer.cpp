@@ -6,14 +6,17 @@
 //   receiver: [caller thread] read a batch of records, verify their tags together, decrypt
 //             [writer thread] hash the plaintext, write it to the file
 //
-// Two batches circulate between the stages; the buffers are allocated once per transfer and
-// nothing is allocated per record. Slots are staggered so that the lanes of a batch do not share
-// a 4 KiB page offset (which slows interleaved AES several times on this hardware).
+// Two batches circulate between the stages: 16 records each where the record crypto interleaves
+// records (CBC lanes, 16-lane HMAC), 4 otherwise (RecordSealer::batch_records). The buffers are
+// allocated once per transfer and nothing is allocated per record. Slots are staggered so that
+// the lanes of a batch do not share a 4 KiB page offset (which slows interleaved AES several
+// times on this hardware).
 #include "net/transfer.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -183,7 +186,7 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1) {
 std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                                     const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
-  const size_t per_batch = opt.per_record ? 1 : kSendSlots;
+  const size_t per_batch = opt.per_record ? 1 : std::min(kSendSlots, c.sealer().batch_records());
   Handoff h(per_batch, proto::kDefaultPayload + overhead);
   crypto::Sha256 hash;
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
@@ -258,7 +261,7 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
 
 std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                                     const StreamOptions& opt) {
-  const size_t per_batch = opt.per_record ? 1 : kRecvSlots;
+  const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
   Handoff h(per_batch, proto::kMaxRecord);
   crypto::Sha256 hash;
   if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));

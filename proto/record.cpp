@@ -89,6 +89,8 @@ class RecordCrypto {
   ~RecordCrypto() { k_.wipe(); }
 
   size_t tag_len() const noexcept { return tag_len_; }
+  // Records worth sealing or opening together (see RecordSealer::batch_records).
+  size_t batch_records() const noexcept { return (hmac_ || c_.mode == CipherMode::cbc) ? 16 : 4; }
   size_t block() const noexcept { return c_.mode == CipherMode::cbc ? c_.block_len : 1; }
   size_t max_overhead() const noexcept {
     return kHeaderLen + (c_.mode == CipherMode::cbc ? c_.block_len : 0) + tag_len_;
@@ -416,6 +418,7 @@ RecordSealer::RecordSealer(const crypto::CipherDesc& cipher, const crypto::MacDe
 RecordSealer::~RecordSealer() = default;
 size_t RecordSealer::max_overhead() const noexcept { return impl_->rc.max_overhead(); }
 size_t RecordSealer::tag_len() const noexcept { return impl_->rc.tag_len(); }
+size_t RecordSealer::batch_records() const noexcept { return impl_->rc.batch_records(); }
 
 size_t RecordSealer::seal(RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept {
   if (seq_ == UINT64_MAX) std::abort();  // would wrap: never reached (2^64 records)
@@ -448,6 +451,7 @@ RecordOpener::RecordOpener(const crypto::CipherDesc& cipher, const crypto::MacDe
     : impl_(std::make_unique<Impl>(cipher, mac, keys)) {}
 RecordOpener::~RecordOpener() = default;
 size_t RecordOpener::tag_len() const noexcept { return impl_->rc.tag_len(); }
+size_t RecordOpener::batch_records() const noexcept { return impl_->rc.batch_records(); }
 
 size_t RecordOpener::parse_header(const uint8_t hdr[kHeaderLen], RecordHeader& out,
                                   std::error_code& ec) const noexcept {
