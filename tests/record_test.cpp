@@ -157,6 +157,28 @@ TEST(Record, LargeRecordsByteAtATime) {
   }
 }
 
+TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
+  // 16 where CBC chains run as lanes or HMACs run 16 at a time, 4 otherwise; sealer and opener agree.
+  struct Case {
+    const char* cipher;
+    const char* mac;
+    size_t want;
+  };
+  for (const Case& t : {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
+                        Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16},
+                        Case{"aes128-cbc", "none", 16}, Case{"blowfish-cbc", "none", 16},
+                        Case{"aes128-ctr", "hmac-sha256", 16}, Case{"none", "hmac-sha256", 16},
+                        Case{"arcfour", "hmac-sha256", 16}}) {
+    SCOPED_TRACE(std::string(t.cipher) + " " + t.mac);
+    const auto* c = crypto::find_cipher(t.cipher);
+    const auto* m = crypto::find_mac(t.mac);
+    ASSERT_TRUE(c && m);
+    DirectionKeys k = pattern_keys(2);
+    EXPECT_EQ(RecordSealer(*c, *m, k).batch_records(), t.want);
+    EXPECT_EQ(RecordOpener(*c, *m, k).batch_records(), t.want);
+  }
+}
+
 TEST(Record, SealAtMatchesSequentialSeal) {
   for (const auto& c : crypto::ciphers()) {
     SCOPED_TRACE(c.name);
