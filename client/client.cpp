@@ -139,7 +139,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     if (pr.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
     if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
     if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
-      std::string mine = prefix_mac(*keys_, fd, pr.size);
+      std::string mine = prefix_mac(*keys_, fd, pr.size, keepalive());
       if (crypto::ct_equal(mine.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
     }
     req.flags |= proto::kFlagResume;
@@ -193,6 +193,26 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   return fetch(remote, local, zero_size, on_start, progress);
 }
 
+proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size, const char* what) {
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::stat;
+  req.path = remote;
+  req.size = zero_size;
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message(what);
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  return resp;
+}
+
+std::function<void()> Client::keepalive() {
+  return [this, last = Clock::now()]() mutable {
+    if (Clock::now() - last < std::chrono::milliseconds(500)) return;
+    stat_remote(".", 0, "a keep-alive");  // whatever the status: the round trip is what counts
+    last = Clock::now();
+  };
+}
+
 FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
                          const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                          uint64_t size_hint) {
@@ -202,14 +222,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
-    proto::Message sreq;
-    sreq.type = proto::MsgType::request;
-    sreq.op = proto::Op::stat;
-    sreq.path = remote;
-    sreq.size = zero_size;
-    conn_->send_message(sreq);
-    proto::Message st = conn_->recv_message("the request");
-    if (st.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+    proto::Message st = stat_remote(remote, zero_size);
     if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
     int n = streams_for(st.size);
     if (n > 1) return get_parallel(remote, local, st, n, on_start, progress);

@@ -119,6 +119,12 @@ class Client {
   void get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                            const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every
+  // half second, so that a server's idle timeout (30 s by default) never drops the session while
+  // a large file is hashed from a slow disk.
+  std::function<void()> keepalive();
+  // A stat request; returns the Response (its status unchecked). Throws Failure on a protocol error.
+  proto::Message stat_remote(const std::string& remote, uint64_t zero_size, const char* what = "the request");
 };
 
 }  // namespace aesxfer::net

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -86,18 +87,36 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   PartialFile pf(local);  // locked: a second recv --resume of the same file is refused
   uint64_t have = pf.length();
   // No partial file, but a destination: offer the destination as the prefix (like rsync
-  // --append-verify or curl -C -). What the server agrees to is copied into the partial file, so a
-  // complete file costs a keyed hash on both ends, a local copy and an empty stream instead of its
-  // bytes, and one that differs is fetched whole without copying anything. The destination itself
-  // is written only by the final rename, as for any recv.
-  int base = -1;
-  if (have == 0) base = open_destination_base(local, have);
-  struct BaseCloser {
-    int& fd;
-    ~BaseCloser() {
+  // --append-verify or curl -C -). The server's size says what it can be: the whole file (then it
+  // is only compared, and left as it is), a shorter version (then it is copied into the partial
+  // file while it is hashed, and the rest is appended there), or neither. All the local work
+  // happens before the request, with keep-alives, so none is left once the server streams; the
+  // destination itself is written only by the final rename.
+  struct Fd {
+    int fd = -1;
+    ~Fd() {
       if (fd >= 0) ::close(fd);
     }
-  } base_closer{base};
+  } base;
+  bool whole = false;
+  if (have == 0) {
+    uint64_t dsize = 0;
+    base.fd = open_destination_base(local, dsize);
+    if (base.fd >= 0) {
+      proto::Message st = stat_remote(remote, zero_size);
+      if (st.status == proto::Status::ok && dsize <= st.size) {
+        have = dsize;
+        whole = dsize == st.size;
+      } else {
+        ::close(base.fd);
+        base.fd = -1;
+      }
+    }
+  }
+  std::optional<PrefixScan> scan;
+  if (have)
+    scan = scan_prefix(*keys_, base.fd >= 0 ? base.fd : pf.fd(), have, base.fd >= 0 && !whole ? pf.fd() : -1,
+                       keepalive());
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;
@@ -105,7 +124,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   req.size = zero_size;
   req.flags = proto::kFlagResume;
   req.offset = have;
-  if (have) req.digest = prefix_mac(*keys_, base >= 0 ? base : pf.fd(), have);
+  if (scan) req.digest = scan->mac;
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message("the request");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
@@ -119,21 +138,54 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       throw Failure("protocol error from " + conn_->peer() + ": resume point not agreed");
     start = have;
   }
-  // If the destination changed since it was hashed, the copy differs from what the server
-  // agreed to, and the whole-file SHA-256 at the end fails the transfer (the partial file is then
-  // discarded).
-  if (base >= 0 && start > 0) copy_prefix(base, pf.fd(), start, "cannot copy " + local.string() + " to resume it");
-  pf.truncate_to(start);
   resume_offset_ = start;
-
   FileResult r;
   r.file = remote;
-  if (on_start) on_start(resp.size);
-  auto t0 = Clock::now();
+  r.resumed_from = start;
   proto::Message result;
   result.type = proto::MsgType::result;
+  StreamOptions so{start, opt_.fine_progress};
+  if (start) so.prefix_hash = &scan->sha;
+
+  if (start && whole && start == resp.size) {
+    // The destination is the server's file: the end record is all that comes, and the
+    // destination stays as it is (with -p it takes the server's mode and time).
+    pf.discard();
+    if (on_start) on_start(resp.size);
+    auto t0 = Clock::now();
+    try {
+      r.sha256 = recv_stream(*conn_, -1, resp.size, progress, so);
+    } catch (const RecvError& e) {
+      result.status = proto::Status(e.status);
+      result.text = e.what();
+      try {
+        conn_->send_message(result);
+      } catch (...) {
+      }
+      throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
+    }
+    if (opt_.preserve) {
+      ::fchmod(base.fd, resp.mode & 07777);
+      timespec ts[2];
+      ts[0].tv_sec = ts[1].tv_sec = resp.mtime;
+      ts[0].tv_nsec = ts[1].tv_nsec = 0;
+      ::futimens(base.fd, ts);
+    }
+    conn_->send_message(result);
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = resp.size;
+    r.verified = true;
+    return r;
+  }
+
+  // The server's file grew between the stat and the request: the destination was hashed but not
+  // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
+  if (start && whole) copy_prefix(base.fd, pf.fd(), start, "cannot copy " + local.string() + " to resume it");
+  pf.truncate_to(start);
+  if (on_start) on_start(resp.size);
+  auto t0 = Clock::now();
   try {
-    r.sha256 = recv_stream(*conn_, pf.fd(), resp.size, progress, StreamOptions{start, opt_.fine_progress});
+    r.sha256 = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     bool bad = e.status == int(proto::Status::integrity);
@@ -152,7 +204,6 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = resp.size;
-  r.resumed_from = start;
   r.verified = true;
   return r;
 }

@@ -49,7 +49,7 @@ void read_prefix(int fd, uint64_t len, F&& f) {
 
 }  // namespace
 
-std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len) {
+std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len, const std::function<void()>& tick) {
   auto k = resume_key(keys);
   crypto::HmacSha256 h(k.data(), k.size());
   crypto::secure_zero(k.data(), k.size());
@@ -57,7 +57,10 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len) {
   uint8_t be[8];
   crypto::store_be64(be, len);
   h.update(be, 8);
-  read_prefix(fd, len, [&](const uint8_t* p, size_t n) { h.update(p, n); });
+  read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
+    h.update(p, n);
+    if (tick) tick();
+  });
   uint8_t tag[32];
   h.finish(tag);
   return std::string(reinterpret_cast<const char*>(tag), 32);
@@ -65,6 +68,35 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len) {
 
 void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) { hash.update(p, n); });
+}
+
+PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
+                       const std::function<void()>& tick) {
+  PrefixScan out;
+  auto k = resume_key(keys);
+  crypto::HmacSha256 h(k.data(), k.size());
+  crypto::secure_zero(k.data(), k.size());
+  h.begin();
+  uint8_t be[8];
+  crypto::store_be64(be, len);
+  h.update(be, 8);
+  uint64_t at = 0;
+  read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
+    h.update(p, n);
+    out.sha.update(p, n);
+    for (size_t off = 0; copy_to >= 0 && off < n;) {
+      ssize_t w = ::pwrite(copy_to, p + off, n - off, off_t(at + off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw Failure(std::string("write error: ") + std::strerror(errno));
+      off += size_t(w);
+    }
+    at += n;
+    if (tick) tick();
+  });
+  uint8_t tag[32];
+  h.finish(tag);
+  out.mac.assign(reinterpret_cast<const char*>(tag), 32);
+  return out;
 }
 
 

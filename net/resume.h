@@ -8,6 +8,7 @@
 // with an offset parameter there.
 #pragma once
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -21,11 +22,24 @@ namespace aesxfer::net {
 // K_resume = HMAC-SHA256(key = K_c2s enc (32 bytes), "aesxfer-v1 resume" || TH2).
 std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys);
 // HMAC-SHA256(K_resume, u64 len || the first len bytes of fd) (read with pread); throws Failure
-// when fd has fewer than len bytes.
-std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len);
+// when fd has fewer than len bytes. `tick`, when given, runs after every MiB (a client uses it to
+// keep the session alive while it hashes a large file).
+std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
+                       const std::function<void()>& tick = nullptr);
 
 // Feeds the first len bytes of fd into h (pread). Throws Failure.
 void hash_prefix(crypto::Sha256& h, int fd, uint64_t len);
+
+// One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the SHA-256
+// state after them (StreamOptions::prefix_hash), so that nothing is left to read once the server
+// has answered. copy_to >= 0 also receives the bytes (pwrite, same offsets). tick as for
+// prefix_mac. Throws Failure.
+struct PrefixScan {
+  std::string mac;
+  crypto::Sha256 sha;
+};
+PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
+                       const std::function<void()>& tick);
 
 
 // "<dir>/.<name>.aesxfer-partial": the receiver's file for a put with the resume flag. Kept when

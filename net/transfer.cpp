@@ -266,7 +266,8 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
   crypto::Sha256 hash;
   if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
-  if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
+  if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
+  else if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
 
   // Writer: hashes the verified plaintext and writes it out.
   std::thread writer([&] {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -553,6 +554,7 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   write_random_file(ws.root / "c.bin", n, 21);
   fs::path dest = ws.local / "c.bin";
   fs::copy_file(ws.root / "c.bin", dest);
+  const ino_t ino = stat_of(dest).st_ino;
   FaultSpec none;
   Relay count(server->port(), none);
   auto r = run({"recv", "--resume", "127.0.0.1:c.bin", dest.string(), "--json"}, count.port());
@@ -564,6 +566,8 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   count.wait_done(10);
   EXPECT_LT(count.s2c_bytes(), uint64_t(8192)) << "the file came again";
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "c.bin"));
+  EXPECT_EQ(stat_of(dest).st_ino, ino) << "a complete destination is left as it is, not replaced";
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
   EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
@@ -639,6 +643,49 @@ TEST_F(RecvResume, DashRAgainSkipsWhatIsComplete) {
   }
   count.wait_done(10);
   EXPECT_LT(count.s2c_bytes(), uint64_t(64) << 10) << "complete files came again";
+}
+
+// A server that drops a session after 1.2 idle seconds, and a destination that takes the client
+// longer than that to hash (768 MiB, sparse; --no-aesni on the client makes its SHA-256 the
+// portable one, about 370 MB/s here): the client's keep-alives (a stat every half second while it
+// hashes) hold the session, and the complete file is not fetched again.
+// "Large" keeps it out of the sanitizer stage, where it would only be slower.
+class RecvResumeIdle : public RecvRemote {
+ protected:
+  std::vector<std::string> server_args() const override { return {"--timeout", "1.2"}; }
+};
+
+TEST_F(RecvResumeIdle, LargeHashKeepsTheSessionAlive) {
+  const uint64_t n = uint64_t(768) << 20;
+  auto sparse = [&](const fs::path& p) {
+    std::ofstream f(p, std::ios::binary);
+    f.seekp(std::streamoff(n - 1));
+    f.put('x');
+  };
+  sparse(ws.root / "huge.bin");
+  fs::path dest = ws.local / "huge.bin";
+  sparse(dest);
+  // The test means something only if hashing the destination takes the client longer than the
+  // server's idle timeout: measure the portable SHA-256 the client will use.
+  auto sp = run_aesxfer({"speed", "-c", "sha256", "--no-aesni", "--seconds", "0.05", "--json"}, ws.home, 60);
+  ASSERT_EQ(sp.exit_code, 0) << sp.describe();
+  const std::string key = "\"block_size\":1048576,\"mb_per_s\":";
+  const size_t at = sp.out.rfind(key);
+  ASSERT_NE(at, std::string::npos) << sp.out;
+  const double mbps = std::stod(sp.out.substr(at + key.size()));
+  const double hash_s = double(n) / (mbps * 1e6);
+  std::printf("[ idle    ] the client hashes 768 MiB in about %.1f s; the server drops idle sessions after 1.2 s\n",
+              hash_s);
+  ASSERT_GT(hash_s, 1.2) << "this machine hashes too fast for the test to mean anything";
+  auto r = run({"recv", "--resume", "--no-aesni", "127.0.0.1:huge.bin", dest.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], std::to_string(n));
+  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+  // The server saw the session through to the client's Result (no timeout on its side either).
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
 }
 
 }  // namespace
