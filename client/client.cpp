@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 
 #include "net/atomic_file.h"
 #include "net/keystore.h"
@@ -130,6 +131,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     int n = streams_for(req.size);
     if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
   }
+  std::optional<PrefixScan> scan;
   if (opt_.resume && remote != "/dev/null") {
     // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
     proto::Message probe = req;
@@ -139,8 +141,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     if (pr.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
     if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
     if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
-      std::string mine = prefix_mac(*keys_, fd, pr.size, keepalive());
-      if (crypto::ct_equal(mine.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
+      // One pass, with keep-alives: the keyed digest to compare and the SHA-256 state the stream
+      // continues from, so the server does not wait while the prefix is read a second time.
+      scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
+      if (crypto::ct_equal(scan->mac.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
     }
     req.flags |= proto::kFlagResume;
   }
@@ -155,7 +159,9 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   if (on_start) on_start(req.size);
   auto t0 = Clock::now();
   try {
-    r.sha256 = send_stream(*conn_, fd, req.size, progress, StreamOptions{req.offset, opt_.fine_progress});
+    StreamOptions so{req.offset, opt_.fine_progress};
+    if (req.offset) so.prefix_hash = &scan->sha;
+    r.sha256 = send_stream(*conn_, fd, req.size, progress, so);
   } catch (const Failure&) {
     throw_receivers_reason(remote);
     throw;

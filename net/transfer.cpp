@@ -192,7 +192,8 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) {
-    hash_prefix(hash, fd, opt.offset);
+    if (opt.prefix_hash) hash = *opt.prefix_hash;
+    else hash_prefix(hash, fd, opt.offset);
     if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
       throw Failure(std::string("seek error: ") + std::strerror(errno));
   }

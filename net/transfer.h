@@ -30,8 +30,8 @@ struct StreamOptions {
   // end record then carries zeros and the receiver checks the length alone), to measure what the
   // digest costs. Nothing in the product sets it: no option, no protocol flag.
   bool file_digest = true;
-  // Receiver with offset: the SHA-256 state after the first `offset` bytes, already computed by
-  // the caller (scan_prefix); then fd is not read for them (and may be -1: nothing to write).
+  // With offset: the SHA-256 state after the first `offset` bytes, already computed by the caller
+  // (scan_prefix); fd is then not read for them (a receiver's fd may be -1: nothing to write).
   const crypto::Sha256* prefix_hash = nullptr;
 };
 
