@@ -650,33 +650,37 @@ TEST_F(RecvResume, DashRAgainSkipsWhatIsComplete) {
 // portable one, about 370 MB/s here): the client's keep-alives (a stat every half second while it
 // hashes) hold the session, and the complete file is not fetched again.
 // "Large" keeps it out of the sanitizer stage, where it would only be slower.
-class RecvResumeIdle : public RecvRemote {
+class ResumeIdle : public RecvRemote {
  protected:
+  static constexpr uint64_t kSize = uint64_t(768) << 20;
   std::vector<std::string> server_args() const override { return {"--timeout", "1.2"}; }
+  static void sparse(const fs::path& p) {
+    std::ofstream f(p, std::ios::binary);
+    f.seekp(std::streamoff(kSize - 1));
+    f.put('x');
+  }
+  // The test means something only if hashing the file takes the client longer than the server's
+  // idle timeout: measure the portable SHA-256 the client will use.
+  void expect_slow_client_hash() {
+    auto sp = run_aesxfer({"speed", "-c", "sha256", "--no-aesni", "--seconds", "0.05", "--json"}, ws.home, 60);
+    ASSERT_EQ(sp.exit_code, 0) << sp.describe();
+    const std::string key = "\"block_size\":1048576,\"mb_per_s\":";
+    const size_t at = sp.out.rfind(key);
+    ASSERT_NE(at, std::string::npos) << sp.out;
+    const double hash_s = double(kSize) / (std::stod(sp.out.substr(at + key.size())) * 1e6);
+    std::printf("[ idle    ] the client hashes 768 MiB in about %.1f s; the server drops idle sessions after 1.2 s\n",
+                hash_s);
+    ASSERT_GT(hash_s, 1.2) << "this machine hashes too fast for the test to mean anything";
+  }
 };
 
-TEST_F(RecvResumeIdle, LargeHashKeepsTheSessionAlive) {
-  const uint64_t n = uint64_t(768) << 20;
-  auto sparse = [&](const fs::path& p) {
-    std::ofstream f(p, std::ios::binary);
-    f.seekp(std::streamoff(n - 1));
-    f.put('x');
-  };
+TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
+  const uint64_t n = kSize;
   sparse(ws.root / "huge.bin");
   fs::path dest = ws.local / "huge.bin";
   sparse(dest);
-  // The test means something only if hashing the destination takes the client longer than the
-  // server's idle timeout: measure the portable SHA-256 the client will use.
-  auto sp = run_aesxfer({"speed", "-c", "sha256", "--no-aesni", "--seconds", "0.05", "--json"}, ws.home, 60);
-  ASSERT_EQ(sp.exit_code, 0) << sp.describe();
-  const std::string key = "\"block_size\":1048576,\"mb_per_s\":";
-  const size_t at = sp.out.rfind(key);
-  ASSERT_NE(at, std::string::npos) << sp.out;
-  const double mbps = std::stod(sp.out.substr(at + key.size()));
-  const double hash_s = double(n) / (mbps * 1e6);
-  std::printf("[ idle    ] the client hashes 768 MiB in about %.1f s; the server drops idle sessions after 1.2 s\n",
-              hash_s);
-  ASSERT_GT(hash_s, 1.2) << "this machine hashes too fast for the test to mean anything";
+  expect_slow_client_hash();
+  if (HasFatalFailure()) return;
   auto r = run({"recv", "--resume", "--no-aesni", "127.0.0.1:huge.bin", dest.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto o = parse_flat_json(lines_of(r.out).back());
@@ -686,6 +690,25 @@ TEST_F(RecvResumeIdle, LargeHashKeepsTheSessionAlive) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
   // The server saw the session through to the client's Result (no timeout on its side either).
   EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
+}
+
+// The same for send --resume: the server kept the whole file as a partial file; the client hashes
+// its own copy to compare (keep-alives meanwhile), and only the end record follows.
+TEST_F(ResumeIdle, LargeSendHashKeepsTheSessionAlive) {
+  fs::path src = ws.local / "huge.bin";
+  sparse(src);
+  sparse(ws.root / ".huge.bin.aesxfer-partial");
+  expect_slow_client_hash();
+  if (HasFatalFailure()) return;
+  auto r = run({"send", "--resume", "--no-aesni", src.string(), "127.0.0.1:huge.bin", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(lines_of(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], std::to_string(kSize));
+  EXPECT_EQ(fs::file_size(ws.root / "huge.bin"), kSize);
+  EXPECT_FALSE(fs::exists(ws.root / ".huge.bin.aesxfer-partial"));
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(kSize))) << server->log();
+  EXPECT_TRUE(server->wait_for_log("result=ok")) << server->log();
 }
 
 }  // namespace
