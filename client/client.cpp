@@ -94,6 +94,17 @@ void Client::expect_ok_result(const std::string& remote) {
   if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
 }
 
+void Client::send_failure_result(const RecvError& e) noexcept {
+  try {
+    proto::Message result;
+    result.type = proto::MsgType::result;
+    result.status = proto::Status(e.status);
+    result.text = e.what();
+    conn_->send_message(result);
+  } catch (...) {
+  }
+}
+
 void Client::bye() noexcept {
   for (auto& c : extra_) c->bye();
   try {
@@ -256,12 +267,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
     r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
-    result.status = proto::Status(e.status);
-    result.text = e.what();
-    try {
-      conn_->send_message(result);
-    } catch (...) {
-    }
+    send_failure_result(e);
     throw Failure(local.string() + ": " + e.what());
   }
   conn_->send_message(result);

@@ -123,6 +123,9 @@ class Client {
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.
   std::function<void()> keepalive();
+  // Tells the server why this receiver stopped (a Result with the error's status); a connection
+  // that is already gone is not an error here.
+  void send_failure_result(const RecvError& e) noexcept;
   // A stat request; returns the Response (its status unchecked). Throws Failure on a protocol error.
   proto::Message stat_remote(const std::string& remote, uint64_t zero_size, const char* what = "the request");
 };

@@ -203,12 +203,7 @@ void Client::get_range(int fd, const proto::Message& req, const ProgressFn& prog
   try {
     recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
   } catch (const RecvError& e) {
-    result.status = proto::Status(e.status);
-    result.text = e.what();
-    try {
-      conn_->send_message(result);
-    } catch (...) {
-    }
+    send_failure_result(e);
     throw;
   }
   conn_->send_message(result);

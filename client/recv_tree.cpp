@@ -156,12 +156,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     try {
       r.sha256 = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const RecvError& e) {
-      result.status = proto::Status(e.status);
-      result.text = e.what();
-      try {
-        conn_->send_message(result);
-      } catch (...) {
-      }
+      send_failure_result(e);
       throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
     }
     if (opt_.preserve) {
@@ -190,12 +185,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   } catch (const RecvError& e) {
     bool bad = e.status == int(proto::Status::integrity);
     if (bad) pf.discard();  // known bad: the next --resume starts over
-    result.status = proto::Status(e.status);
-    result.text = e.what();
-    try {
-      conn_->send_message(result);
-    } catch (...) {
-    }
+    send_failure_result(e);
     throw Failure(local.string() + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"));
   } catch (const Failure& e) {
     // Connection lost: what arrived was verified record by record and stays for --resume.

@@ -49,21 +49,40 @@ void read_prefix(int fd, uint64_t len, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// HMAC-SHA256(K_resume, u64 len || ...), fed by the caller.
+class PrefixMac {
+ public:
+  PrefixMac(const proto::SessionKeys& keys, uint64_t len) : h_(key(keys).data(), 32) {
+    crypto::secure_zero(k_.data(), k_.size());
+    h_.begin();
+    uint8_t be[8];
+    crypto::store_be64(be, len);
+    h_.update(be, 8);
+  }
+  void update(const uint8_t* p, size_t n) noexcept { h_.update(p, n); }
+  std::string finish() {
+    uint8_t tag[32];
+    h_.finish(tag);
+    return std::string(reinterpret_cast<const char*>(tag), 32);
+  }
+
+ private:
+  std::array<uint8_t, 32> k_{};  // before h_: h_ is keyed from it, then it is wiped
+  crypto::HmacSha256 h_;
+  const std::array<uint8_t, 32>& key(const proto::SessionKeys& keys) { return k_ = resume_key(keys); }
+};
+
+}  // namespace
+
 std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len, const std::function<void()>& tick) {
-  auto k = resume_key(keys);
-  crypto::HmacSha256 h(k.data(), k.size());
-  crypto::secure_zero(k.data(), k.size());
-  h.begin();
-  uint8_t be[8];
-  crypto::store_be64(be, len);
-  h.update(be, 8);
+  PrefixMac h(keys, len);
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
     h.update(p, n);
     if (tick) tick();
   });
-  uint8_t tag[32];
-  h.finish(tag);
-  return std::string(reinterpret_cast<const char*>(tag), 32);
+  return h.finish();
 }
 
 void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
@@ -73,13 +92,7 @@ void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
 PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
                        const std::function<void()>& tick) {
   PrefixScan out;
-  auto k = resume_key(keys);
-  crypto::HmacSha256 h(k.data(), k.size());
-  crypto::secure_zero(k.data(), k.size());
-  h.begin();
-  uint8_t be[8];
-  crypto::store_be64(be, len);
-  h.update(be, 8);
+  PrefixMac h(keys, len);
   uint64_t at = 0;
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
     h.update(p, n);
@@ -93,9 +106,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
     at += n;
     if (tick) tick();
   });
-  uint8_t tag[32];
-  h.finish(tag);
-  out.mac.assign(reinterpret_cast<const char*>(tag), 32);
+  out.mac = h.finish();
   return out;
 }
 
