@@ -40,37 +40,6 @@ int open_destination_base(const fs::path& dest, uint64_t& size) {
   return fd;
 }
 
-// Copies the first n bytes of `from` to the start of `to` (in the kernel where it can).
-void copy_prefix(int from, int to, uint64_t n, const std::string& what) {
-  uint64_t done = 0;
-  bool kernel = true;
-  std::vector<uint8_t> buf;
-  while (done < n) {
-    const size_t want = size_t(std::min<uint64_t>(n - done, uint64_t(1) << 30));
-    ssize_t got;
-    if (kernel) {
-      off_t in = off_t(done), out = off_t(done);
-      got = ::copy_file_range(from, &in, to, &out, want, 0);
-      if (got < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-        kernel = false;  // no in-kernel copy here: read and write
-        buf.resize(size_t(1) << 20);
-        continue;
-      }
-    } else {
-      got = ::pread(from, buf.data(), std::min(want, buf.size()), off_t(done));
-      for (ssize_t w = 0, off = 0; got > 0 && off < got; off += w) {
-        w = ::pwrite(to, buf.data() + off, size_t(got - off), off_t(done) + off);
-        if (w < 0 && errno == EINTR) w = 0;
-        else if (w <= 0) throw Failure(what + ": " + std::strerror(errno));
-      }
-    }
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw Failure(what + ": " + std::strerror(errno));
-    if (got == 0) throw Failure(what + ": the destination shrank while it was being resumed");
-    done += uint64_t(got);
-  }
-}
-
 std::string parent_of(const std::string& rel) {
   size_t slash = rel.rfind('/');
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
@@ -159,13 +128,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       send_failure_result(e);
       throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
     }
-    if (opt_.preserve) {
-      ::fchmod(base.fd, resp.mode & 07777);
-      timespec ts[2];
-      ts[0].tv_sec = ts[1].tv_sec = resp.mtime;
-      ts[0].tv_nsec = ts[1].tv_nsec = 0;
-      ::futimens(base.fd, ts);
-    }
+    if (opt_.preserve) apply_mode_mtime(base.fd, resp.mode, resp.mtime);
     conn_->send_message(result);
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = resp.size;
@@ -175,7 +138,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
 
   // The server's file grew between the stat and the request: the destination was hashed but not
   // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
-  if (start && whole) copy_prefix(base.fd, pf.fd(), start, "cannot copy " + local.string() + " to resume it");
+  if (start && whole) copy_prefix(base.fd, pf.fd(), start);
   pf.truncate_to(start);
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();

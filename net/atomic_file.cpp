@@ -28,6 +28,16 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest) {
 
 AtomicFile::~AtomicFile() { discard(); }
 
+void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
+  ::fchmod(fd, mode & 07777);
+  if (mtime >= 0) {
+    timespec ts[2];
+    ts[0].tv_sec = ts[1].tv_sec = mtime;
+    ts[0].tv_nsec = ts[1].tv_nsec = 0;
+    ::futimens(fd, ts);
+  }
+}
+
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -36,13 +46,7 @@ void AtomicFile::discard() noexcept {
 }
 
 void AtomicFile::commit(unsigned mode, long long mtime) {
-  ::fchmod(fd_, mode & 07777);
-  if (mtime >= 0) {
-    timespec ts[2];
-    ts[0].tv_sec = ts[1].tv_sec = mtime;
-    ts[0].tv_nsec = ts[1].tv_nsec = 0;
-    ::futimens(fd_, ts);
-  }
+  apply_mode_mtime(fd_, mode, mtime);
   if (::close(fd_) != 0) {
     int e = errno;
     fd_ = -1;

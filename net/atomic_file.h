@@ -29,4 +29,8 @@ class AtomicFile {
 // "permission denied", "no such file or directory", ... for messages.
 std::string errno_text(int err);
 
+// Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
+// Best effort, as scp -p: a file system that refuses either keeps its own.
+void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
+
 }  // namespace aesxfer::net

@@ -85,6 +85,14 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len, con
   return h.finish();
 }
 
+void copy_prefix(int from, int to, uint64_t len) {
+  uint64_t at = 0;
+  read_prefix(from, len, [&](const uint8_t* p, size_t n) {
+    write_full(to, p, n, int64_t(at));
+    at += n;
+  });
+}
+
 void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) { hash.update(p, n); });
 }
@@ -97,12 +105,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
     h.update(p, n);
     out.sha.update(p, n);
-    for (size_t off = 0; copy_to >= 0 && off < n;) {
-      ssize_t w = ::pwrite(copy_to, p + off, n - off, off_t(at + off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw Failure(std::string("write error: ") + std::strerror(errno));
-      off += size_t(w);
-    }
+    if (copy_to >= 0) write_full(copy_to, p, n, int64_t(at));
     at += n;
     if (tick) tick();
   });
@@ -150,13 +153,7 @@ void PartialFile::truncate_to(uint64_t n) {
 }
 
 void PartialFile::commit(unsigned mode, long long mtime) {
-  ::fchmod(fd_, mode & 07777);
-  if (mtime >= 0) {
-    timespec ts[2];
-    ts[0].tv_sec = ts[1].tv_sec = mtime;
-    ts[0].tv_nsec = ts[1].tv_nsec = 0;
-    ::futimens(fd_, ts);
-  }
+  apply_mode_mtime(fd_, mode, mtime);
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));

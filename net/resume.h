@@ -41,6 +41,10 @@ struct PrefixScan {
 PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
                        const std::function<void()>& tick);
 
+// Copies the first len bytes of `from` to the same offsets of `to`. Throws Failure (the source
+// shorter than len) or RecvError (a write error).
+void copy_prefix(int from, int to, uint64_t len);
+
 
 // "<dir>/.<name>.aesxfer-partial": the receiver's file for a put with the resume flag. Kept when
 // the transfer breaks (the destructor closes it without removing it); renamed into place by

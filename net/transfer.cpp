@@ -163,8 +163,10 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
   }
 }
 
-// pos < 0: write at the file position; else pwrite at pos.
-void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1) {
+
+}  // namespace
+
+void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
   while (n > 0) {
     ssize_t w = pos < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(pos));
     if (w > 0) {
@@ -180,8 +182,6 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1) {
     }
   }
 }
-
-}  // namespace
 
 std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                                     const StreamOptions& opt) {

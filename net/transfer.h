@@ -46,6 +46,10 @@ struct RecvError : Failure {
   RecvError(const std::string& m, int st) : Failure(m), status(st) {}
   int status;  // proto::Status value to report to the peer
 };
+
+// Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws RecvError
+// (no_space when the disk is full, else io_error).
+void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                                     const StreamOptions& opt = {});
 
