@@ -147,9 +147,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
     proto::Message probe = req;
     probe.op = proto::Op::probe;
-    conn_->send_message(probe);
-    proto::Message pr = conn_->recv_message("the request");
-    if (pr.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+    proto::Message pr = ask(probe);
     if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
     if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
       // One pass, with keep-alives: the keyed digest to compare and the SHA-256 state the stream
@@ -159,9 +157,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
   FileResult r;
@@ -195,9 +191,7 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   req.mode = mode & 07777;
   req.mtime = mtime;
   if (apply_attrs) req.flags |= proto::kFlagPreserve;
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   return resp.text.empty() ? req.path : resp.text;
 }
@@ -210,16 +204,20 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   return fetch(remote, local, zero_size, on_start, progress);
 }
 
+proto::Message Client::ask(const proto::Message& req, const char* what) {
+  conn_->send_message(req);
+  proto::Message resp = conn_->recv_message(what);
+  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  return resp;
+}
+
 proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size, const char* what) {
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::stat;
   req.path = remote;
   req.size = zero_size;
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message(what);
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
-  return resp;
+  return ask(req, what);
 }
 
 std::function<void()> Client::keepalive() {
@@ -249,9 +247,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   req.op = proto::Op::get;
   req.path = remote;
   req.size = zero_size;
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
   std::unique_ptr<AtomicFile> out;

@@ -126,6 +126,9 @@ class Client {
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const RecvError& e) noexcept;
+  // Sends a request on this connection and returns the server's Response (status unchecked).
+  // Throws Failure when the connection fails or something else arrives.
+  proto::Message ask(const proto::Message& req, const char* what = "the request");
   // A stat request; returns the Response (its status unchecked). Throws Failure on a protocol error.
   proto::Message stat_remote(const std::string& remote, uint64_t zero_size, const char* what = "the request");
 };

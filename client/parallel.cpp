@@ -178,9 +178,7 @@ int Client::open_extra(int want) {
 }
 
 void Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress, const proto::Message* commit) {
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   try {
     send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
@@ -193,9 +191,7 @@ void Client::put_range(int fd, const proto::Message& req, const ProgressFn& prog
 }
 
 void Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   if (resp.size != req.size) throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
   proto::Message result;

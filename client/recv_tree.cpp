@@ -94,9 +94,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   req.flags = proto::kFlagResume;
   req.offset = have;
   if (scan) req.digest = scan->mac;
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
   // The server echoes our prefix hash when it resumes at our offset, and sends none when it
   // starts from 0 (its file differs, or is shorter).
@@ -168,9 +166,7 @@ RemoteDir Client::list(const std::string& remote) {
   req.type = proto::MsgType::request;
   req.op = proto::Op::list;
   req.path = remote.empty() ? "." : remote;
-  conn_->send_message(req);
-  proto::Message resp = conn_->recv_message("the request");
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   const std::string bad = "protocol error from " + conn_->peer() + ": bad listing";
   if (resp.size > proto::kMaxListEntries)
