@@ -39,6 +39,7 @@
 // Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in the machine's
 // state spreads over all rows instead of biasing one.
 #include "app/bench.h"
+#include "app/json.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -86,22 +87,6 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-std::string json_str(std::string_view s) {
-  std::string o = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += char(ch);
-    } else if (ch < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", ch);
-      o += b;
-    } else {
-      o += char(ch);
-    }
-  }
-  return o + "\"";
-}
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -627,15 +612,15 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
 
     // Output.
     if (opt.json) {
-      out << "{\"tool\":\"aesxfer bench\",\"date\":" << json_str(date) << ",\"cpu\":" << json_str(cpu)
-          << ",\"host\":" << json_str(local ? "127.0.0.1" : opt.host) << ",\"local_server\":" << (local ? "true" : "false")
+      out << "{\"tool\":\"aesxfer bench\",\"date\":" << json_quote(date) << ",\"cpu\":" << json_quote(cpu)
+          << ",\"host\":" << json_quote(local ? "127.0.0.1" : opt.host) << ",\"local_server\":" << (local ? "true" : "false")
           << ",\"bytes\":" << opt.size << ",\"repeat\":" << opt.repeat
           << ",\"busy_threshold_pct\":" << fmt("%g", kBenchBusyPct)
           << ",\"unit\":\"MB/s (10^6 bytes per second)\",\n  \"rows\":[";
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
-        out << (i ? ",\n    " : "\n    ") << "{\"cipher\":" << json_str(r.cipher->name) << ",\"mac\":"
-            << json_str(r.mac_name()) << ",\"impl\":" << json_str(r.impl)
+        out << (i ? ",\n    " : "\n    ") << "{\"cipher\":" << json_quote(r.cipher->name) << ",\"mac\":"
+            << json_quote(r.mac_name()) << ",\"impl\":" << json_quote(r.impl)
             << ",\"no_aesni\":" << (r.no_aesni ? "true" : "false") << ",\"mb_s_median\":" << fmt("%.2f", r.median)
             << ",\"mb_s_min\":" << fmt("%.2f", r.min) << ",\"mb_s_max\":" << fmt("%.2f", r.max) << ",\"mb_s_runs\":[";
         for (size_t k = 0; k < r.mbps.size(); ++k) out << (k ? "," : "") << fmt("%.2f", r.mbps[k]);
@@ -644,7 +629,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
             << ",\"client_wait_pct\":" << fmt("%.1f", r.client_wait_pct)
             << ",\"server_wait_pct\":" << (r.server_wait_pct < 0 ? "null" : fmt("%.1f", r.server_wait_pct))
             << ",\"speedup\":" << (r.speedup > 0 ? fmt("%.2f", r.speedup) : "null")
-            << ",\"verdict\":" << json_str(r.verdict) << "}";
+            << ",\"verdict\":" << json_quote(r.verdict) << "}";
       }
       out << "\n  ]}\n";
     } else if (opt.csv) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/bench.h"
+#include "app/json.h"
 #include "app/pacing.h"
 #include "app/progress.h"
 #include "app/speed.h"
@@ -49,22 +50,6 @@ std::optional<Remote> parse_remote(const std::string& s) {
   return Remote{s.substr(0, colon), s.substr(colon + 1)};
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += char(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += char(c);
-    }
-  }
-  return o;
-}
 
 struct TransferOpts {
   std::string cipher = "aes128-gcm";
@@ -121,9 +106,9 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
     std::printf(
-        "{\"file\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
+        "{\"file\":%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
         "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d}\n",
-        json_escape(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
+        app::json_quote(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
         crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
         (unsigned long long)r.resumed_from, r.streams);
   } else if (!t.quiet) {

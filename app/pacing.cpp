@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "app/json.h"
+
 namespace aesxfer::app {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -32,22 +34,6 @@ void RateLimiter::consume(uint64_t n) {
   }
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += char(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += char(c);
-    }
-  }
-  return o;
-}
 
 JsonProgress::JsonProgress(std::string name, bool enabled, std::FILE* out)
     : name_(std::move(name)), enabled_(enabled), out_(out) {}
@@ -73,8 +59,8 @@ void JsonProgress::finish(uint64_t done) {
 void JsonProgress::line(uint64_t done, bool final) {
   double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
   double moved = done > base_ ? double(done - base_) : 0;
-  std::fprintf(out_, "{\"file\":\"%s\",\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
-               json_escape(name_).c_str(), (unsigned long long)done, (unsigned long long)total_,
+  std::fprintf(out_, "{\"file\":%s,\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
+               json_quote(name_).c_str(), (unsigned long long)done, (unsigned long long)total_,
                secs > 0 ? moved / secs / 1e6 : 0.0, secs, final ? "true" : "false");
   std::fflush(out_);
 }

@@ -48,8 +48,6 @@ class JsonProgress {
   std::chrono::steady_clock::time_point t0_, last_;
 };
 
-std::string json_escape(const std::string& s);
-
 // -r: the contents of a local directory, parents before their contents, names sorted.
 // Regular files (also through symlinks) and directories; symlinks to directories and special
 // files are listed in `skipped` (not followed: no loops).

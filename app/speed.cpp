@@ -25,6 +25,7 @@
 // barrier; the bytes of all threads are summed and divided by the common wall time (from the
 // release to the last thread's end).
 #include "app/speed.h"
+#include "app/json.h"
 
 #include <algorithm>
 #include <barrier>
@@ -454,30 +455,6 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
   return cell;
 }
 
-std::string json_escape(std::string_view s) {
-  std::string o;
-  o.reserve(s.size() + 2);
-  o += '"';
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\r': o += "\\r"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (ch < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", ch);
-          o += b;
-        } else {
-          o += char(ch);
-        }
-    }
-  }
-  o += '"';
-  return o;
-}
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -599,9 +576,9 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         }
         if (cell.skipped) continue;
         if (!results.empty()) results += ",\n    ";
-        results += "{\"cipher\":" + json_escape(r.cipher) + ",\"op\":" + json_escape(r.op);
+        results += "{\"cipher\":" + json_quote(r.cipher) + ",\"op\":" + json_quote(r.op);
         if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
-        results += ",\"impl\":" + json_escape(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
+        results += ",\"impl\":" + json_quote(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
                    ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) + "}";
       }
       if (!opt.json) out << "\n" << std::flush;
@@ -613,12 +590,12 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   }
 
   if (opt.json) {
-    out << "{\"cpu\":" << json_escape(cr::cpu_model()) << ",\"threads\":" << opt.multi
+    out << "{\"cpu\":" << json_quote(cr::cpu_model()) << ",\"threads\":" << opt.multi
         << ",\"seconds\":" << fmt("%g", opt.seconds) << ",\"no_aesni\":" << (masked ? "true" : "false")
         << ",\"unit\":\"MB/s (10^6 bytes per second)\""
-        << ",\"impl\":{\"aes\":" << json_escape(aes_impl) << ",\"gcm\":" << json_escape(gcm_impl)
-        << ",\"ghash\":" << json_escape(ghash_impl)
-        << ",\"sha256\":" << json_escape(sha_impl) << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
+        << ",\"impl\":{\"aes\":" << json_quote(aes_impl) << ",\"gcm\":" << json_quote(gcm_impl)
+        << ",\"ghash\":" << json_quote(ghash_impl)
+        << ",\"sha256\":" << json_quote(sha_impl) << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
   }
   out.flush();
   if (!opt.plot.empty()) {
