@@ -130,6 +130,8 @@ void Conn::start_records(const proto::SessionKeys& keys, bool is_client) {
   const auto& in = is_client ? keys.s2c : keys.c2s;
   sealer_ = std::make_unique<proto::RecordSealer>(*keys.cipher, *keys.mac, out);
   opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in);
+  checksum_ = keys.checksum;
+  record_size_ = keys.record_size;
   wbuf_.assign(proto::kMaxRecord + 64, 0);
   rbuf_.assign(proto::kMaxRecord + 64, 0);
 }

@@ -54,6 +54,10 @@ class Conn {
   // bytes; the header is bounds-checked before the rest is read. Returns the wire length.
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
 
+  // What the handshake agreed for every transfer on this connection.
+  crypto::ChecksumAlg checksum() const { return checksum_; }
+  size_t record_size() const { return record_size_; }
+
   proto::RecordSealer& sealer() { return *sealer_; }
   proto::RecordOpener& opener() { return *opener_; }
 
@@ -85,6 +89,8 @@ class Conn {
   std::vector<uint8_t> pending_;
   size_t pending_pos_ = 0;
   uint64_t sent_ = 0, received_ = 0;
+  crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
+  size_t record_size_ = proto::kDefaultPayload;
   void wait(short events);
 };
 

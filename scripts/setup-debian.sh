@@ -2,7 +2,7 @@
 # Installs what aesxfer needs to build, test and benchmark on Debian 12. Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
-      libboost-dev libsodium-dev libcli11-dev libgtest-dev
+      libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
       libssl-dev openssl iproute2 clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -80,7 +80,8 @@ constexpr size_t kMaxRefusing = 4;
 void Server::Impl::session(int fd, std::string peer, bool busy) {
   Conn c(fd, opt.timeout, peer);
   try {
-    proto::ServerHandshake hs(host, [this](const proto::PublicKey& pk) { return authorized(pk); });
+    proto::ServerHandshake hs(
+        host, [this](const proto::PublicKey& pk) { return authorized(pk); }, opt.policy);
     uint8_t buf[4096];
     // One deadline for the whole handshake (the per-read timeout alone would let a client that
     // sends one byte per second hold a session slot for ever).

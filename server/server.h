@@ -13,6 +13,8 @@
 #include <set>
 #include <string>
 
+#include "proto/handshake.h"
+
 namespace aesxfer::net {
 
 struct ServerOptions {
@@ -30,6 +32,7 @@ struct ServerOptions {
   // written to (server/sweep.h); 0 keeps them for ever.
   std::chrono::seconds partial_max_age{7 * 24 * 3600};
   uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
+  proto::ServerPolicy policy;          // --checksums, --max-record-size
 };
 
 class Server {
