@@ -371,7 +371,8 @@ int main(int argc, char** argv) {
   app.add_flag("--list-ciphers", list, "List ciphers and MACs (legacy ones marked) and exit");
   app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
       ->envname("AESXFER_NO_AESNI");
-  app.set_version_flag("--version", "aesxfer 0.1.0");
+  app.set_version_flag("-V,--version", std::string("aesxfer ") + AESXFER_VERSION + " (protocol " +
+                                             std::to_string(proto::kVersion) + ")");
 
   TransferOpts t;
   auto add_transfer_opts = [&](CLI::App* sub) {
