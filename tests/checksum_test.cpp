@@ -202,14 +202,19 @@ std::string zeros_hex(ChecksumAlg a, uint64_t size) {
 }
 
 TEST(DataPlane, EveryChecksumAndRecordSizeVerifies) {
+  using Pl = net::StreamOptions::Pipeline;
+  for (Pl pl : {Pl::threads, Pl::inline_stage})
   for (ChecksumAlg a : {ChecksumAlg::none, ChecksumAlg::sha256, ChecksumAlg::xxh128})
     for (uint32_t rec : {proto::kMinRecordSize, uint32_t(65536), uint32_t(proto::kDefaultPayload), proto::kMaxRecordSize}) {
-      SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec));
+      SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec) +
+                   (pl == Pl::threads ? " threads" : " inline"));
       Pair p(a, rec, a, rec);
       const uint64_t size = 3 * uint64_t(rec) + 5;
+      net::StreamOptions so;
+      so.pipeline = pl;
       crypto::Checksum sent;
-      std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr); });
-      crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr);
+      std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr, so); });
+      crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr, so);
       tx.join();
       EXPECT_EQ(got.alg, a);
       EXPECT_EQ(got.hex(), sent.hex());
