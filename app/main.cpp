@@ -397,9 +397,9 @@ int main(int argc, char** argv) {
         ->type_name("ALG");
     sub->add_option("--record-size", t.record_size,
                     "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
-        ->type_name("SIZE")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)));
+        ->transform(CLI::AsSizeValue(false).description(""))
+        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+        ->type_name("SIZE");
     sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
   };
 
@@ -448,9 +448,9 @@ int main(int argc, char** argv) {
       ->type_name("LIST");
   uint64_t max_record = proto::kMaxRecordSize;
   serve->add_option("--max-record-size", max_record, "Largest record payload the server agrees to (default 1M)")
-      ->type_name("SIZE")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)));
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("SIZE");
 
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
 
