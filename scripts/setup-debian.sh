@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
-      libssl-dev openssl iproute2 clang libclang-rt-14-dev)
+      libssl-dev openssl iproute2 clang libclang-rt-14-dev valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
