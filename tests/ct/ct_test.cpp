@@ -80,7 +80,8 @@ TEST(CtHarness, RunsUnderValgrind) {
   EXPECT_TRUE(crypto::make_aes128(Bytes(16).data(), crypto::AesImpl::vperm)) << "SSSE3 missing";
   std::printf("[ct] AES implementations checked:");
   for (auto i : aes_impls()) std::printf(" %s", crypto::aes_impl_name(i));
-  std::printf("; multi-lane SHA-256 paths: software%s\n",
+  std::printf("; GHASH: portable%s; multi-lane SHA-256 paths: software%s\n",
+              crypto::cpu().pclmul ? ", pclmul (with aesni)" : "",
               crypto::sha256_mb_impl_available(crypto::ShaMbImpl::avx2x8) ? ", avx2x8" : "");
 }
 
