@@ -10,4 +10,4 @@ jobs=$(nproc)
 cmake -S . -B build-ct -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAESXFER_WERROR=ON \
   -DAESXFER_CT_CHECK=ON -DAESXFER_BUILD_BENCH=OFF "$@"
 cmake --build build-ct -j "$jobs" --target aesxfer_ct_tests
-ctest --test-dir build-ct --output-on-failure -R '^CtCheck\.'
+ctest --test-dir build-ct --output-on-failure --no-tests=error -R '^CtCheck\.'

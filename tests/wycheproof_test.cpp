@@ -414,8 +414,11 @@ TEST_P(WycheproofHmacMultiLane, EveryCase) {
   if (!crypto::sha256_mb_impl_available(impl)) GTEST_SKIP() << "not available on this CPU";
   const std::string name = crypto::sha256_mb_impl_name(impl);
   // Keep the SIMD lanes running to the last message (no hand-over to the one-stream code), so
-  // that every case is computed in a lane.
-  crypto::detail::sha256_mb_set_tail_lanes_for_testing(1);
+  // that every case is computed in a lane; restored however the test ends.
+  struct TailLanes {
+    TailLanes() { crypto::detail::sha256_mb_set_tail_lanes_for_testing(1); }
+    ~TailLanes() { crypto::detail::sha256_mb_set_tail_lanes_for_testing(0); }
+  } tail_lanes;
   const Suite& s = load("hmac_sha256_test.json");
   int ok = 0, refused = 0;
   for (const Case& c : s.cases) {
@@ -433,7 +436,6 @@ TEST_P(WycheproofHmacMultiLane, EveryCase) {
     for (int k = 1; k < 3; ++k) EXPECT_EQ(to_hex(tags[0], 32), to_hex(tags[k], 32)) << "split " << cuts[k];
     check_tag(c, tags[0], ok, refused);
   }
-  crypto::detail::sha256_mb_set_tail_lanes_for_testing(0);
   EXPECT_EQ(66, ok);
   EXPECT_EQ(108, refused);
   std::printf("[wycheproof] hmac_sha256 multi-lane %s: %d valid passed, %d invalid refused\n", name.c_str(),
