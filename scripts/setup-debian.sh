@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
-      libssl-dev openssl iproute2 clang libclang-rt-14-dev
+      libssl-dev openssl iproute2 clang libclang-rt-14-dev valgrind
       dpkg-dev lintian systemd)
 missing=()
 for p in "${pkgs[@]}"; do

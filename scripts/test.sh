@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: a normal build with -Werror, then the same tests built with
+# Sets up, builds and runs every test: a normal build with -Werror, then the constant-time check
+# (secrets marked undefined for valgrind's memcheck, scripts/ct-check.sh), then the same tests built with
 # AddressSanitizer and UndefinedBehaviorSanitizer, then the libFuzzer targets (clang, FUZZ_SECONDS
 # each, default 60), then the concurrent tests (server, load, hostile clients) under ThreadSanitizer.
 set -euo pipefail
@@ -9,6 +10,7 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAESXFER_WERROR=ON
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+scripts/ct-check.sh
 # No -Werror here: with the sanitizers' instrumentation GCC 12 raises false -Wmaybe-uninitialized
 # warnings inside libstdc++'s <regex> (the normal and TSan builds keep -Werror).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAESXFER_WERROR=OFF \
