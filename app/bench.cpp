@@ -38,6 +38,12 @@
 // --no-aesni; a remote server keeps whatever it runs). The speed-up is median(on) / median(off).
 // Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in the machine's
 // state spreads over all rows instead of biasing one.
+//
+// --vs-scp: after each cipher's aesxfer row(s) an scp row (`scp -c` with OpenSSH's cipher and MAC
+// of the same construction, app/bench_scp.h), or a row saying why OpenSSH has none; scp's defaults
+// as the last row. scp rows run in the same interleaved loop. How their figures are taken is at the
+// top of app/bench_scp.cpp; they go through the same verdict. vs_scp = median(aesxfer) /
+// median(scp) for the same cipher, on rows with AES-NI on only (OpenSSH runs OpenSSL's code).
 #include "app/bench.h"
 
 #include <fcntl.h>
