@@ -702,7 +702,13 @@ TEST(BenchScp, HostUsesTheUsersSshSetupThroughSshOpts) {
   EXPECT_EQ(rows[1].obj["ssh_cipher"].str, "aes128-ctr");
   EXPECT_EQ(rows[1].obj["mac"].str, "hmac-sha2-256-etm@openssh.com");
   expect_scp_row(rows[2].obj, "default", false);
-  EXPECT_EQ(rows[2].obj["verdict"].str, "network or receiver (server CPU not measured)");
+  // The server side is not measured: no verdict may blame it (a loaded machine gives contention).
+  for (size_t i : {1u, 2u}) {
+    const std::string v = rows[i].obj["verdict"].str;
+    EXPECT_TRUE(v == "network or receiver (server CPU not measured)" ||
+                v.rfind("sender cipher CPU", 0) == 0 || v == "CPU contention (other processes)")
+        << v;
+  }
   EXPECT_TRUE(server.running());
   const pid_t pid = sshd.pid();
   EXPECT_EQ(sshd.stop(), 0) << "the test's own sshd stops on SIGTERM: " << sshd.log_tail();
