@@ -481,6 +481,14 @@ int main(int argc, char** argv) {
   bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
   bench->add_flag("--no-aesni", no_aesni, "Use the portable crypto code (both sides when the server is local)");
+  bench->add_flag(
+      "--vs-scp", bo.vs_scp,
+      "Also send with scp -c (matching cipher and MAC) and scp's defaults; without HOST to a throwaway "
+      "sshd on 127.0.0.1");
+  bench->add_option("--ssh-opts", bo.ssh_opts, "Options for scp with --vs-scp, split at spaces (repeatable)")
+      ->allow_extra_args(false);
+  bench->add_option("--sshd", bo.sshd,
+                    "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)");
 
   try {
     app.parse(argc, argv);
