@@ -77,6 +77,7 @@
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
+#include "proto/handshake.h"
 #include "net/keystore.h"
 
 extern char** environ;
@@ -327,6 +328,8 @@ struct Row {
   const cr::CipherDesc* cipher = nullptr;
   const cr::MacDesc* mac = nullptr;
   bool no_aesni = false;
+  uint64_t record_size = 0;   // aesxfer rows: what the client asks for (0: its default) ...
+  uint64_t record_agreed = 0; // ... and what the server agreed
   std::string impl;
   // scp rows: what -c and -o MACs= ask for (empty: defaults), and what ssh said it negotiated
   // (the asked-for names until a run has said).
@@ -353,7 +356,9 @@ struct Row {
   }
   // How the verdict lines and the chart name the row.
   std::string label() const {
-    if (!scp()) return name() + (no_aesni ? " (no AES-NI)" : "");
+    if (!scp())
+      return name() + (no_aesni ? " (no AES-NI)" : "") +
+             (record_size ? " record " + svg::bytes_label(double(record_size)) : "");
     if (!cipher)
       return "default (scp, negotiated " + (ssh_cipher.empty() ? std::string("?") : ssh_cipher) + ")";
     if (ssh_cipher.empty()) return name() + " (scp)";
@@ -479,14 +484,16 @@ void compute_figures(std::vector<Row>& rows, uint64_t size) {
   }
   for (size_t i = 0; i + 1 < rows.size(); ++i)
     if (!rows[i].scp() && !rows[i + 1].scp() && rows[i].cipher == rows[i + 1].cipher && !rows[i].no_aesni &&
-        rows[i + 1].no_aesni && rows[i + 1].median > 0)
+        rows[i + 1].no_aesni && rows[i].record_size == rows[i + 1].record_size && rows[i + 1].median > 0)
       rows[i].speedup = rows[i].median / rows[i + 1].median;
   // aesxfer against scp with the same cipher; OpenSSH uses its own (OpenSSL's) code, AES-NI
   // included, so only the rows that use the hardware code too are compared.
   for (auto& a : rows) {
     if (a.scp() || a.no_aesni) continue;
     for (const auto& s : rows)
-      if (s.scp() && s.cipher == a.cipher && s.measured() && s.median > 0) a.vs_scp = a.median / s.median;
+      if (s.scp() && s.cipher == a.cipher && s.measured() && s.median > 0 &&
+          (a.record_size == 0 || a.record_size == proto::kDefaultPayload))
+        a.vs_scp = a.median / s.median;
   }
 }
 
@@ -587,17 +594,28 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     err << "aesxfer bench: note: --no-aesni is set, so --no-aesni-too adds nothing\n";
   std::vector<Row> rows;
   bool need_portable_server = false;
+  for (uint64_t rs : opt.record_sizes)
+    if (rs < proto::kMinRecordSize || rs > proto::kMaxRecordSize) {
+      err << "aesxfer bench: --record-size " << rs << " is outside 4K..1M\n";
+      return 2;
+    }
+  const std::vector<uint64_t> sizes = opt.record_sizes.empty() ? std::vector<uint64_t>{0} : opt.record_sizes;
+  const bool sweep = !opt.record_sizes.empty();
   for (const auto* c : sel) {
     Row r;
     r.cipher = c;
     r.mac = c->aead ? no_mac : mac;
-    r.no_aesni = global_no_aesni;
-    rows.push_back(r);
-    if (pairs && c->alg == cr::CipherAlg::aes128) {
-      r.no_aesni = true;
+    for (uint64_t rs : sizes) {
+      r.record_size = rs;
+      r.no_aesni = global_no_aesni;
       rows.push_back(r);
-      need_portable_server = true;
+      if (pairs && c->alg == cr::CipherAlg::aes128) {
+        r.no_aesni = true;
+        rows.push_back(r);
+        need_portable_server = true;
+      }
     }
+    r.record_size = 0;
     if (!opt.vs_scp) continue;
     Row s;
     s.tool = Tool::scp;
@@ -720,6 +738,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           co.mac = r.mac;
           co.home = home;
           co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
+          if (r.record_size) co.record_size = uint32_t(r.record_size);
           net::FileResult fr;
           double cpu0 = 0, cpu1 = 0, s0 = -1, s1 = -1, w0 = 0, w1 = 0, sw0 = -1, sw1 = -1;
           Clock::time_point t0, t1;
@@ -749,6 +768,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
             return 1;
           }
           s.mbps = fr.seconds > 0 ? double(fr.bytes) / fr.seconds / 1e6 : 0;
+          r.record_agreed = fr.record_size;
           s.wall = std::chrono::duration<double>(t1 - t0).count();
           s.client_cpu = cpu1 - cpu0;
           if (w0 >= 0 && w1 >= w0) s.client_wait = w1 - w0;
@@ -819,6 +839,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
             << ",\"cpu_s_per_gb\":" << num_or(r.cpu_per_gb, "%.3f", "null", r.cpu_per_gb >= 0)
             << ",\"speedup\":" << num_or(r.speedup, "%.2f", "null", r.speedup > 0)
             << ",\"vs_scp\":" << num_or(r.vs_scp, "%.2f", "null", r.vs_scp > 0);
+        out << ",\"record_size\":" << num_or(double(r.record_agreed), "%.0f", "null", !r.scp() && m);
         if (r.scp())
           out << ",\"setup_s_median\":" << num_or(median_of(r.setup), "%.3f", "null", m && r.metered)
               << ",\"metered\":" << (m && r.metered ? "true" : "false");
@@ -835,7 +856,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
             << num_or(r.client_pct, "%.1f", "n/a", m) << ","
             << num_or(r.server_pct, "%.1f", "n/a", r.server_pct >= 0) << "," << csv_field(r.verdict) << ","
             << r.tool_name() << "," << csv_field(r.ssh_cipher) << ","
-            << num_or(r.vs_scp, "%.2f", "n/a", r.vs_scp > 0) << "\n";
+            << num_or(r.vs_scp, "%.2f", "n/a", r.vs_scp > 0) << ","
+            << num_or(double(r.record_agreed), "%.0f", "n/a", !r.scp() && m) << "\n";
       }
     } else {
       const bool vs = opt.vs_scp;
@@ -847,20 +869,25 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           << " runs); CPU % of one core over the transfers\n";
       const int mw = vs ? 17 : 12;
       char line[320];
-      std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %9s %9s %9s %7s %7s %8s%s\n", "cipher",
-                    vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", "median", "min", "max", "client",
-                    "server", "speed-up", vs ? "  vs scp" : "");
+      std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s %9s %9s %7s %7s %8s%s\n", "cipher",
+                    vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median", "min",
+                    "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
       out << line;
       for (const Row& r : rows) {
         const std::string tool = vs ? (r.scp() ? "scp     " : "aesxfer ") : "";
         const std::string speed = r.speedup > 0 ? fmt("x%.2f", r.speedup) : "";
         const std::string x = r.vs_scp > 0 ? fmt("x%.2f", r.vs_scp) : "";
         const std::string ratio = vs ? "  " + std::string(x.size() < 6 ? 6 - x.size() : 0, ' ') + x : "";
+        std::string rec;
+        if (sweep) {
+          rec = r.scp() ? "-" : svg::bytes_label(double(r.record_agreed));
+          rec = std::string(rec.size() < 7 ? 7 - rec.size() : 0, ' ') + rec + " ";
+        }
         if (r.measured())
-          std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %9.1f %9.1f %9.1f %7s %7s %8s%s\n",
+          std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f %9.1f %9.1f %7s %7s %8s%s\n",
                         r.name().c_str(), tool.c_str(), mw, short_ssh_name(r.mac_name()).c_str(),
-                        r.impl.c_str(), r.scp() ? "-" : (r.no_aesni ? "off" : "on"), r.median, r.min, r.max,
-                        pct_text(r.client_pct).c_str(), pct_text(r.server_pct).c_str(), speed.c_str(),
+                        r.impl.c_str(), r.scp() ? "-" : (r.no_aesni ? "off" : "on"), rec.c_str(), r.median, r.min,
+                        r.max, pct_text(r.client_pct).c_str(), pct_text(r.server_pct).c_str(), speed.c_str(),
                         ratio.c_str());
         else
           std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s\n", r.name().c_str(), tool.c_str(), mw,
@@ -902,7 +929,31 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     }
     out.flush();
 
-    if (!opt.plot.empty()) {
+    if (!opt.plot.empty() && sweep) {
+      // The sweep: MB/s against record size, one line per cipher (and AES-NI setting).
+      svg::LineChart c;
+      c.title = "aesxfer bench: MB/s by record size, " + human_bytes(opt.size) + " to " +
+                (local ? "localhost" : opt.host) + ":/dev/null, median of " + std::to_string(opt.repeat);
+      c.subtitle = cpu + "  \u00b7  " + date;
+      c.x_label = "record size (payload bytes per record)";
+      c.y_label = "MB/s (10^6 bytes/s)";
+      c.log2_x = true;
+      for (const Row& r : rows) {
+        if (r.scp() || !r.measured()) continue;
+        const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
+        auto it = std::find_if(c.series.begin(), c.series.end(), [&](const svg::Series& s) { return s.label == name; });
+        if (it == c.series.end()) {
+          c.series.push_back({name, {}});
+          it = c.series.end() - 1;
+        }
+        it->points.emplace_back(double(r.record_agreed), r.median);
+      }
+      std::string why;
+      if (!svg::write_file(opt.plot, svg::line_chart(c), why)) {
+        err << "aesxfer bench: --plot: " << why << "\n";
+        return 1;
+      }
+    } else if (!opt.plot.empty()) {
       svg::BarChart c;
       c.title = "aesxfer bench: " + human_bytes(opt.size) + " to " + (local ? "localhost" : opt.host) +
                 ":/dev/null, median of " + std::to_string(opt.repeat);

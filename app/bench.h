@@ -33,6 +33,9 @@ struct BenchOptions {
   bool vs_scp = false;               // also send with `scp -c` (app/bench_scp.h)
   std::vector<std::string> ssh_opts;  // --ssh-opts, each split at spaces, given to scp first
   std::string sshd;                   // --sshd: the sshd to start without HOST (default: found)
+  // --record-size LIST: every aesxfer row once per record size (the sweep; --plot then draws MB/s
+  // against record size, one line per cipher). Empty: the client's default size.
+  std::vector<uint64_t> record_sizes;
 };
 
 // The CSV columns, in order (the first line of --csv output).
@@ -40,7 +43,7 @@ struct BenchOptions {
 // rows, the median over the median of the scp row of the same cipher. "n/a" where no figure.
 inline constexpr const char* kBenchCsvHeader =
     "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,"
-    "tool,ssh_cipher,vs_scp";
+    "tool,ssh_cipher,vs_scp,record_size";
 
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.
 inline constexpr double kBenchBusyPct = 85.0;

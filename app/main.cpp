@@ -476,7 +476,15 @@ int main(int argc, char** argv) {
   bench->add_flag("--no-aesni-too", bo.no_aesni_too, "Run every AES cipher with and without AES-NI, show the speed-up");
   auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
   bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
-  bench->add_option("--plot", bo.plot, "Also write an SVG bar chart to FILE");
+  bench->add_option("--plot", bo.plot,
+                    "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
+                    "record size");
+  bench->add_option("--record-size", bo.record_sizes,
+                    "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
+      ->delimiter(',')
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("LIST");
   bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
   bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");

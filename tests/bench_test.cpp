@@ -330,7 +330,7 @@ TEST(BenchCli, CsvColumns) {
   EXPECT_EQ(
       lines[0],
       "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,tool,"
-      "ssh_cipher,vs_scp");
+      "ssh_cipher,vs_scp,record_size");
   EXPECT_EQ(lines[0], app::kBenchCsvHeader);
   const std::vector<std::string> header = split(lines[0], ',');
   const char* names[] = {"aes128-cbc", "arcfour"};
@@ -351,8 +351,45 @@ TEST(BenchCli, CsvColumns) {
     EXPECT_EQ(row["tool"], "aesxfer");
     EXPECT_EQ(row["ssh_cipher"], "");
     EXPECT_EQ(row["vs_scp"], "n/a") << "no --vs-scp";
+    EXPECT_EQ(row["record_size"], "262144") << "the default record size";
   }
   EXPECT_EQ(r.err, "") << "-q: no progress lines";
+}
+
+// The record-size sweep (the seeds' block-size tables, over the wire): every cipher once per
+// size, the agreed size in every row, and a line chart of MB/s against record size.
+TEST(BenchCli, RecordSizeSweep) {
+  Workspace ws;
+  const fs::path svg = ws.local / "sweep.svg";
+  auto r = run_aesxfer({"bench", "--size", "4M", "--repeat", "2", "-c", "aes128-gcm,aes128-cbc", "--record-size",
+                        "4K,64K,1M", "--json", "--plot", svg.string(), "-q"},
+                       ws.home, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
+  const auto& rows = j.obj["rows"].arr;
+  ASSERT_EQ(rows.size(), 6u) << r.out;
+  const double want[] = {4096, 65536, 1048576};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto row = rows[i].obj;
+    EXPECT_EQ(row["cipher"].str, i < 3 ? "aes128-gcm" : "aes128-cbc");
+    EXPECT_EQ(row["record_size"].num, want[i % 3]) << i;
+    EXPECT_GT(row["mb_s_median"].num, 0);
+    EXPECT_EQ(row["mb_s_runs"].arr.size(), 2u);
+  }
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "class=\"line\""), 2u) << "one line per cipher";
+  for (const char* tick : {">4K<", ">64K<", ">1M<"}) EXPECT_NE(doc.find(tick), std::string::npos) << tick;
+  // The table has a record column; sizes outside 4K..1M are a usage error.
+  auto t = run_aesxfer({"bench", "--size", "1M", "--repeat", "1", "-c", "none", "--record-size", "16K,256K", "-q"},
+                       ws.home, 120);
+  ASSERT_EQ(t.exit_code, 0) << t.describe();
+  EXPECT_NE(t.out.find(" record "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("16K"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("256K"), std::string::npos) << t.out;
+  auto bad = run_aesxfer({"bench", "--record-size", "2K"}, ws.home, 30);
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
 }
 
 TEST(BenchCli, NoAesniTooPairsAesRowsWithSpeedup) {
