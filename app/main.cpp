@@ -145,8 +145,14 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
       if (r.ranges.empty()) sum += r.checksum.len ? " " + r.checksum.hex() : "";
       else sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
     }
-    std::printf("%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", r.file.c_str(), (unsigned long long)r.bytes,
-                r.seconds, mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
+    std::string resumed;
+    if (r.resumed_from > 0)
+      resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
+                std::to_string(r.bytes - r.resumed_from) + " moved";
+    std::printf("%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", r.file.c_str(),
+                (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
+                crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
   std::fflush(stdout);
 }
@@ -180,7 +186,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
             local, to,
             [&](uint64_t n) {
               last = client.resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
@@ -267,7 +273,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         remote->path, dest, zero_size,
         [&](uint64_t n) {
           last = client->resume_offset();
-          prog.start(n);
+          prog.start(n, last);
           jp.start(n, last);
         },
         [&](uint64_t d) {
@@ -315,7 +321,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
             from, to, 0,
             [&](uint64_t n) {
               last = client->resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
