@@ -464,7 +464,11 @@ int main(int argc, char** argv) {
   app::SpeedOptions sp;
   std::string speed_list;
   speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers/MACs (default: all)");
-  speed->add_option("--seconds", sp.seconds, "Seconds per measurement (default 1)");
+  speed->add_option("--seconds", sp.seconds,
+                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
+                    "a whole table takes rows x sizes x this)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("S");
   speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
   speed->add_flag("--json", sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
