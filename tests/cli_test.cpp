@@ -2,7 +2,12 @@
 // suffixes, out-of-range values as one readable line, placeholders in --help.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "tests/harness.h"
 
@@ -65,6 +70,38 @@ TEST(Cli, CipherMacAndChecksumNamesIgnoreCase) {
   EXPECT_NE(r.out.find("\"aes128-gcm\""), std::string::npos);
   EXPECT_NE(r.out.find("\"hmac-sha256\""), std::string::npos);
   EXPECT_NE(r.out.find("\"xxh128\""), std::string::npos);
+}
+
+// A port that speaks something else (here a fake ssh banner on loopback) is named as such.
+TEST(Cli, APortThatIsNotAnAesxferServerIsNamed) {
+  TempDir home;
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l, 1), 0);
+  ASSERT_EQ(::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::thread fake([&] {
+    int c = ::accept(l, nullptr, nullptr);
+    if (c < 0) return;
+    const char banner[] = "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n";
+    (void)!::write(c, banner, sizeof banner - 1);
+    char sink[512];
+    while (::read(c, sink, sizeof sink) > 0) {
+    }
+    ::close(c);
+  });
+  write_text_file(home / "f", "x");
+  auto r = run_aesxfer({"send", (home / "f").string(), "127.0.0.1:x", "-P", std::to_string(ntohs(a.sin_port))},
+                       home.path(), 20);
+  ::shutdown(l, SHUT_RDWR);
+  ::close(l);
+  fake.join();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2')"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace
