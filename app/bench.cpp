@@ -920,7 +920,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
         const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
         auto it = std::find_if(c.series.begin(), c.series.end(), [&](const svg::Series& s) { return s.label == name; });
         if (it == c.series.end()) {
-          c.series.push_back({name, {}});
+          c.series.push_back({name, {}, r.name()});  // one colour per cipher, dashed without AES-NI
           it = c.series.end() - 1;
         }
         it->points.emplace_back(double(r.record_agreed), r.median);
@@ -942,10 +942,18 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       for (const Row& r : rows) {
         svg::Bar b;
         b.label = r.scp() && !r.cipher ? "scp defaults" : r.name();
+        // The colour says what did the work: AES in hardware, portable code (AES with
+        // --no-aesni, and Blowfish and RC4, which have no hardware), no cipher at all, or scp.
         if (r.scp())
           b.series = "scp (" + ssh.version_short + ")";
+        else if (r.cipher->mode == cr::CipherMode::none)
+          b.series = "no cipher";
+        else if (r.cipher->alg == cr::CipherAlg::aes128 && !r.no_aesni)
+          b.series = "AES in hardware (AES-NI, VAES)";
         else
-          b.series = r.no_aesni ? "portable code (--no-aesni)" : "hardware crypto (AES-NI etc.)";
+          b.series = "portable code";
+        b.contended = r.measured() && (r.verdict.find("contention") != std::string::npos ||
+                                       r.verdict.find("contended") != std::string::npos);
         if (opt.vs_scp && !r.scp()) b.series = "aesxfer, " + b.series;
         b.value = r.median;
         if (opt.repeat > 1 && r.measured()) {

@@ -532,6 +532,8 @@ int main(int argc, char** argv) {
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)")
       ->type_name("FILE");
+  speed->add_flag("--no-aesni-too", sp.no_aesni_too,
+                  "Every AES row also with the portable code (in the chart: same colour, dashed)");
 
   // `aesxfer bench`: the cipher lab (app/bench.h).
   auto* bench = app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");

@@ -236,7 +236,7 @@ TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
 
   app::svg::LineChart l;
   l.title = "<lines>";
-  l.series = {{"one & two", {{16, 1}, {64, 100}, {1024, 1000}}}, {"<three>", {{16, 5}, {1024, 50}}}};
+  l.series = {{"one & two", {{16, 1}, {64, 100}, {1024, 1000}}, ""}, {"<three>", {{16, 5}, {1024, 50}}, ""}};
   for (bool logy : {false, true}) {
     l.log10_y = logy;
     const std::string ld = app::svg::line_chart(l);
