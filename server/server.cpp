@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// clang-format off
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including it
-
 #include <boost/asio.hpp>
+// clang-format on
+
 #include <algorithm>
 #include <condition_variable>
 #include <csignal>
@@ -24,10 +26,9 @@
 #include "net/keystore.h"
 #include "net/transfer.h"
 #include "proto/error.h"
-#include "server/paths.h"
-#include "net/resume.h"
-#include "server/ops.h"
 #include "server/parts.h"
+#include "server/requests.h"
+#include "server/root.h"
 #include "server/sweep.h"
 
 namespace aesxfer::net {
@@ -38,7 +39,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Server::Impl {
   ServerOptions opt;
-  fs::path root_real;
+  std::unique_ptr<Root> root;  // every file operation goes through it
+  RequestLimits limits;
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
@@ -48,7 +50,7 @@ struct Server::Impl {
   size_t sessions = 0;   // counted at accept, at most opt.max_sessions
   size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
-  PartsRegistry parts;  // files moving over several connections (--streams)
+  PartsRegistry parts;               // files moving over several connections (--streams)
   std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
 
   void log(const std::string& line) {
@@ -108,7 +110,8 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
         proto::Step st = hs.feed(buf + off, n - off);
         off += st.consumed;
         if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-        if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
+        if (st.ec && st.ec != proto::errc::unauthorized)
+          throw Failure("handshake failed: " + st.ec.message());
         if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
         if (st.done || st.ec == proto::errc::unauthorized) {
           // Records may follow ClientAuth in the same read: they belong to the record layer.
@@ -145,131 +148,14 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
-  PartsRegistry::Held held;  // parallel-stream transfers this session took part in
-  for (;;) {
-    proto::Message req = c.recv_message("the session");
-    if (req.type == proto::MsgType::bye) return;
-    if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
-    auto logger = [this](const std::string& l) { log(l); };
-    if (req.op == proto::Op::put || req.op == proto::Op::probe) {
-      proto::Status st;
-      std::string why;
-      auto dest = confine(root_real, req.path, proto::Op::put, req.text, st, why);
-      if (dest && !dest->dev_null) sweeper->maybe_sweep(dest->path.parent_path(), logger);
-    }
-    if (parts.serve(c, keys, root_real, req, held, logger)) continue;
-    if (serve_extended(c, keys, root_real, req, logger, ExtendedLimits{opt.max_list_entries})) continue;
-    proto::Message resp;
-    resp.type = proto::MsgType::response;
-    std::string why;
-    auto where = confine(root_real, req.path, req.op, req.text, resp.status, why);
-    const char* op = req.op == proto::Op::put ? "put" : "get";
-    std::string shown = req.path;
-    if (where && !where->dev_null && !where->dev_zero) shown = where->path.lexically_relative(root_real).string();
-    auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
-      std::ostringstream os;
-      os << "peer=" << c.peer() << " " << op << " file=" << printable(shown) << " bytes=" << bytes
-         << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
-         << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
-         << " result=" << result;
-      log(os.str());
-    };
-    if (where) resp.status = proto::Status::ok;
-    if (!where) {
-      resp.text = why;
-      c.send_message(resp);
-      log_result(0, 0, "refused: " + why);
-      continue;
-    }
-    if (req.op == proto::Op::put) {
-      std::unique_ptr<AtomicFile> out;
-      try {
-        if (!where->dev_null) out = std::make_unique<AtomicFile>(where->path);
-      } catch (const Failure& f) {
-        resp.status = errno == EACCES ? proto::Status::permission : proto::Status::io_error;
-        resp.text = req.path + ": " + f.what();
-        c.send_message(resp);
-        log_result(0, 0, std::string("refused: ") + f.what());
-        continue;
-      }
-      c.send_message(resp);
-      auto t0 = Clock::now();
-      proto::Message result;
-      result.type = proto::MsgType::result;
-      try {
-        recv_stream(c, out ? out->fd() : -1, req.size, nullptr);
-        if (out) {
-          bool preserve = req.flags & proto::kFlagPreserve;
-          out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
-        }
-      } catch (const RecvError& e) {
-        if (out) out->discard();
-        result.status = proto::Status(e.status);
-        result.text = e.what();
-        try {
-          c.send_message(result);
-        } catch (...) {
-        }
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw Failure(e.what());
-      } catch (const Failure& e) {
-        if (out) out->discard();
-        // The other direction may still be intact (a MAC failure, say): tell the client why.
-        result.status = proto::Status::integrity;
-        result.text = e.what();
-        try {
-          c.send_message(result);
-        } catch (...) {
-        }
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw;
-      }
-      c.send_message(result);
-      log_result(req.size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
-    } else {
-      int fd = -1;
-      uint64_t size = req.size;
-      if (!where->dev_zero) {
-        fd = ::open(where->path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-          resp.status = errno == EACCES ? proto::Status::permission : proto::Status::not_found;
-          resp.text = req.path + ": " + errno_text(errno);
-          c.send_message(resp);
-          log_result(0, 0, "refused: " + resp.text);
-          continue;
-        }
-        struct stat st {};
-        ::fstat(fd, &st);
-        size = uint64_t(st.st_size);
-        resp.mode = st.st_mode & 07777;
-        resp.mtime = st.st_mtim.tv_sec;
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-      }
-      struct Closer {
-        int fd;
-        ~Closer() {
-          if (fd >= 0) ::close(fd);
-        }
-      } closer{fd};
-      resp.size = size;
-      c.send_message(resp);
-      auto t0 = Clock::now();
-      try {
-        send_file_await_result(c, fd, size, StreamOptions{});
-      } catch (const Failure& e) {
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw;
-      }
-      log_result(size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
-    }
-  }
+  RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
+  net::serve_requests(ctx);
 }
 
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
-  std::error_code ec;
-  impl_->root_real = fs::canonical(opt.root, ec);
-  if (ec) throw Failure("root " + opt.root.string() + ": " + ec.message());
+  impl_->root = std::make_unique<Root>(opt.root, opt.home);
+  impl_->limits.max_list_entries = opt.max_list_entries;
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
@@ -310,7 +196,7 @@ void Server::run() {
     std::ofstream(tmp) << port_ << "\n";
     fs::rename(tmp, s.opt.port_file);
   }
-  s.log("listening on port " + std::to_string(port_) + " root=" + s.root_real.string() + " host key " +
+  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " host key " +
         proto::fingerprint(s.host.pk));
 
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
@@ -330,8 +216,10 @@ void Server::run() {
       std::string peer;
       boost::system::error_code pe;
       auto rep = sock.remote_endpoint(pe);
-      peer = pe ? "?" : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
-                            ":" + std::to_string(rep.port());
+      peer =
+          pe ? "?"
+             : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
+                   ":" + std::to_string(rep.port());
       int fd = sock.release();
       tune_socket(fd);
       bool busy = false;
