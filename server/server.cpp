@@ -196,7 +196,8 @@ void Server::run() {
     std::ofstream(tmp) << port_ << "\n";
     fs::rename(tmp, s.opt.port_file);
   }
-  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " host key " +
+  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() +
+        " resolver=" + (s.root->uses_openat2() ? "openat2" : "walk") + " host key " +
         proto::fingerprint(s.host.pk));
 
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
