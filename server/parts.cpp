@@ -50,7 +50,7 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
   key.append(req.xfer_id.begin(), req.xfer_id.end());
   const std::string where = dest_key(dest);
   std::lock_guard<std::mutex> g(mu_);
-  uint64_t uncommitted = 0;
+  uint64_t uncommitted = 0, open_files = 0;
   std::shared_ptr<PartsTransfer> t;
   for (auto it = live_.begin(); it != live_.end();) {
     auto l = it->second.lock();
@@ -59,9 +59,12 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
       continue;
     }
     if (it->first == key) t = l;
-    if (l->client == who && !l->dev_null) {
+    if (!l->dev_null) {
       std::lock_guard<std::mutex> tg(l->mu);
-      if (!l->committed) uncommitted += l->size;
+      if (!l->committed) {
+        ++open_files;
+        if (l->client == who) uncommitted += l->size;
+      }
     }
     ++it;
   }
@@ -71,6 +74,11 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
              req.path + ": this client key has " + std::to_string(uncommitted >> 20) +
                  " MiB of parallel-stream transfers not yet committed (the server's limit is " +
                  std::to_string(max_uncommitted_ >> 20) + " MiB)"};
+      return nullptr;
+    }
+    if (dest && open_files >= max_files_) {
+      why = {proto::Status::busy, req.path + ": server busy: " + std::to_string(open_files) +
+                                      " parallel-stream files open already (its open-file limit)"};
       return nullptr;
     }
     t = std::make_shared<PartsTransfer>();

@@ -62,6 +62,13 @@ class PartsRegistry {
   // max_uncommitted: declared bytes of a client key's transfers not yet committed (or dropped).
   explicit PartsRegistry(uint64_t max_uncommitted = uint64_t(64) << 30) : max_uncommitted_(max_uncommitted) {}
 
+  // At most this many parallel-stream temporary files open at once, over all sessions (set from
+  // RLIMIT_NOFILE at start); a new transfer beyond it is told "busy".
+  void set_max_files(uint64_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    max_files_ = n;
+  }
+
   // The transfer a ranged put's part belongs to, created by its first part (dest empty with
   // dev_null); nullopt with why set when the part does not fit it or the client's budget.
   std::shared_ptr<PartsTransfer> join(const proto::PublicKey& client, const proto::Message& req,
@@ -74,6 +81,7 @@ class PartsRegistry {
 
  private:
   uint64_t max_uncommitted_;
+  uint64_t max_files_ = UINT64_MAX;
   std::mutex mu_;
   std::map<std::string, std::weak_ptr<PartsTransfer>> live_;  // key: client key || xfer id
 };

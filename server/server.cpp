@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 #include <ctime>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
+#include <list>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -45,10 +48,18 @@ struct Server::Impl {
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
   std::mutex mu;
-  std::condition_variable cv;
-  std::set<int> active;  // session sockets, shut down on stop
-  size_t sessions = 0;   // counted at accept, at most opt.max_sessions
-  size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
+  // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
+  // session works on a dup) until its thread is joined, so the number cannot be reused by a new
+  // accept while the slot is still listed, and shutdown on stop reaches the right socket.
+  struct Slot {
+    int fd = -1;
+    bool busy = false;
+    bool finished = false;  // under mu
+    std::thread th;
+  };
+  std::list<std::unique_ptr<Slot>> slots;  // under mu
+  size_t sessions = 0;                     // counted at accept, at most opt.max_sessions
+  size_t refusing = 0;  // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
   PartsRegistry parts;               // files moving over several connections (--streams)
   std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
@@ -72,12 +83,115 @@ struct Server::Impl {
   }
 
   void session(int fd, std::string peer, bool busy);
+  // A line for the log, and for stderr when there is no log (serve -q).
+  void warn(const std::string& line) {
+    if (opt.log)
+      log(line);
+    else
+      std::cerr << "aesxfer serve: " << line << std::endl;
+  }
+  // Compares RLIMIT_NOFILE with what --max-sessions can use, raises the soft limit where it can
+  // and says so, and sets the global budget of parallel-stream files from what there is.
+  void check_descriptors();
+  void start_session(int fd, const std::string& peer);
+  // Joins the threads of finished sessions (all: every session, waiting for them) and closes
+  // their sockets.
+  void reap(bool all);
   void serve_requests(Conn& c, const proto::SessionKeys& keys);
 };
 
 // Over-limit connections beyond this many at once are closed without a word (each busy refusal
 // runs a handshake on its own thread), so threads stay bounded: max_sessions + kMaxRefusing.
 constexpr size_t kMaxRefusing = 4;
+
+void Server::Impl::start_session(int fd, const std::string& peer) {
+  auto slot = std::make_unique<Slot>();
+  slot->fd = fd;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (sessions < opt.max_sessions) {
+      ++sessions;
+    } else if (refusing < kMaxRefusing) {
+      ++refusing;
+      slot->busy = true;
+    } else {
+      slot.reset();
+    }
+  }
+  int conn_fd = slot ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (!slot || conn_fd < 0) {
+    ::close(fd);
+    if (slot) {
+      std::lock_guard<std::mutex> g(mu);
+      --(slot->busy ? refusing : sessions);
+    }
+    log("peer=" + peer + " error=\"" +
+        (slot ? "cannot start a session: " + errno_text(errno)
+              : "server busy: " + std::to_string(opt.max_sessions) + " sessions already; connection closed") +
+        "\"");
+    return;
+  }
+  Slot* sp = slot.get();
+  std::lock_guard<std::mutex> g(mu);
+  try {
+    sp->th = std::thread([this, sp, conn_fd, peer] {
+      session(conn_fd, peer, sp->busy);
+      std::lock_guard<std::mutex> lg(mu);
+      ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+      sp->finished = true;
+      --(sp->busy ? refusing : sessions);
+    });
+  } catch (const std::system_error& te) {  // no thread to be had: refuse this one
+    ::close(conn_fd);
+    ::close(fd);
+    --(sp->busy ? refusing : sessions);
+    log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
+    return;
+  }
+  slots.push_back(std::move(slot));
+}
+
+void Server::Impl::check_descriptors() {
+  // Per session: the socket and its dup, a file, a directory fd or two; the parallel-stream
+  // files are counted separately (kMaxParts per session at most, one budget for all).
+  constexpr uint64_t kBase = 64, kPerSession = 6;
+  const uint64_t sessions_max = opt.max_sessions + kMaxRefusing;
+  const uint64_t want = kBase + sessions_max * (kPerSession + proto::kMaxParts);
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, rl.rlim_max);
+    if (raised.rlim_cur > rl.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      log("raised the open-file limit (RLIMIT_NOFILE) from " + std::to_string(rl.rlim_cur) + " to " +
+          std::to_string(raised.rlim_cur) + " for --max-sessions " + std::to_string(opt.max_sessions));
+      rl = raised;
+    }
+  }
+  uint64_t have = rl.rlim_cur == RLIM_INFINITY ? want : uint64_t(rl.rlim_cur);
+  if (have < want)
+    warn("warning: the open-file limit (" + std::to_string(have) + ") is below the " + std::to_string(want) +
+         " that --max-sessions " + std::to_string(opt.max_sessions) +
+         " can use; parallel-stream files get what is left, and accepts back off when none is");
+  uint64_t fixed = kBase + sessions_max * kPerSession;
+  parts.set_max_files(have > fixed ? have - fixed : 0);
+}
+
+void Server::Impl::reap(bool all) {
+  std::list<std::unique_ptr<Slot>> done;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    for (auto it = slots.begin(); it != slots.end();) {
+      auto next = std::next(it);
+      if (all || (*it)->finished) done.splice(done.end(), slots, it);
+      it = next;
+    }
+  }
+  for (auto& slot : done) {
+    if (slot->th.joinable()) slot->th.join();
+    ::close(slot->fd);
+  }
+}
 
 void Server::Impl::session(int fd, std::string peer, bool busy) {
   Conn c(fd, opt.timeout, peer);
@@ -152,6 +266,24 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   net::serve_requests(ctx);
 }
 
+// The bound port, written to a temporary file made by mkstemp in the same directory and renamed
+// over `path` (a symlink planted at the name is replaced, never followed).
+static void write_port_file(const fs::path& path, uint16_t port) {
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
+  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  std::string text = std::to_string(port) + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd, 0644) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmpl.c_str());
+    throw Failure("--port-file " + path.string() + ": " + errno_text(e));
+  }
+}
+
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
   impl_->root = std::make_unique<Root>(opt.root, opt.home);
@@ -190,15 +322,13 @@ void Server::run() {
   acc.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw Failure("cannot listen: " + ec.message());
   port_ = acc.local_endpoint().port();
-  if (!s.opt.port_file.empty()) {
-    fs::path tmp = s.opt.port_file;
-    tmp += ".tmp";
-    std::ofstream(tmp) << port_ << "\n";
-    fs::rename(tmp, s.opt.port_file);
-  }
-  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() +
-        " resolver=" + (s.root->uses_openat2() ? "openat2" : "walk") + " host key " +
-        proto::fingerprint(s.host.pk));
+  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
+  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " resolver=" +
+        (s.root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(s.host.pk));
+  s.check_descriptors();
+  if (s.root->hides_something())
+    s.warn("warning: $AESXFER_HOME (" + s.opt.home.string() +
+           ") lies under --root; it is never served, listed or overwritten");
 
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
@@ -208,12 +338,31 @@ void Server::run() {
     }
   });
 
+  // Accept errors that mean "out of descriptors or memory" back off (10 ms doubling to 1 s)
+  // instead of re-arming at once, which would spin on the same failure.
+  asio::steady_timer backoff(s.io);
+  auto delay = std::chrono::milliseconds(10);
   std::function<void()> do_accept = [&] {
     acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
+      s.reap(false);
+      if (e == asio::error::operation_aborted) return;
       if (e) {
-        if (e != asio::error::operation_aborted) do_accept();
+        const int v = e.value();
+        if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
+          if (delay == std::chrono::milliseconds(10))
+            s.log("accept failed: " + e.message() +
+                  "; retrying with back-off (see --max-sessions and ulimit -n)");
+          backoff.expires_after(delay);
+          backoff.async_wait([&](const boost::system::error_code& te) {
+            if (!te) do_accept();
+          });
+          delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+          return;
+        }
+        do_accept();
         return;
       }
+      delay = std::chrono::milliseconds(10);
       std::string peer;
       boost::system::error_code pe;
       auto rep = sock.remote_endpoint(pe);
@@ -223,52 +372,20 @@ void Server::run() {
                    ":" + std::to_string(rep.port());
       int fd = sock.release();
       tune_socket(fd);
-      bool busy = false;
-      {
-        std::lock_guard<std::mutex> g(s.mu);
-        if (s.sessions < s.opt.max_sessions) {
-          ++s.sessions;
-        } else if (s.refusing < kMaxRefusing) {
-          ++s.refusing;
-          busy = true;
-        } else {
-          fd = -1 - fd;  // closed below, outside the lock
-        }
-        if (fd >= 0) s.active.insert(fd);
-      }
-      if (fd < 0) {
-        ::close(-1 - fd);
-        s.log("peer=" + peer + " error=\"server busy: " + std::to_string(s.opt.max_sessions) +
-              " sessions already; connection closed\"");
-        do_accept();
-        return;
-      }
-      auto done = [&s, fd, busy] {
-        std::lock_guard<std::mutex> g(s.mu);
-        s.active.erase(fd);
-        --(busy ? s.refusing : s.sessions);
-        s.cv.notify_all();
-      };
-      try {
-        std::thread([&s, fd, peer, busy, done] {
-          s.session(fd, peer, busy);
-          done();
-        }).detach();
-      } catch (const std::system_error& te) {  // no thread to be had: refuse this one
-        done();
-        ::close(fd);
-        s.log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
-      }
+      s.start_session(fd, peer);
       do_accept();
     });
   };
   do_accept();
   s.io.run();
   acc.close(ec);
-  // Wake every session still running; each removes its temporary file as it unwinds.
-  std::unique_lock<std::mutex> lk(s.mu);
-  for (int fd : s.active) ::shutdown(fd, SHUT_RDWR);
-  s.cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.sessions == 0 && s.refusing == 0; });
+  // Wake every session still running (each removes its temporary file as it unwinds), then join
+  // them all: no session thread outlives run().
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    for (auto& slot : s.slots) ::shutdown(slot->fd, SHUT_RDWR);
+  }
+  s.reap(true);
 }
 
 void Server::stop() { impl_->io.stop(); }
