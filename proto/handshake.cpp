@@ -226,9 +226,9 @@ struct ClientHandshake::Impl {
       case kStatusOk: break;
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,
-                      std::string("the server does not support cipher ") + keys.cipher->name);
+                      std::string("the server does not support or allow cipher ") + keys.cipher->name);
       case kStatusMac:
-        return failed(errc::unsupported_mac, consumed, std::string("the server does not support MAC ") + keys.mac->name);
+        return failed(errc::unsupported_mac, consumed, std::string("the server does not support or allow MAC ") + keys.mac->name);
       case kStatusVersion: return failed(errc::bad_magic, consumed, "the server does not speak protocol version 1");
       default: return failed(errc::bad_handshake, consumed);
     }
@@ -341,6 +341,7 @@ struct ServerHandshake::Impl {
   enum class State { wait_client_hello, wait_client_auth, done, failed } state = State::wait_client_hello;
   const Identity& host;
   std::function<bool(const PublicKey&)> is_authorized;
+  HandshakePolicy policy;
   SessionKeys keys;
   uint8_t kx_pk[crypto_kx_PUBLICKEYBYTES]{};
   uint8_t kx_sk[crypto_kx_SECRETKEYBYTES]{};
@@ -392,6 +393,12 @@ struct ServerHandshake::Impl {
                       "client asked for unknown MAC id " + std::to_string(b[10]));
       mac = none_mac();  // AEAD: the MAC byte is ignored
     }
+    if (policy.cipher_allowed && !policy.cipher_allowed(*c))
+      return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
+                    std::string("client asked for cipher ") + c->name + ", which --ciphers does not allow");
+    if (!c->aead && policy.mac_allowed && !policy.mac_allowed(*mac))
+      return refuse(kStatusMac, errc::unsupported_mac, consumed,
+                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow");
     keys.cipher = c;
     keys.mac = mac;
     std::memcpy(client_kx, b + 12, 32);
@@ -456,9 +463,11 @@ struct ServerHandshake::Impl {
   }
 };
 
-ServerHandshake::ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized) {
+ServerHandshake::ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized,
+                                 HandshakePolicy policy) {
   init_sodium();
   impl_ = std::make_unique<Impl>(host, std::move(is_authorized));
+  impl_->policy = std::move(policy);
 }
 ServerHandshake::~ServerHandshake() = default;
 

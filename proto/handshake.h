@@ -90,10 +90,19 @@ class ClientHandshake {
   std::unique_ptr<Impl> impl_;
 };
 
+// A server's allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused
+// exactly like an unknown one (ServerHello status "cipher" or "MAC"); an unset predicate allows
+// everything. The MAC is not checked for an AEAD cipher (its MAC byte is ignored).
+struct HandshakePolicy {
+  std::function<bool(const crypto::CipherDesc&)> cipher_allowed;
+  std::function<bool(const crypto::MacDesc&)> mac_allowed;
+};
+
 class ServerHandshake {
  public:
   // is_authorized decides whether a client key may log in (authorized_keys).
-  ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized);
+  ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized,
+                  HandshakePolicy policy = {});
   ~ServerHandshake();
   // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
   // done == true once ClientAuth verified. An unknown cipher produces a ServerHello with a

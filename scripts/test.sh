@@ -21,4 +21,4 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAESXFER_WERROR=ON \
   -DAESXFER_SANITIZE=thread -DAESXFER_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-Wno-tsan
 cmake --build build-tsan -j "$jobs"
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(Load|Hostile|E2e|Streams|StreamsBusy|PartsHostile|Confinement|ServerHome|ServerNames|ServerPortFile|ServerLimits|ServerLimitsStart|ServerLimitsStop)\.|^Both/(ConfinementRace|RootResolver)\.'
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(Load|Hostile|E2e|Streams|StreamsBusy|PartsHostile|Confinement|ServerHome|ServerNames|ServerPortFile|ServerLimits|ServerLimitsStart|ServerLimitsStop|ServerPolicy)\.|^Both/(ConfinementRace|RootResolver)\.'

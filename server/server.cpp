@@ -20,10 +20,12 @@
 #include <iomanip>
 #include <iostream>
 #include <list>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <thread>
 
+#include "crypto/suite.h"
 #include "net/atomic_file.h"
 #include "net/conn.h"
 #include "net/keystore.h"
@@ -44,6 +46,7 @@ struct Server::Impl {
   ServerOptions opt;
   std::unique_ptr<Root> root;  // every file operation goes through it
   RequestLimits limits;
+  proto::HandshakePolicy policy;  // serve --ciphers, --macs
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
@@ -196,7 +199,8 @@ void Server::Impl::reap(bool all) {
 void Server::Impl::session(int fd, std::string peer, bool busy) {
   Conn c(fd, opt.timeout, peer);
   try {
-    proto::ServerHandshake hs(host, [this](const proto::PublicKey& pk) { return authorized(pk); });
+    proto::ServerHandshake hs(
+        host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
     uint8_t buf[4096];
     // One deadline for the whole handshake (the per-read timeout alone would let a client that
     // sends one byte per second hold a session slot for ever).
@@ -225,7 +229,7 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
         off += st.consumed;
         if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
         if (st.ec && st.ec != proto::errc::unauthorized)
-          throw Failure("handshake failed: " + st.ec.message());
+          throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
         if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
         if (st.done || st.ec == proto::errc::unauthorized) {
           // Records may follow ClientAuth in the same read: they belong to the record layer.
@@ -284,10 +288,36 @@ static void write_port_file(const fs::path& path, uint16_t port) {
   }
 }
 
+// serve --ciphers, --macs: names checked now (Failure for an unknown one), compared by canonical
+// name during each handshake.
+static proto::HandshakePolicy allow_lists(const ServerOptions& opt) {
+  proto::HandshakePolicy p;
+  if (!opt.ciphers.empty()) {
+    std::set<std::string> names;
+    for (const auto& n : opt.ciphers) {
+      const crypto::CipherDesc* c = crypto::find_cipher(n);
+      if (!c) throw Failure("--ciphers: unknown cipher " + n + " (known: " + crypto::cipher_names() + ")");
+      names.insert(c->name);
+    }
+    p.cipher_allowed = [names](const crypto::CipherDesc& c) { return names.count(c.name) > 0; };
+  }
+  if (!opt.macs.empty()) {
+    std::set<std::string> names;
+    for (const auto& n : opt.macs) {
+      const crypto::MacDesc* m = crypto::find_mac(n);
+      if (!m) throw Failure("--macs: unknown MAC " + n + " (known: " + crypto::mac_names() + ")");
+      names.insert(m->name);
+    }
+    p.mac_allowed = [names](const crypto::MacDesc& m) { return names.count(m.name) > 0; };
+  }
+  return p;
+}
+
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
   impl_->root = std::make_unique<Root>(opt.root, opt.home);
   impl_->limits.max_list_entries = opt.max_list_entries;
+  impl_->policy = allow_lists(opt);
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
@@ -326,6 +356,14 @@ void Server::run() {
   s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " resolver=" +
         (s.root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(s.host.pk));
   s.check_descriptors();
+  auto join = [](const std::vector<std::string>& v) {
+    std::string r;
+    for (const auto& x : v) r += (r.empty() ? "" : ",") + x;
+    return r;
+  };
+  if (!s.opt.ciphers.empty() || !s.opt.macs.empty())
+    s.log("allowed ciphers: " + (s.opt.ciphers.empty() ? std::string("all") : join(s.opt.ciphers)) +
+          "; allowed MACs: " + (s.opt.macs.empty() ? std::string("all") : join(s.opt.macs)));
   if (s.root->hides_something())
     s.warn("warning: $AESXFER_HOME (" + s.opt.home.string() +
            ") lies under --root; it is never served, listed or overwritten");
