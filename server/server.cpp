@@ -139,10 +139,14 @@ void Server::Impl::start_session(int fd, const std::string& peer) {
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
       session(conn_fd, peer, sp->busy);
-      std::lock_guard<std::mutex> lg(mu);
-      ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
-      sp->finished = true;
-      --(sp->busy ? refusing : sessions);
+      {
+        std::lock_guard<std::mutex> lg(mu);
+        ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+        sp->finished = true;
+        --(sp->busy ? refusing : sessions);
+      }
+      // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
+      asio::post(io, [this] { reap(false); });
     });
   } catch (const std::system_error& te) {  // no thread to be had: refuse this one
     ::close(conn_fd);

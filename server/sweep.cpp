@@ -82,7 +82,7 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     struct stat st {};
     if (::fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (now - st.st_mtim.tv_sec < max_age.count()) continue;
-    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) continue;
     // A partial file that a session holds is being resumed: leave it.
     bool in_use = partial && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
