@@ -386,16 +386,24 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
   throw FileError("cannot create a temporary file: " + errno_text(e), e);
 }
 
-void TempFile::commit(unsigned mode, long long mtime) {
-  apply_mode_mtime(fd_.get(), mode, mtime);
-  if (::close(fd_.release()) != 0) {
+namespace {
+// Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws FileError.
+void finish_and_rename(Fd& fd, const Fd& dir, const std::string& from, const std::string& to, unsigned mode,
+                       long long mtime) {
+  apply_mode_mtime(fd.get(), mode, mtime);
+  if (::close(fd.release()) != 0) {
     int e = errno;
     throw FileError("cannot finish writing: " + errno_text(e), e);
   }
-  if (::renameat(dir_.get(), tmp_.c_str(), dir_.get(), name_.c_str()) != 0) {
+  if (::renameat(dir.get(), from.c_str(), dir.get(), to.c_str()) != 0) {
     int e = errno;
     throw FileError("cannot rename into place: " + errno_text(e), e);
   }
+}
+}  // namespace
+
+void TempFile::commit(unsigned mode, long long mtime) {
+  finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
   tmp_.clear();
 }
 
@@ -436,15 +444,7 @@ void KeptPartial::truncate_to(uint64_t n) {
 }
 
 void KeptPartial::commit(unsigned mode, long long mtime) {
-  apply_mode_mtime(fd_.get(), mode, mtime);
-  if (::close(fd_.release()) != 0) {
-    int e = errno;
-    throw FileError("cannot finish writing: " + errno_text(e), e);
-  }
-  if (::renameat(dir_.get(), partial_.c_str(), dir_.get(), name_.c_str()) != 0) {
-    int e = errno;
-    throw FileError("cannot rename into place: " + errno_text(e), e);
-  }
+  finish_and_rename(fd_, dir_, partial_, name_, mode, mtime);
 }
 
 void KeptPartial::discard() noexcept {

@@ -294,26 +294,29 @@ static void write_port_file(const fs::path& path, uint16_t port) {
 
 // serve --ciphers, --macs: names checked now (Failure for an unknown one), compared by canonical
 // name during each handshake.
+// One allow-list: the canonical names of `given` (Failure for an unknown one), as a predicate;
+// an empty list allows everything.
+template <typename Desc>
+static std::function<bool(const Desc&)> allow_list(const std::vector<std::string>& given,
+                                                   const Desc* (*find)(std::string_view) noexcept,
+                                                   const std::string& option, const std::string& noun,
+                                                   const std::string& known) {
+  if (given.empty()) return nullptr;
+  std::set<std::string> names;
+  for (const auto& n : given) {
+    const Desc* d = find(n);
+    if (!d) throw Failure("--" + option + ": unknown " + noun + " " + n + " (known: " + known + ")");
+    names.insert(d->name);
+  }
+  return [names](const Desc& d) { return names.count(d.name) > 0; };
+}
+
+// serve --ciphers, --macs: names checked now, compared by canonical name in each handshake.
 static proto::HandshakePolicy allow_lists(const ServerOptions& opt) {
   proto::HandshakePolicy p;
-  if (!opt.ciphers.empty()) {
-    std::set<std::string> names;
-    for (const auto& n : opt.ciphers) {
-      const crypto::CipherDesc* c = crypto::find_cipher(n);
-      if (!c) throw Failure("--ciphers: unknown cipher " + n + " (known: " + crypto::cipher_names() + ")");
-      names.insert(c->name);
-    }
-    p.cipher_allowed = [names](const crypto::CipherDesc& c) { return names.count(c.name) > 0; };
-  }
-  if (!opt.macs.empty()) {
-    std::set<std::string> names;
-    for (const auto& n : opt.macs) {
-      const crypto::MacDesc* m = crypto::find_mac(n);
-      if (!m) throw Failure("--macs: unknown MAC " + n + " (known: " + crypto::mac_names() + ")");
-      names.insert(m->name);
-    }
-    p.mac_allowed = [names](const crypto::MacDesc& m) { return names.count(m.name) > 0; };
-  }
+  p.cipher_allowed = allow_list<crypto::CipherDesc>(opt.ciphers, crypto::find_cipher, "ciphers", "cipher",
+                                                    crypto::cipher_names());
+  p.mac_allowed = allow_list<crypto::MacDesc>(opt.macs, crypto::find_mac, "macs", "MAC", crypto::mac_names());
   return p;
 }
 
