@@ -205,6 +205,23 @@ std::optional<Place> Root::place(const std::vector<std::string>& parts, const st
   return Place{Fd(d), parts.back(), join(parts, parts.size())};
 }
 
+// False (why set) when something other than a `type` (S_IFREG or S_IFDIR) already stands at p: a
+// symlink gets kLeavesRoot. *found says whether anything is there.
+static bool existing_is(const Place& p, const std::string& req, mode_t type, bool* found, Refusal& why) {
+  struct stat st {};
+  *found = ::fstatat(p.dir.get(), p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!*found || (st.st_mode & S_IFMT) == type) return true;
+  if (S_ISLNK(st.st_mode))
+    why = refusal_for(req, ELOOP);
+  else if (type == S_IFDIR)
+    why = {proto::Status::bad_path, req + ": exists and is not a directory"};
+  else if (S_ISDIR(st.st_mode))
+    why = refusal_for(req, EISDIR);
+  else
+    why = {proto::Status::bad_path, req + ": not a regular file"};
+  return false;
+}
+
 std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
   auto parts = split(req, why);
   if (!parts) return std::nullopt;
@@ -258,21 +275,8 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
     why = refusal_for(req, -d);
     return std::nullopt;
   }
-  struct stat st {};
-  if (::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      why = refusal_for(req, ELOOP);
-      return std::nullopt;
-    }
-    if (S_ISDIR(st.st_mode)) {
-      why = refusal_for(req, EISDIR);
-      return std::nullopt;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      why = {proto::Status::bad_path, req + ": not a regular file"};
-      return std::nullopt;
-    }
-  }
+  bool found = false;
+  if (!existing_is(*p, req, S_IFREG, &found, why)) return std::nullopt;
   return p;
 }
 
@@ -303,18 +307,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
   }
   auto p = place(*parts, req, why);
   if (!p) return std::nullopt;
-  struct stat st {};
-  if (::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      why = refusal_for(req, ELOOP);
-      return std::nullopt;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      why = {proto::Status::bad_path, req + ": exists and is not a directory"};
-      return std::nullopt;
-    }
-    *exists = true;
-  }
+  if (!existing_is(*p, req, S_IFDIR, exists, why)) return std::nullopt;
   return p;
 }
 
