@@ -42,12 +42,12 @@ class Server {
   // Binds, then serves until stop() or SIGINT/SIGTERM. Throws Failure when it cannot bind.
   void run();
   void stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return port_.load(); }  // 0 until run() is listening; any thread
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  uint16_t port_ = 0;
+  std::atomic<uint16_t> port_{0};
 };
 
 }  // namespace aesxfer::net

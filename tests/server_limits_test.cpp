@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "crypto/cpu.h"
 #include "net/conn.h"
 #include "server/server.h"
 #include "tests/hand_session.h"
@@ -126,6 +127,7 @@ TEST_F(ServerNames, LongestNamePutPlainlyAndResumed) {
 // ---- item 8 ------------------------------------------------------------------------------------
 
 TEST(ServerPortFile, PlantedSymlinksAreNotFollowed) {
+  (void)crypto::cpu();  // CPU dispatch is chosen once, before threads start (as main() does)
   Workspace ws;
   TempDir outside("aesxfer-outside");
   write_text_file(outside / "victim", "precious");
@@ -254,7 +256,9 @@ TEST_F(ServerLimits, UncommittedBytesPerClientKeyAreBounded) {
 }
 
 TEST(ServerLimitsStop, RunReturnsOnlyOnceEverySessionThreadIsJoined) {
+  (void)crypto::cpu();  // CPU dispatch is chosen once, before threads start (as main() does)
   Workspace ws;
+  std::thread([] {}).join();  // a sanitizer's runtime starts its own thread with the first one
   const long before = proc_threads(::getpid());
   net::ServerOptions so;
   so.listen = "127.0.0.1";
