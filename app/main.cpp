@@ -66,6 +66,9 @@ struct TransferOpts {
   bool json_progress = false;  // --json-progress
   double limit_kbit = 0;       // -l, Kbit/s (0: none)
   int streams = 0;             // --streams (0: auto)
+  std::string checksum = "xxh128";  // --checksum
+  uint64_t record_size = proto::kDefaultPayload;  // --record-size
+  int verbose = 0;             // -v
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -89,6 +92,15 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
     std::fprintf(stderr, "aesxfer: warning: cipher none: data crosses the network unencrypted\n");
   if (!co.cipher->aead && co.mac->tag_len == 0 && !t.quiet)
     std::fprintf(stderr, "aesxfer: warning: MAC none: data is unauthenticated (raw speed test only)\n");
+  if (!crypto::find_checksum(t.checksum, co.checksum)) {
+    die_line("unknown checksum '" + t.checksum + "' (known: " + crypto::checksum_names() + ")");
+    return false;
+  }
+  if (co.checksum == crypto::ChecksumAlg::none && !t.quiet)
+    std::fprintf(stderr,
+                 "aesxfer: warning: checksum none: no end-to-end check of the file beyond the record %s\n",
+                 co.cipher->aead || co.mac->tag_len ? "authentication" : "layer (and MAC none: none at all)");
+  co.record_size = uint32_t(t.record_size);
   co.port = t.port;
   co.home = net::aesxfer_home();
   co.keylog = t.keylog;
@@ -101,20 +113,46 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   return true;
 }
 
+// The file's checksum as --json shows it: {"alg", "hex"} for a file that moved as one stream (hex
+// is what xxh128sum / sha256sum print), {"alg", "ranges": [{offset, length, hex}]} for --streams.
+std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r) {
+  std::string out = std::string("{\"alg\":\"") + crypto::checksum_name(co.checksum) + "\"";
+  if (r.ranges.empty()) return out + ",\"hex\":\"" + r.checksum.hex() + "\"}";
+  out += ",\"ranges\":[";
+  for (size_t i = 0; i < r.ranges.size(); ++i)
+    out += std::string(i ? "," : "") + "{\"offset\":" + std::to_string(r.ranges[i].offset) +
+           ",\"length\":" + std::to_string(r.ranges[i].length) + ",\"hex\":\"" + r.ranges[i].checksum.hex() + "\"}";
+  return out + "]}";
+}
+
 void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
     std::printf(
         "{\"file\":%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d}\n",
+        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
+        "\"checksum\":%s}\n",
         app::json_quote(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
         crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
-        (unsigned long long)r.resumed_from, r.streams);
+        (unsigned long long)r.resumed_from, r.streams, (unsigned long long)r.record_size,
+        checksum_json(co, r).c_str());
   } else if (!t.quiet) {
     (void)tty_progress;
-    std::printf("%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s)\n", r.file.c_str(), (unsigned long long)r.bytes,
-                r.seconds, mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str());
+    std::string sum;
+    if (t.verbose > 0) {
+      sum = std::string(", ") + crypto::checksum_name(co.checksum);
+      if (r.ranges.empty()) sum += r.checksum.len ? " " + r.checksum.hex() : "";
+      else sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
+    }
+    // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
+    std::string resumed;
+    if (r.resumed_from > 0)
+      resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
+                std::to_string(r.bytes - r.resumed_from) + " moved";
+    std::printf("%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", r.file.c_str(),
+                (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
+                crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
   std::fflush(stdout);
 }
@@ -148,7 +186,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
             local, to,
             [&](uint64_t n) {
               last = client.resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
@@ -235,7 +273,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         remote->path, dest, zero_size,
         [&](uint64_t n) {
           last = client->resume_offset();
-          prog.start(n);
+          prog.start(n, last);
           jp.start(n, last);
         },
         [&](uint64_t d) {
@@ -283,7 +321,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
             from, to, 0,
             [&](uint64_t n) {
               last = client->resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
@@ -339,7 +377,8 @@ int main(int argc, char** argv) {
   app.add_flag("--list-ciphers", list, "List ciphers and MACs (legacy ones marked) and exit");
   app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
       ->envname("AESXFER_NO_AESNI");
-  app.set_version_flag("--version", "aesxfer 0.1.0");
+  app.set_version_flag("-V,--version", std::string("aesxfer ") + AESXFER_VERSION + " (protocol " +
+                                             std::to_string(proto::kVersion) + ")");
 
   TransferOpts t;
   auto add_transfer_opts = [&](CLI::App* sub) {
@@ -359,6 +398,15 @@ int main(int argc, char** argv) {
                     "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
                     "round trip is 10 ms or more; 1 = never)")
         ->check(CLI::Range(0, 16));
+    sub->add_option("--checksum", t.checksum,
+                    "Whole-file checksum in every end record: xxh128 (default), sha256 or none")
+        ->type_name("ALG");
+    sub->add_option("--record-size", t.record_size,
+                    "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
+        ->transform(CLI::AsSizeValue(false).description(""))
+        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+        ->type_name("SIZE");
+    sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
   };
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
@@ -404,6 +452,16 @@ int main(int argc, char** argv) {
   serve->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  std::vector<std::string> serve_checksums;
+  serve->add_option("--checksums", serve_checksums,
+                    "File checksums clients may choose, comma-separated (default: xxh128,sha256,none)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  uint64_t max_record = proto::kMaxRecordSize;
+  serve->add_option("--max-record-size", max_record, "Largest record payload the server agrees to (default 1M)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("SIZE");
 
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
 
@@ -411,7 +469,11 @@ int main(int argc, char** argv) {
   app::SpeedOptions sp;
   std::string speed_list;
   speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers/MACs (default: all)");
-  speed->add_option("--seconds", sp.seconds, "Seconds per measurement (default 1)");
+  speed->add_option("--seconds", sp.seconds,
+                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
+                    "a whole table takes rows x sizes x this)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("S");
   speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
   speed->add_flag("--json", sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
@@ -429,11 +491,27 @@ int main(int argc, char** argv) {
   bench->add_flag("--no-aesni-too", bo.no_aesni_too, "Run every AES cipher with and without AES-NI, show the speed-up");
   auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
   bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
-  bench->add_option("--plot", bo.plot, "Also write an SVG bar chart to FILE");
+  bench->add_option("--plot", bo.plot,
+                    "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
+                    "record size");
+  bench->add_option("--record-size", bo.record_sizes,
+                    "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
+      ->delimiter(',')
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("LIST");
   bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
   bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
   bench->add_flag("--no-aesni", no_aesni, "Use the portable crypto code (both sides when the server is local)");
+  bench->add_flag(
+      "--vs-scp", bo.vs_scp,
+      "Also send with scp -c (matching cipher and MAC) and scp's defaults; without HOST to a throwaway "
+      "sshd on 127.0.0.1");
+  bench->add_option("--ssh-opts", bo.ssh_opts, "Options for scp with --vs-scp, split at spaces (repeatable)")
+      ->allow_extra_args(false);
+  bench->add_option("--sshd", bo.sshd,
+                    "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)");
 
   try {
     app.parse(argc, argv);
@@ -462,6 +540,18 @@ int main(int argc, char** argv) {
       so.handshake_timeout = std::chrono::milliseconds(int64_t(handshake_timeout * 1000));
       so.partial_max_age = std::chrono::seconds(int64_t(partial_days * 86400));
       so.log = serve_quiet ? nullptr : &std::cerr;
+      so.policy.max_record_size = uint32_t(max_record);
+      if (!serve_checksums.empty()) {
+        so.policy.checksums = 0;
+        for (const auto& name : serve_checksums) {
+          crypto::ChecksumAlg a;
+          if (!crypto::find_checksum(name, a)) {
+            die_line("serve: unknown checksum '" + name + "' in --checksums (known: " + crypto::checksum_names() + ")");
+            return kExitUsage;
+          }
+          so.policy.checksums |= 1u << uint8_t(a);
+        }
+      }
       net::Server server(so);
       server.run();
       return 0;

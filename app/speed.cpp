@@ -16,7 +16,8 @@
 //   arcfour      enc/dec   Rc4::xor_stream, key set once (the key schedule is not timed)
 //   none         enc/dec   memcpy between two buffers (the floor any cipher is compared with)
 //   hmac-sha256            HmacSha256::mac over the buffer (pads precomputed once per key)
-//   sha256                 Sha256::digest over the buffer
+//   sha256                 Sha256::digest over the buffer (a file checksum, and HMAC's hash)
+//   xxh128                 XXH3-128 over the buffer (the default file checksum)
 //
 // Buffers are 64-byte aligned and touched before timing. The clock is read once per batch of
 // calls, the batch sized during warm-up so that one batch takes about 100 microseconds: small
@@ -51,6 +52,7 @@
 #include "crypto/cpu.h"
 #include "crypto/gcm.h"
 #include "crypto/rc4.h"
+#include "crypto/checksum.h"
 #include "crypto/sha256.h"
 #include "crypto/suite.h"
 
@@ -267,6 +269,24 @@ class Sha256Op final : public Op {
   uint8_t out_[32] = {};
 };
 
+class Xxh128Op final : public Op {
+ public:
+  explicit Xxh128Op(size_t size) {
+    bytes_ = size;
+    buf_ = alloc_buf(size);
+  }
+  void once() noexcept override {
+    cr::FileChecksum f(cr::ChecksumAlg::xxh128);
+    f.update(buf_.get(), bytes_);
+    sum_ = f.final();
+    clobber(sum_.bytes.data());
+  }
+
+ private:
+  Buf buf_;
+  cr::Checksum sum_;
+};
+
 class HmacOp final : public Op {
  public:
   explicit HmacOp(size_t size) : h_(kKey, 32) {
@@ -373,18 +393,28 @@ void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
 
 void add_mac_rows(const cr::MacDesc& m, std::vector<Row>& rows) {
   if (std::string_view(m.name) != "hmac-sha256") return;  // MAC "none" has nothing to measure
-  const std::string impl = cr::sha256_impl_name(cr::ShaImpl::best);
   Row h;
   h.cipher = "hmac-sha256";
   h.op = "mac";
-  h.impl = impl;
+  h.impl = cr::sha256_impl_name(cr::ShaImpl::best);
   h.make = [](size_t n) { return std::make_unique<HmacOp>(n); };
   rows.push_back(std::move(h));
+}
+
+// The whole-file checksums a transfer can negotiate (--checksum): what each costs per byte.
+void add_checksum_rows(cr::ChecksumAlg a, std::vector<Row>& rows) {
   Row s;
-  s.cipher = "sha256";
+  s.cipher = cr::checksum_name(a);
   s.op = "hash";
-  s.impl = impl;
-  s.make = [](size_t n) { return std::make_unique<Sha256Op>(n); };
+  if (a == cr::ChecksumAlg::sha256) {
+    s.impl = cr::sha256_impl_name(cr::ShaImpl::best);
+    s.make = [](size_t n) { return std::make_unique<Sha256Op>(n); };
+  } else if (a == cr::ChecksumAlg::xxh128) {
+    s.impl = cr::xxh_impl_name(cr::XxhImpl::best);
+    s.make = [](size_t n) { return std::make_unique<Xxh128Op>(n); };
+  } else {
+    return;
+  }
   rows.push_back(std::move(s));
 }
 
@@ -482,18 +512,28 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   // Resolve the selection: ciphers first (so "none" is the cipher), then MACs; duplicates dropped.
   std::vector<const cr::CipherDesc*> sel_c;
   std::vector<const cr::MacDesc*> sel_m;
+  std::vector<cr::ChecksumAlg> sel_s;
+  auto add_sum = [&](cr::ChecksumAlg a) {
+    if (a != cr::ChecksumAlg::none && std::find(sel_s.begin(), sel_s.end(), a) == sel_s.end()) sel_s.push_back(a);
+  };
   if (opt.ciphers.empty()) {
     for (const auto& c : cr::ciphers()) sel_c.push_back(&c);
     for (const auto& m : cr::macs()) sel_m.push_back(&m);
+    add_sum(cr::ChecksumAlg::xxh128);
+    add_sum(cr::ChecksumAlg::sha256);
   } else {
     for (const auto& name : opt.ciphers) {
+      cr::ChecksumAlg sum{};
       if (const auto* c = cr::find_cipher(name)) {
         if (std::find(sel_c.begin(), sel_c.end(), c) == sel_c.end()) sel_c.push_back(c);
       } else if (const auto* m = cr::find_mac(name)) {
         if (std::find(sel_m.begin(), sel_m.end(), m) == sel_m.end()) sel_m.push_back(m);
+        if (m->tag_len) add_sum(cr::ChecksumAlg::sha256);  // HMAC's own hash, beside it
+      } else if (cr::find_checksum(name, sum) && sum != cr::ChecksumAlg::none) {
+        add_sum(sum);
       } else {
-        err << "aesxfer speed: unknown cipher or MAC '" << name << "' (ciphers: " << cr::cipher_names()
-            << "; MACs: " << cr::mac_names() << ")\n";
+        err << "aesxfer speed: unknown cipher, MAC or checksum '" << name << "' (ciphers: " << cr::cipher_names()
+            << "; MACs: " << cr::mac_names() << "; checksums: xxh128, sha256)\n";
         return 2;
       }
     }
@@ -505,6 +545,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   try {
     for (const auto* c : sel_c) add_cipher_rows(*c, rows);
     for (const auto* m : sel_m) add_mac_rows(*m, rows);
+    for (auto a : sel_s) add_checksum_rows(a, rows);
     aes_impl = aes()->impl();
     gcm_impl = gcm()->impl();
   } catch (const std::exception& e) {
@@ -542,6 +583,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     out << "AES:      " << aes_impl << "   (best available: " << cr::aes_best_impl_name() << ")\n";
     out << "GHASH:    " << ghash_impl << "   (AES-128-GCM runs on " << gcm_impl << ")\n";
     out << "SHA-256:  " << sha_impl << "\n";
+    out << "XXH3-128: " << cr::xxh_impl_name(cr::XxhImpl::best) << "\n";
     if (masked) out << "AES-NI masked (--no-aesni): AES-NI, VAES, PCLMULQDQ and SHA-NI are not used\n";
     out << "threads:  " << opt.multi << (opt.multi > 1 ? " (figures summed over threads)" : "") << "\n";
     out << "seconds:  " << opt.seconds << " per cell\n";
@@ -595,7 +637,8 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         << ",\"unit\":\"MB/s (10^6 bytes per second)\""
         << ",\"impl\":{\"aes\":" << json_quote(aes_impl) << ",\"gcm\":" << json_quote(gcm_impl)
         << ",\"ghash\":" << json_quote(ghash_impl)
-        << ",\"sha256\":" << json_quote(sha_impl) << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
+        << ",\"sha256\":" << json_quote(sha_impl) << ",\"xxh128\":" << json_quote(cr::xxh_impl_name(cr::XxhImpl::best))
+        << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
   }
   out.flush();
   if (!opt.plot.empty()) {

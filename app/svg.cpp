@@ -204,13 +204,27 @@ std::string bar_chart(const BarChart& c) {
   for (const auto& [a, b] : groups) plot_w += double(b - a) * kBarW + double(b - a - 1) * kInGap + kGroupGap;
   const double w = std::max(720.0, kLeft + plot_w + kRight);
   const double x0 = kLeft, x1 = w - kRight;
-  const double legend_y = 70, top = 100, bottom = 400, h = 490;
+  // Lines under the groups: the distinct group notes of each group.
+  std::vector<std::vector<std::string>> group_lines;
+  size_t max_lines = 1;
+  for (const auto& [a, b] : groups) {
+    std::vector<std::string> lines;
+    for (size_t i = a; i < b; ++i)
+      if (!c.bars[i].group_note.empty() &&
+          std::find(lines.begin(), lines.end(), c.bars[i].group_note) == lines.end())
+        lines.push_back(c.bars[i].group_note);
+    max_lines = std::max(max_lines, lines.size());
+    group_lines.push_back(std::move(lines));
+  }
+  const double extra_lines = 13.0 * double(max_lines - 1);
+  const double legend_y = 70, top = 100, bottom = 400, h = 490 + extra_lines;
   // Spread the groups over the plot width when the minimum width left space.
   const double extra = groups.empty() ? 0 : ((x1 - x0) - plot_w) / double(groups.size() + 1);
   const double gap = kGroupGap + extra;
 
   double data_max = 0;
-  for (const auto& b : c.bars) data_max = std::max({data_max, b.value, b.hi});
+  for (const auto& b : c.bars)
+    if (b.absent.empty()) data_max = std::max({data_max, b.value, b.hi});
 
   std::string s = header(w, h);
   titles(s, w, c.title, c.subtitle);
@@ -244,12 +258,21 @@ std::string bar_chart(const BarChart& c) {
   }
 
   double x = x0 + gap;
-  for (const auto& [a, b] : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto [a, b] = groups[g];
     const double gw = double(b - a) * kBarW + double(b - a - 1) * kInGap;
     for (size_t i = a; i < b; ++i) {
       const Bar& bar = c.bars[i];
       const size_t si = size_t(std::find(series.begin(), series.end(), bar.series) - series.begin());
       const double bx = x + double(i - a) * (kBarW + kInGap);
+      if (!bar.absent.empty()) {  // upright text from the axis up, where the bar would be
+        const double tx = bx + kBarW / 2 + 4, ty = bottom - 6;
+        s += "<text class=\"absent\" x=\"" + num(tx) + "\" y=\"" + num(ty) +
+             "\" font-size=\"10\" fill=\"#555555\" transform=\"rotate(-90 " + num(tx) + " " + num(ty) +
+             ")\">" + escape(bar.absent) + "<title>" +
+             escape(bar.label + " (" + bar.series + "): " + bar.absent) + "</title></text>\n";
+        continue;
+      }
       const double by = ypos(bar.value);
       s += "<rect class=\"bar\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(kBarW) +
            "\" height=\"" + num(bottom - by) + "\" fill=\"" + kPalette[si % kPaletteN] + "\"><title>" +
@@ -270,20 +293,20 @@ std::string bar_chart(const BarChart& c) {
     }
     s += text(x + gw / 2, bottom + 16, c.bars[a].label,
               "class=\"xlabel\" font-size=\"12\" fill=\"#222222\" text-anchor=\"middle\"");
-    std::string notes, group_note;
-    for (size_t i = a; i < b; ++i) {
+    std::string notes;
+    for (size_t i = a; i < b; ++i)
       if (!c.bars[i].note.empty()) notes += (notes.empty() ? "" : " / ") + c.bars[i].note;
-      if (group_note.empty()) group_note = c.bars[i].group_note;
-    }
     if (!notes.empty())
       s += text(x + gw / 2, bottom + 30, notes, "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
-    if (!group_note.empty())
-      s += text(x + gw / 2, bottom + 43, group_note,
-                "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
+    const auto& lines = group_lines[g];
+    for (size_t k = 0; k < lines.size(); ++k)
+      s += text(
+          x + gw / 2, bottom + 43 + 13 * double(k), lines[k],
+          "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
     x += gw + gap;
   }
   if (!c.x_label.empty())
-    s += text((x0 + x1) / 2, bottom + 66, c.x_label,
+    s += text((x0 + x1) / 2, bottom + 66 + extra_lines, c.x_label,
               "class=\"xtitle\" font-size=\"13\" fill=\"#222222\" text-anchor=\"middle\"");
   s += "</svg>\n";
   return s;

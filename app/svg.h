@@ -20,7 +20,8 @@ struct Bar {
   double value = 0;    // bar height (median)
   double lo = 0, hi = 0;  // whisker (min, max); lo == hi == 0: no whisker
   std::string note;    // small text under the group's label (the group's notes joined by " / ")
-  std::string group_note;  // a second line under the group (the first non-empty of the group)
+  std::string group_note;  // a line under the group (each distinct one of the group on its own line)
+  std::string absent;  // non-empty: no bar (a row without a figure); this text stands upright in its place
 };
 
 struct BarChart {

@@ -1,15 +1,15 @@
-// What the whole-file SHA-256 costs the transfer, measured rather than extrapolated (issue 4).
+// What the whole-file checksum costs the transfer, measured rather than extrapolated.
 //
 // Runs the product's data plane (net::send_stream / net::recv_stream, the same pipelines, record
 // layer and batch crypto as `aesxfer send`) between two threads of this process over a real
-// 127.0.0.1 TCP connection, from a page-cached file to the /dev/null sink, once with the
-// whole-file SHA-256 on both ends (what the product always does) and once without it
-// (StreamOptions::file_digest = false, a measurement-only switch that no option or protocol flag
-// reaches). Keys are random; there is no handshake, so the figures are the data plane alone.
-// The two variants alternate, --runs times each; medians (min-max) and the ratio are printed,
-// with the CPU time of the process per GB.
+// 127.0.0.1 TCP connection, from a page-cached file to the /dev/null sink, once with each file
+// checksum the handshake can agree on (sha256, xxh128, none). Keys are random; there is no
+// handshake, so the figures are the data plane alone. The variants alternate, --runs times each;
+// medians (min-max) are printed with the CPU time of the process per GB, and the ratio of each to
+// sha256.
 //
-//   pipeline_floor [--size-mib 2048] [--runs 3] [-c aes128-gcm,aes128-cbc,none] [--mac-none-for-none]
+//   pipeline_floor [--size-mib 2048] [--runs 3] [-c aes128-gcm,aes128-cbc,none] [--record-size BYTES]
+//                  [--pipeline auto|threads|inline]
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -73,10 +73,13 @@ struct Run {
   double mbps, cpu_per_gb;
 };
 
-Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, const cr::MacDesc* mac, bool digest) {
+Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, const cr::MacDesc* mac,
+        cr::ChecksumAlg sum, uint32_t record_size, net::StreamOptions::Pipeline pipeline) {
   proto::SessionKeys keys;
   keys.cipher = cipher;
   keys.mac = mac;
+  keys.checksum = sum;
+  keys.record_size = record_size;
   std::random_device rd;
   for (auto* d : {&keys.c2s, &keys.s2c}) {
     for (auto& b : d->enc) b = uint8_t(rd());
@@ -91,7 +94,7 @@ Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, co
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   net::StreamOptions opt;
-  opt.file_digest = digest;
+  opt.pipeline = pipeline;
   const double c0 = cpu_seconds();
   const auto t0 = Clock::now();
   std::thread rx([&] { net::recv_stream(server, -1, size, nullptr, opt); });
@@ -117,13 +120,24 @@ int main(int argc, char** argv) {
   uint64_t size_mib = 2048;
   int runs = 3;
   std::string list = "aes128-cbc,aes128-gcm,none";
+  uint32_t record_size = uint32_t(proto::kDefaultPayload);
+  auto pipeline = net::StreamOptions::Pipeline::auto_choice;
+  std::string pipeline_name = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--size-mib" && i + 1 < argc) size_mib = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "-c" && i + 1 < argc) list = argv[++i];
+    else if (a == "--record-size" && i + 1 < argc) record_size = uint32_t(std::strtoul(argv[++i], nullptr, 10));
+    else if (a == "--pipeline" && i + 1 < argc) {
+      pipeline_name = argv[++i];
+      pipeline = pipeline_name == "threads"  ? net::StreamOptions::Pipeline::threads
+                 : pipeline_name == "inline" ? net::StreamOptions::Pipeline::inline_stage
+                                             : net::StreamOptions::Pipeline::auto_choice;
+    }
     else {
-      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS]\n");
+      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS] [--record-size BYTES] "
+                   "[--pipeline auto|threads|inline]\n");
       return 2;
     }
   }
@@ -152,9 +166,11 @@ int main(int argc, char** argv) {
   }
 
   std::printf("data plane only (send_stream -> 127.0.0.1 TCP -> recv_stream to the sink), %llu MiB, %d runs each, "
-              "%u CPUs\n",
-              (unsigned long long)size_mib, runs, std::thread::hardware_concurrency());
-  std::printf("%-28s %28s %28s %8s\n", "cipher", "with file SHA-256 MB/s", "without MB/s", "ratio");
+              "records of %u bytes, pipeline %s, %u CPUs\n",
+              (unsigned long long)size_mib, runs, record_size, pipeline_name.c_str(), std::thread::hardware_concurrency());
+  const cr::ChecksumAlg algs[] = {cr::ChecksumAlg::sha256, cr::ChecksumAlg::xxh128, cr::ChecksumAlg::none};
+  std::printf("%-28s %28s %28s %28s %9s %9s\n", "cipher", "checksum sha256 MB/s", "xxh128 MB/s", "none MB/s",
+              "xxh/sha", "none/sha");
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) {
     const cr::CipherDesc* c = cr::find_cipher(name);
@@ -163,21 +179,23 @@ int main(int argc, char** argv) {
       continue;
     }
     const cr::MacDesc* m = cr::find_mac(c->aead || c->mode == cr::CipherMode::none ? "none" : "hmac-sha256");
-    std::vector<double> with, without, cwith, cwithout;
-    for (int r = 0; r < runs; ++r) {
-      Run a = one(file, size, c, m, true);
-      Run b = one(file, size, c, m, false);
-      with.push_back(a.mbps);
-      cwith.push_back(a.cpu_per_gb);
-      without.push_back(b.mbps);
-      cwithout.push_back(b.cpu_per_gb);
-    }
-    Stats w = stats(with), wo = stats(without);
+    std::vector<double> mbps[3], cpu[3];
+    for (int r = 0; r < runs; ++r)
+      for (int k = 0; k < 3; ++k) {
+        Run x = one(file, size, c, m, algs[k], record_size, pipeline);
+        mbps[k].push_back(x.mbps);
+        cpu[k].push_back(x.cpu_per_gb);
+      }
     std::string label = std::string(c->name) + (m->tag_len ? " + " + std::string(m->name) : "");
-    char a[64], b[64];
-    std::snprintf(a, sizeof a, "%.1f (%.0f-%.0f) %.2fs/GB", w.med, w.lo, w.hi, stats(cwith).med);
-    std::snprintf(b, sizeof b, "%.1f (%.0f-%.0f) %.2fs/GB", wo.med, wo.lo, wo.hi, stats(cwithout).med);
-    std::printf("%-28s %28s %28s %8.2f\n", label.c_str(), a, b, wo.med / w.med);
+    char cell[3][64];
+    Stats st[3];
+    for (int k = 0; k < 3; ++k) {
+      st[k] = stats(mbps[k]);
+      std::snprintf(cell[k], sizeof cell[k], "%.1f (%.0f-%.0f) %.2fs/GB", st[k].med, st[k].lo, st[k].hi,
+                    stats(cpu[k]).med);
+    }
+    std::printf("%-28s %28s %28s %28s %9.2f %9.2f\n", label.c_str(), cell[0], cell[1], cell[2], st[1].med / st[0].med,
+                st[2].med / st[0].med);
     std::fflush(stdout);
   }
   ::unlink(tmpl);

@@ -37,7 +37,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   std::string hp = host_port(opt_.host, opt_.port);
   conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
 
-  proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac);
+  proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac, {opt_.checksum, opt_.record_size});
   proto::Step step = hs.start();
   conn_->write_all(step.send.data(), step.send.size());
   uint8_t buf[4096];
@@ -150,7 +150,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     proto::Message pr = ask(probe);
     if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
     if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
-      // One pass, with keep-alives: the keyed digest to compare and the SHA-256 state the stream
+      // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
       // continues from, so the server does not wait while the prefix is read a second time.
       scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
       if (crypto::ct_equal(scan->mac.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
@@ -167,8 +167,8 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   auto t0 = Clock::now();
   try {
     StreamOptions so{req.offset, opt_.fine_progress};
-    if (req.offset) so.prefix_hash = &scan->sha;
-    r.sha256 = send_stream(*conn_, fd, req.size, progress, so);
+    if (req.offset) so.prefix_hash = &scan->sum;
+    r.checksum = send_stream(*conn_, fd, req.size, progress, so);
   } catch (const Failure&) {
     throw_receivers_reason(remote);
     throw;
@@ -176,6 +176,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   expect_ok_result(remote);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
+  r.record_size = conn_->record_size();
   r.resumed_from = req.offset;
   r.verified = true;
   return r;
@@ -260,7 +261,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    r.sha256 = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
+    r.checksum = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     send_failure_result(e);
@@ -269,6 +270,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = resp.size;
+  r.record_size = conn_->record_size();
   r.verified = true;
   return r;
 }

@@ -9,6 +9,7 @@
 
 #include "net/conn.h"
 #include "net/transfer.h"
+#include "crypto/checksum.h"
 #include "crypto/suite.h"
 #include "proto/listing.h"
 
@@ -31,6 +32,9 @@ struct ClientOptions {
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
   // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or -l (paced).
   int streams = 0;
+  // --checksum and --record-size, carried in the handshake (docs/PROTOCOL.md 1.2).
+  crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;
+  uint32_t record_size = uint32_t(proto::kDefaultPayload);
 };
 
 struct FileResult {
@@ -38,9 +42,16 @@ struct FileResult {
   uint64_t bytes = 0;
   double seconds = 0;
   bool verified = false;
-  std::array<uint8_t, 32> sha256{};
+  crypto::Checksum checksum;    // of the whole file (a single stream)
+  // --streams: one checksum per byte range (offset, length, checksum of that range alone)
+  struct Range {
+    uint64_t offset, length;
+    crypto::Checksum checksum;
+  };
+  std::vector<Range> ranges;
   uint64_t resumed_from = 0;   // --resume: bytes the receiver already had (not sent again)
   int streams = 1;             // connections the file moved over (--streams)
+  uint64_t record_size = 0;    // payload bytes per record, as the handshake agreed
 };
 
 // The answer to list (recv -r): a directory on the server and everything under it.
@@ -114,9 +125,9 @@ class Client {
   void throw_receivers_reason(const std::string& remote);
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
-  void put_range(int fd, const proto::Message& req, const ProgressFn& progress,
+  crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
                  const proto::Message* commit = nullptr);
-  void get_range(int fd, const proto::Message& req, const ProgressFn& progress);
+  crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                            const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every

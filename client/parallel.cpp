@@ -177,32 +177,37 @@ int Client::open_extra(int want) {
   return int(extra_.size()) + 1;
 }
 
-void Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress, const proto::Message* commit) {
+crypto::Checksum Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress,
+                                   const proto::Message* commit) {
+  crypto::Checksum sum;
   proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   try {
-    send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+    sum = send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
     if (commit) conn_->send_message(*commit);  // saves a round trip at the end
   } catch (const Failure&) {
     throw_receivers_reason(req.path);
     throw;
   }
   expect_ok_result(req.path);
+  return sum;
 }
 
-void Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+crypto::Checksum Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+  crypto::Checksum sum;
   proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   if (resp.size != req.size) throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+    sum = recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
   } catch (const RecvError& e) {
     send_failure_result(e);
     throw;
   }
   conn_->send_message(result);
+  return sum;
 }
 
 FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
@@ -239,12 +244,13 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   ProgressSum sum(parts, progress);
   proto::Message commit = req;
   commit.op = proto::Op::commit;
+  r.ranges.resize(parts);
   run_parts(conns, fds, parts, [&](size_t i) {
     proto::Message part = req;
     part.part = uint32_t(i);
     part.offset = ranges[i].first;
     part.length = ranges[i].second;
-    conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr);
+    r.ranges[i] = {part.offset, part.length, conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr)};
   });
   // Every part's Result was ok; the commit went out behind part 0 and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
@@ -252,6 +258,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
+  r.record_size = conn_->record_size();
   r.verified = true;
   r.streams = int(parts);
   return r;
@@ -293,13 +300,14 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   std::vector<int> fds;
   for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
   ProgressSum sum(parts, progress);
+  r.ranges.resize(parts);
   try {
     run_parts(conns, fds, parts, [&](size_t i) {
       proto::Message part = req;
       part.part = uint32_t(i);
       part.offset = ranges[i].first;
       part.length = ranges[i].second;
-      conns[i]->get_range(out ? out->fd() : -1, part, sum.part(i));
+      r.ranges[i] = {part.offset, part.length, conns[i]->get_range(out ? out->fd() : -1, part, sum.part(i))};
     });
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
@@ -307,6 +315,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = st.size;
+  r.record_size = conn_->record_size();
   r.verified = true;
   r.streams = int(parts);
   return r;

@@ -112,7 +112,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   proto::Message result;
   result.type = proto::MsgType::result;
   StreamOptions so{start, opt_.fine_progress};
-  if (start) so.prefix_hash = &scan->sha;
+  if (start) so.prefix_hash = &scan->sum;
 
   if (start && whole && start == resp.size) {
     // The destination is the server's file: the end record is all that comes, and the
@@ -121,7 +121,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     if (on_start) on_start(resp.size);
     auto t0 = Clock::now();
     try {
-      r.sha256 = recv_stream(*conn_, -1, resp.size, progress, so);
+      r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const RecvError& e) {
       send_failure_result(e);
       throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
@@ -130,6 +130,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     conn_->send_message(result);
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = resp.size;
+    r.record_size = conn_->record_size();
     r.verified = true;
     return r;
   }
@@ -141,7 +142,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
-    r.sha256 = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
+    r.checksum = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     bool bad = e.status == int(proto::Status::integrity);
@@ -155,6 +156,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = resp.size;
+  r.record_size = conn_->record_size();
   r.verified = true;
   return r;
 }

@@ -17,9 +17,10 @@ constexpr CipherDesc kCiphers[] = {
     {3, "aes128-cbc", "cbc,aes", CipherAlg::aes128, CipherMode::cbc, 16, 16, 0, false, false, 0,
      "AES-128 in CBC, encrypt-then-MAC"},
     {4, "blowfish-cbc", "blowfish,bf-cbc", CipherAlg::blowfish, CipherMode::cbc, 16, 8, 0, false, true, kBlowfishRekey,
-     "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB)"},
+     "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB; key-dependent S-box lookups: not constant-time)"},
     {5, "arcfour", "rc4,arcfour128", CipherAlg::rc4, CipherMode::stream, 16, 1, 0, false, true, 0,
-     "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465)"},
+     "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465; secret-indexed state: not "
+     "constant-time)"},
     {6, "none", "", CipherAlg::none, CipherMode::none, 0, 1, 0, false, true, 0,
      "no encryption (speed tests; data is readable on the wire)"},
 };

@@ -22,6 +22,16 @@ Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
     : fd_(fd), timeout_(timeout), peer_(std::move(peer)) {
   int fl = ::fcntl(fd_, F_GETFL);
   ::fcntl(fd_, F_SETFL, fl | O_NONBLOCK);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    if (ss.ss_family == AF_INET) {
+      loopback_ = (ntohl(reinterpret_cast<sockaddr_in*>(&ss)->sin_addr.s_addr) >> 24) == 127;
+    } else if (ss.ss_family == AF_INET6) {
+      const in6_addr& a = reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr;
+      loopback_ = IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+    }
+  }
 }
 
 Conn::~Conn() {
@@ -130,6 +140,8 @@ void Conn::start_records(const proto::SessionKeys& keys, bool is_client) {
   const auto& in = is_client ? keys.s2c : keys.c2s;
   sealer_ = std::make_unique<proto::RecordSealer>(*keys.cipher, *keys.mac, out);
   opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in);
+  checksum_ = keys.checksum;
+  record_size_ = keys.record_size;
   wbuf_.assign(proto::kMaxRecord + 64, 0);
   rbuf_.assign(proto::kMaxRecord + 64, 0);
 }

@@ -93,18 +93,18 @@ void copy_prefix(int from, int to, uint64_t len) {
   });
 }
 
-void hash_prefix(crypto::Sha256& hash, int fd, uint64_t len) {
+void hash_prefix(crypto::FileChecksum& hash, int fd, uint64_t len) {
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) { hash.update(p, n); });
 }
 
 PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
                        const std::function<void()>& tick) {
-  PrefixScan out;
+  PrefixScan out{{}, crypto::FileChecksum(keys.checksum)};
   PrefixMac h(keys, len);
   uint64_t at = 0;
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
     h.update(p, n);
-    out.sha.update(p, n);
+    out.sum.update(p, n);
     if (copy_to >= 0) write_full(copy_to, p, n, int64_t(at));
     at += n;
     if (tick) tick();

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "net/transfer.h"
-#include "crypto/sha256.h"
+#include "crypto/checksum.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::net {
@@ -28,15 +28,15 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
                        const std::function<void()>& tick = nullptr);
 
 // Feeds the first len bytes of fd into h (pread). Throws Failure.
-void hash_prefix(crypto::Sha256& h, int fd, uint64_t len);
+void hash_prefix(crypto::FileChecksum& h, int fd, uint64_t len);
 
-// One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the SHA-256
-// state after them (StreamOptions::prefix_hash), so that nothing is left to read once the server
+// One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the file
+// checksum's state after them (the session's algorithm) (StreamOptions::prefix_hash), so that nothing is left to read once the server
 // has answered. copy_to >= 0 also receives the bytes (pwrite, same offsets). tick as for
 // prefix_mac. Throws Failure.
 struct PrefixScan {
   std::string mac;
-  crypto::Sha256 sha;
+  crypto::FileChecksum sum;
 };
 PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int copy_to,
                        const std::function<void()>& tick);

@@ -1,4 +1,4 @@
-// The data plane. Both directions are two-stage pipelines, so that the whole-file SHA-256 and the
+// The data plane. Both directions are two-stage pipelines, so that the whole-file checksum and the
 // file I/O overlap with the record crypto and the socket:
 //
 //   sender:   [reader thread] read a batch of records' payloads, hash them
@@ -23,10 +23,12 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "net/resume.h"
-#include "crypto/sha256.h"
+#include "crypto/checksum.h"
+#include "proto/end_record.h"
 #include "crypto/util.h"
 
 namespace aesxfer::net {
@@ -166,6 +168,18 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
 
 }  // namespace
 
+bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
+  if (p != StreamOptions::Pipeline::auto_choice) return p == StreamOptions::Pipeline::threads;
+  // AESXFER_PIPELINE=threads|inline overrides the choice (tests run both paths on any machine).
+  static const int forced = [] {
+    const char* e = std::getenv("AESXFER_PIPELINE");
+    if (!e) return -1;
+    return std::string_view(e) == "threads" ? 1 : std::string_view(e) == "inline" ? 0 : -1;
+  }();
+  if (forced >= 0) return forced == 1;
+  return !(c.loopback_peer() && std::thread::hardware_concurrency() < 4);
+}
+
 void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
   while (n > 0) {
     ssize_t w = pos < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(pos));
@@ -183,12 +197,13 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
   }
 }
 
-std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
-                                    const StreamOptions& opt) {
+crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                             const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
   const size_t per_batch = opt.per_record ? 1 : std::min(kSendSlots, c.sealer().batch_records());
-  Handoff h(per_batch, proto::kDefaultPayload + overhead);
-  crypto::Sha256 hash;
+  const size_t rec_size = c.record_size();
+  Handoff h(per_batch, rec_size + overhead);
+  crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) {
@@ -198,43 +213,50 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
       throw Failure(std::string("seek error: ") + std::strerror(errno));
   }
 
-  // Reader: fills batches with payloads and hashes them before they are encrypted in place.
-  std::thread reader([&] {
-    try {
-      uint64_t at = opt.offset;
-      bool last = false;
-      while (!last) {
-        Batch* b = h.take_free();
-        if (!b) return;
-        b->n = 0;
-        while (b->n < per_batch && at < size) {
-          size_t n = size_t(std::min<uint64_t>(proto::kDefaultPayload, size - at));
-          uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
-          if (fd < 0) std::memset(p, 0, n);
-          else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
-          else read_full(fd, p, n, at, size);
-          if (opt.file_digest) hash.update(p, n);
-          b->len[b->n++] = n;
-          at += n;
-        }
-        last = b->last = at >= size;
-        h.put_full(b);
-      }
-    } catch (...) {
-      h.stop(std::current_exception());
+  // Fills a batch with payloads and hashes them before they are encrypted in place.
+  uint64_t at = opt.offset;
+  auto fill = [&](Batch* b) {
+    b->n = 0;
+    while (b->n < per_batch && at < size) {
+      size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
+      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
+      if (fd < 0) std::memset(p, 0, n);
+      else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
+      else read_full(fd, p, n, at, size);
+      hash.update(p, n);
+      b->len[b->n++] = n;
+      at += n;
     }
-  });
+    b->last = at >= size;
+  };
+  const bool threaded = pipeline_threads(c, opt.pipeline);
+  std::thread reader;
+  if (threaded)
+    reader = std::thread([&] {
+      try {
+        for (bool last = false; !last;) {
+          Batch* b = h.take_free();
+          if (!b) return;
+          fill(b);
+          last = b->last;
+          h.put_full(b);
+        }
+      } catch (...) {
+        h.stop(std::current_exception());
+      }
+    });
   Joiner joiner{h, reader};
 
   uint64_t done = opt.offset;
   proto::RecordSealer::Job jobs[kSendSlots];
   struct iovec iov[kSendSlots];
   for (;;) {
-    Batch* b = h.take_full();
+    Batch* b = threaded ? h.take_full() : h.take_free();
     if (!b) {
       h.rethrow();
       throw Failure("internal error: the file reader stopped");
     }
+    if (!threaded) fill(b);
     for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0};
     c.sealer().seal_batch(jobs, b->n);
     for (size_t i = 0; i < b->n; ++i) {
@@ -248,46 +270,57 @@ std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const Progre
     if (progress) progress(done);
     if (last) break;
   }
-  reader.join();
+  if (threaded) reader.join();
   h.rethrow();
 
-  std::array<uint8_t, 32> digest{};
-  if (opt.file_digest) hash.final(digest.data());
-  uint8_t* p = c.payload_buffer();
-  std::memcpy(p, digest.data(), 32);
-  crypto::store_be64(p + 32, size);
-  c.send_record(RecordType::end, proto::kFlagFinal, 40);
-  return digest;
+  proto::EndRecord end{size, hash.final()};
+  c.send_record(RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));
+  return end.checksum;
 }
 
-std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
-                                    const StreamOptions& opt) {
+crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                             const StreamOptions& opt) {
   const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
   Handoff h(per_batch, proto::kMaxRecord);
-  crypto::Sha256 hash;
+  crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
   else if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
 
-  // Writer: hashes the verified plaintext and writes it out.
-  std::thread writer([&] {
-    try {
-      int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
-      for (;;) {
-        Batch* b = h.take_full();
-        if (!b) return;
-        for (size_t i = 0; i < b->n; ++i) {
-          if (opt.file_digest) hash.update(b->payload[i].data(), b->payload[i].size());
-          if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
-          if (wpos >= 0) wpos += int64_t(b->payload[i].size());
-        }
-        h.put_free(b);
-      }
-    } catch (...) {
-      h.stop(std::current_exception());
+  // Hashes a batch's verified plaintext and writes it out.
+  int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
+  auto store = [&](Batch* b) {
+    for (size_t i = 0; i < b->n; ++i) {
+      hash.update(b->payload[i].data(), b->payload[i].size());
+      if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+      if (wpos >= 0) wpos += int64_t(b->payload[i].size());
     }
-  });
+  };
+  const bool threaded = pipeline_threads(c, opt.pipeline);
+  std::thread writer;
+  if (threaded)
+    writer = std::thread([&] {
+      try {
+        for (;;) {
+          Batch* b = h.take_full();
+          if (!b) return;
+          store(b);
+          h.put_free(b);
+        }
+      } catch (...) {
+        h.stop(std::current_exception());
+      }
+    });
+  // Hands a batch over to be stored: to the writer thread, or stored here.
+  auto hand_over = [&](Batch* b) {
+    if (!threaded) {
+      store(b);
+      h.put_free(b);
+    } else {
+      h.put_full(b);
+    }
+  };
   Joiner joiner{h, writer};
 
   uint64_t done = opt.offset;
@@ -298,8 +331,7 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
       throw Failure("internal error: the file writer stopped");
     }
     b->n = 0;
-    bool end = false;
-    uint8_t end_payload[40] = {};
+    std::optional<proto::EndRecord> end;
     // Read up to a batch of records (an end record closes the batch early), then verify all
     // their tags together and decrypt them.
     proto::RecordOpener::Job jobs[kRecvSlots];
@@ -322,7 +354,7 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
             done += jobs[i].payload.size();
           }
         if (b->n > 0) {
-          h.put_full(b);
+          hand_over(b);
           h.drain();
         }
       }
@@ -335,17 +367,22 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
       if (jobs[i].hdr.type == RecordType::data) {
         if (payload.size() > size - done)
           throw RecvError("peer sent more data than announced", int(proto::Status::integrity));
+        if (payload.size() > c.record_size())
+          throw RecvError("peer sent a record larger than the agreed record size", int(proto::Status::integrity));
         b->payload[b->n++] = payload;
         done += payload.size();
       } else if (jobs[i].hdr.type == RecordType::end) {
-        if (payload.size() != 40) throw RecvError("malformed end record", int(proto::Status::integrity));
-        std::memcpy(end_payload, payload.data(), 40);
-        end = true;
+        end = proto::decode_end(payload);
+        if (!end) throw RecvError("malformed end record", int(proto::Status::integrity));
+        if (end->checksum.alg != c.checksum())
+          throw RecvError(std::string("end record carries a ") + crypto::checksum_name(end->checksum.alg) +
+                              " checksum, the session agreed on " + crypto::checksum_name(c.checksum()),
+                          int(proto::Status::integrity));
       } else {
         throw RecvError("unexpected record during the transfer", int(proto::Status::integrity));
       }
     }
-    if (b->n > 0) h.put_full(b);
+    if (b->n > 0) hand_over(b);
     else h.put_free(b);
     if (progress) progress(done);
     if (end) {
@@ -354,15 +391,14 @@ std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const Progre
         throw Failure("internal error: the file writer stopped");
       }
       h.rethrow();
-      if (crypto::load_be64(end_payload + 32) != size || done != size)
+      if (end->length != size || done != size)
         throw RecvError("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
                         int(proto::Status::integrity));
-      std::array<uint8_t, 32> digest{};
-      if (!opt.file_digest) return digest;
-      hash.final(digest.data());
-      if (!crypto::ct_equal(digest.data(), end_payload, 32))
-        throw RecvError("whole-file SHA-256 mismatch", int(proto::Status::integrity));
-      return digest;
+      crypto::Checksum mine = hash.final();
+      if (!crypto::ct_equal(mine.bytes.data(), end->checksum.bytes.data(), mine.len))
+        throw RecvError(std::string("whole-file ") + crypto::checksum_name(mine.alg) + " mismatch",
+                        int(proto::Status::integrity));
+      return mine;
     }
     h.rethrow();
   }

@@ -1,11 +1,12 @@
-// The data plane shared by both ends: stream a file as data records followed by an `end` record
-// (final flag, SHA-256 of the whole file and its length), or receive such a stream into a file.
+// The data plane shared by both ends: stream a file as data records of the negotiated size
+// followed by an `end` record (final flag, the length and the whole-file checksum of the algorithm
+// the handshake agreed), or receive such a stream into a file.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <functional>
 
-#include "crypto/sha256.h"
+#include "crypto/checksum.h"
 #include "net/conn.h"
 
 namespace aesxfer::net {
@@ -15,7 +16,7 @@ using ProgressFn = std::function<void(uint64_t done)>;
 
 struct StreamOptions {
   // Resume: the first `offset` bytes are already at the receiver. They are hashed from fd (so the
-  // end record still carries the SHA-256 of the whole file) but not sent; data records carry
+  // end record still carries the checksum of the whole file) but not sent; data records carry
   // bytes [offset, size). The receiver's fd must hold them and be positioned at offset.
   uint64_t offset = 0;
   // Report progress after every record (256 KiB) rather than per batch of 16, for -l pacing
@@ -23,25 +24,31 @@ struct StreamOptions {
   bool per_record = false;
   // Parallel streams (--streams): the stream carries bytes [base, base + size) of the file, read
   // with pread / written with pwrite at those offsets (several streams share one descriptor); the
-  // end record holds the SHA-256 and length of that range alone. Not combined with `offset`.
+  // end record holds the checksum and length of that range alone. Not combined with `offset`.
   bool ranged = false;
   uint64_t base = 0;
-  // Measurement only (bench/pipeline_floor): false skips the whole-file SHA-256 on both ends (the
-  // end record then carries zeros and the receiver checks the length alone), to measure what the
-  // digest costs. Nothing in the product sets it: no option, no protocol flag.
-  bool file_digest = true;
-  // With offset: the SHA-256 state after the first `offset` bytes, already computed by the caller
-  // (scan_prefix); fd is then not read for them (a receiver's fd may be -1: nothing to write).
-  const crypto::Sha256* prefix_hash = nullptr;
+  // With offset: the checksum state after the first `offset` bytes, already computed by the
+  // caller (scan_prefix); fd is then not read for them (a receiver's fd may be -1: nothing to write).
+  const crypto::FileChecksum* prefix_hash = nullptr;
+  // Whether the file I/O and checksum run on a thread of their own beside the record crypto and
+  // the socket (threads), or in the calling thread (inline). auto: inline when both ends share
+  // this machine's cores (a loopback peer) and there are fewer than 4 of them, where a second
+  // busy thread per end only queues for a core; threads otherwise; the environment variable
+  // AESXFER_PIPELINE=threads|inline overrides it. The others are for measurement
+  // (bench/pipeline_floor) and tests.
+  enum class Pipeline { auto_choice, threads, inline_stage } pipeline = Pipeline::auto_choice;
 };
+
+// The choice `auto_choice` makes for this connection.
+bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p);
 
 // Sends `size` bytes read from fd (fd < 0: zeros, the /dev/zero source). Throws Failure.
 // A file that is shorter than `size` by the time it is read fails the transfer.
-std::array<uint8_t, 32> send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
-                                    const StreamOptions& opt = {});
+crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                             const StreamOptions& opt = {});
 
 // Receives exactly `size` bytes into fd (fd < 0: discard, the /dev/null sink) and checks the
-// final record's length and SHA-256. Throws Failure; the caller removes its temporary file.
+// end record's length and checksum. Throws Failure; the caller removes its temporary file.
 struct RecvError : Failure {
   RecvError(const std::string& m, int st) : Failure(m), status(st) {}
   int status;  // proto::Status value to report to the peer
@@ -50,7 +57,7 @@ struct RecvError : Failure {
 // Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws RecvError
 // (no_space when the disk is full, else io_error).
 void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
-std::array<uint8_t, 32> recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
-                                    const StreamOptions& opt = {});
+crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
+                             const StreamOptions& opt = {});
 
 }  // namespace aesxfer::net

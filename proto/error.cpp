@@ -13,6 +13,7 @@ class Category final : public std::error_category {
       case errc::bad_handshake: return "malformed or oversized handshake message";
       case errc::unsupported_cipher: return "the server does not support the requested cipher";
       case errc::unsupported_mac: return "the server does not support the requested MAC";
+      case errc::unsupported_checksum: return "the server does not allow the requested file checksum";
       case errc::host_key_signature:
         return "the server's host key signature over the handshake does not verify (tampering or a broken server)";
       case errc::client_signature: return "the client's signature over the handshake does not verify";

@@ -23,6 +23,7 @@ enum class errc {
   after_final,              // data after the final record
   bad_message,              // control message malformed
   sequence_exhausted,       // 2^64 records in one direction (never in practice)
+  unsupported_checksum,     // the server does not allow the requested file checksum
 };
 
 const std::error_category& category() noexcept;

@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -16,13 +17,13 @@ namespace {
 
 constexpr uint8_t kMagic[8] = {'A', 'E', 'S', 'X', 'F', 'E', 'R', '1'};
 constexpr uint8_t kClientHello = 1, kServerHello = 2, kClientAuth = 3;
-constexpr size_t kClientHelloBody = 8 + 1 + 1 + 1 + 1 + 32 + 32 + 32;     // 108
-constexpr size_t kServerHelloBody = 8 + 1 + 1 + 32 + 32 + 32 + 64;         // 170
+constexpr size_t kClientHelloBody = 8 + 1 + 1 + 1 + 1 + 32 + 32 + 32 + 4;  // 112
+constexpr size_t kServerHelloBody = 8 + 1 + 1 + 32 + 32 + 32 + 4 + 64;     // 174
 constexpr size_t kClientAuthBody = 64;
 constexpr std::string_view kHostSigLabel = "aesxfer-v1 host-sig";
 constexpr std::string_view kClientSigLabel = "aesxfer-v1 client-sig";
 
-enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3 };
+enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3, kStatusChecksum = 4 };
 
 void init_sodium() {
   if (sodium_init() < 0) throw std::runtime_error("libsodium initialisation failed");
@@ -138,6 +139,13 @@ const crypto::MacDesc* none_mac() { return crypto::find_mac("none"); }
 
 // ---------------------------------------------------------------------------------------------
 
+std::string checksum_set_names(uint32_t bits) {
+  std::string out;
+  for (auto a : {crypto::ChecksumAlg::xxh128, crypto::ChecksumAlg::sha256, crypto::ChecksumAlg::none})
+    if (bits & (1u << uint8_t(a))) out += std::string(out.empty() ? "" : ", ") + crypto::checksum_name(a);
+  return out.empty() ? "none at all" : out;
+}
+
 DirectionKeys derive_direction_keys(const uint8_t kx_key[32], const std::array<uint8_t, 32>& transcript_hash) {
   init_sodium();
   DirectionKeys d{};
@@ -203,9 +211,11 @@ struct ClientHandshake::Impl {
   std::error_code error;
   PublicKey host{};
 
-  Impl(const Identity& id, const crypto::CipherDesc& c, const crypto::MacDesc& m) : me(id) {
+  Impl(const Identity& id, const crypto::CipherDesc& c, const crypto::MacDesc& m, SessionParams p) : me(id) {
     keys.cipher = &c;
     keys.mac = &m;
+    keys.checksum = p.checksum;
+    keys.record_size = p.record_size;
   }
   ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
 
@@ -219,9 +229,14 @@ struct ClientHandshake::Impl {
     if (reader.type() != kServerHello) return failed(errc::unexpected_message, consumed);
     const uint8_t* b = reader.body();
     size_t n = reader.body_len();
-    if (n < 9 || std::memcmp(b, kMagic, 8) != 0 || b[8] != kVersion) return failed(errc::bad_magic, consumed);
+    if (n < 9 || std::memcmp(b, kMagic, 8) != 0) return failed(errc::bad_magic, consumed);
+    if (b[8] != kVersion)
+      return failed(errc::bad_magic, consumed,
+                    "the server speaks aesxfer protocol version " + std::to_string(b[8]) + ", this client " +
+                        std::to_string(kVersion) + " (upgrade the older end)");
     if (n != kServerHelloBody) return failed(errc::bad_handshake, consumed);
     uint8_t status = b[9];
+    const uint32_t record_size = crypto::load_be32(b + 106);
     switch (status) {
       case kStatusOk: break;
       case kStatusCipher:
@@ -229,13 +244,21 @@ struct ClientHandshake::Impl {
                       std::string("the server does not support or allow cipher ") + keys.cipher->name);
       case kStatusMac:
         return failed(errc::unsupported_mac, consumed, std::string("the server does not support or allow MAC ") + keys.mac->name);
-      case kStatusVersion: return failed(errc::bad_magic, consumed, "the server does not speak protocol version 1");
+      case kStatusVersion:
+        return failed(errc::bad_magic, consumed,
+                      "the server does not speak protocol version " + std::to_string(kVersion) +
+                          " (upgrade the older end)");
+      case kStatusChecksum:
+        return failed(errc::unsupported_checksum, consumed,
+                      std::string("the server does not allow checksum ") + crypto::checksum_name(keys.checksum) +
+                          " (it allows: " + checksum_set_names(record_size) + ")");
       default: return failed(errc::bad_handshake, consumed);
     }
     const uint8_t* server_kx = b + 10;
     const uint8_t* server_random = b + 42;
     const uint8_t* host_pk = b + 74;
-    const uint8_t* sig = b + 106;
+    const uint8_t* sig = b + 110;
+    if (record_size < kMinRecordSize || record_size > keys.record_size) return failed(errc::bad_handshake, consumed);
     server_hello = reader.frame();
     // TH1 = SHA-256(ClientHello frame || ServerHello frame without the signature)
     auto th1 = hash2(client_hello, server_hello.data(), server_hello.size() - 64);
@@ -258,6 +281,7 @@ struct ClientHandshake::Impl {
     std::memcpy(host.data(), host_pk, 32);
     keys.host_key = host;
     keys.transcript_hash = th2;
+    keys.record_size = record_size;
     state = State::host_pending;
     Step s;
     s.consumed = consumed;
@@ -265,9 +289,12 @@ struct ClientHandshake::Impl {
   }
 };
 
-ClientHandshake::ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac) {
+ClientHandshake::ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac,
+                                 SessionParams params) {
   init_sodium();
-  impl_ = std::make_unique<Impl>(me, cipher, mac);
+  if (params.record_size < kMinRecordSize || params.record_size > kMaxRecordSize)
+    throw std::invalid_argument("record size out of range");
+  impl_ = std::make_unique<Impl>(me, cipher, mac, params);
 }
 ClientHandshake::~ClientHandshake() = default;
 
@@ -282,10 +309,13 @@ Step ClientHandshake::start() {
   f.push_back(kVersion);
   f.push_back(m.keys.cipher->wire_id);
   f.push_back(m.keys.mac->wire_id);
-  f.push_back(0);
+  f.push_back(uint8_t(m.keys.checksum));
   append(f, m.kx_pk, 32);
   append(f, m.keys.client_random.data(), 32);
   append(f, m.me.pk.data(), 32);
+  uint8_t rs[4];
+  crypto::store_be32(rs, m.keys.record_size);
+  append(f, rs, 4);
   m.client_hello = f;
   m.state = Impl::State::wait_server_hello;
   Step s;
@@ -341,7 +371,7 @@ struct ServerHandshake::Impl {
   enum class State { wait_client_hello, wait_client_auth, done, failed } state = State::wait_client_hello;
   const Identity& host;
   std::function<bool(const PublicKey&)> is_authorized;
-  HandshakePolicy policy;
+  ServerPolicy policy;
   SessionKeys keys;
   uint8_t kx_pk[crypto_kx_PUBLICKEYBYTES]{};
   uint8_t kx_sk[crypto_kx_SECRETKEYBYTES]{};
@@ -353,7 +383,8 @@ struct ServerHandshake::Impl {
   bool have_client_key = false;
   bool authorized = false;
 
-  Impl(const Identity& h, std::function<bool(const PublicKey&)> f) : host(h), is_authorized(std::move(f)) {}
+  Impl(const Identity& h, std::function<bool(const PublicKey&)> f, ServerPolicy p)
+      : host(h), is_authorized(std::move(f)), policy(p) {}
   ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
 
   Step failed(std::error_code ec, size_t consumed, std::string detail = {}) {
@@ -362,13 +393,15 @@ struct ServerHandshake::Impl {
     return fail(ec, consumed, std::move(detail));
   }
 
-  // A ServerHello with a non-zero status and all key/signature fields zero.
-  Step refuse(uint8_t status, std::error_code ec, size_t consumed, std::string detail) {
+  // A ServerHello with a non-zero status and all key/signature fields zero; the record-size field
+  // carries `info` (for status 4, the allowed checksums as a bit set).
+  Step refuse(uint8_t status, std::error_code ec, size_t consumed, std::string detail, uint32_t info = 0) {
     auto f = frame_start(kServerHello, kServerHelloBody);
     append(f, kMagic, 8);
     f.push_back(kVersion);
     f.push_back(status);
     f.resize(5 + kServerHelloBody, 0);
+    crypto::store_be32(f.data() + 5 + 106, info);
     Step s = failed(ec, consumed, std::move(detail));
     s.send = std::move(f);
     return s;
@@ -381,7 +414,10 @@ struct ServerHandshake::Impl {
     if (n < 9 || std::memcmp(b, kMagic, 8) != 0) return failed(errc::bad_magic, consumed);
     if (b[8] != kVersion)
       return refuse(kStatusVersion, errc::bad_magic, consumed, "client speaks protocol version " + std::to_string(b[8]));
-    if (n != kClientHelloBody || b[11] != 0) return failed(errc::bad_handshake, consumed);
+    if (n != kClientHelloBody) return failed(errc::bad_handshake, consumed);
+    const uint32_t want_record = crypto::load_be32(b + 108);
+    if (!crypto::checksum_known(b[11]) || want_record < kMinRecordSize || want_record > kMaxRecordSize)
+      return failed(errc::bad_handshake, consumed);
     const crypto::CipherDesc* c = crypto::cipher_by_wire_id(b[9]);
     if (!c)
       return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
@@ -399,6 +435,14 @@ struct ServerHandshake::Impl {
     if (!c->aead && policy.mac_allowed && !policy.mac_allowed(*mac))
       return refuse(kStatusMac, errc::unsupported_mac, consumed,
                     std::string("client asked for MAC ") + mac->name + ", which --macs does not allow");
+    const auto checksum = crypto::ChecksumAlg(b[11]);
+    if (!(policy.checksums & (1u << b[11])))
+      return refuse(kStatusChecksum, errc::unsupported_checksum, consumed,
+                    std::string("client asked for checksum ") + crypto::checksum_name(checksum) +
+                        ", which serve --checksums does not allow",
+                    policy.checksums);
+    keys.checksum = checksum;
+    keys.record_size = std::max(kMinRecordSize, std::min(want_record, policy.max_record_size));
     keys.cipher = c;
     keys.mac = mac;
     std::memcpy(client_kx, b + 12, 32);
@@ -418,6 +462,9 @@ struct ServerHandshake::Impl {
     append(f, kx_pk, 32);
     append(f, server_random, 32);
     append(f, host.pk.data(), 32);
+    uint8_t rs[4];
+    crypto::store_be32(rs, keys.record_size);
+    append(f, rs, 4);
     auto th1 = hash2(client_hello, f.data(), f.size());
     auto msg = sig_message(kHostSigLabel, th1);
     uint8_t sig[crypto_sign_BYTES];
@@ -464,10 +511,9 @@ struct ServerHandshake::Impl {
 };
 
 ServerHandshake::ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized,
-                                 HandshakePolicy policy) {
+                                 ServerPolicy policy) {
   init_sodium();
-  impl_ = std::make_unique<Impl>(host, std::move(is_authorized));
-  impl_->policy = std::move(policy);
+  impl_ = std::make_unique<Impl>(host, std::move(is_authorized), policy);
 }
 ServerHandshake::~ServerHandshake() = default;
 

@@ -1,8 +1,10 @@
 // The handshake as two pure state machines (no sockets). See docs/PROTOCOL.md, "Handshake".
 //
-//   C -> S  ClientHello  magic, version, cipher id, MAC id, ephemeral X25519 key, random, client Ed25519 key
+//   C -> S  ClientHello  magic, version, cipher id, MAC id, checksum id, ephemeral X25519 key, random,
+//                        client Ed25519 key, the record size the client asks for
 //   S -> C  ServerHello  magic, version, status, ephemeral X25519 key, random, host Ed25519 key,
-//                        signature by the host key over SHA-256 of the transcript so far
+//                        the agreed record size, signature by the host key over SHA-256 of the
+//                        transcript so far
 //   C -> S  ClientAuth   signature by the client key over SHA-256 of ClientHello and ServerHello
 // then both sides derive per-direction keys from crypto_kx session keys and the transcript hash,
 // and everything else travels in records. The server's verdict on the client key is its first
@@ -19,13 +21,39 @@
 #include <system_error>
 #include <vector>
 
+#include "crypto/checksum.h"
 #include "crypto/suite.h"
 #include "proto/record.h"
 
 namespace aesxfer::proto {
 
 constexpr size_t kMaxFrame = 4096;
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
+// Bounds of the negotiated record size (payload bytes of a data record).
+constexpr uint32_t kMinRecordSize = 4096;
+constexpr uint32_t kMaxRecordSize = uint32_t(kMaxPayload);
+
+// What a client asks for besides cipher and MAC (docs/PROTOCOL.md 1.2).
+struct SessionParams {
+  crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;
+  uint32_t record_size = uint32_t(kDefaultPayload);
+};
+
+// What a server allows (serve --checksums, --max-record-size).
+struct ServerPolicy {
+  // Bit (1 << wire id) per allowed checksum; all by default.
+  uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) |
+                       (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
+                       (1u << uint8_t(crypto::ChecksumAlg::xxh128));
+  uint32_t max_record_size = kMaxRecordSize;
+  // Allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused exactly
+  // like an unknown one (ServerHello status "cipher" or "MAC"); an unset predicate allows
+  // everything. The MAC is not checked for an AEAD cipher (its MAC byte is ignored).
+  std::function<bool(const crypto::CipherDesc&)> cipher_allowed;
+  std::function<bool(const crypto::MacDesc&)> mac_allowed;
+};
+// "xxh128, sha256" for a checksum bit set.
+std::string checksum_set_names(uint32_t bits);
 
 using PublicKey = std::array<uint8_t, 32>;  // Ed25519 public key
 
@@ -52,6 +80,8 @@ struct SessionKeys {
   std::array<uint8_t, 32> client_random{};
   std::array<uint8_t, 32> transcript_hash{};
   PublicKey client_key{}, host_key{};
+  crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;  // the whole-file checksum of every transfer
+  uint32_t record_size = uint32_t(kDefaultPayload);         // payload bytes per data record, both ways
   ~SessionKeys();
   // One line per direction in the documented keylog format (docs/PROTOCOL.md, "Key log").
   std::string keylog_lines() const;
@@ -66,13 +96,14 @@ struct Step {
   std::vector<uint8_t> send;
   bool done = false;
   std::error_code ec;
-  std::string detail;  // human-readable detail for ec (e.g. the server's refusal message)
+  std::string detail;   // human-readable detail for ec (e.g. the server's refusal message)
   size_t consumed = 0;  // bytes of the fed input used (feed() only)
 };
 
 class ClientHandshake {
  public:
-  ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac);
+  ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac,
+                  SessionParams params = {});
   ~ClientHandshake();
   // First flight (ClientHello).
   Step start();
@@ -90,19 +121,11 @@ class ClientHandshake {
   std::unique_ptr<Impl> impl_;
 };
 
-// A server's allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused
-// exactly like an unknown one (ServerHello status "cipher" or "MAC"); an unset predicate allows
-// everything. The MAC is not checked for an AEAD cipher (its MAC byte is ignored).
-struct HandshakePolicy {
-  std::function<bool(const crypto::CipherDesc&)> cipher_allowed;
-  std::function<bool(const crypto::MacDesc&)> mac_allowed;
-};
-
 class ServerHandshake {
  public:
   // is_authorized decides whether a client key may log in (authorized_keys).
   ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized,
-                  HandshakePolicy policy = {});
+                  ServerPolicy policy = {});
   ~ServerHandshake();
   // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
   // done == true once ClientAuth verified. An unknown cipher produces a ServerHello with a

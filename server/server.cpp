@@ -46,7 +46,7 @@ struct Server::Impl {
   ServerOptions opt;
   std::unique_ptr<Root> root;  // every file operation goes through it
   RequestLimits limits;
-  proto::HandshakePolicy policy;  // serve --ciphers, --macs
+  proto::ServerPolicy policy;  // opt.policy with the allow-lists of --ciphers, --macs
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
@@ -312,8 +312,8 @@ static std::function<bool(const Desc&)> allow_list(const std::vector<std::string
 }
 
 // serve --ciphers, --macs: names checked now, compared by canonical name in each handshake.
-static proto::HandshakePolicy allow_lists(const ServerOptions& opt) {
-  proto::HandshakePolicy p;
+static proto::ServerPolicy allow_lists(const ServerOptions& opt) {
+  proto::ServerPolicy p = opt.policy;
   p.cipher_allowed = allow_list<crypto::CipherDesc>(opt.ciphers, crypto::find_cipher, "ciphers", "cipher",
                                                     crypto::cipher_names());
   p.mac_allowed = allow_list<crypto::MacDesc>(opt.macs, crypto::find_mac, "macs", "MAC", crypto::mac_names());

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "proto/handshake.h"
+
 namespace aesxfer::net {
 
 struct ServerOptions {
@@ -31,6 +33,7 @@ struct ServerOptions {
   // written to (server/sweep.h); 0 keeps them for ever.
   std::chrono::seconds partial_max_age{7 * 24 * 3600};
   uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
+  proto::ServerPolicy policy;          // --checksums, --max-record-size
   // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
   std::vector<std::string> ciphers, macs;
 };

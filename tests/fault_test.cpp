@@ -414,21 +414,25 @@ INSTANTIATE_TEST_SUITE_P(Fault, FaultTamper,
                          });
 
 // Without a MAC the records are not authenticated, but the end record's length and whole-file
-// SHA-256 still catch a modified or missing record: the destination is never replaced.
+// checksum (xxh128 by default, or sha256) still catch a modified or missing record: the
+// destination is never replaced.
 TEST_F(Fault, NoMacFlipCaughtByFileHash) {
-  FaultSpec s;
-  s.kind = FaultKind::flip;
-  s.record = 2;
-  s.part = RecordPart::body;
-  s.offset = 99;
-  s.tag_len = 0;
-  Relay relay(server->port(), s);
-  auto r = send("dest.bin", {"-c", "none", "-m", "none"}, relay.port());
-  EXPECT_TRUE(relay.fault_applied());
-  expect_failure(r, 1, {"sha-256", "integrity"});
-  EXPECT_TRUE(server->wait_for_log("SHA-256"));
-  expect_no_damage();
-  expect_clean_transfer();
+  for (std::string alg : {"xxh128", "sha256"}) {
+    SCOPED_TRACE(alg);
+    FaultSpec s;
+    s.kind = FaultKind::flip;
+    s.record = 2;
+    s.part = RecordPart::body;
+    s.offset = 99;
+    s.tag_len = 0;
+    Relay relay(server->port(), s);
+    auto r = send("dest.bin", {"-c", "none", "-m", "none", "--checksum", alg}, relay.port());
+    EXPECT_TRUE(relay.fault_applied());
+    expect_failure(r, 1, {alg + " mismatch"});
+    EXPECT_TRUE(server->wait_for_log(alg + " mismatch"));
+    expect_no_damage();
+    expect_clean_transfer();
+  }
 }
 
 TEST_F(Fault, NoMacDropCaughtByLength) {

@@ -119,8 +119,10 @@ TEST(Handshake, KeysAgreeForEveryCipher) {
       expect_channel(c, m, ck.c2s, sk.c2s);
       expect_channel(c, m, sk.s2c, ck.s2c);
       // Frame sizes are fixed by the spec.
-      EXPECT_EQ(p.client_hello.size(), 4u + 1 + 108);
-      EXPECT_EQ(p.server_hello.size(), 4u + 1 + 170);
+      EXPECT_EQ(p.client_hello.size(), 4u + 1 + 112);
+      EXPECT_EQ(p.server_hello.size(), 4u + 1 + 174);
+      EXPECT_EQ(ck.checksum, sk.checksum);
+      EXPECT_EQ(ck.record_size, sk.record_size);
       EXPECT_EQ(p.client_auth.size(), 4u + 1 + 64);
     }
   }
@@ -150,17 +152,20 @@ TEST(Handshake, TranscriptAndKeyScheduleMatchSpec) {
   msg.insert(msg.end(), th2, th2 + 32);
   EXPECT_EQ(0, crypto_sign_verify_detached(p.client_auth.data() + 5, msg.data(), msg.size(), p.client.pk.data()));
   // Layout of ClientHello.
-  EXPECT_EQ(test::to_hex(p.client_hello.data(), 5), "0000006d01");
+  EXPECT_EQ(test::to_hex(p.client_hello.data(), 5), "0000007101");
   EXPECT_EQ(std::string(p.client_hello.begin() + 5, p.client_hello.begin() + 13), "AESXFER1");
-  EXPECT_EQ(p.client_hello[13], 1);
+  EXPECT_EQ(p.client_hello[13], 2);  // version
   EXPECT_EQ(p.client_hello[14], cipher("aes128-gcm").wire_id);
   EXPECT_EQ(p.client_hello[15], mac("hmac-sha256").wire_id);
-  EXPECT_EQ(p.client_hello[16], 0);
+  EXPECT_EQ(p.client_hello[16], 2);  // checksum xxh128, the default
+  EXPECT_EQ(test::to_hex(p.client_hello.data() + 113, 4), "00040000");  // record size 256 KiB
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 49, p.c->keys().client_random.data(), 32));
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 81, p.client.pk.data(), 32));
-  EXPECT_EQ(test::to_hex(p.server_hello.data(), 5), "000000ab02");
+  EXPECT_EQ(test::to_hex(p.server_hello.data(), 5), "000000af02");
+  EXPECT_EQ(p.server_hello[13], 2);  // version
   EXPECT_EQ(p.server_hello[14], 0);  // status ok
   EXPECT_EQ(0, std::memcmp(p.server_hello.data() + 79, p.host.pk.data(), 32));
+  EXPECT_EQ(test::to_hex(p.server_hello.data() + 111, 4), "00040000");  // agreed record size
   EXPECT_EQ(test::to_hex(p.client_auth.data(), 5), "0000004103");
 }
 
@@ -301,7 +306,7 @@ TEST(Handshake, UnknownCipherIsRefused) {
   Step a = p.c->start();
   Step b = feed_bytewise(*p.s, a.send);
   EXPECT_EQ(b.ec, make_error_code(errc::unsupported_cipher));
-  ASSERT_EQ(b.send.size(), 4u + 1 + 170);
+  ASSERT_EQ(b.send.size(), 4u + 1 + 174);
   EXPECT_EQ(b.send[14], 1);  // status: unsupported cipher
   for (size_t i = 15; i < b.send.size(); ++i) ASSERT_EQ(b.send[i], 0) << i;
   Step c = p.c->feed(b.send.data(), b.send.size());
@@ -335,12 +340,37 @@ TEST(Handshake, WrongVersionAndMagic) {
   {
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
     Step a = p.c->start();
-    a.send[13] = 2;
+    a.send[13] = 3;
     Step b = p.s->feed(a.send.data(), a.send.size());
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
     ASSERT_FALSE(b.send.empty());
     EXPECT_EQ(b.send[14], 3);
     EXPECT_EQ(p.c->feed(b.send.data(), b.send.size()).ec, make_error_code(errc::bad_magic));
+  }
+  {  // A version 1 client (108-byte ClientHello) is told the version, not "malformed".
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    Step a = p.c->start();
+    Bytes v1(a.send.begin(), a.send.end() - 4);
+    crypto::store_be32(v1.data(), 109);
+    v1[13] = 1;
+    v1[16] = 0;
+    Step b = p.s->feed(v1.data(), v1.size());
+    EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
+    ASSERT_EQ(b.send.size(), 4u + 1 + 174);
+    EXPECT_EQ(b.send[13], 2);
+    EXPECT_EQ(b.send[14], 3);
+  }
+  {  // A version 1 server's answer: the client names both versions.
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    p.c->start();
+    Bytes f(4 + 1 + 170, 0);
+    crypto::store_be32(f.data(), 171);
+    f[4] = 2;
+    std::memcpy(f.data() + 5, "AESXFER1", 8);
+    f[13] = 1;
+    Step c = p.c->feed(f.data(), f.size());
+    EXPECT_EQ(c.ec, make_error_code(errc::bad_magic));
+    EXPECT_NE(c.detail.find("version 1"), std::string::npos) << c.detail;
   }
   {
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
@@ -375,14 +405,14 @@ TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
     crypto::store_be32(f.data(), kMaxFrame);
     f[4] = 1;
     std::memcpy(f.data() + 5, "AESXFER1", 8);
-    f[13] = 1;
+    f[13] = kVersion;
     auto s = server();
     Step st = s->feed(f.data(), f.size());
     EXPECT_EQ(st.ec, make_error_code(errc::bad_handshake));
   }
   {  // A ServerHello where a ClientHello belongs.
-    Bytes f(4 + 1 + 170, 0);
-    crypto::store_be32(f.data(), 171);
+    Bytes f(4 + 1 + 174, 0);
+    crypto::store_be32(f.data(), 175);
     f[4] = 2;
     auto s = server();
     EXPECT_EQ(s->feed(f.data(), f.size()).ec, make_error_code(errc::unexpected_message));
@@ -391,7 +421,7 @@ TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
     Identity me = Identity::generate();
     ClientHandshake c(me, cipher("aes128-gcm"), mac("none"));
     c.start();
-    Bytes f = {0, 0, 0, 12, 2, 'A', 'E', 'S', 'X', 'F', 'E', 'R', '1', 1, 0, 0};
+    Bytes f = {0, 0, 0, 12, 2, 'A', 'E', 'S', 'X', 'F', 'E', 'R', '1', kVersion, 0, 0};
     EXPECT_EQ(c.feed(f.data(), f.size()).ec, make_error_code(errc::bad_handshake));
   }
 }
@@ -474,6 +504,89 @@ TEST(Handshake, FingerprintMatchesOpenSsl) {
   PublicKey zero{};
   // ssh-keygen style: SHA256 of 32 zero bytes.
   EXPECT_EQ(fingerprint(zero), "SHA256:Zmh6rfhivXdsj8GLjp+OIAiXFIVu4jOzkCpZHQ1fKSU");
+}
+
+}  // namespace
+}  // namespace aesxfer::proto
+
+namespace aesxfer::proto {
+namespace {
+
+// Checksum and record size (docs/PROTOCOL.md 1.2, 1.3): the client's choice, the server's policy.
+TEST(HandshakeParams, ChecksumAndRecordSizeAgreedAndSigned) {
+  Identity host = Identity::generate(), me = Identity::generate();
+  for (auto alg : {crypto::ChecksumAlg::none, crypto::ChecksumAlg::sha256, crypto::ChecksumAlg::xxh128})
+    for (uint32_t want : {kMinRecordSize, uint32_t(65536), kMaxRecordSize}) {
+      ServerPolicy pol;
+      pol.max_record_size = 65536;
+      ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"), {alg, want});
+      ServerHandshake s(host, [](const PublicKey&) { return true; }, pol);
+      Step a = c.start();
+      EXPECT_EQ(a.send[16], uint8_t(alg));
+      Step b = s.feed(a.send.data(), a.send.size());
+      ASSERT_FALSE(b.ec) << b.ec.message();
+      ASSERT_FALSE(c.feed(b.send.data(), b.send.size()).ec);
+      Step d = c.confirm_host();
+      ASSERT_TRUE(s.feed(d.send.data(), d.send.size()).done);
+      const uint32_t agreed = std::min(want, uint32_t(65536));
+      EXPECT_EQ(c.keys().checksum, alg);
+      EXPECT_EQ(s.keys().checksum, alg);
+      EXPECT_EQ(c.keys().record_size, agreed);
+      EXPECT_EQ(s.keys().record_size, agreed);
+    }
+}
+
+TEST(HandshakeParams, ServerRefusesAChecksumItDoesNotAllowAndSaysWhich) {
+  Identity host = Identity::generate(), me = Identity::generate();
+  ServerPolicy pol;
+  pol.checksums = 1u << uint8_t(crypto::ChecksumAlg::sha256);  // serve --checksums sha256
+  ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"),
+                    {crypto::ChecksumAlg::none, uint32_t(kDefaultPayload)});
+  ServerHandshake s(host, [](const PublicKey&) { return true; }, pol);
+  Step a = c.start();
+  Step b = s.feed(a.send.data(), a.send.size());
+  EXPECT_EQ(b.ec, make_error_code(errc::unsupported_checksum));
+  ASSERT_EQ(b.send.size(), 4u + 1 + 174);
+  EXPECT_EQ(b.send[14], 4);
+  Step r = c.feed(b.send.data(), b.send.size());
+  EXPECT_EQ(r.ec, make_error_code(errc::unsupported_checksum));
+  EXPECT_NE(r.detail.find("checksum none"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("allows: sha256"), std::string::npos) << r.detail;
+}
+
+TEST(HandshakeParams, MalformedParametersAreRejected) {
+  Identity host = Identity::generate(), me = Identity::generate();
+  auto hello = [&] {
+    ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"));
+    return c.start().send;
+  };
+  for (uint32_t bad : {uint32_t(0), kMinRecordSize - 1, kMaxRecordSize + 1, uint32_t(0xffffffff)}) {
+    Bytes f = hello();
+    crypto::store_be32(f.data() + 113, bad);
+    ServerHandshake s(host, [](const PublicKey&) { return true; });
+    EXPECT_EQ(s.feed(f.data(), f.size()).ec, make_error_code(errc::bad_handshake)) << bad;
+  }
+  {  // An unknown checksum id.
+    Bytes f = hello();
+    f[16] = 3;
+    ServerHandshake s(host, [](const PublicKey&) { return true; });
+    EXPECT_EQ(s.feed(f.data(), f.size()).ec, make_error_code(errc::bad_handshake));
+  }
+  // The client refuses out-of-range sizes before sending anything.
+  EXPECT_THROW(ClientHandshake(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"),
+                               {crypto::ChecksumAlg::xxh128, kMaxRecordSize + 1}),
+               std::invalid_argument);
+  {  // A server that "agrees" to more than the client asked for is refused (it is signed, so
+     // only a broken or hostile server can do it; re-signing is not possible for a relay).
+    ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"),
+                      {crypto::ChecksumAlg::xxh128, 8192});
+    Step a = c.start();
+    crypto::store_be32(a.send.data() + 113, 65536);  // the server sees a bigger request
+    ServerHandshake s(host, [](const PublicKey&) { return true; });
+    Step b = s.feed(a.send.data(), a.send.size());
+    ASSERT_FALSE(b.ec);
+    EXPECT_TRUE(c.feed(b.send.data(), b.send.size()).ec);  // transcript or size: refused either way
+  }
 }
 
 }  // namespace

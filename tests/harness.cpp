@@ -102,6 +102,32 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
     ws();
     if (i < n && line[i] == '"') {
       if (!str(val)) return std::nullopt;
+    } else if (i < n && (line[i] == '{' || line[i] == '[')) {
+      // A nested object or array: kept raw; an object's members also appear as "key.member".
+      size_t b = i;
+      int depth = 0;
+      bool in_str = false;
+      for (; i < n; ++i) {
+        char c = line[i];
+        if (in_str) {
+          if (c == '\\') ++i;
+          else if (c == '"') in_str = false;
+        } else if (c == '"') {
+          in_str = true;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+          ++i;
+          break;
+        }
+      }
+      if (depth != 0) return std::nullopt;
+      val = line.substr(b, i - b);
+      if (val[0] == '{') {
+        auto inner = parse_flat_json(val);
+        if (!inner) return std::nullopt;
+        for (const auto& [k, v] : *inner) out[key + "." + k] = v;
+      }
     } else {
       size_t b = i;
       while (i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ') ++i;

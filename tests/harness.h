@@ -52,8 +52,9 @@ std::string read_text_file(const fs::path& p);
 // Files in dir (not recursive) whose name matches ".*.aesxfer-*": leftovers of a receiver.
 std::vector<fs::path> temp_debris(const fs::path& dir);
 
-// A flat JSON object ({"k":"v","n":1.5,"b":true}) as key -> raw value (strings unescaped,
-// numbers and literals as written); nullopt when the line is not such an object.
+// A JSON object ({"k":"v","n":1.5,"b":true}) as key -> raw value (strings unescaped, numbers and
+// literals as written); a nested object's members also as "key.member", and nested objects and
+// arrays as their raw text; nullopt when the line is not such an object.
 std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line);
 
 // ---------------------------------------------------------------------------------------------

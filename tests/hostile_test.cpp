@@ -49,7 +49,7 @@ long proc_threads(pid_t pid) {
   return -1;
 }
 
-// A real ClientHello (113 bytes) from the product's own state machine.
+// A real ClientHello (117 bytes) from the product's own state machine.
 Bytes client_hello(const proto::Identity& id, const char* cipher = "aes128-gcm") {
   proto::ClientHandshake hs(id, *crypto::find_cipher(cipher), *crypto::find_mac("hmac-sha256"));
   return hs.start().send;
@@ -145,7 +145,7 @@ TEST_F(Hostile, GarbageAndOversizedHandshakesClosedPromptly) {
   start({"--timeout", "20", "--handshake-timeout", "20"});
   const long base_threads = proc_threads(server->pid());
   Bytes hello = client_hello(me);
-  ASSERT_EQ(hello.size(), 113u);
+  ASSERT_EQ(hello.size(), 117u);
   auto body_of = [&](const Bytes& h) { return Bytes(h.begin() + 5, h.end()); };
   auto with_byte = [&](size_t off, uint8_t v) {
     Bytes h = hello;
@@ -163,13 +163,15 @@ TEST_F(Hostile, GarbageAndOversizedHandshakesClosedPromptly) {
       {"length 4097 (kMaxFrame + 1)", cat(be32(4097), Bytes(4097, 0x01))},
       {"length 0", cat(be32(0), Bytes(16, 0))},
       {"length 1, no body", cat(be32(1), {0x01})},
-      {"ServerHello type from a client", cat(be32(109), cat({0x02}, body_of(hello)))},
+      {"ServerHello type from a client", cat(be32(113), cat({0x02}, body_of(hello)))},
       {"ClientAuth type first", cat(be32(65), cat({0x03}, Bytes(64, 0x07)))},
-      {"unknown frame type 0", cat(be32(109), cat({0x00}, body_of(hello)))},
-      {"unknown frame type 0xff", cat(be32(109), cat({0xff}, body_of(hello)))},
+      {"unknown frame type 0", cat(be32(113), cat({0x00}, body_of(hello)))},
+      {"unknown frame type 0xff", cat(be32(113), cat({0xff}, body_of(hello)))},
       {"wrong magic", with_byte(5, 'B')},
-      {"reserved byte set", with_byte(5 + 11, 1)},
-      {"version 2", with_byte(5 + 8, 2)},
+      {"unknown checksum id", with_byte(5 + 11, 0x7f)},
+      {"record size 0", with_byte(5 + 109, 0) /* 00 04 00 00 -> 0 */},
+      {"version 3", with_byte(5 + 8, 3)},
+      {"version 1", with_byte(5 + 8, 1)},
       {"unknown cipher id 99", with_byte(5 + 9, 99)},
       {"cipher id 0", with_byte(5 + 9, 0)},
       {"unknown MAC id for aes128-cbc", [&] {
@@ -178,7 +180,7 @@ TEST_F(Hostile, GarbageAndOversizedHandshakesClosedPromptly) {
          return h;
        }()},
       {"ClientHello body too short", cat(be32(60), cat({0x01}, Bytes(hello.begin() + 5, hello.begin() + 64)))},
-      {"ClientHello body too long", cat(be32(209), cat(cat({0x01}, body_of(hello)), Bytes(100, 0)))},
+      {"ClientHello body too long", cat(be32(213), cat(cat({0x01}, body_of(hello)), Bytes(100, 0)))},
       {"ClientHello then a forged ClientAuth", cat(hello, cat(be32(65), cat({0x03}, Bytes(64, 0x5a))))},
       {"ClientHello then oversized ClientAuth", cat(hello, cat(be32(0xFFFFFFFF), Bytes(32, 0)))},
       {"ClientHello then a second ClientHello", cat(hello, hello)},
@@ -239,7 +241,7 @@ TEST_F(Hostile, TruncatedHandshakeWithoutCloseDroppedAtDeadline) {
   ++tried;
   p = probe(server->port(), hello, false, 8);
   EXPECT_TRUE(p.closed) << "still open after " << p.secs << " s";
-  EXPECT_EQ(p.received, 175u) << "a ServerHello, then the close";
+  EXPECT_EQ(p.received, 179u) << "a ServerHello, then the close";
   EXPECT_LT(p.secs, 3.5);
   EXPECT_TRUE(server->wait_for_log("handshake not completed within 1.5 s")) << server->log();
   expect_serves();

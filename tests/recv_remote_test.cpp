@@ -513,7 +513,7 @@ TEST_F(RecvResume, CorruptedRestLeavesNoFileAndDiscardsThePartial) {
                relay.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_TRUE(relay.fault_applied());
-  EXPECT_NE(r.err.find("SHA-256 mismatch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("xxh128 mismatch"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dest));
   EXPECT_FALSE(fs::exists(partial)) << "a partial file known to be bad must not be resumed";
   EXPECT_TRUE(temp_debris(ws.local).empty());

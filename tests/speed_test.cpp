@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "crypto/checksum.h"
+
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -102,7 +104,7 @@ TEST(Speed, AllCiphersAndMacsWhenNoneNamed) {
   const auto lines = lines_of(out.str());
   for (const char* label : {"aes128-gcm enc", "aes128-ctr enc", "aes128-ctr dec", "aes128-cbc enc",
                             "blowfish-cbc enc (legacy)", "arcfour enc (legacy)", "none enc (legacy)",
-                            "none dec (legacy)", "hmac-sha256", "sha256"}) {
+                            "none dec (legacy)", "hmac-sha256", "sha256", "xxh128"}) {
     const std::string* row = find_row(lines, label);
     ASSERT_NE(row, nullptr) << label << " missing in:\n" << out.str();
     const auto v = numbers_of(*row, 1);
@@ -128,6 +130,7 @@ TEST(Speed, JsonIsWellFormedWithEveryResult) {
   ASSERT_EQ(j.obj["impl"].kind, Json::Obj);
   EXPECT_EQ(j.obj["impl"].obj["aes"].str, crypto::aes_best_impl_name());
   EXPECT_TRUE(j.obj["impl"].obj.count("sha256"));
+  EXPECT_EQ(j.obj["impl"].obj["xxh128"].str, crypto::xxh_impl_name(crypto::XxhImpl::best));
   const Json& res = j.obj["results"];
   ASSERT_EQ(res.kind, Json::Arr);
   // aes128-ctr enc/dec, aes128-gcm enc/dec, hmac-sha256, sha256 (the "sha256" alias names the
@@ -145,6 +148,26 @@ TEST(Speed, JsonIsWellFormedWithEveryResult) {
   }
   EXPECT_EQ(seen, (std::set<std::string>{"aes128-ctr/enc", "aes128-ctr/dec", "aes128-gcm/enc", "aes128-gcm/dec",
                                          "hmac-sha256/mac", "sha256/hash"}));
+}
+
+// The file checksums (send --checksum) have their own rows, so users see what each costs.
+TEST(Speed, ChecksumRows) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({"xxh128", "sha256"});
+  o.json = true;
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  Json j;
+  ASSERT_TRUE(JsonParser(out.str()).parse(j)) << out.str();
+  std::set<std::string> seen;
+  for (const auto& r : j.obj["results"].arr) {
+    EXPECT_GT(r.obj.at("mb_per_s").num, 0);
+    seen.insert(r.obj.at("cipher").str + "/" + r.obj.at("op").str + "/" + r.obj.at("impl").str);
+  }
+  EXPECT_TRUE(seen.count(std::string("xxh128/hash/") + crypto::xxh_impl_name(crypto::XxhImpl::best))) << out.str();
+  EXPECT_TRUE(seen.count(std::string("sha256/hash/") + crypto::sha256_impl_name(crypto::ShaImpl::best))) << out.str();
+  std::ostringstream o2, e2;
+  EXPECT_EQ(run_speed(quick({"md5"}), o2, e2), 2);
+  EXPECT_NE(e2.str().find("checksums: xxh128, sha256"), std::string::npos) << e2.str();
 }
 
 TEST(Speed, MultiThreadedRunsAndReportsThreads) {
