@@ -516,29 +516,6 @@ std::string bench_verdict(const BenchLoad& l) {
   return "network";
 }
 
-bool parse_size(const std::string& text, uint64_t& out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || errno != 0 || !(v > 0) || !std::isfinite(v)) return false;
-  std::string unit(end);
-  for (auto& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
-  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
-  else if (unit.size() > 1 && unit.ends_with("B")) unit.pop_back();
-  else if (unit == "B") unit.clear();
-  double mult = 1;
-  if (unit == "K") mult = 1024.0;
-  else if (unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) return false;
-  const double bytes = std::floor(v * mult);
-  if (bytes < 1 || bytes > 1099511627776.0 * 16) return false;
-  out = uint64_t(bytes);
-  return true;
-}
-
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.json && opt.csv) {
     err << "aesxfer bench: --json and --csv exclude each other\n";

@@ -64,8 +64,6 @@ struct BenchLoad {
 std::string bench_verdict(const BenchLoad& load);
 inline constexpr double kBenchContendedPct = 15.0;
 
-// "8M", "1G", "512K", "1000", "1GiB", "2.5G" (binary units) -> bytes; false when malformed or 0.
-bool parse_size(const std::string& s, uint64_t& out);
 
 // Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
 // 0 success, 1 a transfer or the local server failed, 2 bad options, 130 interrupted (SIGINT or

@@ -30,12 +30,24 @@ constexpr MacDesc kMacs[] = {
     {2, "none", "", 0, 0, "no MAC (speed tests only: data is unauthenticated)"},
 };
 
+// ASCII case-insensitive equality: "AES128-GCM" names aes128-gcm, as ssh -c accepts any case.
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
 bool matches(std::string_view name, const char* canonical, const char* aliases) {
-  if (name == canonical) return true;
+  if (same_name(name, canonical)) return true;
   std::string_view a(aliases);
   while (!a.empty()) {
     size_t comma = a.find(',');
-    if (a.substr(0, comma) == name) return true;
+    if (same_name(a.substr(0, comma), name)) return true;
     if (comma == std::string_view::npos) break;
     a.remove_prefix(comma + 1);
   }

@@ -214,23 +214,6 @@ TEST(BenchUnit, VerdictThresholds) {
   EXPECT_EQ(app::bench_verdict(L{30, 10, 30, 10}), "network");
 }
 
-TEST(BenchUnit, ParseSize) {
-  uint64_t v = 0;
-  ASSERT_TRUE(app::parse_size("8M", v));
-  EXPECT_EQ(v, 8u << 20);
-  ASSERT_TRUE(app::parse_size("1G", v));
-  EXPECT_EQ(v, uint64_t(1) << 30);
-  ASSERT_TRUE(app::parse_size("1GiB", v));
-  EXPECT_EQ(v, uint64_t(1) << 30);
-  ASSERT_TRUE(app::parse_size("512k", v));
-  EXPECT_EQ(v, 512u << 10);
-  ASSERT_TRUE(app::parse_size("1000", v));
-  EXPECT_EQ(v, 1000u);
-  ASSERT_TRUE(app::parse_size("1.5K", v));
-  EXPECT_EQ(v, 1536u);
-  for (const char* bad : {"", "0", "-1M", "1X", "M", "1MM", "nan"}) EXPECT_FALSE(app::parse_size(bad, v)) << bad;
-}
-
 TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
   EXPECT_EQ(app::svg::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
   EXPECT_EQ(app::svg::escape("min\u2013max \xff\xfe ok\x01"), "min\u2013max ?? ok") << "invalid UTF-8 and controls";
