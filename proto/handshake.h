@@ -42,8 +42,7 @@ struct SessionParams {
 // What a server allows (serve --checksums, --max-record-size).
 struct ServerPolicy {
   // Bit (1 << wire id) per allowed checksum; all by default.
-  uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) |
-                       (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
+  uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) | (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
                        (1u << uint8_t(crypto::ChecksumAlg::xxh128));
   uint32_t max_record_size = kMaxRecordSize;
   // Allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused exactly
@@ -81,7 +80,7 @@ struct SessionKeys {
   std::array<uint8_t, 32> transcript_hash{};
   PublicKey client_key{}, host_key{};
   crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;  // the whole-file checksum of every transfer
-  uint32_t record_size = uint32_t(kDefaultPayload);         // payload bytes per data record, both ways
+  uint32_t record_size = uint32_t(kDefaultPayload);          // payload bytes per data record, both ways
   ~SessionKeys();
   // One line per direction in the documented keylog format (docs/PROTOCOL.md, "Key log").
   std::string keylog_lines() const;
@@ -96,7 +95,7 @@ struct Step {
   std::vector<uint8_t> send;
   bool done = false;
   std::error_code ec;
-  std::string detail;   // human-readable detail for ec (e.g. the server's refusal message)
+  std::string detail;  // human-readable detail for ec (e.g. the server's refusal message)
   size_t consumed = 0;  // bytes of the fed input used (feed() only)
 };
 
