@@ -500,6 +500,11 @@ int main(int argc, char** argv) {
   serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
   serve->add_option("--handshake-timeout", handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");
+  serve->add_option("--ciphers", so.ciphers,
+                    "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
+      ->delimiter(',');
+  serve->add_option("--macs", so.macs, "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
+      ->delimiter(',');
   serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
   serve->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));

@@ -20,7 +20,7 @@
 
 #include "crypto/suite.h"
 #include "proto/handshake.h"
-#include "server/paths.h"
+#include "server/root.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -334,28 +334,26 @@ TEST_F(Hostile, OthersServedWhileASlowClientTrickles) {
 TEST(HostileNames, NulAndNewlineInPathOrNameAreRefused) {
   TempDir root("aesxfer-root");
   fs::create_directories(root.path() / "dir");
-  fs::path real = fs::canonical(root.path());
-  proto::Status st;
-  std::string why;
+  net::Root r(root.path());
+  net::Refusal why;
   const std::vector<std::string> bad = {std::string("a\0b", 3), std::string("\0", 1), std::string("dir/\0/x", 7),
                                         "a\nb", "a\rb", ""};
   for (const auto& p : bad) {
-    for (proto::Op op : {proto::Op::put, proto::Op::get}) {
-      auto r = net::confine(real, p, op, "name", st, why);
-      EXPECT_FALSE(r) << "path " << testing::PrintToString(p) << " accepted";
-      EXPECT_EQ(st, proto::Status::bad_path);
-    }
+    EXPECT_FALSE(r.put_target(p, "name", why)) << "path " << testing::PrintToString(p) << " accepted";
+    EXPECT_EQ(why.status, proto::Status::bad_path);
+    EXPECT_FALSE(r.open_source(p, why)) << "path " << testing::PrintToString(p) << " accepted";
+    EXPECT_EQ(why.status, proto::Status::bad_path);
   }
   // Put into a directory with a bad source name.
   for (const auto& n : {std::string("x\0y", 3), std::string("x\ny"), std::string(".."), std::string("."),
                         std::string("a/b"), std::string("")}) {
-    auto r = net::confine(real, "dir", proto::Op::put, n, st, why);
-    EXPECT_FALSE(r) << "name " << testing::PrintToString(n) << " accepted";
+    EXPECT_FALSE(r.put_target("dir", n, why)) << "name " << testing::PrintToString(n) << " accepted";
   }
   // And the control: a good name is accepted.
-  auto ok = net::confine(real, "dir", proto::Op::put, "good.bin", st, why);
-  ASSERT_TRUE(ok) << why;
-  EXPECT_EQ(ok->path, real / "dir" / "good.bin");
+  auto ok = r.put_target("dir", "good.bin", why);
+  ASSERT_TRUE(ok) << why.text;
+  EXPECT_EQ(ok->name, "good.bin");
+  EXPECT_EQ(ok->shown, "dir/good.bin");
 }
 
 }  // namespace
