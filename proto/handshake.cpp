@@ -139,6 +139,20 @@ const crypto::MacDesc* none_mac() { return crypto::find_mac("none"); }
 
 // ---------------------------------------------------------------------------------------------
 
+// " (it allows: a, b)" for a refusal's bit set of cipher or MAC wire ids; "" when it names none
+// (an older server's zeros).
+std::string allowed_names(uint32_t bits, bool ciphers) {
+  std::string out;
+  if (ciphers) {
+    for (const auto& c : crypto::ciphers())
+      if (c.wire_id < 32 && (bits & (1u << c.wire_id))) out += std::string(out.empty() ? "" : ", ") + c.name;
+  } else {
+    for (const auto& m : crypto::macs())
+      if (m.wire_id < 32 && (bits & (1u << m.wire_id))) out += std::string(out.empty() ? "" : ", ") + m.name;
+  }
+  return out.empty() ? "" : " (it allows: " + out + ")";
+}
+
 std::string checksum_set_names(uint32_t bits) {
   std::string out;
   for (auto a : {crypto::ChecksumAlg::xxh128, crypto::ChecksumAlg::sha256, crypto::ChecksumAlg::none})
@@ -241,9 +255,12 @@ struct ClientHandshake::Impl {
       case kStatusOk: break;
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,
-                      std::string("the server does not support or allow cipher ") + keys.cipher->name);
+                      std::string("the server does not support or allow cipher ") + keys.cipher->name +
+                          allowed_names(record_size, true));
       case kStatusMac:
-        return failed(errc::unsupported_mac, consumed, std::string("the server does not support or allow MAC ") + keys.mac->name);
+        return failed(errc::unsupported_mac, consumed,
+                      std::string("the server does not support or allow MAC ") + keys.mac->name +
+                          allowed_names(record_size, false));
       case kStatusVersion:
         return failed(errc::bad_magic, consumed,
                       "the server does not speak protocol version " + std::to_string(kVersion) +
@@ -418,23 +435,30 @@ struct ServerHandshake::Impl {
     const uint32_t want_record = crypto::load_be32(b + 108);
     if (!crypto::checksum_known(b[11]) || want_record < kMinRecordSize || want_record > kMaxRecordSize)
       return failed(errc::bad_handshake, consumed);
+    // Refusals of a cipher or MAC carry the allowed ones as a bit set of wire ids (1.3).
+    uint32_t ciphers_ok = 0, macs_ok = 0;
+    for (const auto& cd : crypto::ciphers())
+      if (cd.wire_id < 32 && (!policy.cipher_allowed || policy.cipher_allowed(cd))) ciphers_ok |= 1u << cd.wire_id;
+    for (const auto& md : crypto::macs())
+      if (md.wire_id < 32 && (!policy.mac_allowed || policy.mac_allowed(md))) macs_ok |= 1u << md.wire_id;
     const crypto::CipherDesc* c = crypto::cipher_by_wire_id(b[9]);
     if (!c)
       return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
-                    "client asked for unknown cipher id " + std::to_string(b[9]));
+                    "client asked for unknown cipher id " + std::to_string(b[9]), ciphers_ok);
     const crypto::MacDesc* mac = crypto::mac_by_wire_id(b[10]);
     if (!mac) {
       if (!c->aead)
         return refuse(kStatusMac, errc::unsupported_mac, consumed,
-                      "client asked for unknown MAC id " + std::to_string(b[10]));
+                      "client asked for unknown MAC id " + std::to_string(b[10]), macs_ok);
       mac = none_mac();  // AEAD: the MAC byte is ignored
     }
     if (policy.cipher_allowed && !policy.cipher_allowed(*c))
       return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
-                    std::string("client asked for cipher ") + c->name + ", which --ciphers does not allow");
+                    std::string("client asked for cipher ") + c->name + ", which --ciphers does not allow",
+                    ciphers_ok);
     if (!c->aead && policy.mac_allowed && !policy.mac_allowed(*mac))
       return refuse(kStatusMac, errc::unsupported_mac, consumed,
-                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow");
+                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow", macs_ok);
     const auto checksum = crypto::ChecksumAlg(b[11]);
     if (!(policy.checksums & (1u << b[11])))
       return refuse(kStatusChecksum, errc::unsupported_checksum, consumed,

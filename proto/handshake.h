@@ -53,6 +53,8 @@ struct ServerPolicy {
 };
 // "xxh128, sha256" for a checksum bit set.
 std::string checksum_set_names(uint32_t bits);
+// " (it allows: aes128-gcm, aes128-ctr)" for a refusal's bit set of cipher (or MAC) wire ids.
+std::string allowed_names(uint32_t bits, bool ciphers);
 
 using PublicKey = std::array<uint8_t, 32>;  // Ed25519 public key
 

@@ -308,10 +308,20 @@ TEST(Handshake, UnknownCipherIsRefused) {
   EXPECT_EQ(b.ec, make_error_code(errc::unsupported_cipher));
   ASSERT_EQ(b.send.size(), 4u + 1 + 174);
   EXPECT_EQ(b.send[14], 1);  // status: unsupported cipher
-  for (size_t i = 15; i < b.send.size(); ++i) ASSERT_EQ(b.send[i], 0) << i;
+  // Every key and signature field is zero; the u32 at body offset 106 names the allowed ciphers.
+  for (size_t i = 15; i < b.send.size(); ++i)
+    if (i < 5 + 106 || i >= 5 + 110) {
+      ASSERT_EQ(b.send[i], 0) << i;
+    }
+  uint32_t all = 0;
+  for (const auto& cd : crypto::ciphers()) all |= 1u << cd.wire_id;
+  EXPECT_EQ(crypto::load_be32(b.send.data() + 5 + 106), all);
   Step c = p.c->feed(b.send.data(), b.send.size());
   EXPECT_EQ(c.ec, make_error_code(errc::unsupported_cipher));
   EXPECT_NE(c.detail.find("aes128-gcm"), std::string::npos);
+  EXPECT_NE(c.detail.find("(it allows: aes128-gcm, aes128-ctr, aes128-cbc, blowfish-cbc, arcfour, none)"),
+            std::string::npos)
+      << c.detail;
   // The server stays failed.
   EXPECT_TRUE(p.s->feed(a.send.data(), 1).ec);
 }
