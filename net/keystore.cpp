@@ -111,13 +111,18 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   return HostCheck::added;
 }
 
-std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file) {
+std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::vector<std::string>* problems) {
   std::vector<proto::PublicKey> keys;
   std::ifstream in(file);
   std::string line;
-  while (in && std::getline(in, line)) {
+  for (size_t n = 1; in && std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
     proto::PublicKey pk;
-    if (!line.empty() && line[0] != '#' && decode_public_key(line, pk)) keys.push_back(pk);
+    if (decode_public_key(line, pk))
+      keys.push_back(pk);
+    else if (problems)
+      problems->push_back(file.string() + ":" + std::to_string(n) +
+                          ": not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   }
   return keys;
 }

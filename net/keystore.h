@@ -30,6 +30,9 @@ enum class HostCheck { known, added, changed };
 HostCheck check_known_host(const std::filesystem::path& file, const std::string& host_port, const proto::PublicKey& key,
                            proto::PublicKey* expected);
 
-std::vector<proto::PublicKey> load_authorized_keys(const std::filesystem::path& file);
+// The keys of an authorized_keys file. A line that is neither blank, a comment nor a key is
+// reported in `problems` (when given) as "FILE:LINE: ..." and skipped.
+std::vector<proto::PublicKey> load_authorized_keys(const std::filesystem::path& file,
+                                                   std::vector<std::string>* problems = nullptr);
 
 }  // namespace aesxfer::net

@@ -362,6 +362,17 @@ void Server::run() {
   if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
   s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " resolver=" +
         (s.root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(s.host.pk));
+  {
+    // What a client needs to know once: the key to pin, where its key must go, and what in that
+    // file will never match.
+    const fs::path ak = s.opt.authorized_keys.empty() ? s.opt.home / "authorized_keys" : s.opt.authorized_keys;
+    std::vector<std::string> problems;
+    const size_t n = load_authorized_keys(ak, &problems).size();
+    std::error_code ec2;
+    s.log("authorized_keys=" + ak.string() + " (" + std::to_string(n) + " key" + (n == 1 ? "" : "s") +
+           (fs::exists(ak, ec2) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
+    for (const auto& p : problems) s.warn(p);
+  }
   s.check_descriptors();
   auto join = [](const std::vector<std::string>& v) {
     std::string r;

@@ -106,3 +106,27 @@ TEST(Cli, APortThatIsNotAnAesxferServerIsNamed) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// serve says once at start what a client needs: its host key, its root, the authorized_keys
+// file it reads, and each line of that file it cannot use (file:line).
+TEST(ServeStart, NamesHostKeyRootAuthorizedKeysAndBadLines) {
+  Workspace ws;
+  write_text_file(ws.home / "authorized_keys", "garbage line\n# a comment\n\naesxfer-ed25519 AAAA short\n");
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(server.wait_for_log("authorized_keys=" + (ws.home / "authorized_keys").string() + " (0 keys"))
+      << server.log();
+  const std::string log = server.log();
+  EXPECT_NE(log.find("host key SHA256:"), std::string::npos) << log;
+  EXPECT_NE(log.find("root="), std::string::npos) << log;
+  EXPECT_NE(log.find("authorized_keys:1: not a key line"), std::string::npos) << log;
+  EXPECT_NE(log.find("authorized_keys:4: not a key line"), std::string::npos) << log;
+  EXPECT_EQ(log.find("authorized_keys:2:"), std::string::npos) << "a comment is not a problem";
+  EXPECT_EQ(log.find("authorized_keys:3:"), std::string::npos) << "a blank line is not a problem";
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
