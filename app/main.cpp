@@ -306,7 +306,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size) {
+    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
       app::Progress prog(to.filename().string(), tty);
       app::JsonProgress jp(from, t.json_progress);
       uint64_t last = 0;
@@ -323,7 +323,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
               last = d;
               prog.update(d);
               jp.update(d);
-            }, size);
+            },
+            size, dirfd);
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);

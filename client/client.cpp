@@ -229,19 +229,61 @@ std::function<void()> Client::keepalive() {
   };
 }
 
+// Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
+// with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
+// named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
+// to standard output), a symbolic link to a regular file updates its target (beside the
+// target), anything else gets the temporary file and the rename.
+std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
+  if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  struct stat st {};
+  bool exists = ::stat(local.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    int fd = ::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+    return AtomicFile::write_through(fd, local);
+  }
+  struct stat lst {};
+  if (::lstat(local.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    fs::path target = fs::weakly_canonical(local, ec);
+    if (ec) throw Failure(local.string() + ": " + ec.message());
+    // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
+    // which only writing through reaches.
+    if (target.string().rfind("/proc/", 0) == 0 || fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
+      int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+      return AtomicFile::write_through(fd, local);
+    }
+    return std::make_unique<AtomicFile>(target);
+  }
+  return std::make_unique<AtomicFile>(local);
+}
+
+// True when a get into `local` must be written through (no temporary file, no resume, one stream).
+static bool writes_through(const fs::path& local, int dirfd) {
+  if (dirfd != AT_FDCWD) return false;
+  struct stat st {};
+  if (::stat(local.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return true;
+  std::error_code ec;
+  return fs::is_symlink(local, ec) && fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0;
+}
+
 FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
                          const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
-                         uint64_t size_hint) {
-  bool sink = local == "/dev/null";
-  if (opt_.resume && !sink && remote != "/dev/zero") return fetch_resumed(remote, local, zero_size, on_start, progress);
+                         uint64_t size_hint, int dirfd) {
+  bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
+  bool through = !sink && writes_through(local, dirfd);
+  if (opt_.resume && !sink && !through && remote != "/dev/zero")
+    return fetch_resumed(remote, local, zero_size, on_start, progress, dirfd);
   resume_offset_ = 0;
-  if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
+  if (!opt_.resume && !opt_.paced && !through && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message st = stat_remote(remote, zero_size);
     if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
     int n = streams_for(st.size);
-    if (n > 1) return get_parallel(remote, local, st, n, on_start, progress);
+    if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }
   proto::Message req;
   req.type = proto::MsgType::request;
@@ -252,7 +294,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
   std::unique_ptr<AtomicFile> out;
-  if (!sink) out = std::make_unique<AtomicFile>(local);
+  if (!sink) out = open_local(local, dirfd);
 
   FileResult r;
   r.file = remote;

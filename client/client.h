@@ -1,6 +1,8 @@
 // The client: connect, handshake (pinning the host key), then put or get files one after the other
 // on the same connection.
 #pragma once
+#include <fcntl.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -16,6 +18,12 @@
 namespace aesxfer::net {
 
 constexpr uint16_t kDefaultPort = 7227;
+
+class AtomicFile;
+// Where a get writes `local` (client.cpp): inside an open directory (dirfd, recv -r) by openat
+// with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
+// symbolic link to a file, else a temporary file renamed into place.
+std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
 
 struct ClientOptions {
   std::string host;
@@ -84,11 +92,14 @@ class Client {
   // Fetches `remote` into exactly `local` (not into a directory there). With opt.resume, through
   // the partial file .NAME.aesxfer-partial beside it, which is kept when the connection breaks and
   // continued on the next call (docs/PROTOCOL.md, "Resumed get").
+  // dirfd (recv -r): the file is local.filename() inside that open directory, created there with
+  // openat and O_NOFOLLOW (local names it in messages); a symbolic link there is never followed.
+  // Else a FIFO, device or socket destination is written through, never replaced.
   // size_hint: the file's size when already known (from a listing); a size that would go over one
   // connection anyway then spares the stat round trip that parallel streams otherwise need.
   FileResult fetch(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                    const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
-                   uint64_t size_hint = UINT64_MAX);
+                   uint64_t size_hint = UINT64_MAX, int dirfd = AT_FDCWD);
   // Lists directory `remote` recursively (symlinks and special files reported, not followed).
   // Checks what the server sends: the announced count, page bounds, every directory listed before
   // what it holds, no path twice. Throws Failure.
@@ -96,6 +107,8 @@ class Client {
   void bye() noexcept;
 
   const proto::SessionKeys& keys() const { return *keys_; }
+  // "host:port" of the server, for messages.
+  const std::string& peer() const { return conn_->peer(); }
   // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
   uint32_t rtt_us() const;
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
@@ -119,7 +132,7 @@ class Client {
                           const std::function<void(uint64_t)>& on_start, const ProgressFn& progress);
   FileResult get_parallel(const std::string& remote, const std::filesystem::path& local,
                           const proto::Message& st, int n, const std::function<void(uint64_t)>& on_start,
-                          const ProgressFn& progress);
+                          const ProgressFn& progress, int dirfd);
   // commit: sent right behind the range's end record (part 0), answered once every part verified.
   // After a failed send: throws the receiver's Result when it said why it stopped (else returns).
   void throw_receivers_reason(const std::string& remote);
@@ -129,7 +142,8 @@ class Client {
                  const proto::Message* commit = nullptr);
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
-                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                           int dirfd);
   // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.

@@ -265,18 +265,19 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
 }
 
 FileResult Client::get_parallel(const std::string& remote, const fs::path& local_in, const proto::Message& st,
-                                int n, const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+                                int n, const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                                int dirfd) {
   n = open_extra(n);
   std::vector<Client*> conns{this};
   for (auto& c : extra_) conns.push_back(c.get());
   auto ranges = split(st.size, int(std::min<size_t>(size_t(n), conns.size())));
   fs::path local = local_in;
-  bool sink = local == "/dev/null";
+  bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
   std::error_code ec;
-  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  if (!sink && dirfd == AT_FDCWD && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
-    out = std::make_unique<AtomicFile>(local);
+    out = open_local(local, dirfd);
     if (int e = ::posix_fallocate(out->fd(), 0, off_t(st.size)); e == ENOSPC || e == EDQUOT)
       throw Failure(local.string() + ": no space left on device");
   }
