@@ -221,6 +221,14 @@ proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size
   return ask(req, what);
 }
 
+bool Client::is_remote_dir(const std::string& remote) {
+  if (remote.empty() || remote == "." || remote == "./" || remote == "/") return true;
+  proto::Message st = stat_remote(remote, 0, "the destination check");
+  const std::string dir = ": is a directory";
+  return st.status != proto::Status::ok && st.text.size() >= dir.size() &&
+         st.text.compare(st.text.size() - dir.size(), dir.size(), dir) == 0;
+}
+
 std::function<void()> Client::keepalive() {
   return [this, last = Clock::now()]() mutable {
     if (Clock::now() - last < std::chrono::milliseconds(500)) return;

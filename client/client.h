@@ -105,6 +105,9 @@ class Client {
   // what it holds, no path twice. Throws Failure.
   RemoteDir list(const std::string& remote);
   void bye() noexcept;
+  // True when `remote` is an existing directory on the server (the root "." always is). Asked
+  // with stat, whose refusal for a directory ends in ": is a directory" (docs/PROTOCOL.md 3.3).
+  bool is_remote_dir(const std::string& remote);
 
   const proto::SessionKeys& keys() const { return *keys_; }
   // "host:port" of the server, for messages.

@@ -1,0 +1,302 @@
+// Issue 14, sections A and B against the real server: -p never applies setuid/setgid nor touches
+// a directory that was already there, --json stays valid for any file name, and no ordinary
+// command loses data (several sources, missing sources, special destinations, signals, long
+// names).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "app/json.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+struct stat stat_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st;
+}
+
+using ClientLocal = ServerTest;
+
+// ---- A3 ------------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, PreserveNeverAppliesSetuidOrSetgid) {
+  write_text_file(ws.root / "tool", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((ws.root / "tool").c_str(), 06755), 0);
+  ASSERT_EQ(stat_of(ws.root / "tool").st_mode & 07777, 06755u) << "the test needs a setuid file in the root";
+  auto r = run({"recv", "-p", "127.0.0.1:tool", (ws.local / "tool").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.local / "tool").st_mode & 07777, 0755u);
+  // The other direction: the server does not apply them either.
+  write_text_file(ws.local / "up", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((ws.local / "up").c_str(), 06755), 0);
+  r = run({"send", "-p", (ws.local / "up").string(), "127.0.0.1:up", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.root / "up").st_mode & 07777, 0755u);
+}
+
+TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
+  fs::create_directories(ws.root / "sub");
+  write_text_file(ws.root / "sub" / "f", "x");
+  ASSERT_EQ(::chmod((ws.root / "sub").c_str(), 0751), 0);
+  ASSERT_EQ(::chmod(ws.root.c_str(), 0755), 0);
+  struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, ws.root.c_str(), ts, 0), 0);
+  fs::path dest = ws.local / "dest";
+  fs::create_directories(dest);
+  ASSERT_EQ(::chmod(dest.c_str(), 0700), 0);
+  // The root's contents go into the existing DEST: DEST keeps its mode, and its time is not
+  // the server's (only adding entries moves it).
+  auto r = run({"recv", "-r", "-p", "127.0.0.1:.", dest.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(dest / "sub" / "f"), "x");
+  auto st = stat_of(dest);
+  EXPECT_EQ(st.st_mode & 07777, 0700u) << "the existing DEST keeps its mode";
+  EXPECT_NE(st.st_mtim.tv_sec, 1000000000) << "and does not take the server's time";
+  EXPECT_EQ(stat_of(dest / "sub").st_mode & 07777, 0751u) << "what this command created gets -p";
+}
+
+// ---- A6 ------------------------------------------------------------------------------------------
+
+TEST(Json, AnyBytesGiveValidJson) {
+  EXPECT_EQ(app::json_quote("a\xff"
+                            "b"),
+            "\"a\\ufffdb\"");
+  EXPECT_EQ(app::json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(app::json_quote("\xc3"), "\"\\ufffd\"");
+  EXPECT_EQ(app::json_quote("\x7f\x01"), "\"\\u007f\\u0001\"");
+  EXPECT_TRUE(app::valid_utf8("caf\xc3\xa9"));
+  EXPECT_FALSE(app::valid_utf8("\xed\xa0\x80"));
+  EXPECT_EQ(app::json_name_fields("file", "ok"), "\"file\":\"ok\"");
+  EXPECT_EQ(app::json_name_fields("file", "a\xff"), "\"file\":\"a\\ufffd\",\"file_hex\":\"61ff\"");
+}
+
+TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
+  const std::string name = "bad\xff\xfe\x1b\"\\name.bin";
+  write_random_file(ws.root / name, 1000, 1);
+  auto r = run({"recv", "127.0.0.1:" + name, (ws.local / "out.bin").string(), "--json", "--json-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (const auto& l : lines) {
+    EXPECT_TRUE(app::valid_utf8(l)) << l;
+    EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
+    EXPECT_TRUE(parse_flat_json(l)) << l;
+  }
+  auto j = parse_flat_json(lines.back());
+  ASSERT_TRUE(j);
+  std::string hex;
+  for (unsigned char ch : name) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", ch);
+    hex += b;
+  }
+  EXPECT_EQ((*j)["file_hex"], hex) << lines.back();
+}
+
+// ---- B8, B12 -----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, SeveralFilesNeedAnExistingDirectory) {
+  write_text_file(ws.local / "a", "first");
+  write_text_file(ws.local / "b", "second");
+  for (const char* to : {"x", "file"}) {
+    if (std::string(to) == "file") write_text_file(ws.root / "file", "keep me");
+    auto r = run(
+        {"send", (ws.local / "a").string(), (ws.local / "b").string(), std::string("127.0.0.1:") + to, "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(std::string(to) + ": not a directory"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "x"));
+  EXPECT_EQ(read_text_file(ws.root / "file"), "keep me");
+  fs::create_directories(ws.root / "d");
+  auto r = run({"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:d", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "d" / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "d" / "b"), "second");
+}
+
+TEST_F(ClientLocal, MissingSourcesAreReportedAndTheOthersStillGo) {
+  write_text_file(ws.local / "a", "first");
+  write_text_file(ws.local / "c", "third");
+  auto r = run({"send", (ws.local / "a").string(), (ws.local / "missing").string(), (ws.local / "c").string(),
+                "127.0.0.1:.", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "c"), "third");
+  // Found before connecting: with nothing to send, no connection at all.
+  r = run({"send", (ws.local / "missing").string(), "127.0.0.1:.", "-q"}, unused_port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("connect"), std::string::npos) << r.err;
+}
+
+// ---- B9, B10 -----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
+  write_random_file(ws.root / "f", 300000, 4);
+  const std::string want = read_text_file(ws.root / "f");
+  for (const char* dest : {"/dev/stdout", "-"}) {
+    auto r = run({"recv", "127.0.0.1:f", dest});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(r.out == want) << dest << ": standard output holds " << r.out.size() << " bytes";
+    EXPECT_NE(r.err.find("300000 bytes"), std::string::npos) << "the summary goes to stderr: " << r.err;
+  }
+  // A symbolic link to a file: the target is updated, the link stays.
+  write_text_file(ws.local / "target", "old");
+  fs::create_symlink("target", ws.local / "link");
+  auto r = run({"recv", "127.0.0.1:f", (ws.local / "link").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::is_symlink(ws.local / "link"));
+  EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "f"));
+  // A FIFO: read by a thread while the data arrives; it stays a FIFO.
+  ASSERT_EQ(::mkfifo((ws.local / "fifo").c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    int fd = ::open((ws.local / "fifo").c_str(), O_RDONLY);
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+    ::close(fd);
+  });
+  r = run({"recv", "127.0.0.1:f", (ws.local / "fifo").string(), "-q"});
+  reader.join();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(got == want) << got.size();
+  EXPECT_TRUE(S_ISFIFO(stat_of(ws.local / "fifo").st_mode));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+// ---- B11 ---------------------------------------------------------------------------------------
+
+// Starts the aesxfer binary with stdout and stderr going to files; returns its PID.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+                    const fs::path& err) {
+  std::vector<std::string> argv{AESXFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> av;
+  for (auto& a : argv) av.push_back(a.data());
+  av.push_back(nullptr);
+  std::string henv = "AESXFER_HOME=" + home.string();
+  std::vector<char*> ev{henv.data(), nullptr};
+  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(ofd, 1);
+    ::dup2(efd, 2);
+    ::execve(av[0], av.data(), ev.data());
+    ::_exit(127);
+  }
+  ::close(ofd);
+  ::close(efd);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
+  write_random_file(ws.root / "big.bin", 64 << 20, 5);
+  struct Case {
+    int sig;
+    bool resume;
+  };
+  for (Case c : {Case{SIGINT, false}, Case{SIGTERM, true}, Case{SIGHUP, false}}) {
+    SCOPED_TRACE(c.sig);
+    fs::path dir = ws.local / ("d" + std::to_string(c.sig));
+    fs::create_directories(dir);
+    std::vector<std::string> args = {
+        "recv", "127.0.0.1:big.bin",           (dir / "big.bin").string(), "-l", "40000", "--timeout", "20",
+        "-P",   std::to_string(server->port())};
+    if (c.resume) args.push_back("--resume");
+    pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    // Wait until data is arriving (a temporary or partial file with something in it).
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    bool arriving = false;
+    while (!arriving && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_regular_file() && e.file_size() > 0) arriving = true;
+    }
+    ASSERT_TRUE(arriving);
+    ASSERT_EQ(::kill(pid, c.sig), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + c.sig);
+    std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_EQ(lines_of(err).size(), 1u) << err;
+    EXPECT_NE(err.find("aesxfer: interrupted"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(dir / "big.bin"));
+    if (c.resume) {
+      EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
+      EXPECT_NE(err.find("kept"), std::string::npos) << err;
+      EXPECT_NE(err.find(".big.bin.aesxfer-partial for --resume"), std::string::npos) << err;
+    } else {
+      EXPECT_TRUE(temp_debris(dir).empty()) << "the temporary file was left";
+      EXPECT_NE(err.find("removed the temporary file of " + (dir / "big.bin").string()), std::string::npos)
+          << err;
+    }
+  }
+}
+
+// ---- B13 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, NamesOfNameMaxBytesMoveBothWays) {
+  const std::string name(NAME_MAX, 'n');
+  write_random_file(ws.local / name, 5000, 6);
+  auto r = run({"send", (ws.local / name).string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / name), sha256_file(ws.local / name));
+  r = run({"send", "--resume", (ws.local / name).string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::create_directories(ws.local / "back");
+  r = run({"recv", "127.0.0.1:" + name, (ws.local / "back").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "back" / name), sha256_file(ws.local / name));
+  fs::remove(ws.local / "back" / name);
+  r = run({"recv", "--resume", "127.0.0.1:" + name, (ws.local / "back").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "back" / name), sha256_file(ws.local / name));
+  fs::create_directories(ws.root / "tree");
+  fs::copy_file(ws.local / name, ws.root / "tree" / name);
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "t").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "t" / name), sha256_file(ws.local / name));
+  for (const auto& e : fs::directory_iterator(ws.local / "back"))
+    EXPECT_LE(e.path().filename().string().size(), 255u);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
