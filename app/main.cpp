@@ -70,6 +70,7 @@ struct TransferOpts {
   std::string checksum = "xxh128";  // --checksum
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;             // -v
+  bool strict_host_keys = false;  // --strict-host-keys
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -105,6 +106,8 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.port = t.port;
   co.home = net::aesxfer_home();
   co.keylog = t.keylog;
+  co.strict_host_keys = t.strict_host_keys;
+  co.announce_new_host = !t.quiet;
   co.timeout = std::chrono::milliseconds(int64_t(t.timeout * 1000));
   co.preserve = t.preserve;
   co.resume = t.resume;
@@ -453,6 +456,8 @@ int main(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)));
     sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
+    sub->add_flag("--strict-host-keys", t.strict_host_keys,
+                  "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
   };
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");

@@ -5,13 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 
+#include "crypto/util.h"
 #include "net/atomic_file.h"
 #include "net/keystore.h"
 #include "net/resume.h"
-#include "crypto/util.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -45,28 +46,50 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
     size_t n = conn_->read_some(buf, sizeof buf);
     if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
     step = hs.feed(buf, n);
-    if (step.ec) throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    if (step.ec)
+      throw Failure("handshake with " + hp +
+                    " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
     if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
   }
   proto::PublicKey expected{};
-  switch (check_known_host(opt_.home / "known_hosts", hp, *hs.host_key(), &expected)) {
+  const fs::path known = opt_.home / "known_hosts";
+  HostCheck hc;
+  try {
+    hc = check_known_host(known, hp, *hs.host_key(), &expected, !opt_.strict_host_keys);
+  } catch (const std::runtime_error& e) {
+    throw Failure(e.what());
+  }
+  switch (hc) {
     case HostCheck::known:
       break;
     case HostCheck::added:
+      // As ssh says it: the user learns that a key was trusted on first use, and which.
+      if (opt_.announce_new_host)
+        std::fprintf(stderr, "aesxfer: Permanently added %s (%s) to the list of known hosts (%s)\n",
+                     hp.c_str(), proto::fingerprint(*hs.host_key()).c_str(), known.c_str());
       break;
+    case HostCheck::unknown:
+      throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(*hs.host_key()) +
+                    ") and --strict-host-keys is set; add it to " + known.string() + " after checking it");
     case HostCheck::changed:
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
                     proto::fingerprint(*hs.host_key()) + "); if this is expected, remove its line from " +
-                    (opt_.home / "known_hosts").string());
+                    known.string());
   }
   step = hs.confirm_host();
   if (step.ec) throw Failure("handshake with " + hp + " failed: " + step.ec.message());
   conn_->write_all(step.send.data(), step.send.size());
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
   if (!opt_.keylog.empty()) {
-    std::ofstream kl(opt_.keylog, std::ios::app);
-    if (!kl) throw Failure("cannot write key log " + opt_.keylog);
-    kl << keys_->keylog_lines();
+    // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
+    // extra connections of --streams add their lines whole.
+    int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
+    std::string lines = keys_->keylog_lines();
+    bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
+    crypto::secure_zero(lines.data(), lines.size());
+    ::close(kfd);
+    if (!ok) throw Failure("cannot write key log " + opt_.keylog);
   }
   conn_->start_records(*keys_, true);
   tune_for_path(conn_->fd());
@@ -82,7 +105,8 @@ void Client::throw_receivers_reason(const std::string& remote) {
   try {
     conn_->set_timeout(std::chrono::milliseconds(2000));
     proto::Message m = conn_->recv_message("the transfer");
-    if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, conn_->peer() + ":" + remote);
+    if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
+      throw refused(m, conn_->peer() + ":" + remote);
   } catch (const Failure& reason) {
     if (std::string(reason.what()).find(remote) != std::string::npos) throw;
   }
@@ -258,7 +282,8 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
     if (ec) throw Failure(local.string() + ": " + ec.message());
     // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
     // which only writing through reaches.
-    if (target.string().rfind("/proc/", 0) == 0 || fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
+    if (target.string().rfind("/proc/", 0) == 0 ||
+        fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
       int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
       return AtomicFile::write_through(fd, local);
@@ -285,7 +310,8 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   if (opt_.resume && !sink && !through && remote != "/dev/zero")
     return fetch_resumed(remote, local, zero_size, on_start, progress, dirfd);
   resume_offset_ = 0;
-  if (!opt_.resume && !opt_.paced && !through && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
+  if (!opt_.resume && !opt_.paced && !through &&
+      (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message st = stat_remote(remote, zero_size);
@@ -311,8 +337,10 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    r.checksum = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
-    if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
+    r.checksum =
+        recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
+    if (out)
+      out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     send_failure_result(e);
     throw Failure(local.string() + ": " + e.what());

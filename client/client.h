@@ -32,7 +32,9 @@ struct ClientOptions {
   const crypto::MacDesc* mac = nullptr;
   std::filesystem::path home;  // $AESXFER_HOME
   std::chrono::milliseconds timeout{30000};
-  std::string keylog;          // file to append session keys to, or empty
+  std::string keylog;          // file to append session keys to (every connection), or empty
+  bool strict_host_keys = false;  // --strict-host-keys: refuse a host not yet in known_hosts
+  bool announce_new_host = false;  // say "Permanently added" on first contact (the CLI, unless -q)
   bool preserve = false;       // -p: the receiver applies mode exactly and mtime
   bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch

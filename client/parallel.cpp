@@ -158,8 +158,7 @@ int Client::open_extra(int want) {
   // Open the missing connections at once; each runs its own handshake. One that fails (a busy
   // server, say) only means fewer streams.
   ClientOptions o = opt_;
-  o.streams = 1;
-  o.keylog.clear();
+  o.streams = 1;  // the keylog stays: every connection's keys are logged
   size_t need = size_t(want - 1) - extra_.size();
   std::vector<std::unique_ptr<Client>> got(need);
   std::vector<std::thread> threads;

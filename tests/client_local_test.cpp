@@ -239,8 +239,8 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     fs::path dir = ws.local / ("d" + std::to_string(c.sig));
     fs::create_directories(dir);
     std::vector<std::string> args = {
-        "recv", "127.0.0.1:big.bin",           (dir / "big.bin").string(), "-l", "40000", "--timeout", "20",
-        "-P",   std::to_string(server->port())};
+        "recv", "-q", "127.0.0.1:big.bin",           (dir / "big.bin").string(), "-l", "40000", "--timeout",
+        "20",   "-P", std::to_string(server->port())};
     if (c.resume) args.push_back("--resume");
     pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
     ASSERT_GT(pid, 0);
@@ -296,6 +296,116 @@ TEST_F(ClientLocal, NamesOfNameMaxBytesMoveBothWays) {
   EXPECT_EQ(sha256_file(ws.local / "t" / name), sha256_file(ws.local / name));
   for (const auto& e : fs::directory_iterator(ws.local / "back"))
     EXPECT_LE(e.path().filename().string().size(), 255u);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// ---- C15 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, IdentityIsCreatedOnlyWhenAbsentAndMustBePrivate) {
+  TempDir home("aesxfer-keys");
+  fs::path id = home.path() / "id_ed25519";
+  auto r = run_aesxfer({"keygen"}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_EQ(stat_of(id).st_mode & 07777, 0600u);
+  const std::string key = read_text_file(id);
+  r = run_aesxfer({"keygen"}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(id), key);
+  // Readable by group or others: refused, left alone.
+  for (mode_t m : {0640, 0604}) {
+    ASSERT_EQ(::chmod(id.c_str(), m), 0);
+    r = run_aesxfer({"keygen"}, home.path());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("accessible by others"), std::string::npos) << r.err;
+    EXPECT_EQ(read_text_file(id), key);
+    EXPECT_EQ(stat_of(id).st_mode & 07777, m);
+  }
+  // Unreadable (EACCES): an error, never a new key. (root reads it anyway: then it loads.)
+  ASSERT_EQ(::chmod(id.c_str(), 0), 0);
+  r = run_aesxfer({"keygen"}, home.path());
+  if (::geteuid() != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+  }
+  ASSERT_EQ(::chmod(id.c_str(), 0600), 0);
+  EXPECT_EQ(read_text_file(id), key);
+  // A symbolic link is not followed, and not replaced.
+  fs::path other = home.path() / "elsewhere";
+  fs::rename(id, other);
+  fs::create_symlink(other, id);
+  r = run_aesxfer({"keygen"}, home.path());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_symlink(id));
+  EXPECT_EQ(read_text_file(other), key);
+}
+
+// ---- C14 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, FirstContactIsAnnouncedAndStrictHostKeysRefusesUnknownHosts) {
+  write_text_file(ws.local / "f", "x");
+  const std::string hp = "127.0.0.1:" + std::to_string(server->port());
+  auto r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "--strict-host-keys"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host key for " + hp + " is not known (SHA256:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.home / "known_hosts"));
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+  r = run({"send", (ws.local / "f").string(), "127.0.0.1:f"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("aesxfer: Permanently added " + hp + " (SHA256:"), std::string::npos) << r.err;
+  EXPECT_NE(read_text_file(ws.home / "known_hosts").find(hp), std::string::npos);
+  r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "--strict-host-keys"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "") << "known now: nothing to say";
+}
+
+TEST_F(ClientLocal, UnparsableKnownHostsLineIsAnErrorNamingFileAndLine) {
+  write_text_file(ws.local / "f", "x");
+  const std::string hp = "127.0.0.1:" + std::to_string(server->port());
+  const std::string kh =
+      "# pinned by hand\nother:1 aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=\n" + hp +
+      " aesxfer-ed25519 not-base64!\n";
+  write_text_file(ws.home / "known_hosts", kh);
+  auto r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find((ws.home / "known_hosts").string() + ":3: cannot parse the key for " + hp),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text_file(ws.home / "known_hosts"), kh) << "never a silent re-pin";
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+}
+
+// ---- C16, D19 ----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, KeylogIsPrivateAndHoldsEveryConnection) {
+  write_random_file(ws.local / "big.bin", 8 << 20, 7);
+  fs::path kl = ws.local / "keys.log";
+  auto r = run({"send", (ws.local / "big.bin").string(), "127.0.0.1:big.bin", "--streams", "3", "--keylog",
+                kl.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(kl).st_mode & 07777, 0600u);
+  auto lines = lines_of(read_text_file(kl));
+  EXPECT_EQ(lines.size(), 6u) << "two lines for each of the three connections\n" << read_text_file(kl);
+  for (const auto& l : lines) EXPECT_NE(l.find(" aes128-gcm aead enc="), std::string::npos) << l;
+  // The server logs the same MAC name.
+  EXPECT_TRUE(server->wait_for_log("mac=aead")) << server->log();
+  // Never written through a symbolic link.
+  write_text_file(ws.local / "victim", "keep");
+  fs::create_symlink(ws.local / "victim", ws.local / "kl-link");
+  r = run({"send", (ws.local / "big.bin").string(), "127.0.0.1:big2.bin", "--keylog",
+           (ws.local / "kl-link").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("cannot write key log"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "victim"), "keep");
 }
 
 }  // namespace
