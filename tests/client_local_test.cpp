@@ -4,6 +4,7 @@
 // names).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -160,7 +161,11 @@ TEST_F(ClientLocal, MissingSourcesAreReportedAndTheOthersStillGo) {
 TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
   write_random_file(ws.root / "f", 300000, 4);
   const std::string want = read_text_file(ws.root / "f");
-  for (const char* dest : {"/dev/stdout", "-"}) {
+  // /dev/stdout itself is not named here: a client that replaces it (the bug this test catches)
+  // would replace the machine's /dev/stdout when the tests run as root. A link of our own to
+  // /proc/self/fd/1 is the same thing, and /dev/fd/1 cannot be replaced.
+  fs::create_symlink("/proc/self/fd/1", ws.local / "stdout");
+  for (std::string dest : {(ws.local / "stdout").string(), std::string("/dev/fd/1"), std::string("-")}) {
     auto r = run({"recv", "127.0.0.1:f", dest});
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(r.out == want) << dest << ": standard output holds " << r.out.size() << " bytes";
@@ -177,9 +182,24 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
   ASSERT_EQ(::mkfifo((ws.local / "fifo").c_str(), 0600), 0);
   std::string got;
   std::thread reader([&] {
-    int fd = ::open((ws.local / "fifo").c_str(), O_RDONLY);
+    // Non-blocking open and poll with a deadline: a client that replaced the FIFO instead of
+    // writing into it must fail the test, not hang it.
+    int fd = ::open((ws.local / "fifo").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     char buf[65536];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+    bool writer_seen = false;
+    for (auto end = Clock::now() + std::chrono::seconds(20); Clock::now() < end;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        got.append(buf, size_t(n));
+        writer_seen = true;
+      } else if (n == 0 && writer_seen) {
+        break;  // the writer closed
+      } else if (n == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
     ::close(fd);
   });
   r = run({"recv", "127.0.0.1:f", (ws.local / "fifo").string(), "-q"});
