@@ -218,6 +218,12 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   if (apply_attrs) req.flags |= proto::kFlagPreserve;
   proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  // A Response text holds at most kMaxMessage bytes (docs/PROTOCOL.md 3.2): an answer of that
+  // length may have been cut, and a path built from it would name another directory.
+  if (resp.text.size() >= proto::kMaxMessage)
+    throw Failure(conn_->peer() + ":" + printable(req.path) + (name.empty() ? "" : "/" + printable(name)) +
+                  ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
   return resp.text.empty() ? req.path : resp.text;
 }
 

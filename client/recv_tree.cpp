@@ -290,6 +290,10 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   // The reply names the directory the server listed; it must be the one asked for. The local
   // name comes from the request alone (scp semantics), never from the reply.
   const std::string asked = normal_request(remote.empty() ? "." : remote);
+  if (d.path != asked && d.path.size() >= proto::kMaxMessage)
+    throw Failure(client.peer() + ":" + printable(remote) +
+                  ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
   if (d.path != asked)
     throw Failure("protocol error from " + client.peer() + ": listing of " + printable(asked) +
                   " answered for " + printable(d.path));
