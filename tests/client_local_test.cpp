@@ -25,14 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
-
 struct stat stat_of(const fs::path& p) {
   struct stat st {};
   EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
@@ -99,7 +91,7 @@ TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
   write_random_file(ws.root / name, 1000, 1);
   auto r = run({"recv", "127.0.0.1:" + name, (ws.local / "out.bin").string(), "--json", "--json-progress"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto lines = lines_of(r.out);
+  auto lines = nonempty_lines(r.out);
   ASSERT_GE(lines.size(), 2u) << r.out;
   for (const auto& l : lines) {
     EXPECT_TRUE(app::valid_utf8(l)) << l;
@@ -127,7 +119,7 @@ TEST_F(ClientLocal, SeveralFilesNeedAnExistingDirectory) {
     auto r = run(
         {"send", (ws.local / "a").string(), (ws.local / "b").string(), std::string("127.0.0.1:") + to, "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_NE(r.err.find(std::string(to) + ": not a directory"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(ws.root / "x"));
@@ -145,7 +137,7 @@ TEST_F(ClientLocal, MissingSourcesAreReportedAndTheOthersStillGo) {
   auto r = run({"send", (ws.local / "a").string(), (ws.local / "missing").string(), (ws.local / "c").string(),
                 "127.0.0.1:.", "-q"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(ws.root / "a"), "first");
   EXPECT_EQ(read_text_file(ws.root / "c"), "third");
@@ -276,7 +268,7 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     ASSERT_EQ(::kill(pid, c.sig), 0);
     EXPECT_EQ(wait_exit(pid), 128 + c.sig);
     std::string err = read_text_file(ws.local / "err.txt");
-    EXPECT_EQ(lines_of(err).size(), 1u) << err;
+    EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
     EXPECT_NE(err.find("aesxfer: interrupted"), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(dir / "big.bin"));
     if (c.resume) {
@@ -343,7 +335,7 @@ TEST_F(ClientLocal, IdentityIsCreatedOnlyWhenAbsentAndMustBePrivate) {
     ASSERT_EQ(::chmod(id.c_str(), m), 0);
     r = run_aesxfer({"keygen"}, home.path());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_NE(r.err.find("accessible by others"), std::string::npos) << r.err;
     EXPECT_EQ(read_text_file(id), key);
     EXPECT_EQ(stat_of(id).st_mode & 07777, m);
@@ -396,7 +388,7 @@ TEST_F(ClientLocal, UnparsableKnownHostsLineIsAnErrorNamingFileAndLine) {
   write_text_file(ws.home / "known_hosts", kh);
   auto r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "-q"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find((ws.home / "known_hosts").string() + ":3: cannot parse the key for " + hp),
             std::string::npos)
       << r.err;
@@ -413,7 +405,7 @@ TEST_F(ClientLocal, KeylogIsPrivateAndHoldsEveryConnection) {
                 kl.string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(stat_of(kl).st_mode & 07777, 0600u);
-  auto lines = lines_of(read_text_file(kl));
+  auto lines = nonempty_lines(read_text_file(kl));
   EXPECT_EQ(lines.size(), 6u) << "two lines for each of the three connections\n" << read_text_file(kl);
   for (const auto& l : lines) EXPECT_NE(l.find(" aes128-gcm aead enc="), std::string::npos) << l;
   // The server logs the same MAC name.

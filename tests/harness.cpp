@@ -49,6 +49,14 @@ Workspace::Workspace() : home(tmp / "home"), root(tmp / "root"), local(tmp / "lo
   fs::create_directories(local);
 }
 
+std::vector<std::string> nonempty_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
 std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line) {
   std::map<std::string, std::string> out;
   size_t i = 0, n = line.size();
