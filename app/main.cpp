@@ -247,7 +247,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       fs::path local = sources[i];
       std::error_code ec;
       if (!fs::is_directory(local, ec)) {
-        stopped = !send_one(local, dest);
+        stopped = !send_one(local, dest) && !client.can_continue();
         continue;
       }
       // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself.

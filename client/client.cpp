@@ -141,6 +141,7 @@ void Client::bye() noexcept {
 
 FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  clean_failure_ = true;  // until a request goes out
   int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
   struct Closer {
@@ -162,6 +163,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
   if (opt_.preserve) req.flags |= proto::kFlagPreserve;
+  clean_failure_ = false;
   if (!opt_.resume && !opt_.paced) {
     int n = streams_for(req.size);
     if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
@@ -182,7 +184,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     req.flags |= proto::kFlagResume;
   }
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
+  if (resp.status != proto::Status::ok) {
+    clean_failure_ = true;  // refused before any data: the session goes on
+    throw refused(resp, conn_->peer() + ":" + remote);
+  }
 
   FileResult r;
   r.file = local.string();

@@ -107,6 +107,9 @@ class Client {
   // what it holds, no path twice. Throws Failure.
   RemoteDir list(const std::string& remote);
   void bye() noexcept;
+  // After a put or get threw: true when it failed before any data moved (a local open error, the
+  // server's refusal), so the session can go on with the next file (scp semantics).
+  bool can_continue() const { return clean_failure_; }
   // True when `remote` is an existing directory on the server (the root "." always is). Asked
   // with stat, whose refusal for a directory ends in ": is a directory" (docs/PROTOCOL.md 3.3).
   bool is_remote_dir(const std::string& remote);
@@ -126,6 +129,7 @@ class Client {
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
+  bool clean_failure_ = false;
 
   // Parallel streams (client/parallel.cpp): the extra connections, opened on first use and kept
   // for the following files; a broken one is not reused.

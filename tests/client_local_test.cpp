@@ -141,6 +141,16 @@ TEST_F(ClientLocal, MissingSourcesAreReportedAndTheOthersStillGo) {
   EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(ws.root / "a"), "first");
   EXPECT_EQ(read_text_file(ws.root / "c"), "third");
+  // A file the server refuses (before any data) does not stop the others either.
+  fs::create_directories(ws.root / "d" / "b");
+  write_text_file(ws.local / "b", "second");
+  r = run({"send", (ws.local / "a").string(), (ws.local / "b").string(), (ws.local / "c").string(),
+           "127.0.0.1:d", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "d" / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "d" / "c"), "third");
   // Found before connecting: with nothing to send, no connection at all.
   r = run({"send", (ws.local / "missing").string(), "127.0.0.1:.", "-q"}, unused_port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
