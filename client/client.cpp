@@ -218,7 +218,7 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   req.op = proto::Op::mkdir;
   req.path = remote.empty() ? "." : remote;
   req.text = name;
-  req.mode = mode & 07777;
+  req.mode = mode & 01777;  // never setuid/setgid (today's server applies mkdir modes as sent)
   req.mtime = mtime;
   if (apply_attrs) req.flags |= proto::kFlagPreserve;
   proto::Message resp = ask(req);

@@ -48,6 +48,12 @@ TEST_F(ClientLocal, PreserveNeverAppliesSetuidOrSetgid) {
   r = run({"send", "-p", (ws.local / "up").string(), "127.0.0.1:up", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(stat_of(ws.root / "up").st_mode & 07777, 0755u);
+  // Directories too (send -r -p): a setgid directory arrives without the bit.
+  fs::create_directories(ws.local / "sg");
+  ASSERT_EQ(::chmod((ws.local / "sg").c_str(), 02755), 0);
+  r = run({"send", "-r", "-p", (ws.local / "sg").string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.root / "sg").st_mode & 07777, 0755u);
 }
 
 TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
