@@ -214,7 +214,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
     }
     // One file; false after a failure (the connection may be mid-stream: stop there).
     auto send_one = [&](const fs::path& local, const std::string& to) {
-      app::Progress prog(local.filename().string(), tty);
+      app::Progress prog(net::printable(local.filename().string()), tty);
       app::JsonProgress jp(local.string(), t.json_progress);
       uint64_t last = 0;
       try {
@@ -313,7 +313,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    app::Progress prog(fs::path(remote->path).filename().string(), tty && !t.json_progress, msg);
+    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress, msg);
     app::JsonProgress jp(remote->path, t.json_progress, msg);
     app::RateLimiter limiter(t.limit_kbit);
     uint64_t last = 0;
@@ -361,7 +361,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   try {
     client = std::make_unique<net::Client>(co);
     auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
-      app::Progress prog(to.filename().string(), tty);
+      app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
       uint64_t last = 0;
       try {

@@ -143,15 +143,15 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   clean_failure_ = true;  // until a request goes out
   int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+  if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
   ::fstat(fd, &st);
-  if (S_ISDIR(st.st_mode)) throw Failure(local.string() + ": is a directory");
-  if (!S_ISREG(st.st_mode)) throw Failure(local.string() + ": not a regular file");
+  if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
+  if (!S_ISREG(st.st_mode)) throw Failure(printable(local.string()) + ": not a regular file");
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
   proto::Message req;
@@ -283,20 +283,20 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   bool exists = ::stat(local.c_str(), &st) == 0;
   if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     int fd = ::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+    if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, local);
   }
   struct stat lst {};
   if (::lstat(local.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
     std::error_code ec;
     fs::path target = fs::weakly_canonical(local, ec);
-    if (ec) throw Failure(local.string() + ": " + ec.message());
+    if (ec) throw Failure(printable(local.string()) + ": " + ec.message());
     // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
     // which only writing through reaches.
     if (target.string().rfind("/proc/", 0) == 0 ||
         fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
       int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+      if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
       return AtomicFile::write_through(fd, local);
     }
     return std::make_unique<AtomicFile>(target);
@@ -354,7 +354,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
       out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     send_failure_result(e);
-    throw Failure(local.string() + ": " + e.what());
+    throw Failure(printable(local.string()) + ": " + e.what());
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

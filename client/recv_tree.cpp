@@ -56,7 +56,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   struct stat dst {};
   if (::fstatat(dirfd, at.c_str(), &dst, dirfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISDIR(dst.st_mode))
-    throw Failure(local.string() + ": is a directory");
+    throw Failure(printable(local.string()) + ": is a directory");
   // locked: a second recv --resume of the same file is refused
   std::unique_ptr<PartialFile> pfp = dirfd == AT_FDCWD
                                          ? std::make_unique<PartialFile>(local)
@@ -132,7 +132,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const RecvError& e) {
       send_failure_result(e);
-      throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
+      throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)");
     }
     if (opt_.preserve) apply_mode_mtime(base.fd, resp.mode, resp.mtime);
     conn_->send_message(result);
@@ -156,7 +156,8 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     bool bad = e.status == int(proto::Status::integrity);
     if (bad) pf.discard();  // known bad: the next --resume starts over
     send_failure_result(e);
-    throw Failure(local.string() + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"));
+    throw Failure(printable(local.string()) + ": " + e.what() +
+                  (bad ? "" : " (partial file kept for --resume)"));
   } catch (const Failure& e) {
     // Connection lost: what arrived was verified record by record and stays for --resume.
     throw Failure(std::string(e.what()) + " (partial file kept for --resume)");
@@ -262,16 +263,16 @@ Fd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
   int e = errno;
   struct stat st {};
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-    throw Failure(shown.string() + ": is a symbolic link (not followed)");
-  if (e == ENOTDIR) throw Failure(shown.string() + ": exists and is not a directory");
-  throw Failure(shown.string() + ": " + errno_text(e));
+    throw Failure(printable(shown.string()) + ": is a symbolic link (not followed)");
+  if (e == ENOTDIR) throw Failure(printable(shown.string()) + ": exists and is not a directory");
+  throw Failure(printable(shown.string()) + ": " + errno_text(e));
 }
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
 // opens it. `created` says whether this call made it.
 Fd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode, bool& created) {
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
-  if (!created && errno != EEXIST) throw Failure(shown.string() + ": " + errno_text(errno));
+  if (!created && errno != EEXIST) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
   return open_dir_at(dirfd, name, shown);
 }
 
@@ -314,12 +315,12 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     if (name == "..")
       throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
     Fd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (parent.fd < 0) throw Failure(dest.string() + ": " + errno_text(errno));
+    if (parent.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     top = dest / name;
     top_fd = make_dir_at(parent.fd, name, top, d.mode, top_created);
   } else if (dest_dir) {
     top_fd = Fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (top_fd.fd < 0) throw Failure(dest.string() + ": " + errno_text(errno));
+    if (top_fd.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
   } else {
     top_fd = make_dir_at(AT_FDCWD, dest.string(), dest, d.mode, top_created);
   }
@@ -370,7 +371,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         int pfd = dir_of(parent);
         struct stat st {};
         if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-          throw Failure(local.string() + ": is a directory");
+          throw Failure(printable(local.string()) + ": is a directory");
         fetch_one(base + e.path, local, e.size, pfd);
         break;
       }

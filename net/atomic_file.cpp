@@ -124,7 +124,7 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest) : shown_(dest), name_(
 }
 
 AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
-    : shown_(shown), name_(name) {
+    : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
   dirfd_ = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
   if (dirfd_ < 0) throw Failure("cannot create " + shown.string() + ": " + errno_text(errno));
   std::filesystem::path dir = shown.parent_path();
