@@ -1,4 +1,5 @@
 // aesxfer: encrypted file transfer over TCP with a cipher of the user's choice.
+#include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,6 +158,48 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
   std::fflush(out);
 }
 
+// send -: standard input as a descriptor readable from offset 0 whose size is known. A regular
+// file is used as it is; anything else is copied to an unlinked temporary file in $TMPDIR (or
+// /tmp) first, since a put announces its size before the data (docs/PROTOCOL.md 3.3). Returns
+// the descriptor, or -1 with `why` set.
+int spool_stdin(std::string& why) {
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) != 0) {
+    why = net::errno_text(errno);
+    return -1;
+  }
+  if (S_ISREG(st.st_mode)) return ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = tmp && *tmp ? tmp : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+    return -1;
+  }
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = net::errno_text(errno);
+      ::close(fd);
+      return -1;
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+        ::close(fd);
+        return -1;
+      }
+      off += w;
+    }
+  }
+  return fd;
+}
+
 int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
   if (args.size() < 2) {
     die_line("send: usage: aesxfer send FILE... HOST:DEST");
@@ -177,10 +220,24 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
   // reported in one line, the others still go, and the exit status is 1 at the end.
   const size_t named = args.size() - 1;
   std::vector<std::string> sources;
+  int stdin_fd = -1;  // send -: the descriptor behind "/proc/self/fd/N" among the sources
   for (size_t i = 0; i < named; ++i) {
     if (args[i] == "-") {
-      die_line("send: - (standard input) is not supported: the protocol needs the size before the data");
-      rc = kExitFail;
+      // Standard input: a regular file is sent as it is; anything else (a pipe) is first copied
+      // to an unlinked temporary file, because the protocol announces the size before the data.
+      if (stdin_fd >= 0) {
+        die_line("send: - (standard input) given twice");
+        rc = kExitFail;
+        continue;
+      }
+      std::string why;
+      stdin_fd = spool_stdin(why);
+      if (stdin_fd < 0) {
+        die_line("send: standard input: " + why);
+        rc = kExitFail;
+        continue;
+      }
+      sources.push_back("/proc/self/fd/" + std::to_string(stdin_fd));
       continue;
     }
     struct stat st {};
@@ -213,9 +270,10 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       return kExitFail;
     }
     // One file; false after a failure (the connection may be mid-stream: stop there).
-    auto send_one = [&](const fs::path& local, const std::string& to) {
-      app::Progress prog(net::printable(local.filename().string()), tty);
-      app::JsonProgress jp(local.string(), t.json_progress);
+    auto send_one = [&](const fs::path& local, const std::string& to, const std::string& name = "") {
+      std::string shown = name.empty() ? local.string() : std::string("-");
+      app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
+      app::JsonProgress jp(shown, t.json_progress);
       uint64_t last = 0;
       try {
         auto r = client.put(
@@ -230,7 +288,9 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
               last = d;
               prog.update(d);
               jp.update(d);
-            });
+            },
+            name);
+        if (!name.empty()) r.file = shown;
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);
@@ -247,7 +307,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       fs::path local = sources[i];
       std::error_code ec;
       if (!fs::is_directory(local, ec)) {
-        stopped = !send_one(local, dest) && !client.can_continue();
+        bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
+        stopped = !send_one(local, dest, is_stdin ? "stdin" : "") && !client.can_continue();
         continue;
       }
       // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself.

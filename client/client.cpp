@@ -140,7 +140,8 @@ void Client::bye() noexcept {
 }
 
 FileResult Client::put(const fs::path& local, const std::string& remote,
-                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                       const std::string& name) {
   clean_failure_ = true;  // until a request goes out
   int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
@@ -158,7 +159,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   req.type = proto::MsgType::request;
   req.op = proto::Op::put;
   req.path = remote;
-  req.text = local.filename().string();
+  req.text = name.empty() ? local.filename().string() : name;
   req.size = uint64_t(st.st_size);
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;

@@ -80,8 +80,11 @@ class Client {
 
   // Sends local file `local` to `remote` (a file or directory on the server). Throws Failure.
   // `on_start` is told the size before the first byte moves.
+  // `name`, when not empty, is the file's name on the server when `remote` is a directory (else
+  // local's own name): send - (standard input) sends a spooled copy under the name "stdin".
   FileResult put(const std::filesystem::path& local, const std::string& remote,
-                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                 const std::string& name = "");
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,

@@ -472,3 +472,32 @@ TEST_F(ClientLocal, PathsLongerThanTheResponseTextAreRefusedNotCut) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// ---- B10: - as standard input ----------------------------------------------------------------
+
+TEST_F(ClientLocal, DashIsStandardInputForSend) {
+  write_random_file(ws.local / "src", 700000, 9);
+  fs::create_directories(ws.root / "d");
+  const std::string bin = AESXFER_BINARY, port = std::to_string(server->port());
+  // From a pipe (size unknown until EOF: spooled first), to a file name.
+  auto r = run_process({"/bin/sh", "-c",
+                        "cat '" + (ws.local / "src").string() + "' | '" + bin +
+                            "' send - 127.0.0.1:piped.bin -P " + port + " -q"},
+                       {{"AESXFER_HOME", ws.home.string()}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "piped.bin"), sha256_file(ws.local / "src"));
+  // From a regular file, into a directory: the name there is "stdin"; the summary names "-".
+  r = run_process(
+      {"/bin/sh", "-c",
+       "'" + bin + "' send - 127.0.0.1:d -P " + port + " < '" + (ws.local / "src").string() + "'"},
+      {{"AESXFER_HOME", ws.home.string()}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "d" / "stdin"), sha256_file(ws.local / "src"));
+  EXPECT_EQ(r.out.rfind("-: 700000 bytes", 0), 0u) << r.out;
+}
+
+}  // namespace
+}  // namespace aesxfer::test
