@@ -3,7 +3,10 @@
 // sends), and reports MB/s (median, min, max), the CPU each side used, the implementation that ran
 // and a one-line verdict on what limited the transfer. With no HOST it starts `aesxfer serve` as a
 // child process on an ephemeral 127.0.0.1 port (its own CPU accounting) and stops it afterwards.
-// See app/bench.cpp for how each figure is measured and the verdict thresholds.
+// With --vs-scp every cipher OpenSSH offers is also sent with `scp -c` (and scp's defaults as one
+// more row), to HOST through the user's ssh setup or, without HOST, to a throwaway sshd on
+// 127.0.0.1 (app/bench_scp.h); rows OpenSSH cannot have say why.
+// See app/bench.cpp and app/bench_scp.cpp for how each figure is measured, and the verdicts.
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -27,11 +30,20 @@ struct BenchOptions {
   std::string server_binary = "/proc/self/exe";  // what the local server child runs
   double timeout = 60;               // network timeout per operation, seconds
   bool quiet = false;                // no per-run progress lines on err
+  bool vs_scp = false;               // also send with `scp -c` (app/bench_scp.h)
+  std::vector<std::string> ssh_opts;  // --ssh-opts, each split at spaces, given to scp first
+  std::string sshd;                   // --sshd: the sshd to start without HOST (default: found)
+  // --record-size LIST: every aesxfer row once per record size (the sweep; --plot then draws MB/s
+  // against record size, one line per cipher). Empty: the client's default size.
+  std::vector<uint64_t> record_sizes;
 };
 
 // The CSV columns, in order (the first line of --csv output).
+// tool is "aesxfer" or "scp"; ssh_cipher the OpenSSH cipher of an scp row; vs_scp, on aesxfer
+// rows, the median over the median of the scp row of the same cipher. "n/a" where no figure.
 inline constexpr const char* kBenchCsvHeader =
-    "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict";
+    "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,"
+    "tool,ssh_cipher,vs_scp,record_size";
 
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.
 inline constexpr double kBenchBusyPct = 85.0;
@@ -52,8 +64,6 @@ struct BenchLoad {
 std::string bench_verdict(const BenchLoad& load);
 inline constexpr double kBenchContendedPct = 15.0;
 
-// "8M", "1G", "512K", "1000", "1GiB", "2.5G" (binary units) -> bytes; false when malformed or 0.
-bool parse_size(const std::string& s, uint64_t& out);
 
 // Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
 // 0 success, 1 a transfer or the local server failed, 2 bad options, 130 interrupted (SIGINT or

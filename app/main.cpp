@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -151,9 +153,14 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
       if (r.ranges.empty()) sum += r.checksum.len ? " " + r.checksum.hex() : "";
       else sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
     }
-    std::fprintf(out, "%s: %llu bytes in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", net::printable(r.file).c_str(),
-                (unsigned long long)r.bytes,
-                r.seconds, mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
+    std::string resumed;
+    if (r.resumed_from > 0)
+      resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
+                std::to_string(r.bytes - r.resumed_from) + " moved";
+    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", net::printable(r.file).c_str(),
+                 (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
+                 crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
   std::fflush(out);
 }
@@ -280,7 +287,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
             local, to,
             [&](uint64_t n) {
               last = client.resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
@@ -382,7 +389,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         remote->path, local, zero_size,
         [&](uint64_t n) {
           last = client->resume_offset();
-          prog.start(n);
+          prog.start(n, last);
           jp.start(n, last);
         },
         [&](uint64_t d) {
@@ -430,7 +437,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
             from, to, 0,
             [&](uint64_t n) {
               last = client->resume_offset();
-              prog.start(n);
+              prog.start(n, last);
               jp.start(n, last);
             },
             [&](uint64_t d) {
@@ -468,6 +475,50 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   return 0;
 }
 
+// A number of seconds greater than 0 (CLI11's PositiveNumber prints DBL_MAX as its bound).
+CLI::Validator positive_seconds() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0') return "'" + v + "' is not a number of seconds";
+        return d > 0 && d <= 31536000 ? "" : "must be more than 0 and at most a year of seconds, got " + v;
+      },
+      "", "positive_seconds");
+}
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first word when it is not an option and not a command: one line naming it, with the
+// nearest command when one is close (as git does).
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  const std::string word = argv[1];
+  std::string best;
+  size_t best_d = 3;  // suggest only within two edits
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+    const size_t d = edit_distance(word, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  return "unknown command '" + net::printable(word) + "'" + (best.empty() ? "" : " (did you mean " + best + "?)") +
+         "; commands: send, recv, serve, keygen, speed, bench (see --help)";
+}
+
 void list_ciphers() {
   for (const auto& c : crypto::ciphers())
     std::printf("%-14s %s%s\n", c.name, c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
@@ -492,17 +543,26 @@ int main(int argc, char** argv) {
 
   TransferOpts t;
   auto add_transfer_opts = [&](CLI::App* sub) {
-    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers");
-    sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)");
-    sub->add_option("-P,--port", t.port, "Server port (default 7227)");
+    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")->type_name("CIPHER");
+    sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
+    sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
     sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
     sub->add_flag("--json", t.json, "Print one JSON object per file");
-    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)");
-    sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)");
+    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")->type_name("FILE");
+    sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
+        ->check(positive_seconds())
+        ->type_name("SECONDS");
     sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
     sub->add_flag("-p,--preserve", t.preserve,
                   "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
-    sub->add_option("-l,--limit", t.limit_kbit, "Limit the bandwidth to LIMIT Kbit/s (like scp -l)")->check(CLI::NonNegativeNumber);
+    sub->add_option("-l,--limit", t.limit_kbit,
+                    "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
+                    "(80M = 80000)")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
+                                          CLI::AsNumberWithUnit::CASE_INSENSITIVE)
+                        .description(""))
+        ->check(CLI::Range(0.0, 1e8).description(""))
+        ->type_name("KBIT/S");
     sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
     sub->add_option("--streams", t.streams,
                     "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
@@ -513,9 +573,9 @@ int main(int argc, char** argv) {
         ->type_name("ALG");
     sub->add_option("--record-size", t.record_size,
                     "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
-        ->type_name("SIZE")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)));
+        ->transform(CLI::AsSizeValue(false).description(""))
+        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+        ->type_name("SIZE");
     sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
     sub->add_flag("--strict-host-keys", t.strict_host_keys,
                   "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
@@ -523,7 +583,7 @@ int main(int argc, char** argv) {
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
   std::vector<std::string> send_args;
-  send->add_option("args", send_args, "FILE... HOST:DEST")->required()->expected(2, -1);
+  send->add_option("args", send_args, "FILE... HOST:DEST")->required()->expected(2, -1)->type_name("FILE... HOST:DEST");
   add_transfer_opts(send);
   send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
   send->add_flag("--resume", t.resume, "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
@@ -531,9 +591,11 @@ int main(int argc, char** argv) {
   auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
   std::string recv_src, recv_dest;
   uint64_t zero_size = 0;
-  recv->add_option("src", recv_src, "HOST:SRC")->required();
-  recv->add_option("dest", recv_dest, "Local file or directory")->required();
-  recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero");
+  recv->add_option("src", recv_src, "HOST:SRC")->required()->type_name("HOST:SRC");
+  recv->add_option("dest", recv_dest, "Local file or directory")->required()->type_name("DEST");
+  recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
   add_transfer_opts(recv);
   recv->add_flag("-r,--recursive", t.recursive, "Fetch a directory recursively (symlinks on the server are skipped)");
   recv->add_flag("--resume", t.resume, "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself (complete files are not fetched again)");
@@ -555,6 +617,11 @@ int main(int argc, char** argv) {
   serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
   serve->add_option("--handshake-timeout", handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");
+  serve->add_option("--ciphers", so.ciphers,
+                    "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
+      ->delimiter(',');
+  serve->add_option("--macs", so.macs, "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
+      ->delimiter(',');
   serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
   serve->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
@@ -566,40 +633,76 @@ int main(int argc, char** argv) {
       ->type_name("LIST");
   uint64_t max_record = proto::kMaxRecordSize;
   serve->add_option("--max-record-size", max_record, "Largest record payload the server agrees to (default 1M)")
-      ->type_name("SIZE")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)));
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("SIZE");
 
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
 
   auto* speed = app.add_subcommand("speed", "Cipher and MAC throughput, like openssl speed -evp");
   app::SpeedOptions sp;
   std::string speed_list;
-  speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers/MACs (default: all)");
-  speed->add_option("--seconds", sp.seconds, "Seconds per measurement (default 1)");
+  speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers, MACs and checksums (default: all)")
+      ->type_name("LIST");
+  speed->add_option("--seconds", sp.seconds,
+                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
+                    "a whole table takes rows x sizes x this)")
+      ->check(positive_seconds())
+      ->type_name("S");
   speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
   speed->add_flag("--json", sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
-  speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)");
+  speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)")
+      ->type_name("FILE");
+  speed->add_flag("--no-aesni-too", sp.no_aesni_too,
+                  "Every AES row also with the portable code (in the chart: same colour, dashed)");
 
   // `aesxfer bench`: the cipher lab (app/bench.h).
   auto* bench = app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
   app::BenchOptions bo;
-  std::string bench_list, bench_size = "1G";
-  bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)");
-  bench->add_option("-c,--cipher", bench_list, "Comma-separated ciphers (default: all)");
-  bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)");
-  bench->add_option("--size", bench_size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)");
+  std::string bench_list;
+  bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)")
+      ->type_name("HOST");
+  bench->add_option("-c,--cipher", bench_list, "Comma-separated ciphers (default: all)")->type_name("LIST");
+  bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
+  bench->add_option("--size", bo.size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 50).description(""))
+      ->type_name("SIZE");
   bench->add_option("--repeat", bo.repeat, "Transfers per cipher; median, min and max are shown (default 3)");
   bench->add_flag("--no-aesni-too", bo.no_aesni_too, "Run every AES cipher with and without AES-NI, show the speed-up");
   auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
   bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
-  bench->add_option("--plot", bo.plot, "Also write an SVG bar chart to FILE");
+  bench->add_option("--plot", bo.plot,
+                    "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
+                    "record size");
+  bench->add_option("--record-size", bo.record_sizes,
+                    "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
+      ->delimiter(',')
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("LIST");
   bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
   bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
   bench->add_flag("--no-aesni", no_aesni, "Use the portable crypto code (both sides when the server is local)");
+  bench->add_flag(
+      "--vs-scp", bo.vs_scp,
+      "Also send with scp -c (matching cipher and MAC) and scp's defaults; without HOST to a throwaway "
+      "sshd on 127.0.0.1");
+  bench->add_option("--ssh-opts", bo.ssh_opts, "Options for scp with --vs-scp, split at spaces (repeatable)")
+      ->allow_extra_args(false);
+  bench->add_option("--sshd", bo.sshd,
+                    "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)");
 
+  if (argc < 2) {  // no arguments: usage on stderr, like a usage error
+    std::fputs(app.help().c_str(), stderr);
+    return kExitUsage;
+  }
+  if (std::string u = unknown_command(app, argc, argv); !u.empty()) {
+    die_line(u);
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -665,10 +768,6 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(ss, item, ','))
         if (!item.empty()) bo.ciphers.push_back(item);
-      if (!app::parse_size(bench_size, bo.size)) {
-        die_line("bench: --size '" + bench_size + "' is not a size like 8M, 1G or 1048576");
-        return kExitUsage;
-      }
       bo.no_aesni = no_aesni;
       return app::run_bench(bo, std::cout, std::cerr);
     }

@@ -19,47 +19,74 @@ std::string human_bytes(uint64_t n) {
   return buf;
 }
 
-Progress::Progress(std::string name, bool enabled, std::FILE* out)
-    : name_(std::move(name)), enabled_(enabled), out_(out) {}
+Progress::Progress(std::string name, bool enabled, std::FILE* out, std::chrono::milliseconds stall_after)
+    : name_(std::move(name)), enabled_(enabled), out_(out), stall_after_(stall_after) {}
 
-void Progress::start(uint64_t total) {
+Progress::~Progress() { stop_ticker(); }
+
+void Progress::start(uint64_t total, uint64_t from) {
   total_ = total;
-  t0_ = last_ = Clock::now();
-  if (enabled_) draw(0, false);
+  from_ = seen_ = from;
+  done_ = from;
+  t0_ = moved_ = Clock::now();
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> g(mu_);
+  draw(from, false);
+  if (ticker_.joinable()) return;
+  ticker_ = std::thread([this] {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_; })) draw(done_.load(), false);
+  });
 }
 
-void Progress::update(uint64_t done) {
-  if (!enabled_) return;
-  auto now = Clock::now();
-  if (now - last_ < std::chrono::seconds(1)) return;
-  last_ = now;
-  draw(done, false);
+void Progress::update(uint64_t done) { done_.store(done, std::memory_order_relaxed); }
+
+void Progress::stop_ticker() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
 }
 
 void Progress::finish(uint64_t done, double) {
-  if (enabled_) draw(done, true);
+  stop_ticker();
+  if (enabled_) {
+    std::lock_guard<std::mutex> g(mu_);
+    draw(done, true);
+  }
 }
 
+// Called with mu_ held.
 void Progress::draw(uint64_t done, bool final) {
-  double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
-  double rate = secs > 0 ? done / secs : 0;
-  int pct = total_ ? int(done * 100 / total_) : 100;
+  const auto now = Clock::now();
+  if (done != seen_) {
+    seen_ = done;
+    moved_ = now;
+  }
+  const double secs = std::chrono::duration<double>(now - t0_).count();
+  const double rate = secs > 0 && done > from_ ? double(done - from_) / secs : 0;
+  const int pct = total_ ? int(done * 100 / total_) : 100;
   char eta[32];
   if (final) {
     std::snprintf(eta, sizeof eta, "%02d:%02d    ", int(secs) / 60, int(secs) % 60);
+  } else if (now - moved_ >= stall_after_) {
+    std::snprintf(eta, sizeof eta, "- stalled -");
   } else if (rate > 0 && total_ > done) {
-    int left = int((total_ - done) / rate);
+    const int left = int(double(total_ - done) / rate);
     std::snprintf(eta, sizeof eta, "%02d:%02d ETA", left / 60, left % 60);
   } else {
     std::snprintf(eta, sizeof eta, "--:-- ETA");
   }
   winsize ws{};
-  int cols = (::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) ? ws.ws_col : 80;
+  const int cols = (::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) ? ws.ws_col : 80;
   char right[96];
-  std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s   %s", pct, human_bytes(done).c_str(), rate / 1e6, eta);
+  std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(), rate / 1048576.0,
+                eta);
   int name_w = cols - int(std::string(right).size()) - 1;
   if (name_w < 8) name_w = 8;
-  std::string name = name_.size() > size_t(name_w) ? name_.substr(0, name_w) : name_;
+  const std::string name = name_.size() > size_t(name_w) ? name_.substr(0, size_t(name_w)) : name_;
   std::fprintf(out_, "\r%-*s%s", name_w, name.c_str(), right);
   if (final) std::fputc('\n', out_);
   std::fflush(out_);

@@ -311,9 +311,12 @@ struct Row {
   size_t lanes = 0;    // for enc-lanes
   std::string impl;
   bool legacy = false;
+  bool no_aesni = false;  // --no-aesni-too: the portable code's run of an AES row
   std::function<std::unique_ptr<Op>(size_t size)> make;
 
-  std::string label() const {
+  std::string label() const { return colour_key() + (no_aesni ? " (no AES-NI)" : ""); }
+  // The chart's colour: the same for a row and its --no-aesni-too twin.
+  std::string colour_key() const {
     std::string s = cipher;
     if (op == "enc" || op == "dec") s += " " + op;
     if (op == "enc-lanes") s += " enc x" + std::to_string(lanes) + " lanes";
@@ -548,6 +551,26 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     for (auto a : sel_s) add_checksum_rows(a, rows);
     aes_impl = aes()->impl();
     gcm_impl = gcm()->impl();
+    if (opt.no_aesni_too && !cr::no_aesni()) {
+      // The AES rows again, built while the portable code is chosen; each sits after its twin.
+      cr::set_no_aesni(true);
+      std::vector<Row> both;
+      for (const auto& r : rows) {
+        both.push_back(r);
+        const cr::CipherDesc* c = cr::find_cipher(r.cipher);
+        if (!c || c->alg != cr::CipherAlg::aes128) continue;
+        std::vector<Row> sw;
+        add_cipher_rows(*c, sw);
+        for (auto& t : sw)
+          if (t.op == r.op && t.lanes == r.lanes) {
+            t.no_aesni = true;
+            both.push_back(t);
+            break;
+          }
+      }
+      cr::set_no_aesni(false);
+      rows = std::move(both);
+    }
   } catch (const std::exception& e) {
     err << "aesxfer speed: " << e.what() << "\n";
     return 1;
@@ -604,9 +627,13 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   try {
     for (const auto& r : rows) {
       if (!opt.json) out << pad(r.label(), label_w) << pad(r.impl, impl_w) << std::flush;
-      plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}});
+      plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}, r.colour_key()});
       for (size_t s : opt.sizes) {
+        // The implementation is chosen when the cell makes its operation: the portable code for
+        // the --no-aesni-too rows, the hardware's for the others.
+        if (opt.no_aesni_too) cr::set_no_aesni(r.no_aesni);
         const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
+        if (opt.no_aesni_too) cr::set_no_aesni(false);
         if (!cell.ok) {
           all_ok = false;
           failed = r.label();
@@ -621,6 +648,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         results += "{\"cipher\":" + json_quote(r.cipher) + ",\"op\":" + json_quote(r.op);
         if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
         results += ",\"impl\":" + json_quote(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
+                   ",\"no_aesni\":" + (r.no_aesni || masked ? "true" : "false") +
                    ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) + "}";
       }
       if (!opt.json) out << "\n" << std::flush;

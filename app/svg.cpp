@@ -17,8 +17,36 @@ constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", 
                                     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f4e79", "#b35806",
                                     "#2d6a2d", "#8c1d1f", "#3b7f7a", "#7a5c00"};
 constexpr size_t kPaletteN = sizeof kPalette / sizeof kPalette[0];
-constexpr const char* kDashes[] = {"", "6 3", "2 3", "8 3 2 3"};
+constexpr const char* kDashes[] = {"", "7 4", "2 3", "9 3 2 3"};
 constexpr const char* kFont = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+
+// The look of each series of a line chart: series with the same colour key share a colour; the
+// members of a key, and keys beyond the palette, get different dash patterns, so no two series
+// look alike (up to 16 keys of 4 members, or 64 single series).
+struct Look {
+  const char* colour;
+  const char* dash;
+};
+std::vector<Look> looks(const std::vector<Series>& series) {
+  std::vector<std::string> keys;
+  std::vector<std::set<size_t>> dashes_used(kPaletteN);  // per colour: the dash patterns taken
+  std::vector<Look> out;
+  for (const auto& se : series) {
+    const std::string& key = se.colour_key.empty() ? se.label : se.colour_key;
+    size_t ci = size_t(std::find(keys.begin(), keys.end(), key) - keys.begin());
+    if (ci == keys.size()) keys.push_back(key);
+    auto& used = dashes_used[ci % kPaletteN];
+    size_t d = 0;
+    while (d < 4 && used.count(d)) ++d;  // the first pattern this colour has not drawn yet
+    used.insert(d % 4);
+    out.push_back({kPalette[ci % kPaletteN], kDashes[d % 4]});
+  }
+  return out;
+}
+
+// Width of a text in the chart's 12 px sans-serif font, generously (DejaVu Sans averages about
+// 0.6 em): legends are laid out with it so that nothing is clipped.
+double text_width(const std::string& t, double px = 12) { return 0.62 * px * double(t.size()); }
 
 std::string num(double v) {
   char b[32];
@@ -204,52 +232,106 @@ std::string bar_chart(const BarChart& c) {
   for (const auto& [a, b] : groups) plot_w += double(b - a) * kBarW + double(b - a - 1) * kInGap + kGroupGap;
   const double w = std::max(720.0, kLeft + plot_w + kRight);
   const double x0 = kLeft, x1 = w - kRight;
-  const double legend_y = 70, top = 100, bottom = 400, h = 490;
+  // Lines under the groups: the distinct group notes of each group.
+  std::vector<std::vector<std::string>> group_lines;
+  size_t max_lines = 1;
+  for (const auto& [a, b] : groups) {
+    std::vector<std::string> lines;
+    for (size_t i = a; i < b; ++i)
+      if (!c.bars[i].group_note.empty() &&
+          std::find(lines.begin(), lines.end(), c.bars[i].group_note) == lines.end())
+        lines.push_back(c.bars[i].group_note);
+    max_lines = std::max(max_lines, lines.size());
+    group_lines.push_back(std::move(lines));
+  }
+  const double extra_lines = 13.0 * double(max_lines - 1);
+  // Legend items (swatches, the whisker, the contended marker), wrapped into rows that fit.
+  bool any_contended = false;
+  for (const auto& b : c.bars) any_contended = any_contended || (b.contended && b.absent.empty());
+  const std::string contended_text = "* CPU contended: other processes had the cores (see the verdicts)";
+  struct Item {
+    int kind;  // 0 swatch (series index in `idx`), 1 whisker, 2 contended marker
+    size_t idx;
+    std::string label;
+    double x = 0, y = 0;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < series.size(); ++i) items.push_back({0, i, series[i]});
+  if (!c.whisker_legend.empty()) items.push_back({1, 0, c.whisker_legend});
+  if (any_contended) items.push_back({2, 0, contended_text});
+  {
+    double x = 10, y = 70;
+    std::vector<std::vector<size_t>> rows(1);
+    std::vector<double> row_w(1, 0);
+    for (size_t k = 0; k < items.size(); ++k) {
+      const double iw = 20 + text_width(items[k].label) + 24;
+      if (!rows.back().empty() && row_w.back() + iw > w - 20) {
+        rows.emplace_back();
+        row_w.push_back(0);
+      }
+      rows.back().push_back(k);
+      row_w.back() += iw;
+    }
+    for (size_t r = 0; r < rows.size(); ++r) {
+      x = std::max(10.0, (w - row_w[r]) / 2);
+      for (size_t k : rows[r]) {
+        items[k].x = x;
+        items[k].y = y;
+        x += 20 + text_width(items[k].label) + 24;
+      }
+      y += 18;
+    }
+  }
+  const double legend_rows_h = 18.0 * double(items.empty() ? 0 : (items.back().y - 70) / 18 + 1);
+  const double top = 82 + legend_rows_h, bottom = top + 300, h = bottom + 90 + extra_lines;
   // Spread the groups over the plot width when the minimum width left space.
   const double extra = groups.empty() ? 0 : ((x1 - x0) - plot_w) / double(groups.size() + 1);
   const double gap = kGroupGap + extra;
 
   double data_max = 0;
-  for (const auto& b : c.bars) data_max = std::max({data_max, b.value, b.hi});
+  for (const auto& b : c.bars)
+    if (b.absent.empty()) data_max = std::max({data_max, b.value, b.hi});
 
   std::string s = header(w, h);
   titles(s, w, c.title, c.subtitle);
   const double ymax = y_axis(s, x0, x1, top, bottom, data_max, c.y_label);
   auto ypos = [&](double v) { return bottom - (bottom - top) * std::clamp(v, 0.0, ymax) / ymax; };
 
-  // Legend: one swatch per series, then the whisker.
-  {
-    std::vector<std::string> items;
-    double total = 0;
-    for (const auto& sname : series) total += 22 + 7.0 * double(sname.size()) + 24;
-    if (!c.whisker_legend.empty()) total += 22 + 7.0 * double(c.whisker_legend.size());
-    double x = std::max(10.0, (w - total) / 2);
-    s += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">\n";
-    for (size_t i = 0; i < series.size(); ++i) {
-      s += "<rect class=\"swatch\" x=\"" + num(x) + "\" y=\"" + num(legend_y - 10) +
-           "\" width=\"14\" height=\"12\" fill=\"" + kPalette[i % kPaletteN] + "\"/>\n";
-      s += text(x + 20, legend_y, series[i], "");
-      x += 22 + 7.0 * double(series[i].size()) + 24;
+  // Legend: one swatch per series, the whisker, the contended marker (laid out above).
+  s += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">\n";
+  for (const Item& it : items) {
+    const double lx = it.x, ly = it.y;
+    if (it.kind == 0) {
+      s += "<rect class=\"swatch\" x=\"" + num(lx) + "\" y=\"" + num(ly - 10) + "\" width=\"14\" height=\"12\" fill=\"" +
+           kPalette[it.idx % kPaletteN] + "\"/>\n";
+    } else if (it.kind == 1) {
+      s += "<line x1=\"" + num(lx + 7) + "\" y1=\"" + num(ly - 12) + "\" x2=\"" + num(lx + 7) + "\" y2=\"" +
+           num(ly + 3) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
+      s += "<line x1=\"" + num(lx + 3) + "\" y1=\"" + num(ly - 12) + "\" x2=\"" + num(lx + 11) + "\" y2=\"" +
+           num(ly - 12) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
+      s += "<line x1=\"" + num(lx + 3) + "\" y1=\"" + num(ly + 3) + "\" x2=\"" + num(lx + 11) + "\" y2=\"" +
+           num(ly + 3) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
     }
-    if (!c.whisker_legend.empty()) {
-      s += "<line x1=\"" + num(x + 7) + "\" y1=\"" + num(legend_y - 12) + "\" x2=\"" + num(x + 7) + "\" y2=\"" +
-           num(legend_y + 3) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
-      s += "<line x1=\"" + num(x + 3) + "\" y1=\"" + num(legend_y - 12) + "\" x2=\"" + num(x + 11) + "\" y2=\"" +
-           num(legend_y - 12) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
-      s += "<line x1=\"" + num(x + 3) + "\" y1=\"" + num(legend_y + 3) + "\" x2=\"" + num(x + 11) + "\" y2=\"" +
-           num(legend_y + 3) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
-      s += text(x + 20, legend_y, c.whisker_legend, "");
-    }
-    s += "</g>\n";
+    s += text(lx + (it.kind == 2 ? 0 : 20), ly, it.label, it.kind == 2 ? "class=\"contended-note\"" : "");
   }
+  s += "</g>\n";
 
   double x = x0 + gap;
-  for (const auto& [a, b] : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto [a, b] = groups[g];
     const double gw = double(b - a) * kBarW + double(b - a - 1) * kInGap;
     for (size_t i = a; i < b; ++i) {
       const Bar& bar = c.bars[i];
       const size_t si = size_t(std::find(series.begin(), series.end(), bar.series) - series.begin());
       const double bx = x + double(i - a) * (kBarW + kInGap);
+      if (!bar.absent.empty()) {  // upright text from the axis up, where the bar would be
+        const double tx = bx + kBarW / 2 + 4, ty = bottom - 6;
+        s += "<text class=\"absent\" x=\"" + num(tx) + "\" y=\"" + num(ty) +
+             "\" font-size=\"10\" fill=\"#555555\" transform=\"rotate(-90 " + num(tx) + " " + num(ty) +
+             ")\">" + escape(bar.absent) + "<title>" +
+             escape(bar.label + " (" + bar.series + "): " + bar.absent) + "</title></text>\n";
+        continue;
+      }
       const double by = ypos(bar.value);
       s += "<rect class=\"bar\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(kBarW) +
            "\" height=\"" + num(bottom - by) + "\" fill=\"" + kPalette[si % kPaletteN] + "\"><title>" +
@@ -265,32 +347,37 @@ std::string bar_chart(const BarChart& c) {
              "\"/></g>\n";
         label_top = std::min(label_top, yhi);
       }
-      s += text(bx + kBarW / 2, label_top - 5, value_label(bar.value),
-                "class=\"value\" font-size=\"10\" fill=\"#222222\" text-anchor=\"middle\"");
+      s += text(bx + kBarW / 2, label_top - 5, value_label(bar.value) + (bar.contended ? "*" : ""),
+                std::string("class=\"value") + (bar.contended ? " contended" : "") +
+                    "\" font-size=\"10\" fill=\"#222222\" text-anchor=\"middle\"");
     }
     s += text(x + gw / 2, bottom + 16, c.bars[a].label,
               "class=\"xlabel\" font-size=\"12\" fill=\"#222222\" text-anchor=\"middle\"");
-    std::string notes, group_note;
-    for (size_t i = a; i < b; ++i) {
+    std::string notes;
+    for (size_t i = a; i < b; ++i)
       if (!c.bars[i].note.empty()) notes += (notes.empty() ? "" : " / ") + c.bars[i].note;
-      if (group_note.empty()) group_note = c.bars[i].group_note;
-    }
     if (!notes.empty())
       s += text(x + gw / 2, bottom + 30, notes, "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
-    if (!group_note.empty())
-      s += text(x + gw / 2, bottom + 43, group_note,
-                "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
+    const auto& lines = group_lines[g];
+    for (size_t k = 0; k < lines.size(); ++k)
+      s += text(
+          x + gw / 2, bottom + 43 + 13 * double(k), lines[k],
+          "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
     x += gw + gap;
   }
   if (!c.x_label.empty())
-    s += text((x0 + x1) / 2, bottom + 66, c.x_label,
+    s += text((x0 + x1) / 2, bottom + 66 + extra_lines, c.x_label,
               "class=\"xtitle\" font-size=\"13\" fill=\"#222222\" text-anchor=\"middle\"");
   s += "</svg>\n";
   return s;
 }
 
 std::string line_chart(const LineChart& c) {
-  const double w = 1000, h = 650, x0 = 90, x1 = 700, top = 70, bottom = 570;
+  double legend_w = 0;
+  for (const auto& se : c.series) legend_w = std::max(legend_w, text_width(se.label));
+  const double x0 = 90, x1 = 700, top = 70, bottom = 570, lstep = 18;
+  const double w = std::max(1000.0, x1 + 60 + legend_w + 24);
+  const double h = std::max(650.0, top + 6 + lstep * double(c.series.size()) + 24);
   double data_max = 0, xmin = 0, xmax = 0;
   std::set<double> xs;
   bool first = true;
@@ -345,34 +432,33 @@ std::string line_chart(const LineChart& c) {
     s += text((x0 + x1) / 2, bottom + 42, c.x_label,
               "class=\"xtitle\" font-size=\"13\" fill=\"#222222\" text-anchor=\"middle\"");
 
+  const std::vector<Look> look = looks(c.series);
   for (size_t i = 0; i < c.series.size(); ++i) {
     const auto& se = c.series[i];
-    const char* colour = kPalette[i % kPaletteN];
-    const char* dash = kDashes[(i / kPaletteN) % 4];
     std::string pts;
     for (const auto& [px, py] : se.points) {
       if (c.log2_x && !(px > 0)) continue;
       if (!pts.empty()) pts += ' ';
       pts += num(xpos(px)) + "," + num(ypos(py));
     }
-    s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"2\"";
-    if (*dash) s += " stroke-dasharray=\"" + std::string(dash) + "\"";
+    s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + std::string(look[i].colour) + "\" stroke-width=\"2\"";
+    if (*look[i].dash) s += " stroke-dasharray=\"" + std::string(look[i].dash) + "\"";
     s += " points=\"" + pts + "\"><title>" + escape(se.label) + "</title></polyline>\n";
     for (const auto& [px, py] : se.points) {
       if (c.log2_x && !(px > 0)) continue;
-      s += "<circle cx=\"" + num(xpos(px)) + "\" cy=\"" + num(ypos(py)) + "\" r=\"2.5\" fill=\"" + colour + "\"/>\n";
+      s += "<circle cx=\"" + num(xpos(px)) + "\" cy=\"" + num(ypos(py)) + "\" r=\"2.5\" fill=\"" + look[i].colour +
+           "\"/>\n";
     }
   }
 
-  // Legend to the right of the plot.
+  // Legend to the right of the plot, as wide and as tall as its labels need.
   s += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">\n";
-  const double ly0 = top + 6, lstep = std::min(22.0, (bottom - top) / std::max<double>(1, double(c.series.size())));
+  const double ly0 = top + 6;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const double ly = ly0 + lstep * double(i);
-    const char* dash = kDashes[(i / kPaletteN) % 4];
-    s += "<line x1=\"" + num(x1 + 24) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(x1 + 54) + "\" y2=\"" + num(ly) +
-         "\" stroke=\"" + kPalette[i % kPaletteN] + "\" stroke-width=\"2.5\"";
-    if (*dash) s += " stroke-dasharray=\"" + std::string(dash) + "\"";
+    s += "<line class=\"key\" x1=\"" + num(x1 + 24) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(x1 + 54) + "\" y2=\"" +
+         num(ly) + "\" stroke=\"" + look[i].colour + "\" stroke-width=\"2.5\"";
+    if (*look[i].dash) s += " stroke-dasharray=\"" + std::string(look[i].dash) + "\"";
     s += "/>\n";
     s += text(x1 + 60, ly + 4, c.series[i].label, "");
   }

@@ -20,7 +20,9 @@ struct Bar {
   double value = 0;    // bar height (median)
   double lo = 0, hi = 0;  // whisker (min, max); lo == hi == 0: no whisker
   std::string note;    // small text under the group's label (the group's notes joined by " / ")
-  std::string group_note;  // a second line under the group (the first non-empty of the group)
+  std::string group_note;  // a line under the group (each distinct one of the group on its own line)
+  std::string absent;  // non-empty: no bar (a row without a figure); this text stands upright in its place
+  bool contended = false;  // the run waited for the CPU (other processes): marked "*" and explained
 };
 
 struct BarChart {
@@ -35,6 +37,9 @@ struct BarChart {
 struct Series {
   std::string label;
   std::vector<std::pair<double, double>> points;  // (x, y), x > 0 for a log2 axis
+  // Series with the same key share a colour and differ by dash pattern (speed --no-aesni-too:
+  // one colour per cipher, dashed without AES-NI); empty: the label is the key.
+  std::string colour_key;
 };
 
 struct LineChart {

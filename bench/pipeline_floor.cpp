@@ -9,6 +9,7 @@
 // sha256.
 //
 //   pipeline_floor [--size-mib 2048] [--runs 3] [-c aes128-gcm,aes128-cbc,none] [--record-size BYTES]
+//                  [--pipeline auto|threads|inline]
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -73,7 +74,7 @@ struct Run {
 };
 
 Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, const cr::MacDesc* mac,
-        cr::ChecksumAlg sum, uint32_t record_size) {
+        cr::ChecksumAlg sum, uint32_t record_size, net::StreamOptions::Pipeline pipeline) {
   proto::SessionKeys keys;
   keys.cipher = cipher;
   keys.mac = mac;
@@ -93,6 +94,7 @@ Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, co
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   net::StreamOptions opt;
+  opt.pipeline = pipeline;
   const double c0 = cpu_seconds();
   const auto t0 = Clock::now();
   std::thread rx([&] { net::recv_stream(server, -1, size, nullptr, opt); });
@@ -119,14 +121,23 @@ int main(int argc, char** argv) {
   int runs = 3;
   std::string list = "aes128-cbc,aes128-gcm,none";
   uint32_t record_size = uint32_t(proto::kDefaultPayload);
+  auto pipeline = net::StreamOptions::Pipeline::auto_choice;
+  std::string pipeline_name = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--size-mib" && i + 1 < argc) size_mib = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "-c" && i + 1 < argc) list = argv[++i];
     else if (a == "--record-size" && i + 1 < argc) record_size = uint32_t(std::strtoul(argv[++i], nullptr, 10));
+    else if (a == "--pipeline" && i + 1 < argc) {
+      pipeline_name = argv[++i];
+      pipeline = pipeline_name == "threads"  ? net::StreamOptions::Pipeline::threads
+                 : pipeline_name == "inline" ? net::StreamOptions::Pipeline::inline_stage
+                                             : net::StreamOptions::Pipeline::auto_choice;
+    }
     else {
-      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS] [--record-size BYTES]\n");
+      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS] [--record-size BYTES] "
+                   "[--pipeline auto|threads|inline]\n");
       return 2;
     }
   }
@@ -155,8 +166,8 @@ int main(int argc, char** argv) {
   }
 
   std::printf("data plane only (send_stream -> 127.0.0.1 TCP -> recv_stream to the sink), %llu MiB, %d runs each, "
-              "records of %u bytes, %u CPUs\n",
-              (unsigned long long)size_mib, runs, record_size, std::thread::hardware_concurrency());
+              "records of %u bytes, pipeline %s, %u CPUs\n",
+              (unsigned long long)size_mib, runs, record_size, pipeline_name.c_str(), std::thread::hardware_concurrency());
   const cr::ChecksumAlg algs[] = {cr::ChecksumAlg::sha256, cr::ChecksumAlg::xxh128, cr::ChecksumAlg::none};
   std::printf("%-28s %28s %28s %28s %9s %9s\n", "cipher", "checksum sha256 MB/s", "xxh128 MB/s", "none MB/s",
               "xxh/sha", "none/sha");
@@ -171,7 +182,7 @@ int main(int argc, char** argv) {
     std::vector<double> mbps[3], cpu[3];
     for (int r = 0; r < runs; ++r)
       for (int k = 0; k < 3; ++k) {
-        Run x = one(file, size, c, m, algs[k], record_size);
+        Run x = one(file, size, c, m, algs[k], record_size, pipeline);
         mbps[k].push_back(x.mbps);
         cpu[k].push_back(x.cpu_per_gb);
       }

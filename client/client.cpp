@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,16 @@ Failure refused(const proto::Message& m, const std::string& what) {
   return Failure(printable(what + ": " + text));
 }
 
+// The first bytes a server sent, when they cannot start an aesxfer handshake frame (a u32 length
+// of at most 4096 begins with two zero bytes): the start of its first line, for the message
+// "HOST:PORT is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1')". Empty otherwise.
+std::string foreign_greeting(const uint8_t* p, size_t n) {
+  if (n < 2 || (p[0] == 0 && p[1] == 0)) return "";
+  std::string line(reinterpret_cast<const char*>(p), std::min<size_t>(n, 60));
+  line = line.substr(0, line.find_first_of("\r\n"));
+  return printable(line);
+}
+
 }  // namespace
 
 Client::Client(const ClientOptions& opt) : opt_(opt) {
@@ -42,9 +53,15 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   proto::Step step = hs.start();
   conn_->write_all(step.send.data(), step.send.size());
   uint8_t buf[4096];
+  bool first = true;
   while (!hs.host_key()) {
     size_t n = conn_->read_some(buf, sizeof buf);
     if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
+    if (first) {
+      if (std::string g = foreign_greeting(buf, n); !g.empty())
+        throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
+      first = false;
+    }
     step = hs.feed(buf, n);
     if (step.ec)
       throw Failure("handshake with " + hp +

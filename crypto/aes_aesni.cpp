@@ -145,15 +145,11 @@ class AesNi final : public BlockCipher {
     uint64_t lo = uint64_t(_mm_cvtsi128_si64(c));
     uint64_t hi = uint64_t(_mm_extract_epi64(c, 1));
     auto block = [&](uint64_t add) {
-      const uint64_t l = lo + add;
-      const uint64_t h = hi + (l < lo ? 1 : 0);
+      uint64_t h = hi, l = lo;
+      add128(h, l, add);
       return _mm_shuffle_epi8(_mm_set_epi64x(int64_t(h), int64_t(l)), bswap);
     };
-    auto advance = [&](uint64_t add) {
-      const uint64_t l = lo + add;
-      hi += (l < lo ? 1 : 0);
-      lo = l;
-    };
+    auto advance = [&](uint64_t add) { add128(hi, lo, add); };
     for (; len >= 128; len -= 128, in += 128, out += 128) {
       __m128i x[8];
       for (int j = 0; j < 8; ++j) x[j] = block(uint64_t(j));

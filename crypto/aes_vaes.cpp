@@ -159,7 +159,10 @@ class AesVaes final : public BlockCipher {
       const uint64_t lo = uint64_t(_mm_cvtsi128_si64(c));
       const uint64_t hi = uint64_t(_mm_extract_epi64(c, 1));
       // Fast path while the low 64 bits do not wrap inside the batch; otherwise the AES-NI code
-      // (which carries into the high half) takes over for one batch.
+      // (which carries into the high half) takes over for one batch. Constant time in practice
+      // (docs/SECURITY.md): the counters the record layer makes have low 32 bits below 2^17 + 3
+      // (records are at most 2^16 + 1 blocks), so this test never holds and never varies with the
+      // secret iv salt the counter derives from.
       if (lo > ~uint64_t(0) - 16 * 64) {
         ni_->ctr_xor(ctr, in, out, 256);
         in += 256; out += 256; len -= 256;

@@ -333,15 +333,11 @@ class AesVperm final : public BlockCipher {
     uint64_t hi = load_be64(ctr), lo = load_be64(ctr + 8);
     const __m128i bswap = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     auto block = [&](uint64_t add) {
-      const uint64_t l = lo + add;
-      const uint64_t h = hi + (l < lo ? 1 : 0);
+      uint64_t h = hi, l = lo;
+      add128(h, l, add);
       return pshufb(_mm_set_epi64x(int64_t(h), int64_t(l)), bswap);
     };
-    auto advance = [&](uint64_t add) {
-      const uint64_t l = lo + add;
-      hi += (l < lo ? 1 : 0);
-      lo = l;
-    };
+    auto advance = [&](uint64_t add) { add128(hi, lo, add); };
     for (; len >= 64; len -= 64, in += 64, o += 64) {
       __m128i s[4];
       for (int b = 0; b < 4; ++b) s[b] = block(uint64_t(b));

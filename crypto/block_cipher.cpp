@@ -56,8 +56,14 @@ void BlockCipher::ctr_xor(uint8_t* ctr, const uint8_t* in, uint8_t* out, size_t 
     const size_t n = want < per_chunk ? want : per_chunk;
     for (size_t i = 0; i < n; ++i) {
       std::memcpy(ks + i * bs, ctr, bs);
-      for (size_t k = bs; k-- > 0;)  // big-endian increment over the whole block
-        if (++ctr[k] != 0) break;
+      // Big-endian increment over the whole block, with no early exit: the counter may derive
+      // from key material (the record layer's iv salt).
+      unsigned carry = 1;
+      for (size_t k = bs; k-- > 0;) {
+        const unsigned v = ctr[k] + carry;
+        ctr[k] = uint8_t(v);
+        carry = v >> 8;
+      }
     }
     encrypt_blocks(ks, ks, n);
     const size_t bytes = n * bs < len ? n * bs : len;

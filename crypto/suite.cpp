@@ -17,9 +17,10 @@ constexpr CipherDesc kCiphers[] = {
     {3, "aes128-cbc", "cbc,aes", CipherAlg::aes128, CipherMode::cbc, 16, 16, 0, false, false, 0,
      "AES-128 in CBC, encrypt-then-MAC"},
     {4, "blowfish-cbc", "blowfish,bf-cbc", CipherAlg::blowfish, CipherMode::cbc, 16, 8, 0, false, true, kBlowfishRekey,
-     "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB)"},
+     "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB; key-dependent S-box lookups: not constant-time)"},
     {5, "arcfour", "rc4,arcfour128", CipherAlg::rc4, CipherMode::stream, 16, 1, 0, false, true, 0,
-     "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465)"},
+     "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465; secret-indexed state: not "
+     "constant-time)"},
     {6, "none", "", CipherAlg::none, CipherMode::none, 0, 1, 0, false, true, 0,
      "no encryption (speed tests; data is readable on the wire)"},
 };
@@ -29,12 +30,24 @@ constexpr MacDesc kMacs[] = {
     {2, "none", "", 0, 0, "no MAC (speed tests only: data is unauthenticated)"},
 };
 
+// ASCII case-insensitive equality: "AES128-GCM" names aes128-gcm, as ssh -c accepts any case.
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
 bool matches(std::string_view name, const char* canonical, const char* aliases) {
-  if (name == canonical) return true;
+  if (same_name(name, canonical)) return true;
   std::string_view a(aliases);
   while (!a.empty()) {
     size_t comma = a.find(',');
-    if (a.substr(0, comma) == name) return true;
+    if (same_name(a.substr(0, comma), name)) return true;
     if (comma == std::string_view::npos) break;
     a.remove_prefix(comma + 1);
   }

@@ -1,5 +1,7 @@
 #include "crypto/util.h"
 
+#include "crypto/ct.h"
+
 namespace aesxfer::crypto {
 
 void secure_zero(void* p, size_t n) noexcept {
@@ -13,7 +15,11 @@ bool ct_equal(const void* a, const void* b, size_t n) noexcept {
   const volatile uint8_t* y = static_cast<const volatile uint8_t*>(b);
   uint8_t d = 0;
   for (size_t i = 0; i < n; ++i) d |= uint8_t(x[i] ^ y[i]);
-  return d == 0;
+  // The verdict is public (it decides whether a record or digest is accepted, which the peer
+  // sees); the loop above is what must not depend on the contents.
+  uint8_t verdict = uint8_t((uint32_t(d) - 1) >> 8);  // 1 when d == 0, without a branch
+  ct_public(&verdict, 1);
+  return verdict != 0;
 }
 
 void xor_bytes(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t n) noexcept {

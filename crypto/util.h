@@ -27,6 +27,17 @@ inline void store_be64(uint8_t* p, uint64_t v) noexcept {
 inline uint32_t load_le32(const uint8_t* p) noexcept { uint32_t v; std::memcpy(&v, p, 4); return v; }
 inline void store_le32(uint8_t* p, uint32_t v) noexcept { std::memcpy(p, &v, 4); }
 
+// hi:lo += b as one 128-bit integer, the carry computed without a branch: CTR and GCM counters
+// derive from key material (the record layer's iv salt), so their increments must not branch on them.
+// The empty asm hides the result from the optimiser, which would otherwise run a block loop on the
+// counter itself (loop until lo reaches its end value: a compare-and-branch on secret data).
+inline void add128(uint64_t& hi, uint64_t& lo, uint64_t b) noexcept {
+  const uint64_t l = lo + b;
+  hi += ((lo & b) | ((lo | b) & ~l)) >> 63;
+  lo = l;
+  __asm__("" : "+r"(hi), "+r"(lo));
+}
+
 // XORs n bytes: out = a ^ b (any of them may alias).
 void xor_bytes(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t n) noexcept;
 

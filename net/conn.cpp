@@ -22,6 +22,16 @@ Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
     : fd_(fd), timeout_(timeout), peer_(std::move(peer)) {
   int fl = ::fcntl(fd_, F_GETFL);
   ::fcntl(fd_, F_SETFL, fl | O_NONBLOCK);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    if (ss.ss_family == AF_INET) {
+      loopback_ = (ntohl(reinterpret_cast<sockaddr_in*>(&ss)->sin_addr.s_addr) >> 24) == 127;
+    } else if (ss.ss_family == AF_INET6) {
+      const in6_addr& a = reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr;
+      loopback_ = IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+    }
+  }
 }
 
 Conn::~Conn() {

@@ -32,6 +32,8 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   const std::string& peer() const { return peer_; }
+  // The peer is on this machine (127.0.0.0/8, ::1, or ::ffff:127.x): both ends share its cores.
+  bool loopback_peer() const { return loopback_; }
   int fd() const { return fd_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -89,6 +91,7 @@ class Conn {
   std::vector<uint8_t> pending_;
   size_t pending_pos_ = 0;
   uint64_t sent_ = 0, received_ = 0;
+  bool loopback_ = false;
   crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
   size_t record_size_ = proto::kDefaultPayload;
   void wait(short events);

@@ -168,6 +168,18 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
 
 }  // namespace
 
+bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
+  if (p != StreamOptions::Pipeline::auto_choice) return p == StreamOptions::Pipeline::threads;
+  // AESXFER_PIPELINE=threads|inline overrides the choice (tests run both paths on any machine).
+  static const int forced = [] {
+    const char* e = std::getenv("AESXFER_PIPELINE");
+    if (!e) return -1;
+    return std::string_view(e) == "threads" ? 1 : std::string_view(e) == "inline" ? 0 : -1;
+  }();
+  if (forced >= 0) return forced == 1;
+  return !(c.loopback_peer() && std::thread::hardware_concurrency() < 4);
+}
+
 void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
   while (n > 0) {
     ssize_t w = pos < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(pos));
@@ -201,43 +213,50 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
       throw Failure(std::string("seek error: ") + std::strerror(errno));
   }
 
-  // Reader: fills batches with payloads and hashes them before they are encrypted in place.
-  std::thread reader([&] {
-    try {
-      uint64_t at = opt.offset;
-      bool last = false;
-      while (!last) {
-        Batch* b = h.take_free();
-        if (!b) return;
-        b->n = 0;
-        while (b->n < per_batch && at < size) {
-          size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
-          uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
-          if (fd < 0) std::memset(p, 0, n);
-          else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
-          else read_full(fd, p, n, at, size);
-          hash.update(p, n);
-          b->len[b->n++] = n;
-          at += n;
-        }
-        last = b->last = at >= size;
-        h.put_full(b);
-      }
-    } catch (...) {
-      h.stop(std::current_exception());
+  // Fills a batch with payloads and hashes them before they are encrypted in place.
+  uint64_t at = opt.offset;
+  auto fill = [&](Batch* b) {
+    b->n = 0;
+    while (b->n < per_batch && at < size) {
+      size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
+      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
+      if (fd < 0) std::memset(p, 0, n);
+      else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
+      else read_full(fd, p, n, at, size);
+      hash.update(p, n);
+      b->len[b->n++] = n;
+      at += n;
     }
-  });
+    b->last = at >= size;
+  };
+  const bool threaded = pipeline_threads(c, opt.pipeline);
+  std::thread reader;
+  if (threaded)
+    reader = std::thread([&] {
+      try {
+        for (bool last = false; !last;) {
+          Batch* b = h.take_free();
+          if (!b) return;
+          fill(b);
+          last = b->last;
+          h.put_full(b);
+        }
+      } catch (...) {
+        h.stop(std::current_exception());
+      }
+    });
   Joiner joiner{h, reader};
 
   uint64_t done = opt.offset;
   proto::RecordSealer::Job jobs[kSendSlots];
   struct iovec iov[kSendSlots];
   for (;;) {
-    Batch* b = h.take_full();
+    Batch* b = threaded ? h.take_full() : h.take_free();
     if (!b) {
       h.rethrow();
       throw Failure("internal error: the file reader stopped");
     }
+    if (!threaded) fill(b);
     for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0};
     c.sealer().seal_batch(jobs, b->n);
     for (size_t i = 0; i < b->n; ++i) {
@@ -251,7 +270,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
     if (progress) progress(done);
     if (last) break;
   }
-  reader.join();
+  if (threaded) reader.join();
   h.rethrow();
 
   proto::EndRecord end{size, hash.final()};
@@ -269,24 +288,39 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
   else if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
 
-  // Writer: hashes the verified plaintext and writes it out.
-  std::thread writer([&] {
-    try {
-      int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
-      for (;;) {
-        Batch* b = h.take_full();
-        if (!b) return;
-        for (size_t i = 0; i < b->n; ++i) {
-          hash.update(b->payload[i].data(), b->payload[i].size());
-          if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
-          if (wpos >= 0) wpos += int64_t(b->payload[i].size());
-        }
-        h.put_free(b);
-      }
-    } catch (...) {
-      h.stop(std::current_exception());
+  // Hashes a batch's verified plaintext and writes it out.
+  int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
+  auto store = [&](Batch* b) {
+    for (size_t i = 0; i < b->n; ++i) {
+      hash.update(b->payload[i].data(), b->payload[i].size());
+      if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+      if (wpos >= 0) wpos += int64_t(b->payload[i].size());
     }
-  });
+  };
+  const bool threaded = pipeline_threads(c, opt.pipeline);
+  std::thread writer;
+  if (threaded)
+    writer = std::thread([&] {
+      try {
+        for (;;) {
+          Batch* b = h.take_full();
+          if (!b) return;
+          store(b);
+          h.put_free(b);
+        }
+      } catch (...) {
+        h.stop(std::current_exception());
+      }
+    });
+  // Hands a batch over to be stored: to the writer thread, or stored here.
+  auto hand_over = [&](Batch* b) {
+    if (!threaded) {
+      store(b);
+      h.put_free(b);
+    } else {
+      h.put_full(b);
+    }
+  };
   Joiner joiner{h, writer};
 
   uint64_t done = opt.offset;
@@ -320,7 +354,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
             done += jobs[i].payload.size();
           }
         if (b->n > 0) {
-          h.put_full(b);
+          hand_over(b);
           h.drain();
         }
       }
@@ -348,7 +382,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
         throw RecvError("unexpected record during the transfer", int(proto::Status::integrity));
       }
     }
-    if (b->n > 0) h.put_full(b);
+    if (b->n > 0) hand_over(b);
     else h.put_free(b);
     if (progress) progress(done);
     if (end) {

@@ -30,7 +30,17 @@ struct StreamOptions {
   // With offset: the checksum state after the first `offset` bytes, already computed by the
   // caller (scan_prefix); fd is then not read for them (a receiver's fd may be -1: nothing to write).
   const crypto::FileChecksum* prefix_hash = nullptr;
+  // Whether the file I/O and checksum run on a thread of their own beside the record crypto and
+  // the socket (threads), or in the calling thread (inline). auto: inline when both ends share
+  // this machine's cores (a loopback peer) and there are fewer than 4 of them, where a second
+  // busy thread per end only queues for a core; threads otherwise; the environment variable
+  // AESXFER_PIPELINE=threads|inline overrides it. The others are for measurement
+  // (bench/pipeline_floor) and tests.
+  enum class Pipeline { auto_choice, threads, inline_stage } pipeline = Pipeline::auto_choice;
 };
+
+// The choice `auto_choice` makes for this connection.
+bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p);
 
 // Sends `size` bytes read from fd (fd < 0: zeros, the /dev/zero source). Throws Failure.
 // A file that is shorter than `size` by the time it is read fails the transfer.

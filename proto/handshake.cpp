@@ -241,9 +241,9 @@ struct ClientHandshake::Impl {
       case kStatusOk: break;
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,
-                      std::string("the server does not support cipher ") + keys.cipher->name);
+                      std::string("the server does not support or allow cipher ") + keys.cipher->name);
       case kStatusMac:
-        return failed(errc::unsupported_mac, consumed, std::string("the server does not support MAC ") + keys.mac->name);
+        return failed(errc::unsupported_mac, consumed, std::string("the server does not support or allow MAC ") + keys.mac->name);
       case kStatusVersion:
         return failed(errc::bad_magic, consumed,
                       "the server does not speak protocol version " + std::to_string(kVersion) +
@@ -429,6 +429,12 @@ struct ServerHandshake::Impl {
                       "client asked for unknown MAC id " + std::to_string(b[10]));
       mac = none_mac();  // AEAD: the MAC byte is ignored
     }
+    if (policy.cipher_allowed && !policy.cipher_allowed(*c))
+      return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
+                    std::string("client asked for cipher ") + c->name + ", which --ciphers does not allow");
+    if (!c->aead && policy.mac_allowed && !policy.mac_allowed(*mac))
+      return refuse(kStatusMac, errc::unsupported_mac, consumed,
+                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow");
     const auto checksum = crypto::ChecksumAlg(b[11]);
     if (!(policy.checksums & (1u << b[11])))
       return refuse(kStatusChecksum, errc::unsupported_checksum, consumed,

@@ -45,6 +45,11 @@ struct ServerPolicy {
   uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) | (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
                        (1u << uint8_t(crypto::ChecksumAlg::xxh128));
   uint32_t max_record_size = kMaxRecordSize;
+  // Allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused exactly
+  // like an unknown one (ServerHello status "cipher" or "MAC"); an unset predicate allows
+  // everything. The MAC is not checked for an AEAD cipher (its MAC byte is ignored).
+  std::function<bool(const crypto::CipherDesc&)> cipher_allowed;
+  std::function<bool(const crypto::MacDesc&)> mac_allowed;
 };
 // "xxh128, sha256" for a checksum bit set.
 std::string checksum_set_names(uint32_t bits);

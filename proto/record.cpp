@@ -10,6 +10,7 @@
 
 #include "crypto/aes.h"
 #include "crypto/blowfish.h"
+#include "crypto/ct.h"
 #include "crypto/gcm.h"
 #include "crypto/rc4.h"
 #include "crypto/sha256.h"
@@ -51,6 +52,23 @@ void write_header(uint8_t* h, uint32_t body_len, RecordType type, uint8_t flags)
 }
 
 }  // namespace
+
+bool check_cbc_padding(const uint8_t* body, size_t body_len, size_t block, size_t& pad_len) noexcept {
+  const uint32_t b = uint32_t(block);
+  const uint32_t n = body[body_len - 1];
+  uint32_t bad = ((n - 1) >> 31) | ((b - n) >> 31);  // n == 0 or n > b
+  for (uint32_t i = 0; i < b; ++i) {
+    const uint32_t in_pad = (i - n) >> 31;                       // i < n
+    const uint32_t diff = uint32_t(body[body_len - 1 - i]) ^ n;  // 0..255
+    bad |= in_pad & ((diff + 0xFFu) >> 8);                       // 1 when diff != 0, without a branch
+  }
+  // Public from here: the verdict ends or continues the connection and n fixes the payload length
+  // (both only after the MAC verified, or with MAC none; see docs/PROTOCOL.md).
+  uint32_t verdict[2] = {bad, n};
+  crypto::ct_public(verdict, sizeof verdict);
+  pad_len = verdict[1];
+  return verdict[0] == 0;
+}
 
 // The cipher and MAC state of one direction, shared by the sealer and the opener.
 class RecordCrypto {
@@ -291,7 +309,7 @@ class RecordCrypto {
         bc.cbc_decrypt(iv, body, body, body_len / c_.block_len);
         crypto::secure_zero(iv, sizeof iv);
         size_t n = 0;
-        if (!check_padding(body, body_len, n)) return errc::bad_padding;
+        if (!check_cbc_padding(body, body_len, c_.block_len, n)) return errc::bad_padding;
         len = body_len - n;
         break;
       }
@@ -391,19 +409,6 @@ class RecordCrypto {
     hmac_->finish(tag);
   }
 
-  // n = last byte; valid when 1 <= n <= b and the last n bytes all equal n. The loop touches the
-  // same b bytes whatever n is.
-  bool check_padding(const uint8_t* body, size_t body_len, size_t& n_out) const noexcept {
-    size_t b = c_.block_len;
-    uint32_t n = body[body_len - 1];
-    uint32_t bad = ((n - 1) >> 31) | ((uint32_t(b) - n) >> 31);  // n == 0 or n > b
-    for (uint32_t i = 0; i < b; ++i) {
-      uint32_t in_pad = (i - n) >> 31;  // i < n
-      bad |= in_pad & ((uint32_t(body[body_len - 1 - i]) ^ n) != 0 ? 1u : 0u);
-    }
-    n_out = n;
-    return bad == 0;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -143,6 +143,13 @@ class RecordOpener {
   uint64_t seq_ = 0;
 };
 
+// The CBC padding check of the record layer (docs/PROTOCOL.md): the last byte n of the decrypted
+// body must be in 1..block and the last n bytes must all equal n (the PKCS#7 rule; PKCS#5 for
+// 8-byte blocks). On success pad_len = n. body_len must be a non-zero multiple of block (parse_header
+// checks it). Constant time: it reads the same `block` bytes whatever n is, with no branch or
+// address that depends on them; only the verdict and n are public (checked under valgrind, tests/ct/).
+bool check_cbc_padding(const uint8_t* body, size_t body_len, size_t block, size_t& pad_len) noexcept;
+
 // Incremental framing over the opener for byte-stream input (tests and fuzzing drive it one byte
 // at a time): feed bytes, then call next() until it answers need_more.
 //

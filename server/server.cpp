@@ -1,13 +1,16 @@
 #include "server/server.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+// clang-format off
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including it
-
 #include <boost/asio.hpp>
+// clang-format on
+
 #include <algorithm>
 #include <condition_variable>
 #include <csignal>
@@ -15,19 +18,22 @@
 #include <ctime>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
+#include <list>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <thread>
 
+#include "crypto/suite.h"
 #include "net/atomic_file.h"
 #include "net/conn.h"
 #include "net/keystore.h"
 #include "net/transfer.h"
 #include "proto/error.h"
-#include "server/paths.h"
-#include "net/resume.h"
-#include "server/ops.h"
 #include "server/parts.h"
+#include "server/requests.h"
+#include "server/root.h"
 #include "server/sweep.h"
 
 namespace aesxfer::net {
@@ -38,17 +44,27 @@ using Clock = std::chrono::steady_clock;
 
 struct Server::Impl {
   ServerOptions opt;
-  fs::path root_real;
+  std::unique_ptr<Root> root;  // every file operation goes through it
+  RequestLimits limits;
+  proto::ServerPolicy policy;  // opt.policy with the allow-lists of --ciphers, --macs
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
   std::mutex mu;
-  std::condition_variable cv;
-  std::set<int> active;  // session sockets, shut down on stop
-  size_t sessions = 0;   // counted at accept, at most opt.max_sessions
-  size_t refusing = 0;   // over-limit connections being told "server busy", at most kMaxRefusing
+  // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
+  // session works on a dup) until its thread is joined, so the number cannot be reused by a new
+  // accept while the slot is still listed, and shutdown on stop reaches the right socket.
+  struct Slot {
+    int fd = -1;
+    bool busy = false;
+    bool finished = false;  // under mu
+    std::thread th;
+  };
+  std::list<std::unique_ptr<Slot>> slots;  // under mu
+  size_t sessions = 0;                     // counted at accept, at most opt.max_sessions
+  size_t refusing = 0;  // over-limit connections being told "server busy", at most kMaxRefusing
   std::mutex log_mu;
-  PartsRegistry parts;  // files moving over several connections (--streams)
+  PartsRegistry parts;               // files moving over several connections (--streams)
   std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
 
   void log(const std::string& line) {
@@ -70,6 +86,20 @@ struct Server::Impl {
   }
 
   void session(int fd, std::string peer, bool busy);
+  // A line for the log, and for stderr when there is no log (serve -q).
+  void warn(const std::string& line) {
+    if (opt.log)
+      log(line);
+    else
+      std::cerr << "aesxfer serve: " << line << std::endl;
+  }
+  // Compares RLIMIT_NOFILE with what --max-sessions can use, raises the soft limit where it can
+  // and says so, and sets the global budget of parallel-stream files from what there is.
+  void check_descriptors();
+  void start_session(int fd, const std::string& peer);
+  // Joins the threads of finished sessions (all: every session, waiting for them) and closes
+  // their sockets.
+  void reap(bool all);
   void serve_requests(Conn& c, const proto::SessionKeys& keys);
 };
 
@@ -77,11 +107,104 @@ struct Server::Impl {
 // runs a handshake on its own thread), so threads stay bounded: max_sessions + kMaxRefusing.
 constexpr size_t kMaxRefusing = 4;
 
+void Server::Impl::start_session(int fd, const std::string& peer) {
+  auto slot = std::make_unique<Slot>();
+  slot->fd = fd;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (sessions < opt.max_sessions) {
+      ++sessions;
+    } else if (refusing < kMaxRefusing) {
+      ++refusing;
+      slot->busy = true;
+    } else {
+      slot.reset();
+    }
+  }
+  int conn_fd = slot ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (!slot || conn_fd < 0) {
+    ::close(fd);
+    if (slot) {
+      std::lock_guard<std::mutex> g(mu);
+      --(slot->busy ? refusing : sessions);
+    }
+    log("peer=" + peer + " error=\"" +
+        (slot ? "cannot start a session: " + errno_text(errno)
+              : "server busy: " + std::to_string(opt.max_sessions) + " sessions already; connection closed") +
+        "\"");
+    return;
+  }
+  Slot* sp = slot.get();
+  std::lock_guard<std::mutex> g(mu);
+  try {
+    sp->th = std::thread([this, sp, conn_fd, peer] {
+      session(conn_fd, peer, sp->busy);
+      {
+        std::lock_guard<std::mutex> lg(mu);
+        ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+        sp->finished = true;
+        --(sp->busy ? refusing : sessions);
+      }
+      // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
+      asio::post(io, [this] { reap(false); });
+    });
+  } catch (const std::system_error& te) {  // no thread to be had: refuse this one
+    ::close(conn_fd);
+    ::close(fd);
+    --(sp->busy ? refusing : sessions);
+    log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
+    return;
+  }
+  slots.push_back(std::move(slot));
+}
+
+void Server::Impl::check_descriptors() {
+  // Per session: the socket and its dup, a file, a directory fd or two; the parallel-stream
+  // files are counted separately (kMaxParts per session at most, one budget for all).
+  constexpr uint64_t kBase = 64, kPerSession = 6;
+  const uint64_t sessions_max = opt.max_sessions + kMaxRefusing;
+  const uint64_t want = kBase + sessions_max * (kPerSession + proto::kMaxParts);
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, rl.rlim_max);
+    if (raised.rlim_cur > rl.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      log("raised the open-file limit (RLIMIT_NOFILE) from " + std::to_string(rl.rlim_cur) + " to " +
+          std::to_string(raised.rlim_cur) + " for --max-sessions " + std::to_string(opt.max_sessions));
+      rl = raised;
+    }
+  }
+  uint64_t have = rl.rlim_cur == RLIM_INFINITY ? want : uint64_t(rl.rlim_cur);
+  if (have < want)
+    warn("warning: the open-file limit (" + std::to_string(have) + ") is below the " + std::to_string(want) +
+         " that --max-sessions " + std::to_string(opt.max_sessions) +
+         " can use; parallel-stream files get what is left, and accepts back off when none is");
+  uint64_t fixed = kBase + sessions_max * kPerSession;
+  parts.set_max_files(have > fixed ? have - fixed : 0);
+}
+
+void Server::Impl::reap(bool all) {
+  std::list<std::unique_ptr<Slot>> done;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    for (auto it = slots.begin(); it != slots.end();) {
+      auto next = std::next(it);
+      if (all || (*it)->finished) done.splice(done.end(), slots, it);
+      it = next;
+    }
+  }
+  for (auto& slot : done) {
+    if (slot->th.joinable()) slot->th.join();
+    ::close(slot->fd);
+  }
+}
+
 void Server::Impl::session(int fd, std::string peer, bool busy) {
   Conn c(fd, opt.timeout, peer);
   try {
     proto::ServerHandshake hs(
-        host, [this](const proto::PublicKey& pk) { return authorized(pk); }, opt.policy);
+        host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
     uint8_t buf[4096];
     // One deadline for the whole handshake (the per-read timeout alone would let a client that
     // sends one byte per second hold a session slot for ever).
@@ -109,7 +232,8 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
         proto::Step st = hs.feed(buf + off, n - off);
         off += st.consumed;
         if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-        if (st.ec && st.ec != proto::errc::unauthorized) throw Failure("handshake failed: " + st.ec.message());
+        if (st.ec && st.ec != proto::errc::unauthorized)
+          throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
         if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
         if (st.done || st.ec == proto::errc::unauthorized) {
           // Records may follow ClientAuth in the same read: they belong to the record layer.
@@ -146,131 +270,61 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
-  PartsRegistry::Held held;  // parallel-stream transfers this session took part in
-  for (;;) {
-    proto::Message req = c.recv_message("the session");
-    if (req.type == proto::MsgType::bye) return;
-    if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
-    auto logger = [this](const std::string& l) { log(l); };
-    if (req.op == proto::Op::put || req.op == proto::Op::probe) {
-      proto::Status st;
-      std::string why;
-      auto dest = confine(root_real, req.path, proto::Op::put, req.text, st, why);
-      if (dest && !dest->dev_null) sweeper->maybe_sweep(dest->path.parent_path(), logger);
-    }
-    if (parts.serve(c, keys, root_real, req, held, logger)) continue;
-    if (serve_extended(c, keys, root_real, req, logger, ExtendedLimits{opt.max_list_entries})) continue;
-    proto::Message resp;
-    resp.type = proto::MsgType::response;
-    std::string why;
-    auto where = confine(root_real, req.path, req.op, req.text, resp.status, why);
-    const char* op = req.op == proto::Op::put ? "put" : "get";
-    std::string shown = req.path;
-    if (where && !where->dev_null && !where->dev_zero) shown = where->path.lexically_relative(root_real).string();
-    auto log_result = [&](uint64_t bytes, double secs, const std::string& result) {
-      std::ostringstream os;
-      os << "peer=" << c.peer() << " " << op << " file=" << printable(shown) << " bytes=" << bytes
-         << " cipher=" << keys.cipher->name << " mac=" << (keys.cipher->aead ? "aead" : keys.mac->name)
-         << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? bytes / secs / 1e6 : 0.0)
-         << " result=" << result;
-      log(os.str());
-    };
-    if (where) resp.status = proto::Status::ok;
-    if (!where) {
-      resp.text = why;
-      c.send_message(resp);
-      log_result(0, 0, "refused: " + why);
-      continue;
-    }
-    if (req.op == proto::Op::put) {
-      std::unique_ptr<AtomicFile> out;
-      try {
-        if (!where->dev_null) out = std::make_unique<AtomicFile>(where->path);
-      } catch (const Failure& f) {
-        resp.status = errno == EACCES ? proto::Status::permission : proto::Status::io_error;
-        resp.text = req.path + ": " + f.what();
-        c.send_message(resp);
-        log_result(0, 0, std::string("refused: ") + f.what());
-        continue;
-      }
-      c.send_message(resp);
-      auto t0 = Clock::now();
-      proto::Message result;
-      result.type = proto::MsgType::result;
-      try {
-        recv_stream(c, out ? out->fd() : -1, req.size, nullptr);
-        if (out) {
-          bool preserve = req.flags & proto::kFlagPreserve;
-          out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
-        }
-      } catch (const RecvError& e) {
-        if (out) out->discard();
-        result.status = proto::Status(e.status);
-        result.text = e.what();
-        try {
-          c.send_message(result);
-        } catch (...) {
-        }
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw Failure(e.what());
-      } catch (const Failure& e) {
-        if (out) out->discard();
-        // The other direction may still be intact (a MAC failure, say): tell the client why.
-        result.status = proto::Status::integrity;
-        result.text = e.what();
-        try {
-          c.send_message(result);
-        } catch (...) {
-        }
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw;
-      }
-      c.send_message(result);
-      log_result(req.size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
-    } else {
-      int fd = -1;
-      uint64_t size = req.size;
-      if (!where->dev_zero) {
-        fd = ::open(where->path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-          resp.status = errno == EACCES ? proto::Status::permission : proto::Status::not_found;
-          resp.text = req.path + ": " + errno_text(errno);
-          c.send_message(resp);
-          log_result(0, 0, "refused: " + resp.text);
-          continue;
-        }
-        struct stat st {};
-        ::fstat(fd, &st);
-        size = uint64_t(st.st_size);
-        resp.mode = st.st_mode & 07777;
-        resp.mtime = st.st_mtim.tv_sec;
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-      }
-      struct Closer {
-        int fd;
-        ~Closer() {
-          if (fd >= 0) ::close(fd);
-        }
-      } closer{fd};
-      resp.size = size;
-      c.send_message(resp);
-      auto t0 = Clock::now();
-      try {
-        send_file_await_result(c, fd, size, StreamOptions{});
-      } catch (const Failure& e) {
-        log_result(0, 0, std::string("failed: ") + e.what());
-        throw;
-      }
-      log_result(size, std::chrono::duration<double>(Clock::now() - t0).count(), "ok");
-    }
+  RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
+  net::serve_requests(ctx);
+}
+
+// The bound port, written to a temporary file made by mkstemp in the same directory and renamed
+// over `path` (a symlink planted at the name is replaced, never followed).
+static void write_port_file(const fs::path& path, uint16_t port) {
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
+  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  std::string text = std::to_string(port) + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd, 0644) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmpl.c_str());
+    throw Failure("--port-file " + path.string() + ": " + errno_text(e));
   }
+}
+
+// serve --ciphers, --macs: names checked now (Failure for an unknown one), compared by canonical
+// name during each handshake.
+// One allow-list: the canonical names of `given` (Failure for an unknown one), as a predicate;
+// an empty list allows everything.
+template <typename Desc>
+static std::function<bool(const Desc&)> allow_list(const std::vector<std::string>& given,
+                                                   const Desc* (*find)(std::string_view) noexcept,
+                                                   const std::string& option, const std::string& noun,
+                                                   const std::string& known) {
+  if (given.empty()) return nullptr;
+  std::set<std::string> names;
+  for (const auto& n : given) {
+    const Desc* d = find(n);
+    if (!d) throw Failure("--" + option + ": unknown " + noun + " " + n + " (known: " + known + ")");
+    names.insert(d->name);
+  }
+  return [names](const Desc& d) { return names.count(d.name) > 0; };
+}
+
+// serve --ciphers, --macs: names checked now, compared by canonical name in each handshake.
+static proto::ServerPolicy allow_lists(const ServerOptions& opt) {
+  proto::ServerPolicy p = opt.policy;
+  p.cipher_allowed = allow_list<crypto::CipherDesc>(opt.ciphers, crypto::find_cipher, "ciphers", "cipher",
+                                                    crypto::cipher_names());
+  p.mac_allowed = allow_list<crypto::MacDesc>(opt.macs, crypto::find_mac, "macs", "MAC", crypto::mac_names());
+  return p;
 }
 
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
-  std::error_code ec;
-  impl_->root_real = fs::canonical(opt.root, ec);
-  if (ec) throw Failure("root " + opt.root.string() + ": " + ec.message());
+  impl_->root = std::make_unique<Root>(opt.root, opt.home);
+  impl_->limits.max_list_entries = opt.max_list_entries;
+  impl_->policy = allow_lists(opt);
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
@@ -305,14 +359,21 @@ void Server::run() {
   acc.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw Failure("cannot listen: " + ec.message());
   port_ = acc.local_endpoint().port();
-  if (!s.opt.port_file.empty()) {
-    fs::path tmp = s.opt.port_file;
-    tmp += ".tmp";
-    std::ofstream(tmp) << port_ << "\n";
-    fs::rename(tmp, s.opt.port_file);
-  }
-  s.log("listening on port " + std::to_string(port_) + " root=" + s.root_real.string() + " host key " +
-        proto::fingerprint(s.host.pk));
+  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
+  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " resolver=" +
+        (s.root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(s.host.pk));
+  s.check_descriptors();
+  auto join = [](const std::vector<std::string>& v) {
+    std::string r;
+    for (const auto& x : v) r += (r.empty() ? "" : ",") + x;
+    return r;
+  };
+  if (!s.opt.ciphers.empty() || !s.opt.macs.empty())
+    s.log("allowed ciphers: " + (s.opt.ciphers.empty() ? std::string("all") : join(s.opt.ciphers)) +
+          "; allowed MACs: " + (s.opt.macs.empty() ? std::string("all") : join(s.opt.macs)));
+  if (s.root->hides_something())
+    s.warn("warning: $AESXFER_HOME (" + s.opt.home.string() +
+           ") lies under --root; it is never served, listed or overwritten");
 
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
@@ -322,65 +383,54 @@ void Server::run() {
     }
   });
 
+  // Accept errors that mean "out of descriptors or memory" back off (10 ms doubling to 1 s)
+  // instead of re-arming at once, which would spin on the same failure.
+  asio::steady_timer backoff(s.io);
+  auto delay = std::chrono::milliseconds(10);
   std::function<void()> do_accept = [&] {
     acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
+      s.reap(false);
+      if (e == asio::error::operation_aborted) return;
       if (e) {
-        if (e != asio::error::operation_aborted) do_accept();
-        return;
-      }
-      std::string peer;
-      boost::system::error_code pe;
-      auto rep = sock.remote_endpoint(pe);
-      peer = pe ? "?" : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
-                            ":" + std::to_string(rep.port());
-      int fd = sock.release();
-      tune_socket(fd);
-      bool busy = false;
-      {
-        std::lock_guard<std::mutex> g(s.mu);
-        if (s.sessions < s.opt.max_sessions) {
-          ++s.sessions;
-        } else if (s.refusing < kMaxRefusing) {
-          ++s.refusing;
-          busy = true;
-        } else {
-          fd = -1 - fd;  // closed below, outside the lock
+        const int v = e.value();
+        if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
+          if (delay == std::chrono::milliseconds(10))
+            s.log("accept failed: " + e.message() +
+                  "; retrying with back-off (see --max-sessions and ulimit -n)");
+          backoff.expires_after(delay);
+          backoff.async_wait([&](const boost::system::error_code& te) {
+            if (!te) do_accept();
+          });
+          delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+          return;
         }
-        if (fd >= 0) s.active.insert(fd);
-      }
-      if (fd < 0) {
-        ::close(-1 - fd);
-        s.log("peer=" + peer + " error=\"server busy: " + std::to_string(s.opt.max_sessions) +
-              " sessions already; connection closed\"");
         do_accept();
         return;
       }
-      auto done = [&s, fd, busy] {
-        std::lock_guard<std::mutex> g(s.mu);
-        s.active.erase(fd);
-        --(busy ? s.refusing : s.sessions);
-        s.cv.notify_all();
-      };
-      try {
-        std::thread([&s, fd, peer, busy, done] {
-          s.session(fd, peer, busy);
-          done();
-        }).detach();
-      } catch (const std::system_error& te) {  // no thread to be had: refuse this one
-        done();
-        ::close(fd);
-        s.log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
-      }
+      delay = std::chrono::milliseconds(10);
+      std::string peer;
+      boost::system::error_code pe;
+      auto rep = sock.remote_endpoint(pe);
+      peer =
+          pe ? "?"
+             : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
+                   ":" + std::to_string(rep.port());
+      int fd = sock.release();
+      tune_socket(fd);
+      s.start_session(fd, peer);
       do_accept();
     });
   };
   do_accept();
   s.io.run();
   acc.close(ec);
-  // Wake every session still running; each removes its temporary file as it unwinds.
-  std::unique_lock<std::mutex> lk(s.mu);
-  for (int fd : s.active) ::shutdown(fd, SHUT_RDWR);
-  s.cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.sessions == 0 && s.refusing == 0; });
+  // Wake every session still running (each removes its temporary file as it unwinds), then join
+  // them all: no session thread outlives run().
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    for (auto& slot : s.slots) ::shutdown(slot->fd, SHUT_RDWR);
+  }
+  s.reap(true);
 }
 
 void Server::stop() { impl_->io.stop(); }

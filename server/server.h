@@ -12,27 +12,30 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "proto/handshake.h"
 
 namespace aesxfer::net {
 
 struct ServerOptions {
-  std::string listen;                 // address; empty: all addresses (IPv6 and IPv4)
-  uint16_t port = 7227;               // 0: pick an ephemeral port
+  std::string listen;    // address; empty: all addresses (IPv6 and IPv4)
+  uint16_t port = 7227;  // 0: pick an ephemeral port
   std::filesystem::path root = ".";
-  std::filesystem::path home;         // $AESXFER_HOME: host key, authorized_keys
-  std::filesystem::path authorized_keys;  // default: home/authorized_keys
-  std::filesystem::path port_file;    // when set, the bound port is written there once listening
-  size_t max_sessions = 64;            // counted at accept; clients beyond it are told "server busy"
-  std::chrono::milliseconds timeout{30000};            // per read/write
+  std::filesystem::path home;                // $AESXFER_HOME: host key, authorized_keys
+  std::filesystem::path authorized_keys;     // default: home/authorized_keys
+  std::filesystem::path port_file;           // when set, the bound port is written there once listening
+  size_t max_sessions = 64;                  // counted at accept; clients beyond it are told "server busy"
+  std::chrono::milliseconds timeout{30000};  // per read/write
   std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
-  std::ostream* log = nullptr;        // one line per transfer
+  std::ostream* log = nullptr;                         // one line per transfer
   // Kept partial files (send --resume) older than this are removed when their directory is next
   // written to (server/sweep.h); 0 keeps them for ever.
   std::chrono::seconds partial_max_age{7 * 24 * 3600};
   uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
   proto::ServerPolicy policy;          // --checksums, --max-record-size
+  // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
+  std::vector<std::string> ciphers, macs;
 };
 
 class Server {
@@ -42,12 +45,12 @@ class Server {
   // Binds, then serves until stop() or SIGINT/SIGTERM. Throws Failure when it cannot bind.
   void run();
   void stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return port_.load(); }  // 0 until run() is listening; any thread
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  uint16_t port_ = 0;
+  std::atomic<uint16_t> port_{0};
 };
 
 }  // namespace aesxfer::net

@@ -35,20 +35,33 @@ bool Sweeper::is_temp_name(const std::string& n) {
   return true;
 }
 
-void Sweeper::maybe_sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
+void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
+                          const std::function<void(const std::string&)>& log) {
   auto now = std::chrono::steady_clock::now();
+  struct stat st {};
+  if (::fstat(dirfd, &st) != 0) return;
   {
     std::lock_guard<std::mutex> g(mu_);
-    auto it = last_.find(dir.string());
+    auto key = std::make_pair(st.st_dev, st.st_ino);
+    auto it = last_.find(key);
     if (it != last_.end() && now - it->second < kInterval) return;
     if (last_.size() >= kMaxRemembered) last_.clear();
-    last_[dir.string()] = now;
+    last_[key] = now;
   }
-  sweep(dir, log);
+  sweep(dirfd, shown, log);
 }
 
 size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return 0;
+  size_t n = sweep(dfd, dir.string(), log);
+  ::close(dfd);
+  return n;
+}
+
+size_t Sweeper::sweep(int dirfd, const std::string& shown,
+                      const std::function<void(const std::string&)>& log) {
+  int dfd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // fdopendir takes it over
   if (dfd < 0) return 0;
   DIR* d = ::fdopendir(dfd);
   if (!d) {
@@ -69,13 +82,15 @@ size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::s
     struct stat st {};
     if (::fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (now - st.st_mtim.tv_sec < max_age.count()) continue;
-    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) continue;
     // A partial file that a session holds is being resumed: leave it.
     bool in_use = partial && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
     if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
       ++removed;
-      if (log) log("expired " + std::string(partial ? "partial" : "temporary") + " file " + (dir / n).string());
+      if (log)
+        log("expired " + std::string(partial ? "partial" : "temporary") + " file " +
+            (fs::path(shown) / n).string());
     }
     ::close(fd);
   }

@@ -11,6 +11,8 @@
 // 10 minutes per directory, so a busy directory costs one readdir now and then. Directories that
 // are never written again keep their debris; the patterns above are easy to find(1).
 #pragma once
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -24,9 +26,11 @@ class Sweeper {
  public:
   Sweeper(std::chrono::seconds partial_max_age, std::chrono::seconds temp_max_age = std::chrono::hours(24))
       : partial_max_age_(partial_max_age), temp_max_age_(temp_max_age) {}
-  // Sweeps dir unless it was swept less than 10 minutes ago. Logs one line per removed file.
-  void maybe_sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
-  // Sweeps dir now; returns the number of files removed.
+  // Sweeps the directory open as dirfd (`shown` names it in the log) unless it was swept less
+  // than 10 minutes ago. Logs one line per removed file.
+  void maybe_sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);
+  // Sweeps the directory now; returns the number of files removed.
+  size_t sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);
   size_t sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
 
   // The name patterns, for tests and callers.
@@ -36,7 +40,7 @@ class Sweeper {
  private:
   std::chrono::seconds partial_max_age_, temp_max_age_;
   std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> last_;
+  std::map<std::pair<dev_t, ino_t>, std::chrono::steady_clock::time_point> last_;  // by directory
 };
 
 }  // namespace aesxfer::net

@@ -2,9 +2,14 @@
 // --plot`: the real binary runs a small bench against its own local server child; its JSON and
 // CSV parse with the documented columns; the SVG files are well-formed XML with one bar per row
 // (bench) and one polyline per row (speed).
-#include <gtest/gtest.h>
+#include "app/bench.h"
 
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -13,7 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "app/bench.h"
+#include "app/bench_proc.h"
+#include "app/bench_scp.h"
 #include "app/svg.h"
 #include "tests/harness.h"
 #include "tests/test_util.h"
@@ -208,23 +214,6 @@ TEST(BenchUnit, VerdictThresholds) {
   EXPECT_EQ(app::bench_verdict(L{30, 10, 30, 10}), "network");
 }
 
-TEST(BenchUnit, ParseSize) {
-  uint64_t v = 0;
-  ASSERT_TRUE(app::parse_size("8M", v));
-  EXPECT_EQ(v, 8u << 20);
-  ASSERT_TRUE(app::parse_size("1G", v));
-  EXPECT_EQ(v, uint64_t(1) << 30);
-  ASSERT_TRUE(app::parse_size("1GiB", v));
-  EXPECT_EQ(v, uint64_t(1) << 30);
-  ASSERT_TRUE(app::parse_size("512k", v));
-  EXPECT_EQ(v, 512u << 10);
-  ASSERT_TRUE(app::parse_size("1000", v));
-  EXPECT_EQ(v, 1000u);
-  ASSERT_TRUE(app::parse_size("1.5K", v));
-  EXPECT_EQ(v, 1536u);
-  for (const char* bad : {"", "0", "-1M", "1X", "M", "1MM", "nan"}) EXPECT_FALSE(app::parse_size(bad, v)) << bad;
-}
-
 TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
   EXPECT_EQ(app::svg::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
   EXPECT_EQ(app::svg::escape("min\u2013max \xff\xfe ok\x01"), "min\u2013max ?? ok") << "invalid UTF-8 and controls";
@@ -233,15 +222,21 @@ TEST(BenchSvg, EscapesTextAndStaysWellFormed) {
   c.subtitle = "CPU & co";
   c.y_label = "MB/s";
   c.whisker_legend = "min-max";
-  c.bars = {{"a<1>", "s&1", 10, 8, 12, "impl\"", "x2 & more"}, {"a<1>", "s2", 5, 4, 6, "", ""},
-            {"b", "s&1", 0, 0, 0, "", ""}};
+  c.bars = {{"a<1>", "s&1", 10, 8, 12, "impl\"", "x2 & more", ""},
+            {"a<1>", "s2", 5, 4, 6, "", "second <line>", ""},
+            {"b", "s&1", 0, 0, 0, "", "", ""},
+            {"b", "s2", 0, 0, 0, "", "", "gone & <away>"}};
   const std::string doc = app::svg::bar_chart(c);
   EXPECT_EQ(xml_problem(doc), "") << doc;
-  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 3u);
+  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 3u) << "no bar for the absent one";
+  EXPECT_EQ(count_of(doc, "<text class=\"absent\""), 1u);
+  EXPECT_NE(doc.find(">gone &amp; &lt;away&gt;<"), std::string::npos);
+  EXPECT_NE(doc.find(">x2 &amp; more<"), std::string::npos) << "each group note on its own line";
+  EXPECT_NE(doc.find(">second &lt;line&gt;<"), std::string::npos);
 
   app::svg::LineChart l;
   l.title = "<lines>";
-  l.series = {{"one & two", {{16, 1}, {64, 100}, {1024, 1000}}}, {"<three>", {{16, 5}, {1024, 50}}}};
+  l.series = {{"one & two", {{16, 1}, {64, 100}, {1024, 1000}}, ""}, {"<three>", {{16, 5}, {1024, 50}}, ""}};
   for (bool logy : {false, true}) {
     l.log10_y = logy;
     const std::string ld = app::svg::line_chart(l);
@@ -315,7 +310,10 @@ TEST(BenchCli, CsvColumns) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;
-  EXPECT_EQ(lines[0], "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict");
+  EXPECT_EQ(
+      lines[0],
+      "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,tool,"
+      "ssh_cipher,vs_scp,record_size");
   EXPECT_EQ(lines[0], app::kBenchCsvHeader);
   const std::vector<std::string> header = split(lines[0], ',');
   const char* names[] = {"aes128-cbc", "arcfour"};
@@ -333,8 +331,48 @@ TEST(BenchCli, CsvColumns) {
     EXPECT_GT(std::strtod(row["mb_s_median"].c_str(), nullptr), 0);
     EXPECT_LE(std::strtod(row["mb_s_min"].c_str(), nullptr), std::strtod(row["mb_s_max"].c_str(), nullptr));
     EXPECT_TRUE(known_verdict(row["verdict"])) << row["verdict"];
+    EXPECT_EQ(row["tool"], "aesxfer");
+    EXPECT_EQ(row["ssh_cipher"], "");
+    EXPECT_EQ(row["vs_scp"], "n/a") << "no --vs-scp";
+    EXPECT_EQ(row["record_size"], "262144") << "the default record size";
   }
   EXPECT_EQ(r.err, "") << "-q: no progress lines";
+}
+
+// The record-size sweep (the seeds' block-size tables, over the wire): every cipher once per
+// size, the agreed size in every row, and a line chart of MB/s against record size.
+TEST(BenchCli, RecordSizeSweep) {
+  Workspace ws;
+  const fs::path svg = ws.local / "sweep.svg";
+  auto r = run_aesxfer({"bench", "--size", "4M", "--repeat", "2", "-c", "aes128-gcm,aes128-cbc", "--record-size",
+                        "4K,64K,1M", "--json", "--plot", svg.string(), "-q"},
+                       ws.home, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
+  const auto& rows = j.obj["rows"].arr;
+  ASSERT_EQ(rows.size(), 6u) << r.out;
+  const double want[] = {4096, 65536, 1048576};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto row = rows[i].obj;
+    EXPECT_EQ(row["cipher"].str, i < 3 ? "aes128-gcm" : "aes128-cbc");
+    EXPECT_EQ(row["record_size"].num, want[i % 3]) << i;
+    EXPECT_GT(row["mb_s_median"].num, 0);
+    EXPECT_EQ(row["mb_s_runs"].arr.size(), 2u);
+  }
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "class=\"line\""), 2u) << "one line per cipher";
+  for (const char* tick : {">4K<", ">64K<", ">1M<"}) EXPECT_NE(doc.find(tick), std::string::npos) << tick;
+  // The table has a record column; sizes outside 4K..1M are a usage error.
+  auto t = run_aesxfer({"bench", "--size", "1M", "--repeat", "1", "-c", "none", "--record-size", "16K,256K", "-q"},
+                       ws.home, 120);
+  ASSERT_EQ(t.exit_code, 0) << t.describe();
+  EXPECT_NE(t.out.find(" record "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("16K"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("256K"), std::string::npos) << t.out;
+  auto bad = run_aesxfer({"bench", "--record-size", "2K"}, ws.home, 30);
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
 }
 
 TEST(BenchCli, NoAesniTooPairsAesRowsWithSpeedup) {
@@ -421,6 +459,299 @@ TEST(BenchCli, UnreachableHostFailsWithOneLine) {
                        ws.home, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("aesxfer bench: none"), std::string::npos) << r.err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --vs-scp (issue 19): scp next to aesxfer. The real runs use the throwaway sshd that bench starts
+// on 127.0.0.1 (or, for a HOST, one the test starts the same way): openssh-server must be
+// installed (scripts/setup-debian.sh does it), and these tests fail, not skip, when it is not.
+
+std::string sshd_or_empty() {
+  return app::proc::find_program("sshd", {"/usr/sbin", "/usr/local/sbin", "/sbin"});
+}
+const char* kNoSshd = "sshd not found: install openssh-server (scripts/setup-debian.sh does)";
+
+TEST(BenchUnit, ScpMeterKexAndCipherMap) {
+  double mb = 0;
+  // As scp 9.2 printed it on a pseudo-terminal (the first update, then the final line).
+  const std::string meter =
+      "\rdata                                            0%    0     0.0KB/s   --:-- ETA"
+      "\rdata                                          100%   64MB 182.3MB/s   00:00    \r\n";
+  ASSERT_TRUE(app::parse_scp_meter(meter, mb));
+  EXPECT_NEAR(mb, 182.3 * 1048576 / 1e6, 0.01) << "scp's MB are MiB";
+  ASSERT_TRUE(app::parse_scp_meter("x 100% 2048MB   1.2GB/s   00:01\r\n", mb));
+  EXPECT_NEAR(mb, 1.2 * 1073741824 / 1e6, 0.01);
+  ASSERT_TRUE(app::parse_scp_meter("x 100%  512KB 812.5KB/s   00:00\r\n", mb));
+  EXPECT_NEAR(mb, 812.5 * 1024 / 1e6, 1e-6);
+  EXPECT_FALSE(app::parse_scp_meter("data  45%   29MB  28.1MB/s   00:01 ETA", mb)) << "never reached 100%";
+  EXPECT_FALSE(app::parse_scp_meter("", mb));
+  EXPECT_FALSE(app::parse_scp_meter("data 100% 64MB fastB/s", mb));
+
+  std::string c, m;
+  ASSERT_TRUE(app::parse_ssh_kex(
+      "debug1: kex: server->client cipher: aes128-ctr MAC: umac-64-etm@openssh.com compression: none\r\n"
+      "debug1: kex: client->server cipher: aes128-cbc MAC: hmac-sha2-256-etm@openssh.com compression: "
+      "none\r\n",
+      c, m));
+  EXPECT_EQ(c, "aes128-cbc") << "the direction the file goes";
+  EXPECT_EQ(m, "hmac-sha2-256-etm@openssh.com");
+  ASSERT_TRUE(
+      app::parse_ssh_kex("debug1: kex: client->server cipher: aes128-gcm@openssh.com MAC: <implicit> "
+                         "compression: none\r\n",
+                         c, m));
+  EXPECT_EQ(c, "aes128-gcm@openssh.com");
+  EXPECT_EQ(m, "aead");
+  EXPECT_FALSE(app::parse_ssh_kex("debug1: Authentications that can continue: publickey\r\n", c, m));
+
+  const auto* cbc = app::scp_cipher_for("aes128-cbc");
+  ASSERT_NE(cbc, nullptr);
+  EXPECT_STREQ(cbc->ssh_cipher, "aes128-cbc");
+  EXPECT_STREQ(cbc->ssh_mac, "hmac-sha2-256-etm@openssh.com");
+  const auto* ctr = app::scp_cipher_for("aes128-ctr");
+  ASSERT_NE(ctr, nullptr);
+  EXPECT_STREQ(ctr->ssh_mac, "hmac-sha2-256-etm@openssh.com");
+  const auto* gcm = app::scp_cipher_for("aes128-gcm");
+  ASSERT_NE(gcm, nullptr);
+  EXPECT_STREQ(gcm->ssh_cipher, "aes128-gcm@openssh.com");
+  EXPECT_EQ(gcm->ssh_mac, nullptr) << "AEAD: no MAC";
+  for (const char* gone : {"blowfish-cbc", "arcfour"}) {
+    const auto* g = app::scp_cipher_for(gone);
+    ASSERT_NE(g, nullptr) << gone;
+    ASSERT_NE(g->history, nullptr) << gone;
+    EXPECT_NE(std::string(g->history).find("OpenSSH 7.6"), std::string::npos) << gone;
+  }
+  EXPECT_EQ(app::scp_cipher_for("none")->ssh_cipher, nullptr);
+  EXPECT_EQ(app::scp_cipher_for("rot13"), nullptr);
+}
+
+// An scp row: the keys every row has, and those of scp rows.
+void expect_scp_row(std::map<std::string, Json>& row, const std::string& cipher, bool local) {
+  SCOPED_TRACE("scp row " + cipher);
+  EXPECT_EQ(row["tool"].str, "scp");
+  EXPECT_EQ(row["cipher"].str, cipher);
+  EXPECT_EQ(row["impl"].str, "openssh");
+  EXPECT_TRUE(row["offered"].b);
+  EXPECT_TRUE(row["metered"].b) << "the rate comes from scp's progress meter";
+  EXPECT_GT(row["mb_s_median"].num, 0);
+  EXPECT_LE(row["mb_s_min"].num, row["mb_s_median"].num);
+  EXPECT_GE(row["mb_s_max"].num, row["mb_s_median"].num);
+  EXPECT_GT(row["client_cpu_pct"].num, 0);
+  EXPECT_EQ(row["server_cpu_pct"].kind, local ? Json::Num : Json::Null);
+  if (local) {
+    EXPECT_GT(row["server_cpu_pct"].num, 0) << "sshd's CPU is counted";
+  }
+  EXPECT_EQ(row["setup_s_median"].kind, Json::Num);
+  EXPECT_EQ(row["vs_scp"].kind, Json::Null);
+  EXPECT_FALSE(row["verdict"].str.empty());
+}
+
+TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
+  ASSERT_NE(sshd_or_empty(), "") << kNoSshd;
+  Workspace ws;
+  const fs::path tmp = ws.local / "tmp", svg = ws.local / "vs.svg";
+  fs::create_directories(tmp);
+  // AESXFER_NO_AESNI=0: the ratio is only given for rows with AES-NI on (as scp has it).
+  auto r = run_process(
+      {AESXFER_BINARY, "bench", "--vs-scp", "-c", "aes128-cbc,aes128-gcm,blowfish-cbc,arcfour", "--size",
+       "4M", "--repeat", "2", "--json", "-q", "--plot", svg.string()},
+      {{"AESXFER_HOME", ws.home.string()}, {"AESXFER_NO_AESNI", "0"}, {"TMPDIR", tmp.string()}}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Json j;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
+  ASSERT_EQ(j.obj["scp"].kind, Json::Obj) << r.out;
+  auto& scp = j.obj["scp"].obj;
+  EXPECT_NE(scp["version"].str.find("OpenSSH"), std::string::npos) << scp["version"].str;
+  EXPECT_EQ(scp["target"].str, "127.0.0.1:/dev/null");
+  EXPECT_TRUE(scp["local_sshd"].b);
+  auto& rows = j.obj["rows"].arr;
+  // Per cipher the aesxfer row, then the scp row; scp's defaults last.
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"aesxfer", "aes128-cbc"}, {"scp", "aes128-cbc"},       {"aesxfer", "aes128-gcm"},
+      {"scp", "aes128-gcm"},     {"aesxfer", "blowfish-cbc"}, {"scp", "blowfish-cbc"},
+      {"aesxfer", "arcfour"},    {"scp", "arcfour"},          {"scp", "default"}};
+  ASSERT_EQ(rows.size(), want.size()) << r.out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(rows[i].obj["tool"].str, want[i].first) << i;
+    EXPECT_EQ(rows[i].obj["cipher"].str, want[i].second) << i;
+  }
+  auto& cbc = rows[1].obj;
+  expect_scp_row(cbc, "aes128-cbc", true);
+  EXPECT_EQ(cbc["ssh_cipher"].str, "aes128-cbc") << "what ssh -v says was negotiated";
+  EXPECT_EQ(cbc["mac"].str, "hmac-sha2-256-etm@openssh.com");
+  EXPECT_EQ(cbc["mb_s_runs"].arr.size(), 2u);
+  auto& gcm = rows[3].obj;
+  expect_scp_row(gcm, "aes128-gcm", true);
+  EXPECT_EQ(gcm["ssh_cipher"].str, "aes128-gcm@openssh.com");
+  EXPECT_EQ(gcm["mac"].str, "aead");
+  auto& def = rows[8].obj;
+  expect_scp_row(def, "default", true);
+  EXPECT_FALSE(def["ssh_cipher"].str.empty()) << "the negotiated cipher of scp's defaults";
+  // The ratio on the aesxfer rows is their median over the scp row's.
+  for (size_t i : {0u, 2u}) {
+    auto& a = rows[i].obj;
+    ASSERT_EQ(a["vs_scp"].kind, Json::Num) << i;
+    EXPECT_NEAR(a["vs_scp"].num, a["mb_s_median"].num / rows[i + 1].obj["mb_s_median"].num, 0.01) << i;
+    EXPECT_EQ(a["server_cpu_pct"].kind, Json::Num);
+  }
+  // OpenSSH removed blowfish-cbc and arcfour in 7.6: rows that say so, without figures.
+  for (size_t i : {5u, 7u}) {
+    auto& g = rows[i].obj;
+    SCOPED_TRACE(g["cipher"].str);
+    EXPECT_EQ(g["tool"].str, "scp");
+    EXPECT_FALSE(g["offered"].b);
+    EXPECT_EQ(g["mb_s_median"].kind, Json::Null);
+    EXPECT_EQ(g["mb_s_min"].kind, Json::Null);
+    EXPECT_EQ(g["mb_s_runs"].arr.size(), 0u);
+    EXPECT_EQ(g["client_cpu_pct"].kind, Json::Null);
+    EXPECT_NE(g["verdict"].str.find("not offered"), std::string::npos) << g["verdict"].str;
+    EXPECT_NE(g["verdict"].str.find("removed in OpenSSH 7.6"), std::string::npos) << g["verdict"].str;
+    EXPECT_EQ(rows[i - 1].obj["vs_scp"].kind, Json::Null) << "nothing to compare with";
+  }
+  // The chart: a bar per measured row, the refusals as text in their place.
+  const std::string doc = read_text_file(svg);
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count_of(doc, "<rect class=\"bar\""), 7u);
+  EXPECT_EQ(count_of(doc, "<text class=\"absent\""), 2u);
+  EXPECT_NE(doc.find("removed in OpenSSH 7.6"), std::string::npos);
+  EXPECT_EQ(count_of(doc, "aesxfer/scp: x"), 2u) << "the ratio under the aes128-cbc and aes128-gcm groups";
+  // The throwaway sshd was stopped by its PID, and its keys went with the temporary folder.
+  const pid_t sshd = pid_t(scp["sshd_pid"].num);
+  ASSERT_GT(sshd, 0);
+  const std::string cmdline = "/proc/" + std::to_string(sshd) + "/cmdline";
+  EXPECT_TRUE(!fs::exists(cmdline) || read_text_file(cmdline).find("sshd_config") == std::string::npos)
+      << "sshd " << sshd << " still runs";
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the temporary folder (keys, sshd_config) is removed";
+}
+
+TEST(BenchScp, CsvRowsAndRefusals) {
+  ASSERT_NE(sshd_or_empty(), "") << kNoSshd;
+  Workspace ws;
+  auto r = run_process({AESXFER_BINARY, "bench", "--vs-scp", "-c", "aes128-ctr,arcfour,none", "--size", "2M",
+                        "--repeat", "1", "--csv", "-q"},
+                       {{"AESXFER_HOME", ws.home.string()}, {"AESXFER_NO_AESNI", "0"}}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 8u) << r.out;  // header, 3 aesxfer rows, 3 scp rows, scp's defaults
+  EXPECT_EQ(lines[0], app::kBenchCsvHeader);
+  const std::vector<std::string> header = split(lines[0], ',');
+  std::vector<std::map<std::string, std::string>> rows;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto f = split(lines[i], ',');
+    ASSERT_EQ(f.size(), header.size()) << lines[i];
+    std::map<std::string, std::string> row;
+    for (size_t k = 0; k < f.size(); ++k) row[header[k]] = f[k];
+    rows.push_back(row);
+  }
+  const char* order[][2] = {{"aesxfer", "aes128-ctr"}, {"scp", "aes128-ctr"}, {"aesxfer", "arcfour"},
+                            {"scp", "arcfour"},        {"aesxfer", "none"},   {"scp", "none"},
+                            {"scp", "default"}};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["tool"], order[i][0]) << i;
+    EXPECT_EQ(rows[i]["cipher"], order[i][1]) << i;
+  }
+  EXPECT_EQ(rows[1]["ssh_cipher"], "aes128-ctr");
+  EXPECT_EQ(rows[1]["mac"], "hmac-sha2-256-etm@openssh.com");
+  for (size_t i : {1u, 6u}) {
+    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+      EXPECT_TRUE(is_number(rows[i][k])) << i << " " << k << "=" << rows[i][k];
+    EXPECT_EQ(rows[i]["vs_scp"], "n/a");
+  }
+  ASSERT_TRUE(is_number(rows[0]["vs_scp"])) << rows[0]["vs_scp"];
+  EXPECT_NEAR(std::strtod(rows[0]["vs_scp"].c_str(), nullptr),
+              std::strtod(rows[0]["mb_s_median"].c_str(), nullptr) /
+                  std::strtod(rows[1]["mb_s_median"].c_str(), nullptr),
+              0.02);
+  // Refusals: no figures, a verdict that says why.
+  for (size_t i : {3u, 5u}) {
+    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+      EXPECT_EQ(rows[i][k], "n/a") << i << " " << k;
+    EXPECT_EQ(rows[i]["verdict"].rfind("not offered: ", 0), 0u) << rows[i]["verdict"];
+  }
+  EXPECT_NE(rows[3]["verdict"].find("removed in OpenSSH 7.6"), std::string::npos) << rows[3]["verdict"];
+  EXPECT_NE(rows[5]["verdict"].find("no unencrypted cipher"), std::string::npos) << rows[5]["verdict"];
+  EXPECT_EQ(rows[2]["vs_scp"], "n/a");
+}
+
+TEST(BenchScp, TableShowsBothToolsAndTheRatio) {
+  ASSERT_NE(sshd_or_empty(), "") << kNoSshd;
+  Workspace ws;
+  auto r = run_process(
+      {AESXFER_BINARY, "bench", "--vs-scp", "-c", "aes128-gcm,blowfish-cbc", "--size", "2M", "--repeat", "1"},
+      {{"AESXFER_HOME", ws.home.string()}, {"AESXFER_NO_AESNI", "0"}}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("vs scp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scp:  OpenSSH"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(throwaway sshd, pid "), std::string::npos) << r.out;
+  const auto lines = lines_of(r.out);
+  auto line_of = [&](const std::string& start) {
+    for (const auto& l : lines)
+      if (l.rfind(start, 0) == 0) return l;
+    return std::string();
+  };
+  const std::string a = line_of("aes128-gcm    aesxfer "), s = line_of("aes128-gcm    scp "),
+                    g = line_of("blowfish-cbc  scp ");
+  EXPECT_NE(a, "") << r.out;
+  EXPECT_NE(s, "") << r.out;
+  EXPECT_NE(a.find(" x"), std::string::npos) << "the ratio ends the aesxfer row: " << a;
+  EXPECT_NE(g.find("not offered: removed in OpenSSH 7.6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aes128-gcm (scp -c aes128-gcm@openssh.com): limited by: "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("progress meter"), std::string::npos) << r.out;
+}
+
+TEST(BenchScp, HostUsesTheUsersSshSetupThroughSshOpts) {
+  const std::string sshd_path = sshd_or_empty();
+  ASSERT_NE(sshd_path, "") << kNoSshd;
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  // The "user's own setup": an sshd on loopback that only the ssh_config given by --ssh-opts reaches.
+  app::ThrowawaySshd sshd(ws.local / "ssh", sshd_path, app::proc::find_program("ssh-keygen"));
+  auto r = run_aesxfer({"bench", "127.0.0.1", "-P", std::to_string(server.port()), "--vs-scp",
+                        "--ssh-opts=-F " + sshd.client_config().string(), "-c", "aes128-ctr", "--size", "2M",
+                        "--repeat", "1", "--json", "-q"},
+                       ws.home, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\nsshd log: " << sshd.log_tail();
+  Json j;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
+  EXPECT_FALSE(j.obj["local_server"].b);
+  EXPECT_FALSE(j.obj["scp"].obj["local_sshd"].b);
+  EXPECT_EQ(j.obj["scp"].obj["sshd_pid"].kind, Json::Null);
+  auto& rows = j.obj["rows"].arr;
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  expect_scp_row(rows[1].obj, "aes128-ctr", false);
+  EXPECT_EQ(rows[1].obj["ssh_cipher"].str, "aes128-ctr");
+  EXPECT_EQ(rows[1].obj["mac"].str, "hmac-sha2-256-etm@openssh.com");
+  expect_scp_row(rows[2].obj, "default", false);
+  // The server side is not measured: no verdict may blame it (a loaded machine gives contention).
+  for (size_t i : {1u, 2u}) {
+    const std::string v = rows[i].obj["verdict"].str;
+    EXPECT_TRUE(v == "network or receiver (server CPU not measured)" ||
+                v.rfind("sender cipher CPU", 0) == 0 || v == "CPU contention (other processes)")
+        << v;
+  }
+  EXPECT_TRUE(server.running());
+  const pid_t pid = sshd.pid();
+  EXPECT_EQ(sshd.stop(), 0) << "the test's own sshd stops on SIGTERM: " << sshd.log_tail();
+  EXPECT_NE(::kill(pid, 0), 0);
+}
+
+TEST(BenchScp, UsageAndMissingPrograms) {
+  Workspace ws;
+  // Without sshd a local run says which package to install, before writing any data.
+  auto r = run_aesxfer({"bench", "--vs-scp", "--sshd", (ws.local / "no-such-sshd").string(), "--size", "1M"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("install the openssh-server package"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("writing"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  // Without scp in $PATH: the client package.
+  r = run_process({AESXFER_BINARY, "bench", "--vs-scp", "--size", "1M"},
+                  {{"AESXFER_HOME", ws.home.string()}, {"PATH", ws.local.string()}}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("openssh-client"), std::string::npos) << r.err;
+  r = run_aesxfer({"bench", "--ssh-opts=-q", "--size", "1M"}, ws.home, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--vs-scp"), std::string::npos) << r.err;
 }
 
 TEST(SpeedPlot, OnePolylinePerRow) {

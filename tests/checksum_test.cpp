@@ -83,6 +83,30 @@ TEST(Checksum, KnownAnswers) {
   EXPECT_EQ(sum_hex(ChecksumAlg::none, p, 3), "");
 }
 
+// The examples of docs/PROTOCOL.md 3.1, 3.6 and 3.9, byte for byte.
+TEST(Checksum, ProtocolDocumentExamples) {
+  auto end_hex = [](ChecksumAlg a, const std::string& whole, uint64_t len) {
+    proto::EndRecord e;
+    e.length = len;
+    e.checksum.alg = a;
+    FileChecksum f(a);
+    f.update(whole.data(), whole.size());
+    e.checksum = f.final();
+    uint8_t buf[proto::kMaxEndPayload];
+    return to_hex(buf, proto::encode_end(buf, e));
+  };
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "", 0), "000000000000000002" "99aa06d3014798d86001c324468d497f");
+  EXPECT_EQ(end_hex(ChecksumAlg::sha256, "abc", 3),
+            "000000000000000301" "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // A stream resumed at 3 still ends with the checksum of the whole file.
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abcdef", 6), "000000000000000602" "389197a55db2b2e4da35a6714d34f8a2");
+  EXPECT_EQ(end_hex(ChecksumAlg::sha256, "abcdef", 6),
+            "000000000000000601" "bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721");
+  // Ranges: each its own.
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abc", 3), "000000000000000302" "06b05ab6733a618578af5f94892f3950");
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "def", 3), "000000000000000302" "09ae900c0bc0d4059be4e73e699ef188");
+}
+
 // Every implementation, fed in random pieces, equals the one-shot digest of the portable build,
 // over lengths that cross XXH3's internal block (1 KiB stripes, 256-byte buffer) boundaries.
 TEST(Checksum, ImplementationsAndSplitsAgree) {
@@ -202,14 +226,19 @@ std::string zeros_hex(ChecksumAlg a, uint64_t size) {
 }
 
 TEST(DataPlane, EveryChecksumAndRecordSizeVerifies) {
+  using Pl = net::StreamOptions::Pipeline;
+  for (Pl pl : {Pl::threads, Pl::inline_stage})
   for (ChecksumAlg a : {ChecksumAlg::none, ChecksumAlg::sha256, ChecksumAlg::xxh128})
     for (uint32_t rec : {proto::kMinRecordSize, uint32_t(65536), uint32_t(proto::kDefaultPayload), proto::kMaxRecordSize}) {
-      SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec));
+      SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec) +
+                   (pl == Pl::threads ? " threads" : " inline"));
       Pair p(a, rec, a, rec);
       const uint64_t size = 3 * uint64_t(rec) + 5;
+      net::StreamOptions so;
+      so.pipeline = pl;
       crypto::Checksum sent;
-      std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr); });
-      crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr);
+      std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr, so); });
+      crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr, so);
       tx.join();
       EXPECT_EQ(got.alg, a);
       EXPECT_EQ(got.hex(), sent.hex());

@@ -20,7 +20,7 @@
 
 #include "crypto/suite.h"
 #include "proto/handshake.h"
-#include "server/paths.h"
+#include "server/root.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -163,13 +163,15 @@ TEST_F(Hostile, GarbageAndOversizedHandshakesClosedPromptly) {
       {"length 4097 (kMaxFrame + 1)", cat(be32(4097), Bytes(4097, 0x01))},
       {"length 0", cat(be32(0), Bytes(16, 0))},
       {"length 1, no body", cat(be32(1), {0x01})},
-      {"ServerHello type from a client", cat(be32(109), cat({0x02}, body_of(hello)))},
+      {"ServerHello type from a client", cat(be32(113), cat({0x02}, body_of(hello)))},
       {"ClientAuth type first", cat(be32(65), cat({0x03}, Bytes(64, 0x07)))},
-      {"unknown frame type 0", cat(be32(109), cat({0x00}, body_of(hello)))},
-      {"unknown frame type 0xff", cat(be32(109), cat({0xff}, body_of(hello)))},
+      {"unknown frame type 0", cat(be32(113), cat({0x00}, body_of(hello)))},
+      {"unknown frame type 0xff", cat(be32(113), cat({0xff}, body_of(hello)))},
       {"wrong magic", with_byte(5, 'B')},
-      {"reserved byte set", with_byte(5 + 11, 1)},
-      {"version 2", with_byte(5 + 8, 2)},
+      {"unknown checksum id", with_byte(5 + 11, 0x7f)},
+      {"record size 0", with_byte(5 + 109, 0) /* 00 04 00 00 -> 0 */},
+      {"version 3", with_byte(5 + 8, 3)},
+      {"version 1", with_byte(5 + 8, 1)},
       {"unknown cipher id 99", with_byte(5 + 9, 99)},
       {"cipher id 0", with_byte(5 + 9, 0)},
       {"unknown MAC id for aes128-cbc", [&] {
@@ -332,28 +334,26 @@ TEST_F(Hostile, OthersServedWhileASlowClientTrickles) {
 TEST(HostileNames, NulAndNewlineInPathOrNameAreRefused) {
   TempDir root("aesxfer-root");
   fs::create_directories(root.path() / "dir");
-  fs::path real = fs::canonical(root.path());
-  proto::Status st;
-  std::string why;
+  net::Root r(root.path());
+  net::Refusal why;
   const std::vector<std::string> bad = {std::string("a\0b", 3), std::string("\0", 1), std::string("dir/\0/x", 7),
                                         "a\nb", "a\rb", ""};
   for (const auto& p : bad) {
-    for (proto::Op op : {proto::Op::put, proto::Op::get}) {
-      auto r = net::confine(real, p, op, "name", st, why);
-      EXPECT_FALSE(r) << "path " << testing::PrintToString(p) << " accepted";
-      EXPECT_EQ(st, proto::Status::bad_path);
-    }
+    EXPECT_FALSE(r.put_target(p, "name", why)) << "path " << testing::PrintToString(p) << " accepted";
+    EXPECT_EQ(why.status, proto::Status::bad_path);
+    EXPECT_FALSE(r.open_source(p, why)) << "path " << testing::PrintToString(p) << " accepted";
+    EXPECT_EQ(why.status, proto::Status::bad_path);
   }
   // Put into a directory with a bad source name.
   for (const auto& n : {std::string("x\0y", 3), std::string("x\ny"), std::string(".."), std::string("."),
                         std::string("a/b"), std::string("")}) {
-    auto r = net::confine(real, "dir", proto::Op::put, n, st, why);
-    EXPECT_FALSE(r) << "name " << testing::PrintToString(n) << " accepted";
+    EXPECT_FALSE(r.put_target("dir", n, why)) << "name " << testing::PrintToString(n) << " accepted";
   }
   // And the control: a good name is accepted.
-  auto ok = net::confine(real, "dir", proto::Op::put, "good.bin", st, why);
-  ASSERT_TRUE(ok) << why;
-  EXPECT_EQ(ok->path, real / "dir" / "good.bin");
+  auto ok = r.put_target("dir", "good.bin", why);
+  ASSERT_TRUE(ok) << why.text;
+  EXPECT_EQ(ok->name, "good.bin");
+  EXPECT_EQ(ok->shown, "dir/good.bin");
 }
 
 }  // namespace

@@ -9,13 +9,14 @@
 #include <chrono>
 #include <thread>
 
+#include "crypto/suite.h"
 #include "net/conn.h"
 #include "net/keystore.h"
 #include "net/transfer.h"
-#include "crypto/suite.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"
+#include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -25,56 +26,24 @@ namespace {
 using proto::Message;
 constexpr uint64_t kRec = proto::kDefaultPayload;
 
-// An authenticated session with the server, driven by hand.
-class Session {
+// An authenticated session with the server, driven by hand (tests/hand_session.h), with ranged
+// puts and commits.
+class Session : public HandSession {
  public:
-  Session(uint16_t port, const fs::path& identity) {
-    proto::Identity id = net::load_or_create_identity(identity);
-    int fd = net::connect_tcp("127.0.0.1", port, std::chrono::milliseconds(5000));
-    conn_ = std::make_unique<net::Conn>(fd, std::chrono::milliseconds(8000), "test");
-    proto::ClientHandshake hs(id, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"));
-    proto::Step step = hs.start();
-    conn_->write_all(step.send.data(), step.send.size());
-    uint8_t buf[4096];
-    while (!hs.host_key()) {
-      size_t n = conn_->read_some(buf, sizeof buf);
-      if (n == 0) throw net::Failure("closed during the handshake");
-      step = hs.feed(buf, n);
-      if (step.ec) throw net::Failure("handshake: " + step.ec.message());
-      if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
-    }
-    step = hs.confirm_host();
-    conn_->write_all(step.send.data(), step.send.size());
-    keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
-    conn_->start_records(*keys_, true);
-    Message w = conn_->recv_message("the welcome");
-    welcome_ok = w.type == proto::MsgType::welcome && w.status == proto::Status::ok;
-  }
-  bool welcome_ok = false;
+  Session(uint16_t port, const fs::path& identity) : HandSession(port, identity) {}
 
   // Sends a ranged put request; on ok, streams `length` zero bytes as the range and returns the
   // Result. Returns the Response when it is not ok.
   Message put_part(const Message& req) {
-    conn_->send_message(req);
-    Message resp = conn_->recv_message("the request");
+    Message resp = ask(req);
     if (resp.status != proto::Status::ok) return resp;
-    net::send_stream(*conn_, -1, req.length, nullptr, net::StreamOptions{0, false, true, req.offset});
-    return conn_->recv_message("the result");
+    net::send_stream(conn(), -1, req.length, nullptr, net::StreamOptions{0, false, true, req.offset});
+    return conn().recv_message("the result");
   }
   Message commit(Message req) {
     req.op = proto::Op::commit;
-    conn_->send_message(req);
-    return conn_->recv_message("the commit");
+    return ask(req);
   }
-  void bye() {
-    Message b;
-    b.type = proto::MsgType::bye;
-    conn_->send_message(b);
-  }
-
- private:
-  std::unique_ptr<net::Conn> conn_;
-  std::unique_ptr<proto::SessionKeys> keys_;
 };
 
 Message part(uint32_t i, uint32_t n, uint64_t off, uint64_t len, uint64_t size, uint8_t id_byte = 7) {

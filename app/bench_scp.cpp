@@ -1,0 +1,375 @@
+// `aesxfer bench --vs-scp`: scp next to aesxfer.
+//
+// What is measured, per scp run: `scp -v -c CIPHER -o MACs=MAC FILE HOST:/dev/null` runs on a
+// pseudo-terminal, because scp shows its progress meter only on a terminal, and the meter is what
+// the classic `for c in ...; do scp -c $c bigfile host:/dev/null; done` benchmarks read.
+//
+//   MB/s        the rate on scp's final meter line: scp's own bytes / (meter start to last byte
+//               acknowledged), printed by scp in binary units with 4 digits and converted to
+//               10^6 bytes/s. It leaves out the connection set-up (ssh's key exchange and
+//               authentication, and sshd forking and re-executing itself) as aesxfer's figure
+//               leaves out its handshake; that set-up time is reported apart (setup_s). Without a
+//               meter (an -q in --ssh-opts, say) the rate is the file size over the whole scp run.
+//   client CPU  user + system time of scp and its ssh child: wait4()'s rusage of scp (which reaps
+//               its ssh) minus what /proc said the two had used when the meter appeared.
+//   server CPU  with the throwaway sshd only: its listener's utime + stime + cutime + cstime plus
+//               the same of every live descendant (the per-connection sshd, its privilege-
+//               separated child, sftp-server) when the meter appeared, against the listener's
+//               own figure once the connection's processes have exited and been reaped (waited
+//               for up to 5 s after scp exits).
+//   wait        run_delay of each process of either tree, sampled every 50 ms (proc::TreeWait).
+//   CPU % (bench.cpp) divides these by the window from meter start to scp's exit.
+//
+// bench adds `-o BatchMode=yes -o ControlMaster=no -o ControlPath=none` after the user's
+// --ssh-opts: scp must not wait for a password, and a shared connection would carry another
+// cipher than the one asked for. ssh takes the first value it gets for an option, so --ssh-opts
+// can still override them.
+#include "app/bench_scp.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "app/bench_proc.h"
+
+namespace aesxfer::app {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr ScpCipher kScpCiphers[] = {
+    {"aes128-gcm", "aes128-gcm@openssh.com", nullptr, nullptr},
+    {"aes128-ctr", "aes128-ctr", "hmac-sha2-256-etm@openssh.com", nullptr},
+    {"aes128-cbc", "aes128-cbc", "hmac-sha2-256-etm@openssh.com", nullptr},
+    {"blowfish-cbc", "blowfish-cbc", "hmac-sha2-256-etm@openssh.com", "removed in OpenSSH 7.6"},
+    {"arcfour", "arcfour", "hmac-sha2-256-etm@openssh.com", "removed in OpenSSH 7.6"},
+    {"none", nullptr, nullptr, "OpenSSH has no unencrypted cipher"},
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The last `n` lines of output that are not ssh -v debug lines or progress-meter updates.
+std::string last_lines(const std::string& out, size_t n) {
+  std::vector<std::string> lines;
+  std::string cur;
+  auto flush = [&] {
+    while (!cur.empty() && (cur.back() == ' ' || cur.back() == '\t')) cur.pop_back();
+    if (!cur.empty() && cur.rfind("debug", 0) != 0 && cur.find("B/s") == std::string::npos)
+      lines.push_back(cur);
+    cur.clear();
+  };
+  for (char c : out) {
+    if (c == '\n' || c == '\r')
+      flush();
+    else
+      cur += c;
+  }
+  flush();
+  std::string s;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+    s += (s.empty() ? "" : "; ") + lines[i];
+  return s.empty() ? "(no message)" : s;
+}
+
+uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(e));
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::trunc);
+  f << text;
+  if (!f.flush()) throw std::runtime_error(p.string() + ": write failed");
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+const ScpCipher* scp_cipher_for(const std::string& cipher) {
+  for (const auto& c : kScpCiphers)
+    if (cipher == c.cipher) return &c;
+  return nullptr;
+}
+
+bool parse_scp_meter(const std::string& out, double& mb_s) {
+  const size_t at = out.rfind("100%");
+  if (at == std::string::npos) return false;
+  // "100%  256MB 182.3MB/s   00:01": the first token after 100% that ends in "B/s".
+  std::istringstream in(out.substr(at + 4, 200));
+  for (std::string tok; in >> tok;) {
+    if (tok.size() < 5 || tok.compare(tok.size() - 3, 3, "B/s") != 0) continue;
+    const char unit = tok[tok.size() - 4];
+    const char* units = "KMGT";
+    const char* u = std::strchr(units, unit);
+    if (!u || unit == '\0') return false;
+    char* end = nullptr;
+    const double v = std::strtod(tok.c_str(), &end);
+    if (end != tok.c_str() + tok.size() - 4 || !(v >= 0) || !std::isfinite(v)) return false;
+    mb_s = v * std::pow(1024.0, double(u - units + 1)) / 1e6;
+    return true;
+  }
+  return false;
+}
+
+bool parse_ssh_kex(const std::string& out, std::string& cipher, std::string& mac) {
+  const std::string key = "kex: client->server cipher: ";
+  const size_t at = out.find(key);
+  if (at == std::string::npos) return false;
+  std::istringstream in(out.substr(at + key.size(), 300));
+  std::string word;
+  if (!(in >> cipher >> word) || word != "MAC:" || !(in >> mac)) return false;
+  if (mac == "<implicit>") mac = "aead";
+  return true;
+}
+
+ThrowawaySshd::ThrowawaySshd(const fs::path& dir, const std::string& sshd, const std::string& ssh_keygen) {
+  fs::create_directories(dir);
+  const fs::path host = dir / "host_ed25519", user = dir / "user_ed25519";
+  for (const auto& key : {host, user}) {
+    std::string out;
+    if (proc::run_capture(
+            {ssh_keygen, "-q", "-t", "ed25519", "-N", "", "-C", "aesxfer-bench", "-f", key.string()}, out) !=
+        0)
+      throw std::runtime_error("ssh-keygen failed: " + last_lines(out, 2));
+  }
+  fs::copy_file(user.string() + ".pub", dir / "authorized_keys", fs::copy_options::overwrite_existing);
+  if (::geteuid() == 0 && !fs::exists("/run/sshd")) {
+    fs::create_directories("/run/sshd");
+    fs::permissions("/run/sshd", fs::perms(0755), fs::perm_options::replace);
+  }
+  std::string sftp = "internal-sftp";
+  for (const char* p : {"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server",
+                        "/usr/libexec/sftp-server", "/usr/lib/ssh/sftp-server"})
+    if (::access(p, X_OK) == 0) {
+      sftp = p;
+      break;
+    }
+  log_ = dir / "sshd.log";
+  const fs::path config = dir / "sshd_config";
+  for (int attempt = 0;; ++attempt) {
+    port_ = free_loopback_port();
+    write_file(config,
+               "# aesxfer bench --vs-scp: a throwaway sshd, stopped by its PID when the bench ends\n"
+               "ListenAddress 127.0.0.1:" +
+                   std::to_string(port_) + "\n" + "HostKey " + host.string() + "\n" + "AuthorizedKeysFile " +
+                   (dir / "authorized_keys").string() + "\n" +
+                   "PidFile none\nStrictModes no\nUsePAM no\nPubkeyAuthentication yes\n"
+                   "PasswordAuthentication no\nAllowTcpForwarding no\nX11Forwarding no\nPrintMotd no\n"
+                   "UseDNS no\n"
+                   "# OpenSSH 7.4 left CBC out of the server's defaults; the comparison needs it.\n"
+                   "Ciphers +aes128-cbc\n"
+                   "Subsystem sftp " +
+                   sftp + "\n");
+    proc::SpawnOptions so;
+    so.argv = {sshd, "-D", "-e", "-f", config.string()};
+    so.log = log_.string();
+    pid_ = proc::spawn(so);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    bool retry = false;
+    for (;;) {
+      if (read_all(log_).find("Server listening on") != std::string::npos) break;
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        if (attempt < 4 && read_all(log_).find("already in use") != std::string::npos) {
+          retry = true;  // another process took the port between our probe and sshd's bind
+          break;
+        }
+        throw std::runtime_error("sshd exited at start-up: " + log_tail());
+      }
+      if (Clock::now() > deadline) {
+        stop();
+        throw std::runtime_error("sshd did not start within 10 s: " + log_tail());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!retry) break;
+  }
+  std::istringstream pub(read_all(host.string() + ".pub"));
+  std::string type, blob;
+  pub >> type >> blob;
+  write_file(dir / "known_hosts", "[127.0.0.1]:" + std::to_string(port_) + " " + type + " " + blob + "\n");
+  client_config_ = dir / "ssh_config";
+  write_file(client_config_, "Host 127.0.0.1\n  Port " + std::to_string(port_) + "\n  IdentityFile " +
+                                 user.string() +
+                                 "\n  IdentitiesOnly yes\n  IdentityAgent none\n  UserKnownHostsFile " +
+                                 (dir / "known_hosts").string() +
+                                 "\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n"
+                                 "  PasswordAuthentication no\n  BatchMode yes\n");
+}
+
+ThrowawaySshd::~ThrowawaySshd() { stop(); }
+
+int ThrowawaySshd::stop() noexcept {
+  const int st = proc::stop(pid_);
+  pid_ = -1;
+  return st;
+}
+
+std::string ThrowawaySshd::log_tail() const { return proc::log_tail(log_); }
+
+ScpRun run_scp(const ScpJob& j, volatile pid_t* running) {
+  std::vector<std::string> argv = {j.scp};
+  argv.insert(argv.end(), j.opts.begin(), j.opts.end());
+  for (const char* a : {"-v", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none"})
+    argv.emplace_back(a);
+  if (!j.ssh_cipher.empty()) argv.insert(argv.end(), {"-c", j.ssh_cipher});
+  if (!j.ssh_mac.empty()) argv.insert(argv.end(), {"-o", "MACs=" + j.ssh_mac});
+  argv.insert(argv.end(), {j.file.string(), j.target});
+
+  Fd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  char name[256];
+  if (master.get() < 0 || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0 ||
+      ::ptsname_r(master.get(), name, sizeof name) != 0)
+    throw std::runtime_error(std::string("pseudo-terminal: ") + std::strerror(errno));
+  winsize ws{};
+  ws.ws_row = 24;
+  ws.ws_col = 160;
+  ::ioctl(master.get(), TIOCSWINSZ, &ws);
+  Fd slave(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (slave.get() < 0) throw std::runtime_error(std::string(name) + ": " + std::strerror(errno));
+
+  const bool server = j.server > 0;
+  proc::TreeWait client_wait, server_wait;
+  const double s_start = server ? proc::tree_cpu_seconds(j.server) : 0;
+  double s0 = s_start, c0 = 0;
+  if (server) server_wait.start(j.server);
+  const auto t_start = Clock::now();
+  proc::SpawnOptions so;
+  so.argv = argv;
+  so.tty = slave.get();
+  const pid_t pid = proc::spawn(so);
+  *running = pid;
+  slave.reset();
+
+  std::string out;
+  bool metered = false, exited = false, eof = false, timed_out = false;
+  auto t0 = t_start, t1 = t_start, last_output = t_start, last_sample = t_start;
+  int st = 0;
+  rusage ru{};
+  for (;;) {
+    pollfd p{master.get(), POLLIN, 0};
+    const int pr = ::poll(&p, 1, 50);
+    const auto now = Clock::now();
+    if (pr > 0 && !eof) {
+      char buf[8192];
+      const ssize_t n = ::read(master.get(), buf, sizeof buf);
+      if (n > 0) {
+        if (out.size() < (size_t(4) << 20)) out.append(buf, size_t(n));
+        last_output = now;
+        if (!metered && out.find("B/s") != std::string::npos) {  // the meter's first line
+          metered = true;
+          t0 = now;
+          c0 = proc::tree_cpu_seconds(pid);
+          client_wait.start(pid);
+          if (server) {
+            s0 = proc::tree_cpu_seconds(j.server);
+            server_wait.start(j.server);
+          }
+        }
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        eof = true;  // EIO: every descriptor of the terminal's slave side is closed
+        if (!exited) t1 = now;
+      }
+    }
+    if (!exited && now - last_sample >= std::chrono::milliseconds(50)) {
+      if (metered) client_wait.sample(pid);
+      if (server) server_wait.sample(j.server);
+      last_sample = now;
+    }
+    if (!exited && ::wait4(pid, &st, eof ? 0 : WNOHANG, &ru) == pid) {
+      exited = true;
+      if (!eof) t1 = now;
+    }
+    if (exited && (eof || pr == 0)) break;  // output drained (or held open by a daemonized child)
+    if (!exited && !timed_out && now - last_output > std::chrono::duration<double>(j.timeout)) {
+      timed_out = true;
+      ::kill(pid, SIGTERM);
+    }
+  }
+  *running = -1;
+
+  ScpRun r;
+  parse_ssh_kex(out, r.ssh_cipher, r.ssh_mac);
+  const int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (timed_out)
+    throw std::runtime_error("scp: no output for " + std::to_string(int(j.timeout)) + " s, stopped");
+  if (status != 0) {
+    for (const char* refusal : {"no matching cipher found", "no matching MAC found"})
+      if (out.find(refusal) != std::string::npos) throw ScpNotOffered(last_lines(out, 1));
+    throw std::runtime_error("scp exited with status " + std::to_string(status) + ": " + last_lines(out, 2));
+  }
+  double mb = 0;
+  r.metered = metered && parse_scp_meter(out, mb);
+  if (!r.metered) {  // the whole run, set-up included
+    t0 = t_start;
+    c0 = 0;
+    s0 = s_start;
+  }
+  r.window = std::chrono::duration<double>(t1 - t0).count();
+  r.mb_s = r.metered ? mb : (r.window > 0 ? double(j.bytes) / r.window / 1e6 : 0);
+  r.setup_s = r.metered ? std::chrono::duration<double>(t0 - t_start).count() : 0;
+  const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  r.client_cpu = std::max(0.0, cpu - c0);
+  r.client_wait = client_wait.seconds();
+  if (server) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (!proc::children_of(j.server).empty() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r.server_cpu = std::max(0.0, proc::cpu_seconds_of(j.server, true) - s0);
+    r.server_wait = server_wait.seconds();
+  }
+  return r;
+}
+
+}  // namespace aesxfer::app

@@ -1,0 +1,567 @@
+#include "server/requests.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "crypto/util.h"
+#include "net/atomic_file.h"
+#include "net/resume.h"
+#include "net/transfer.h"
+#include "proto/listing.h"
+
+namespace aesxfer::net {
+using Clock = std::chrono::steady_clock;
+using proto::Message;
+using proto::Status;
+
+void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt) {
+  bool sent = false;
+  try {
+    send_stream(c, fd, size, nullptr, opt);
+    sent = true;
+    Message res = c.recv_message("the transfer");
+    if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+    if (res.status != Status::ok) throw Failure("client reported: " + printable(res.text));
+  } catch (const Failure& e) {
+    std::string reason = e.what();
+    if (!sent) {
+      try {
+        c.set_timeout(std::chrono::milliseconds(500));
+        Message res = c.recv_message("the transfer");
+        if (res.type == proto::MsgType::result && res.status != Status::ok)
+          reason = "client reported: " + printable(res.text);
+      } catch (...) {
+      }
+    }
+    throw Failure(reason);
+  }
+}
+
+namespace {
+
+Message response(Status st, const std::string& text = {}) {
+  Message m;
+  m.type = proto::MsgType::response;
+  m.status = st;
+  m.text = text;
+  return m;
+}
+
+const char* op_name(proto::Op op) {
+  switch (op) {
+    case proto::Op::put:
+      return "put";
+    case proto::Op::get:
+      return "get";
+    case proto::Op::mkdir:
+      return "mkdir";
+    case proto::Op::probe:
+      return "probe";
+    case proto::Op::commit:
+      return "commit";
+    case proto::Op::stat:
+      return "stat";
+    case proto::Op::list:
+      return "list";
+  }
+  return "?";
+}
+
+// The one place a request's outcome is logged: "peer=P OP file=F[ details] result=R".
+void log_outcome(RequestContext& ctx, const Message& req, const std::string& shown,
+                 const std::string& details, const std::string& result) {
+  std::string r = result == "ok" ? result : "\"" + printable(result) + "\"";
+  const char* what = req.op == proto::Op::list ? " dir=" : " file=";
+  ctx.log("peer=" + ctx.c.peer() + " " + op_name(req.op) + what + printable(shown) + details +
+          " result=" + r);
+}
+
+// What a transfer's log line says besides its file: bytes, cipher, MAC, speed, and where it
+// resumed or which part it was.
+std::string transfer_details(RequestContext& ctx, const Message& req, uint64_t bytes, double secs,
+                             uint64_t resumed_from) {
+  std::ostringstream os;
+  os << " bytes=" << bytes;
+  if (req.flags & proto::kFlagRange) os << " part=" << req.part << "/" << req.nparts;
+  os << " cipher=" << ctx.keys.cipher->name
+     << " mac=" << (ctx.keys.cipher->aead ? "aead" : ctx.keys.mac->name);
+  if (req.flags & proto::kFlagResume) os << " resumed_from=" << resumed_from;
+  os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(bytes) / secs / 1e6 : 0.0);
+  return os.str();
+}
+
+void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r) {
+  ctx.c.send_message(response(r.status, r.text));
+  log_outcome(ctx, req, shown, "", "refused: " + r.text);
+}
+
+// ---- the one receive path (put: plain, resumed, ranged) ---------------------------------------
+
+struct Receiver {
+  int fd = -1;                   // -1: the /dev/null sink
+  std::function<void()> finish;  // commit, or mark the part verified
+  // Cleans up (re: the data was refused, else the connection failed); returns what the log says.
+  std::function<std::string(const RecvError* re)> failed;
+};
+
+// After the ok response: receives `size` bytes into r.fd, finishes, and sends the Result.
+void receive(RequestContext& ctx, const Message& req, const std::string& shown, uint64_t size,
+             const StreamOptions& so, Receiver& r, uint64_t resumed_from = 0) {
+  const auto t0 = Clock::now();
+  Message result;
+  result.type = proto::MsgType::result;
+  try {
+    recv_stream(ctx.c, r.fd, size, nullptr, so);
+    if (r.finish) r.finish();
+  } catch (const Failure& e) {
+    const auto* re = dynamic_cast<const RecvError*>(&e);
+    // The other direction may still be intact (a MAC failure, say): tell the client why.
+    result.status = re ? Status(re->status) : Status::integrity;
+    result.text = e.what();
+    std::string label = r.failed ? r.failed(re) : "failed";
+    try {
+      ctx.c.send_message(result);
+    } catch (...) {
+    }
+    log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, resumed_from), label + ": " + e.what());
+    throw Failure(e.what());
+  }
+  ctx.c.send_message(result);
+  log_outcome(ctx, req, shown,
+              transfer_details(ctx, req, size - (so.offset),
+                               std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
+              "ok");
+}
+
+// ---- the one send path (get: plain, resumed, ranged) ------------------------------------------
+
+void send(RequestContext& ctx, const Message& req, const std::string& shown, const Message& resp, int fd,
+          uint64_t size, const StreamOptions& so) {
+  ctx.c.send_message(resp);
+  const auto t0 = Clock::now();
+  try {
+    send_file_await_result(ctx.c, fd, size, so);
+  } catch (const Failure& e) {
+    log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, so.offset),
+                std::string("failed: ") + e.what());
+    throw;
+  }
+  log_outcome(ctx, req, shown,
+              transfer_details(ctx, req, size - so.offset,
+                               std::chrono::duration<double>(Clock::now() - t0).count(), so.offset),
+              "ok");
+}
+
+std::string parent_shown(const std::string& shown) {
+  auto slash = shown.rfind('/');
+  return slash == std::string::npos ? "." : shown.substr(0, slash);
+}
+
+// ---- put --------------------------------------------------------------------------------------
+
+void handle_put(RequestContext& ctx, const Message& req) {
+  const bool ranged = req.flags & proto::kFlagRange;
+  const bool resume = (req.flags & proto::kFlagResume) && !ranged;
+  const bool preserve = req.flags & proto::kFlagPreserve;
+  std::optional<Place> dest;
+  if (req.path != "/dev/null") {
+    Refusal why;
+    dest = ctx.root.put_target(req.path, req.text, why);
+    if (!dest) return refuse(ctx, req, req.path, why);
+    ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
+  }
+  const std::string shown = dest ? dest->shown : req.path;
+  Receiver r;
+
+  if (ranged) {
+    Refusal why;
+    auto t = ctx.parts.join(ctx.keys.client_key, req, dest ? &*dest : nullptr, why);
+    if (!t) return refuse(ctx, req, shown, why);
+    if (ctx.held.size() >= proto::kMaxParts)
+      ctx.held.erase(ctx.held.begin());  // oldest uncommitted gives way
+    ctx.held.push_back(t);
+    ctx.c.send_message(response(Status::ok));
+    r.fd = t->fd();
+    r.finish = [&] { t->part_finished(req.part, true); };
+    r.failed = [&](const RecvError*) {
+      t->part_finished(req.part, false);
+      return std::string("failed");
+    };
+    return receive(ctx, req, shown, req.length, StreamOptions{0, false, true, req.offset}, r);
+  }
+
+  if (resume && dest) {
+    std::unique_ptr<KeptPartial> pf;
+    try {
+      pf = std::make_unique<KeptPartial>(*dest);
+    } catch (const FileError& f) {
+      return refuse(ctx, req, shown, refusal_for(req.path, f.err));
+    }
+    if (req.offset > pf->length() || req.offset > req.size)
+      return refuse(ctx, req, shown,
+                    {Status::integrity, req.path + ": resume point beyond the kept partial file"});
+    try {
+      pf->truncate_to(req.offset);
+    } catch (const FileError& f) {
+      return refuse(ctx, req, shown, refusal_for(req.path, f.err));
+    }
+    Message ok = response(Status::ok);
+    ok.size = req.offset;
+    ctx.c.send_message(ok);
+    r.fd = pf->fd();
+    r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+    // Known bad data: start over next time. A lost connection keeps the partial file.
+    r.failed = [&](const RecvError* re) {
+      if (!re || re->status != int(Status::integrity)) return std::string("failed (partial file kept)");
+      pf->discard();
+      return std::string("failed");
+    };
+    return receive(ctx, req, shown, req.size, StreamOptions{req.offset, false}, r, req.offset);
+  }
+
+  std::unique_ptr<TempFile> out;
+  if (dest) {
+    try {
+      out = std::make_unique<TempFile>(*dest);
+    } catch (const FileError& f) {
+      return refuse(ctx, req, shown, refusal_for(req.path, f.err));
+    }
+    r.fd = out->fd();
+    r.finish = [&] { out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+    r.failed = [&](const RecvError*) {
+      out->discard();
+      return std::string("failed");
+    };
+  }
+  ctx.c.send_message(response(Status::ok));
+  receive(ctx, req, shown, req.size, StreamOptions{}, r);
+}
+
+// ---- get --------------------------------------------------------------------------------------
+
+void handle_get(RequestContext& ctx, const Message& req) {
+  const bool ranged = req.flags & proto::kFlagRange;
+  const bool resume = (req.flags & proto::kFlagResume) && !ranged;
+  Message resp = response(Status::ok);
+  if (req.path == "/dev/zero") {  // zeros of the requested size
+    resp.size = req.size;
+    if (ranged)
+      return send(ctx, req, req.path, resp, -1, req.length, StreamOptions{0, false, true, req.offset});
+    return send(ctx, req, req.path, resp, -1, req.size, StreamOptions{});
+  }
+  Refusal why;
+  auto src = ctx.root.open_source(req.path, why);
+  if (!src) return refuse(ctx, req, req.path, why);
+  const int fd = src->fd.get();
+  resp.size = uint64_t(src->st.st_size);
+  resp.mode = src->st.st_mode & 07777;
+  resp.mtime = src->st.st_mtim.tv_sec;
+  if (ranged) {  // one range of the file as it is now
+    if (resp.size != req.size)
+      return refuse(ctx, req, src->shown,
+                    {Status::integrity, req.path + ": file changed size during the transfer"});
+    ::posix_fadvise(fd, off_t(req.offset), off_t(req.length), POSIX_FADV_SEQUENTIAL);
+    return send(ctx, req, src->shown, resp, fd, req.length, StreamOptions{0, false, true, req.offset});
+  }
+  uint64_t start = 0;
+  // Resume only where the client's prefix hashes like ours; otherwise from 0.
+  if (resume && req.offset > 0 && req.offset <= resp.size && req.digest.size() == proto::kPrefixMacLen) {
+    try {
+      std::string mine = prefix_mac(ctx.keys, fd, req.offset);
+      if (crypto::ct_equal(mine.data(), req.digest.data(), proto::kPrefixMacLen)) {
+        start = req.offset;
+        resp.digest = mine;
+      }
+    } catch (const Failure&) {  // shrank meanwhile: from 0
+    }
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  send(ctx, req, src->shown, resp, fd, resp.size, StreamOptions{start, false});
+}
+
+// ---- stat, probe, commit ----------------------------------------------------------------------
+
+void handle_stat(RequestContext& ctx, const Message& req) {
+  Message m = response(Status::ok);
+  if (req.path == "/dev/zero") {
+    m.size = req.size;
+  } else {
+    Refusal why;
+    auto src = ctx.root.open_source(req.path, why);
+    if (!src) return refuse(ctx, req, req.path, why);
+    m.size = uint64_t(src->st.st_size);
+    m.mode = src->st.st_mode & 07777;
+    m.mtime = src->st.st_mtim.tv_sec;
+  }
+  ctx.c.send_message(m);
+}
+
+void handle_probe(RequestContext& ctx, const Message& req) {
+  Message m = response(Status::ok);
+  if (req.path != "/dev/null") {
+    Refusal why;
+    auto dest = ctx.root.put_target(req.path, req.text, why);
+    if (!dest) return refuse(ctx, req, req.path, why);
+    ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
+    Fd fd = open_kept_partial(*dest);
+    struct stat sb {};
+    if (fd && ::fstat(fd.get(), &sb) == 0) {
+      m.size = uint64_t(sb.st_size);
+      try {
+        m.digest = prefix_mac(ctx.keys, fd.get(), m.size);
+      } catch (const Failure&) {
+        m.size = 0;
+      }
+    }
+  }
+  ctx.c.send_message(m);
+}
+
+void handle_commit(RequestContext& ctx, const Message& req) {
+  if (!(req.flags & proto::kFlagRange))
+    return refuse(ctx, req, req.path, {Status::refused, "commit without a transfer id"});
+  auto it =
+      std::find_if(ctx.held.begin(), ctx.held.end(), [&](const auto& t) { return t->id == req.xfer_id; });
+  if (it == ctx.held.end())
+    return refuse(ctx, req, req.path, {Status::refused, req.path + ": no such transfer on this connection"});
+  std::shared_ptr<PartsTransfer> t = *it;
+  ctx.held.erase(it);
+  auto refused = PartsRegistry::commit(*t, req.path, ctx.c.timeout());
+  std::ostringstream os;
+  os << " bytes=" << t->size << " parts=" << t->nparts << " cipher=" << ctx.keys.cipher->name
+     << " mac=" << (ctx.keys.cipher->aead ? "aead" : ctx.keys.mac->name);
+  if (refused) {
+    ctx.c.send_message(response(refused->status, refused->text));
+    return log_outcome(ctx, req, t->shown, os.str(), "failed: " + refused->text);
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t->started).count();
+  ctx.c.send_message(response(Status::ok));
+  os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
+  log_outcome(ctx, req, t->shown, os.str(), "ok");
+}
+
+// ---- mkdir ------------------------------------------------------------------------------------
+
+void handle_mkdir(RequestContext& ctx, const Message& req) {
+  Refusal why;
+  bool exists = false;
+  auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why);
+  if (!target) return refuse(ctx, req, req.path, why);
+  bool preserve = req.flags & proto::kFlagPreserve;
+  if (!exists) {
+    // Owner rwx while the tree is being filled; -p applies the exact mode afterwards (a second
+    // mkdir of the same directory with the preserve flag).
+    if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
+      return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
+  } else if (preserve && !target->name.empty()) {
+    Fd d(::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);
+  }
+  ctx.c.send_message(response(Status::ok, target->shown));
+  log_outcome(ctx, req, target->shown, "", "ok");
+}
+
+// ---- list (recv -r) ---------------------------------------------------------------------------
+
+// Walks the directory open as `top` depth first, names sorted, parents before their contents.
+// Every directory is opened component by component from `top` with O_NOFOLLOW, so neither a
+// symlink in the tree nor one swapped in during the walk leads anywhere; symlinks and special
+// files are listed as such (never followed), names with CR or LF are left out (no path on the
+// wire may hold them), and so is the server's own $AESXFER_HOME. Throws Refusal past the limits.
+class TreeLister {
+ public:
+  TreeLister(const Root& root, int top, const std::string& shown, uint64_t max_entries)
+      : root_(root), top_(top), shown_(shown), max_entries_(std::min(max_entries, proto::kMaxListEntries)) {}
+  std::vector<proto::ListEntry> entries;
+  uint64_t unlisted = 0;  // names with CR/LF
+
+  void walk(const std::string& rel) {
+    struct Item {
+      std::string name;
+      struct stat st;
+    };
+    std::vector<Item> items;
+    {
+      int fd = open_dir(rel);
+      DIR* d = ::fdopendir(fd);
+      if (!d) {
+        int e = errno;
+        ::close(fd);
+        fail_errno(rel, e);
+      }
+      struct Closer {
+        DIR* d;
+        ~Closer() { ::closedir(d); }
+      } closer{d};
+      while (dirent* de = ::readdir(d)) {
+        std::string name = de->d_name;
+        if (name == "." || name == "..") continue;
+        Item it{name, {}};
+        if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+        if (root_.is_hidden(it.st)) continue;
+        items.push_back(std::move(it));
+        if (items.size() > max_entries_) too_many();
+      }
+    }
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.name < b.name; });
+    for (const auto& it : items) {
+      if (it.name.find_first_of("\r\n") != std::string::npos) {
+        ++unlisted;
+        continue;
+      }
+      proto::ListEntry e;
+      e.path = rel.empty() ? it.name : rel + "/" + it.name;
+      if (e.path.size() > proto::kMaxPath)
+        throw Refusal{Status::refused, shown_ + "/" + e.path.substr(0, 64) + "...: path longer than " +
+                                           std::to_string(proto::kMaxPath) + " bytes"};
+      e.mode = it.st.st_mode & 07777;
+      e.mtime = it.st.st_mtim.tv_sec;
+      if (S_ISREG(it.st.st_mode)) {
+        e.type = proto::EntryType::file;
+        e.size = uint64_t(it.st.st_size);
+      } else if (S_ISDIR(it.st.st_mode)) {
+        e.type = proto::EntryType::dir;
+      } else if (S_ISLNK(it.st.st_mode)) {
+        e.type = proto::EntryType::symlink;
+      } else {
+        e.type = proto::EntryType::other;
+      }
+      bytes_ += e.path.size();
+      if (entries.size() >= max_entries_) too_many();
+      if (bytes_ > proto::kMaxListBytes)
+        throw Refusal{Status::refused, shown_ + ": listing larger than " +
+                                           std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"};
+      bool dir = e.type == proto::EntryType::dir;
+      std::string child = e.path;
+      entries.push_back(std::move(e));
+      if (dir) walk(child);
+    }
+  }
+
+ private:
+  const Root& root_;
+  int top_;
+  std::string shown_;
+  uint64_t max_entries_;
+  uint64_t bytes_ = 0;
+
+  [[noreturn]] void too_many() {
+    throw Refusal{Status::refused, shown_ + ": more than " + std::to_string(max_entries_) +
+                                       " entries to list (the server's limit, serve --max-list)"};
+  }
+  [[noreturn]] void fail_errno(const std::string& rel, int e) {
+    std::string where = rel.empty() ? shown_ : shown_ + "/" + rel;
+    if (e == ELOOP || e == ENOTDIR) throw Refusal{Status::io_error, where + ": changed while being listed"};
+    throw refusal_for(where, e);
+  }
+  // The directory `rel` below top, opened one component at a time without following symlinks.
+  int open_dir(const std::string& rel) {
+    int fd = ::fcntl(top_, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) fail_errno(rel, errno);
+    size_t start = 0;
+    while (start < rel.size()) {
+      size_t slash = rel.find('/', start);
+      std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      int next = ::openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int e = errno;
+      ::close(fd);
+      if (next < 0) fail_errno(rel, e);
+      fd = next;
+      start = slash == std::string::npos ? rel.size() : slash + 1;
+    }
+    return fd;
+  }
+};
+
+void send_list_pages(Conn& c, const std::vector<proto::ListEntry>& entries) {
+  proto::ListPage page;
+  size_t used = proto::kListPageHeader;
+  std::vector<uint8_t> buf;
+  auto flush = [&](bool last) {
+    page.last = last;
+    proto::encode_list_page(page, buf);
+    std::memcpy(c.payload_buffer(), buf.data(), buf.size());
+    c.send_record(proto::RecordType::control, 0, buf.size());
+    page.entries.clear();
+    used = proto::kListPageHeader;
+  };
+  for (const auto& e : entries) {
+    if (used + proto::list_entry_size(e) > proto::kMaxListPage || page.entries.size() == 0xffff) flush(false);
+    used += proto::list_entry_size(e);
+    page.entries.push_back(e);
+  }
+  flush(true);
+}
+
+void handle_list(RequestContext& ctx, const Message& req) {
+  Refusal why;
+  auto dir = ctx.root.open_directory(req.path, why);
+  if (!dir) return refuse(ctx, req, req.path, why);
+  struct stat sb {};
+  ::fstat(dir->dir.get(), &sb);
+  TreeLister lister(ctx.root, dir->dir.get(), dir->shown, ctx.limits.max_list_entries);
+  try {
+    lister.walk("");
+  } catch (const Refusal& r) {
+    return refuse(ctx, req, dir->shown, r);
+  }
+  Message ok = response(Status::ok, dir->shown);
+  ok.size = lister.entries.size();
+  ok.mode = sb.st_mode & 07777;
+  ok.mtime = sb.st_mtim.tv_sec;
+  ctx.c.send_message(ok);
+  send_list_pages(ctx.c, lister.entries);
+  log_outcome(ctx, req, dir->shown,
+              " entries=" + std::to_string(lister.entries.size()) +
+                  (lister.unlisted ? " unlisted=" + std::to_string(lister.unlisted) : std::string()),
+              "ok");
+}
+
+}  // namespace
+
+void serve_requests(RequestContext& ctx) {
+  for (;;) {
+    Message req = ctx.c.recv_message("the session");
+    if (req.type == proto::MsgType::bye) return;
+    if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
+    if ((req.flags & proto::kFlagRange) && req.op != proto::Op::put && req.op != proto::Op::get &&
+        req.op != proto::Op::commit && req.op != proto::Op::stat) {
+      refuse(ctx, req, req.path, {Status::refused, "byte ranges apply to put and get only"});
+      continue;
+    }
+    switch (req.op) {
+      case proto::Op::put:
+        handle_put(ctx, req);
+        break;
+      case proto::Op::get:
+        handle_get(ctx, req);
+        break;
+      case proto::Op::mkdir:
+        handle_mkdir(ctx, req);
+        break;
+      case proto::Op::list:
+        handle_list(ctx, req);
+        break;
+      case proto::Op::stat:
+        handle_stat(ctx, req);
+        break;
+      case proto::Op::probe:
+        handle_probe(ctx, req);
+        break;
+      case proto::Op::commit:
+        handle_commit(ctx, req);
+        break;
+    }
+  }
+}
+
+}  // namespace aesxfer::net

@@ -1,0 +1,43 @@
+// A session's requests, after the handshake: one loop reads a request and dispatches on its op to
+// one handler per op (put, get, mkdir, list, stat, probe, commit; put and get with the resume or
+// range flag are the same handlers), all sharing one RequestContext. Plain, resumed and ranged
+// transfers share one receive path and one send path; every file is reached through the Root
+// (server/root.h). See docs/PROTOCOL.md for the messages and docs/DESIGN.md for the server map.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "net/conn.h"
+#include "net/transfer.h"
+#include "proto/handshake.h"
+#include "server/parts.h"
+#include "server/root.h"
+#include "server/sweep.h"
+
+namespace aesxfer::net {
+
+struct RequestLimits {
+  uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
+};
+
+struct RequestContext {
+  Conn& c;
+  const proto::SessionKeys& keys;
+  const Root& root;
+  const RequestLimits& limits;
+  PartsRegistry& parts;
+  Sweeper& sweeper;
+  std::function<void(const std::string&)> log;
+  PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
+};
+
+// Serves requests until the client says bye (returns) or the connection cannot continue (throws
+// Failure).
+void serve_requests(RequestContext& ctx);
+
+// A get's data: sends `size` bytes of fd (fd < 0: zeros) as a record stream, then reads the
+// client's Result. Throws Failure with the reason, the client's own when it said why it stopped
+// (a receiver that gives up sends a Result and closes, so our writes fail before we read it).
+void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt);
+
+}  // namespace aesxfer::net

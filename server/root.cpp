@@ -1,0 +1,456 @@
+#include "server/root.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include "crypto/sha256.h"
+#include "net/atomic_file.h"
+#include "net/conn.h"
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+
+void Fd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Refusal refusal_for(const std::string& what, int err) {
+  using proto::Status;
+  switch (err) {
+    case ELOOP:
+    case EXDEV:
+      return {Status::bad_path, what + ": " + kLeavesRoot};
+    case ENOENT:
+      return {Status::not_found, what + ": no such file or directory"};
+    case ENOTDIR:
+      return {Status::not_found, what + ": not a directory"};
+    case EISDIR:
+      return {Status::bad_path, what + ": is a directory"};
+    case ENAMETOOLONG:
+      return {Status::bad_path, what + ": name too long"};
+    case EACCES:
+    case EPERM:
+      return {Status::permission, what + ": permission denied"};
+    case ENOSPC:
+    case EDQUOT:
+      return {Status::no_space, what + ": no space left on device"};
+    case EWOULDBLOCK:
+      return {Status::busy, what + ": another transfer is writing this file"};
+    default:
+      return {Status::io_error, what + ": " + errno_text(err)};
+  }
+}
+
+namespace {
+
+bool bad_name(const std::string& s) {
+  return s.empty() || s.find_first_of(std::string("\0\n\r", 3)) != std::string::npos;
+}
+
+// A single file name a client gives (put into a directory, mkdir -r): no '/', not "." or "..".
+bool bad_leaf(const std::string& s) {
+  return bad_name(s) || s == "." || s == ".." || s.find('/') != std::string::npos || s.size() > NAME_MAX;
+}
+
+std::string join(const std::vector<std::string>& parts, size_t n) {
+  if (n == 0) return ".";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += '/';
+    s += parts[i];
+  }
+  return s;
+}
+
+int dup_fd(int fd) { return ::fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+
+long sys_openat2(int dirfd, const char* path, uint64_t flags) {
+  open_how how{};
+  how.flags = flags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return ::syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+
+}  // namespace
+
+Root::Root(const fs::path& root, const fs::path& hidden, Resolver r) {
+  std::error_code ec;
+  real_ = fs::canonical(root, ec);
+  if (ec) throw Failure("root " + root.string() + ": " + ec.message());
+  fd_.reset(::open(real_.c_str(), kDirFlags));
+  if (!fd_) throw Failure("root " + root.string() + ": " + errno_text(errno));
+  const char* off = std::getenv("AESXFER_NO_OPENAT2");
+  if (r == Resolver::automatic && !(off && *off && std::string(off) != "0")) {
+    long probe = sys_openat2(fd_.get(), ".", kDirFlags);
+    if (probe >= 0) {
+      ::close(int(probe));
+      openat2_ = true;
+    }
+  }
+  if (!hidden.empty()) {
+    fs::path h = fs::canonical(hidden, ec);
+    struct stat st {};
+    if (!ec && ::stat(h.c_str(), &st) == 0) {
+      fs::path relp = h.lexically_relative(real_);
+      if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
+        hidden_ = std::make_pair(st.st_dev, st.st_ino);
+        for (const auto& c : relp) hidden_parts_.push_back(c.string());
+      } else if (h == real_) {
+        hidden_ = std::make_pair(st.st_dev, st.st_ino);  // the root itself: nothing at all is served
+      }
+    }
+  }
+}
+
+std::optional<std::vector<std::string>> Root::split(const std::string& req, Refusal& why) {
+  why.status = proto::Status::bad_path;
+  if (bad_name(req)) {
+    why.text = "invalid path";
+    return std::nullopt;
+  }
+  if (req[0] == '/') {
+    why.text = req +
+               ": absolute paths are refused (paths are relative to the server's root; /dev/null and "
+               "/dev/zero are the only exceptions)";
+    return std::nullopt;
+  }
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= req.size()) {
+    size_t slash = req.find('/', start);
+    if (slash == std::string::npos) slash = req.size();
+    std::string c = req.substr(start, slash - start);
+    start = slash + 1;
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      why.text = req + ": '..' is refused";
+      return std::nullopt;
+    }
+    if (c.size() > NAME_MAX) {
+      why.text = req + ": name too long";
+      return std::nullopt;
+    }
+    parts.push_back(std::move(c));
+  }
+  return parts;
+}
+
+bool Root::under_hidden(const std::vector<std::string>& parts) const {
+  if (!hidden_) return false;
+  if (hidden_parts_.empty()) return true;
+  if (parts.size() < hidden_parts_.size()) return false;
+  for (size_t i = 0; i < hidden_parts_.size(); ++i)
+    if (parts[i] != hidden_parts_[i]) return false;
+  return true;
+}
+
+int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {
+  int fd = -1;
+  if (n == 0) {
+    fd = dup_fd(fd_.get());
+  } else if (openat2_) {
+    std::string path = join(parts, n);
+    long r;
+    int tries = 0;
+    do r = sys_openat2(fd_.get(), path.c_str(), kDirFlags);
+    while (r < 0 && errno == EAGAIN && ++tries < 8);
+    fd = int(r);
+  } else {
+    // The fallback: one component at a time, never following a symlink (O_NOFOLLOW with
+    // O_DIRECTORY reports a symlink as ENOTDIR; tell it apart so it gets kLeavesRoot).
+    fd = dup_fd(fd_.get());
+    for (size_t i = 0; i < n && fd >= 0; ++i) {
+      int next = ::openat(fd, parts[i].c_str(), kDirFlags | O_NOFOLLOW);
+      int e = errno;
+      if (next < 0 && e == ENOTDIR) {
+        struct stat st {};
+        if (::fstatat(fd, parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) e = ELOOP;
+      }
+      ::close(fd);
+      fd = next;
+      errno = e;
+    }
+  }
+  if (fd < 0) return -errno;
+  struct stat st {};
+  if (hidden_ && ::fstat(fd, &st) == 0 && is_hidden(st)) {
+    ::close(fd);
+    return -EACCES;
+  }
+  return fd;
+}
+
+std::optional<Place> Root::place(const std::vector<std::string>& parts, const std::string& req,
+                                 Refusal& why) const {
+  if (under_hidden(parts)) {
+    why = refusal_for(req, EACCES);
+    return std::nullopt;
+  }
+  int d = open_dir(parts, parts.size() - 1);
+  if (d < 0) {
+    why = refusal_for(req, -d);
+    return std::nullopt;
+  }
+  return Place{Fd(d), parts.back(), join(parts, parts.size())};
+}
+
+// False (why set) when something other than a `type` (S_IFREG or S_IFDIR) already stands at p: a
+// symlink gets kLeavesRoot. *found says whether anything is there.
+static bool existing_is(const Place& p, const std::string& req, mode_t type, bool* found, Refusal& why) {
+  struct stat st {};
+  *found = ::fstatat(p.dir.get(), p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!*found || (st.st_mode & S_IFMT) == type) return true;
+  if (S_ISLNK(st.st_mode))
+    why = refusal_for(req, ELOOP);
+  else if (type == S_IFDIR)
+    why = {proto::Status::bad_path, req + ": exists and is not a directory"};
+  else if (S_ISDIR(st.st_mode))
+    why = refusal_for(req, EISDIR);
+  else
+    why = {proto::Status::bad_path, req + ": not a regular file"};
+  return false;
+}
+
+std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
+  auto parts = split(req, why);
+  if (!parts) return std::nullopt;
+  if (parts->empty()) {
+    why = refusal_for(req, EISDIR);
+    return std::nullopt;
+  }
+  auto p = place(*parts, req, why);
+  if (!p) return std::nullopt;
+  Source s;
+  s.fd.reset(::openat(p->dir.get(), p->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!s.fd || ::fstat(s.fd.get(), &s.st) != 0) {
+    why = refusal_for(req, errno);
+    return std::nullopt;
+  }
+  if (!S_ISREG(s.st.st_mode)) {  // a FIFO or device would block or never end
+    why = S_ISDIR(s.st.st_mode) ? refusal_for(req, EISDIR)
+                                : Refusal{proto::Status::bad_path, req + ": not a regular file"};
+    return std::nullopt;
+  }
+  s.shown = p->shown;
+  return s;
+}
+
+std::optional<Place> Root::put_target(const std::string& req, const std::string& basename,
+                                      Refusal& why) const {
+  auto parts = split(req, why);
+  if (!parts) return std::nullopt;
+  std::optional<Place> p;
+  int d = open_dir(*parts, parts->size());
+  if (d >= 0) {  // a directory: the file goes in it under the sender's name
+    Fd dir(d);
+    if (bad_leaf(basename)) {
+      why = {proto::Status::bad_path, "invalid file name"};
+      return std::nullopt;
+    }
+    parts->push_back(basename);
+    if (under_hidden(*parts)) {
+      why = refusal_for(req, EACCES);
+      return std::nullopt;
+    }
+    p = Place{std::move(dir), basename, join(*parts, parts->size())};
+  } else if (-d == ENOENT || -d == ENOTDIR) {
+    if (parts->empty()) {
+      why = refusal_for(req, -d);
+      return std::nullopt;
+    }
+    p = place(*parts, req, why);
+    if (!p) return std::nullopt;
+  } else {
+    why = refusal_for(req, -d);
+    return std::nullopt;
+  }
+  bool found = false;
+  if (!existing_is(*p, req, S_IFREG, &found, why)) return std::nullopt;
+  return p;
+}
+
+std::optional<Place> Root::mkdir_target(const std::string& req, const std::string& name, bool* exists,
+                                        Refusal& why) const {
+  *exists = false;
+  auto parts = split(req, why);
+  if (!parts) return std::nullopt;
+  if (!name.empty()) {
+    if (bad_leaf(name)) {
+      why = {proto::Status::bad_path, "invalid directory name"};
+      return std::nullopt;
+    }
+    int d = open_dir(*parts, parts->size());
+    if (d >= 0) {
+      ::close(d);
+      parts->push_back(name);
+    }
+  }
+  if (parts->empty()) {  // the root itself
+    *exists = true;
+    int d = open_dir(*parts, 0);
+    if (d < 0) {
+      why = refusal_for(req, -d);
+      return std::nullopt;
+    }
+    return Place{Fd(d), "", "."};
+  }
+  auto p = place(*parts, req, why);
+  if (!p) return std::nullopt;
+  if (!existing_is(*p, req, S_IFDIR, exists, why)) return std::nullopt;
+  return p;
+}
+
+std::optional<Place> Root::open_directory(const std::string& req, Refusal& why) const {
+  auto parts = split(req, why);
+  if (!parts) return std::nullopt;
+  if (under_hidden(*parts)) {
+    why = refusal_for(req, EACCES);
+    return std::nullopt;
+  }
+  int d = open_dir(*parts, parts->size());
+  if (d < 0) {
+    why = refusal_for(req, -d);
+    if (-d == ENOTDIR) why.status = proto::Status::bad_path;
+    return std::nullopt;
+  }
+  return Place{Fd(d), "", join(*parts, parts->size())};
+}
+
+// ---- names beside a destination -------------------------------------------------------------
+
+namespace {
+const std::string kTempInfix = ".aesxfer-";
+const std::string kPartialSuffix = ".aesxfer-partial";
+constexpr size_t kTempRandom = 6;
+}  // namespace
+
+std::string temp_name_prefix(const std::string& name) {
+  size_t room = NAME_MAX - 1 - kTempInfix.size() - kTempRandom;
+  return "." + name.substr(0, room) + kTempInfix;
+}
+
+std::string partial_name(const std::string& name) {
+  if (1 + name.size() + kPartialSuffix.size() <= NAME_MAX) return "." + name + kPartialSuffix;
+  // Too long: a prefix of the name and 16 hex digits of its SHA-256, so that the same
+  // destination finds the same partial file again.
+  uint8_t h[32];
+  crypto::Sha256::digest(name.data(), name.size(), h);
+  static const char* hex = "0123456789abcdef";
+  std::string tag = "~";
+  for (size_t i = 0; i < 8; ++i) {
+    tag += hex[h[i] >> 4];
+    tag += hex[h[i] & 15];
+  }
+  size_t room = NAME_MAX - 1 - kPartialSuffix.size() - tag.size();
+  return "." + name.substr(0, room) + tag + kPartialSuffix;
+}
+
+// ---- TempFile --------------------------------------------------------------------------------
+
+TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest.name) {
+  if (!dir_) throw FileError("cannot create a temporary file: " + errno_text(errno), errno);
+  static const char* alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  const std::string prefix = temp_name_prefix(name_);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    uint8_t rnd[kTempRandom];
+    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd)) throw FileError("getrandom failed", EIO);
+    std::string t = prefix;
+    for (uint8_t b : rnd) t += alnum[b % 62];
+    int fd = ::openat(dir_.get(), t.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      fd_.reset(fd);
+      tmp_ = t;
+      return;
+    }
+    if (errno != EEXIST) break;
+  }
+  int e = errno;
+  throw FileError("cannot create a temporary file: " + errno_text(e), e);
+}
+
+namespace {
+// Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws FileError.
+void finish_and_rename(Fd& fd, const Fd& dir, const std::string& from, const std::string& to, unsigned mode,
+                       long long mtime) {
+  apply_mode_mtime(fd.get(), mode, mtime);
+  if (::close(fd.release()) != 0) {
+    int e = errno;
+    throw FileError("cannot finish writing: " + errno_text(e), e);
+  }
+  if (::renameat(dir.get(), from.c_str(), dir.get(), to.c_str()) != 0) {
+    int e = errno;
+    throw FileError("cannot rename into place: " + errno_text(e), e);
+  }
+}
+}  // namespace
+
+void TempFile::commit(unsigned mode, long long mtime) {
+  finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
+  tmp_.clear();
+}
+
+void TempFile::discard() noexcept {
+  fd_.reset();
+  if (!tmp_.empty() && dir_) ::unlinkat(dir_.get(), tmp_.c_str(), 0);
+  tmp_.clear();
+}
+
+// ---- KeptPartial -----------------------------------------------------------------------------
+
+KeptPartial::KeptPartial(const Place& dest)
+    : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(partial_name(dest.name)) {
+  if (!dir_) throw FileError("cannot open the partial file: " + errno_text(errno), errno);
+  fd_.reset(
+      ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  struct stat st {};
+  if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
+    int e = errno;
+    throw FileError("cannot open the partial file: " + errno_text(e), e);
+  }
+  if (!S_ISREG(st.st_mode)) throw FileError("the partial file is not a regular file", EINVAL);
+  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
+    throw FileError("another transfer is writing this file", EWOULDBLOCK);
+}
+
+uint64_t KeptPartial::length() const {
+  struct stat st {};
+  ::fstat(fd_.get(), &st);
+  return uint64_t(st.st_size);
+}
+
+void KeptPartial::truncate_to(uint64_t n) {
+  if (::ftruncate(fd_.get(), off_t(n)) != 0 || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0) {
+    int e = errno;
+    throw FileError("cannot prepare the partial file: " + errno_text(e), e);
+  }
+}
+
+void KeptPartial::commit(unsigned mode, long long mtime) {
+  finish_and_rename(fd_, dir_, partial_, name_, mode, mtime);
+}
+
+void KeptPartial::discard() noexcept {
+  fd_.reset();
+  ::unlinkat(dir_.get(), partial_.c_str(), 0);
+}
+
+Fd open_kept_partial(const Place& dest) {
+  Fd fd(::openat(dest.dir.get(), partial_name(dest.name).c_str(),
+                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();
+  return fd;
+}
+
+}  // namespace aesxfer::net

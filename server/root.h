@@ -1,0 +1,183 @@
+// The served directory, held open as one directory fd: every file the server touches is reached
+// from it by the kernel, never by a path string checked first and opened later (docs/SECURITY.md,
+// "Confinement").
+//
+//   - Directories are opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//     RESOLVE_NO_MAGICLINKS) from the root fd; where openat2 is missing (Linux < 5.6, or
+//     AESXFER_NO_OPENAT2 set, as the tests do) one component at a time with
+//     openat(O_NOFOLLOW | O_DIRECTORY). Either way no symlink is ever followed, so a directory
+//     swapped for a symlink mid-request fails the request instead of leading out.
+//   - The last component is opened with openat(dir fd, name, O_NOFOLLOW | O_NONBLOCK) and checked
+//     with fstat (S_ISREG) before any read or write: a FIFO or device never blocks a session.
+//   - Files appear by renameat between fds of the same directory: temporary files are created
+//     with openat(O_CREAT | O_EXCL), partial files (send --resume) with openat(O_NOFOLLOW) and
+//     a lock. Their names never exceed NAME_MAX.
+//   - Every path that would leave the root, through a symlink or otherwise, gets one answer
+//     (kLeavesRoot), whether or not anything exists where it leads.
+//   - The server's own $AESXFER_HOME, when it lies under the root, is neither served, listed nor
+//     written.
+#pragma once
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/conn.h"
+#include "proto/messages.h"
+
+namespace aesxfer::net {
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// A file operation that failed, with its errno (for refusal_for).
+struct FileError : Failure {
+  FileError(const std::string& m, int e) : Failure(m), err(e) {}
+  int err;
+};
+
+// What a refused request is told: its status and one line of text.
+struct Refusal {
+  proto::Status status = proto::Status::bad_path;
+  std::string text;
+};
+
+// The one answer for a path that would leave the root (or passes through a symlink).
+inline constexpr const char* kLeavesRoot =
+    "refused: leads outside the server's root or through a symbolic link";
+
+// The one place an errno becomes a reply: "<what>: <reason>" with the matching status. ELOOP and
+// EXDEV (a symlink on the way, or an escape) give kLeavesRoot.
+Refusal refusal_for(const std::string& what, int err);
+
+// A directory entry held by its directory's fd. An empty name is the directory itself (the root).
+struct Place {
+  Fd dir;
+  std::string name;
+  std::string shown;  // relative to the root, for logs and replies ("." for the root)
+};
+
+// A regular file opened for reading.
+struct Source {
+  Fd fd;
+  struct stat st {};
+  std::string shown;
+};
+
+class Root {
+ public:
+  enum class Resolver { automatic, walk };  // walk: never use openat2 (tests force the fallback)
+  // Opens root; `hidden` ($AESXFER_HOME) is never served when it lies under it. Throws Failure.
+  explicit Root(const std::filesystem::path& root, const std::filesystem::path& hidden = {},
+                Resolver r = Resolver::automatic);
+  const std::filesystem::path& real() const { return real_; }
+  int fd() const { return fd_.get(); }
+  bool uses_openat2() const { return openat2_; }
+  // True when `hidden` lies under the root (serve warns at start).
+  bool hides_something() const { return hidden_.has_value(); }
+
+  // A request's path split into components: refused when empty, absolute, with "..", NUL, CR or
+  // LF, or a component longer than NAME_MAX. "." and empty components are dropped.
+  static std::optional<std::vector<std::string>> split(const std::string& req, Refusal& why);
+
+  // get, stat: a regular file, open for reading. /dev/zero is not handled here.
+  std::optional<Source> open_source(const std::string& req, Refusal& why) const;
+  // put, probe: where the file goes (req itself, or req/basename when req is a directory). An
+  // existing entry there must be a regular file.
+  std::optional<Place> put_target(const std::string& req, const std::string& basename, Refusal& why) const;
+  // mkdir: the directory to create or reuse (req, or req/name when req is a directory and name is
+  // not empty); *exists says it is there already (a directory).
+  std::optional<Place> mkdir_target(const std::string& req, const std::string& name, bool* exists,
+                                    Refusal& why) const;
+  // list: the directory itself, open.
+  std::optional<Place> open_directory(const std::string& req, Refusal& why) const;
+
+  // True for the hidden directory's entry (listings leave it out).
+  bool is_hidden(const struct stat& st) const {
+    return hidden_ && st.st_dev == hidden_->first && st.st_ino == hidden_->second;
+  }
+
+  // The directory of components [0, n) beneath the root (n = 0: the root), or -errno.
+  int open_dir(const std::vector<std::string>& parts, size_t n) const;
+
+ private:
+  std::filesystem::path real_;
+  Fd fd_;
+  bool openat2_ = false;
+  std::optional<std::pair<dev_t, ino_t>> hidden_;
+  std::vector<std::string> hidden_parts_;
+  bool under_hidden(const std::vector<std::string>& parts) const;
+  std::optional<Place> place(const std::vector<std::string>& parts, const std::string& req,
+                             Refusal& why) const;
+};
+
+// Names beside a destination NAME: ".NAME.aesxfer-XXXXXX" (temporary) and ".NAME.aesxfer-partial"
+// (kept for send --resume), shortened (with a hash of NAME for the partial name, which must be
+// found again) so that they never exceed NAME_MAX.
+std::string temp_name_prefix(const std::string& name);
+std::string partial_name(const std::string& name);
+
+// A file that appears at a Place only when complete: data goes to a temporary file in the same
+// directory, renamed over the destination by commit(); without commit() it is removed.
+class TempFile {
+ public:
+  explicit TempFile(const Place& dest);  // throws Failure, errno set
+  ~TempFile() { discard(); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  int fd() const { return fd_.get(); }
+  void commit(unsigned mode, long long mtime);  // throws Failure
+  void discard() noexcept;
+
+ private:
+  Fd dir_, fd_;
+  std::string name_, tmp_;
+};
+
+// ".NAME.aesxfer-partial" beside a Place: kept when a resumable put breaks, renamed over the
+// destination by commit(). Locked (flock) so two sessions cannot write it at once.
+class KeptPartial {
+ public:
+  // Throws Failure, errno set (EWOULDBLOCK: another session holds it).
+  explicit KeptPartial(const Place& dest);
+  int fd() const { return fd_.get(); }
+  uint64_t length() const;
+  void truncate_to(uint64_t n);                 // throws Failure
+  void commit(unsigned mode, long long mtime);  // throws Failure
+  void discard() noexcept;                      // its contents are known bad
+
+ private:
+  Fd dir_, fd_;
+  std::string name_, partial_;
+};
+
+// The kept partial file of a Place, open for reading, or an invalid Fd when there is none.
+Fd open_kept_partial(const Place& dest);
+
+}  // namespace aesxfer::net

@@ -1,0 +1,108 @@
+// What a newcomer types and reads: a mistyped command, no arguments, sizes and rates with
+// suffixes, out-of-range values as one readable line, placeholders in --help.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, UnknownCommandSuggestsTheNearestOne) {
+  TempDir home;
+  auto r = run_aesxfer({"sned", "a", "h:b"}, home.path(), 10);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("unknown command 'sned' (did you mean send?)"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  auto f = run_aesxfer({"frobnicate"}, home.path(), 10);
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_NE(f.err.find("unknown command 'frobnicate'; commands:"), std::string::npos) << f.err;
+  auto esc = run_aesxfer({"se\x1b[2Jnd"}, home.path(), 10);
+  EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << "a terminal escape reached stderr";
+}
+
+TEST(Cli, NoArgumentsPrintsUsageOnStderrAndExits2) {
+  TempDir home;
+  auto r = run_aesxfer({}, home.path(), 10);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("Usage:"), std::string::npos) << r.err;
+}
+
+TEST(Cli, OutOfRangeValuesAreOneShortLine) {
+  TempDir home;
+  for (std::vector<std::string> a : {std::vector<std::string>{"send", "f", "h:x", "-l", "-5"},
+                                     {"send", "f", "h:x", "--timeout", "0"},
+                                     {"send", "f", "h:x", "--timeout", "-1"},
+                                     {"send", "f", "h:x", "--record-size", "2M"},
+                                     {"send", "f", "h:x", "--streams", "99"},
+                                     {"bench", "--size", "lots"},
+                                     {"recv", "h:/dev/zero", "x", "--size", "1Q"}}) {
+    auto r = run_aesxfer(a, home.path(), 10);
+    EXPECT_EQ(r.exit_code, 2) << a[3] << " " << r.describe();
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << "an unreadable bound? " << r.err;
+  }
+}
+
+TEST(Cli, HelpShowsPlaceholders) {
+  TempDir home;
+  auto r = run_aesxfer({"send", "--help"}, home.path(), 10);
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* p : {"FILE... HOST:DEST", "-c,--cipher CIPHER", "-P,--port PORT", "--timeout SECONDS",
+                        "-l,--limit KBIT/S", "--record-size SIZE", "--checksum ALG", "--keylog FILE"})
+    EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
+  for (const char* bad : {" TEXT", " FLOAT", "179769313"}) EXPECT_EQ(r.out.find(bad), std::string::npos) << bad;
+}
+
+TEST(Cli, CipherMacAndChecksumNamesIgnoreCase) {
+  TempDir home;
+  auto r = run_aesxfer({"speed", "-c", "AES128-GCM,HMAC-SHA256,XXH128", "--seconds", "0.01", "--json"}, home.path(), 60);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("\"aes128-gcm\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"hmac-sha256\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"xxh128\""), std::string::npos);
+}
+
+// A port that speaks something else (here a fake ssh banner on loopback) is named as such.
+TEST(Cli, APortThatIsNotAnAesxferServerIsNamed) {
+  TempDir home;
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l, 1), 0);
+  ASSERT_EQ(::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::thread fake([&] {
+    int c = ::accept(l, nullptr, nullptr);
+    if (c < 0) return;
+    const char banner[] = "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n";
+    (void)!::write(c, banner, sizeof banner - 1);
+    char sink[512];
+    while (::read(c, sink, sizeof sink) > 0) {
+    }
+    ::close(c);
+  });
+  write_text_file(home / "f", "x");
+  auto r = run_aesxfer({"send", (home / "f").string(), "127.0.0.1:x", "-P", std::to_string(ntohs(a.sin_port))},
+                       home.path(), 20);
+  ::shutdown(l, SHUT_RDWR);
+  ::close(l);
+  fake.join();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2')"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test

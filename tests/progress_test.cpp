@@ -1,0 +1,94 @@
+// The scp-style progress meter: redrawn by its own ticker, "- stalled -" when no byte moved for
+// the stall time (scp's STALL_TIME is 5 s), scp's units (1024-based), and a resumed transfer's
+// rate counting only the bytes that moved.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "app/progress.h"
+
+namespace aesxfer::test {
+namespace {
+
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+
+TEST(Progress, ShowsStalledWhenNothingMoves) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    app::Progress p("file.bin", true, f, std::chrono::milliseconds(300));
+    p.start(1000);
+    p.update(10);
+    // No update for 2.2 s: the ticker (once a second) must have drawn the stall at least once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+    const std::string mid = contents(f);
+    EXPECT_NE(mid.find("- stalled -"), std::string::npos) << mid;
+    // It moves again: the next draw shows an ETA, not the stall.
+    std::fseek(f, 0, SEEK_END);
+    long before = std::ftell(f);
+    p.update(500);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    std::string after = contents(f).substr(size_t(before));
+    EXPECT_NE(after.find("ETA"), std::string::npos) << after;
+    EXPECT_EQ(after.find("- stalled -"), std::string::npos) << after;
+    p.finish(1000, 3.3);
+  }
+  const std::string all = contents(f);
+  EXPECT_NE(all.find("100%"), std::string::npos);
+  EXPECT_EQ(all.back(), '\n');
+  std::fclose(f);
+}
+
+TEST(Progress, DisabledPrintsNothingAndStartsNoThread) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    app::Progress p("x", false, f);
+    p.start(10);
+    p.update(5);
+    p.finish(10, 1);
+  }
+  EXPECT_EQ(contents(f), "");
+  std::fclose(f);
+}
+
+TEST(Progress, ResumedRateCountsOnlyWhatMoved) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    // 900 MiB were already there; 100 MiB move in about a second.
+    app::Progress p("big.iso", true, f);
+    const uint64_t mib = 1 << 20;
+    p.start(1000 * mib, 900 * mib);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    p.finish(1000 * mib, 1.0);
+  }
+  const std::string all = contents(f);
+  const size_t at = all.rfind("MB/s");
+  ASSERT_NE(at, std::string::npos) << all;
+  size_t b = all.rfind(' ', at);
+  const double rate = std::stod(all.substr(b + 1, at - b - 1));
+  EXPECT_GT(rate, 50) << all;   // about 100 MB/s (2^20 bytes), not 1000
+  EXPECT_LT(rate, 200) << all;
+  std::fclose(f);
+}
+
+TEST(Progress, ScpUnits) {
+  EXPECT_EQ(app::human_bytes(99999), "99999B");
+  EXPECT_EQ(app::human_bytes(100000), "98KB");
+  EXPECT_EQ(app::human_bytes(uint64_t(1) << 30), "1024MB");
+}
+
+}  // namespace
+}  // namespace aesxfer::test

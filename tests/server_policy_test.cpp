@@ -1,0 +1,66 @@
+// serve --ciphers / --macs (issue 13, item 10): allow-lists like sshd's Ciphers and MACs. A client
+// asking for anything else is refused in the ServerHello (status cipher or MAC, as for an unknown
+// one) and told so; the default allows every cipher.
+#include <gtest/gtest.h>
+
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+class ServerPolicy : public ServerTest {
+ protected:
+  std::vector<std::string> server_args() const override {
+    return {"--ciphers", "aes128-gcm,aes128-cbc", "--macs", "hmac-sha256"};
+  }
+  fs::path id = ws.home / "id_ed25519";
+};
+
+TEST_F(ServerPolicy, OnlyAllowedCiphersAndMacsGetASession) {
+  EXPECT_TRUE(HandSession(server->port(), id, "aes128-gcm", "none").welcome_ok);
+  EXPECT_TRUE(HandSession(server->port(), id, "aes128-cbc", "hmac-sha256").welcome_ok);
+  try {
+    HandSession s(server->port(), id, "arcfour", "hmac-sha256");
+    ADD_FAILURE() << "arcfour was allowed";
+  } catch (const net::Failure& f) {
+    EXPECT_NE(std::string(f.what()).find("allow cipher arcfour"), std::string::npos) << f.what();
+  }
+  try {
+    HandSession s(server->port(), id, "aes128-ctr", "hmac-sha256");
+    ADD_FAILURE() << "aes128-ctr was allowed";
+  } catch (const net::Failure& f) {
+    EXPECT_NE(std::string(f.what()).find("cipher"), std::string::npos) << f.what();
+  }
+  EXPECT_TRUE(server->wait_for_log("which --ciphers does not allow")) << server->log();
+}
+
+TEST_F(ServerPolicy, TheClientSaysWhy) {
+  fs::path f = ws.local / "a.bin";
+  write_random_file(f, 1000, 1);
+  auto r = run({"send", f.string(), "127.0.0.1:a.bin", "-c", "arcfour", "-q"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("allow cipher arcfour"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "a.bin"));
+  r = run({"send", f.string(), "127.0.0.1:a.bin", "-c", "aes128-cbc", "-m", "hmac-sha256", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "a.bin"), sha256_file(f));
+}
+
+TEST(ServerPolicyOptions, UnknownNamesAreRefusedAtStart) {
+  Workspace ws;
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-p", "0", "--root", ws.root.string(), "--ciphers",
+                        "aes128-gcm,rot13"},
+                       ws.home, 20);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown cipher rot13"), std::string::npos) << r.err;
+  r = run_aesxfer(
+      {"serve", "--listen", "127.0.0.1", "-p", "0", "--root", ws.root.string(), "--macs", "crc32"}, ws.home,
+      20);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown MAC crc32"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test
