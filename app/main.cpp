@@ -1,4 +1,5 @@
 // aesxfer: encrypted file transfer over TCP with a cipher of the user's choice.
+#include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
+#include "net/atomic_file.h"
 #include "net/keystore.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
@@ -71,6 +73,7 @@ struct TransferOpts {
   std::string checksum = "xxh128";  // --checksum
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;             // -v
+  bool strict_host_keys = false;  // --strict-host-keys
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -106,6 +109,8 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.port = t.port;
   co.home = net::aesxfer_home();
   co.keylog = t.keylog;
+  co.strict_host_keys = t.strict_host_keys;
+  co.announce_new_host = !t.quiet;
   co.timeout = std::chrono::milliseconds(int64_t(t.timeout * 1000));
   co.preserve = t.preserve;
   co.resume = t.resume;
@@ -127,15 +132,16 @@ std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r
   return out + "]}";
 }
 
-void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress) {
+void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress,
+            std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
-    std::printf(
-        "{\"file\":%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
+    std::fprintf(out,
+        "{%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
         "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
         "\"checksum\":%s}\n",
-        app::json_quote(r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
+        app::json_name_fields("file", r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
         crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
         (unsigned long long)r.resumed_from, r.streams, (unsigned long long)r.record_size,
         checksum_json(co, r).c_str());
@@ -152,11 +158,53 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
     if (r.resumed_from > 0)
       resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
                 std::to_string(r.bytes - r.resumed_from) + " moved";
-    std::printf("%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", r.file.c_str(),
-                (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
-                crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", net::printable(r.file).c_str(),
+                 (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
+                 crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
-  std::fflush(stdout);
+  std::fflush(out);
+}
+
+// send -: standard input as a descriptor readable from offset 0 whose size is known. A regular
+// file is used as it is; anything else is copied to an unlinked temporary file in $TMPDIR (or
+// /tmp) first, since a put announces its size before the data (docs/PROTOCOL.md 3.3). Returns
+// the descriptor, or -1 with `why` set.
+int spool_stdin(std::string& why) {
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) != 0) {
+    why = net::errno_text(errno);
+    return -1;
+  }
+  if (S_ISREG(st.st_mode)) return ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = tmp && *tmp ? tmp : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+    return -1;
+  }
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = net::errno_text(errno);
+      ::close(fd);
+      return -1;
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+        ::close(fd);
+        return -1;
+      }
+      off += w;
+    }
+  }
+  return fd;
 }
 
 int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
@@ -175,13 +223,64 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
   std::string dest = remote->path.empty() ? "." : remote->path;
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
+  // Sources checked before connecting (scp semantics): one that is missing or unreadable is
+  // reported in one line, the others still go, and the exit status is 1 at the end.
+  const size_t named = args.size() - 1;
+  std::vector<std::string> sources;
+  int stdin_fd = -1;  // send -: the descriptor behind "/proc/self/fd/N" among the sources
+  for (size_t i = 0; i < named; ++i) {
+    if (args[i] == "-") {
+      // Standard input: a regular file is sent as it is; anything else (a pipe) is first copied
+      // to an unlinked temporary file, because the protocol announces the size before the data.
+      if (stdin_fd >= 0) {
+        die_line("send: - (standard input) given twice");
+        rc = kExitFail;
+        continue;
+      }
+      std::string why;
+      stdin_fd = spool_stdin(why);
+      if (stdin_fd < 0) {
+        die_line("send: standard input: " + why);
+        rc = kExitFail;
+        continue;
+      }
+      sources.push_back("/proc/self/fd/" + std::to_string(stdin_fd));
+      continue;
+    }
+    struct stat st {};
+    if (::stat(args[i].c_str(), &st) != 0) {
+      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      rc = kExitFail;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode) && !t.recursive) {
+      die_line(net::printable(args[i]) + ": is a directory (use -r)");
+      rc = kExitFail;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) && ::access(args[i].c_str(), R_OK) != 0) {
+      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      rc = kExitFail;
+      continue;
+    }
+    sources.push_back(args[i]);
+  }
+  if (sources.empty()) return kExitFail;
   app::RateLimiter limiter(t.limit_kbit);
   try {
     net::Client client(co);
+    // Several sources go into a directory: refused before anything is written when DEST is not
+    // an existing directory on the server (else each file would replace the one before).
+    if (named > 1 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
+      die_line(client.peer() + ":" + net::printable(dest) + ": not a directory");
+      client.bye();
+      return kExitFail;
+    }
     // One file; false after a failure (the connection may be mid-stream: stop there).
-    auto send_one = [&](const fs::path& local, const std::string& to) {
-      app::Progress prog(local.filename().string(), tty);
-      app::JsonProgress jp(local.string(), t.json_progress);
+    auto send_one = [&](const fs::path& local, const std::string& to, const std::string& name = "") {
+      std::string shown = name.empty() ? local.string() : std::string("-");
+      app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
+      app::JsonProgress jp(shown, t.json_progress);
       uint64_t last = 0;
       try {
         auto r = client.put(
@@ -196,7 +295,9 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
               last = d;
               prog.update(d);
               jp.update(d);
-            });
+            },
+            name);
+        if (!name.empty()) r.file = shown;
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);
@@ -208,17 +309,14 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
         return false;
       }
     };
-    for (size_t i = 0; i + 1 < args.size() && rc == 0; ++i) {
-      fs::path local = args[i];
+    bool stopped = false;  // after a failure mid-stream: the connection cannot go on
+    for (size_t i = 0; i < sources.size() && !stopped; ++i) {
+      fs::path local = sources[i];
       std::error_code ec;
       if (!fs::is_directory(local, ec)) {
-        send_one(local, dest);
+        bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
+        stopped = !send_one(local, dest, is_stdin ? "stdin" : "") && !client.can_continue();
         continue;
-      }
-      if (!t.recursive) {
-        die_line(local.string() + ": is a directory (use -r)");
-        rc = kExitFail;
-        break;
       }
       // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself.
       std::vector<std::string> skipped;
@@ -232,9 +330,12 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       for (const auto& e : entries) {
         std::string to = base == "." ? e.rel : base + "/" + e.rel;
         if (e.dir) client.mkdir(to, "", e.mode, e.mtime);
-        else if (!send_one(e.local, to)) break;
+        else if (!send_one(e.local, to)) {
+          stopped = true;
+          break;
+        }
       }
-      if (rc == 0 && t.preserve) {  // directory modes and times last, deepest first
+      if (!stopped && t.preserve) {  // directory modes and times last, deepest first
         for (auto it = entries.rbegin(); it != entries.rend(); ++it)
           if (it->dir) client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
         client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
@@ -259,20 +360,33 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
     return kExitUsage;
   }
-  if (t.recursive) return cmd_recv_tree(src, dest, t);
+  if (t.recursive) {
+    if (dest == "-") {
+      die_line("recv: -r cannot write a directory to standard output");
+      return kExitUsage;
+    }
+    return cmd_recv_tree(src, dest, t);
+  }
   net::ClientOptions co;
   co.host = remote->host;
   if (!pick_suite(t, co)) return kExitUsage;
-  bool tty = !t.quiet && !t.json && ::isatty(STDOUT_FILENO);
+  // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
+  // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
+  fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
+  struct stat out_st {}, dest_st {};
+  bool to_stdout = dest == "-" || (::fstat(STDOUT_FILENO, &out_st) == 0 && ::stat(dest.c_str(), &dest_st) == 0 &&
+                                   out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
+  std::FILE* msg = to_stdout ? stderr : stdout;
+  bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    app::Progress prog(fs::path(remote->path).filename().string(), tty && !t.json_progress);
-    app::JsonProgress jp(remote->path, t.json_progress);
+    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress, msg);
+    app::JsonProgress jp(remote->path, t.json_progress, msg);
     app::RateLimiter limiter(t.limit_kbit);
     uint64_t last = 0;
     auto r = client->get(
-        remote->path, dest, zero_size,
+        remote->path, local, zero_size,
         [&](uint64_t n) {
           last = client->resume_offset();
           prog.start(n, last);
@@ -286,10 +400,10 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         });
     prog.finish(r.bytes, r.seconds);
     jp.finish(r.bytes);
-    report(t, co, r, tty);
+    report(t, co, r, tty, msg);
     client->bye();
   } catch (const net::Failure& f) {
-    if (tty) std::fputc('\n', stdout);
+    if (tty) std::fputc('\n', msg);
     std::string what = f.what();
     const std::string dir = remote->path + ": is a directory";  // the server's refusal, not a local error
     if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0) what += " (use -r)";
@@ -314,8 +428,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size) {
-      app::Progress prog(to.filename().string(), tty);
+    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
+      app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
       uint64_t last = 0;
       try {
@@ -331,7 +445,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
               last = d;
               prog.update(d);
               jp.update(d);
-            }, size);
+            },
+            size, dirfd);
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);
@@ -462,6 +577,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
         ->type_name("SIZE");
     sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
+    sub->add_flag("--strict-host-keys", t.strict_host_keys,
+                  "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
   };
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
@@ -600,6 +717,7 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
+  if (*send || *recv) net::install_cleanup_on_signals();
   try {
     if (*send) return cmd_send(send_args, t);
     if (*recv) return cmd_recv(recv_src, recv_dest, zero_size, t);

@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 
+#include "crypto/util.h"
 #include "net/atomic_file.h"
 #include "net/keystore.h"
 #include "net/resume.h"
-#include "crypto/util.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -62,28 +63,50 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
       first = false;
     }
     step = hs.feed(buf, n);
-    if (step.ec) throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    if (step.ec)
+      throw Failure("handshake with " + hp +
+                    " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
     if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
   }
   proto::PublicKey expected{};
-  switch (check_known_host(opt_.home / "known_hosts", hp, *hs.host_key(), &expected)) {
+  const fs::path known = opt_.home / "known_hosts";
+  HostCheck hc;
+  try {
+    hc = check_known_host(known, hp, *hs.host_key(), &expected, !opt_.strict_host_keys);
+  } catch (const std::runtime_error& e) {
+    throw Failure(e.what());
+  }
+  switch (hc) {
     case HostCheck::known:
       break;
     case HostCheck::added:
+      // As ssh says it: the user learns that a key was trusted on first use, and which.
+      if (opt_.announce_new_host)
+        std::fprintf(stderr, "aesxfer: Permanently added %s (%s) to the list of known hosts (%s)\n",
+                     hp.c_str(), proto::fingerprint(*hs.host_key()).c_str(), known.c_str());
       break;
+    case HostCheck::unknown:
+      throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(*hs.host_key()) +
+                    ") and --strict-host-keys is set; add it to " + known.string() + " after checking it");
     case HostCheck::changed:
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
                     proto::fingerprint(*hs.host_key()) + "); if this is expected, remove its line from " +
-                    (opt_.home / "known_hosts").string());
+                    known.string());
   }
   step = hs.confirm_host();
   if (step.ec) throw Failure("handshake with " + hp + " failed: " + step.ec.message());
   conn_->write_all(step.send.data(), step.send.size());
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
   if (!opt_.keylog.empty()) {
-    std::ofstream kl(opt_.keylog, std::ios::app);
-    if (!kl) throw Failure("cannot write key log " + opt_.keylog);
-    kl << keys_->keylog_lines();
+    // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
+    // extra connections of --streams add their lines whole.
+    int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
+    std::string lines = keys_->keylog_lines();
+    bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
+    crypto::secure_zero(lines.data(), lines.size());
+    ::close(kfd);
+    if (!ok) throw Failure("cannot write key log " + opt_.keylog);
   }
   conn_->start_records(*keys_, true);
   tune_for_path(conn_->fd());
@@ -99,7 +122,8 @@ void Client::throw_receivers_reason(const std::string& remote) {
   try {
     conn_->set_timeout(std::chrono::milliseconds(2000));
     proto::Message m = conn_->recv_message("the transfer");
-    if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, conn_->peer() + ":" + remote);
+    if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
+      throw refused(m, conn_->peer() + ":" + remote);
   } catch (const Failure& reason) {
     if (std::string(reason.what()).find(remote) != std::string::npos) throw;
   }
@@ -133,28 +157,31 @@ void Client::bye() noexcept {
 }
 
 FileResult Client::put(const fs::path& local, const std::string& remote,
-                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+                       const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                       const std::string& name) {
+  clean_failure_ = true;  // until a request goes out
   int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Failure(local.string() + ": " + errno_text(errno));
+  if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
   ::fstat(fd, &st);
-  if (S_ISDIR(st.st_mode)) throw Failure(local.string() + ": is a directory");
-  if (!S_ISREG(st.st_mode)) throw Failure(local.string() + ": not a regular file");
+  if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
+  if (!S_ISREG(st.st_mode)) throw Failure(printable(local.string()) + ": not a regular file");
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::put;
   req.path = remote;
-  req.text = local.filename().string();
+  req.text = name.empty() ? local.filename().string() : name;
   req.size = uint64_t(st.st_size);
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
   if (opt_.preserve) req.flags |= proto::kFlagPreserve;
+  clean_failure_ = false;
   if (!opt_.resume && !opt_.paced) {
     int n = streams_for(req.size);
     if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
@@ -175,7 +202,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     req.flags |= proto::kFlagResume;
   }
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
+  if (resp.status != proto::Status::ok) {
+    clean_failure_ = true;  // refused before any data: the session goes on
+    throw refused(resp, conn_->peer() + ":" + remote);
+  }
 
   FileResult r;
   r.file = local.string();
@@ -206,11 +236,17 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   req.op = proto::Op::mkdir;
   req.path = remote.empty() ? "." : remote;
   req.text = name;
-  req.mode = mode & 07777;
+  req.mode = mode & 01777;  // never setuid/setgid (today's server applies mkdir modes as sent)
   req.mtime = mtime;
   if (apply_attrs) req.flags |= proto::kFlagPreserve;
   proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  // A Response text holds at most kMaxMessage bytes (docs/PROTOCOL.md 3.2): an answer of that
+  // length may have been cut, and a path built from it would name another directory.
+  if (resp.text.size() >= proto::kMaxMessage)
+    throw Failure(conn_->peer() + ":" + printable(req.path) + (name.empty() ? "" : "/" + printable(name)) +
+                  ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
   return resp.text.empty() ? req.path : resp.text;
 }
 
@@ -238,6 +274,14 @@ proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size
   return ask(req, what);
 }
 
+bool Client::is_remote_dir(const std::string& remote) {
+  if (remote.empty() || remote == "." || remote == "./" || remote == "/") return true;
+  proto::Message st = stat_remote(remote, 0, "the destination check");
+  const std::string dir = ": is a directory";
+  return st.status != proto::Status::ok && st.text.size() >= dir.size() &&
+         st.text.compare(st.text.size() - dir.size(), dir.size(), dir) == 0;
+}
+
 std::function<void()> Client::keepalive() {
   return [this, last = Clock::now()]() mutable {
     if (Clock::now() - last < std::chrono::milliseconds(500)) return;
@@ -246,19 +290,63 @@ std::function<void()> Client::keepalive() {
   };
 }
 
+// Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
+// with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
+// named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
+// to standard output), a symbolic link to a regular file updates its target (beside the
+// target), anything else gets the temporary file and the rename.
+std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
+  if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  struct stat st {};
+  bool exists = ::stat(local.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    int fd = ::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
+    return AtomicFile::write_through(fd, local);
+  }
+  struct stat lst {};
+  if (::lstat(local.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    fs::path target = fs::weakly_canonical(local, ec);
+    if (ec) throw Failure(printable(local.string()) + ": " + ec.message());
+    // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
+    // which only writing through reaches.
+    if (target.string().rfind("/proc/", 0) == 0 ||
+        fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
+      int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
+      return AtomicFile::write_through(fd, local);
+    }
+    return std::make_unique<AtomicFile>(target);
+  }
+  return std::make_unique<AtomicFile>(local);
+}
+
+// True when a get into `local` must be written through (no temporary file, no resume, one stream).
+static bool writes_through(const fs::path& local, int dirfd) {
+  if (dirfd != AT_FDCWD) return false;
+  struct stat st {};
+  if (::stat(local.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return true;
+  std::error_code ec;
+  return fs::is_symlink(local, ec) && fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0;
+}
+
 FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
                          const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
-                         uint64_t size_hint) {
-  bool sink = local == "/dev/null";
-  if (opt_.resume && !sink && remote != "/dev/zero") return fetch_resumed(remote, local, zero_size, on_start, progress);
+                         uint64_t size_hint, int dirfd) {
+  bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
+  bool through = !sink && writes_through(local, dirfd);
+  if (opt_.resume && !sink && !through && remote != "/dev/zero")
+    return fetch_resumed(remote, local, zero_size, on_start, progress, dirfd);
   resume_offset_ = 0;
-  if (!opt_.resume && !opt_.paced && (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
+  if (!opt_.resume && !opt_.paced && !through &&
+      (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message st = stat_remote(remote, zero_size);
     if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
     int n = streams_for(st.size);
-    if (n > 1) return get_parallel(remote, local, st, n, on_start, progress);
+    if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }
   proto::Message req;
   req.type = proto::MsgType::request;
@@ -269,7 +357,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
   std::unique_ptr<AtomicFile> out;
-  if (!sink) out = std::make_unique<AtomicFile>(local);
+  if (!sink) out = open_local(local, dirfd);
 
   FileResult r;
   r.file = remote;
@@ -278,11 +366,13 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
-    r.checksum = recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
-    if (out) out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
+    r.checksum =
+        recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
+    if (out)
+      out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const RecvError& e) {
     send_failure_result(e);
-    throw Failure(local.string() + ": " + e.what());
+    throw Failure(printable(local.string()) + ": " + e.what());
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

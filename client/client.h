@@ -1,6 +1,8 @@
 // The client: connect, handshake (pinning the host key), then put or get files one after the other
 // on the same connection.
 #pragma once
+#include <fcntl.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -17,6 +19,12 @@ namespace aesxfer::net {
 
 constexpr uint16_t kDefaultPort = 7227;
 
+class AtomicFile;
+// Where a get writes `local` (client.cpp): inside an open directory (dirfd, recv -r) by openat
+// with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
+// symbolic link to a file, else a temporary file renamed into place.
+std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
+
 struct ClientOptions {
   std::string host;
   uint16_t port = kDefaultPort;
@@ -24,7 +32,9 @@ struct ClientOptions {
   const crypto::MacDesc* mac = nullptr;
   std::filesystem::path home;  // $AESXFER_HOME
   std::chrono::milliseconds timeout{30000};
-  std::string keylog;          // file to append session keys to, or empty
+  std::string keylog;          // file to append session keys to (every connection), or empty
+  bool strict_host_keys = false;  // --strict-host-keys: refuse a host not yet in known_hosts
+  bool announce_new_host = false;  // say "Permanently added" on first contact (the CLI, unless -q)
   bool preserve = false;       // -p: the receiver applies mode exactly and mtime
   bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
@@ -70,8 +80,11 @@ class Client {
 
   // Sends local file `local` to `remote` (a file or directory on the server). Throws Failure.
   // `on_start` is told the size before the first byte moves.
+  // `name`, when not empty, is the file's name on the server when `remote` is a directory (else
+  // local's own name): send - (standard input) sends a spooled copy under the name "stdin".
   FileResult put(const std::filesystem::path& local, const std::string& remote,
-                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                 const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                 const std::string& name = "");
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
@@ -84,18 +97,29 @@ class Client {
   // Fetches `remote` into exactly `local` (not into a directory there). With opt.resume, through
   // the partial file .NAME.aesxfer-partial beside it, which is kept when the connection breaks and
   // continued on the next call (docs/PROTOCOL.md, "Resumed get").
+  // dirfd (recv -r): the file is local.filename() inside that open directory, created there with
+  // openat and O_NOFOLLOW (local names it in messages); a symbolic link there is never followed.
+  // Else a FIFO, device or socket destination is written through, never replaced.
   // size_hint: the file's size when already known (from a listing); a size that would go over one
   // connection anyway then spares the stat round trip that parallel streams otherwise need.
   FileResult fetch(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                    const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
-                   uint64_t size_hint = UINT64_MAX);
+                   uint64_t size_hint = UINT64_MAX, int dirfd = AT_FDCWD);
   // Lists directory `remote` recursively (symlinks and special files reported, not followed).
   // Checks what the server sends: the announced count, page bounds, every directory listed before
   // what it holds, no path twice. Throws Failure.
   RemoteDir list(const std::string& remote);
   void bye() noexcept;
+  // After a put or get threw: true when it failed before any data moved (a local open error, the
+  // server's refusal), so the session can go on with the next file (scp semantics).
+  bool can_continue() const { return clean_failure_; }
+  // True when `remote` is an existing directory on the server (the root "." always is). Asked
+  // with stat, whose refusal for a directory ends in ": is a directory" (docs/PROTOCOL.md 3.3).
+  bool is_remote_dir(const std::string& remote);
 
   const proto::SessionKeys& keys() const { return *keys_; }
+  // "host:port" of the server, for messages.
+  const std::string& peer() const { return conn_->peer(); }
   // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
   uint32_t rtt_us() const;
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
@@ -108,6 +132,7 @@ class Client {
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
+  bool clean_failure_ = false;
 
   // Parallel streams (client/parallel.cpp): the extra connections, opened on first use and kept
   // for the following files; a broken one is not reused.
@@ -119,7 +144,7 @@ class Client {
                           const std::function<void(uint64_t)>& on_start, const ProgressFn& progress);
   FileResult get_parallel(const std::string& remote, const std::filesystem::path& local,
                           const proto::Message& st, int n, const std::function<void(uint64_t)>& on_start,
-                          const ProgressFn& progress);
+                          const ProgressFn& progress, int dirfd);
   // commit: sent right behind the range's end record (part 0), answered once every part verified.
   // After a failed send: throws the receiver's Result when it said why it stopped (else returns).
   void throw_receivers_reason(const std::string& remote);
@@ -129,7 +154,8 @@ class Client {
                  const proto::Message* commit = nullptr);
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
-                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                           int dirfd);
   // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.

@@ -29,8 +29,8 @@
 #include <mutex>
 #include <thread>
 
-#include "net/atomic_file.h"
 #include "client/client.h"
+#include "net/atomic_file.h"
 #include "net/resume.h"
 
 namespace aesxfer::net {
@@ -39,9 +39,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr double kAutoRate = 400e6;            // bytes/s (3.2 Gbit/s) the auto choice makes room for
+constexpr double kAutoRate = 400e6;  // bytes/s (3.2 Gbit/s) the auto choice makes room for
 constexpr int kAutoMaxStreams = 8;
-constexpr uint64_t kAutoMinPart = 8u << 20;     // auto: no part smaller than 8 MiB
+constexpr uint64_t kAutoMinPart = 8u << 20;            // auto: no part smaller than 8 MiB
 constexpr uint64_t kMinPart = proto::kDefaultPayload;  // explicit --streams: one record
 
 Failure refused(const proto::Message& m, const std::string& what) {
@@ -158,8 +158,7 @@ int Client::open_extra(int want) {
   // Open the missing connections at once; each runs its own handshake. One that fails (a busy
   // server, say) only means fewer streams.
   ClientOptions o = opt_;
-  o.streams = 1;
-  o.keylog.clear();
+  o.streams = 1;  // the keylog stays: every connection's keys are logged
   size_t need = size_t(want - 1) - extra_.size();
   std::vector<std::unique_ptr<Client>> got(need);
   std::vector<std::thread> threads;
@@ -197,7 +196,8 @@ crypto::Checksum Client::get_range(int fd, const proto::Message& req, const Prog
   crypto::Checksum sum;
   proto::Message resp = ask(req);
   if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
-  if (resp.size != req.size) throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
+  if (resp.size != req.size)
+    throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
@@ -250,7 +250,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
     part.part = uint32_t(i);
     part.offset = ranges[i].first;
     part.length = ranges[i].second;
-    r.ranges[i] = {part.offset, part.length, conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr)};
+    r.ranges[i] = {part.offset, part.length,
+                   conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr)};
   });
   // Every part's Result was ok; the commit went out behind part 0 and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
@@ -265,20 +266,21 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
 }
 
 FileResult Client::get_parallel(const std::string& remote, const fs::path& local_in, const proto::Message& st,
-                                int n, const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+                                int n, const std::function<void(uint64_t)>& on_start,
+                                const ProgressFn& progress, int dirfd) {
   n = open_extra(n);
   std::vector<Client*> conns{this};
   for (auto& c : extra_) conns.push_back(c.get());
   auto ranges = split(st.size, int(std::min<size_t>(size_t(n), conns.size())));
   fs::path local = local_in;
-  bool sink = local == "/dev/null";
+  bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
   std::error_code ec;
-  if (!sink && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  if (!sink && dirfd == AT_FDCWD && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
-    out = std::make_unique<AtomicFile>(local);
+    out = open_local(local, dirfd);
     if (int e = ::posix_fallocate(out->fd(), 0, off_t(st.size)); e == ENOSPC || e == EDQUOT)
-      throw Failure(local.string() + ": no space left on device");
+      throw Failure(printable(local.string()) + ": no space left on device");
   }
   const size_t parts = std::max<size_t>(1, ranges.size());
   if (ranges.empty()) ranges.emplace_back(0, 0);
@@ -311,7 +313,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
     });
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
-    throw Failure(local.string() + ": " + e.what());
+    throw Failure(printable(local.string()) + ": " + e.what());
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = st.size;

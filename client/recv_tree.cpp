@@ -11,9 +11,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "crypto/util.h"
 #include "net/atomic_file.h"
 #include "net/resume.h"
-#include "crypto/util.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -28,8 +28,8 @@ Failure refused(const proto::Message& m, const std::string& what) {
 
 // The existing destination as a resume base: a regular, non-empty file opened without following
 // a symbolic link, or -1.
-int open_destination_base(const fs::path& dest, uint64_t& size) {
-  int fd = ::open(dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+int open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
+  int fd = ::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
@@ -50,10 +50,18 @@ std::string parent_of(const std::string& rel) {
 // ---- get with the resume flag --------------------------------------------------------------
 
 FileResult Client::fetch_resumed(const std::string& remote, const fs::path& local, uint64_t zero_size,
-                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
-  std::error_code ec;
-  if (fs::is_directory(local, ec)) throw Failure(local.string() + ": is a directory");
-  PartialFile pf(local);  // locked: a second recv --resume of the same file is refused
+                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                                 int dirfd) {
+  fs::path at = dirfd == AT_FDCWD ? local : local.filename();  // the destination, relative to dirfd
+  struct stat dst {};
+  if (::fstatat(dirfd, at.c_str(), &dst, dirfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISDIR(dst.st_mode))
+    throw Failure(printable(local.string()) + ": is a directory");
+  // locked: a second recv --resume of the same file is refused
+  std::unique_ptr<PartialFile> pfp = dirfd == AT_FDCWD
+                                         ? std::make_unique<PartialFile>(local)
+                                         : std::make_unique<PartialFile>(dirfd, at.string(), local);
+  PartialFile& pf = *pfp;
   uint64_t have = pf.length();
   // No partial file, but a destination: offer the destination as the prefix (like rsync
   // --append-verify or curl -C -). The server's size says what it can be: the whole file (then it
@@ -70,7 +78,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   bool whole = false;
   if (have == 0) {
     uint64_t dsize = 0;
-    base.fd = open_destination_base(local, dsize);
+    base.fd = open_destination_base(dirfd, at, dsize);
     if (base.fd >= 0) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {
@@ -124,7 +132,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const RecvError& e) {
       send_failure_result(e);
-      throw Failure(local.string() + ": " + e.what() + " (the destination was left as it was)");
+      throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)");
     }
     if (opt_.preserve) apply_mode_mtime(base.fd, resp.mode, resp.mtime);
     conn_->send_message(result);
@@ -148,7 +156,8 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     bool bad = e.status == int(proto::Status::integrity);
     if (bad) pf.discard();  // known bad: the next --resume starts over
     send_failure_result(e);
-    throw Failure(local.string() + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"));
+    throw Failure(printable(local.string()) + ": " + e.what() +
+                  (bad ? "" : " (partial file kept for --resume)"));
   } catch (const Failure& e) {
     // Connection lost: what arrived was verified record by record and stays for --resume.
     throw Failure(std::string(e.what()) + " (partial file kept for --resume)");
@@ -206,44 +215,166 @@ RemoteDir Client::list(const std::string& remote) {
 
 // ---- recv -r ---------------------------------------------------------------------------------
 
+namespace {
+
+// The request as the server names the directory (docs/PROTOCOL.md, "Listing"): relative to the
+// root, no empty or "." component, ".." taken back lexically; "." for the root itself.
+std::string normal_request(const std::string& remote) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t slash = remote.find('/', start);
+    std::string part = remote.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else
+        parts.push_back(part);
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
+  return out.empty() ? "." : out;
+}
+
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd, o.fd);
+    return *this;
+  }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens directory `name` inside dirfd without following a symbolic link; throws Failure naming
+// `shown`.
+Fd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) return Fd(fd);
+  int e = errno;
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+    throw Failure(printable(shown.string()) + ": is a symbolic link (not followed)");
+  if (e == ENOTDIR) throw Failure(printable(shown.string()) + ": exists and is not a directory");
+  throw Failure(printable(shown.string()) + ": " + errno_text(e));
+}
+
+// Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
+// opens it. `created` says whether this call made it.
+Fd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode, bool& created) {
+  created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
+  if (!created && errno != EEXIST) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
+  return open_dir_at(dirfd, name, shown);
+}
+
+bool has_control_byte(const std::string& s) {
+  for (unsigned char ch : s)
+    if (ch < 0x20 || ch == 0x7f) return true;
+  return false;
+}
+
+}  // namespace
+
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
-               const std::function<void(const std::string&, const fs::path&, uint64_t)>& fetch_one,
+               const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
                const std::function<void(const std::string&)>& note) {
   RemoteDir d = client.list(remote);
-  std::error_code ec;
+  // The reply names the directory the server listed; it must be the one asked for. The local
+  // name comes from the request alone (scp semantics), never from the reply.
+  const std::string asked = normal_request(remote.empty() ? "." : remote);
+  if (d.path != asked && d.path.size() >= proto::kMaxMessage)
+    throw Failure(client.peer() + ":" + printable(remote) +
+                  ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
+  if (d.path != asked)
+    throw Failure("protocol error from " + client.peer() + ": listing of " + printable(asked) +
+                  " answered for " + printable(d.path));
+  for (const auto& e : d.entries)
+    if (has_control_byte(e.path))
+      throw Failure("protocol error from " + client.peer() + ": bad listing (" + printable(e.path) +
+                    ": control byte in a name)");
+
+  // The top: DEST/NAME when DEST is an existing directory (NAME the last component of the
+  // request; the root's contents go into DEST itself), else DEST, created here.
+  struct stat dst {};
+  bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
   fs::path top = dest;
-  if (fs::is_directory(dest, ec) && d.path != ".") top = dest / fs::path(d.path).filename();
+  bool top_created = false;
+  Fd top_fd;
+  if (dest_dir && asked != ".") {
+    std::string name = fs::path(asked).filename().string();
+    if (name == "..")
+      throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
+    Fd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (parent.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    top = dest / name;
+    top_fd = make_dir_at(parent.fd, name, top, d.mode, top_created);
+  } else if (dest_dir) {
+    top_fd = Fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (top_fd.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+  } else {
+    top_fd = make_dir_at(AT_FDCWD, dest.string(), dest, d.mode, top_created);
+  }
+
+  // The directory of an entry: walked from the top one component at a time, never through a
+  // symbolic link; the last one is kept open for the entries that follow it.
+  std::string cur_rel;
+  Fd cur;
+  auto dir_of = [&](const std::string& rel) -> int {
+    if (rel.empty()) return top_fd.fd;
+    if (cur.fd >= 0 && rel == cur_rel) return cur.fd;
+    Fd walk;
+    int at = top_fd.fd;
+    size_t start = 0;
+    for (;;) {
+      size_t slash = rel.find('/', start);
+      std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      walk = open_dir_at(at, part, top / rel.substr(0, slash));
+      at = walk.fd;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    cur = std::move(walk);
+    cur_rel = rel;
+    return cur.fd;
+  };
+
   struct Made {
-    fs::path path;
+    std::string rel;
     uint32_t mode;
     int64_t mtime;
-    bool created;
   };
-  std::vector<Made> dirs;  // parents first; attributes applied in reverse
-  auto make_dir = [&](const fs::path& p, uint32_t mode, int64_t mtime) {
-    struct stat st {};
-    bool created = false;
-    if (::stat(p.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) throw Failure(p.string() + ": exists and is not a directory");
-    } else if (::mkdir(p.c_str(), (mode | 0700) & 0777) == 0) {
-      created = true;
-    } else {
-      throw Failure(p.string() + ": " + errno_text(errno));
-    }
-    dirs.push_back({p, mode, mtime, created});
-  };
-  make_dir(top, d.mode, d.mtime);
+  std::vector<Made> made;  // directories this command created, parents first
+  if (top_created) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
   for (const auto& e : d.entries) {
     fs::path local = top / e.path;
+    std::string parent = parent_of(e.path);
+    std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
-      case proto::EntryType::dir:
-        make_dir(local, e.mode, e.mtime);
+      case proto::EntryType::dir: {
+        bool created = false;
+        make_dir_at(dir_of(parent), name, local, e.mode, created);
+        if (created) made.push_back({e.path, e.mode, e.mtime});
         break;
-      case proto::EntryType::file:
-        if (fs::is_directory(local, ec)) throw Failure(local.string() + ": is a directory");
-        fetch_one(base + e.path, local, e.size);
+      }
+      case proto::EntryType::file: {
+        int pfd = dir_of(parent);
+        struct stat st {};
+        if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+          throw Failure(printable(local.string()) + ": is a directory");
+        fetch_one(base + e.path, local, e.size, pfd);
         break;
+      }
       case proto::EntryType::symlink:
         note("skipping " + printable(base + e.path) + " (symbolic link on the server, not followed)");
         break;
@@ -252,13 +383,16 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         break;
     }
   }
-  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-    if (it->created || preserve) ::chmod(it->path.c_str(), effective_mode(it->mode, preserve));
+  // Modes and times last, deepest first, and only on what this command created (a directory
+  // that was there keeps its own), through the directory's fd.
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    int fd = dir_of(it->rel);
+    ::fchmod(fd, effective_mode(it->mode, preserve));
     if (preserve) {
       timespec ts[2];
       ts[0].tv_sec = ts[1].tv_sec = it->mtime;
       ts[0].tv_nsec = ts[1].tv_nsec = 0;
-      ::utimensat(AT_FDCWD, it->path.c_str(), ts, 0);
+      ::futimens(fd, ts);
     }
   }
 }

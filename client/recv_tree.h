@@ -11,18 +11,24 @@
 namespace aesxfer::net {
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
-// dest/NAME when dest is an existing directory (NAME the remote directory's name; the root "."
-// has none, its contents go into dest), else as dest itself (whose parent must exist). Files
-// are fetched one after the other on the same connection through fetch_one(remote path, exact
-// local path), which reports progress and throws Failure to stop everything. Directories are
-// created owner-writable while they are filled; after their contents (deepest first) new ones
-// get the listed mode & ~umask, and with `preserve` every one gets the exact mode and mtime.
+// dest/NAME when dest is an existing directory (NAME the last component of the request, never of
+// the server's reply; the root "." has none, its contents go into dest), else as dest itself
+// (whose parent must exist). The reply must name the directory asked for, and every entry is a
+// relative path below it without control bytes; else nothing is written. Every directory and
+// file is created relative to its parent's open fd (mkdirat, openat with O_NOFOLLOW): a symbolic
+// link already in the destination is never followed. Files are fetched one after the other on
+// the same connection through fetch_one(remote path, local path as shown, size, parent dir fd
+// holding local.filename()), which reports progress and throws Failure to stop everything.
+// Directories are created owner-writable while they are filled; after their contents (deepest
+// first) the ones this call created get the listed mode & ~umask, with `preserve` the exact
+// mode (never setuid/setgid) and mtime; directories that existed keep theirs.
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
 void recv_tree(
     Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
-    const std::function<void(const std::string& remote, const std::filesystem::path& local, uint64_t size)>& fetch_one,
+    const std::function<void(const std::string& remote, const std::filesystem::path& local, uint64_t size, int dirfd)>&
+        fetch_one,
     const std::function<void(const std::string& line)>& note);
 
 }  // namespace aesxfer::net

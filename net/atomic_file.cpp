@@ -1,10 +1,14 @@
 #include "net/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "net/conn.h"
@@ -17,16 +21,151 @@ std::string errno_text(int err) {
   return s;
 }
 
-AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest) {
-  std::filesystem::path dir = dest.parent_path();
-  if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + dest.filename().string() + ".aesxfer-XXXXXX")).string();
-  fd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd_ < 0) throw Failure("cannot create a file in " + dir.string() + ": " + errno_text(errno));
-  tmp_ = tmpl;
+std::string hidden_name(const std::string& name, const std::string& suffix) {
+  std::string out = "." + name + suffix;
+  if (out.size() <= NAME_MAX) return out;
+  // FNV-1a 32 over the whole name: a stable tag, not a security measure (the directory is the
+  // user's own and the files are opened O_EXCL / O_NOFOLLOW).
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : name) h = (h ^ ch) * 16777619u;
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "~%08x", h);
+  size_t keep = NAME_MAX - 1 - std::strlen(tag) - suffix.size();
+  return "." + name.substr(0, keep) + tag + suffix;
 }
 
-AtomicFile::~AtomicFile() { discard(); }
+// ---- signal cleanup ------------------------------------------------------------------------
+
+namespace {
+
+struct Slot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active
+  bool remove = false;        // a temporary file (removed) or a partial file (kept)
+  int dirfd = -1;
+  char name[NAME_MAX + 1];
+  char shown[1024];
+};
+constexpr int kSlots = 32;
+Slot g_slots[kSlots];
+
+int claim(int dirfd, const std::string& name, const std::string& shown, bool remove) {
+  for (int i = 0; i < kSlots; ++i) {
+    int expect = 0;
+    if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
+    Slot& s = g_slots[i];
+    s.remove = remove;
+    s.dirfd = dirfd;
+    std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
+    std::snprintf(s.shown, sizeof s.shown, "%s", printable(shown).c_str());
+    s.state.store(2);
+    return i;
+  }
+  return -1;
+}
+
+void release(int slot) noexcept {
+  if (slot >= 0) g_slots[slot].state.store(0);
+}
+
+void put(const char* s) {
+  size_t n = std::strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= size_t(w);
+  }
+}
+
+extern "C" void on_stop_signal(int sig) {
+  bool any = false;
+  if (::isatty(STDERR_FILENO)) put("\n");
+  put("aesxfer: interrupted");
+  for (auto& s : g_slots) {
+    if (s.state.load() != 2) continue;
+    if (s.remove) {
+      ::unlinkat(s.dirfd, s.name, 0);
+      put(any ? "; removed the temporary file of " : ": removed the temporary file of ");
+    } else {
+      put(any ? "; kept " : ": kept ");
+    }
+    put(s.shown);
+    if (!s.remove) put(" for --resume");
+    any = true;
+  }
+  if (!any) put(": nothing was left behind");
+  put("\n");
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+void install_cleanup_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigfillset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+int register_kept(int dirfd, const std::string& name, const std::string& shown) {
+  return claim(dirfd, name, shown, false);
+}
+
+void unregister_kept(int slot) noexcept { release(slot); }
+
+// ---- AtomicFile ------------------------------------------------------------------------------
+
+AtomicFile::AtomicFile(const std::filesystem::path& dest) : shown_(dest), name_(dest.filename().string()) {
+  std::filesystem::path dir = dest.parent_path();
+  if (dir.empty()) dir = ".";
+  dirfd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd_ < 0) throw Failure("cannot create a file in " + dir.string() + ": " + errno_text(errno));
+  create(dir.string());
+}
+
+AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
+    : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
+  dirfd_ = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dirfd_ < 0) throw Failure("cannot create " + shown.string() + ": " + errno_text(errno));
+  std::filesystem::path dir = shown.parent_path();
+  create(dir.empty() ? std::string(".") : dir.string());
+}
+
+void AtomicFile::create(const std::string& dir) {
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    uint8_t r[6];
+    if (::getrandom(r, sizeof r, 0) != ssize_t(sizeof r)) break;
+    std::string suffix = ".aesxfer-";
+    for (uint8_t b : r) suffix += kAlphabet[b % 62];
+    std::string tmp = hidden_name(name_, suffix);
+    fd_ = ::openat(dirfd_, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      tmp_ = tmp;
+      slot_ = claim(dirfd_, tmp_, shown_.string(), true);
+      return;
+    }
+    if (errno != EEXIST) break;
+  }
+  int e = errno;
+  ::close(dirfd_);
+  dirfd_ = -1;
+  throw Failure("cannot create a file in " + dir + ": " + errno_text(e));
+}
+
+std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {
+  std::unique_ptr<AtomicFile> f(new AtomicFile());
+  f->fd_ = fd;
+  f->shown_ = shown;
+  return f;
+}
+
+AtomicFile::~AtomicFile() {
+  discard();
+  if (dirfd_ >= 0) ::close(dirfd_);
+}
+
+std::filesystem::path AtomicFile::temp_path() const { return shown_.parent_path() / tmp_; }
 
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   ::fchmod(fd, mode & 07777);
@@ -41,21 +180,26 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  if (!tmp_.empty()) ::unlinkat(dirfd_, tmp_.c_str(), 0);
   tmp_.clear();
+  release(slot_);
+  slot_ = -1;
 }
 
 void AtomicFile::commit(unsigned mode, long long mtime) {
-  apply_mode_mtime(fd_, mode, mtime);
+  if (dirfd_ >= 0) apply_mode_mtime(fd_, mode, mtime);
   if (::close(fd_) != 0) {
     int e = errno;
     fd_ = -1;
-    throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(e));
+    throw Failure("cannot finish writing " + shown_.string() + ": " + errno_text(e));
   }
   fd_ = -1;
-  if (::rename(tmp_.c_str(), dest_.c_str()) != 0)
-    throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
+  if (dirfd_ < 0) return;  // written through
+  if (::renameat(dirfd_, tmp_.c_str(), dirfd_, name_.c_str()) != 0)
+    throw Failure("cannot rename into " + shown_.string() + ": " + errno_text(errno));
   tmp_.clear();
+  release(slot_);
+  slot_ = -1;
 }
 
 }  // namespace aesxfer::net

@@ -1,8 +1,11 @@
 // A destination file that appears only when complete: data goes to a temporary file beside the
-// destination ("<dir>/.<name>.aesxfer-XXXXXX"), renamed into place by commit(); destroyed
-// without commit(), the temporary file is removed and an existing destination is untouched.
+// destination ("<dir>/.<name>.aesxfer-XXXXXX", the name part shortened so that the whole stays
+// within NAME_MAX), renamed into place by commit(); destroyed without commit(), the temporary
+// file is removed and an existing destination is untouched. While it exists, a client stopped by
+// SIGINT, SIGTERM or SIGHUP removes it (install_cleanup_on_signals).
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 
 namespace aesxfer::net {
@@ -11,20 +14,38 @@ class AtomicFile {
  public:
   // Throws Failure when the temporary file cannot be created (the message says why).
   explicit AtomicFile(const std::filesystem::path& dest);
+  // The destination `name` (one component) inside the directory open as `dirfd`: the temporary
+  // file is created there with openat (O_EXCL | O_NOFOLLOW) and renamed with renameat, so no
+  // symbolic link on the way is followed. `shown` names the destination in messages.
+  AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown);
+  // Writes straight into fd (taken over): a destination that is a FIFO, a character device or a
+  // socket is written through, as cp does, never replaced. commit() only closes it.
+  static std::unique_ptr<AtomicFile> write_through(int fd, const std::filesystem::path& shown);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   int fd() const { return fd_; }
-  const std::filesystem::path& temp_path() const { return tmp_; }
+  bool through() const { return dirfd_ < 0; }
+  std::filesystem::path temp_path() const;
   // Sets mode (and mtime when >= 0), closes and renames over the destination.
   void commit(unsigned mode, long long mtime = -1);
   void discard() noexcept;
 
  private:
-  std::filesystem::path dest_, tmp_;
+  AtomicFile() = default;
+  void create(const std::string& name);
+  std::filesystem::path shown_;
+  std::string name_, tmp_;  // inside dirfd_
+  int dirfd_ = -1;
   int fd_ = -1;
+  int slot_ = -1;  // signal cleanup registration
 };
+
+// ".<name><suffix>" for a name of any length, never longer than NAME_MAX (255) bytes: a name
+// too long keeps its first bytes and gains "~" and 8 hex digits of a hash of the whole name, so
+// the result stays the same for the same name (a kept partial file is found again).
+std::string hidden_name(const std::string& name, const std::string& suffix);
 
 // "permission denied", "no such file or directory", ... for messages.
 std::string errno_text(int err);
@@ -32,5 +53,14 @@ std::string errno_text(int err);
 // Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
+
+// Client side (app/main.cpp calls it once): on SIGINT, SIGTERM or SIGHUP, remove every
+// AtomicFile's temporary file, keep every registered partial file, print one line on stderr
+// saying what was left ("aesxfer: interrupted: ..."), and exit with 128 + the signal number.
+void install_cleanup_on_signals();
+// Registers a file the signal handler leaves in place and names ("kept ... for --resume");
+// returns a slot for unregister_kept (-1 when none is free). Used by PartialFile.
+int register_kept(int dirfd, const std::string& name, const std::string& shown);
+void unregister_kept(int slot) noexcept;
 
 }  // namespace aesxfer::net

@@ -97,8 +97,10 @@ class Conn {
   void wait(short events);
 };
 
-// A peer-supplied string made safe for one log or error line: bytes below 0x20 and 0x7f become
-// \xNN, so a name with a newline cannot forge a second line.
+// A peer-supplied string made safe for one terminal or log line: C0 controls, DEL, backslash,
+// C1 controls (as raw bytes and UTF-8-encoded, U+0080..U+009F) and every byte that is not part
+// of well-formed UTF-8 become \xNN, so a name can neither forge a second line nor send an
+// escape sequence to a terminal. Well-formed UTF-8 otherwise passes unchanged.
 std::string printable(std::string_view s);
 
 // Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.

@@ -1,9 +1,13 @@
 #include "net/keystore.h"
 
+#include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -24,7 +28,8 @@ std::string b64(const uint8_t* p, size_t n) {
 
 bool unb64(const std::string& s, uint8_t* out, size_t n) {
   size_t len = 0;
-  if (sodium_base642bin(out, n, s.data(), s.size(), " \r\n", &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
+  if (sodium_base642bin(out, n, s.data(), s.size(), " \r\n", &len, nullptr, sodium_base64_VARIANT_ORIGINAL) !=
+      0)
     return false;
   return len == n;
 }
@@ -52,7 +57,9 @@ fs::path aesxfer_home() {
   return fs::path(home && *home ? home : ".") / ".config" / "aesxfer";
 }
 
-std::string encode_public_key(const proto::PublicKey& pk) { return "aesxfer-ed25519 " + b64(pk.data(), pk.size()); }
+std::string encode_public_key(const proto::PublicKey& pk) {
+  return "aesxfer-ed25519 " + b64(pk.data(), pk.size());
+}
 
 bool decode_public_key(const std::string& line, proto::PublicKey& out) {
   std::istringstream in(line);
@@ -61,26 +68,94 @@ bool decode_public_key(const std::string& line, proto::PublicKey& out) {
   return unb64(key, out.data(), out.size());
 }
 
+namespace {
+
+std::string os_error(int err) {
+  std::string t = std::strerror(err);
+  if (!t.empty()) t[0] = char(std::tolower(static_cast<unsigned char>(t[0])));
+  return t;
+}
+
+// Reads the whole (small) file open as fd.
+std::string read_fd(int fd, const fs::path& path) {
+  std::string data;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      crypto::secure_zero(buf, sizeof buf);
+      crypto::secure_zero(data.data(), data.size());
+      throw std::runtime_error("cannot read identity file " + path.string() + ": " + os_error(e));
+    }
+    if (n == 0) break;
+    data.append(buf, size_t(n));
+    if (data.size() > 4096) break;
+  }
+  crypto::secure_zero(buf, sizeof buf);
+  return data;
+}
+
+}  // namespace
+
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
   proto::Identity id;
-  std::ifstream f(path);
-  if (f) {
-    std::string line;
-    std::getline(f, line);
-    if (!unb64(line, id.sk.data(), id.sk.size()))
-      throw std::runtime_error("identity file " + path.string() + " is damaged");
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error("identity file " + path.string() + " is not a regular file");
+    }
+    if (st.st_mode & 077) {
+      ::close(fd);
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+      throw std::runtime_error("identity file " + path.string() + " is accessible by others (mode " + mode +
+                               "); a secret key must be readable by its owner only: chmod 600 it");
+    }
+    std::string data = read_fd(fd, path);
+    ::close(fd);
+    std::string line = data.substr(0, data.find('\n'));
+    bool ok = unb64(line, id.sk.data(), id.sk.size());
     crypto::secure_zero(line.data(), line.size());
+    crypto::secure_zero(data.data(), data.size());
+    if (!ok) throw std::runtime_error("identity file " + path.string() + " is damaged");
     crypto_sign_ed25519_sk_to_pk(id.pk.data(), id.sk.data());
     if (created) *created = false;
     return id;
   }
+  // Only a file that is not there is created; any other error (permission denied, I/O error,
+  // too many open files, a symbolic link) fails and leaves the file as it is.
+  if (errno != ENOENT) {
+    int e = errno;
+    throw std::runtime_error("cannot read identity file " + path.string() + ": " +
+                             (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
+  }
   id = proto::Identity::generate();
   std::string secret = b64(id.sk.data(), id.sk.size()) + "\n";
-  fs::create_directories(path.parent_path());
-  ::chmod(path.parent_path().c_str(), 0700);
-  write_file_mode(path, secret, 0600);
+  std::error_code ec;
+  if (fs::create_directories(path.parent_path(), ec)) ::chmod(path.parent_path().c_str(), 0700);
+  fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    crypto::secure_zero(secret.data(), secret.size());
+    if (e == EEXIST) return load_or_create_identity(path, created);  // made meanwhile by another process
+    throw std::runtime_error("cannot create identity file " + path.string() + ": " + os_error(e));
+  }
+  bool ok = ::write(fd, secret.data(), secret.size()) == ssize_t(secret.size()) && ::fsync(fd) == 0;
+  int e = errno;
   crypto::secure_zero(secret.data(), secret.size());
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    ::unlink(path.c_str());  // ours, just made, and incomplete
+    throw std::runtime_error("cannot write identity file " + path.string() + ": " + os_error(e));
+  }
   fs::path pub = path;
   pub += ".pub";
   write_file_mode(pub, encode_public_key(id.pk) + " " + path.filename().string() + "\n", 0644);
@@ -89,25 +164,30 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
 }
 
 HostCheck check_known_host(const fs::path& file, const std::string& host_port, const proto::PublicKey& key,
-                           proto::PublicKey* expected) {
+                           proto::PublicKey* expected, bool add) {
   std::ifstream in(file);
   std::string line;
-  while (in && std::getline(in, line)) {
+  for (int lineno = 1; in && std::getline(in, line); ++lineno) {
     std::istringstream ls(line);
     std::string name;
     if (!(ls >> name) || name.empty() || name[0] == '#' || name != host_port) continue;
     std::string rest;
     std::getline(ls, rest);
     proto::PublicKey pk;
-    if (!decode_public_key(rest, pk)) continue;
+    // A line for this host that cannot be read is an error, never a reason to pin a new key.
+    if (!decode_public_key(rest, pk))
+      throw std::runtime_error(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " +
+                               host_port + "; fix or remove that line");
     if (pk == key) return HostCheck::known;
     if (expected) *expected = pk;
     return HostCheck::changed;
   }
+  if (!add) return HostCheck::unknown;
   fs::create_directories(file.parent_path());
   std::ofstream out(file, std::ios::app);
   if (!out) throw std::runtime_error("cannot write " + file.string());
   out << host_port << " " << encode_public_key(key) << "\n";
+  if (!out.flush()) throw std::runtime_error("cannot write " + file.string());
   return HostCheck::added;
 }
 

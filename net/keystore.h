@@ -18,17 +18,22 @@ namespace aesxfer::net {
 
 std::filesystem::path aesxfer_home();
 
-// Loads the identity at path, creating it (and its .pub, mode 0600/0644) when missing.
+// Loads the identity at path, creating it (and its .pub, mode 0600/0644) only when the file does
+// not exist (O_EXCL). Any other error fails with one line and leaves the file alone; a secret key
+// file that group or others may access (mode & 077), or a symbolic link, is refused, as ssh
+// refuses an unprotected private key.
 proto::Identity load_or_create_identity(const std::filesystem::path& path, bool* created = nullptr);
 
 std::string encode_public_key(const proto::PublicKey& pk);  // "aesxfer-ed25519 <base64>"
 bool decode_public_key(const std::string& line, proto::PublicKey& out);
 
-enum class HostCheck { known, added, changed };
-// Pins on first use: adds the key when host is new, reports `changed` (and leaves the file alone)
-// when a different key is on record. `expected` receives the recorded key then.
+enum class HostCheck { known, added, changed, unknown };
+// Pins on first use: adds the key when host is new (`unknown`, nothing written, when !add),
+// reports `changed` (and leaves the file alone) when a different key is on record. `expected`
+// receives the recorded key then. A line for host_port whose key cannot be parsed throws
+// ("FILE:LINE: cannot parse ..."), never a silent re-pin.
 HostCheck check_known_host(const std::filesystem::path& file, const std::string& host_port, const proto::PublicKey& key,
-                           proto::PublicKey* expected);
+                           proto::PublicKey* expected, bool add = true);
 
 // The keys of an authorized_keys file. A line that is neither blank, a comment nor a key is
 // reported in `problems` (when given) as "FILE:LINE: ..." and skipped.

@@ -117,11 +117,28 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  return dir / ("." + dest.filename().string() + ".aesxfer-partial");
+  return dir / hidden_name(dest.filename().string(), ".aesxfer-partial");
 }
 
 PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_(partial_path(dest)) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  std::filesystem::path dir = dest.parent_path();
+  if (dir.empty()) dir = ".";
+  dirfd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  open(dest.filename().string());
+}
+
+PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
+    : dest_(shown), path_(partial_path(shown)) {
+  dirfd_ = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dirfd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  open(name);
+}
+
+void PartialFile::open(const std::string& name) {
+  name_ = name;
+  pname_ = hidden_name(name, ".aesxfer-partial");
+  fd_ = ::openat(dirfd_, pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -135,10 +152,13 @@ PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_
     busy_ = true;
     throw Failure(dest_.filename().string() + ": another transfer is writing this file");
   }
+  slot_ = register_kept(dirfd_, pname_, path_.string());
 }
 
 PartialFile::~PartialFile() {
+  unregister_kept(slot_);
   if (fd_ >= 0) ::close(fd_);
+  if (dirfd_ >= 0) ::close(dirfd_);
 }
 
 uint64_t PartialFile::length() const {
@@ -157,14 +177,18 @@ void PartialFile::commit(unsigned mode, long long mtime) {
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
-  if (::rename(path_.c_str(), dest_.c_str()) != 0)
+  if (::renameat(dirfd_, pname_.c_str(), dirfd_, name_.c_str()) != 0)
     throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
+  unregister_kept(slot_);
+  slot_ = -1;
 }
 
 void PartialFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  ::unlink(path_.c_str());
+  ::unlinkat(dirfd_, pname_.c_str(), 0);
+  unregister_kept(slot_);
+  slot_ = -1;
 }
 
 unsigned current_umask() {
@@ -176,7 +200,9 @@ unsigned current_umask() {
 }
 
 unsigned effective_mode(unsigned mode, bool preserve) {
-  if (preserve) return mode & 07777;
+  // Never setuid or setgid: a peer's bits would hand its choice of program the receiver's
+  // identity (docs/SECURITY.md). The sticky bit stays with -p.
+  if (preserve) return mode & 01777;
   static const unsigned um = current_umask();
   return mode & 0777 & ~um;
 }

@@ -46,7 +46,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
 void copy_prefix(int from, int to, uint64_t len);
 
 
-// "<dir>/.<name>.aesxfer-partial": the receiver's file for a put with the resume flag. Kept when
+// "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the resume flag. Kept when
 // the transfer breaks (the destructor closes it without removing it); renamed into place by
 // commit(). Opened without following symlinks and locked (flock) so two sessions cannot write
 // the same partial file.
@@ -54,6 +54,8 @@ class PartialFile {
  public:
   // Throws Failure (busy when another session holds it).
   explicit PartialFile(const std::filesystem::path& dest);
+  // `name` inside the directory open as `dirfd` (openat, O_NOFOLLOW); `shown` for messages.
+  PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown);
   ~PartialFile();
   PartialFile(const PartialFile&) = delete;
   PartialFile& operator=(const PartialFile&) = delete;
@@ -68,15 +70,20 @@ class PartialFile {
   bool busy() const { return busy_; }
 
  private:
-  std::filesystem::path dest_, path_;
+  void open(const std::string& name);
+  std::filesystem::path dest_, path_;  // as shown in messages
+  std::string name_, pname_;           // inside dirfd_
+  int dirfd_ = -1;
   int fd_ = -1;
+  int slot_ = -1;  // signal handler registration (kept, named)
   bool busy_ = false;
 };
 
 // Process umask, read from /proc/self/status (umask(2) cannot be read without changing it).
 unsigned current_umask();
 // The mode and mtime a receiver applies: with preserve, exactly what the sender said; without,
-// mode & ~umask and the time of arrival (-1), as scp does.
+// mode & ~umask and the time of arrival (-1), as scp does. The setuid and setgid bits are never
+// applied, in either direction.
 unsigned effective_mode(unsigned mode, bool preserve);
 long long effective_mtime(long long mtime, bool preserve);
 

@@ -46,19 +46,11 @@ std::vector<std::string> suite_args(const CipherSuite& s) {
   return a;
 }
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
-
 // Checks the --json lines in `out`: one per file, every key present, verified true. Returns them.
 std::vector<std::map<std::string, std::string>> check_json(const std::string& out, size_t files,
                                                            const std::string& cipher) {
   std::vector<std::map<std::string, std::string>> objs;
-  auto lines = lines_of(out);
+  auto lines = nonempty_lines(out);
   EXPECT_EQ(lines.size(), files) << out;
   for (const auto& l : lines) {
     auto o = parse_flat_json(l);
@@ -298,7 +290,7 @@ class LargeTransfer : public testing::TestWithParam<CipherSuite> {
 };
 
 double mbps_of(const std::string& out) {
-  auto lines = lines_of(out);
+  auto lines = nonempty_lines(out);
   if (lines.empty()) return -1;
   auto o = parse_flat_json(lines.back());
   if (!o || !o->count("mb_per_s")) return -1;

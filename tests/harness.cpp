@@ -49,6 +49,14 @@ Workspace::Workspace() : home(tmp / "home"), root(tmp / "root"), local(tmp / "lo
   fs::create_directories(local);
 }
 
+std::vector<std::string> nonempty_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
 std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line) {
   std::map<std::string, std::string> out;
   size_t i = 0, n = line.size();
@@ -73,8 +81,17 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
             if (i + 4 > n) return false;
             unsigned v = unsigned(std::stoul(line.substr(i, 4), nullptr, 16));
             i += 4;
-            if (v >= 0x80) return false;  // enough for these tests
-            s += char(v);
+            if (v >= 0xd800 && v < 0xe000) return false;  // no surrogate pairs in these tests
+            if (v < 0x80) {
+              s += char(v);
+            } else if (v < 0x800) {
+              s += char(0xc0 | (v >> 6));
+              s += char(0x80 | (v & 0x3f));
+            } else {
+              s += char(0xe0 | (v >> 12));
+              s += char(0x80 | ((v >> 6) & 0x3f));
+              s += char(0x80 | (v & 0x3f));
+            }
             break;
           }
           default: s += e;

@@ -49,6 +49,8 @@ std::string sha256_file(const fs::path& p);
 void write_random_file(const fs::path& p, uint64_t size, uint64_t seed);
 void write_text_file(const fs::path& p, const std::string& text);
 std::string read_text_file(const fs::path& p);
+// The non-empty lines of s.
+std::vector<std::string> nonempty_lines(const std::string& s);
 // Files in dir (not recursive) whose name matches ".*.aesxfer-*": leftovers of a receiver.
 std::vector<fs::path> temp_debris(const fs::path& dir);
 

@@ -21,19 +21,12 @@
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/record.h"
+#include "tests/fake_server.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
 
 mode_t test_umask() {
   mode_t um = ::umask(022);  // the children inherit it; read it back
@@ -101,8 +94,8 @@ TEST_F(RecvTree, NewDestinationBecomesTheCopy) {
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   expect_same_tree(src, ws.local / "copy");
-  EXPECT_EQ(lines_of(r.out).size(), 5u) << "one JSON line per file\n" << r.out;
-  for (const auto& l : lines_of(r.out)) EXPECT_TRUE(parse_flat_json(l)) << l;
+  EXPECT_EQ(nonempty_lines(r.out).size(), 5u) << "one JSON line per file\n" << r.out;
+  for (const auto& l : nonempty_lines(r.out)) EXPECT_TRUE(parse_flat_json(l)) << l;
   // Every skipped entry is named on stderr; nothing from outside the root arrived.
   for (const char* link : {"tree/out", "tree/secret", "tree/alink"})
     EXPECT_NE(r.err.find(std::string("skipping ") + link + " (symbolic link"), std::string::npos) << r.err;
@@ -158,12 +151,12 @@ TEST_F(RecvTree, DirectoryWithoutDashRAndFileWithDashR) {
   make_tree();
   auto r = run({"recv", "127.0.0.1:tree", (ws.local / "x").string(), "-q"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("is a directory (use -r)"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.local / "x"));
   r = run({"recv", "-r", "127.0.0.1:tree/a.bin", (ws.local / "y").string(), "-q"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.local / "y"));
 }
@@ -176,7 +169,7 @@ TEST_F(RecvTree, ConfinedToTheRoot) {
     SCOPED_TRACE(src);
     auto r = run({"recv", "-r", std::string("127.0.0.1:") + src, (ws.local / "got").string(), "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_FALSE(fs::exists(ws.local / "got"));
   }
   auto r = run({"recv", "-r", "127.0.0.1:esc", (ws.local / "got").string(), "-q"});
@@ -242,7 +235,7 @@ TEST_F(RecvTree, ListingLimitIsAClearError) {
   ServerProcess small(ws.home, ws.root, {"--max-list", "5"});
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "big").string(), "-q"}, small.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("more than 5 entries"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.local / "big"));
   r = run({"recv", "-r", "127.0.0.1:tree/sub", (ws.local / "small").string(), "-q"}, small.port());
@@ -265,95 +258,23 @@ TEST_F(RecvTree, ListingLimitIsAClearError) {
   EXPECT_EQ(read_text_file(ws.local / "many" / "file-2999-padding-padding-padding-pad.txt"), "2999");
 }
 
-// A fake server that answers one list request with a listing of its own making (a hostile
-// server): the client must refuse it before it creates anything, with one line.
-class FakeListServer {
- public:
-  // `pages` are raw page payloads, sent after Response{ok, size = n}.
-  FakeListServer(uint64_t n, std::vector<std::vector<uint8_t>> pages) : n_(n), pages_(std::move(pages)) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(lfd_, 1);
-    socklen_t len = sizeof a;
-    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { serve(); });
+// A fake server (tests/fake_server.h) that answers a list request with a listing of its own
+// making (a hostile server): the client must refuse it before it creates anything, with one
+// line, and never ask for a file.
+struct FakeListServer {
+  FakeListServer(uint64_t n, std::vector<std::vector<uint8_t>> pages)
+      : fake([n, pages](net::Conn& c, const proto::Message& m) {
+          if (m.op == proto::Op::list) FakeServer::send_raw_listing(c, m.path, n, pages);
+          else c.send_message(response(proto::Status::refused, "no"));
+        }) {}
+  uint16_t port() const { return fake.port(); }
+  std::string error() {
+    for (const auto& s : fake.seen())
+      if (s.rfind("get ", 0) == 0) return "the client fetched " + s.substr(4);
+    return "";
   }
-  ~FakeListServer() {
-    ::shutdown(lfd_, SHUT_RDWR);
-    thread_.join();
-    ::close(lfd_);
-  }
-  uint16_t port() const { return port_; }
-  std::string error;  // what went wrong on the fake server's side, if anything
-
- private:
-  void serve() {
-    int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    try {
-      net::Conn c(fd, std::chrono::milliseconds(10000), "client");
-      proto::Identity host = proto::Identity::generate();
-      proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
-      uint8_t buf[4096];
-      for (bool done = false; !done;) {
-        size_t n = c.read_some(buf, sizeof buf);
-        if (n == 0) throw net::Failure("client left during the handshake");
-        for (size_t off = 0; off < n && !done;) {
-          proto::Step st = hs.feed(buf + off, n - off);
-          off += st.consumed;
-          if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-          if (st.ec || st.consumed == 0) throw net::Failure("handshake: " + st.ec.message());
-          if (st.done) {
-            if (off < n) c.unread(buf + off, n - off);
-            done = true;
-          }
-        }
-      }
-      c.start_records(hs.keys(), false);
-      proto::Message w;
-      w.type = proto::MsgType::welcome;
-      c.send_message(w);
-      proto::Message req = c.recv_message("the session");
-      if (req.op != proto::Op::list) throw net::Failure("expected a list request");
-      proto::Message resp;
-      resp.type = proto::MsgType::response;
-      resp.size = n_;
-      resp.mode = 0755;
-      resp.text = req.path;
-      c.send_message(resp);
-      for (const auto& p : pages_) {
-        std::memcpy(c.payload_buffer(), p.data(), p.size());
-        c.send_record(proto::RecordType::control, 0, p.size());
-      }
-      c.set_timeout(std::chrono::milliseconds(5000));
-      for (;;) {  // whatever the client says next: it must not be a get
-        proto::Message m = c.recv_message("the session");
-        if (m.type == proto::MsgType::request && m.op == proto::Op::get)
-          error = "the client fetched " + m.path;
-        if (m.type == proto::MsgType::bye) break;
-      }
-    } catch (const std::exception&) {
-    }
-  }
-  uint64_t n_;
-  std::vector<std::vector<uint8_t>> pages_;
-  int lfd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  FakeServer fake;
 };
-
-std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool last = true) {
-  proto::ListPage p;
-  p.last = last;
-  p.entries = std::move(entries);
-  std::vector<uint8_t> b;
-  proto::encode_list_page(p, b);
-  return b;
-}
 
 TEST_F(RecvTree, HostileListingsAreRefusedBeforeAnythingIsWritten) {
   using proto::EntryType;
@@ -389,9 +310,9 @@ TEST_F(RecvTree, HostileListingsAreRefusedBeforeAnythingIsWritten) {
     FakeListServer fake(tc.n, tc.pages);
     auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
-    EXPECT_EQ(fake.error, "");
+    EXPECT_EQ(fake.error(), "");
     std::printf("[ hostile ] %-22s %s", tc.name, r.err.c_str());
   }
   EXPECT_TRUE(fs::is_empty(outside.path())) << "something was written through the symlink";
@@ -416,7 +337,7 @@ TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
     auto r = run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "-q"}, relay.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_NE(r.err.find("partial file kept"), std::string::npos) << r.err;
   }
   ASSERT_TRUE(fs::exists(partial));
@@ -436,7 +357,7 @@ TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
   Relay count(server->port(), none);
   auto r = run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], std::to_string(kept));
   EXPECT_EQ((*o)["bytes"], std::to_string(n));
@@ -466,7 +387,7 @@ TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
   auto r =
       run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m.bin").string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], "0");
   count.wait_done(10);
@@ -478,7 +399,7 @@ TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
   write_random_file(ws.root / "s.bin", 1000, 10);
   r = run({"recv", "--resume", "127.0.0.1:s.bin", ws.local.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], "0");
+  EXPECT_EQ((*parse_flat_json(nonempty_lines(r.out).back()))["resumed_from"], "0");
   EXPECT_EQ(sha256_file(ws.local / "s.bin"), sha256_file(ws.root / "s.bin"));
   EXPECT_FALSE(fs::exists(ws.local / ".s.bin.aesxfer-partial"));
   // No partial file at all: --resume is a plain recv; and the whole file already kept: only the end.
@@ -488,7 +409,7 @@ TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
   fs::copy_file(ws.root / "m.bin", ws.local / ".m3.bin.aesxfer-partial");
   r = run({"recv", "--resume", "127.0.0.1:m.bin", (ws.local / "m3.bin").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], std::to_string(n));
+  EXPECT_EQ((*parse_flat_json(nonempty_lines(r.out).back()))["resumed_from"], std::to_string(n));
   EXPECT_EQ(sha256_file(ws.local / "m3.bin"), sha256_file(ws.root / "m.bin"));
 }
 
@@ -519,7 +440,7 @@ TEST_F(RecvResume, CorruptedRestLeavesNoFileAndDiscardsThePartial) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
   r = run({"recv", "--resume", "127.0.0.1:t.bin", dest.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], "0");
+  EXPECT_EQ((*parse_flat_json(nonempty_lines(r.out).back()))["resumed_from"], "0");
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "t.bin"));
 }
 
@@ -536,7 +457,7 @@ TEST_F(RecvResume, WorksWithDashR) {
   auto r = run({"recv", "-r", "--resume", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   expect_same_tree(src, ws.local / "copy" / "tree");
-  auto lines = lines_of(r.out);
+  auto lines = nonempty_lines(r.out);
   ASSERT_EQ(lines.size(), 5u) << r.out;
   auto first = parse_flat_json(lines[0]);
   ASSERT_TRUE(first) << lines[0];
@@ -559,7 +480,7 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   Relay count(server->port(), none);
   auto r = run({"recv", "--resume", "127.0.0.1:c.bin", dest.string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], std::to_string(n));
   EXPECT_EQ((*o)["verified"], "true");
@@ -586,7 +507,7 @@ TEST_F(RecvResume, ShorterDestinationGetsOnlyTheRest) {
   Relay count(server->port(), none);
   auto r = run({"recv", "--resume", "127.0.0.1:g.bin", dest.string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ((*parse_flat_json(lines_of(r.out).back()))["resumed_from"], std::to_string(kept));
+  EXPECT_EQ((*parse_flat_json(nonempty_lines(r.out).back()))["resumed_from"], std::to_string(kept));
   count.wait_done(10);
   EXPECT_GE(count.s2c_bytes(), n - kept);
   EXPECT_LT(count.s2c_bytes(), n - kept + 8192);
@@ -608,7 +529,7 @@ TEST_F(RecvResume, DifferentDestinationIsFetchedWholeAndUntouchedUntilItArrives)
     auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "-q"}, relay.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
-    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
     EXPECT_EQ(sha256_file(dest), old) << "the destination changed before the transfer completed";
   }
   FaultSpec none;
@@ -616,7 +537,7 @@ TEST_F(RecvResume, DifferentDestinationIsFetchedWholeAndUntouchedUntilItArrives)
   auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   // What the cut run kept is a prefix of the server's file: the second run resumes from it.
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["verified"], "true");
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
@@ -634,7 +555,7 @@ TEST_F(RecvResume, DashRAgainSkipsWhatIsComplete) {
   r = run({"recv", "-r", "--resume", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"}, count.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   expect_same_tree(src, ws.local / "copy" / "tree");
-  auto lines = lines_of(r.out);
+  auto lines = nonempty_lines(r.out);
   ASSERT_EQ(lines.size(), 5u) << r.out;
   for (const auto& l : lines) {
     auto o = parse_flat_json(l);
@@ -683,7 +604,7 @@ TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
   if (HasFatalFailure()) return;
   auto r = run({"recv", "--resume", "--no-aesni", "127.0.0.1:huge.bin", dest.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], std::to_string(n));
   EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
@@ -702,7 +623,7 @@ TEST_F(ResumeIdle, LargeSendHashKeepsTheSessionAlive) {
   if (HasFatalFailure()) return;
   auto r = run({"send", "--resume", "--no-aesni", src.string(), "127.0.0.1:huge.bin", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto o = parse_flat_json(lines_of(r.out).back());
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], std::to_string(kSize));
   EXPECT_EQ(fs::file_size(ws.root / "huge.bin"), kSize);

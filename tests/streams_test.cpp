@@ -216,14 +216,14 @@ TEST_F(Streams, ClientKilledMidTransferLeavesNothing) {
 }
 
 TEST_F(Streams, MissingSourceAndBadDestinationAreOneLineErrors) {
-  auto r = run({"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "--streams", "4"});
+  auto r = run({"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "--streams", "4", "-q"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("nope.bin"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(ws.local / "x"));
   fs::path src = ws.local / "src.bin";
   write_random_file(src, 4 * proto::kDefaultPayload, 1);
-  auto s = run({"send", src.string(), "127.0.0.1:../up.bin", "--streams", "4"});
+  auto s = run({"send", src.string(), "127.0.0.1:../up.bin", "--streams", "4", "-q"});
   EXPECT_NE(s.exit_code, 0);
   EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
   EXPECT_FALSE(fs::exists(ws.tmp.path() / "up.bin"));

@@ -16,14 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> nonempty_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
-
 class Issue7 : public ServerTest {
  protected:
   // src/{a.bin, sub/b.txt, sub/deep/c.bin, empty/}

@@ -1,0 +1,217 @@
+// Issue 14: the client against a hostile server (a fake one driven by hand through the test
+// harness), and the ordinary commands that must lose nothing. Every test here failed on the code
+// before issue 14; docs/SECURITY.md names them next to the threats they cover.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "net/atomic_file.h"
+#include "net/conn.h"
+#include "net/transfer.h"
+#include "proto/handshake.h"
+#include "proto/listing.h"
+#include "tests/fake_server.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+class HostileServer : public testing::Test {
+ protected:
+  Workspace ws;
+  TempDir outside{"aesxfer-outside"};
+  ProcResult run(std::vector<std::string> a, uint16_t port) {
+    a.push_back("-P");
+    a.push_back(std::to_string(port));
+    a.push_back("--timeout");
+    a.push_back("10");
+    return run_aesxfer(a, ws.home, 60);
+  }
+};
+
+// ---- A1: the top directory comes from the request, never from the reply ---------------------
+
+TEST_F(HostileServer, ListingReplyForAnotherDirectoryIsRefused) {
+  using proto::EntryType;
+  fs::path dest = ws.local / "dest";
+  fs::create_directories(dest);
+  write_text_file(dest / ".bashrc", "mine");
+  for (const char* reply : {".", ".ssh", "..", "/etc", "tree/.ssh", "other"}) {
+    SCOPED_TRACE(reply);
+    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::list)
+        FakeServer::send_listing(c, reply,
+                                 {{EntryType::file, ".bashrc", 4, 0644, 0},
+                                  {EntryType::dir, "sub", 0, 0700, 0},
+                                  {EntryType::file, "sub/authorized_keys", 4, 0600, 0}});
+      else if (m.op == proto::Op::get)
+        FakeServer::send_file(c, "evil");
+      else
+        c.send_message(response(proto::Status::refused, "no"));
+    });
+    for (bool resume : {false, true}) {
+      std::vector<std::string> args = {"recv", "-r", "127.0.0.1:tree", dest.string(), "-q"};
+      if (resume) args.push_back("--resume");
+      auto r = run(args, fake.port());
+      EXPECT_EQ(r.exit_code, 1) << r.describe();
+      EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+      EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    }
+    // A4: no prefix digest of DEST/.bashrc (or of anything) was offered, nothing was fetched.
+    EXPECT_EQ(fake.seen_text(), "list tree\nlist tree\n");
+    EXPECT_EQ(read_text_file(dest / ".bashrc"), "mine");
+    EXPECT_FALSE(fs::exists(dest / "sub"));
+    EXPECT_FALSE(fs::exists(dest / "tree"));
+  }
+}
+
+TEST_F(HostileServer, HonestReplyLandsUnderTheRequestedName) {
+  using proto::EntryType;
+  fs::create_directories(ws.local / "dest");
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "a/tree", {{EntryType::file, "f", 2, 0644, 0}});
+    else if (m.op == proto::Op::get)
+      FakeServer::send_file(c, "ok");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:./a//tree/", (ws.local / "dest").string(), "-q"}, fake.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "dest" / "tree" / "f"), "ok");
+  EXPECT_EQ(fake.seen_text(), "list ./a//tree/\nget a/tree/f\n");
+}
+
+// ---- A2: entries checked; symbolic links in DEST never followed ------------------------------
+
+TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {
+  using proto::EntryType;
+  fs::path top = ws.local / "dest" / "tree";
+  fs::create_directories(top);
+  fs::create_directories(outside.path() / "dir");
+  write_text_file(outside.path() / "secret.txt", "outside");
+  fs::create_directory_symlink(outside.path() / "dir", top / "dlink");
+  fs::create_symlink(outside.path() / "secret.txt", top / "flink");
+  struct Case {
+    const char* name;
+    std::vector<proto::ListEntry> entries;
+    bool ok;
+  };
+  std::vector<Case> cases = {
+      {"directory link",
+       {{EntryType::dir, "dlink", 0, 0755, 0}, {EntryType::file, "dlink/evil", 4, 0644, 0}},
+       false},
+      {"file link", {{EntryType::file, "flink", 4, 0644, 0}}, true},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    for (bool resume : {true, false}) {  // --resume first: the link is still there
+      FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::list)
+          FakeServer::send_listing(c, "tree", tc.entries);
+        else if (m.op == proto::Op::get)
+          FakeServer::send_file(c, "evil");
+        else if (m.op == proto::Op::stat) {
+          proto::Message ok = response(proto::Status::ok);
+          ok.size = 4;
+          c.send_message(ok);
+        }
+      });
+      std::vector<std::string> args = {"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"};
+      if (resume) args.push_back("--resume");
+      auto r = run(args, fake.port());
+      EXPECT_EQ(r.exit_code, tc.ok ? 0 : 1) << r.describe();
+      if (!tc.ok) {
+        EXPECT_NE(r.err.find("dlink: is a symbolic link (not followed)"), std::string::npos) << r.err;
+      }
+      // Never a digest of the link's target, never a byte through it.
+      EXPECT_EQ(fake.seen_text().find("digest"), std::string::npos) << fake.seen_text();
+      EXPECT_TRUE(fs::is_empty(outside.path() / "dir"));
+      EXPECT_EQ(read_text_file(outside.path() / "secret.txt"), "outside");
+    }
+  }
+  // The file link was replaced by the received file, not written through.
+  EXPECT_FALSE(fs::is_symlink(top / "flink"));
+  EXPECT_EQ(read_text_file(top / "flink"), "evil");
+}
+
+TEST_F(HostileServer, NamesWithControlBytesAreRefused) {
+  using proto::EntryType;
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree", {{EntryType::file, "a\x1b]0;pwned\x07", 4, 0644, 0}});
+    else if (m.op == proto::Op::get)
+      FakeServer::send_file(c, "evil");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("control byte"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  EXPECT_EQ(fake.seen_text(), "list tree\n");
+  EXPECT_FALSE(fs::exists(ws.local / "dest"));
+}
+
+// ---- A5: every peer string printable ----------------------------------------------------------
+
+TEST(Printable, EscapesC0DelC1AndInvalidUtf8) {
+  EXPECT_EQ(net::printable("plain name.txt"), "plain name.txt");
+  EXPECT_EQ(net::printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(net::printable("a\nb\x1b[2J\x7f\\"), "a\\x0ab\\x1b[2J\\x7f\\x5c");
+  EXPECT_EQ(net::printable("\xc2\x9b"
+                           "31m"),
+            "\\xc2\\x9b31m");  // UTF-8-encoded CSI
+  EXPECT_EQ(net::printable("\x9b"
+                           "31m"),
+            "\\x9b31m");                                // raw C1 CSI
+  EXPECT_EQ(net::printable("\xc2\x85"), "\\xc2\\x85");  // NEL
+  EXPECT_EQ(net::printable("\xc2\xa0"), "\xc2\xa0");    // U+00A0 is printable
+  EXPECT_EQ(net::printable("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(net::printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(net::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+  EXPECT_EQ(net::printable("\xe2\x82"), "\\xe2\\x82");           // cut short
+}
+
+TEST_F(HostileServer, RefusalTextsReachTheTerminalPrintable) {
+  using proto::EntryType;
+  const std::string nasty =
+      "no \x1b]0;pwned\x07\x1b[2J \xc2\x9b"
+      "31m \x9b"
+      "0m\r\nforged line";
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree",
+                               {{EntryType::symlink,
+                                 "l\xc2\x9b"
+                                 "2J",
+                                 0, 0777, 0},
+                                {EntryType::file, "f", 1, 0644, 0}});
+    else
+      c.send_message(response(proto::Status::refused, nasty));
+  });
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"recv", "127.0.0.1:f", (ws.local / "f").string()},
+        {"recv", "-r", "127.0.0.1:tree", (ws.local / "t").string()}}) {
+    auto r = run(args, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    for (char bad : {'\x1b', '\x07', '\r', '\x9b'}) EXPECT_EQ(r.err.find(bad), std::string::npos) << int(bad);
+    EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos);
+    // First run: "Permanently added" and the refusal; second: the skip note and the refusal.
+    EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
+    EXPECT_EQ(r.err.find("Permanently added") != std::string::npos, args[1] != "-r") << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace aesxfer::test

@@ -1,0 +1,503 @@
+// Issue 14, sections A and B against the real server: -p never applies setuid/setgid nor touches
+// a directory that was already there, --json stays valid for any file name, and no ordinary
+// command loses data (several sources, missing sources, special destinations, signals, long
+// names).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "app/json.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct stat stat_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st;
+}
+
+using ClientLocal = ServerTest;
+
+// ---- A3 ------------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, PreserveNeverAppliesSetuidOrSetgid) {
+  write_text_file(ws.root / "tool", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((ws.root / "tool").c_str(), 06755), 0);
+  ASSERT_EQ(stat_of(ws.root / "tool").st_mode & 07777, 06755u) << "the test needs a setuid file in the root";
+  auto r = run({"recv", "-p", "127.0.0.1:tool", (ws.local / "tool").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.local / "tool").st_mode & 07777, 0755u);
+  // The other direction: the server does not apply them either.
+  write_text_file(ws.local / "up", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((ws.local / "up").c_str(), 06755), 0);
+  r = run({"send", "-p", (ws.local / "up").string(), "127.0.0.1:up", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.root / "up").st_mode & 07777, 0755u);
+  // Directories too (send -r -p): a setgid directory arrives without the bit.
+  fs::create_directories(ws.local / "sg");
+  ASSERT_EQ(::chmod((ws.local / "sg").c_str(), 02755), 0);
+  r = run({"send", "-r", "-p", (ws.local / "sg").string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.root / "sg").st_mode & 07777, 0755u);
+}
+
+TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
+  fs::create_directories(ws.root / "sub");
+  write_text_file(ws.root / "sub" / "f", "x");
+  ASSERT_EQ(::chmod((ws.root / "sub").c_str(), 0751), 0);
+  ASSERT_EQ(::chmod(ws.root.c_str(), 0755), 0);
+  struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, ws.root.c_str(), ts, 0), 0);
+  fs::path dest = ws.local / "dest";
+  fs::create_directories(dest);
+  ASSERT_EQ(::chmod(dest.c_str(), 0700), 0);
+  // The root's contents go into the existing DEST: DEST keeps its mode, and its time is not
+  // the server's (only adding entries moves it).
+  auto r = run({"recv", "-r", "-p", "127.0.0.1:.", dest.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(dest / "sub" / "f"), "x");
+  auto st = stat_of(dest);
+  EXPECT_EQ(st.st_mode & 07777, 0700u) << "the existing DEST keeps its mode";
+  EXPECT_NE(st.st_mtim.tv_sec, 1000000000) << "and does not take the server's time";
+  EXPECT_EQ(stat_of(dest / "sub").st_mode & 07777, 0751u) << "what this command created gets -p";
+}
+
+// ---- A6 ------------------------------------------------------------------------------------------
+
+TEST(Json, AnyBytesGiveValidJson) {
+  EXPECT_EQ(app::json_quote("a\xff"
+                            "b"),
+            "\"a\\ufffdb\"");
+  EXPECT_EQ(app::json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(app::json_quote("\xc3"), "\"\\ufffd\"");
+  EXPECT_EQ(app::json_quote("\x7f\x01"), "\"\\u007f\\u0001\"");
+  EXPECT_TRUE(app::valid_utf8("caf\xc3\xa9"));
+  EXPECT_FALSE(app::valid_utf8("\xed\xa0\x80"));
+  EXPECT_EQ(app::json_name_fields("file", "ok"), "\"file\":\"ok\"");
+  EXPECT_EQ(app::json_name_fields("file", "a\xff"), "\"file\":\"a\\ufffd\",\"file_hex\":\"61ff\"");
+}
+
+TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
+  const std::string name = "bad\xff\xfe\x1b\"\\name.bin";
+  write_random_file(ws.root / name, 1000, 1);
+  auto r = run({"recv", "127.0.0.1:" + name, (ws.local / "out.bin").string(), "--json", "--json-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto lines = nonempty_lines(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (const auto& l : lines) {
+    EXPECT_TRUE(app::valid_utf8(l)) << l;
+    EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
+    EXPECT_TRUE(parse_flat_json(l)) << l;
+  }
+  auto j = parse_flat_json(lines.back());
+  ASSERT_TRUE(j);
+  std::string hex;
+  for (unsigned char ch : name) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", ch);
+    hex += b;
+  }
+  EXPECT_EQ((*j)["file_hex"], hex) << lines.back();
+}
+
+// ---- B8, B12 -----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, SeveralFilesNeedAnExistingDirectory) {
+  write_text_file(ws.local / "a", "first");
+  write_text_file(ws.local / "b", "second");
+  for (const char* to : {"x", "file"}) {
+    if (std::string(to) == "file") write_text_file(ws.root / "file", "keep me");
+    auto r = run(
+        {"send", (ws.local / "a").string(), (ws.local / "b").string(), std::string("127.0.0.1:") + to, "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(std::string(to) + ": not a directory"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "x"));
+  EXPECT_EQ(read_text_file(ws.root / "file"), "keep me");
+  fs::create_directories(ws.root / "d");
+  auto r = run({"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:d", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "d" / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "d" / "b"), "second");
+}
+
+TEST_F(ClientLocal, MissingSourcesAreReportedAndTheOthersStillGo) {
+  write_text_file(ws.local / "a", "first");
+  write_text_file(ws.local / "c", "third");
+  auto r = run({"send", (ws.local / "a").string(), (ws.local / "missing").string(), (ws.local / "c").string(),
+                "127.0.0.1:.", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "c"), "third");
+  // A file the server refuses (before any data) does not stop the others either.
+  fs::create_directories(ws.root / "d" / "b");
+  write_text_file(ws.local / "b", "second");
+  r = run({"send", (ws.local / "a").string(), (ws.local / "b").string(), (ws.local / "c").string(),
+           "127.0.0.1:d", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "d" / "a"), "first");
+  EXPECT_EQ(read_text_file(ws.root / "d" / "c"), "third");
+  // Found before connecting: with nothing to send, no connection at all.
+  r = run({"send", (ws.local / "missing").string(), "127.0.0.1:.", "-q"}, unused_port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("missing: no such file or directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("connect"), std::string::npos) << r.err;
+}
+
+// ---- B9, B10 -----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
+  write_random_file(ws.root / "f", 300000, 4);
+  const std::string want = read_text_file(ws.root / "f");
+  // /dev/stdout itself is not named here: a client that replaces it (the bug this test catches)
+  // would replace the machine's /dev/stdout when the tests run as root. A link of our own to
+  // /proc/self/fd/1 is the same thing, and /dev/fd/1 cannot be replaced.
+  fs::create_symlink("/proc/self/fd/1", ws.local / "stdout");
+  for (std::string dest : {(ws.local / "stdout").string(), std::string("/dev/fd/1"), std::string("-")}) {
+    auto r = run({"recv", "127.0.0.1:f", dest});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(r.out == want) << dest << ": standard output holds " << r.out.size() << " bytes";
+    EXPECT_NE(r.err.find("300000 bytes"), std::string::npos) << "the summary goes to stderr: " << r.err;
+  }
+  // A symbolic link to a file: the target is updated, the link stays.
+  write_text_file(ws.local / "target", "old");
+  fs::create_symlink("target", ws.local / "link");
+  auto r = run({"recv", "127.0.0.1:f", (ws.local / "link").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::is_symlink(ws.local / "link"));
+  EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "f"));
+  // A FIFO: read by a thread while the data arrives; it stays a FIFO.
+  ASSERT_EQ(::mkfifo((ws.local / "fifo").c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    // Non-blocking open and poll with a deadline: a client that replaced the FIFO instead of
+    // writing into it must fail the test, not hang it.
+    int fd = ::open((ws.local / "fifo").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    char buf[65536];
+    bool writer_seen = false;
+    for (auto end = Clock::now() + std::chrono::seconds(20); Clock::now() < end;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        got.append(buf, size_t(n));
+        writer_seen = true;
+      } else if (n == 0 && writer_seen) {
+        break;  // the writer closed
+      } else if (n == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    ::close(fd);
+  });
+  r = run({"recv", "127.0.0.1:f", (ws.local / "fifo").string(), "-q"});
+  reader.join();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(got == want) << got.size();
+  EXPECT_TRUE(S_ISFIFO(stat_of(ws.local / "fifo").st_mode));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+// ---- B11 ---------------------------------------------------------------------------------------
+
+// Starts the aesxfer binary with stdout and stderr going to files; returns its PID.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+                    const fs::path& err) {
+  std::vector<std::string> argv{AESXFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> av;
+  for (auto& a : argv) av.push_back(a.data());
+  av.push_back(nullptr);
+  std::string henv = "AESXFER_HOME=" + home.string();
+  std::vector<char*> ev{henv.data(), nullptr};
+  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(ofd, 1);
+    ::dup2(efd, 2);
+    ::execve(av[0], av.data(), ev.data());
+    ::_exit(127);
+  }
+  ::close(ofd);
+  ::close(efd);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
+  write_random_file(ws.root / "big.bin", 64 << 20, 5);
+  struct Case {
+    int sig;
+    bool resume;
+  };
+  for (Case c : {Case{SIGINT, false}, Case{SIGTERM, true}, Case{SIGHUP, false}}) {
+    SCOPED_TRACE(c.sig);
+    fs::path dir = ws.local / ("d" + std::to_string(c.sig));
+    fs::create_directories(dir);
+    std::vector<std::string> args = {
+        "recv", "-q", "127.0.0.1:big.bin",           (dir / "big.bin").string(), "-l", "40000", "--timeout",
+        "20",   "-P", std::to_string(server->port())};
+    if (c.resume) args.push_back("--resume");
+    pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    // Wait until data is arriving (a temporary or partial file with something in it).
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    bool arriving = false;
+    while (!arriving && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_regular_file() && e.file_size() > 0) arriving = true;
+    }
+    ASSERT_TRUE(arriving);
+    ASSERT_EQ(::kill(pid, c.sig), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + c.sig);
+    std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
+    EXPECT_NE(err.find("aesxfer: interrupted"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(dir / "big.bin"));
+    if (c.resume) {
+      EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
+      EXPECT_NE(err.find("kept"), std::string::npos) << err;
+      EXPECT_NE(err.find(".big.bin.aesxfer-partial for --resume"), std::string::npos) << err;
+    } else {
+      EXPECT_TRUE(temp_debris(dir).empty()) << "the temporary file was left";
+      EXPECT_NE(err.find("removed the temporary file of " + (dir / "big.bin").string()), std::string::npos)
+          << err;
+    }
+  }
+}
+
+// ---- B13 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, NamesOfNameMaxBytesMoveBothWays) {
+  const std::string name(NAME_MAX, 'n');
+  write_random_file(ws.local / name, 5000, 6);
+  auto r = run({"send", (ws.local / name).string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / name), sha256_file(ws.local / name));
+  r = run({"send", "--resume", (ws.local / name).string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::create_directories(ws.local / "back");
+  r = run({"recv", "127.0.0.1:" + name, (ws.local / "back").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "back" / name), sha256_file(ws.local / name));
+  fs::remove(ws.local / "back" / name);
+  r = run({"recv", "--resume", "127.0.0.1:" + name, (ws.local / "back").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "back" / name), sha256_file(ws.local / name));
+  fs::create_directories(ws.root / "tree");
+  fs::copy_file(ws.local / name, ws.root / "tree" / name);
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "t").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "t" / name), sha256_file(ws.local / name));
+  for (const auto& e : fs::directory_iterator(ws.local / "back"))
+    EXPECT_LE(e.path().filename().string().size(), 255u);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// ---- C15 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, IdentityIsCreatedOnlyWhenAbsentAndMustBePrivate) {
+  TempDir home("aesxfer-keys");
+  fs::path id = home.path() / "id_ed25519";
+  auto r = run_aesxfer({"keygen"}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_EQ(stat_of(id).st_mode & 07777, 0600u);
+  const std::string key = read_text_file(id);
+  r = run_aesxfer({"keygen"}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(id), key);
+  // Readable by group or others: refused, left alone.
+  for (mode_t m : {0640, 0604}) {
+    ASSERT_EQ(::chmod(id.c_str(), m), 0);
+    r = run_aesxfer({"keygen"}, home.path());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("accessible by others"), std::string::npos) << r.err;
+    EXPECT_EQ(read_text_file(id), key);
+    EXPECT_EQ(stat_of(id).st_mode & 07777, m);
+  }
+  // Unreadable (EACCES): an error, never a new key. (root reads it anyway: then it loads.)
+  ASSERT_EQ(::chmod(id.c_str(), 0), 0);
+  r = run_aesxfer({"keygen"}, home.path());
+  if (::geteuid() != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+  }
+  ASSERT_EQ(::chmod(id.c_str(), 0600), 0);
+  EXPECT_EQ(read_text_file(id), key);
+  // A symbolic link is not followed, and not replaced.
+  fs::path other = home.path() / "elsewhere";
+  fs::rename(id, other);
+  fs::create_symlink(other, id);
+  r = run_aesxfer({"keygen"}, home.path());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_symlink(id));
+  EXPECT_EQ(read_text_file(other), key);
+}
+
+// ---- C14 ---------------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, FirstContactIsAnnouncedAndStrictHostKeysRefusesUnknownHosts) {
+  write_text_file(ws.local / "f", "x");
+  const std::string hp = "127.0.0.1:" + std::to_string(server->port());
+  auto r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "--strict-host-keys"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host key for " + hp + " is not known (SHA256:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.home / "known_hosts"));
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+  r = run({"send", (ws.local / "f").string(), "127.0.0.1:f"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("aesxfer: Permanently added " + hp + " (SHA256:"), std::string::npos) << r.err;
+  EXPECT_NE(read_text_file(ws.home / "known_hosts").find(hp), std::string::npos);
+  r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "--strict-host-keys"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "") << "known now: nothing to say";
+}
+
+TEST_F(ClientLocal, UnparsableKnownHostsLineIsAnErrorNamingFileAndLine) {
+  write_text_file(ws.local / "f", "x");
+  const std::string hp = "127.0.0.1:" + std::to_string(server->port());
+  const std::string kh =
+      "# pinned by hand\nother:1 aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=\n" + hp +
+      " aesxfer-ed25519 not-base64!\n";
+  write_text_file(ws.home / "known_hosts", kh);
+  auto r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find((ws.home / "known_hosts").string() + ":3: cannot parse the key for " + hp),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text_file(ws.home / "known_hosts"), kh) << "never a silent re-pin";
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+}
+
+// ---- C16, D19 ----------------------------------------------------------------------------------
+
+TEST_F(ClientLocal, KeylogIsPrivateAndHoldsEveryConnection) {
+  write_random_file(ws.local / "big.bin", 8 << 20, 7);
+  fs::path kl = ws.local / "keys.log";
+  auto r = run({"send", (ws.local / "big.bin").string(), "127.0.0.1:big.bin", "--streams", "3", "--keylog",
+                kl.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(kl).st_mode & 07777, 0600u);
+  auto lines = nonempty_lines(read_text_file(kl));
+  EXPECT_EQ(lines.size(), 6u) << "two lines for each of the three connections\n" << read_text_file(kl);
+  for (const auto& l : lines) EXPECT_NE(l.find(" aes128-gcm aead enc="), std::string::npos) << l;
+  // The server logs the same MAC name.
+  EXPECT_TRUE(server->wait_for_log("mac=aead")) << server->log();
+  // Never written through a symbolic link.
+  write_text_file(ws.local / "victim", "keep");
+  fs::create_symlink(ws.local / "victim", ws.local / "kl-link");
+  r = run({"send", (ws.local / "big.bin").string(), "127.0.0.1:big2.bin", "--keylog",
+           (ws.local / "kl-link").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("cannot write key log"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "victim"), "keep");
+}
+
+}  // namespace
+}  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// ---- B7 (the client's half) ----------------------------------------------------------------------
+
+// Five 250-byte components: the server's answer (a Response text, at most 1024 bytes) is cut.
+// The client must not build paths from the cut text: it stops with one line instead of reading
+// from or writing into another directory.
+TEST_F(ClientLocal, PathsLongerThanTheResponseTextAreRefusedNotCut) {
+  std::string deep;
+  for (char c : {'a', 'b', 'c', 'd', 'e'}) deep += (deep.empty() ? "" : "/") + std::string(250, c);
+  fs::create_directories(ws.root / deep);
+  write_text_file(ws.root / deep / "f", "the real one");
+  // A decoy where the cut text points.
+  std::string cut = deep.substr(0, 1024);
+  fs::create_directories(ws.root / cut);
+  write_text_file(ws.root / cut / "f", "decoy");
+  auto r = run({"recv", "-r", "127.0.0.1:" + deep, (ws.local / "got").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("path too long"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "got" / "f")) << read_text_file(ws.local / "got" / "f");
+  // send -r into the long directory: the answer naming the new directory is cut too.
+  fs::create_directories(ws.local / "src");
+  write_text_file(ws.local / "src" / "g", "sent");
+  r = run({"send", "-r", (ws.local / "src").string(), "127.0.0.1:" + deep, "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("path too long"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / cut / "g"));
+  EXPECT_FALSE(fs::exists(ws.root / cut.substr(0, cut.rfind('/')) / "g"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// ---- B10: - as standard input ----------------------------------------------------------------
+
+TEST_F(ClientLocal, DashIsStandardInputForSend) {
+  write_random_file(ws.local / "src", 700000, 9);
+  fs::create_directories(ws.root / "d");
+  const std::string bin = AESXFER_BINARY, port = std::to_string(server->port());
+  // From a pipe (size unknown until EOF: spooled first), to a file name.
+  auto r = run_process({"/bin/sh", "-c",
+                        "cat '" + (ws.local / "src").string() + "' | '" + bin +
+                            "' send - 127.0.0.1:piped.bin -P " + port + " -q"},
+                       {{"AESXFER_HOME", ws.home.string()}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "piped.bin"), sha256_file(ws.local / "src"));
+  // From a regular file, into a directory: the name there is "stdin"; the summary names "-".
+  r = run_process(
+      {"/bin/sh", "-c",
+       "'" + bin + "' send - 127.0.0.1:d -P " + port + " < '" + (ws.local / "src").string() + "'"},
+      {{"AESXFER_HOME", ws.home.string()}}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "d" / "stdin"), sha256_file(ws.local / "src"));
+  EXPECT_EQ(r.out.rfind("-: 700000 bytes", 0), 0u) << r.out;
+}
+
+}  // namespace
+}  // namespace aesxfer::test

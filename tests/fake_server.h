@@ -1,0 +1,170 @@
+// A fake aesxfer server for the client's tests (a hostile server driven by hand): the real
+// handshake with a fresh host key, then every request answered by a test's handler.
+#pragma once
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/conn.h"
+#include "net/transfer.h"
+#include "proto/handshake.h"
+#include "proto/listing.h"
+
+namespace aesxfer::test {
+
+inline proto::Message response(proto::Status st, const std::string& text = "") {
+  proto::Message m;
+  m.type = proto::MsgType::response;
+  m.status = st;
+  m.text = text;
+  return m;
+}
+
+// One listing page holding `entries` (the last one unless said otherwise), encoded.
+inline std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool last = true) {
+  proto::ListPage p;
+  p.last = last;
+  p.entries = std::move(entries);
+  std::vector<uint8_t> b;
+  proto::encode_list_page(p, b);
+  return b;
+}
+
+// A fake aesxfer server: the real handshake with a fresh host key, then every request goes to
+// `on_request`, which answers it by hand (the helpers below), until the client says bye or
+// leaves. Serves the clients that connect, one after the other, until destroyed. `seen` records
+// every request ("op path" plus " offset=N digest" for a get that offers a resume prefix).
+class FakeServer {
+ public:
+  using Handler = std::function<void(net::Conn&, const proto::Message&)>;
+  explicit FakeServer(Handler on_request) : on_request_(std::move(on_request)) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(lfd_, 8);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        serve(fd);
+      }
+    });
+  }
+  ~FakeServer() {
+    ::shutdown(lfd_, SHUT_RDWR);
+    thread_.join();
+    ::close(lfd_);
+  }
+  uint16_t port() const { return port_; }
+  std::vector<std::string> seen() {
+    std::lock_guard<std::mutex> g(mu_);
+    return seen_;
+  }
+  std::string seen_text() {
+    std::string out;
+    for (const auto& s : seen()) out += s + "\n";
+    return out;
+  }
+
+  // Answers a get with `content` (mode, mtime as given) and reads the client's Result.
+  static void send_file(net::Conn& c, const std::string& content, uint32_t mode = 0644,
+                        int64_t mtime = 1000000000) {
+    proto::Message ok = response(proto::Status::ok);
+    ok.size = content.size();
+    ok.mode = mode;
+    ok.mtime = mtime;
+    c.send_message(ok);
+    int fd = ::memfd_create("fake", MFD_CLOEXEC);
+    if (::write(fd, content.data(), content.size()) != ssize_t(content.size())) throw net::Failure("memfd");
+    ::lseek(fd, 0, SEEK_SET);
+    net::send_stream(c, fd, content.size(), nullptr, net::StreamOptions{});
+    ::close(fd);
+    c.recv_message("the result");
+  }
+  // Answers a list request for `dir` with these entries.
+  static void send_listing(net::Conn& c, const std::string& dir, const std::vector<proto::ListEntry>& entries,
+                           uint32_t mode = 0755) {
+    send_raw_listing(c, dir, entries.size(), {page_of(entries)}, mode);
+  }
+  // Answers a list request with Response{ok, size = n, text = dir} and these raw page payloads.
+  static void send_raw_listing(net::Conn& c, const std::string& dir, uint64_t n,
+                               const std::vector<std::vector<uint8_t>>& pages, uint32_t mode = 0755) {
+    proto::Message ok = response(proto::Status::ok, dir);
+    ok.size = n;
+    ok.mode = mode;
+    ok.mtime = 1000000000;
+    c.send_message(ok);
+    for (const auto& p : pages) {
+      std::memcpy(c.payload_buffer(), p.data(), p.size());
+      c.send_record(proto::RecordType::control, 0, p.size());
+    }
+  }
+
+ private:
+  void serve(int fd) {
+    try {
+      net::Conn c(fd, std::chrono::milliseconds(10000), "client");
+      proto::ServerHandshake hs(host_, [](const proto::PublicKey&) { return true; });
+      uint8_t buf[4096];
+      for (bool done = false; !done;) {
+        size_t n = c.read_some(buf, sizeof buf);
+        if (n == 0) return;
+        for (size_t off = 0; off < n && !done;) {
+          proto::Step st = hs.feed(buf + off, n - off);
+          off += st.consumed;
+          if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
+          if (st.ec || st.consumed == 0) return;
+          if (st.done) {
+            if (off < n) c.unread(buf + off, n - off);
+            done = true;
+          }
+        }
+      }
+      c.start_records(hs.keys(), false);
+      proto::Message w;
+      w.type = proto::MsgType::welcome;
+      c.send_message(w);
+      for (;;) {
+        proto::Message m = c.recv_message("the session");
+        if (m.type == proto::MsgType::bye) return;
+        if (m.type != proto::MsgType::request) continue;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          std::string line = std::string(m.op == proto::Op::get    ? "get"
+                                         : m.op == proto::Op::list ? "list"
+                                         : m.op == proto::Op::stat ? "stat"
+                                         : m.op == proto::Op::put  ? "put"
+                                                                   : "other") +
+                             " " + m.path;
+          if (!m.digest.empty()) line += " offset=" + std::to_string(m.offset) + " digest";
+          seen_.push_back(line);
+        }
+        on_request_(c, m);
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  proto::Identity host_ = proto::Identity::generate();
+  Handler on_request_;
+  std::mutex mu_;
+  std::vector<std::string> seen_;
+  int lfd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace aesxfer::test
