@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <iostream>
 #include <optional>
@@ -751,8 +752,16 @@ int main(int argc, char** argv) {
       bool created = false;
       fs::path p = net::aesxfer_home() / "id_ed25519";
       auto id = net::load_or_create_identity(p, &created);
-      std::printf("%s %s\n%s %s\n", created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
-                  net::encode_public_key(id.pk).c_str());
+      // stdout: exactly the line a server's authorized_keys takes (its .pub file); the rest on stderr.
+      std::string line = net::encode_public_key(id.pk) + " " + net::key_comment();
+      std::ifstream pub(p.string() + ".pub");
+      std::string on_disk;
+      proto::PublicKey pk{};
+      if (std::getline(pub, on_disk) && net::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
+      std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
+                   created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
+                   "$AESXFER_HOME/authorized_keys");
+      std::printf("%s\n", line.c_str());
       return 0;
     }
     if (*speed) {

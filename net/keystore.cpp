@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -99,6 +100,22 @@ std::string read_fd(int fd, const fs::path& path) {
 
 }  // namespace
 
+std::string key_comment() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
+  const char* user = std::getenv("USER");
+  if (!user || !*user) user = std::getenv("LOGNAME");
+  if (!user || !*user) {
+    const passwd* pw = ::getpwuid(::getuid());
+    user = pw ? pw->pw_name : nullptr;
+  }
+  std::string u = user && *user ? user : ("uid" + std::to_string(::getuid()));
+  std::string c = u + "@" + host;
+  for (char& ch : c)
+    if (static_cast<unsigned char>(ch) <= 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '_';
+  return c;
+}
+
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
   proto::Identity id;
@@ -158,7 +175,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   }
   fs::path pub = path;
   pub += ".pub";
-  write_file_mode(pub, encode_public_key(id.pk) + " " + path.filename().string() + "\n", 0644);
+  write_file_mode(pub, encode_public_key(id.pk) + " " + key_comment() + "\n", 0644);
   if (created) *created = true;
   return id;
 }

@@ -26,6 +26,8 @@ proto::Identity load_or_create_identity(const std::filesystem::path& path, bool*
 
 std::string encode_public_key(const proto::PublicKey& pk);  // "aesxfer-ed25519 <base64>"
 bool decode_public_key(const std::string& line, proto::PublicKey& out);
+// "user@host", the comment a new .pub line carries (as ssh-keygen writes it).
+std::string key_comment();
 
 enum class HostCheck { known, added, changed, unknown };
 // Pins on first use: adds the key when host is new (`unknown`, nothing written, when !add),

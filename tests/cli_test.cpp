@@ -130,3 +130,33 @@ TEST(ServeStart, NamesHostKeyRootAuthorizedKeysAndBadLines) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// First contact in three commands: keygen on the client prints exactly the line the server's
+// authorized_keys takes; with it there the client gets in, without it it is refused.
+TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
+  Workspace ws;  // ws.home: the server's; the client gets a home of its own
+  TempDir client_home("aesxfer-client");
+  auto k = run_aesxfer({"keygen"}, client_home.path(), 30);
+  ASSERT_EQ(k.exit_code, 0) << k.describe();
+  EXPECT_EQ(std::count(k.out.begin(), k.out.end(), '\n'), 1) << k.out;
+  EXPECT_EQ(k.out.rfind("aesxfer-ed25519 ", 0), 0u) << k.out;
+  EXPECT_NE(k.out.find('@'), std::string::npos) << "a user@host comment: " << k.out;
+  EXPECT_EQ(k.out, read_text_file(client_home / "id_ed25519.pub")) << "stdout is the .pub line";
+  EXPECT_NE(k.err.find("authorized_keys"), std::string::npos) << k.err;
+  ServerProcess server(ws.home, ws.root);
+  write_text_file(ws.local / "f", "hello");
+  std::vector<std::string> send = {"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())};
+  auto refused = run_aesxfer(send, client_home.path(), 30);
+  EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+  write_text_file(ws.home / "authorized_keys", k.out);
+  auto ok = run_aesxfer(send, client_home.path(), 30);
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe() << server.log();
+  EXPECT_EQ(read_text_file(ws.root / "f"), "hello");
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test

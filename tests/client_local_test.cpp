@@ -339,12 +339,12 @@ TEST_F(ClientLocal, IdentityIsCreatedOnlyWhenAbsentAndMustBePrivate) {
   fs::path id = home.path() / "id_ed25519";
   auto r = run_aesxfer({"keygen"}, home.path());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("created"), std::string::npos) << r.err;  // stdout holds the key line alone
   EXPECT_EQ(stat_of(id).st_mode & 07777, 0600u);
   const std::string key = read_text_file(id);
   r = run_aesxfer({"keygen"}, home.path());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(r.out.find("created"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("created"), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(id), key);
   // Readable by group or others: refused, left alone.
   for (mode_t m : {0640, 0604}) {
