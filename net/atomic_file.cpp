@@ -168,7 +168,10 @@ AtomicFile::~AtomicFile() {
 std::filesystem::path AtomicFile::temp_path() const { return shown_.parent_path() / tmp_; }
 
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
-  ::fchmod(fd, mode & 07777);
+  // Never the set-user-ID or set-group-ID bit a peer sent (docs/SECURITY.md): on a file it would
+  // run the peer's program as this user, on a directory it would choose the group of what is
+  // created in it. The sticky bit stays.
+  ::fchmod(fd, mode & 01777);
   if (mtime >= 0) {
     timespec ts[2];
     ts[0].tv_sec = ts[1].tv_sec = mtime;
