@@ -112,6 +112,14 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   tune_for_path(conn_->fd());
   proto::Message w = conn_->recv_message("the handshake");
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
+  if (w.status == proto::Status::refused) {
+    // Say what to do, in the one line: the line for the server's authorized_keys, which is this
+    // identity's .pub file, and where it goes (the server's text is the peer's; made printable).
+    const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
+    throw Failure(printable(hp + " refused the login: " + text) + "; to be let in, add this line to " +
+                  "$AESXFER_HOME/authorized_keys on the server (aesxfer keygen prints it): " +
+                  encode_public_key(id.pk) + " " + key_comment());
+  }
   if (w.status != proto::Status::ok) throw refused(w, hp + " refused the login");
 }
 

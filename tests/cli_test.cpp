@@ -151,6 +151,14 @@ TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
   std::vector<std::string> send = {"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())};
   auto refused = run_aesxfer(send, client_home.path(), 30);
   EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+  // The refusal says what to do: the very line keygen printed, and where it goes.
+  EXPECT_NE(refused.err.find("add this line to $AESXFER_HOME/authorized_keys on the server"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find(k.out.substr(0, k.out.size() - 1)), std::string::npos) << refused.err;
+  // One line for the refusal (after the first-contact line about the host key).
+  const std::string last = refused.err.substr(refused.err.rfind('\n', refused.err.size() - 2) + 1);
+  EXPECT_NE(last.find("refused the login"), std::string::npos) << refused.err;
+  EXPECT_NE(last.find("aesxfer-ed25519 "), std::string::npos) << refused.err;
   write_text_file(ws.home / "authorized_keys", k.out);
   auto ok = run_aesxfer(send, client_home.path(), 30);
   EXPECT_EQ(ok.exit_code, 0) << ok.describe() << server.log();
