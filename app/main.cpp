@@ -40,19 +40,51 @@ void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", ms
 struct Remote {
   std::string host;
   std::string path;
+  std::string user;  // "user@host:path": accepted for scp users' habits, and ignored (see below)
 };
 
-// "host:path", "[v6addr]:path"; nullopt when the argument names no host (a local path).
-std::optional<Remote> parse_remote(const std::string& s) {
+// "host:path", "[v6addr]:path", either with "user@" before it; nullopt when the argument names
+// no host (a local path).
+std::optional<Remote> parse_remote(const std::string& arg) {
+  std::string s = arg, user;
+  const size_t at = s.find('@'), colon0 = s.find(':'), slash0 = s.find('/');
+  if (at != std::string::npos && at > 0 && colon0 != std::string::npos && at < colon0 &&
+      (slash0 == std::string::npos || at < slash0)) {
+    user = s.substr(0, at);
+    s = s.substr(at + 1);
+  }
   if (!s.empty() && s[0] == '[') {
     size_t close = s.find(']');
     if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
-    return Remote{s.substr(1, close - 1), s.substr(close + 2)};
+    Remote r{s.substr(1, close - 1), s.substr(close + 2), user};
+    if (r.path.empty()) r.path = ".";
+    return r;
   }
   size_t colon = s.find(':');
   size_t slash = s.find('/');
   if (colon == std::string::npos || colon == 0 || (slash != std::string::npos && slash < colon)) return std::nullopt;
-  return Remote{s.substr(0, colon), s.substr(colon + 1)};
+  Remote r{s.substr(0, colon), s.substr(colon + 1), user};
+  if (r.path.empty()) r.path = ".";  // "host:" is the server's root, as scp's is the home directory
+  return r;
+}
+
+// What scp users type that means nothing here. An aesxfer server serves one root to every
+// authorized key, so "user@" is ignored (with a note); "~" would be a file named "~" under the
+// root, so it is refused with the form that works. Returns false after printing the error.
+bool check_remote(const Remote& r, bool quiet) {
+  if (!r.user.empty() && !quiet)
+    std::fprintf(stderr, "aesxfer: note: '%s@' is ignored: the server has one root for every authorized key\n",
+                 net::printable(r.user).c_str());
+  if (!r.path.empty() && r.path[0] == '~') {
+    die_line(net::printable(r.host + ":" + r.path) +
+             ": '~' has no meaning here: paths are relative to the server's --root (write " +
+             net::printable(r.host) + ":" + net::printable(r.path.substr(r.path.find('/') == std::string::npos
+                                                                             ? r.path.size()
+                                                                             : r.path.find('/') + 1)) +
+             ")");
+    return false;
+  }
+  return true;
 }
 
 
@@ -218,6 +250,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
     die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
     return kExitUsage;
   }
+  if (!check_remote(*remote, t.quiet)) return kExitUsage;
   net::ClientOptions co;
   co.host = remote->host;
   if (!pick_suite(t, co)) return kExitUsage;
@@ -357,10 +390,11 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t) {
   auto remote = parse_remote(src);
-  if (!remote || remote->path.empty()) {
+  if (!remote) {
     die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
     return kExitUsage;
   }
+  if (!check_remote(*remote, t.quiet)) return kExitUsage;
   if (t.recursive) {
     if (dest == "-") {
       die_line("recv: -r cannot write a directory to standard output");

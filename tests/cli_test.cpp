@@ -168,3 +168,40 @@ TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// Addresses as scp users type them: user@host:path (the user part ignored, with a note),
+// host: for the root, and host:~/x refused with the form that works.
+TEST(Addresses, UserAtHostRootAndTilde) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::string port = std::to_string(server.port());
+  write_text_file(ws.local / "f", "hello");
+  auto r = run_aesxfer({"send", (ws.local / "f").string(), "alice@127.0.0.1:g", "-P", port}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "g"), "hello");
+  EXPECT_NE(r.err.find("note: 'alice@' is ignored"), std::string::npos) << r.err;
+  auto v6 = run_aesxfer({"send", (ws.local / "f").string(), "bob@127.0.0.1:h", "-P", port, "-q"}, ws.home, 30);
+  EXPECT_EQ(v6.exit_code, 0) << v6.describe();
+  EXPECT_EQ(v6.err, "") << "-q: no note";
+  // host: is the root.
+  auto root = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:", "-P", port}, ws.home, 30);
+  EXPECT_EQ(root.exit_code, 0) << root.describe();
+  EXPECT_EQ(read_text_file(ws.root / "f"), "hello");
+  auto back = run_aesxfer({"recv", "127.0.0.1:", (ws.local / "tree").string(), "-r", "-P", port, "-q"}, ws.home, 30);
+  EXPECT_EQ(back.exit_code, 0) << back.describe();
+  EXPECT_EQ(read_text_file(ws.local / "tree/g"), "hello");
+  // ~ is refused before connecting, and nothing named "~" appears.
+  auto tilde = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:~/x", "-P", port}, ws.home, 30);
+  EXPECT_EQ(tilde.exit_code, 2) << tilde.describe();
+  EXPECT_NE(tilde.err.find("'~' has no meaning here: paths are relative to the server's --root (write 127.0.0.1:x)"),
+            std::string::npos)
+      << tilde.err;
+  EXPECT_FALSE(fs::exists(ws.root / "~"));
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
