@@ -26,11 +26,6 @@ std::string host_port(const std::string& host, uint16_t port) {
   return host + ":" + std::to_string(port);
 }
 
-Failure refused(const proto::Message& m, const std::string& what) {
-  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
-  return Failure(printable(what + ": " + text));
-}
-
 // The first bytes a server sent, when they cannot start an aesxfer handshake frame (a u32 length
 // of at most 4096 begins with two zero bytes): the start of its first line, for the message
 // "HOST:PORT is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1')". Empty otherwise.
@@ -42,6 +37,18 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 }
 
 }  // namespace
+
+Failure refused(const proto::Message& m, const std::string& what) {
+  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
+  // The server's text usually starts with the path it refuses ("nope.bin: no such file"), and
+  // `what` ends with the path the user asked for: name it once.
+  if (const size_t c = text.find(": "); c != std::string::npos && c > 0) {
+    const std::string head = ":" + text.substr(0, c);
+    if (what.size() >= head.size() && what.compare(what.size() - head.size(), head.size(), head) == 0)
+      text = text.substr(c + 2);
+  }
+  return Failure(printable(what + ": " + text));
+}
 
 Client::Client(const ClientOptions& opt) : opt_(opt) {
   proto::Identity id = load_or_create_identity(opt_.home / "id_ed25519");

@@ -72,6 +72,10 @@ struct RemoteDir {
   std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
 };
 
+// A refusal from the server as one line for the user: "what: the server's reason", with the
+// server's text made printable and the path named once. Shared by the client's request sites.
+Failure refused(const proto::Message& m, const std::string& what);
+
 class Client {
  public:
   // Connects and authenticates both ways; throws Failure with one clear line.

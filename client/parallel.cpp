@@ -44,11 +44,6 @@ constexpr int kAutoMaxStreams = 8;
 constexpr uint64_t kAutoMinPart = 8u << 20;            // auto: no part smaller than 8 MiB
 constexpr uint64_t kMinPart = proto::kDefaultPayload;  // explicit --streams: one record
 
-Failure refused(const proto::Message& m, const std::string& what) {
-  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
-  return Failure(printable(what + ": " + text));
-}
-
 // The third field of /proc/sys/net/ipv4/tcp_[rw]mem (the autotuning maximum), or fallback.
 uint64_t sysctl_max(const char* path, uint64_t fallback) {
   std::ifstream f(path);

@@ -21,11 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-Failure refused(const proto::Message& m, const std::string& what) {
-  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
-  return Failure(printable(what + ": " + text));
-}
-
 // The existing destination as a resume base: a regular, non-empty file opened without following
 // a symbolic link, or -1.
 int open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {

@@ -205,3 +205,25 @@ TEST(Addresses, UserAtHostRootAndTilde) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A remote error names the file once: "HOST:PORT:nope.bin: no such file...", not "...nope.bin:
+// nope.bin: ...".
+TEST(RemoteErrors, NameTheFileOnce) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  auto r = run_aesxfer({"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "-P", std::to_string(server.port())},
+                       ws.home, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string last = r.err.substr(r.err.rfind("aesxfer: "));
+  size_t n = 0;
+  for (size_t at = last.find("nope.bin"); at != std::string::npos; at = last.find("nope.bin", at + 1)) ++n;
+  EXPECT_EQ(n, 1u) << last;
+  EXPECT_NE(last.find(":nope.bin: no such file"), std::string::npos) << last;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
