@@ -263,7 +263,7 @@ class LocalServer {
     fs::create_directories(root);
     const fs::path port_file = dir / "port";
     log_ = dir / "server.log";
-    std::vector<std::string> args = {exe, "serve", "--listen", "127.0.0.1", "-p", "0", "--root", root.string(),
+    std::vector<std::string> args = {exe, "serve", "--listen", "127.0.0.1", "-P", "0", "--root", root.string(),
                                      "--port-file", port_file.string(), "-q", "--timeout", "120"};
     if (no_aesni) args.push_back("--no-aesni");
     proc::SpawnOptions so;

@@ -641,7 +641,7 @@ int main(int argc, char** argv) {
   double serve_timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool serve_quiet = false;
   serve->add_option("--listen", listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
-  serve->add_option("-p,--port", so.port, "Port (default 7227; 0 picks a free one)");
+  serve->add_option("-P,--port", so.port, "Port (default 7227; 0 picks a free one)")->type_name("PORT");
   serve->add_option("--root", root, "Directory that files are read from and written to (default: .)");
   serve->add_option("--port-file", port_file, "Write the bound port to FILE once listening");
   serve->add_option("--authorized-keys", auth_keys, "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
@@ -738,6 +738,13 @@ int main(int argc, char** argv) {
     die_line(u);
     return kExitUsage;
   }
+  // One meaning of -p everywhere (--preserve, as in scp); the port is -P in every command.
+  if (std::string(argv[1]) == "serve")
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "-p") {
+        die_line("serve: the port option is -P (or --port); -p means --preserve in send and recv");
+        return kExitUsage;
+      }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,7 +14,7 @@ work=$(mktemp -d)
 export AESXFER_HOME="$work/home"
 trap 'kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; rm -rf "$work"' EXIT
 echo "==== server: aesxfer serve on 127.0.0.1"
-build/aesxfer serve --listen 127.0.0.1 -p 0 --root "$work" --port-file "$work/port" -q &
+build/aesxfer serve --listen 127.0.0.1 -P 0 --root "$work" --port-file "$work/port" -q &
 srv=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")

@@ -227,3 +227,21 @@ TEST(RemoteErrors, NameTheFileOnce) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// One port option, -P, in every command; -p is --preserve, and `serve -p` says so.
+TEST(Cli, PortIsCapitalPEverywhere) {
+  TempDir home;
+  auto r = run_aesxfer({"serve", "-p", "0"}, home.path(), 10);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("the port option is -P (or --port)"), std::string::npos) << r.err;
+  for (const char* sub : {"send", "recv", "serve", "bench"}) {
+    auto h = run_aesxfer({sub, "--help"}, home.path(), 10);
+    EXPECT_NE(h.out.find("-P,--port"), std::string::npos) << sub << "\n" << h.out;
+  }
+}
+
+}  // namespace
+}  // namespace aesxfer::test

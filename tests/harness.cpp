@@ -338,7 +338,7 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
 
 ServerProcess::ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args) {
   fs::path port_file = dir_.path() / "port";
-  std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",           "127.0.0.1", "-p", "0",
+  std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",           "127.0.0.1", "-P", "0",
                                 "--root",       root.string(), "--port-file",        port_file.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   ExecArgs ea(argv, {{"AESXFER_HOME", home.string()}});

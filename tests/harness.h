@@ -78,7 +78,7 @@ ProcResult run_process(const std::vector<std::string>& argv, const std::map<std:
 // Runs the aesxfer binary (AESXFER_BINARY) with args and AESXFER_HOME=home.
 ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& home, double timeout_s = 120);
 
-// `aesxfer serve --listen 127.0.0.1 -p 0 --root ROOT --port-file ...` with AESXFER_HOME=home.
+// `aesxfer serve --listen 127.0.0.1 -P 0 --root ROOT --port-file ...` with AESXFER_HOME=home.
 // The constructor returns once the port file exists (throws if the server exits or takes more
 // than 10 s). The destructor stops the server by its PID: SIGTERM, then SIGKILL after 5 s.
 class ServerProcess {

@@ -265,7 +265,7 @@ class Netns : public testing::Test {
     // The server listens on every address of its namespace (IPv6 and IPv4).
     fs::path pf = ws.tmp / "port";
     server = std::make_unique<NsProcess>(
-        ns_s, std::vector<std::string>{AESXFER_BINARY, "serve", "-p", "0", "--root", ws.root.string(), "--port-file",
+        ns_s, std::vector<std::string>{AESXFER_BINARY, "serve", "-P", "0", "--root", ws.root.string(), "--port-file",
                                        pf.string(), "-q", "--timeout", "60"},
         std::map<std::string, std::string>{{"AESXFER_HOME", ws.home.string()}}, ws.tmp / "server.log");
     for (int i = 0; i < 1000 && !fs::exists(pf); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));

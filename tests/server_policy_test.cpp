@@ -50,13 +50,13 @@ TEST_F(ServerPolicy, TheClientSaysWhy) {
 
 TEST(ServerPolicyOptions, UnknownNamesAreRefusedAtStart) {
   Workspace ws;
-  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-p", "0", "--root", ws.root.string(), "--ciphers",
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(), "--ciphers",
                         "aes128-gcm,rot13"},
                        ws.home, 20);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown cipher rot13"), std::string::npos) << r.err;
   r = run_aesxfer(
-      {"serve", "--listen", "127.0.0.1", "-p", "0", "--root", ws.root.string(), "--macs", "crc32"}, ws.home,
+      {"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(), "--macs", "crc32"}, ws.home,
       20);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown MAC crc32"), std::string::npos) << r.err;
