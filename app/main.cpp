@@ -554,6 +554,33 @@ std::string unknown_command(const CLI::App& app, int argc, char** argv) {
          "; commands: send, recv, serve, keygen, speed, bench (see --help)";
 }
 
+// recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
+// existing local directory; each source is fetched in turn, one that fails is reported and the
+// others still come, and the exit status is 1 if any failed.
+int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const TransferOpts& t) {
+  const std::string dest = args.back();
+  const size_t n = args.size() - 1;
+  if (n > 1) {
+    std::error_code ec;
+    if (dest == "-" || !fs::is_directory(dest, ec)) {
+      die_line("recv: " + net::printable(dest) + ": not a directory (several sources need an existing directory)");
+      return kExitUsage;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!parse_remote(args[i])) {
+        die_line("recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')");
+        return kExitUsage;
+      }
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int r = cmd_recv(args[i], dest, zero_size, t);
+    if (r == kExitUsage) return r;
+    if (r != 0) rc = r;
+  }
+  return rc;
+}
+
 void list_ciphers() {
   for (const auto& c : crypto::ciphers())
     std::printf("%-14s %s%s\n", c.name, c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
@@ -624,10 +651,12 @@ int main(int argc, char** argv) {
   send->add_flag("--resume", t.resume, "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
 
   auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
-  std::string recv_src, recv_dest;
+  std::vector<std::string> recv_args;
   uint64_t zero_size = 0;
-  recv->add_option("src", recv_src, "HOST:SRC")->required()->type_name("HOST:SRC");
-  recv->add_option("dest", recv_dest, "Local file or directory")->required()->type_name("DEST");
+  recv->add_option("args", recv_args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("HOST:SRC... DEST");
   recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->type_name("SIZE");
@@ -762,7 +791,7 @@ int main(int argc, char** argv) {
   if (*send || *recv) net::install_cleanup_on_signals();
   try {
     if (*send) return cmd_send(send_args, t);
-    if (*recv) return cmd_recv(recv_src, recv_dest, zero_size, t);
+    if (*recv) return cmd_recv_all(recv_args, zero_size, t);
     if (*serve) {
       so.listen = listen_addr;
       so.root = root;

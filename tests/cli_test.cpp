@@ -245,3 +245,31 @@ TEST(Cli, PortIsCapitalPEverywhere) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// recv takes several sources like scp: into an existing directory, a missing one reported while
+// the others still come, exit 1 at the end; several sources into a non-directory are refused.
+TEST(RecvSeveral, IntoADirectoryAndTheOthersStillCome) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::string port = std::to_string(server.port());
+  write_text_file(ws.root / "a", "A");
+  write_text_file(ws.root / "b", "B");
+  fs::create_directories(ws.local / "in");
+  auto r = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:nope", "127.0.0.1:b", (ws.local / "in").string(), "-P", port},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "in/a"), "A");
+  EXPECT_EQ(read_text_file(ws.local / "in/b"), "B");
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+  auto bad = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:b", (ws.local / "file").string(), "-P", port}, ws.home, 30);
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("not a directory"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(ws.local / "file"));
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
