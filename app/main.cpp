@@ -551,7 +551,7 @@ std::string unknown_command(const CLI::App& app, int argc, char** argv) {
     if (d < best_d) best_d = d, best = sub->get_name();
   }
   return "unknown command '" + net::printable(word) + "'" + (best.empty() ? "" : " (did you mean " + best + "?)") +
-         "; commands: send, recv, serve, keygen, speed, bench (see --help)";
+         "; commands: send, recv, serve, keygen, authorize, speed, bench (see --help)";
 }
 
 // recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
@@ -702,6 +702,12 @@ int main(int argc, char** argv) {
       ->type_name("SIZE");
 
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
+  auto* authorize = app.add_subcommand(
+      "authorize", "On the server: let a client key in (appends it to $AESXFER_HOME/authorized_keys)");
+  std::string authorize_what;
+  authorize->add_option("key", authorize_what, "The line aesxfer keygen printed, or a .pub file holding it")
+      ->required()
+      ->type_name("KEYLINE|FILE");
 
   auto* speed = app.add_subcommand("speed", "Cipher and MAC throughput, like openssl speed -evp");
   app::SpeedOptions sp;
@@ -833,6 +839,31 @@ int main(int argc, char** argv) {
                    "$AESXFER_HOME/authorized_keys");
       std::printf("%s\n", line.c_str());
       return 0;
+    }
+    if (*authorize) {
+      std::string line = authorize_what;
+      std::error_code ec;
+      if (fs::is_regular_file(authorize_what, ec)) {  // a .pub file: its first key line
+        std::ifstream in(authorize_what);
+        line.clear();
+        for (std::string l; std::getline(in, l);)
+          if (!l.empty() && l[0] != '#') {
+            line = l;
+            break;
+          }
+      }
+      const fs::path file = net::aesxfer_home() / "authorized_keys";
+      proto::PublicKey pk{};
+      try {
+        const auto r = net::authorize_key(file, line);
+        net::decode_public_key(line, pk);
+        std::printf("%s %s in %s\n", r == net::Authorize::added ? "added" : "already there:",
+                    proto::fingerprint(pk).c_str(), file.c_str());
+        return 0;
+      } catch (const std::runtime_error& e) {
+        die_line("authorize: " + net::printable(authorize_what.substr(0, 80)) + ": " + e.what());
+        return kExitUsage;
+      }
     }
     if (*speed) {
       std::stringstream ss(speed_list);

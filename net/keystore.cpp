@@ -224,4 +224,23 @@ std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::ve
   return keys;
 }
 
+Authorize authorize_key(const fs::path& file, const std::string& line_in) {
+  std::string line = line_in;
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  proto::PublicKey pk{};
+  if (line.find('\n') != std::string::npos || !decode_public_key(line, pk))
+    throw std::runtime_error("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
+  for (const auto& k : load_authorized_keys(file))
+    if (k == pk) return Authorize::already;
+  fs::create_directories(file.parent_path());
+  ::chmod(file.parent_path().c_str(), 0700);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  const std::string out = line + "\n";
+  const bool ok = ::write(fd, out.data(), out.size()) == ssize_t(out.size());
+  ::close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + file.string());
+  return Authorize::added;
+}
+
 }  // namespace aesxfer::net

@@ -29,6 +29,12 @@ bool decode_public_key(const std::string& line, proto::PublicKey& out);
 // "user@host", the comment a new .pub line carries (as ssh-keygen writes it).
 std::string key_comment();
 
+// `aesxfer authorize`: appends a key line (as keygen prints it) to the authorized_keys file,
+// created 0600 in a 0700 directory, opened without following a symlink; a key already there is
+// not added twice. Throws std::runtime_error for a line that is not a key or a file it cannot write.
+enum class Authorize { added, already };
+Authorize authorize_key(const std::filesystem::path& file, const std::string& line);
+
 enum class HostCheck { known, added, changed, unknown };
 // Pins on first use: adds the key when host is new (`unknown`, nothing written, when !add),
 // reports `changed` (and leaves the file alone) when a different key is on record. `expected`

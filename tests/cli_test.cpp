@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -268,6 +269,41 @@ TEST(RecvSeveral, IntoADirectoryAndTheOthersStillCome) {
   EXPECT_EQ(bad.exit_code, 2) << bad.describe();
   EXPECT_NE(bad.err.find("not a directory"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(ws.local / "file"));
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// `aesxfer authorize` on the server: the keygen line (or its .pub file) into authorized_keys,
+// 0600, once; anything else refused with one line; and the client then gets in.
+TEST(Authorize, KeygenLineOrPubFileLetsTheClientIn) {
+  Workspace ws;
+  TempDir client_home("aesxfer-client");
+  auto k = run_aesxfer({"keygen"}, client_home.path(), 30);
+  ASSERT_EQ(k.exit_code, 0) << k.describe();
+  std::string line = k.out.substr(0, k.out.find('\n'));
+  auto a = run_aesxfer({"authorize", line}, ws.home, 30);
+  EXPECT_EQ(a.exit_code, 0) << a.describe();
+  EXPECT_EQ(a.out.rfind("added SHA256:", 0), 0u) << a.out;
+  struct stat st {};
+  ASSERT_EQ(::stat((ws.home / "authorized_keys").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = run_aesxfer({"authorize", (client_home / "id_ed25519.pub").string()}, ws.home, 30);
+  EXPECT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(again.out.rfind("already there:", 0), 0u) << again.out;
+  EXPECT_EQ(read_text_file(ws.home / "authorized_keys"), line + "\n") << "added once";
+  auto bad = run_aesxfer({"authorize", "ssh-ed25519 AAAAC3Nza..."}, ws.home, 30);
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("not a key line"), std::string::npos) << bad.err;
+  ServerProcess server(ws.home, ws.root);
+  write_text_file(ws.local / "f", "x");
+  auto s = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())},
+                       client_home.path(), 30);
+  EXPECT_EQ(s.exit_code, 0) << s.describe();
   EXPECT_EQ(server.stop(), 0);
 }
 
