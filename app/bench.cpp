@@ -77,8 +77,8 @@
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
-#include "proto/handshake.h"
 #include "net/keystore.h"
+#include "proto/handshake.h"
 
 extern char** environ;
 
@@ -95,7 +95,6 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
@@ -109,7 +108,8 @@ std::string csv_field(const std::string& s) {
 double cpu_seconds_self() {
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 std::string utc_now(const char* format) {
@@ -178,7 +178,8 @@ class SignalCleanup {
   SignalCleanup& operator=(const SignalCleanup&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // A directory under the temp directory, removed with everything in it on destruction.
@@ -263,8 +264,9 @@ class LocalServer {
     fs::create_directories(root);
     const fs::path port_file = dir / "port";
     log_ = dir / "server.log";
-    std::vector<std::string> args = {exe, "serve", "--listen", "127.0.0.1", "-P", "0", "--root", root.string(),
-                                     "--port-file", port_file.string(), "-q", "--timeout", "120"};
+    std::vector<std::string> args = {exe,  "serve",     "--listen",    "127.0.0.1",   "-P",
+                                     "0",  "--root",    root.string(), "--port-file", port_file.string(),
+                                     "-q", "--timeout", "120"};
     if (no_aesni) args.push_back("--no-aesni");
     proc::SpawnOptions so;
     so.argv = args;
@@ -328,8 +330,8 @@ struct Row {
   const cr::CipherDesc* cipher = nullptr;
   const cr::MacDesc* mac = nullptr;
   bool no_aesni = false;
-  uint64_t record_size = 0;   // aesxfer rows: what the client asks for (0: its default) ...
-  uint64_t record_agreed = 0; // ... and what the server agreed
+  uint64_t record_size = 0;    // aesxfer rows: what the client asks for (0: its default) ...
+  uint64_t record_agreed = 0;  // ... and what the server agreed
   std::string impl;
   // scp rows: what -c and -o MACs= ask for (empty: defaults), and what ssh said it negotiated
   // (the asked-for names until a run has said).
@@ -638,7 +640,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       // The client's identity exists before the server starts, which accepts it by default.
       net::load_or_create_identity(home / "id_ed25519");
       fs::create_directories(scratch->path() / "hw");
-      server_hw = std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "hw", home, global_no_aesni);
+      server_hw =
+          std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "hw", home, global_no_aesni);
       g_child_pids[kServerHw] = server_hw->pid();
       if (need_portable_server) {
         fs::create_directories(scratch->path() / "sw");
@@ -658,8 +661,9 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     if (!opt.quiet)
       err << "aesxfer bench: writing " << human_bytes(opt.size) << " of test data...\n" << std::flush;
     DataFile data(opt.size);
-    const std::string where = local ? "127.0.0.1 (local server child, pid " + std::to_string(server_hw->pid()) + ")"
-                                    : opt.host + ":" + std::to_string(opt.port);
+    const std::string where =
+        local ? "127.0.0.1 (local server child, pid " + std::to_string(server_hw->pid()) + ")"
+              : opt.host + ":" + std::to_string(opt.port);
 
     for (int rep = 0; rep < opt.repeat; ++rep) {
       for (auto& r : rows) {
@@ -766,7 +770,9 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     for (auto* srv : {server_hw.get(), server_sw.get()}) {
       if (!srv) continue;
       const int st = srv->stop();
-      if (st != 0) err << "aesxfer bench: warning: the local server exited with status " << st << ": " << srv->log_tail() << "\n";
+      if (st != 0)
+        err << "aesxfer bench: warning: the local server exited with status " << st << ": " << srv->log_tail()
+            << "\n";
     }
     const pid_t sshd_pid = sshd ? sshd->pid() : -1;
     if (sshd) sshd->stop();
@@ -841,14 +847,15 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       out << "aesxfer bench: " << human_bytes(opt.size) << " x " << opt.repeat << " per cipher to " << where
           << ":/dev/null\n";
       if (vs) out << "scp:  " << ssh.version << ", to " << ssh.where << ":/dev/null\n";
-      out << "CPU:  " << cpu << " (" << std::thread::hardware_concurrency() << " logical CPUs), " << date << "\n";
+      out << "CPU:  " << cpu << " (" << std::thread::hardware_concurrency() << " logical CPUs), " << date
+          << "\n";
       out << "MB/s = 10^6 bytes/s (median, min, max of " << opt.repeat
           << " runs); CPU % of one core over the transfers\n";
       const int mw = vs ? 17 : 12;
       char line[320];
       std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s %9s %9s %7s %7s %8s%s\n", "cipher",
-                    vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median", "min",
-                    "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
+                    vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median",
+                    "min", "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
       out << line;
       for (const Row& r : rows) {
         const std::string tool = vs ? (r.scp() ? "scp     " : "aesxfer ") : "";
@@ -863,9 +870,9 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
         if (r.measured())
           std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f %9.1f %9.1f %7s %7s %8s%s\n",
                         r.name().c_str(), tool.c_str(), mw, short_ssh_name(r.mac_name()).c_str(),
-                        r.impl.c_str(), r.scp() ? "-" : (r.no_aesni ? "off" : "on"), rec.c_str(), r.median, r.min,
-                        r.max, pct_text(r.client_pct).c_str(), pct_text(r.server_pct).c_str(), speed.c_str(),
-                        ratio.c_str());
+                        r.impl.c_str(), r.scp() ? "-" : (r.no_aesni ? "off" : "on"), rec.c_str(), r.median,
+                        r.min, r.max, pct_text(r.client_pct).c_str(), pct_text(r.server_pct).c_str(),
+                        speed.c_str(), ratio.c_str());
         else
           std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s\n", r.name().c_str(), tool.c_str(), mw,
                         short_ssh_name(r.mac_name()).c_str(), "-", "-",
@@ -918,7 +925,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       for (const Row& r : rows) {
         if (r.scp() || !r.measured()) continue;
         const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
-        auto it = std::find_if(c.series.begin(), c.series.end(), [&](const svg::Series& s) { return s.label == name; });
+        auto it = std::find_if(c.series.begin(), c.series.end(),
+                               [&](const svg::Series& s) { return s.label == name; });
         if (it == c.series.end()) {
           c.series.push_back({name, {}, r.name()});  // one colour per cipher, dashed without AES-NI
           it = c.series.end() - 1;

@@ -16,23 +16,23 @@
 namespace aesxfer::app {
 
 struct BenchOptions {
-  std::string host;                  // empty: local server child on 127.0.0.1
-  uint16_t port = 7227;              // remote HOST's port (the local server picks its own)
-  std::vector<std::string> ciphers;  // names or aliases; empty = every cipher of the table
-  std::string mac;                   // for non-AEAD ciphers; empty = hmac-sha256
-  uint64_t size = uint64_t(1) << 30; // bytes per transfer
-  int repeat = 3;                    // transfers per cipher (the median is reported)
-  bool no_aesni = false;             // already applied via crypto::set_no_aesni (global --no-aesni)
-  bool no_aesni_too = false;         // every AES cipher also with the portable code on both sides
-  bool json = false;                 // one JSON object with "rows"
-  bool csv = false;                  // CSV, see kBenchCsvHeader
-  std::string plot;                  // SVG bar chart to write, or empty
+  std::string host;                   // empty: local server child on 127.0.0.1
+  uint16_t port = 7227;               // remote HOST's port (the local server picks its own)
+  std::vector<std::string> ciphers;   // names or aliases; empty = every cipher of the table
+  std::string mac;                    // for non-AEAD ciphers; empty = hmac-sha256
+  uint64_t size = uint64_t(1) << 30;  // bytes per transfer
+  int repeat = 3;                     // transfers per cipher (the median is reported)
+  bool no_aesni = false;              // already applied via crypto::set_no_aesni (global --no-aesni)
+  bool no_aesni_too = false;          // every AES cipher also with the portable code on both sides
+  bool json = false;                  // one JSON object with "rows"
+  bool csv = false;                   // CSV, see kBenchCsvHeader
+  std::string plot;                   // SVG bar chart to write, or empty
   std::string server_binary = "/proc/self/exe";  // what the local server child runs
-  double timeout = 60;               // network timeout per operation, seconds
-  bool quiet = false;                // no per-run progress lines on err
-  bool vs_scp = false;               // also send with `scp -c` (app/bench_scp.h)
-  std::vector<std::string> ssh_opts;  // --ssh-opts, each split at spaces, given to scp first
-  std::string sshd;                   // --sshd: the sshd to start without HOST (default: found)
+  double timeout = 60;                           // network timeout per operation, seconds
+  bool quiet = false;                            // no per-run progress lines on err
+  bool vs_scp = false;                           // also send with `scp -c` (app/bench_scp.h)
+  std::vector<std::string> ssh_opts;             // --ssh-opts, each split at spaces, given to scp first
+  std::string sshd;                              // --sshd: the sshd to start without HOST (default: found)
   // --record-size LIST: every aesxfer row once per record size (the sweep; --plot then draws MB/s
   // against record size, one line per cipher). Empty: the client's default size.
   std::vector<uint64_t> record_sizes;
@@ -63,7 +63,6 @@ struct BenchLoad {
 //   measured)" when the server is remote.
 std::string bench_verdict(const BenchLoad& load);
 inline constexpr double kBenchContendedPct = 15.0;
-
 
 // Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
 // 0 success, 1 a transfer or the local server failed, 2 bad options, 130 interrupted (SIGINT or

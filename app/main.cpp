@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -19,12 +19,12 @@
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
-#include "net/atomic_file.h"
-#include "net/keystore.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
+#include "net/atomic_file.h"
+#include "net/keystore.h"
 #include "server/server.h"
 
 namespace fs = std::filesystem;
@@ -62,7 +62,8 @@ std::optional<Remote> parse_remote(const std::string& arg) {
   }
   size_t colon = s.find(':');
   size_t slash = s.find('/');
-  if (colon == std::string::npos || colon == 0 || (slash != std::string::npos && slash < colon)) return std::nullopt;
+  if (colon == std::string::npos || colon == 0 || (slash != std::string::npos && slash < colon))
+    return std::nullopt;
   Remote r{s.substr(0, colon), s.substr(colon + 1), user};
   if (r.path.empty()) r.path = ".";  // "host:" is the server's root, as scp's is the home directory
   return r;
@@ -73,20 +74,20 @@ std::optional<Remote> parse_remote(const std::string& arg) {
 // root, so it is refused with the form that works. Returns false after printing the error.
 bool check_remote(const Remote& r, bool quiet) {
   if (!r.user.empty() && !quiet)
-    std::fprintf(stderr, "aesxfer: note: '%s@' is ignored: the server has one root for every authorized key\n",
+    std::fprintf(stderr,
+                 "aesxfer: note: '%s@' is ignored: the server has one root for every authorized key\n",
                  net::printable(r.user).c_str());
   if (!r.path.empty() && r.path[0] == '~') {
     die_line(net::printable(r.host + ":" + r.path) +
              ": '~' has no meaning here: paths are relative to the server's --root (write " +
-             net::printable(r.host) + ":" + net::printable(r.path.substr(r.path.find('/') == std::string::npos
-                                                                             ? r.path.size()
-                                                                             : r.path.find('/') + 1)) +
+             net::printable(r.host) + ":" +
+             net::printable(r.path.substr(r.path.find('/') == std::string::npos ? r.path.size()
+                                                                                : r.path.find('/') + 1)) +
              ")");
     return false;
   }
   return true;
 }
-
 
 struct TransferOpts {
   std::string cipher = "aes128-gcm";
@@ -97,16 +98,16 @@ struct TransferOpts {
   bool no_aesni = false;
   std::string keylog;
   double timeout = 30;
-  bool recursive = false;      // -r
-  bool preserve = false;       // -p
-  bool resume = false;         // --resume
-  bool json_progress = false;  // --json-progress
-  double limit_kbit = 0;       // -l, Kbit/s (0: none)
-  int streams = 0;             // --streams (0: auto)
-  std::string checksum = "xxh128";  // --checksum
+  bool recursive = false;                         // -r
+  bool preserve = false;                          // -p
+  bool resume = false;                            // --resume
+  bool json_progress = false;                     // --json-progress
+  double limit_kbit = 0;                          // -l, Kbit/s (0: none)
+  int streams = 0;                                // --streams (0: auto)
+  std::string checksum = "xxh128";                // --checksum
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
-  int verbose = 0;             // -v
-  bool strict_host_keys = false;  // --strict-host-keys
+  int verbose = 0;                                // -v
+  bool strict_host_keys = false;                  // --strict-host-keys
 };
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
@@ -123,9 +124,11 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
     return false;
   }
   if (co.cipher->aead && co.mac->tag_len && !t.mac.empty())
-    std::fprintf(stderr, "aesxfer: note: %s authenticates itself; -m %s is ignored\n", co.cipher->name, co.mac->name);
+    std::fprintf(stderr, "aesxfer: note: %s authenticates itself; -m %s is ignored\n", co.cipher->name,
+                 co.mac->name);
   if (co.cipher->legacy && co.cipher->mode != crypto::CipherMode::none && !t.quiet)
-    std::fprintf(stderr, "aesxfer: warning: %s is a legacy cipher, offered for comparison only\n", co.cipher->name);
+    std::fprintf(stderr, "aesxfer: warning: %s is a legacy cipher, offered for comparison only\n",
+                 co.cipher->name);
   if (co.cipher->mode == crypto::CipherMode::none && !t.quiet)
     std::fprintf(stderr, "aesxfer: warning: cipher none: data crosses the network unencrypted\n");
   if (!co.cipher->aead && co.mac->tag_len == 0 && !t.quiet)
@@ -161,7 +164,8 @@ std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r
   out += ",\"ranges\":[";
   for (size_t i = 0; i < r.ranges.size(); ++i)
     out += std::string(i ? "," : "") + "{\"offset\":" + std::to_string(r.ranges[i].offset) +
-           ",\"length\":" + std::to_string(r.ranges[i].length) + ",\"hex\":\"" + r.ranges[i].checksum.hex() + "\"}";
+           ",\"length\":" + std::to_string(r.ranges[i].length) + ",\"hex\":\"" + r.ranges[i].checksum.hex() +
+           "\"}";
   return out + "]}";
 }
 
@@ -171,29 +175,31 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
     std::fprintf(out,
-        "{%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-        "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
-        "\"checksum\":%s}\n",
-        app::json_name_fields("file", r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps, co.cipher->name, mac,
-        crypto::cipher_impl_name(*co.cipher).c_str(), r.verified ? "true" : "false",
-        (unsigned long long)r.resumed_from, r.streams, (unsigned long long)r.record_size,
-        checksum_json(co, r).c_str());
+                 "{%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
+                 "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
+                 "\"checksum\":%s}\n",
+                 app::json_name_fields("file", r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps,
+                 co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(),
+                 r.verified ? "true" : "false", (unsigned long long)r.resumed_from, r.streams,
+                 (unsigned long long)r.record_size, checksum_json(co, r).c_str());
   } else if (!t.quiet) {
     (void)tty_progress;
     std::string sum;
     if (t.verbose > 0) {
       sum = std::string(", ") + crypto::checksum_name(co.checksum);
-      if (r.ranges.empty()) sum += r.checksum.len ? " " + r.checksum.hex() : "";
-      else sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
+      if (r.ranges.empty())
+        sum += r.checksum.len ? " " + r.checksum.hex() : "";
+      else
+        sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
     }
     // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
     std::string resumed;
     if (r.resumed_from > 0)
       resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
                 std::to_string(r.bytes - r.resumed_from) + " moved";
-    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n", net::printable(r.file).c_str(),
-                 (unsigned long long)r.bytes, resumed.c_str(), r.seconds, mbps, co.cipher->name, mac,
-                 crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
+                 net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
+                 mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
   std::fflush(out);
 }
@@ -363,7 +369,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       std::string base = client.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
       for (const auto& e : entries) {
         std::string to = base == "." ? e.rel : base + "/" + e.rel;
-        if (e.dir) client.mkdir(to, "", e.mode, e.mtime);
+        if (e.dir)
+          client.mkdir(to, "", e.mode, e.mtime);
         else if (!send_one(e.local, to)) {
           stopped = true;
           break;
@@ -371,7 +378,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
       }
       if (!stopped && t.preserve) {  // directory modes and times last, deepest first
         for (auto it = entries.rbegin(); it != entries.rend(); ++it)
-          if (it->dir) client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
+          if (it->dir)
+            client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
         client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
       }
     }
@@ -408,15 +416,18 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
   fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
-  struct stat out_st {}, dest_st {};
-  bool to_stdout = dest == "-" || (::fstat(STDOUT_FILENO, &out_st) == 0 && ::stat(dest.c_str(), &dest_st) == 0 &&
-                                   out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
+  struct stat out_st {
+  }, dest_st{};
+  bool to_stdout =
+      dest == "-" || (::fstat(STDOUT_FILENO, &out_st) == 0 && ::stat(dest.c_str(), &dest_st) == 0 &&
+                      out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
   std::unique_ptr<net::Client> client;
   try {
     client = std::make_unique<net::Client>(co);
-    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress, msg);
+    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
+                       msg);
     app::JsonProgress jp(remote->path, t.json_progress, msg);
     app::RateLimiter limiter(t.limit_kbit);
     uint64_t last = 0;
@@ -441,7 +452,8 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     if (tty) std::fputc('\n', msg);
     std::string what = f.what();
     const std::string dir = remote->path + ": is a directory";  // the server's refusal, not a local error
-    if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0) what += " (use -r)";
+    if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0)
+      what += " (use -r)";
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -550,7 +562,8 @@ std::string unknown_command(const CLI::App& app, int argc, char** argv) {
     const size_t d = edit_distance(word, sub->get_name());
     if (d < best_d) best_d = d, best = sub->get_name();
   }
-  return "unknown command '" + net::printable(word) + "'" + (best.empty() ? "" : " (did you mean " + best + "?)") +
+  return "unknown command '" + net::printable(word) + "'" +
+         (best.empty() ? "" : " (did you mean " + best + "?)") +
          "; commands: send, recv, serve, keygen, authorize, speed, bench (see --help)";
 }
 
@@ -563,7 +576,8 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   if (n > 1) {
     std::error_code ec;
     if (dest == "-" || !fs::is_directory(dest, ec)) {
-      die_line("recv: " + net::printable(dest) + ": not a directory (several sources need an existing directory)");
+      die_line("recv: " + net::printable(dest) +
+               ": not a directory (several sources need an existing directory)");
       return kExitUsage;
     }
     for (size_t i = 0; i < n; ++i)
@@ -583,7 +597,8 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
 
 void list_ciphers() {
   for (const auto& c : crypto::ciphers())
-    std::printf("%-14s %s%s\n", c.name, c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
+    std::printf("%-14s %s%s\n", c.name,
+                c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
   for (const auto& m : crypto::macs()) std::printf("mac %-10s         %s\n", m.name, m.note);
 }
 
@@ -601,31 +616,36 @@ int main(int argc, char** argv) {
   app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
       ->envname("AESXFER_NO_AESNI");
   app.set_version_flag("-V,--version", std::string("aesxfer ") + AESXFER_VERSION + " (protocol " +
-                                             std::to_string(proto::kVersion) + ")");
+                                           std::to_string(proto::kVersion) + ")");
 
   TransferOpts t;
   auto add_transfer_opts = [&](CLI::App* sub) {
-    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")->type_name("CIPHER");
+    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")
+        ->type_name("CIPHER");
     sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
     sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
     sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
     sub->add_flag("--json", t.json, "Print one JSON object per file");
-    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")->type_name("FILE");
+    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
+        ->type_name("FILE");
     sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
         ->check(positive_seconds())
         ->type_name("SECONDS");
     sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
-    sub->add_flag("-p,--preserve", t.preserve,
-                  "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
-    sub->add_option("-l,--limit", t.limit_kbit,
-                    "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
-                    "(80M = 80000)")
+    sub->add_flag(
+        "-p,--preserve", t.preserve,
+        "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
+    sub->add_option(
+           "-l,--limit", t.limit_kbit,
+           "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
+           "(80M = 80000)")
         ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
                                           CLI::AsNumberWithUnit::CASE_INSENSITIVE)
                         .description(""))
         ->check(CLI::Range(0.0, 1e8).description(""))
         ->type_name("KBIT/S");
-    sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
+    sub->add_flag("--json-progress", t.json_progress,
+                  "JSON progress lines about every 0.5 s and a final one");
     sub->add_option("--streams", t.streams,
                     "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
                     "round trip is 10 ms or more; 1 = never)")
@@ -645,10 +665,14 @@ int main(int argc, char** argv) {
 
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
   std::vector<std::string> send_args;
-  send->add_option("args", send_args, "FILE... HOST:DEST")->required()->expected(2, -1)->type_name("FILE... HOST:DEST");
+  send->add_option("args", send_args, "FILE... HOST:DEST")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("FILE... HOST:DEST");
   add_transfer_opts(send);
   send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
-  send->add_flag("--resume", t.resume, "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
+  send->add_flag("--resume", t.resume,
+                 "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
 
   auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
   std::vector<std::string> recv_args;
@@ -661,8 +685,11 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false).description(""))
       ->type_name("SIZE");
   add_transfer_opts(recv);
-  recv->add_flag("-r,--recursive", t.recursive, "Fetch a directory recursively (symlinks on the server are skipped)");
-  recv->add_flag("--resume", t.resume, "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself (complete files are not fetched again)");
+  recv->add_flag("-r,--recursive", t.recursive,
+                 "Fetch a directory recursively (symlinks on the server are skipped)");
+  recv->add_flag("--resume", t.resume,
+                 "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself "
+                 "(complete files are not fetched again)");
 
   auto* serve = app.add_subcommand("serve", "Run the server");
   net::ServerOptions so;
@@ -673,30 +700,40 @@ int main(int argc, char** argv) {
   serve->add_option("-P,--port", so.port, "Port (default 7227; 0 picks a free one)")->type_name("PORT");
   serve->add_option("--root", root, "Directory that files are read from and written to (default: .)");
   serve->add_option("--port-file", port_file, "Write the bound port to FILE once listening");
-  serve->add_option("--authorized-keys", auth_keys, "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
-  serve->add_option("--partial-max-age", partial_days,
-                    "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
+  serve->add_option("--authorized-keys", auth_keys,
+                    "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
+  serve
+      ->add_option("--partial-max-age", partial_days,
+                   "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
       ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-sessions", so.max_sessions, "Refuse clients beyond this many at once (default 64)");
+  serve->add_option("--max-sessions", so.max_sessions,
+                    "Refuse clients beyond this many at once (default 64)");
   serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
   serve->add_option("--handshake-timeout", handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");
-  serve->add_option("--ciphers", so.ciphers,
-                    "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
+  serve
+      ->add_option("--ciphers", so.ciphers,
+                   "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
       ->delimiter(',');
-  serve->add_option("--macs", so.macs, "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
+  serve
+      ->add_option("--macs", so.macs,
+                   "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
       ->delimiter(',');
   serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
-  serve->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
+  serve
+      ->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   std::vector<std::string> serve_checksums;
-  serve->add_option("--checksums", serve_checksums,
-                    "File checksums clients may choose, comma-separated (default: xxh128,sha256,none)")
+  serve
+      ->add_option("--checksums", serve_checksums,
+                   "File checksums clients may choose, comma-separated (default: xxh128,sha256,none)")
       ->delimiter(',')
       ->type_name("LIST");
   uint64_t max_record = proto::kMaxRecordSize;
-  serve->add_option("--max-record-size", max_record, "Largest record payload the server agrees to (default 1M)")
+  serve
+      ->add_option("--max-record-size", max_record,
+                   "Largest record payload the server agrees to (default 1M)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
       ->type_name("SIZE");
@@ -714,9 +751,10 @@ int main(int argc, char** argv) {
   std::string speed_list;
   speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers, MACs and checksums (default: all)")
       ->type_name("LIST");
-  speed->add_option("--seconds", sp.seconds,
-                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
-                    "a whole table takes rows x sizes x this)")
+  speed
+      ->add_option("--seconds", sp.seconds,
+                   "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
+                   "a whole table takes rows x sizes x this)")
       ->check(positive_seconds())
       ->type_name("S");
   speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
@@ -728,7 +766,8 @@ int main(int argc, char** argv) {
                   "Every AES row also with the portable code (in the chart: same colour, dashed)");
 
   // `aesxfer bench`: the cipher lab (app/bench.h).
-  auto* bench = app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
+  auto* bench =
+      app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
   app::BenchOptions bo;
   std::string bench_list;
   bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)")
@@ -740,14 +779,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 50).description(""))
       ->type_name("SIZE");
   bench->add_option("--repeat", bo.repeat, "Transfers per cipher; median, min and max are shown (default 3)");
-  bench->add_flag("--no-aesni-too", bo.no_aesni_too, "Run every AES cipher with and without AES-NI, show the speed-up");
+  bench->add_flag("--no-aesni-too", bo.no_aesni_too,
+                  "Run every AES cipher with and without AES-NI, show the speed-up");
   auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
   bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
-  bench->add_option("--plot", bo.plot,
-                    "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
-                    "record size");
-  bench->add_option("--record-size", bo.record_sizes,
-                    "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
+  bench->add_option(
+      "--plot", bo.plot,
+      "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
+      "record size");
+  bench
+      ->add_option("--record-size", bo.record_sizes,
+                   "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
       ->delimiter(',')
       ->transform(CLI::AsSizeValue(false).description(""))
       ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
@@ -755,7 +797,8 @@ int main(int argc, char** argv) {
   bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
   bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
-  bench->add_flag("--no-aesni", no_aesni, "Use the portable crypto code (both sides when the server is local)");
+  bench->add_flag("--no-aesni", no_aesni,
+                  "Use the portable crypto code (both sides when the server is local)");
   bench->add_flag(
       "--vs-scp", bo.vs_scp,
       "Also send with scp -c (matching cipher and MAC) and scp's defaults; without HOST to a throwaway "
@@ -814,7 +857,8 @@ int main(int argc, char** argv) {
         for (const auto& name : serve_checksums) {
           crypto::ChecksumAlg a;
           if (!crypto::find_checksum(name, a)) {
-            die_line("serve: unknown checksum '" + name + "' in --checksums (known: " + crypto::checksum_names() + ")");
+            die_line("serve: unknown checksum '" + name +
+                     "' in --checksums (known: " + crypto::checksum_names() + ")");
             return kExitUsage;
           }
           so.policy.checksums |= 1u << uint8_t(a);
@@ -857,8 +901,9 @@ int main(int argc, char** argv) {
       try {
         const auto r = net::authorize_key(file, line);
         net::decode_public_key(line, pk);
-        std::printf("%s %s in %s\n", r == net::Authorize::added ? "added" : "already there:",
-                    proto::fingerprint(pk).c_str(), file.c_str());
+        std::printf("%s %s in %s\n",
+                    r == net::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
+                    file.c_str());
         return 0;
       } catch (const std::runtime_error& e) {
         die_line("authorize: " + net::printable(authorize_what.substr(0, 80)) + ": " + e.what());

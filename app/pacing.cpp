@@ -34,7 +34,6 @@ void RateLimiter::consume(uint64_t n) {
   }
 }
 
-
 JsonProgress::JsonProgress(std::string name, bool enabled, std::FILE* out)
     : name_(std::move(name)), enabled_(enabled), out_(out) {}
 
@@ -59,7 +58,8 @@ void JsonProgress::finish(uint64_t done) {
 void JsonProgress::line(uint64_t done, bool final) {
   double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
   double moved = done > base_ ? double(done - base_) : 0;
-  std::fprintf(out_, "{\"file\":%s,\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
+  std::fprintf(out_,
+               "{\"file\":%s,\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
                json_quote(name_).c_str(), (unsigned long long)done, (unsigned long long)total_,
                secs > 0 ? moved / secs / 1e6 : 0.0, secs, final ? "true" : "false");
   std::fflush(out_);
@@ -67,13 +67,15 @@ void JsonProgress::line(uint64_t done, bool final) {
 
 namespace {
 
-void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out, std::vector<std::string>* skipped) {
+void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
+          std::vector<std::string>* skipped) {
   std::vector<fs::path> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path());
   std::sort(names.begin(), names.end());
   for (const auto& p : names) {
     std::string rel = prefix.empty() ? p.filename().string() : prefix + "/" + p.filename().string();
-    struct stat lst {}, st {};
+    struct stat lst {
+    }, st{};
     if (::lstat(p.c_str(), &lst) != 0) continue;
     bool link = S_ISLNK(lst.st_mode);
     if (::stat(p.c_str(), &st) != 0) {

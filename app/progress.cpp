@@ -82,8 +82,8 @@ void Progress::draw(uint64_t done, bool final) {
   winsize ws{};
   const int cols = (::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) ? ws.ws_col : 80;
   char right[96];
-  std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(), rate / 1048576.0,
-                eta);
+  std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(),
+                rate / 1048576.0, eta);
   int name_w = cols - int(std::string(right).size()) - 1;
   if (name_w < 8) name_w = 8;
   const std::string name = name_.size() > size_t(name_w) ? name_.substr(0, size_t(name_w)) : name_;

@@ -26,7 +26,6 @@
 // barrier; the bytes of all threads are summed and divided by the common wall time (from the
 // release to the last thread's end).
 #include "app/speed.h"
-#include "app/json.h"
 
 #include <algorithm>
 #include <barrier>
@@ -46,13 +45,14 @@
 #include <thread>
 #include <vector>
 
+#include "app/json.h"
 #include "app/svg.h"
 #include "crypto/aes.h"
 #include "crypto/blowfish.h"
+#include "crypto/checksum.h"
 #include "crypto/cpu.h"
 #include "crypto/gcm.h"
 #include "crypto/rc4.h"
-#include "crypto/checksum.h"
 #include "crypto/sha256.h"
 #include "crypto/suite.h"
 
@@ -63,11 +63,11 @@ namespace cr = aesxfer::crypto;
 using Clock = std::chrono::steady_clock;
 
 // A fixed benchmark key (no secret is involved); 56 bytes covers Blowfish's longest key.
-constexpr uint8_t kKey[56] = {
-    0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c,
-    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
-    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
-    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27};
+constexpr uint8_t kKey[56] = {0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88,
+                              0x09, 0xcf, 0x4f, 0x3c, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+                              0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13,
+                              0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+                              0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27};
 constexpr size_t kAadLen = 13;  // TLS-like record header, as `openssl speed -aead` uses
 
 // Keeps the optimiser from dropping work whose result nobody reads (memcpy, digests).
@@ -214,7 +214,9 @@ class GcmOpenOp final : public Op {
     std::memset(nonce_, 0x33, sizeof nonce_);
     g_->seal(nonce_, aad_, kAadLen, ct_.get(), ct_.get(), bytes_, tag_);
   }
-  void once() noexcept override { good_ &= g_->open(nonce_, aad_, kAadLen, ct_.get(), pt_.get(), bytes_, tag_); }
+  void once() noexcept override {
+    good_ &= g_->open(nonce_, aad_, kAadLen, ct_.get(), pt_.get(), bytes_, tag_);
+  }
   bool ok() const noexcept override { return good_; }
 
  private:
@@ -359,14 +361,17 @@ void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
         const std::string impl = aes()->impl();
         add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, false); });
         add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, true); });
-        add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 8); }, 8);
+        add(
+            "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 8); }, 8);
         if (impl == "vaes")
-          add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 16); }, 16);
+          add(
+              "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 16); }, 16);
       } else if (c.alg == cr::CipherAlg::blowfish) {
         const std::string impl = blowfish()->impl();
         add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, false); });
         add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, true); });
-        add("enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(blowfish(), n, 4); }, 4);
+        add(
+            "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(blowfish(), n, 4); }, 4);
       }
       break;
     }
@@ -438,8 +443,8 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
   }
   using Dur = Clock::duration;
   const auto run_for = std::chrono::duration_cast<Dur>(std::chrono::duration<double>(seconds));
-  const auto warm_for = std::chrono::duration_cast<Dur>(
-      std::chrono::duration<double>(std::clamp(seconds / 20, 0.001, 0.05)));
+  const auto warm_for =
+      std::chrono::duration_cast<Dur>(std::chrono::duration<double>(std::clamp(seconds / 20, 0.001, 0.05)));
   const auto batch_target = std::chrono::duration_cast<Dur>(std::chrono::microseconds(100));
 
   Clock::time_point t0;
@@ -488,7 +493,6 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
   return cell;
 }
 
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -517,7 +521,8 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   std::vector<const cr::MacDesc*> sel_m;
   std::vector<cr::ChecksumAlg> sel_s;
   auto add_sum = [&](cr::ChecksumAlg a) {
-    if (a != cr::ChecksumAlg::none && std::find(sel_s.begin(), sel_s.end(), a) == sel_s.end()) sel_s.push_back(a);
+    if (a != cr::ChecksumAlg::none && std::find(sel_s.begin(), sel_s.end(), a) == sel_s.end())
+      sel_s.push_back(a);
   };
   if (opt.ciphers.empty()) {
     for (const auto& c : cr::ciphers()) sel_c.push_back(&c);
@@ -535,8 +540,9 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
       } else if (cr::find_checksum(name, sum) && sum != cr::ChecksumAlg::none) {
         add_sum(sum);
       } else {
-        err << "aesxfer speed: unknown cipher, MAC or checksum '" << name << "' (ciphers: " << cr::cipher_names()
-            << "; MACs: " << cr::mac_names() << "; checksums: xxh128, sha256)\n";
+        err << "aesxfer speed: unknown cipher, MAC or checksum '" << name
+            << "' (ciphers: " << cr::cipher_names() << "; MACs: " << cr::mac_names()
+            << "; checksums: xxh128, sha256)\n";
         return 2;
       }
     }
@@ -582,9 +588,9 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   const bool masked = cr::no_aesni() || opt.no_aesni;
   // Aes128Gcm::impl() names its AES; GHASH follows the rule gcm.h documents (carry-less multiply
   // unless the AES is the portable one or the CPU lacks PCLMULQDQ), so it is derived here.
-  const std::string ghash_impl =
-      (gcm_impl != "software" && cr::cpu().pclmul) ? (gcm_impl == "vaes" && cr::cpu().vpclmul ? "vpclmulqdq" : "pclmulqdq")
-                                                   : "portable";
+  const std::string ghash_impl = (gcm_impl != "software" && cr::cpu().pclmul)
+                                     ? (gcm_impl == "vaes" && cr::cpu().vpclmul ? "vpclmulqdq" : "pclmulqdq")
+                                     : "portable";
 
   // Table heading.
   size_t label_w = 4;
@@ -598,7 +604,9 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     if (s.size() < w) s.append(w - s.size(), ' ');
     return s;
   };
-  auto rpad = [](const std::string& s, size_t w) { return s.size() < w ? std::string(w - s.size(), ' ') + s : s; };
+  auto rpad = [](const std::string& s, size_t w) {
+    return s.size() < w ? std::string(w - s.size(), ' ') + s : s;
+  };
 
   if (!opt.json) {
     out << "aesxfer speed\n";
@@ -620,7 +628,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     out.flush();
   }
 
-  std::string results;  // JSON array body
+  std::string results;                   // JSON array body
   std::vector<svg::Series> plot_series;  // --plot: one line per row
   bool all_ok = true;
   std::string failed;
@@ -649,7 +657,8 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
         results += ",\"impl\":" + json_quote(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
                    ",\"no_aesni\":" + (r.no_aesni || masked ? "true" : "false") +
-                   ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) + "}";
+                   ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) +
+                   "}";
       }
       if (!opt.json) out << "\n" << std::flush;
     }
@@ -664,9 +673,9 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
         << ",\"seconds\":" << fmt("%g", opt.seconds) << ",\"no_aesni\":" << (masked ? "true" : "false")
         << ",\"unit\":\"MB/s (10^6 bytes per second)\""
         << ",\"impl\":{\"aes\":" << json_quote(aes_impl) << ",\"gcm\":" << json_quote(gcm_impl)
-        << ",\"ghash\":" << json_quote(ghash_impl)
-        << ",\"sha256\":" << json_quote(sha_impl) << ",\"xxh128\":" << json_quote(cr::xxh_impl_name(cr::XxhImpl::best))
-        << "},\n  \"results\":[\n    " << results << "\n  ]}\n";
+        << ",\"ghash\":" << json_quote(ghash_impl) << ",\"sha256\":" << json_quote(sha_impl)
+        << ",\"xxh128\":" << json_quote(cr::xxh_impl_name(cr::XxhImpl::best)) << "},\n  \"results\":[\n    "
+        << results << "\n  ]}\n";
   }
   out.flush();
   if (!opt.plot.empty()) {
@@ -678,7 +687,8 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     std::tm tm{};
     ::gmtime_r(&now, &tm);
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
-    chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " + fmt("%g", opt.seconds) + " s per cell";
+    chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " +
+                     fmt("%g", opt.seconds) + " s per cell";
     chart.x_label = "block size (bytes, log2 scale)";
     chart.y_label = "MB/s (10^6 bytes/s, log10 scale)";
     chart.log10_y = true;  // memcpy and RC4 are orders of magnitude apart

@@ -78,8 +78,8 @@ double nice_step(double max, int ticks) {
 
 std::string header(double w, double h) {
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(w) + "\" height=\"" + num(h) +
-       "\" viewBox=\"0 0 " + num(w) + " " + num(h) + "\" " + kFont + ">\n";
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(w) + "\" height=\"" +
+       num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) + "\" " + kFont + ">\n";
   s += "<rect x=\"0\" y=\"0\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"#ffffff\"/>\n";
   return s;
 }
@@ -97,7 +97,8 @@ double y_axis(std::string& s, double x0, double x1, double top, double bottom, d
   s += "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
   for (double v = 0; v <= ymax + step / 2; v += step) {
     const double y = bottom - (bottom - top) * v / ymax;
-    s += "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) + "\"/>\n";
+    s +=
+        "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) + "\"/>\n";
   }
   s += "</g>\n<g class=\"yticks\" font-size=\"11\" fill=\"#333333\" text-anchor=\"end\">\n";
   for (double v = 0; v <= ymax + step / 2; v += step) {
@@ -108,9 +109,9 @@ double y_axis(std::string& s, double x0, double x1, double top, double bottom, d
   }
   s += "</g>\n";
   const double cy = (top + bottom) / 2;
-  s += "<text class=\"ylabel\" x=\"" + num(x0 - 58) + "\" y=\"" + num(cy) + "\" font-size=\"13\" fill=\"#222222\" " +
-       "text-anchor=\"middle\" transform=\"rotate(-90 " + num(x0 - 58) + " " + num(cy) + ")\">" + escape(y_label) +
-       "</text>\n";
+  s += "<text class=\"ylabel\" x=\"" + num(x0 - 58) + "\" y=\"" + num(cy) +
+       "\" font-size=\"13\" fill=\"#222222\" " + "text-anchor=\"middle\" transform=\"rotate(-90 " +
+       num(x0 - 58) + " " + num(cy) + ")\">" + escape(y_label) + "</text>\n";
   s += "<line class=\"axis\" x1=\"" + num(x0) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(x1) + "\" y2=\"" +
        num(bottom) + "\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
   s += "<line class=\"axis\" x1=\"" + num(x0) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x0) + "\" y2=\"" +
@@ -126,12 +127,14 @@ void log_y_axis(std::string& s, double x0, double x1, double top, double bottom,
   for (double d = dec_lo; d < dec_hi; d += 1)
     for (double m : {2.0, 5.0}) {
       const double y = ypos(d + std::log10(m));
-      s += "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) + "\"/>\n";
+      s += "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) +
+           "\"/>\n";
     }
   s += "</g>\n<g class=\"grid\" stroke=\"#d8d8d8\" stroke-width=\"1\">\n";
   for (double d = dec_lo; d <= dec_hi + 0.5; d += 1) {
     const double y = ypos(d);
-    s += "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) + "\"/>\n";
+    s +=
+        "<line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y) + "\"/>\n";
   }
   s += "</g>\n<g class=\"yticks\" font-size=\"11\" fill=\"#333333\" text-anchor=\"end\">\n";
   for (double d = dec_lo; d <= dec_hi + 0.5; d += 1) {
@@ -141,9 +144,9 @@ void log_y_axis(std::string& s, double x0, double x1, double top, double bottom,
   }
   s += "</g>\n";
   const double cy = (top + bottom) / 2;
-  s += "<text class=\"ylabel\" x=\"" + num(x0 - 58) + "\" y=\"" + num(cy) + "\" font-size=\"13\" fill=\"#222222\" " +
-       "text-anchor=\"middle\" transform=\"rotate(-90 " + num(x0 - 58) + " " + num(cy) + ")\">" + escape(y_label) +
-       "</text>\n";
+  s += "<text class=\"ylabel\" x=\"" + num(x0 - 58) + "\" y=\"" + num(cy) +
+       "\" font-size=\"13\" fill=\"#222222\" " + "text-anchor=\"middle\" transform=\"rotate(-90 " +
+       num(x0 - 58) + " " + num(cy) + ")\">" + escape(y_label) + "</text>\n";
   s += "<line class=\"axis\" x1=\"" + num(x0) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(x1) + "\" y2=\"" +
        num(bottom) + "\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
   s += "<line class=\"axis\" x1=\"" + num(x0) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x0) + "\" y2=\"" +
@@ -187,11 +190,21 @@ std::string escape(std::string_view in) {
       continue;
     }
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&apos;";
+        break;
       default:
         if (c < 0x20 && c != '\t' && c != '\n') break;  // not allowed in XML 1.0
         o += char(c);
@@ -302,8 +315,8 @@ std::string bar_chart(const BarChart& c) {
   for (const Item& it : items) {
     const double lx = it.x, ly = it.y;
     if (it.kind == 0) {
-      s += "<rect class=\"swatch\" x=\"" + num(lx) + "\" y=\"" + num(ly - 10) + "\" width=\"14\" height=\"12\" fill=\"" +
-           kPalette[it.idx % kPaletteN] + "\"/>\n";
+      s += "<rect class=\"swatch\" x=\"" + num(lx) + "\" y=\"" + num(ly - 10) +
+           "\" width=\"14\" height=\"12\" fill=\"" + kPalette[it.idx % kPaletteN] + "\"/>\n";
     } else if (it.kind == 1) {
       s += "<line x1=\"" + num(lx + 7) + "\" y1=\"" + num(ly - 12) + "\" x2=\"" + num(lx + 7) + "\" y2=\"" +
            num(ly + 3) + "\" stroke=\"#222222\" stroke-width=\"1.5\"/>\n";
@@ -335,16 +348,18 @@ std::string bar_chart(const BarChart& c) {
       const double by = ypos(bar.value);
       s += "<rect class=\"bar\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(kBarW) +
            "\" height=\"" + num(bottom - by) + "\" fill=\"" + kPalette[si % kPaletteN] + "\"><title>" +
-           escape(bar.label + " (" + bar.series + "): " + value_label(bar.value) + " MB/s") + "</title></rect>\n";
+           escape(bar.label + " (" + bar.series + "): " + value_label(bar.value) + " MB/s") +
+           "</title></rect>\n";
       double label_top = by;
       if (bar.hi > 0 || bar.lo > 0) {
         const double cx = bx + kBarW / 2, ylo = ypos(bar.lo), yhi = ypos(bar.hi);
         s += "<g class=\"whisker\" stroke=\"#222222\" stroke-width=\"1.5\">";
-        s += "<line x1=\"" + num(cx) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx) + "\" y2=\"" + num(yhi) + "\"/>";
-        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" + num(ylo) +
+        s += "<line x1=\"" + num(cx) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx) + "\" y2=\"" + num(yhi) +
              "\"/>";
-        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(yhi) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" + num(yhi) +
-             "\"/></g>\n";
+        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
+             num(ylo) + "\"/>";
+        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(yhi) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
+             num(yhi) + "\"/></g>\n";
         label_top = std::min(label_top, yhi);
       }
       s += text(bx + kBarW / 2, label_top - 5, value_label(bar.value) + (bar.contended ? "*" : ""),
@@ -357,7 +372,8 @@ std::string bar_chart(const BarChart& c) {
     for (size_t i = a; i < b; ++i)
       if (!c.bars[i].note.empty()) notes += (notes.empty() ? "" : " / ") + c.bars[i].note;
     if (!notes.empty())
-      s += text(x + gw / 2, bottom + 30, notes, "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
+      s += text(x + gw / 2, bottom + 30, notes,
+                "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
     const auto& lines = group_lines[g];
     for (size_t k = 0; k < lines.size(); ++k)
       s += text(
@@ -423,8 +439,8 @@ std::string line_chart(const LineChart& c) {
   s += "<g class=\"xticks\" font-size=\"11\" fill=\"#333333\" text-anchor=\"middle\">\n";
   for (double v : xs) {
     const double px = xpos(v);
-    s += "<line x1=\"" + num(px) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(px) + "\" y2=\"" + num(bottom + 5) +
-         "\" stroke=\"#333333\"/>\n";
+    s += "<line x1=\"" + num(px) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(px) + "\" y2=\"" +
+         num(bottom + 5) + "\" stroke=\"#333333\"/>\n";
     s += text(px, bottom + 18, c.log2_x ? bytes_label(v) : value_label(v), "");
   }
   s += "</g>\n";
@@ -441,13 +457,14 @@ std::string line_chart(const LineChart& c) {
       if (!pts.empty()) pts += ' ';
       pts += num(xpos(px)) + "," + num(ypos(py));
     }
-    s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + std::string(look[i].colour) + "\" stroke-width=\"2\"";
+    s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + std::string(look[i].colour) +
+         "\" stroke-width=\"2\"";
     if (*look[i].dash) s += " stroke-dasharray=\"" + std::string(look[i].dash) + "\"";
     s += " points=\"" + pts + "\"><title>" + escape(se.label) + "</title></polyline>\n";
     for (const auto& [px, py] : se.points) {
       if (c.log2_x && !(px > 0)) continue;
-      s += "<circle cx=\"" + num(xpos(px)) + "\" cy=\"" + num(ypos(py)) + "\" r=\"2.5\" fill=\"" + look[i].colour +
-           "\"/>\n";
+      s += "<circle cx=\"" + num(xpos(px)) + "\" cy=\"" + num(ypos(py)) + "\" r=\"2.5\" fill=\"" +
+           look[i].colour + "\"/>\n";
     }
   }
 
@@ -456,8 +473,8 @@ std::string line_chart(const LineChart& c) {
   const double ly0 = top + 6;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const double ly = ly0 + lstep * double(i);
-    s += "<line class=\"key\" x1=\"" + num(x1 + 24) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(x1 + 54) + "\" y2=\"" +
-         num(ly) + "\" stroke=\"" + look[i].colour + "\" stroke-width=\"2.5\"";
+    s += "<line class=\"key\" x1=\"" + num(x1 + 24) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(x1 + 54) +
+         "\" y2=\"" + num(ly) + "\" stroke=\"" + look[i].colour + "\" stroke-width=\"2.5\"";
     if (*look[i].dash) s += " stroke-dasharray=\"" + std::string(look[i].dash) + "\"";
     s += "/>\n";
     s += text(x1 + 60, ly + 4, c.series[i].label, "");
