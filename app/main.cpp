@@ -464,7 +464,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   return 0;
 }
 
-// recv -r (issue 7): the listing, then one get per file on the same connection (client/recv_tree.h).
+// recv -r: the listing, then one get per file on the same connection (client/recv_tree.h).
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t) {
   auto remote = parse_remote(src);
   net::ClientOptions co;

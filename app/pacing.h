@@ -1,4 +1,4 @@
-// Issue 7 client helpers for the CLI: the -l bandwidth limit, --json-progress lines, and the
+// Client helpers for the CLI: the -l bandwidth limit, --json-progress lines, and the
 // directory walk of -r.
 #pragma once
 #include <chrono>

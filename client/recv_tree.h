@@ -1,4 +1,4 @@
-// recv -r and recv --resume (issue 7, "Across machines"): the client's side of the list op and
+// recv -r and recv --resume: the client's side of the list op and
 // of a get with the resume flag (Client::list, Client::fetch_resumed in recv_tree.cpp), and the
 // local half of recv -r. See docs/PROTOCOL.md, "Listing" and "Resumed get".
 #pragma once

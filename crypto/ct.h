@@ -1,4 +1,4 @@
-// Constant-time checking hooks (issue 18; docs/SECURITY.md, "What is proven").
+// Constant-time checking hooks (docs/SECURITY.md, "What is proven, and how").
 //
 // Built with -DAESXFER_CT_CHECK=ON, the tests in tests/ct/ mark secrets (keys, plaintext, tags
 // under comparison) as undefined memory for valgrind's memcheck with ct_secret(); memcheck then

@@ -1,11 +1,8 @@
-// Resumable transfers (issue 7, --resume): a partial file the receiver keeps under a deterministic
-// name, the keyed hash both ends compute over a prefix to agree on where to restart, and the
-// stream loops of transfer.cpp with a starting offset (the prefix is hashed from the file so the
-// end record still carries the SHA-256 of the whole file). See docs/PROTOCOL.md, "Resume".
-//
-// send_stream_from/recv_stream_from duplicate the small loops of send_stream/recv_stream
-// (net/transfer.cpp, owned by the throughput work); they should become one implementation
-// with an offset parameter there.
+// Resumable transfers (--resume): a partial file the receiver keeps under a deterministic
+// name, and the keyed hash both ends compute over a prefix to agree on where to restart. The
+// stream itself is net/transfer.cpp's with a starting offset (StreamOptions::offset); the prefix
+// is fed to the file checksum so the end record still covers the whole file. See
+// docs/PROTOCOL.md, "Resume".
 #pragma once
 #include <array>
 #include <functional>

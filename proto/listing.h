@@ -1,4 +1,4 @@
-// The answer to a `list` request (issue 7, `recv -r`): the entries under a directory on the
+// The answer to a `list` request (`recv -r`): the entries under a directory on the
 // server, sent as one or more listing pages, each one control record. Pure encoding, no I/O.
 // See docs/PROTOCOL.md, "Listing (recv -r)".
 //

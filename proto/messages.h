@@ -18,7 +18,7 @@
 namespace aesxfer::proto {
 
 enum class MsgType : uint8_t { welcome = 1, request = 2, response = 3, result = 4, bye = 5 };
-// mkdir (3): create a directory (issue 7, -r); probe (4): ask for a kept partial file (--resume).
+// mkdir (3): create a directory (-r); probe (4): ask for a kept partial file (--resume).
 // commit (5): rename a file sent in parts (--streams) into place; stat (6): size, mode and mtime
 // of a file, before it is fetched in parts. list (7): the entries under a directory, answered by
 // listing pages (proto/listing.h; recv -r).
