@@ -365,12 +365,13 @@ void Server::run() {
   {
     // What a client needs to know once: the key to pin, where its key must go, and what in that
     // file will never match.
-    const fs::path ak = s.opt.authorized_keys.empty() ? s.opt.home / "authorized_keys" : s.opt.authorized_keys;
+    const fs::path ak =
+        s.opt.authorized_keys.empty() ? s.opt.home / "authorized_keys" : s.opt.authorized_keys;
     std::vector<std::string> problems;
     const size_t n = load_authorized_keys(ak, &problems).size();
     std::error_code ec2;
     s.log("authorized_keys=" + ak.string() + " (" + std::to_string(n) + " key" + (n == 1 ? "" : "s") +
-           (fs::exists(ak, ec2) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
+          (fs::exists(ak, ec2) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
     for (const auto& p : problems) s.warn(p);
   }
   s.check_descriptors();
