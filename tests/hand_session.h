@@ -40,25 +40,14 @@ class HandSession {
               const std::string& mac = "none",
               std::chrono::milliseconds timeout = std::chrono::milliseconds(8000)) {
     proto::Identity id = net::load_or_create_identity(identity);
-    int fd = net::connect_tcp("127.0.0.1", port, std::chrono::milliseconds(5000));
-    conn_ = std::make_unique<net::Conn>(fd, timeout, "test");
-    proto::ClientHandshake hs(id, *crypto::find_cipher(cipher), *crypto::find_mac(mac));
-    proto::Step step = hs.start();
-    conn_->write_all(step.send.data(), step.send.size());
-    uint8_t buf[4096];
-    while (!hs.host_key()) {
-      size_t n = conn_->read_some(buf, sizeof buf);
-      if (n == 0) throw net::Failure("closed during the handshake");
-      step = hs.feed(buf, n);
-      if (step.ec) throw net::Failure("handshake: " + step.ec.message() + " " + step.detail);
-      if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
-    }
-    step = hs.confirm_host();
-    conn_->write_all(step.send.data(), step.send.size());
-    keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
-    conn_->start_records(*keys_, true);
-    proto::Message w = conn_->recv_message("the welcome");
-    welcome_ok = w.type == proto::MsgType::welcome && w.status == proto::Status::ok;
+    start(net::connect_tcp("127.0.0.1", port, std::chrono::milliseconds(5000)), id, cipher, mac, timeout);
+  }
+  // Over a socket the caller connected itself (to choose when its descriptor number was taken);
+  // the session owns it from here.
+  HandSession(int connected_fd, const proto::Identity& id, const std::string& cipher = "aes128-gcm",
+              const std::string& mac = "none",
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(8000)) {
+    start(connected_fd, id, cipher, mac, timeout);
   }
   bool welcome_ok = false;
   net::Conn& conn() { return *conn_; }
@@ -105,6 +94,19 @@ class HandSession {
     }
     return resp;
   }
+  // A ranged put (one part of a parallel-stream put): on ok streams `length` zero bytes as the
+  // range and returns the Result; otherwise the Response.
+  proto::Message put_part(const proto::Message& req) {
+    proto::Message resp = ask(req);
+    if (resp.status != proto::Status::ok) return resp;
+    net::send_stream(*conn_, -1, req.length, nullptr, net::StreamOptions{0, false, true, req.offset});
+    return conn_->recv_message("the result");
+  }
+  // The commit of a parallel-stream put this connection carried a part of.
+  proto::Message commit(proto::Message req) {
+    req.op = proto::Op::commit;
+    return ask(req);
+  }
   void bye() {
     proto::Message b;
     b.type = proto::MsgType::bye;
@@ -112,6 +114,28 @@ class HandSession {
   }
 
  private:
+  void start(int fd, const proto::Identity& id, const std::string& cipher, const std::string& mac,
+             std::chrono::milliseconds timeout) {
+    conn_ = std::make_unique<net::Conn>(fd, timeout, "test");
+    proto::ClientHandshake hs(id, *crypto::find_cipher(cipher), *crypto::find_mac(mac));
+    proto::Step step = hs.start();
+    conn_->write_all(step.send.data(), step.send.size());
+    uint8_t buf[4096];
+    while (!hs.host_key()) {
+      size_t n = conn_->read_some(buf, sizeof buf);
+      if (n == 0) throw net::Failure("closed during the handshake");
+      step = hs.feed(buf, n);
+      if (step.ec) throw net::Failure("handshake: " + step.ec.message() + " " + step.detail);
+      if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
+    }
+    step = hs.confirm_host();
+    conn_->write_all(step.send.data(), step.send.size());
+    keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
+    conn_->start_records(*keys_, true);
+    proto::Message w = conn_->recv_message("the welcome");
+    welcome_ok = w.type == proto::MsgType::welcome && w.status == proto::Status::ok;
+  }
+
   static int memfd(const std::string& data) {
     int fd = ::memfd_create("hand-session", MFD_CLOEXEC);
     if (fd < 0 || ::pwrite(fd, data.data(), data.size(), 0) != ssize_t(data.size()))

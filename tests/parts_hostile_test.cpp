@@ -26,25 +26,8 @@ namespace {
 using proto::Message;
 constexpr uint64_t kRec = proto::kDefaultPayload;
 
-// An authenticated session with the server, driven by hand (tests/hand_session.h), with ranged
-// puts and commits.
-class Session : public HandSession {
- public:
-  Session(uint16_t port, const fs::path& identity) : HandSession(port, identity) {}
-
-  // Sends a ranged put request; on ok, streams `length` zero bytes as the range and returns the
-  // Result. Returns the Response when it is not ok.
-  Message put_part(const Message& req) {
-    Message resp = ask(req);
-    if (resp.status != proto::Status::ok) return resp;
-    net::send_stream(conn(), -1, req.length, nullptr, net::StreamOptions{0, false, true, req.offset});
-    return conn().recv_message("the result");
-  }
-  Message commit(Message req) {
-    req.op = proto::Op::commit;
-    return ask(req);
-  }
-};
+// An authenticated session with the server, driven by hand, with ranged puts and commits.
+using Session = HandSession;
 
 Message part(uint32_t i, uint32_t n, uint64_t off, uint64_t len, uint64_t size, uint8_t id_byte = 7) {
   Message m;
