@@ -181,7 +181,7 @@ void Server::Impl::check_descriptors() {
          " that --max-sessions " + std::to_string(opt.max_sessions) +
          " can use; parallel-stream files get what is left, and accepts back off when none is");
   uint64_t fixed = kBase + sessions_max * kPerSession;
-  parts.set_max_files(have > fixed ? have - fixed : 0);
+  parts.set_max_files(std::min(opt.max_part_files, have > fixed ? have - fixed : 0));
 }
 
 void Server::Impl::reap(bool all) {

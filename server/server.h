@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -36,6 +37,9 @@ struct ServerOptions {
   proto::ServerPolicy policy;          // --checksums, --max-record-size
   // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
   std::vector<std::string> ciphers, macs;
+  // Parallel-stream temporary files open at once over all sessions: at most this many, and never
+  // more than RLIMIT_NOFILE leaves after what --max-sessions needs (checked at start).
+  uint64_t max_part_files = UINT64_MAX;
 };
 
 class Server {

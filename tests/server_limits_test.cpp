@@ -6,6 +6,7 @@
 //   ServerLimits.*   accept backs off when descriptors run out (no spinning), the open-file limit is
 //                    raised at start, a parallel-stream put reserves nothing before data arrives,
 //                    and run() returns only once every session thread is joined
+//   ServerPartsBudget.* held parallel-stream files have one budget over all sessions
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 
 #include "crypto/cpu.h"
 #include "net/conn.h"
+#include "proto/messages.h"
 #include "server/server.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
@@ -286,6 +288,90 @@ TEST(ServerLimitsStop, RunReturnsOnlyOnceEverySessionThreadIsJoined) {
   EXPECT_EQ(proc_threads(::getpid()), before);
   server.reset();  // nothing may refer to it any more (ASan/TSan would see a use after free)
   for (auto& s : sessions) EXPECT_THROW(s->ask(make_request(Op::stat, "x")), net::Failure);
+}
+
+// ---- item 6: one budget of held part files -----------------------------------------------------
+
+constexpr uint64_t kPartLen = 4096;
+
+// Part `part` of a two-part parallel-stream put of `name` (transfer id all `id`).
+Message part_of(const std::string& name, uint8_t id, uint32_t part = 0) {
+  Message m = make_request(Op::put, name, name, 2 * kPartLen);
+  m.flags = proto::kFlagRange;
+  m.xfer_id.fill(id);
+  m.part = part;
+  m.nparts = 2;
+  m.offset = part * kPartLen;
+  m.length = kPartLen;
+  return m;
+}
+
+TEST(ServerPartsBudget, HeldPartFilesShareOneBudgetOverAllSessions) {
+  (void)crypto::cpu();  // CPU dispatch is chosen once, before threads start (as main() does)
+  Workspace ws;
+  net::ServerOptions so;
+  so.listen = "127.0.0.1";
+  so.port = 0;
+  so.root = ws.root;
+  so.home = ws.home;
+  so.max_part_files = 3;
+  net::Server server(so);
+  std::thread t([&] { server.run(); });
+  struct Join {
+    net::Server& s;
+    std::thread& t;
+    ~Join() {
+      if (!t.joinable()) return;
+      s.stop();
+      t.join();
+    }
+  } join{server, t};
+  for (int i = 0; i < 1000 && server.port() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_NE(server.port(), 0);
+  const fs::path id = ws.home / "id_ed25519";
+  HandSession a(server.port(), id), b(server.port(), id), c(server.port(), id);
+  ASSERT_TRUE(a.welcome_ok && b.welcome_ok && c.welcome_ok);
+
+  // Three part files held, two by one session and one by another: each first part sent and
+  // verified, its second part still to come.
+  ASSERT_EQ(a.put_part(part_of("t1", 1)).status, Status::ok);
+  ASSERT_EQ(a.put_part(part_of("t2", 2)).status, Status::ok);
+  ASSERT_EQ(b.put_part(part_of("t3", 3)).status, Status::ok);
+  EXPECT_EQ(temp_debris(ws.root).size(), 3u);
+
+  // A fourth file is refused at once with a reason, to a session that holds none and to one that
+  // holds two alike; nothing is created, and both sessions go on.
+  for (HandSession* s : {&c, &a}) {
+    Message r = s->ask(part_of("t4", 4));
+    EXPECT_EQ(r.status, Status::busy) << r.text;
+    EXPECT_NE(r.text.find("t4: server busy: 3 parallel-stream files open already"), std::string::npos)
+        << r.text;
+  }
+  EXPECT_EQ(temp_debris(ws.root).size(), 3u);
+  // A part of a file already open joins it: the budget never strands a transfer half-way.
+  ASSERT_EQ(c.put_part(part_of("t1", 1, 1)).status, Status::ok);
+
+  // A committed file leaves the budget: a new one is accepted again, and the one after it is not.
+  ASSERT_EQ(a.commit(part_of("t1", 1)).status, Status::ok);
+  EXPECT_EQ(fs::file_size(ws.root / "t1"), 2 * kPartLen);
+  ASSERT_EQ(c.put_part(part_of("t4", 4)).status, Status::ok);
+  EXPECT_EQ(c.ask(part_of("t5", 5)).status, Status::busy);
+
+  // A session that ends releases what it held: once b is gone, its file is gone and a new one is
+  // accepted again.
+  b.bye();
+  for (int i = 0; i < 500 && temp_debris(ws.root).size() > 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(temp_debris(ws.root).size(), 2u);  // t2 and t4
+  ASSERT_EQ(c.put_part(part_of("t5", 5)).status, Status::ok);
+  EXPECT_EQ(a.ask(part_of("t6", 6)).status, Status::busy);
+
+  a.bye();
+  c.bye();
+  server.stop();
+  t.join();
+  EXPECT_TRUE(temp_debris(ws.root).empty());  // the uncommitted files went with their sessions
 }
 
 }  // namespace
