@@ -138,7 +138,8 @@ void Server::Impl::start_session(int fd, const std::string& peer) {
   std::lock_guard<std::mutex> g(mu);
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
-      session(conn_fd, peer, sp->busy);
+      session(conn_fd, peer, sp->busy);  // closes conn_fd
+      if (opt.on_session_end) opt.on_session_end(conn_fd);
       {
         std::lock_guard<std::mutex> lg(mu);
         ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap

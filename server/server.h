@@ -40,6 +40,10 @@ struct ServerOptions {
   // Parallel-stream temporary files open at once over all sessions: at most this many, and never
   // more than RLIMIT_NOFILE leaves after what --max-sessions needs (checked at start).
   uint64_t max_part_files = UINT64_MAX;
+  // Test seam: called on a session's thread once the session has ended and closed the descriptor
+  // `fd` it worked on (so the number is free for a new accept), before its slot is released and
+  // the accept loop hears of it. Tests block here to provoke that reuse; serve leaves it empty.
+  std::function<void(int fd)> on_session_end;
 };
 
 class Server {

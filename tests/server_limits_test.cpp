@@ -5,16 +5,21 @@
 //   ServerPortFile.* --port-file is written by mkstemp + rename: a planted symlink is not followed
 //   ServerLimits.*   accept backs off when descriptors run out (no spinning), the open-file limit is
 //                    raised at start, a parallel-stream put reserves nothing before data arrives,
-//                    and run() returns only once every session thread is joined
+//                    and run() returns only once every session thread is joined, also when a new
+//                    connection took the descriptor number of a session still closing
 //   ServerPartsBudget.* held parallel-stream files have one budget over all sessions
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -288,6 +293,122 @@ TEST(ServerLimitsStop, RunReturnsOnlyOnceEverySessionThreadIsJoined) {
   EXPECT_EQ(proc_threads(::getpid()), before);
   server.reset();  // nothing may refer to it any more (ASan/TSan would see a use after free)
   for (auto& s : sessions) EXPECT_THROW(s->ask(make_request(Op::stat, "x")), net::Failure);
+}
+
+// A session ends and closes its descriptor; before it leaves the server's list of sessions, a new
+// connection is accepted onto the same descriptor number. Tracking sessions by that number (as
+// the server once did, in a set of fds) loses the new session when the old one leaves: stop()
+// then never shuts it down, run() waits out its grace period and returns with the session
+// still running on a server about to be destroyed. Tracked by object, both are reached.
+TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
+  (void)crypto::cpu();  // CPU dispatch is chosen once, before threads start (as main() does)
+  Workspace ws;
+  std::thread([] {}).join();  // a sanitizer's runtime starts its own thread with the first one
+  const long before = proc_threads(::getpid());
+  // The test seam: the first session to end waits there, its descriptor closed, until released.
+  std::mutex mu;
+  std::condition_variable cv;
+  int ended_fd = -1;
+  bool release = false;
+  net::ServerOptions so;
+  so.listen = "127.0.0.1";
+  so.port = 0;
+  so.root = ws.root;
+  so.home = ws.home;
+  so.on_session_end = [&](int fd) {
+    std::unique_lock<std::mutex> g(mu);
+    if (ended_fd >= 0) return;
+    ended_fd = fd;
+    cv.notify_all();
+    cv.wait(g, [&] { return release; });
+  };
+  auto server = std::make_unique<net::Server>(so);
+  std::thread t([&] { server->run(); });
+  std::vector<int> fillers;
+  int b_fd = -1;
+  struct Cleanup {  // on any early return too: the seam lets go, the server stops, fds close
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      release = true;
+    }
+    cv.notify_all();
+    if (t.joinable()) {
+      server->stop();
+      t.join();
+    }
+    for (int f : fillers) ::close(f);
+    if (b_fd >= 0) ::close(b_fd);
+  }};
+  for (int i = 0; i < 1000 && server->port() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_NE(server->port(), 0);
+  const proto::Identity id = net::load_or_create_identity(ws.home / "id_ed25519");
+  // The second client's socket exists before the first session ends, so that it cannot take the
+  // number the test wants the server's accept to take.
+  b_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(b_fd, 0);
+
+  HandSession a(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(a.welcome_ok);
+  a.bye();
+  {
+    std::unique_lock<std::mutex> g(mu);
+    ASSERT_TRUE(cv.wait_for(g, std::chrono::seconds(10), [&] { return ended_fd >= 0; }));
+  }
+  // Make the ended session's number the lowest free one, so the next accept takes it.
+  for (;;) {
+    int f = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(f, 0);
+    if (f >= ended_fd) {
+      ::close(f);
+      ASSERT_EQ(f, ended_fd) << "descriptor " << ended_fd << " was taken before the new accept";
+      break;
+    }
+    fillers.push_back(f);
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(b_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  // The server accepts the new connection onto the ended session's number.
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  for (int i = 0; i < 500 && ::fcntl(ended_fd, F_GETFD) == -1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(::getsockname(ended_fd, reinterpret_cast<sockaddr*>(&local), &len), 0)
+      << "descriptor " << ended_fd << " was not reused by the accept";
+  ASSERT_EQ(ntohs(local.sin_port), server->port())
+      << "descriptor " << ended_fd << " is not an accepted socket";
+  HandSession b(b_fd, id);
+  b_fd = -1;  // b owns it
+  ASSERT_TRUE(b.welcome_ok);
+  for (int f : fillers) ::close(f);
+  fillers.clear();
+
+  // The first session now leaves the server's list of sessions; wait until its thread is gone.
+  {
+    std::lock_guard<std::mutex> g(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (int i = 0; i < 500 && proc_threads(::getpid()) > before + 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(proc_threads(::getpid()), before + 2);  // run() and the second session
+
+  // Stopping reaches the second session: run() returns at once, every thread joined.
+  const auto t0 = Clock::now();
+  server->stop();
+  t.join();
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_LT(secs, 3.0) << "run() waited for a session that stop() did not shut down";
+  EXPECT_EQ(proc_threads(::getpid()), before);
+  // The second session's connection was shut down by the server, not left serving.
+  EXPECT_THROW(b.ask(make_request(Op::stat, "x")), net::Failure);
+  server.reset();
 }
 
 // ---- item 6: one budget of held part files -----------------------------------------------------
