@@ -38,18 +38,6 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-Failure refused(const proto::Message& m, const std::string& what) {
-  std::string text = m.text.empty() ? proto::status_name(m.status) : m.text;
-  // The server's text usually starts with the path it refuses ("nope.bin: no such file"), and
-  // `what` ends with the path the user asked for: name it once.
-  if (const size_t c = text.find(": "); c != std::string::npos && c > 0) {
-    const std::string head = ":" + text.substr(0, c);
-    if (what.size() >= head.size() && what.compare(what.size() - head.size(), head.size(), head) == 0)
-      text = text.substr(c + 2);
-  }
-  return Failure(printable(what + ": " + text));
-}
-
 Client::Client(const ClientOptions& opt) : opt_(opt) {
   proto::Identity id = load_or_create_identity(opt_.home / "id_ed25519");
   int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
@@ -77,12 +65,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   }
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";
-  HostCheck hc;
-  try {
-    hc = check_known_host(known, hp, *hs.host_key(), &expected, !opt_.strict_host_keys);
-  } catch (const std::runtime_error& e) {
-    throw Failure(e.what());
-  }
+  const HostCheck hc = check_known_host(known, hp, *hs.host_key(), &expected, !opt_.strict_host_keys);
   switch (hc) {
     case HostCheck::known:
       break;
@@ -127,7 +110,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
                   "$AESXFER_HOME/authorized_keys on the server (aesxfer keygen prints it): " +
                   encode_public_key(id.pk) + " " + key_comment());
   }
-  if (w.status != proto::Status::ok) throw refused(w, hp + " refused the login");
+  if (w.status != proto::Status::ok) throw proto::refusal(w, hp + " refused the login");
 }
 
 Client::~Client() = default;
@@ -138,23 +121,23 @@ void Client::throw_receivers_reason(const std::string& remote) {
     conn_->set_timeout(std::chrono::milliseconds(2000));
     proto::Message m = conn_->recv_message("the transfer");
     if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
-      throw refused(m, conn_->peer() + ":" + remote);
+      throw proto::refusal(m, conn_->peer() + ":" + remote);
   } catch (const Failure& reason) {
-    if (std::string(reason.what()).find(remote) != std::string::npos) throw;
+    if (reason.origin == Origin::peer) throw;
   }
 }
 
 void Client::expect_ok_result(const std::string& remote) {
   proto::Message res = conn_->recv_message("the transfer");
   if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-  if (res.status != proto::Status::ok) throw refused(res, conn_->peer() + ":" + remote);
+  if (res.status != proto::Status::ok) throw proto::refusal(res, conn_->peer() + ":" + remote);
 }
 
-void Client::send_failure_result(const RecvError& e) noexcept {
+void Client::send_failure_result(const Failure& e) noexcept {
   try {
     proto::Message result;
     result.type = proto::MsgType::result;
-    result.status = proto::Status(e.status);
+    result.status = e.status;
     result.text = e.what();
     conn_->send_message(result);
   } catch (...) {
@@ -207,7 +190,6 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     proto::Message probe = req;
     probe.op = proto::Op::probe;
     proto::Message pr = ask(probe);
-    if (pr.status != proto::Status::ok) throw refused(pr, conn_->peer() + ":" + remote);
     if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
       // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
       // continues from, so the server does not wait while the prefix is read a second time.
@@ -216,10 +198,11 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) {
-    clean_failure_ = true;  // refused before any data: the session goes on
-    throw refused(resp, conn_->peer() + ":" + remote);
+  try {
+    ask(req);
+  } catch (const Failure& f) {
+    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
+    throw;
   }
 
   FileResult r;
@@ -255,7 +238,6 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   req.mtime = mtime;
   if (apply_attrs) req.flags |= proto::kFlagPreserve;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   // A Response text holds at most kMaxMessage bytes (docs/PROTOCOL.md 3.2): an answer of that
   // length may have been cut, and a path built from it would name another directory.
   if (resp.text.size() >= proto::kMaxMessage)
@@ -273,10 +255,17 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   return fetch(remote, local, zero_size, on_start, progress);
 }
 
-proto::Message Client::ask(const proto::Message& req, const char* what) {
+proto::Message Client::exchange(const proto::Message& req, const char* what) {
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message(what);
-  if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
+  if (resp.type != proto::MsgType::response)
+    throw Failure::link("protocol error from " + conn_->peer() + ": expected a response", proto::Status::integrity);
+  return resp;
+}
+
+proto::Message Client::ask(const proto::Message& req, const char* what) {
+  proto::Message resp = exchange(req, what);
+  if (resp.status != proto::Status::ok) throw proto::refusal(resp, conn_->peer() + ":" + req.path);
   return resp;
 }
 
@@ -286,7 +275,7 @@ proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size
   req.op = proto::Op::stat;
   req.path = remote;
   req.size = zero_size;
-  return ask(req, what);
+  return exchange(req, what);
 }
 
 bool Client::is_remote_dir(const std::string& remote) {
@@ -359,7 +348,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message st = stat_remote(remote, zero_size);
-    if (st.status != proto::Status::ok) throw refused(st, conn_->peer() + ":" + remote);
+    if (st.status != proto::Status::ok) throw proto::refusal(st, conn_->peer() + ":" + remote);
     int n = streams_for(st.size);
     if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }
@@ -369,7 +358,6 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   req.path = remote;
   req.size = zero_size;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
 
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = open_local(local, dirfd);
@@ -385,9 +373,10 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
         recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out)
       out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
-  } catch (const RecvError& e) {
+  } catch (const Failure& e) {
+    if (e.origin != Origin::local) throw;
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what());
+    throw Failure(printable(local.string()) + ": " + e.what(), e.status, e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

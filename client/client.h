@@ -72,10 +72,6 @@ struct RemoteDir {
   std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
 };
 
-// A refusal from the server as one line for the user: "what: the server's reason", with the
-// server's text made printable and the path named once. Shared by the client's request sites.
-Failure refused(const proto::Message& m, const std::string& what);
-
 class Client {
  public:
   // Connects and authenticates both ways; throws Failure with one clear line.
@@ -166,10 +162,13 @@ class Client {
   std::function<void()> keepalive();
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
-  void send_failure_result(const RecvError& e) noexcept;
-  // Sends a request on this connection and returns the server's Response (status unchecked).
-  // Throws Failure when the connection fails or something else arrives.
+  void send_failure_result(const Failure& e) noexcept;
+  // Sends a request on this connection and returns the server's Response, which is ok: a refusal
+  // is thrown as the peer's Failure ("HOST:PORT:path: reason"). Throws Failure when the connection
+  // fails or something else arrives.
   proto::Message ask(const proto::Message& req, const char* what = "the request");
+  // The same exchange with the Response's status unchecked (a caller that reads a refusal).
+  proto::Message exchange(const proto::Message& req, const char* what);
   // A stat request; returns the Response (its status unchecked). Throws Failure on a protocol error.
   proto::Message stat_remote(const std::string& remote, uint64_t zero_size, const char* what = "the request");
 };

@@ -175,7 +175,6 @@ crypto::Checksum Client::put_range(int fd, const proto::Message& req, const Prog
                                    const proto::Message* commit) {
   crypto::Checksum sum;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   try {
     sum = send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
     if (commit) conn_->send_message(*commit);  // saves a round trip at the end
@@ -190,15 +189,14 @@ crypto::Checksum Client::put_range(int fd, const proto::Message& req, const Prog
 crypto::Checksum Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
   crypto::Checksum sum;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   if (resp.size != req.size)
     throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
     sum = recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
-  } catch (const RecvError& e) {
-    send_failure_result(e);
+  } catch (const Failure& e) {
+    if (e.origin == Origin::local) send_failure_result(e);
     throw;
   }
   conn_->send_message(result);
@@ -251,7 +249,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   // Every part's Result was ok; the commit went out behind part 0 and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
+  if (resp.status != proto::Status::ok) throw proto::refusal(resp, conn_->peer() + ":" + req.path);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
   r.record_size = conn_->record_size();

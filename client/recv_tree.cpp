@@ -98,7 +98,6 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   req.offset = have;
   if (scan) req.digest = scan->mac;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + remote);
   // The server echoes our prefix hash when it resumes at our offset, and sends none when it
   // starts from 0 (its file differs, or is shorter).
   uint64_t start = 0;
@@ -125,9 +124,11 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     auto t0 = Clock::now();
     try {
       r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
-    } catch (const RecvError& e) {
+    } catch (const Failure& e) {
+      if (e.origin != Origin::local) throw;
       send_failure_result(e);
-      throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)");
+      throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)",
+                    e.status, e.err);
     }
     if (opt_.preserve) apply_mode_mtime(base.fd, resp.mode, resp.mtime);
     conn_->send_message(result);
@@ -147,15 +148,16 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   try {
     r.checksum = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
-  } catch (const RecvError& e) {
-    bool bad = e.status == int(proto::Status::integrity);
+  } catch (const Failure& e) {
+    if (e.origin != Origin::local) {
+      // Connection lost: what arrived was verified record by record and stays for --resume.
+      throw Failure(std::string(e.what()) + " (partial file kept for --resume)", e.status, e.err, e.origin);
+    }
+    bool bad = e.status == proto::Status::integrity;
     if (bad) pf.discard();  // known bad: the next --resume starts over
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what() +
-                  (bad ? "" : " (partial file kept for --resume)"));
-  } catch (const Failure& e) {
-    // Connection lost: what arrived was verified record by record and stays for --resume.
-    throw Failure(std::string(e.what()) + " (partial file kept for --resume)");
+    throw Failure(printable(local.string()) + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"),
+                  e.status, e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -173,7 +175,6 @@ RemoteDir Client::list(const std::string& remote) {
   req.op = proto::Op::list;
   req.path = remote.empty() ? "." : remote;
   proto::Message resp = ask(req);
-  if (resp.status != proto::Status::ok) throw refused(resp, conn_->peer() + ":" + req.path);
   const std::string bad = "protocol error from " + conn_->peer() + ": bad listing";
   if (resp.size > proto::kMaxListEntries)
     throw Failure(bad + " (more than " + std::to_string(proto::kMaxListEntries) + " entries)");

@@ -43,8 +43,8 @@ void Conn::wait(short events) {
   for (;;) {
     int r = ::poll(&p, 1, int(timeout_.count()));
     if (r > 0) return;
-    if (r == 0) throw Failure("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
-    if (errno != EINTR) throw Failure(std::string("poll: ") + std::strerror(errno));
+    if (r == 0) throw Failure::link("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
+    if (errno != EINTR) throw Failure::link(std::string("poll: ") + std::strerror(errno), proto::Status::io_error, errno);
   }
 }
 
@@ -62,8 +62,8 @@ void Conn::write_all(const uint8_t* p, size_t n) {
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
-    throw Failure("send to " + peer_ + ": " + std::strerror(errno));
+    if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
+    throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
   }
 }
 
@@ -86,8 +86,8 @@ void Conn::writev_all(struct iovec* iov, int n) {
         continue;
       }
       if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
-      throw Failure("send to " + peer_ + ": " + std::strerror(errno));
+      if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
+      throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
     }
     sent_ += uint64_t(w);
     size_t left = size_t(w);
@@ -122,14 +122,14 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
     }
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return 0;
-    throw Failure("receive from " + peer_ + ": " + std::strerror(errno));
+    throw Failure::link("receive from " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
   }
 }
 
 void Conn::read_exact(uint8_t* p, size_t n) {
   while (n > 0) {
     size_t r = read_some(p, n);
-    if (r == 0) throw Failure("connection to " + peer_ + " closed unexpectedly");
+    if (r == 0) throw Failure::link("connection to " + peer_ + " closed unexpectedly");
     p += r;
     n -= r;
   }
@@ -162,7 +162,7 @@ Conn::Incoming Conn::recv_record(const char* what) {
   uint8_t* rec = rbuf_.data();
   size_t got = read_record(rec, in.hdr, what);
   std::error_code ec = opener_->open(rec, got, in.hdr, in.payload);
-  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  if (ec) throw Failure::link(std::string("from ") + peer_ + ": " + ec.message(), proto::Status::integrity);
   return in;
 }
 
@@ -171,16 +171,16 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
   while (got < proto::kHeaderLen) {
     size_t r = read_some(rec + got, proto::kHeaderLen - got);
     if (r == 0)
-      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
+      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
     got += r;
   }
   std::error_code ec;
   size_t rest = opener_->parse_header(rec, hdr, ec);
-  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  if (ec) throw Failure::link(std::string("from ") + peer_ + ": " + ec.message(), proto::Status::integrity);
   while (got < proto::kHeaderLen + rest) {
     size_t r = read_some(rec + got, proto::kHeaderLen + rest - got);
     if (r == 0)
-      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
+      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
     got += r;
   }
   return got;
@@ -189,48 +189,11 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
 proto::Message Conn::recv_message(const char* what) {
   Incoming in = recv_record(what);
   if (in.hdr.type != proto::RecordType::control)
-    throw Failure("protocol error from " + peer_ + ": expected a control message during " + what);
+    throw Failure::link("protocol error from " + peer_ + ": expected a control message during " + what,
+                        proto::Status::integrity);
   auto m = proto::decode(in.payload);
-  if (!m) throw Failure("protocol error from " + peer_ + ": malformed control message");
+  if (!m) throw Failure::link("protocol error from " + peer_ + ": malformed control message", proto::Status::integrity);
   return *m;
-}
-
-std::string printable(std::string_view s) {
-  std::string out;
-  auto esc = [&](unsigned char ch) {
-    char b[8];
-    std::snprintf(b, sizeof b, "\\x%02x", ch);
-    out += b;
-  };
-  for (size_t i = 0; i < s.size();) {
-    unsigned char ch = static_cast<unsigned char>(s[i]);
-    if (ch < 0x80) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\') esc(ch);
-      else out += char(ch);
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) passes as
-    // it is, unless it encodes a C1 control (U+0080..U+009F: 0xc2 0x80..0x9f); any other byte
-    // from 0x80 up is escaped on its own (a raw 0x9b is CSI to an 8-bit terminal).
-    size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
-    bool ok = len > 0 && len <= 4 && ch <= 0xf4 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok) {
-      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((ch == 0xe0 && c1 < 0xa0) || (ch == 0xed && c1 >= 0xa0) || (ch == 0xf0 && c1 < 0x90) ||
-          (ch == 0xf4 && c1 >= 0x90) || (ch == 0xc2 && c1 < 0xa0))
-        ok = false;
-    }
-    if (!ok) {
-      esc(ch);
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, len));
-    i += len;
-  }
-  return out;
 }
 
 namespace {
@@ -294,7 +257,7 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) throw Failure("cannot resolve " + host + ": " + gai_strerror(rc));
+  if (rc != 0) throw Failure::link("cannot resolve " + host + ": " + gai_strerror(rc));
   std::string last = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -327,7 +290,7 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
     ::close(fd);
   }
   ::freeaddrinfo(res);
-  throw Failure("cannot connect to " + host + " port " + std::to_string(port) + ": " + last);
+  throw Failure::link("cannot connect to " + host + " port " + std::to_string(port) + ": " + last);
 }
 
 }  // namespace aesxfer::net

@@ -12,16 +12,17 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/failure.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"
 
 namespace aesxfer::net {
 
-// Every failure the user should read: one line, no prefix.
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The one failure type (proto/failure.h), and the rule that makes a peer's string printable.
+using proto::Failure;
+using proto::Origin;
+using proto::printable;
 
 class Conn {
  public:
@@ -96,12 +97,6 @@ class Conn {
   size_t record_size_ = proto::kDefaultPayload;
   void wait(short events);
 };
-
-// A peer-supplied string made safe for one terminal or log line: C0 controls, DEL, backslash,
-// C1 controls (as raw bytes and UTF-8-encoded, U+0080..U+009F) and every byte that is not part
-// of well-formed UTF-8 become \xNN, so a name can neither forge a second line nor send an
-// escape sequence to a terminal. Well-formed UTF-8 otherwise passes unchanged.
-std::string printable(std::string_view s);
 
 // Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.
 // Smoothed round-trip time of a TCP connection (TCP_INFO) in microseconds; 0 when unknown.

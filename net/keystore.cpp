@@ -14,8 +14,11 @@
 #include <stdexcept>
 
 #include "crypto/util.h"
+#include "proto/failure.h"
 
 namespace aesxfer::net {
+
+using proto::Failure;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,9 +44,9 @@ void write_file_mode(const fs::path& p, const std::string& content, mode_t mode)
   tmp += ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+    if (!f) throw Failure("cannot write " + tmp.string());
     f << content;
-    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+    if (!f.flush()) throw Failure("cannot write " + tmp.string());
   }
   ::chmod(tmp.c_str(), mode);
   fs::rename(tmp, p);
@@ -88,7 +91,7 @@ std::string read_fd(int fd, const fs::path& path) {
       int e = errno;
       crypto::secure_zero(buf, sizeof buf);
       crypto::secure_zero(data.data(), data.size());
-      throw std::runtime_error("cannot read identity file " + path.string() + ": " + os_error(e));
+      throw Failure("cannot read identity file " + path.string() + ": " + os_error(e));
     }
     if (n == 0) break;
     data.append(buf, size_t(n));
@@ -117,20 +120,20 @@ std::string key_comment() {
 }
 
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
-  if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
+  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
   proto::Identity id;
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);
-      throw std::runtime_error("identity file " + path.string() + " is not a regular file");
+      throw Failure("identity file " + path.string() + " is not a regular file");
     }
     if (st.st_mode & 077) {
       ::close(fd);
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-      throw std::runtime_error("identity file " + path.string() + " is accessible by others (mode " + mode +
+      throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
                                "); a secret key must be readable by its owner only: chmod 600 it");
     }
     std::string data = read_fd(fd, path);
@@ -139,7 +142,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
     bool ok = unb64(line, id.sk.data(), id.sk.size());
     crypto::secure_zero(line.data(), line.size());
     crypto::secure_zero(data.data(), data.size());
-    if (!ok) throw std::runtime_error("identity file " + path.string() + " is damaged");
+    if (!ok) throw Failure("identity file " + path.string() + " is damaged");
     crypto_sign_ed25519_sk_to_pk(id.pk.data(), id.sk.data());
     if (created) *created = false;
     return id;
@@ -148,7 +151,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   // too many open files, a symbolic link) fails and leaves the file as it is.
   if (errno != ENOENT) {
     int e = errno;
-    throw std::runtime_error("cannot read identity file " + path.string() + ": " +
+    throw Failure("cannot read identity file " + path.string() + ": " +
                              (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
   id = proto::Identity::generate();
@@ -160,7 +163,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
     int e = errno;
     crypto::secure_zero(secret.data(), secret.size());
     if (e == EEXIST) return load_or_create_identity(path, created);  // made meanwhile by another process
-    throw std::runtime_error("cannot create identity file " + path.string() + ": " + os_error(e));
+    throw Failure("cannot create identity file " + path.string() + ": " + os_error(e));
   }
   bool ok = ::write(fd, secret.data(), secret.size()) == ssize_t(secret.size()) && ::fsync(fd) == 0;
   int e = errno;
@@ -171,7 +174,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   }
   if (!ok) {
     ::unlink(path.c_str());  // ours, just made, and incomplete
-    throw std::runtime_error("cannot write identity file " + path.string() + ": " + os_error(e));
+    throw Failure("cannot write identity file " + path.string() + ": " + os_error(e));
   }
   fs::path pub = path;
   pub += ".pub";
@@ -193,7 +196,7 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
     proto::PublicKey pk;
     // A line for this host that cannot be read is an error, never a reason to pin a new key.
     if (!decode_public_key(rest, pk))
-      throw std::runtime_error(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " +
+      throw Failure(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " +
                                host_port + "; fix or remove that line");
     if (pk == key) return HostCheck::known;
     if (expected) *expected = pk;
@@ -202,9 +205,9 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   if (!add) return HostCheck::unknown;
   fs::create_directories(file.parent_path());
   std::ofstream out(file, std::ios::app);
-  if (!out) throw std::runtime_error("cannot write " + file.string());
+  if (!out) throw Failure("cannot write " + file.string());
   out << host_port << " " << encode_public_key(key) << "\n";
-  if (!out.flush()) throw std::runtime_error("cannot write " + file.string());
+  if (!out.flush()) throw Failure("cannot write " + file.string());
   return HostCheck::added;
 }
 
@@ -229,17 +232,17 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   proto::PublicKey pk{};
   if (line.find('\n') != std::string::npos || !decode_public_key(line, pk))
-    throw std::runtime_error("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
+    throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   for (const auto& k : load_authorized_keys(file))
     if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());
   ::chmod(file.parent_path().c_str(), 0700);
   const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (fd < 0) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
   const std::string out = line + "\n";
   const bool ok = ::write(fd, out.data(), out.size()) == ssize_t(out.size());
   ::close(fd);
-  if (!ok) throw std::runtime_error("cannot write " + file.string());
+  if (!ok) throw Failure("cannot write " + file.string());
   return Authorize::added;
 }
 

@@ -31,7 +31,7 @@ std::string key_comment();
 
 // `aesxfer authorize`: appends a key line (as keygen prints it) to the authorized_keys file,
 // created 0600 in a 0700 directory, opened without following a symlink; a key already there is
-// not added twice. Throws std::runtime_error for a line that is not a key or a file it cannot write.
+// not added twice. Throws Failure for a line that is not a key or a file it cannot write.
 enum class Authorize { added, already };
 Authorize authorize_key(const std::filesystem::path& file, const std::string& line);
 

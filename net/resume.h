@@ -39,7 +39,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
                        const std::function<void()>& tick);
 
 // Copies the first len bytes of `from` to the same offsets of `to`. Throws Failure (the source
-// shorter than len) or RecvError (a write error).
+// shorter than len) or Failure (a write error).
 void copy_prefix(int from, int to, uint64_t len);
 
 

@@ -190,9 +190,9 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
     } else if (w < 0 && errno == EINTR) {
       continue;
     } else if (w < 0 && (errno == ENOSPC || errno == EDQUOT)) {
-      throw RecvError("no space left on device", int(proto::Status::no_space));
+      throw Failure("no space left on device", proto::Status::no_space);
     } else {
-      throw RecvError(std::string("write error: ") + std::strerror(errno), int(proto::Status::io_error));
+      throw Failure(std::string("write error: ") + std::strerror(errno), proto::Status::io_error);
     }
   }
 }
@@ -283,7 +283,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
   Handoff h(per_batch, proto::kMaxRecord);
   crypto::FileChecksum hash(c.checksum());
-  if (opt.offset > size) throw RecvError("resume offset beyond the announced size", int(proto::Status::integrity));
+  if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
   else if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
@@ -361,25 +361,25 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
       throw;
     }
     std::error_code ec = c.opener().open_batch(jobs, nrec);
-    if (ec) throw Failure("from " + c.peer() + ": " + ec.message());
+    if (ec) throw Failure::link("from " + c.peer() + ": " + ec.message(), proto::Status::integrity);
     for (size_t i = 0; i < nrec; ++i) {
       std::span<uint8_t> payload = jobs[i].payload;
       if (jobs[i].hdr.type == RecordType::data) {
         if (payload.size() > size - done)
-          throw RecvError("peer sent more data than announced", int(proto::Status::integrity));
+          throw Failure("peer sent more data than announced", proto::Status::integrity);
         if (payload.size() > c.record_size())
-          throw RecvError("peer sent a record larger than the agreed record size", int(proto::Status::integrity));
+          throw Failure("peer sent a record larger than the agreed record size", proto::Status::integrity);
         b->payload[b->n++] = payload;
         done += payload.size();
       } else if (jobs[i].hdr.type == RecordType::end) {
         end = proto::decode_end(payload);
-        if (!end) throw RecvError("malformed end record", int(proto::Status::integrity));
+        if (!end) throw Failure("malformed end record", proto::Status::integrity);
         if (end->checksum.alg != c.checksum())
-          throw RecvError(std::string("end record carries a ") + crypto::checksum_name(end->checksum.alg) +
+          throw Failure(std::string("end record carries a ") + crypto::checksum_name(end->checksum.alg) +
                               " checksum, the session agreed on " + crypto::checksum_name(c.checksum()),
-                          int(proto::Status::integrity));
+                          proto::Status::integrity);
       } else {
-        throw RecvError("unexpected record during the transfer", int(proto::Status::integrity));
+        throw Failure("unexpected record during the transfer", proto::Status::integrity);
       }
     }
     if (b->n > 0) hand_over(b);
@@ -392,12 +392,12 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
       }
       h.rethrow();
       if (end->length != size || done != size)
-        throw RecvError("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
-                        int(proto::Status::integrity));
+        throw Failure("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
+                        proto::Status::integrity);
       crypto::Checksum mine = hash.final();
       if (!crypto::ct_equal(mine.bytes.data(), end->checksum.bytes.data(), mine.len))
-        throw RecvError(std::string("whole-file ") + crypto::checksum_name(mine.alg) + " mismatch",
-                        int(proto::Status::integrity));
+        throw Failure(std::string("whole-file ") + crypto::checksum_name(mine.alg) + " mismatch",
+                        proto::Status::integrity);
       return mine;
     }
     h.rethrow();

@@ -48,14 +48,12 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
                              const StreamOptions& opt = {});
 
 // Receives exactly `size` bytes into fd (fd < 0: discard, the /dev/null sink) and checks the
-// end record's length and checksum. Throws Failure; the caller removes its temporary file.
-struct RecvError : Failure {
-  RecvError(const std::string& m, int st) : Failure(m), status(st) {}
-  int status;  // proto::Status value to report to the peer
-};
+// end record's length and checksum. Throws Failure: origin local when this end stops (a bad end
+// record, a write error: its status is what to tell the peer), link when the connection fails;
+// the caller removes its temporary file.
 
-// Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws RecvError
-// (no_space when the disk is full, else io_error).
+// Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws Failure
+// (status no_space when the disk is full, else io_error).
 void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt = {});

@@ -97,7 +97,7 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
     if (dest) {
       try {
         t->out = std::make_unique<TempFile>(*dest);
-      } catch (const FileError& f) {
+      } catch (const Failure& f) {
         why = refusal_for(req.path, f.err);
         return nullptr;
       }
@@ -143,7 +143,7 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
       bool preserve = t.flags & proto::kFlagPreserve;
       t.out->commit(effective_mode(t.mode, preserve), effective_mtime(t.mtime, preserve));
     }
-  } catch (const FileError& f) {
+  } catch (const Failure& f) {
     return refusal_for(what, f.err);
   }
   t.committed = true;

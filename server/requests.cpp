@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "crypto/util.h"
@@ -30,19 +31,19 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     sent = true;
     Message res = c.recv_message("the transfer");
     if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-    if (res.status != Status::ok) throw Failure("client reported: " + printable(res.text));
-  } catch (const Failure& e) {
-    std::string reason = e.what();
-    if (!sent) {
-      try {
-        c.set_timeout(std::chrono::milliseconds(500));
-        Message res = c.recv_message("the transfer");
-        if (res.type == proto::MsgType::result && res.status != Status::ok)
-          reason = "client reported: " + printable(res.text);
-      } catch (...) {
-      }
+    if (res.status != Status::ok) throw proto::refusal(res, "client reported");
+  } catch (const Failure&) {
+    if (sent) throw;
+    // Cut while sending: the client may have said why it stopped (disk full, ...) before closing.
+    std::optional<Failure> why;
+    try {
+      c.set_timeout(std::chrono::milliseconds(500));
+      Message res = c.recv_message("the transfer");
+      if (res.type == proto::MsgType::result && res.status != Status::ok) why = proto::refusal(res, "client reported");
+    } catch (const Failure&) {
     }
-    throw Failure(reason);
+    if (why) throw *why;
+    throw;
   }
 }
 
@@ -109,8 +110,9 @@ void refuse(RequestContext& ctx, const Message& req, const std::string& shown, c
 struct Receiver {
   int fd = -1;                   // -1: the /dev/null sink
   std::function<void()> finish;  // commit, or mark the part verified
-  // Cleans up (re: the data was refused, else the connection failed); returns what the log says.
-  std::function<std::string(const RecvError* re)> failed;
+  // Cleans up (origin local: this end refused the data; link: the connection failed); returns what
+  // the log says.
+  std::function<std::string(const Failure& e)> failed;
 };
 
 // After the ok response: receives `size` bytes into r.fd, finishes, and sends the Result.
@@ -123,17 +125,16 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     recv_stream(ctx.c, r.fd, size, nullptr, so);
     if (r.finish) r.finish();
   } catch (const Failure& e) {
-    const auto* re = dynamic_cast<const RecvError*>(&e);
     // The other direction may still be intact (a MAC failure, say): tell the client why.
-    result.status = re ? Status(re->status) : Status::integrity;
+    result.status = e.status;
     result.text = e.what();
-    std::string label = r.failed ? r.failed(re) : "failed";
+    std::string label = r.failed ? r.failed(e) : "failed";
     try {
       ctx.c.send_message(result);
     } catch (...) {
     }
     log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, resumed_from), label + ": " + e.what());
-    throw Failure(e.what());
+    throw;
   }
   ctx.c.send_message(result);
   log_outcome(ctx, req, shown,
@@ -192,7 +193,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     ctx.c.send_message(response(Status::ok));
     r.fd = t->fd();
     r.finish = [&] { t->part_finished(req.part, true); };
-    r.failed = [&](const RecvError*) {
+    r.failed = [&](const Failure&) {
       t->part_finished(req.part, false);
       return std::string("failed");
     };
@@ -203,7 +204,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     std::unique_ptr<KeptPartial> pf;
     try {
       pf = std::make_unique<KeptPartial>(*dest);
-    } catch (const FileError& f) {
+    } catch (const Failure& f) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     if (req.offset > pf->length() || req.offset > req.size)
@@ -211,7 +212,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
                     {Status::integrity, req.path + ": resume point beyond the kept partial file"});
     try {
       pf->truncate_to(req.offset);
-    } catch (const FileError& f) {
+    } catch (const Failure& f) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     Message ok = response(Status::ok);
@@ -220,8 +221,9 @@ void handle_put(RequestContext& ctx, const Message& req) {
     r.fd = pf->fd();
     r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
     // Known bad data: start over next time. A lost connection keeps the partial file.
-    r.failed = [&](const RecvError* re) {
-      if (!re || re->status != int(Status::integrity)) return std::string("failed (partial file kept)");
+    r.failed = [&](const Failure& e) {
+      if (e.origin != proto::Origin::local || e.status != Status::integrity)
+        return std::string("failed (partial file kept)");
       pf->discard();
       return std::string("failed");
     };
@@ -232,12 +234,12 @@ void handle_put(RequestContext& ctx, const Message& req) {
   if (dest) {
     try {
       out = std::make_unique<TempFile>(*dest);
-    } catch (const FileError& f) {
+    } catch (const Failure& f) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
     r.finish = [&] { out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
-    r.failed = [&](const RecvError*) {
+    r.failed = [&](const Failure&) {
       out->discard();
       return std::string("failed");
     };
@@ -376,7 +378,10 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // Every directory is opened component by component from `top` with O_NOFOLLOW, so neither a
 // symlink in the tree nor one swapped in during the walk leads anywhere; symlinks and special
 // files are listed as such (never followed), names with CR or LF are left out (no path on the
-// wire may hold them), and so is the server's own $AESXFER_HOME. Throws Refusal past the limits.
+// wire may hold them), and so is the server's own $AESXFER_HOME. Throws Failure (with the
+// refusal's status) past the limits.
+[[noreturn]] void fail(const Refusal& r) { throw Failure(r.text, r.status); }
+
 class TreeLister {
  public:
   TreeLister(const Root& root, int top, const std::string& shown, uint64_t max_entries)
@@ -421,8 +426,8 @@ class TreeLister {
       proto::ListEntry e;
       e.path = rel.empty() ? it.name : rel + "/" + it.name;
       if (e.path.size() > proto::kMaxPath)
-        throw Refusal{Status::refused, shown_ + "/" + e.path.substr(0, 64) + "...: path longer than " +
-                                           std::to_string(proto::kMaxPath) + " bytes"};
+        fail({Status::refused, shown_ + "/" + e.path.substr(0, 64) + "...: path longer than " +
+                                           std::to_string(proto::kMaxPath) + " bytes"});
       e.mode = it.st.st_mode & 07777;
       e.mtime = it.st.st_mtim.tv_sec;
       if (S_ISREG(it.st.st_mode)) {
@@ -438,8 +443,8 @@ class TreeLister {
       bytes_ += e.path.size();
       if (entries.size() >= max_entries_) too_many();
       if (bytes_ > proto::kMaxListBytes)
-        throw Refusal{Status::refused, shown_ + ": listing larger than " +
-                                           std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"};
+        fail({Status::refused, shown_ + ": listing larger than " +
+                                           std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"});
       bool dir = e.type == proto::EntryType::dir;
       std::string child = e.path;
       entries.push_back(std::move(e));
@@ -455,13 +460,13 @@ class TreeLister {
   uint64_t bytes_ = 0;
 
   [[noreturn]] void too_many() {
-    throw Refusal{Status::refused, shown_ + ": more than " + std::to_string(max_entries_) +
-                                       " entries to list (the server's limit, serve --max-list)"};
+    fail({Status::refused, shown_ + ": more than " + std::to_string(max_entries_) +
+                                       " entries to list (the server's limit, serve --max-list)"});
   }
   [[noreturn]] void fail_errno(const std::string& rel, int e) {
     std::string where = rel.empty() ? shown_ : shown_ + "/" + rel;
-    if (e == ELOOP || e == ENOTDIR) throw Refusal{Status::io_error, where + ": changed while being listed"};
-    throw refusal_for(where, e);
+    if (e == ELOOP || e == ENOTDIR) fail({Status::io_error, where + ": changed while being listed"});
+    fail(refusal_for(where, e));
   }
   // The directory `rel` below top, opened one component at a time without following symlinks.
   int open_dir(const std::string& rel) {
@@ -511,8 +516,8 @@ void handle_list(RequestContext& ctx, const Message& req) {
   TreeLister lister(ctx.root, dir->dir.get(), dir->shown, ctx.limits.max_list_entries);
   try {
     lister.walk("");
-  } catch (const Refusal& r) {
-    return refuse(ctx, req, dir->shown, r);
+  } catch (const Failure& f) {
+    return refuse(ctx, req, dir->shown, {f.status, f.what()});
   }
   Message ok = response(Status::ok, dir->shown);
   ok.size = lister.entries.size();

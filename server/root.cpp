@@ -359,12 +359,12 @@ std::string partial_name(const std::string& name) {
 // ---- TempFile --------------------------------------------------------------------------------
 
 TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest.name) {
-  if (!dir_) throw FileError("cannot create a temporary file: " + errno_text(errno), errno);
+  if (!dir_) throw Failure("cannot create a temporary file: " + errno_text(errno), proto::Status::io_error, errno);
   static const char* alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   const std::string prefix = temp_name_prefix(name_);
   for (int attempt = 0; attempt < 100; ++attempt) {
     uint8_t rnd[kTempRandom];
-    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd)) throw FileError("getrandom failed", EIO);
+    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd)) throw Failure("getrandom failed", proto::Status::io_error, EIO);
     std::string t = prefix;
     for (uint8_t b : rnd) t += alnum[b % 62];
     int fd = ::openat(dir_.get(), t.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -376,21 +376,21 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
     if (errno != EEXIST) break;
   }
   int e = errno;
-  throw FileError("cannot create a temporary file: " + errno_text(e), e);
+  throw Failure("cannot create a temporary file: " + errno_text(e), proto::Status::io_error, e);
 }
 
 namespace {
-// Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws FileError.
+// Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws Failure (err set).
 void finish_and_rename(Fd& fd, const Fd& dir, const std::string& from, const std::string& to, unsigned mode,
                        long long mtime) {
   apply_mode_mtime(fd.get(), mode, mtime);
   if (::close(fd.release()) != 0) {
     int e = errno;
-    throw FileError("cannot finish writing: " + errno_text(e), e);
+    throw Failure("cannot finish writing: " + errno_text(e), proto::Status::io_error, e);
   }
   if (::renameat(dir.get(), from.c_str(), dir.get(), to.c_str()) != 0) {
     int e = errno;
-    throw FileError("cannot rename into place: " + errno_text(e), e);
+    throw Failure("cannot rename into place: " + errno_text(e), proto::Status::io_error, e);
   }
 }
 }  // namespace
@@ -410,17 +410,17 @@ void TempFile::discard() noexcept {
 
 KeptPartial::KeptPartial(const Place& dest)
     : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(partial_name(dest.name)) {
-  if (!dir_) throw FileError("cannot open the partial file: " + errno_text(errno), errno);
+  if (!dir_) throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   struct stat st {};
   if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
     int e = errno;
-    throw FileError("cannot open the partial file: " + errno_text(e), e);
+    throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
   }
-  if (!S_ISREG(st.st_mode)) throw FileError("the partial file is not a regular file", EINVAL);
+  if (!S_ISREG(st.st_mode)) throw Failure("the partial file is not a regular file", proto::Status::io_error, EINVAL);
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
-    throw FileError("another transfer is writing this file", EWOULDBLOCK);
+    throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
 }
 
 uint64_t KeptPartial::length() const {
@@ -432,7 +432,7 @@ uint64_t KeptPartial::length() const {
 void KeptPartial::truncate_to(uint64_t n) {
   if (::ftruncate(fd_.get(), off_t(n)) != 0 || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0) {
     int e = errno;
-    throw FileError("cannot prepare the partial file: " + errno_text(e), e);
+    throw Failure("cannot prepare the partial file: " + errno_text(e), proto::Status::io_error, e);
   }
 }
 

@@ -57,11 +57,6 @@ class Fd {
 };
 
 // A file operation that failed, with its errno (for refusal_for).
-struct FileError : Failure {
-  FileError(const std::string& m, int e) : Failure(m), err(e) {}
-  int err;
-};
-
 // What a refused request is told: its status and one line of text.
 struct Refusal {
   proto::Status status = proto::Status::bad_path;

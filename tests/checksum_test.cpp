@@ -253,9 +253,10 @@ TEST(DataPlane, EndRecordWithAnotherChecksumIsRefused) {
   try {
     net::recv_stream(*p.server, -1, size, nullptr);
     ADD_FAILURE() << "a stream whose end record names another checksum was accepted";
-  } catch (const net::RecvError& e) {
+  } catch (const net::Failure& e) {
     EXPECT_NE(std::string(e.what()).find("the session agreed on xxh128"), std::string::npos) << e.what();
-    EXPECT_EQ(e.status, int(proto::Status::integrity));
+    EXPECT_EQ(e.status, proto::Status::integrity);
+    EXPECT_EQ(e.origin, proto::Origin::local);  // this end refused it: the peer can still be told
   }
   tx.join();
 }
@@ -272,8 +273,9 @@ TEST(DataPlane, RecordLargerThanAgreedIsRefused) {
   try {
     net::recv_stream(*p.server, -1, size, nullptr);
     ADD_FAILURE() << "a record over the agreed size was accepted";
-  } catch (const net::RecvError& e) {
+  } catch (const net::Failure& e) {
     EXPECT_NE(std::string(e.what()).find("larger than the agreed record size"), std::string::npos) << e.what();
+    EXPECT_EQ(e.origin, proto::Origin::local);
   }
   p.server.reset();
   tx.join();

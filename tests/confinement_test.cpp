@@ -130,7 +130,7 @@ TEST_P(RootResolver, FifoIsRefusedWithoutBlocking) {
   auto place = r.put_target("in/p.bin", "", why);
   ASSERT_TRUE(place) << why.text;
   EXPECT_FALSE(net::open_kept_partial(*place));
-  EXPECT_THROW(net::KeptPartial kp(*place), net::FileError);
+  EXPECT_THROW(net::KeptPartial kp(*place), net::Failure);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
 }
 

@@ -1,0 +1,50 @@
+// The one failure type of the product: a line for the user plus what code decides on.
+//
+// Code never decides from the text (it holds paths and the peer's words) nor from errno read after
+// the fact: what it needs travels in the fields, set where the failure happens.
+//   status  the protocol status that describes it: what a receiver tells its peer in a Result, and
+//           what a peer's refusal carried
+//   err     the errno behind it (0 when none)
+//   origin  local: this end decided (a file it cannot write, a bad end record, a shrunk file);
+//                  the connection still carries messages, so the peer can be told why
+//           peer:  the peer refused or reported it (its Response or Result said so)
+//           link:  the connection failed (closed, timed out, a record that did not authenticate);
+//                  nothing more can be read from it
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "proto/messages.h"
+
+namespace aesxfer::proto {
+
+enum class Origin : uint8_t { local, peer, link };
+
+struct Failure : std::runtime_error {
+  explicit Failure(const std::string& what, Status st = Status::internal, int err_no = 0,
+                   Origin from = Origin::local)
+      : std::runtime_error(what), status(st), err(err_no), origin(from) {}
+
+  // A failure of the connection itself.
+  static Failure link(const std::string& what, Status st = Status::io_error, int err_no = 0) {
+    return Failure(what, st, err_no, Origin::link);
+  }
+
+  Status status;
+  int err;
+  Origin origin;
+};
+
+// A peer's non-ok Response or Result as one line for the user: "what: the peer's reason", the
+// peer's text made printable and the path named once (its text usually starts with the path that
+// `what` ends with). Origin peer, the peer's status.
+Failure refusal(const Message& m, const std::string& what);
+
+// A peer-supplied string made safe for one terminal or log line: C0 controls, DEL, backslash,
+// C1 controls (as raw bytes and UTF-8-encoded, U+0080..U+009F) and every byte that is not part
+// of well-formed UTF-8 become \xNN, so a name can neither forge a second line nor send an
+// escape sequence to a terminal. Well-formed UTF-8 otherwise passes unchanged.
+std::string printable(std::string_view s);
+
+}  // namespace aesxfer::proto

@@ -1,0 +1,56 @@
+// The one failure type (proto/failure.h): what code decides on travels in fields, not in text.
+#include "proto/failure.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+using namespace aesxfer;
+using proto::Failure;
+using proto::Origin;
+using proto::Status;
+
+TEST(Failure, DefaultsToALocalInternalFailureWithoutErrno) {
+  Failure f("something broke");
+  EXPECT_STREQ(f.what(), "something broke");
+  EXPECT_EQ(f.status, Status::internal);
+  EXPECT_EQ(f.err, 0);
+  EXPECT_EQ(f.origin, Origin::local);
+}
+
+TEST(Failure, LinkFailuresSayTheConnectionFailed) {
+  Failure f = Failure::link("receive from h:1: Connection reset", Status::io_error, ECONNRESET);
+  EXPECT_EQ(f.origin, Origin::link);
+  EXPECT_EQ(f.err, ECONNRESET);
+  EXPECT_EQ(f.status, Status::io_error);
+}
+
+TEST(Failure, ARefusalCarriesThePeersStatusAndNamesThePathOnce) {
+  proto::Message m;
+  m.type = proto::MsgType::response;
+  m.status = Status::not_found;
+  m.text = "nope.bin: no such file";
+  Failure f = proto::refusal(m, "localhost:7227:nope.bin");
+  EXPECT_STREQ(f.what(), "localhost:7227:nope.bin: no such file");
+  EXPECT_EQ(f.origin, Origin::peer);
+  EXPECT_EQ(f.status, Status::not_found);
+  EXPECT_EQ(f.err, 0);
+}
+
+TEST(Failure, ARefusalWithoutTextUsesTheStatusNameAndIsMadePrintable) {
+  proto::Message m;
+  m.type = proto::MsgType::result;
+  m.status = Status::no_space;
+  Failure quiet = proto::refusal(m, "h:1:f");
+  EXPECT_EQ(std::string(quiet.what()), std::string("h:1:f: ") + proto::status_name(Status::no_space));
+  m.text = "f: \x1b[2Jcleared";
+  Failure loud = proto::refusal(m, "h:1:f");
+  EXPECT_EQ(std::string(loud.what()).find('\x1b'), std::string::npos) << loud.what();
+  EXPECT_NE(std::string(loud.what()).find("\\x1b[2Jcleared"), std::string::npos) << loud.what();
+}
+
+TEST(Failure, AnOkAnswerTurnedIntoARefusalIsNeverOk) {
+  proto::Message m;
+  m.status = Status::ok;  // a caller bug must not produce a failure that reads as success
+  EXPECT_NE(proto::refusal(m, "x").status, Status::ok);
+}
