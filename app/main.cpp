@@ -734,6 +734,38 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
                 "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
 }
 
+CLI::App* add_send_command(CLI::App& app, TransferOpts& t, std::vector<std::string>& args, bool& no_aesni) {
+  auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
+  send->add_option("args", args, "FILE... HOST:DEST")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("FILE... HOST:DEST");
+  add_transfer_options(send, t, no_aesni);
+  send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
+  send->add_flag("--resume", t.resume,
+                 "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
+  return send;
+}
+
+CLI::App* add_recv_command(CLI::App& app, TransferOpts& t, std::vector<std::string>& args,
+                           uint64_t& zero_size, bool& no_aesni) {
+  auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
+  recv->add_option("args", args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("HOST:SRC... DEST");
+  recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
+  add_transfer_options(recv, t, no_aesni);
+  recv->add_flag("-r,--recursive", t.recursive,
+                 "Fetch a directory recursively (symlinks on the server are skipped)");
+  recv->add_flag("--resume", t.resume,
+                 "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself "
+                 "(complete files are not fetched again)");
+  return recv;
+}
+
 // The long names of the options given on sub's command line (so that the config file and -o
 // fill in only the others).
 std::set<std::string> given_options(const CLI::App* sub) {
@@ -993,34 +1025,10 @@ int main(int argc, char** argv) {
                                            std::to_string(proto::kVersion) + ")");
 
   TransferOpts t;
-  auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
-  std::vector<std::string> send_args;
-  send->add_option("args", send_args, "FILE... HOST:DEST")
-      ->required()
-      ->expected(2, -1)
-      ->type_name("FILE... HOST:DEST");
-  add_transfer_options(send, t, no_aesni);
-  send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
-  send->add_flag("--resume", t.resume,
-                 "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
-
-  auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
-  std::vector<std::string> recv_args;
+  std::vector<std::string> send_args, recv_args;
   uint64_t zero_size = 0;
-  recv->add_option("args", recv_args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
-      ->required()
-      ->expected(2, -1)
-      ->type_name("HOST:SRC... DEST");
-  recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
-      ->transform(CLI::AsSizeValue(false).description(""))
-      ->type_name("SIZE");
-  add_transfer_options(recv, t, no_aesni);
-  recv->add_flag("-r,--recursive", t.recursive,
-                 "Fetch a directory recursively (symlinks on the server are skipped)");
-  recv->add_flag("--resume", t.resume,
-                 "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself "
-                 "(complete files are not fetched again)");
-
+  auto* send = add_send_command(app, t, send_args, no_aesni);
+  auto* recv = add_recv_command(app, t, recv_args, zero_size, no_aesni);
   ServeArgs serve_args;
   auto* serve = add_serve_command(app, serve_args, no_aesni);
   auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
