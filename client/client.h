@@ -39,7 +39,7 @@ struct ClientOptions {
   // and implementations, socket buffers, round trip); level 1 for -v, 2 for -vv. Must be safe to
   // call from several threads (the connections of --streams are opened in parallel).
   std::function<void(int level, const std::string& line)> debug;
-  bool extra_stream = false;  // one of the extra connections of --streams (logs one level deeper)
+  bool extra_stream = false;  // one of the extra connections of --streams (no "streams:" line)
   std::chrono::milliseconds timeout{30000};
   std::string keylog;              // file to append session keys to (every connection), or empty
   bool strict_host_keys = false;   // --strict-host-keys: refuse a host not yet in known_hosts
