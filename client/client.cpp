@@ -239,7 +239,8 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
     if (opt_.resume || opt_.paced)
       log(1, std::string("streams: 1 (") + (opt_.resume ? "--resume" : "-l") + " uses one connection)");
     else if (opt_.streams > 0)
-      log(1, "streams: " + std::to_string(opt_.streams) + " per file (--streams; fewer for small files)");
+      log(1, "streams: " + std::to_string(opt_.streams) +
+                 " per file (--streams or Streams; fewer for small files)");
     else
       log(1, "streams: auto, " + std::to_string(auto_streams()) + " per large file (round trip " +
                  (rtt < kLongPathRttUs ? "below" : "at or above") + " " +
