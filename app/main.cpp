@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "app/bench.h"
+#include "app/host_config.h"
 #include "app/json.h"
 #include "app/pacing.h"
 #include "app/progress.h"
@@ -108,7 +111,52 @@ struct TransferOpts {
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;                                // -v
   bool strict_host_keys = false;                  // --strict-host-keys
+  std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
+  std::string config_file;                        // -F (else $AESXFER_HOME/config)
+  std::vector<std::string> config_options;        // -o, repeatable
+  std::set<std::string> given;                    // long names of the options on the command line
 };
+
+// -v: "debugN: line" on stderr for the lines of level N up to the -v count (-v, -vv).
+std::function<void(int, const std::string&)> debug_sink(int verbose) {
+  if (verbose <= 0) return nullptr;
+  return [verbose](int level, const std::string& line) {
+    if (level <= verbose) std::fprintf(stderr, "debug%d: %s\n", level, line.c_str());
+  };
+}
+
+// The config file and -o for the host alias typed, under the command line: a value comes from
+// the command line when it is given there, else from -o, else from the config file (the first
+// value obtained). `host` becomes the address to connect to (HostName, else the alias); it also
+// names the server in known_hosts. False after printing the one-line error.
+bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& host) {
+  net::HostConfig c;
+  std::string from;
+  try {
+    c = app::load_host_config(t.config_file, net::aesxfer_home(), t.config_options, alias, &from);
+  } catch (const net::ConfigError& e) {
+    die_line(e.what());
+    return false;
+  }
+  const auto debug = debug_sink(t.verbose);
+  if (debug && !from.empty()) debug(1, "reading configuration " + net::printable(from));
+  if (debug)
+    for (const auto& a : c.applied) debug(1, a + ": applying options for " + net::printable(alias));
+  const auto cli = [&](const char* name) { return t.given.count(name) > 0; };
+  host = c.hostname.value_or(alias);
+  if (debug && c.hostname) debug(1, net::printable(alias) + ": HostName " + net::printable(host));
+  if (c.port && !cli("port")) t.port = *c.port;
+  if (c.cipher && !cli("cipher")) t.cipher = *c.cipher;
+  if (c.mac && !cli("mac")) t.mac = *c.mac;
+  if (c.streams && !cli("streams")) t.streams = *c.streams;
+  if (c.checksum && !cli("checksum")) t.checksum = *c.checksum;
+  if (c.record_size && !cli("record-size")) t.record_size = *c.record_size;
+  if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
+  if (c.strict_host_keys && !cli("strict-host-keys")) t.strict_host_keys = *c.strict_host_keys;
+  if (c.identity_file && !cli("identity")) t.identity = *c.identity_file;
+  if (!t.identity.empty()) t.identity = net::expand_tilde(t.identity, app::user_home());
+  return true;
+}
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
 bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
@@ -144,6 +192,8 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
   co.record_size = uint32_t(t.record_size);
   co.port = t.port;
   co.home = net::aesxfer_home();
+  co.identity = t.identity;
+  co.debug = debug_sink(t.verbose);
   co.keylog = t.keylog;
   co.strict_host_keys = t.strict_host_keys;
   co.announce_new_host = !t.quiet;
@@ -202,6 +252,11 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
   std::fflush(out);
+  if (co.debug && r.record_size)
+    co.debug(1, net::printable(r.file) + ": " + std::to_string(r.streams) +
+                    (r.streams == 1 ? " stream" : " streams") + ", " +
+                    std::to_string((r.bytes - r.resumed_from + r.record_size - 1) / r.record_size) +
+                    " records of up to " + std::to_string(r.record_size) + " bytes");
 }
 
 // send -: standard input as a descriptor readable from offset 0 whose size is known. A regular
@@ -246,32 +301,15 @@ int spool_stdin(std::string& why) {
   return fd;
 }
 
-int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
-  if (args.size() < 2) {
-    die_line("send: usage: aesxfer send FILE... HOST:DEST");
-    return kExitUsage;
-  }
-  auto remote = parse_remote(args.back());
-  if (!remote) {
-    die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
-    return kExitUsage;
-  }
-  if (!check_remote(*remote, t.quiet)) return kExitUsage;
-  net::ClientOptions co;
-  co.host = remote->host;
-  if (!pick_suite(t, co)) return kExitUsage;
-  std::string dest = remote->path.empty() ? "." : remote->path;
-  bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
-  int rc = 0;
-  // Sources checked before connecting (scp semantics): one that is missing or unreadable is
-  // reported in one line, the others still go, and the exit status is 1 at the end.
-  const size_t named = args.size() - 1;
+// The local sources of a send, checked before connecting (scp semantics): one that is missing or
+// unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input:
+// a regular file is sent as it is; anything else (a pipe) is first copied to an unlinked
+// temporary file, because the protocol announces the size before the data (stdin_fd: its copy).
+std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t,
+                                       int& stdin_fd, int& rc) {
   std::vector<std::string> sources;
-  int stdin_fd = -1;  // send -: the descriptor behind "/proc/self/fd/N" among the sources
-  for (size_t i = 0; i < named; ++i) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "-") {
-      // Standard input: a regular file is sent as it is; anything else (a pipe) is first copied
-      // to an unlinked temporary file, because the protocol announces the size before the data.
       if (stdin_fd >= 0) {
         die_line("send: - (standard input) given twice");
         rc = kExitFail;
@@ -305,85 +343,122 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
     }
     sources.push_back(args[i]);
   }
+  return sources;
+}
+
+// The files of one send over one connection.
+struct SendSession {
+  const TransferOpts& t;
+  const net::ClientOptions& co;
+  net::Client& client;
+  bool tty;
+  app::RateLimiter limiter{t.limit_kbit};
+  int rc = 0;
+
+  // One file; false after a failure (the connection may be mid-stream: stop there).
+  bool send_one(const fs::path& local, const std::string& to, const std::string& name = "") {
+    std::string shown = name.empty() ? local.string() : std::string("-");
+    app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
+    app::JsonProgress jp(shown, t.json_progress);
+    uint64_t last = 0;
+    try {
+      auto r = client.put(
+          local, to,
+          [&](uint64_t n) {
+            last = client.resume_offset();
+            prog.start(n, last);
+            jp.start(n, last);
+          },
+          [&](uint64_t d) {
+            limiter.consume(d - last);
+            last = d;
+            prog.update(d);
+            jp.update(d);
+          },
+          name);
+      if (!name.empty()) r.file = shown;
+      prog.finish(r.bytes, r.seconds);
+      jp.finish(r.bytes);
+      report(t, co, r, tty);
+      return true;
+    } catch (const net::Failure& f) {
+      if (tty) std::fputc('\n', stdout);
+      die_line(f.what());
+      rc = kExitFail;
+      return false;
+    }
+  }
+
+  // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself. False when
+  // a failure stopped the connection.
+  bool send_tree(const fs::path& local, const std::string& dest) {
+    std::vector<std::string> skipped;
+    auto entries = app::walk_tree(local, &skipped);
+    for (const auto& sk : skipped) std::fprintf(stderr, "aesxfer: skipping %s\n", sk.c_str());
+    struct stat st {};
+    ::stat(local.c_str(), &st);
+    std::string name = fs::absolute(local).lexically_normal().filename().string();
+    if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
+    std::string base = client.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
+    for (const auto& e : entries) {
+      std::string to = base == "." ? e.rel : base + "/" + e.rel;
+      if (e.dir)
+        client.mkdir(to, "", e.mode, e.mtime);
+      else if (!send_one(e.local, to))
+        return false;
+    }
+    if (t.preserve) {  // directory modes and times last, deepest first
+      for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+        if (it->dir)
+          client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
+      client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
+    }
+    return true;
+  }
+};
+
+int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
+  if (args.size() < 2) {
+    die_line("send: usage: aesxfer send FILE... HOST:DEST");
+    return kExitUsage;
+  }
+  auto remote = parse_remote(args.back());
+  if (!remote) {
+    die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
+    return kExitUsage;
+  }
+  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  TransferOpts t = t_in;
+  net::ClientOptions co;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  const std::string dest = remote->path.empty() ? "." : remote->path;
+  const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  int rc = 0, stdin_fd = -1;  // stdin_fd: send -, the descriptor behind "/proc/self/fd/N"
+  const std::vector<std::string> sources = check_sources(args, t, stdin_fd, rc);
   if (sources.empty()) return kExitFail;
-  app::RateLimiter limiter(t.limit_kbit);
   try {
     net::Client client(co);
     // Several sources go into a directory: refused before anything is written when DEST is not
     // an existing directory on the server (else each file would replace the one before).
-    if (named > 1 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
+    if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
       die_line(client.peer() + ":" + net::printable(dest) + ": not a directory");
       client.bye();
       return kExitFail;
     }
-    // One file; false after a failure (the connection may be mid-stream: stop there).
-    auto send_one = [&](const fs::path& local, const std::string& to, const std::string& name = "") {
-      std::string shown = name.empty() ? local.string() : std::string("-");
-      app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
-      app::JsonProgress jp(shown, t.json_progress);
-      uint64_t last = 0;
-      try {
-        auto r = client.put(
-            local, to,
-            [&](uint64_t n) {
-              last = client.resume_offset();
-              prog.start(n, last);
-              jp.start(n, last);
-            },
-            [&](uint64_t d) {
-              limiter.consume(d - last);
-              last = d;
-              prog.update(d);
-              jp.update(d);
-            },
-            name);
-        if (!name.empty()) r.file = shown;
-        prog.finish(r.bytes, r.seconds);
-        jp.finish(r.bytes);
-        report(t, co, r, tty);
-        return true;
-      } catch (const net::Failure& f) {
-        if (tty) std::fputc('\n', stdout);
-        die_line(f.what());
-        rc = kExitFail;
-        return false;
-      }
-    };
+    SendSession s{t, co, client, tty};
     bool stopped = false;  // after a failure mid-stream: the connection cannot go on
     for (size_t i = 0; i < sources.size() && !stopped; ++i) {
       fs::path local = sources[i];
       std::error_code ec;
-      if (!fs::is_directory(local, ec)) {
-        bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
-        stopped = !send_one(local, dest, is_stdin ? "stdin" : "") && !client.can_continue();
+      if (fs::is_directory(local, ec)) {
+        stopped = !s.send_tree(local, dest);
         continue;
       }
-      // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself.
-      std::vector<std::string> skipped;
-      auto entries = app::walk_tree(local, &skipped);
-      for (const auto& sk : skipped) std::fprintf(stderr, "aesxfer: skipping %s\n", sk.c_str());
-      struct stat st {};
-      ::stat(local.c_str(), &st);
-      std::string name = fs::absolute(local).lexically_normal().filename().string();
-      if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
-      std::string base = client.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
-      for (const auto& e : entries) {
-        std::string to = base == "." ? e.rel : base + "/" + e.rel;
-        if (e.dir)
-          client.mkdir(to, "", e.mode, e.mtime);
-        else if (!send_one(e.local, to)) {
-          stopped = true;
-          break;
-        }
-      }
-      if (!stopped && t.preserve) {  // directory modes and times last, deepest first
-        for (auto it = entries.rbegin(); it != entries.rend(); ++it)
-          if (it->dir)
-            client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
-        client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
-      }
+      bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
+      stopped = !s.send_one(local, dest, is_stdin ? "stdin" : "") && !client.can_continue();
     }
     client.bye();
+    if (s.rc) rc = s.rc;
   } catch (const net::Failure& f) {
     die_line(f.what());
     return kExitFail;
@@ -396,23 +471,23 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t) {
 
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t);
 
-int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t) {
+int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in) {
   auto remote = parse_remote(src);
   if (!remote) {
     die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
     return kExitUsage;
   }
-  if (!check_remote(*remote, t.quiet)) return kExitUsage;
-  if (t.recursive) {
+  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  if (t_in.recursive) {
     if (dest == "-") {
       die_line("recv: -r cannot write a directory to standard output");
       return kExitUsage;
     }
-    return cmd_recv_tree(src, dest, t);
+    return cmd_recv_tree(src, dest, t_in);
   }
+  TransferOpts t = t_in;
   net::ClientOptions co;
-  co.host = remote->host;
-  if (!pick_suite(t, co)) return kExitUsage;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
   fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
@@ -465,11 +540,11 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
 }
 
 // recv -r: the listing, then one get per file on the same connection (client/recv_tree.h).
-int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t) {
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in) {
   auto remote = parse_remote(src);
+  TransferOpts t = t_in;
   net::ClientOptions co;
-  co.host = remote->host;
-  if (!pick_suite(t, co)) return kExitUsage;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
   std::unique_ptr<net::Client> client;
@@ -602,177 +677,279 @@ void list_ciphers() {
   for (const auto& m : crypto::macs()) std::printf("mac %-10s         %s\n", m.name, m.note);
 }
 
-}  // namespace
+// send and recv share these options.
+void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
+  sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")
+      ->type_name("CIPHER");
+  sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
+  sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
+  sub->add_option("-i,--identity", t.identity,
+                  "Client key to use instead of $AESXFER_HOME/id_ed25519 (must exist, readable by you only)")
+      ->type_name("FILE");
+  sub->add_option("-F,--config", t.config_file,
+                  "Config file instead of $AESXFER_HOME/config (\"none\": no config file)")
+      ->type_name("FILE");
+  sub->add_option(
+         "-o,--option", t.config_options,
+         "A config keyword for this run, e.g. -o Port=7300 (repeatable; see CONFIGURATION in aesxfer(1))")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
+  sub->add_flag("--json", t.json, "Print one JSON object per file");
+  sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
+      ->type_name("FILE");
+  sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
+      ->check(positive_seconds())
+      ->type_name("SECONDS");
+  sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  sub->add_flag(
+      "-p,--preserve", t.preserve,
+      "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
+  sub->add_option("-l,--limit", t.limit_kbit,
+                  "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
+                  "(80M = 80000)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
+                                        CLI::AsNumberWithUnit::CASE_INSENSITIVE)
+                      .description(""))
+      ->check(CLI::Range(0.0, 1e8).description(""))
+      ->type_name("KBIT/S");
+  sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
+  sub->add_option("--streams", t.streams,
+                  "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
+                  "round trip is 10 ms or more; 1 = never)")
+      ->check(CLI::Range(0, 16));
+  sub->add_option("--checksum", t.checksum,
+                  "Whole-file checksum in every end record: xxh128 (default), sha256 or none")
+      ->type_name("ALG");
+  sub->add_option("--record-size", t.record_size,
+                  "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("SIZE");
+  sub->add_flag(
+      "-v,--verbose", t.verbose,
+      "Say more on stderr (debug1: lines): the handshake, host key, cipher and implementation, streams, "
+      "socket buffers, round trip; the file's checksum on the summary line. -vv: more");
+  sub->add_flag("--strict-host-keys", t.strict_host_keys,
+                "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
+}
 
-int main(int argc, char** argv) {
-  if (sodium_init() < 0) {
-    die_line("libsodium failed to initialise");
-    return kExitFail;
-  }
-  CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
-  app.require_subcommand(0, 1);
-  bool list = false, no_aesni = false;
-  app.add_flag("--list-ciphers", list, "List ciphers and MACs (legacy ones marked) and exit");
-  app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
-      ->envname("AESXFER_NO_AESNI");
-  app.set_version_flag("-V,--version", std::string("aesxfer ") + AESXFER_VERSION + " (protocol " +
-                                           std::to_string(proto::kVersion) + ")");
-
-  TransferOpts t;
-  auto add_transfer_opts = [&](CLI::App* sub) {
-    sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")
-        ->type_name("CIPHER");
-    sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
-    sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
-    sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
-    sub->add_flag("--json", t.json, "Print one JSON object per file");
-    sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
-        ->type_name("FILE");
-    sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
-        ->check(positive_seconds())
-        ->type_name("SECONDS");
-    sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
-    sub->add_flag(
-        "-p,--preserve", t.preserve,
-        "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
-    sub->add_option(
-           "-l,--limit", t.limit_kbit,
-           "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
-           "(80M = 80000)")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
-                                          CLI::AsNumberWithUnit::CASE_INSENSITIVE)
-                        .description(""))
-        ->check(CLI::Range(0.0, 1e8).description(""))
-        ->type_name("KBIT/S");
-    sub->add_flag("--json-progress", t.json_progress,
-                  "JSON progress lines about every 0.5 s and a final one");
-    sub->add_option("--streams", t.streams,
-                    "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
-                    "round trip is 10 ms or more; 1 = never)")
-        ->check(CLI::Range(0, 16));
-    sub->add_option("--checksum", t.checksum,
-                    "Whole-file checksum in every end record: xxh128 (default), sha256 or none")
-        ->type_name("ALG");
-    sub->add_option("--record-size", t.record_size,
-                    "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
-        ->transform(CLI::AsSizeValue(false).description(""))
-        ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
-        ->type_name("SIZE");
-    sub->add_flag("-v,--verbose", t.verbose, "Say more: the file's checksum on the summary line");
-    sub->add_flag("--strict-host-keys", t.strict_host_keys,
-                  "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
-  };
-
+CLI::App* add_send_command(CLI::App& app, TransferOpts& t, std::vector<std::string>& args, bool& no_aesni) {
   auto* send = app.add_subcommand("send", "Send files: aesxfer send FILE... HOST:DEST");
-  std::vector<std::string> send_args;
-  send->add_option("args", send_args, "FILE... HOST:DEST")
+  send->add_option("args", args, "FILE... HOST:DEST")
       ->required()
       ->expected(2, -1)
       ->type_name("FILE... HOST:DEST");
-  add_transfer_opts(send);
+  add_transfer_options(send, t, no_aesni);
   send->add_flag("-r,--recursive", t.recursive, "Send directories recursively");
   send->add_flag("--resume", t.resume,
                  "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
+  return send;
+}
 
+CLI::App* add_recv_command(CLI::App& app, TransferOpts& t, std::vector<std::string>& args,
+                           uint64_t& zero_size, bool& no_aesni) {
   auto* recv = app.add_subcommand("recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST");
-  std::vector<std::string> recv_args;
-  uint64_t zero_size = 0;
-  recv->add_option("args", recv_args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
+  recv->add_option("args", args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
       ->required()
       ->expected(2, -1)
       ->type_name("HOST:SRC... DEST");
   recv->add_option("--size", zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->type_name("SIZE");
-  add_transfer_opts(recv);
+  add_transfer_options(recv, t, no_aesni);
   recv->add_flag("-r,--recursive", t.recursive,
                  "Fetch a directory recursively (symlinks on the server are skipped)");
   recv->add_flag("--resume", t.resume,
                  "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself "
                  "(complete files are not fetched again)");
+  return recv;
+}
 
-  auto* serve = app.add_subcommand("serve", "Run the server");
+// The long names of the options given on sub's command line (so that the config file and -o
+// fill in only the others).
+std::set<std::string> given_options(const CLI::App* sub) {
+  std::set<std::string> out;
+  for (const CLI::Option* o : sub->get_options())
+    if (o->count() > 0)
+      for (const auto& n : o->get_lnames()) out.insert(n);
+  return out;
+}
+
+struct ServeArgs {
   net::ServerOptions so;
   std::string listen_addr, root = ".", port_file, auth_keys;
-  double serve_timeout = 30, handshake_timeout = 10, partial_days = 7;
-  bool serve_quiet = false;
-  serve->add_option("--listen", listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
-  serve->add_option("-P,--port", so.port, "Port (default 7227; 0 picks a free one)")->type_name("PORT");
-  serve->add_option("--root", root, "Directory that files are read from and written to (default: .)");
-  serve->add_option("--port-file", port_file, "Write the bound port to FILE once listening");
-  serve->add_option("--authorized-keys", auth_keys,
+  double timeout = 30, handshake_timeout = 10, partial_days = 7;
+  bool quiet = false;
+  std::vector<std::string> checksums;
+  uint64_t max_record = proto::kMaxRecordSize;
+};
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a, bool& no_aesni) {
+  auto* serve = app.add_subcommand("serve", "Run the server");
+  serve->add_option("--listen", a.listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
+  serve->add_option("-P,--port", a.so.port, "Port (default 7227; 0 picks a free one)")->type_name("PORT");
+  serve->add_option("--root", a.root, "Directory that files are read from and written to (default: .)");
+  serve->add_option("--port-file", a.port_file, "Write the bound port to FILE once listening");
+  serve->add_option("--authorized-keys", a.auth_keys,
                     "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
   serve
-      ->add_option("--partial-max-age", partial_days,
+      ->add_option("--partial-max-age", a.partial_days,
                    "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
       ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-sessions", so.max_sessions,
+  serve->add_option("--max-sessions", a.so.max_sessions,
                     "Refuse clients beyond this many at once (default 64)");
-  serve->add_option("--timeout", serve_timeout, "Idle seconds before a session is dropped (default 30)");
-  serve->add_option("--handshake-timeout", handshake_timeout,
+  serve->add_option("--timeout", a.timeout, "Idle seconds before a session is dropped (default 30)");
+  serve->add_option("--handshake-timeout", a.handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");
   serve
-      ->add_option("--ciphers", so.ciphers,
+      ->add_option("--ciphers", a.so.ciphers,
                    "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
       ->delimiter(',');
   serve
-      ->add_option("--macs", so.macs,
+      ->add_option("--macs", a.so.macs,
                    "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
       ->delimiter(',');
-  serve->add_flag("-q,--quiet", serve_quiet, "No log lines");
+  serve->add_flag("-q,--quiet", a.quiet, "No log lines");
   serve
-      ->add_option("--max-list", so.max_list_entries, "Entries one recv -r listing may have (default 200000)")
+      ->add_option("--max-list", a.so.max_list_entries,
+                   "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
-  std::vector<std::string> serve_checksums;
   serve
-      ->add_option("--checksums", serve_checksums,
+      ->add_option("--checksums", a.checksums,
                    "File checksums clients may choose, comma-separated (default: xxh128,sha256,none)")
       ->delimiter(',')
       ->type_name("LIST");
-  uint64_t max_record = proto::kMaxRecordSize;
   serve
-      ->add_option("--max-record-size", max_record,
+      ->add_option("--max-record-size", a.max_record,
                    "Largest record payload the server agrees to (default 1M)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
       ->type_name("SIZE");
+  return serve;
+}
 
-  auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
-  auto* authorize = app.add_subcommand(
-      "authorize", "On the server: let a client key in (appends it to $AESXFER_HOME/authorized_keys)");
-  std::string authorize_what;
-  authorize->add_option("key", authorize_what, "The line aesxfer keygen printed, or a .pub file holding it")
-      ->required()
-      ->type_name("KEYLINE|FILE");
+int cmd_serve(ServeArgs& a) {
+  net::ServerOptions& so = a.so;
+  so.listen = a.listen_addr;
+  so.root = a.root;
+  so.home = net::aesxfer_home();
+  so.port_file = a.port_file;
+  so.authorized_keys = a.auth_keys;
+  so.timeout = std::chrono::milliseconds(int64_t(a.timeout * 1000));
+  so.handshake_timeout = std::chrono::milliseconds(int64_t(a.handshake_timeout * 1000));
+  so.partial_max_age = std::chrono::seconds(int64_t(a.partial_days * 86400));
+  so.log = a.quiet ? nullptr : &std::cerr;
+  so.policy.max_record_size = uint32_t(a.max_record);
+  if (!a.checksums.empty()) {
+    so.policy.checksums = 0;
+    for (const auto& name : a.checksums) {
+      crypto::ChecksumAlg alg;
+      if (!crypto::find_checksum(name, alg)) {
+        die_line("serve: unknown checksum '" + name + "' in --checksums (known: " + crypto::checksum_names() +
+                 ")");
+        return kExitUsage;
+      }
+      so.policy.checksums |= 1u << uint8_t(alg);
+    }
+  }
+  net::Server server(so);
+  server.run();
+  return 0;
+}
 
-  auto* speed = app.add_subcommand("speed", "Cipher and MAC throughput, like openssl speed -evp");
+int cmd_keygen() {
+  bool created = false;
+  fs::path p = net::aesxfer_home() / "id_ed25519";
+  auto id = net::load_or_create_identity(p, &created);
+  // stdout: exactly the line a server's authorized_keys takes (its .pub file); the rest on stderr.
+  std::string line = net::encode_public_key(id.pk) + " " + net::key_comment();
+  std::ifstream pub(p.string() + ".pub");
+  std::string on_disk;
+  proto::PublicKey pk{};
+  if (std::getline(pub, on_disk) && net::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
+  std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
+               created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
+               "$AESXFER_HOME/authorized_keys");
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+int cmd_authorize(const std::string& what) {
+  std::string line = what;
+  std::error_code ec;
+  if (fs::is_regular_file(what, ec)) {  // a .pub file: its first key line
+    std::ifstream in(what);
+    line.clear();
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty() && l[0] != '#') {
+        line = l;
+        break;
+      }
+  }
+  const fs::path file = net::aesxfer_home() / "authorized_keys";
+  proto::PublicKey pk{};
+  try {
+    const auto r = net::authorize_key(file, line);
+    net::decode_public_key(line, pk);
+    std::printf("%s %s in %s\n",
+                r == net::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
+                file.c_str());
+    return 0;
+  } catch (const std::runtime_error& e) {
+    die_line("authorize: " + net::printable(what.substr(0, 80)) + ": " + e.what());
+    return kExitUsage;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct SpeedArgs {
   app::SpeedOptions sp;
-  std::string speed_list;
-  speed->add_option("-c,--cipher", speed_list, "Comma-separated ciphers, MACs and checksums (default: all)")
+  std::string list;
+};
+
+CLI::App* add_speed_command(CLI::App& app, SpeedArgs& a, bool& no_aesni) {
+  auto* speed = app.add_subcommand("speed", "Cipher and MAC throughput, like openssl speed -evp");
+  speed->add_option("-c,--cipher", a.list, "Comma-separated ciphers, MACs and checksums (default: all)")
       ->type_name("LIST");
   speed
-      ->add_option("--seconds", sp.seconds,
+      ->add_option("--seconds", a.sp.seconds,
                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
                    "a whole table takes rows x sizes x this)")
       ->check(positive_seconds())
       ->type_name("S");
-  speed->add_option("--multi", sp.multi, "Threads running at once (figures summed)");
-  speed->add_flag("--json", sp.json, "JSON output");
+  speed->add_option("--multi", a.sp.multi, "Threads running at once (figures summed)");
+  speed->add_flag("--json", a.sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
-  speed->add_option("--plot", sp.plot, "Also write the table as an SVG line chart (MB/s against block size)")
+  speed
+      ->add_option("--plot", a.sp.plot, "Also write the table as an SVG line chart (MB/s against block size)")
       ->type_name("FILE");
-  speed->add_flag("--no-aesni-too", sp.no_aesni_too,
+  speed->add_flag("--no-aesni-too", a.sp.no_aesni_too,
                   "Every AES row also with the portable code (in the chart: same colour, dashed)");
+  return speed;
+}
 
-  // `aesxfer bench`: the cipher lab (app/bench.h).
+struct BenchArgs {
+  app::BenchOptions bo;
+  std::string list;
+};
+
+// `aesxfer bench`: the cipher lab (app/bench.h).
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& a, bool& no_aesni) {
+  app::BenchOptions& bo = a.bo;
   auto* bench =
       app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
-  app::BenchOptions bo;
-  std::string bench_list;
   bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)")
       ->type_name("HOST");
-  bench->add_option("-c,--cipher", bench_list, "Comma-separated ciphers (default: all)")->type_name("LIST");
+  bench->add_option("-c,--cipher", a.list, "Comma-separated ciphers (default: all)")->type_name("LIST");
   bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
   bench->add_option("--size", bo.size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)")
       ->transform(CLI::AsSizeValue(false).description(""))
@@ -807,7 +984,12 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   bench->add_option("--sshd", bo.sshd,
                     "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)");
+  return bench;
+}
 
+// Checks made before CLI11 parses: no arguments, an unknown command, serve -p. Returns the exit
+// status for a usage error, or -1 to go on.
+int precheck(const CLI::App& app, int argc, char** argv) {
   if (argc < 2) {  // no arguments: usage on stderr, like a usage error
     std::fputs(app.help().c_str(), stderr);
     return kExitUsage;
@@ -823,6 +1005,45 @@ int main(int argc, char** argv) {
         die_line("serve: the port option is -P (or --port); -p means --preserve in send and recv");
         return kExitUsage;
       }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (sodium_init() < 0) {
+    die_line("libsodium failed to initialise");
+    return kExitFail;
+  }
+  CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
+  app.require_subcommand(0, 1);
+  bool list = false, no_aesni = false;
+  app.add_flag("--list-ciphers", list, "List ciphers and MACs (legacy ones marked) and exit");
+  app.add_flag("--no-aesni", no_aesni, "Use the portable constant-time code instead of AES-NI/PCLMUL/SHA-NI")
+      ->envname("AESXFER_NO_AESNI");
+  app.set_version_flag("-V,--version", std::string("aesxfer ") + AESXFER_VERSION + " (protocol " +
+                                           std::to_string(proto::kVersion) + ")");
+
+  TransferOpts t;
+  std::vector<std::string> send_args, recv_args;
+  uint64_t zero_size = 0;
+  auto* send = add_send_command(app, t, send_args, no_aesni);
+  auto* recv = add_recv_command(app, t, recv_args, zero_size, no_aesni);
+  ServeArgs serve_args;
+  auto* serve = add_serve_command(app, serve_args, no_aesni);
+  auto* keygen = app.add_subcommand("keygen", "Create this user's identity (and show it)");
+  auto* authorize = app.add_subcommand(
+      "authorize", "On the server: let a client key in (appends it to $AESXFER_HOME/authorized_keys)");
+  std::string authorize_what;
+  authorize->add_option("key", authorize_what, "The line aesxfer keygen printed, or a .pub file holding it")
+      ->required()
+      ->type_name("KEYLINE|FILE");
+  SpeedArgs speed_args;
+  auto* speed = add_speed_command(app, speed_args, no_aesni);
+  BenchArgs bench_args;
+  auto* bench = add_bench_command(app, bench_args, no_aesni);
+
+  if (int rc = precheck(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -837,94 +1058,25 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
-  if (*send || *recv) net::install_cleanup_on_signals();
+  if (*send || *recv) {
+    net::install_cleanup_on_signals();
+    t.given = given_options(*send ? send : recv);
+  }
   try {
     if (*send) return cmd_send(send_args, t);
     if (*recv) return cmd_recv_all(recv_args, zero_size, t);
-    if (*serve) {
-      so.listen = listen_addr;
-      so.root = root;
-      so.home = net::aesxfer_home();
-      so.port_file = port_file;
-      so.authorized_keys = auth_keys;
-      so.timeout = std::chrono::milliseconds(int64_t(serve_timeout * 1000));
-      so.handshake_timeout = std::chrono::milliseconds(int64_t(handshake_timeout * 1000));
-      so.partial_max_age = std::chrono::seconds(int64_t(partial_days * 86400));
-      so.log = serve_quiet ? nullptr : &std::cerr;
-      so.policy.max_record_size = uint32_t(max_record);
-      if (!serve_checksums.empty()) {
-        so.policy.checksums = 0;
-        for (const auto& name : serve_checksums) {
-          crypto::ChecksumAlg a;
-          if (!crypto::find_checksum(name, a)) {
-            die_line("serve: unknown checksum '" + name +
-                     "' in --checksums (known: " + crypto::checksum_names() + ")");
-            return kExitUsage;
-          }
-          so.policy.checksums |= 1u << uint8_t(a);
-        }
-      }
-      net::Server server(so);
-      server.run();
-      return 0;
-    }
-    if (*keygen) {
-      bool created = false;
-      fs::path p = net::aesxfer_home() / "id_ed25519";
-      auto id = net::load_or_create_identity(p, &created);
-      // stdout: exactly the line a server's authorized_keys takes (its .pub file); the rest on stderr.
-      std::string line = net::encode_public_key(id.pk) + " " + net::key_comment();
-      std::ifstream pub(p.string() + ".pub");
-      std::string on_disk;
-      proto::PublicKey pk{};
-      if (std::getline(pub, on_disk) && net::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
-      std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
-                   created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
-                   "$AESXFER_HOME/authorized_keys");
-      std::printf("%s\n", line.c_str());
-      return 0;
-    }
-    if (*authorize) {
-      std::string line = authorize_what;
-      std::error_code ec;
-      if (fs::is_regular_file(authorize_what, ec)) {  // a .pub file: its first key line
-        std::ifstream in(authorize_what);
-        line.clear();
-        for (std::string l; std::getline(in, l);)
-          if (!l.empty() && l[0] != '#') {
-            line = l;
-            break;
-          }
-      }
-      const fs::path file = net::aesxfer_home() / "authorized_keys";
-      proto::PublicKey pk{};
-      try {
-        const auto r = net::authorize_key(file, line);
-        net::decode_public_key(line, pk);
-        std::printf("%s %s in %s\n",
-                    r == net::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
-                    file.c_str());
-        return 0;
-      } catch (const std::runtime_error& e) {
-        die_line("authorize: " + net::printable(authorize_what.substr(0, 80)) + ": " + e.what());
-        return kExitUsage;
-      }
-    }
+    if (*serve) return cmd_serve(serve_args);
+    if (*keygen) return cmd_keygen();
+    if (*authorize) return cmd_authorize(authorize_what);
     if (*speed) {
-      std::stringstream ss(speed_list);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        if (!item.empty()) sp.ciphers.push_back(item);
-      sp.no_aesni = no_aesni;
-      return app::run_speed(sp, std::cout, std::cerr);
+      speed_args.sp.ciphers = split_list(speed_args.list);
+      speed_args.sp.no_aesni = no_aesni;
+      return app::run_speed(speed_args.sp, std::cout, std::cerr);
     }
     if (*bench) {
-      std::stringstream ss(bench_list);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        if (!item.empty()) bo.ciphers.push_back(item);
-      bo.no_aesni = no_aesni;
-      return app::run_bench(bo, std::cout, std::cerr);
+      bench_args.bo.ciphers = split_list(bench_args.list);
+      bench_args.bo.no_aesni = no_aesni;
+      return app::run_bench(bench_args.bo, std::cout, std::cerr);
     }
   } catch (const net::Failure& f) {
     die_line(f.what());

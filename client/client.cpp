@@ -1,15 +1,22 @@
 #include "client/client.h"
 
-#include <algorithm>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <optional>
 
+#include "crypto/checksum.h"
+#include "crypto/sha256.h"
+#include "crypto/sha256_mb.h"
 #include "crypto/util.h"
 #include "net/atomic_file.h"
 #include "net/keystore.h"
@@ -38,17 +45,40 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-Client::Client(const ClientOptions& opt) : opt_(opt) {
-  proto::Identity id = load_or_create_identity(opt_.home / "id_ed25519");
-  int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
-  std::string hp = host_port(opt_.host, opt_.port);
-  conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
+proto::Identity Client::load_client_identity() const {
+  const proto::Identity id = opt_.identity.empty() ? load_or_create_identity(opt_.home / "id_ed25519")
+                                                    : load_identity(opt_.identity);
+  log(1, "identity " +
+             (opt_.identity.empty() ? (opt_.home / "id_ed25519").string() : opt_.identity.string()) + " (" +
+             proto::fingerprint(id.pk) + ")");
+  return id;
+}
 
-  proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac, {opt_.checksum, opt_.record_size});
+// Connects, sends the ClientHello and reads until the ServerHello is verified (its host key known).
+void Client::connect_and_hello(proto::ClientHandshake& hs) {
+  const std::string hp = host_port(opt_.host, opt_.port);
+  log(1, "connecting to " + opt_.host + " port " + std::to_string(opt_.port));
+  const auto t0 = Clock::now();
+  int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
+  conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  char addr[NI_MAXHOST] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), len, addr, sizeof addr, nullptr, 0, NI_NUMERICHOST);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.2f", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  log(1, std::string("connected to ") + addr + " port " + std::to_string(opt_.port) + " in " + ms + " ms");
+
   proto::Step step = hs.start();
   conn_->write_all(step.send.data(), step.send.size());
+  log(1, "sent ClientHello: protocol " + std::to_string(proto::kVersion) + ", cipher " + opt_.cipher->name +
+             ", MAC " + (opt_.cipher->aead ? std::string("aead") : opt_.mac->name) + ", checksum " +
+             crypto::checksum_name(opt_.checksum) + ", record size " + std::to_string(opt_.record_size));
+  log(2, "ClientHello is " + std::to_string(step.send.size()) + " bytes");
   uint8_t buf[4096];
   bool first = true;
+  size_t got = 0;
   while (!hs.host_key()) {
     size_t n = conn_->read_some(buf, sizeof buf);
     if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
@@ -57,60 +87,143 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
         throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
       first = false;
     }
+    got += n;
     step = hs.feed(buf, n);
     if (step.ec)
       throw Failure("handshake with " + hp +
                     " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
     if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
   }
+  log(1, "received ServerHello (" + std::to_string(got) + " bytes): host key " +
+             proto::fingerprint(*hs.host_key()) + ", its signature over the transcript verified");
+}
+
+void Client::check_host_key(const proto::PublicKey& key) {
+  const std::string& hp = conn_->peer();
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";
-  const HostCheck hc = check_known_host(known, hp, *hs.host_key(), &expected, !opt_.strict_host_keys);
+  const HostCheck hc = check_known_host(known, hp, key, &expected, !opt_.strict_host_keys);
   switch (hc) {
     case HostCheck::known:
+      log(1, "host key for " + hp + " is known: " + proto::fingerprint(key) + " matches " + known.string());
       break;
     case HostCheck::added:
+      log(1, "host key for " + hp + " was not known: " + proto::fingerprint(key) + " added to " +
+                 known.string());
       // As ssh says it: the user learns that a key was trusted on first use, and which.
       if (opt_.announce_new_host)
         std::fprintf(stderr, "aesxfer: Permanently added %s (%s) to the list of known hosts (%s)\n",
-                     hp.c_str(), proto::fingerprint(*hs.host_key()).c_str(), known.c_str());
+                     hp.c_str(), proto::fingerprint(key).c_str(), known.c_str());
       break;
     case HostCheck::unknown:
-      throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(*hs.host_key()) +
+      throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(key) +
                     ") and --strict-host-keys is set; add it to " + known.string() + " after checking it");
     case HostCheck::changed:
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
-                    proto::fingerprint(*hs.host_key()) + "); if this is expected, remove its line from " +
+                    proto::fingerprint(key) + "); if this is expected, remove its line from " +
                     known.string());
   }
-  step = hs.confirm_host();
-  if (step.ec) throw Failure("handshake with " + hp + " failed: " + step.ec.message());
-  conn_->write_all(step.send.data(), step.send.size());
-  keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
-  if (!opt_.keylog.empty()) {
-    // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
-    // extra connections of --streams add their lines whole.
-    int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
-    std::string lines = keys_->keylog_lines();
-    bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
-    crypto::secure_zero(lines.data(), lines.size());
-    ::close(kfd);
-    if (!ok) throw Failure("cannot write key log " + opt_.keylog);
-  }
-  conn_->start_records(*keys_, true);
-  tune_for_path(conn_->fd());
+}
+
+void Client::write_keylog() const {
+  if (opt_.keylog.empty()) return;
+  // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
+  // extra connections of --streams add their lines whole.
+  int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
+  std::string lines = keys_->keylog_lines();
+  bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
+  crypto::secure_zero(lines.data(), lines.size());
+  ::close(kfd);
+  if (!ok) throw Failure("cannot write key log " + opt_.keylog);
+  log(2, "session keys appended to " + opt_.keylog);
+}
+
+void Client::await_welcome(const proto::Identity& id) {
+  const std::string& hp = conn_->peer();
   proto::Message w = conn_->recv_message("the handshake");
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
   if (w.status == proto::Status::refused) {
     // Say what to do, in the one line: the line for the server's authorized_keys, which is this
     // identity's .pub file, and where it goes (the server's text is the peer's; made printable).
     const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
+    const std::string where = opt_.identity.empty()
+                                  ? "aesxfer keygen prints it"
+                                  : opt_.identity.string() + ".pub holds it, if made by keygen";
     throw Failure(printable(hp + " refused the login: " + text) + "; to be let in, add this line to " +
-                  "$AESXFER_HOME/authorized_keys on the server (aesxfer keygen prints it): " +
-                  encode_public_key(id.pk) + " " + key_comment());
+                  "$AESXFER_HOME/authorized_keys on the server (" + where + "): " + encode_public_key(id.pk) +
+                  " " + key_comment());
   }
   if (w.status != proto::Status::ok) throw proto::refusal(w, hp + " refused the login");
+  log(1, "login accepted: the server's Welcome arrived in the encrypted channel");
+}
+
+// -v: what this connection runs with, as the handshake agreed it, and what the socket has.
+void Client::log_session(Clock::duration handshake) const {
+  if (!opt_.debug) return;
+  const crypto::CipherDesc& c = *keys_->cipher;
+  std::string mac = c.aead ? "aead (" + std::string(c.name) + " authenticates itself)" : keys_->mac->name;
+  if (!c.aead && keys_->mac->tag_len)
+    mac += std::string(" [sha256 ") + crypto::sha256_impl_name(crypto::ShaImpl::best) + ", batches " +
+           crypto::sha256_mb_impl_name() + "]";
+  std::string sum = crypto::checksum_name(keys_->checksum);
+  if (keys_->checksum == crypto::ChecksumAlg::xxh128)
+    sum += std::string(" [") + crypto::xxh_impl_name(crypto::XxhImpl::best) + "]";
+  if (keys_->checksum == crypto::ChecksumAlg::sha256)
+    sum += std::string(" [") + crypto::sha256_impl_name(crypto::ShaImpl::best) + "]";
+  log(1, std::string("cipher ") + c.name + " [" + crypto::cipher_impl_name(c) + "], MAC " + mac +
+             ", checksum " + sum + ", record size " + std::to_string(keys_->record_size) + " bytes");
+  const int fd = conn_->fd();
+  int snd = 0, rcv = 0;
+  socklen_t l1 = sizeof snd, l2 = sizeof rcv;
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &l1);
+  ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &l2);
+  log(1, "socket buffers: SO_SNDBUF " + std::to_string(snd) + " bytes, SO_RCVBUF " + std::to_string(rcv) +
+             " bytes (as getsockopt reports them)");
+  struct tcp_info ti {};
+  socklen_t tl = sizeof ti;
+  const bool have = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0;
+  char line[160];
+  std::snprintf(line, sizeof line, "round trip %.3f ms (TCP_INFO smoothed), handshake %.2f ms",
+                have ? ti.tcpi_rtt / 1000.0 : 0.0,
+                std::chrono::duration<double, std::milli>(handshake).count());
+  log(1, have ? line : std::string(line) + " (TCP_INFO unavailable)");
+  if (have) {
+    std::snprintf(line, sizeof line,
+                  "TCP: rtt variance %.3f ms, mss %u, congestion window %u segments, pmtu %u",
+                  ti.tcpi_rttvar / 1000.0, ti.tcpi_snd_mss, ti.tcpi_snd_cwnd, ti.tcpi_pmtu);
+    log(2, line);
+  }
+}
+
+Client::Client(const ClientOptions& opt) : opt_(opt) {
+  const auto t0 = Clock::now();
+  proto::Identity id = load_client_identity();
+  proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac, {opt_.checksum, opt_.record_size});
+  connect_and_hello(hs);
+  check_host_key(*hs.host_key());
+  proto::Step step = hs.confirm_host();
+  if (step.ec) throw Failure("handshake with " + conn_->peer() + " failed: " + step.ec.message());
+  conn_->write_all(step.send.data(), step.send.size());
+  log(1, "sent ClientAuth: signature by " + proto::fingerprint(id.pk) + " over the transcript");
+  keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
+  write_keylog();
+  conn_->start_records(*keys_, true);
+  tune_for_path(conn_->fd());
+  await_welcome(id);
+  log_session(Clock::now() - t0);
+  if (!opt_.extra_stream) {
+    const uint32_t rtt = rtt_us();
+    if (opt_.resume || opt_.paced)
+      log(1, std::string("streams: 1 (") + (opt_.resume ? "--resume" : "-l") + " uses one connection)");
+    else if (opt_.streams > 0)
+      log(1, "streams: " + std::to_string(opt_.streams) +
+                 " per file (--streams or Streams; fewer for small files)");
+    else
+      log(1, "streams: auto, " + std::to_string(auto_streams()) + " per large file (round trip " +
+                 (rtt < kLongPathRttUs ? "below" : "at or above") + " " +
+                 std::to_string(kLongPathRttUs / 1000) + " ms)");
+  }
 }
 
 Client::~Client() = default;

@@ -5,14 +5,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "net/conn.h"
-#include "net/transfer.h"
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
+#include "net/conn.h"
+#include "net/transfer.h"
 #include "proto/listing.h"
 
 namespace aesxfer::net {
@@ -31,14 +32,22 @@ struct ClientOptions {
   const crypto::CipherDesc* cipher = nullptr;
   const crypto::MacDesc* mac = nullptr;
   std::filesystem::path home;  // $AESXFER_HOME
+  // -i / IdentityFile: the client key to use, which must exist; empty: home/id_ed25519 (created
+  // on first use).
+  std::filesystem::path identity;
+  // -v: called with (level, line) for what the connection does (handshake steps, host key, suite
+  // and implementations, socket buffers, round trip); level 1 for -v, 2 for -vv. Must be safe to
+  // call from several threads (the connections of --streams are opened in parallel).
+  std::function<void(int level, const std::string& line)> debug;
+  bool extra_stream = false;  // one of the extra connections of --streams (no "streams:" line)
   std::chrono::milliseconds timeout{30000};
-  std::string keylog;          // file to append session keys to (every connection), or empty
-  bool strict_host_keys = false;  // --strict-host-keys: refuse a host not yet in known_hosts
+  std::string keylog;              // file to append session keys to (every connection), or empty
+  bool strict_host_keys = false;   // --strict-host-keys: refuse a host not yet in known_hosts
   bool announce_new_host = false;  // say "Permanently added" on first contact (the CLI, unless -q)
-  bool preserve = false;       // -p: the receiver applies mode exactly and mtime
-  bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
-  bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
-  bool paced = false;          // -l: a rate limiter paces the progress callback (one stream only)
+  bool preserve = false;           // -p: the receiver applies mode exactly and mtime
+  bool resume = false;             // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
+  bool fine_progress = false;      // progress after every record (-l, --json-progress), not per batch
+  bool paced = false;              // -l: a rate limiter paces the progress callback (one stream only)
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
   // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or -l (paced).
   int streams = 0;
@@ -52,22 +61,22 @@ struct FileResult {
   uint64_t bytes = 0;
   double seconds = 0;
   bool verified = false;
-  crypto::Checksum checksum;    // of the whole file (a single stream)
+  crypto::Checksum checksum;  // of the whole file (a single stream)
   // --streams: one checksum per byte range (offset, length, checksum of that range alone)
   struct Range {
     uint64_t offset, length;
     crypto::Checksum checksum;
   };
   std::vector<Range> ranges;
-  uint64_t resumed_from = 0;   // --resume: bytes the receiver already had (not sent again)
-  int streams = 1;             // connections the file moved over (--streams)
-  uint64_t record_size = 0;    // payload bytes per record, as the handshake agreed
+  uint64_t resumed_from = 0;  // --resume: bytes the receiver already had (not sent again)
+  int streams = 1;            // connections the file moved over (--streams)
+  uint64_t record_size = 0;   // payload bytes per record, as the handshake agreed
 };
 
 // The answer to list (recv -r): a directory on the server and everything under it.
 struct RemoteDir {
-  std::string path;     // the directory, relative to the server's root ("." for the root)
-  uint32_t mode = 0;    // its permission bits and mtime
+  std::string path;   // the directory, relative to the server's root ("." for the root)
+  uint32_t mode = 0;  // its permission bits and mtime
   int64_t mtime = 0;
   std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
 };
@@ -139,6 +148,16 @@ class Client {
   std::vector<std::unique_ptr<Client>> extra_;
   bool extra_tried_ = false;
   int auto_streams() const;
+  // The steps of the constructor (client.cpp).
+  proto::Identity load_client_identity() const;
+  void connect_and_hello(proto::ClientHandshake& hs);
+  void check_host_key(const proto::PublicKey& host_key);
+  void write_keylog() const;
+  void await_welcome(const proto::Identity& id);
+  void log(int level, const std::string& line) const {
+    if (opt_.debug) opt_.debug(level, line);
+  }
+  void log_session(std::chrono::steady_clock::duration handshake) const;
   int open_extra(int want);  // returns the connections available in all, this one included
   FileResult put_parallel(int fd, const std::filesystem::path& local, proto::Message req, int n,
                           const std::function<void(uint64_t)>& on_start, const ProgressFn& progress);
@@ -151,7 +170,7 @@ class Client {
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                 const proto::Message* commit = nullptr);
+                             const proto::Message* commit = nullptr);
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
   FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
                            const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,

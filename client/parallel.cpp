@@ -157,16 +157,25 @@ int Client::open_extra(int want) {
   size_t need = size_t(want - 1) - extra_.size();
   std::vector<std::unique_ptr<Client>> got(need);
   std::vector<std::thread> threads;
+  o.extra_stream = true;
   for (size_t i = 0; i < need; ++i)
     threads.emplace_back([&, i] {
+      ClientOptions oi = o;
+      if (opt_.debug)  // -v: the extra connections' handshakes one level deeper (-vv), named
+        oi.debug = [d = opt_.debug, k = extra_.size() + i + 2](int level, const std::string& line) {
+          d(level + 1, "stream " + std::to_string(k) + ": " + line);
+        };
       try {
-        got[i] = std::make_unique<Client>(o);
-      } catch (const std::exception&) {
+        got[i] = std::make_unique<Client>(oi);
+      } catch (const std::exception& e) {
+        log(1, std::string("an extra connection failed: ") + e.what());
       }
     });
   for (auto& t : threads) t.join();
   for (auto& c : got)
     if (c) extra_.push_back(std::move(c));
+  log(1, "parallel streams: " + std::to_string(extra_.size() + 1) + " connections open (" +
+             std::to_string(want) + " wanted)");
   if (int(extra_.size()) + 1 < want) extra_tried_ = true;  // do not retry for every file
   return int(extra_.size()) + 1;
 }

@@ -1,9 +1,9 @@
 #include "net/keystore.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sodium.h>
 #include <sys/stat.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -119,31 +119,53 @@ std::string key_comment() {
   return c;
 }
 
+namespace {
+
+// The identity in the file open as fd (closed here): a regular file that only its owner may access.
+proto::Identity read_identity(int fd, const fs::path& path) {
+  proto::Identity id;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Failure("identity file " + path.string() + " is not a regular file");
+  }
+  if (st.st_mode & 077) {
+    ::close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
+                             "); a secret key must be readable by its owner only: chmod 600 it");
+  }
+  std::string data = read_fd(fd, path);
+  ::close(fd);
+  std::string line = data.substr(0, data.find('\n'));
+  bool ok = unb64(line, id.sk.data(), id.sk.size());
+  crypto::secure_zero(line.data(), line.size());
+  crypto::secure_zero(data.data(), data.size());
+  if (!ok) throw Failure("identity file " + path.string() + " is damaged");
+  crypto_sign_ed25519_sk_to_pk(id.pk.data(), id.sk.data());
+  return id;
+}
+
+}  // namespace
+
+proto::Identity load_identity(const fs::path& path) {
+  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    throw Failure("cannot read identity file " + path.string() + ": " +
+                             (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
+  }
+  return read_identity(fd, path);
+}
+
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
   proto::Identity id;
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw Failure("identity file " + path.string() + " is not a regular file");
-    }
-    if (st.st_mode & 077) {
-      ::close(fd);
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-      throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
-                               "); a secret key must be readable by its owner only: chmod 600 it");
-    }
-    std::string data = read_fd(fd, path);
-    ::close(fd);
-    std::string line = data.substr(0, data.find('\n'));
-    bool ok = unb64(line, id.sk.data(), id.sk.size());
-    crypto::secure_zero(line.data(), line.size());
-    crypto::secure_zero(data.data(), data.size());
-    if (!ok) throw Failure("identity file " + path.string() + " is damaged");
-    crypto_sign_ed25519_sk_to_pk(id.pk.data(), id.sk.data());
+    id = read_identity(fd, path);
     if (created) *created = false;
     return id;
   }
@@ -216,13 +238,15 @@ std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::ve
   std::ifstream in(file);
   std::string line;
   for (size_t n = 1; in && std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#')
+      continue;
     proto::PublicKey pk;
     if (decode_public_key(line, pk))
       keys.push_back(pk);
     else if (problems)
-      problems->push_back(file.string() + ":" + std::to_string(n) +
-                          ": not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
+      problems->push_back(
+          file.string() + ":" + std::to_string(n) +
+          ": not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   }
   return keys;
 }
@@ -232,7 +256,8 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   proto::PublicKey pk{};
   if (line.find('\n') != std::string::npos || !decode_public_key(line, pk))
-    throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
+    throw Failure(
+        "not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   for (const auto& k : load_authorized_keys(file))
     if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());

@@ -23,6 +23,8 @@ std::filesystem::path aesxfer_home();
 // file that group or others may access (mode & 077), or a symbolic link, is refused, as ssh
 // refuses an unprotected private key.
 proto::Identity load_or_create_identity(const std::filesystem::path& path, bool* created = nullptr);
+// The same checks for an identity that must exist (-i FILE, IdentityFile): never created.
+proto::Identity load_identity(const std::filesystem::path& path);
 
 std::string encode_public_key(const proto::PublicKey& pk);  // "aesxfer-ed25519 <base64>"
 bool decode_public_key(const std::string& line, proto::PublicKey& out);
@@ -40,8 +42,8 @@ enum class HostCheck { known, added, changed, unknown };
 // reports `changed` (and leaves the file alone) when a different key is on record. `expected`
 // receives the recorded key then. A line for host_port whose key cannot be parsed throws
 // ("FILE:LINE: cannot parse ..."), never a silent re-pin.
-HostCheck check_known_host(const std::filesystem::path& file, const std::string& host_port, const proto::PublicKey& key,
-                           proto::PublicKey* expected, bool add = true);
+HostCheck check_known_host(const std::filesystem::path& file, const std::string& host_port,
+                           const proto::PublicKey& key, proto::PublicKey* expected, bool add = true);
 
 // The keys of an authorized_keys file. A line that is neither blank, a comment nor a key is
 // reported in `problems` (when given) as "FILE:LINE: ..." and skipped.
