@@ -22,6 +22,7 @@
 #include "app/progress.h"
 #include "app/speed.h"
 #include "client/client.h"
+#include "client/pipeline.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
@@ -354,6 +355,58 @@ struct SendSession {
   bool tty;
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
+  // Small files go pipelined (docs/PROTOCOL.md, "Pipelining"); a large one, or any with --resume
+  // or -l, waits for the pipeline to empty and goes on its own.
+  net::Pipeline pipeline{client};
+
+  // A pipelined file's verdict, when its answers arrive: the report line, or the failure line.
+  net::Pipeline::Done verdict(const std::string& shown) {
+    return [this, shown](const net::FileResult* r, const net::Failure* f) {
+      if (f) {
+        die_line(f->what());
+        rc = kExitFail;
+        return;
+      }
+      net::FileResult res = *r;
+      res.file = shown;
+      app::Progress prog(net::printable(fs::path(shown).filename().string()), tty);
+      app::JsonProgress jp(shown, t.json_progress);
+      prog.start(res.bytes);
+      jp.start(res.bytes, 0);
+      prog.finish(res.bytes, res.seconds);
+      jp.finish(res.bytes);
+      report(t, co, res, tty);
+    };
+  }
+
+  // One file, pipelined when it is small; false when a failure stopped the connection.
+  bool send_file(const fs::path& local, const std::string& to, const std::string& name = "") {
+    struct stat st {};
+    try {
+      if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && pipeline.can_put(uint64_t(st.st_size))) {
+        pipeline.put(local, to, name, verdict(name.empty() ? local.string() : std::string("-")));
+        return true;
+      }
+      pipeline.drain();
+    } catch (const net::Failure& f) {  // the connection failed: nothing more goes
+      die_line(f.what());
+      rc = kExitFail;
+      return false;
+    }
+    return send_one(local, to, name) || client.can_continue();
+  }
+
+  // Waits for the answers still due; false when the connection failed meanwhile.
+  bool finish() {
+    try {
+      pipeline.drain();
+      return true;
+    } catch (const net::Failure& f) {
+      die_line(f.what());
+      rc = kExitFail;
+      return false;
+    }
+  }
 
   // One file; false after a failure (the connection may be mid-stream: stop there).
   bool send_one(const fs::path& local, const std::string& to, const std::string& name = "") {
@@ -399,21 +452,37 @@ struct SendSession {
     ::stat(local.c_str(), &st);
     std::string name = fs::absolute(local).lexically_normal().filename().string();
     if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
+    // The top's place is the one answer waited for (it names where everything else goes); the
+    // directories and small files below it are pipelined.
+    if (!finish()) return false;
     std::string base = client.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
-    for (const auto& e : entries) {
-      std::string to = base == "." ? e.rel : base + "/" + e.rel;
-      if (e.dir)
-        client.mkdir(to, "", e.mode, e.mtime);
-      else if (!send_one(e.local, to))
-        return false;
+    auto dir_failed = [this](const std::string*, const net::Failure* f) {
+      if (f) {
+        die_line(f->what());
+        rc = kExitFail;
+      }
+    };
+    try {
+      for (const auto& e : entries) {
+        std::string to = base == "." ? e.rel : base + "/" + e.rel;
+        if (e.dir)
+          pipeline.mkdir(to, e.mode, e.mtime, false, dir_failed);
+        else if (!send_file(e.local, to))
+          return false;
+      }
+      if (t.preserve) {  // directory modes and times last, deepest first
+        for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+          if (it->dir)
+            pipeline.mkdir(base == "." ? it->rel : base + "/" + it->rel, it->mode, it->mtime, true,
+                           dir_failed);
+        pipeline.mkdir(base, st.st_mode & 07777, st.st_mtim.tv_sec, true, dir_failed);
+      }
+    } catch (const net::Failure& f) {  // the connection failed
+      die_line(f.what());
+      rc = kExitFail;
+      return false;
     }
-    if (t.preserve) {  // directory modes and times last, deepest first
-      for (auto it = entries.rbegin(); it != entries.rend(); ++it)
-        if (it->dir)
-          client.mkdir(base == "." ? it->rel : base + "/" + it->rel, "", it->mode, it->mtime, true);
-      client.mkdir(base, "", st.st_mode & 07777, st.st_mtim.tv_sec, true);
-    }
-    return true;
+    return finish();
   }
 };
 
@@ -455,8 +524,9 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         continue;
       }
       bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
-      stopped = !s.send_one(local, dest, is_stdin ? "stdin" : "") && !client.can_continue();
+      stopped = !s.send_file(local, dest, is_stdin ? "stdin" : "");
     }
+    if (!stopped) s.finish();
     client.bye();
     if (s.rc) rc = s.rc;
   } catch (const net::Failure& f) {
@@ -580,8 +650,25 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     auto note = [&](const std::string& line) {
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
-    net::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
+    int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
+    auto pipelined = [&](const std::string& from, const fs::path& to, const net::FileResult* r,
+                         const net::Failure* f) {
+      if (f) {
+        die_line(f->what());
+        rc = kExitFail;
+        return;
+      }
+      app::Progress prog(net::printable(to.filename().string()), tty);
+      app::JsonProgress jp(from, t.json_progress);
+      prog.start(r->bytes);
+      jp.start(r->bytes, 0);
+      prog.finish(r->bytes, r->seconds);
+      jp.finish(r->bytes);
+      report(t, co, *r, tty);
+    };
+    net::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
     client->bye();
+    if (rc) return rc;
   } catch (const net::Failure& f) {
     std::string what = f.what();
     const std::string file = remote->path + ": not a directory";

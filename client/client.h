@@ -137,6 +137,7 @@ class Client {
   uint64_t resume_offset() const { return resume_offset_; }
 
  private:
+  friend class Pipeline;  // client/pipeline.h: pipelined requests on this connection
   ClientOptions opt_;
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "client/pipeline.h"
 #include "crypto/util.h"
 #include "net/atomic_file.h"
 #include "net/resume.h"
@@ -282,7 +283,9 @@ bool has_control_byte(const std::string& s) {
 
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
                const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
-               const std::function<void(const std::string&)>& note) {
+               const std::function<void(const std::string&)>& note,
+               const std::function<void(const std::string&, const fs::path&, const FileResult*,
+                                        const Failure*)>& pipelined) {
   RemoteDir d = client.list(remote);
   // The reply names the directory the server listed; it must be the one asked for. The local
   // name comes from the request alone (scp semantics), never from the reply.
@@ -323,11 +326,12 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
 
   // The directory of an entry: walked from the top one component at a time, never through a
   // symbolic link; the last one is kept open for the entries that follow it.
+  // (Shared: a pipelined get keeps its directory open until its data has arrived.)
   std::string cur_rel;
-  Fd cur;
+  std::shared_ptr<Fd> cur = std::make_shared<Fd>();
   auto dir_of = [&](const std::string& rel) -> int {
     if (rel.empty()) return top_fd.fd;
-    if (cur.fd >= 0 && rel == cur_rel) return cur.fd;
+    if (cur->fd >= 0 && rel == cur_rel) return cur->fd;
     Fd walk;
     int at = top_fd.fd;
     size_t start = 0;
@@ -339,10 +343,11 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
       if (slash == std::string::npos) break;
       start = slash + 1;
     }
-    cur = std::move(walk);
+    cur = std::make_shared<Fd>(std::move(walk));
     cur_rel = rel;
-    return cur.fd;
+    return cur->fd;
   };
+  Pipeline pipeline(client);
 
   struct Made {
     std::string rel;
@@ -366,8 +371,21 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
       case proto::EntryType::file: {
         int pfd = dir_of(parent);
         struct stat st {};
-        if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-          throw Failure(printable(local.string()) + ": is a directory");
+        if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+          Failure f(printable(local.string()) + ": is a directory");
+          if (!pipelined) throw f;
+          pipelined(base + e.path, local, nullptr, &f);  // this file alone; the others go on
+          break;
+        }
+        if (pipelined && pipeline.can_get(e.size)) {
+          std::string from = base + e.path;
+          pipeline.get(from, local, e.size, pfd, parent.empty() ? nullptr : cur,
+                       [&pipelined, from, local](const FileResult* ok, const Failure* failed) {
+                         pipelined(from, local, ok, failed);
+                       });
+          break;
+        }
+        pipeline.drain();
         fetch_one(base + e.path, local, e.size, pfd);
         break;
       }
@@ -379,6 +397,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         break;
     }
   }
+  pipeline.drain();
   // Modes and times last, deepest first, and only on what this command created (a directory
   // that was there keeps its own), through the directory's fd.
   for (auto it = made.rbegin(); it != made.rend(); ++it) {

@@ -25,10 +25,14 @@ namespace aesxfer::net {
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
-void recv_tree(
-    Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
-    const std::function<void(const std::string& remote, const std::filesystem::path& local, uint64_t size, int dirfd)>&
-        fetch_one,
-    const std::function<void(const std::string& line)>& note);
+void recv_tree(Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
+               const std::function<void(const std::string& remote, const std::filesystem::path& local,
+                                        uint64_t size, int dirfd)>& fetch_one,
+               const std::function<void(const std::string& line)>& note,
+               // When given, small files are fetched pipelined (client/pipeline.h) rather than through
+               // fetch_one, and each one's verdict arrives here: its result, or the failure that stopped this
+               // file alone (the others go on). A failure of the connection is still thrown.
+               const std::function<void(const std::string& remote, const std::filesystem::path& local,
+                                        const FileResult* ok, const Failure* failed)>& pipelined = {});
 
 }  // namespace aesxfer::net

@@ -290,10 +290,22 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
 
   // Hashes a batch's verified plaintext and writes it out.
   int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
+  std::optional<Failure> write_failed;  // read_to_end: the first write error, thrown after the end record
+  if (opt.complete) *opt.complete = false;
   auto store = [&](Batch* b) {
     for (size_t i = 0; i < b->n; ++i) {
       hash.update(b->payload[i].data(), b->payload[i].size());
-      if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+      if (fd >= 0 && !write_failed) {
+        if (!opt.read_to_end) {
+          write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+        } else {
+          try {
+            write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+          } catch (const Failure& f) {
+            write_failed = f;
+          }
+        }
+      }
       if (wpos >= 0) wpos += int64_t(b->payload[i].size());
     }
   };
@@ -391,6 +403,8 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
         throw Failure("internal error: the file writer stopped");
       }
       h.rethrow();
+      if (opt.complete) *opt.complete = true;
+      if (write_failed) throw *write_failed;
       if (end->length != size || done != size)
         throw Failure("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
                         proto::Status::integrity);

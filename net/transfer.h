@@ -30,6 +30,13 @@ struct StreamOptions {
   // With offset: the checksum state after the first `offset` bytes, already computed by the
   // caller (scan_prefix); fd is then not read for them (a receiver's fd may be -1: nothing to write).
   const crypto::FileChecksum* prefix_hash = nullptr;
+  // Receiver (pipelined transfers, docs/PROTOCOL.md "Pipelining"): a write error does not stop the
+  // stream; the rest of the file's records are read (and dropped) up to its end record, and the
+  // write error is thrown after that. `complete`, when set, becomes true once the end record has
+  // been read, so a caller can tell a failure that left the connection at a file boundary (a bad
+  // checksum, a write error) from one that did not.
+  bool read_to_end = false;
+  bool* complete = nullptr;
   // Whether the file I/O and checksum run on a thread of their own beside the record crypto and
   // the socket (threads), or in the calling thread (inline). auto: inline when both ends share
   // this machine's cores (a loopback peer) and there are fewer than 4 of them, where a second

@@ -3,10 +3,11 @@
 //   request  : 02 | u8 op | u16 path_len | path | u64 size | u32 mode | i64 mtime | u64 offset
 //              | u16 name_len | name (source base name, in Message::text) | u8 flags
 //              [ flags & kFlagRange: xfer_id[16] | u32 part | u32 nparts | u64 length ]
+//              [ flags & kFlagAhead: u32 tag ]
 //              [ op get with flags & kFlagResume: u8 digest_len (0 or 32) | digest ]
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
-//              | u8 digest_len (0 or 32) | digest
-//   result   : 04 | u8 status | u16 text_len | text
+//              | u8 digest_len (0 or 32) | digest [ | u32 tag ]
+//   result   : 04 | u8 status | u16 text_len | text [ | u32 tag ]
 //   bye      : 05
 #include "proto/messages.h"
 
@@ -137,6 +138,14 @@ std::string digest(Reader& r) {
 
 bool valid_status(uint8_t s) { return s <= uint8_t(Status::internal); }
 
+// The u32 tag that may end a Response or Result (the answer to a pipelined request): exactly
+// four more bytes, or none.
+void optional_tag(Reader& r, Message& m) {
+  if (r.at_end()) return;
+  m.tag = r.u32();
+  m.tagged = true;
+}
+
 }  // namespace
 
 void encode(const Message& m, std::vector<uint8_t>& out) {
@@ -147,6 +156,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
     case MsgType::result:
       put8(out, uint8_t(m.status));
       put_str(out, m.text, kMaxMessage);
+      if (m.type == MsgType::result && m.tagged) put32(out, m.tag);
       break;
     case MsgType::request:
       put8(out, uint8_t(m.op));
@@ -163,6 +173,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
         put32(out, m.nparts);
         put64(out, m.length);
       }
+      if (m.flags & kFlagAhead) put32(out, m.tag);
       if (m.op == Op::get && (m.flags & kFlagResume)) put_digest(out, m.digest);
       break;
     case MsgType::response:
@@ -172,6 +183,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       put64(out, uint64_t(m.mtime));
       put_str(out, m.text, kMaxMessage);
       put_digest(out, m.digest);
+      if (m.tagged) put32(out, m.tag);
       break;
     case MsgType::bye:
       break;
@@ -191,6 +203,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (!valid_status(s)) r.fail();
       m.status = Status(s);
       m.text = r.str(kMaxMessage);
+      if (r.ok() && t == uint8_t(MsgType::result)) optional_tag(r, m);
       break;
     }
     case uint8_t(MsgType::request): {
@@ -210,6 +223,10 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       m.flags = r.u8();
       if (m.flags & ~kRequestFlags) r.fail();
       if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
+      if ((m.flags & kFlagAhead) && ((m.flags & (kFlagRange | kFlagResume)) ||
+                                     (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir) ||
+                                     (m.op == Op::put && m.size > kMaxAheadSize)))
+        r.fail();
       if (r.ok() && (m.flags & kFlagRange)) {
         if (r.need(kXferIdLen)) {
           std::string id = r.bytes(kXferIdLen);
@@ -220,6 +237,10 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
         m.length = r.u64();
         if (m.nparts == 0 || m.nparts > kMaxParts || m.part >= m.nparts) r.fail();
         if (m.offset > m.size || m.length > m.size - m.offset) r.fail();
+      }
+      if (r.ok() && (m.flags & kFlagAhead)) {
+        m.tag = r.u32();
+        m.tagged = true;
       }
       if (r.ok() && m.op == Op::get && (m.flags & kFlagResume)) m.digest = digest(r);
       break;
@@ -235,6 +256,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       m.mtime = int64_t(r.u64());
       m.text = r.str(kMaxMessage);
       m.digest = digest(r);
+      if (r.ok()) optional_tag(r, m);
       break;
     }
     case uint8_t(MsgType::bye):

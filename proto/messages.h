@@ -31,7 +31,15 @@ constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; re
 // put/get/commit: the request carries a byte range of the file, one of `nparts` sent over parallel
 // connections (--streams); see docs/PROTOCOL.md, "Parallel streams". Not with kFlagResume.
 constexpr uint8_t kFlagRange = 4;
-constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange;
+// put/get/mkdir (version 3): a pipelined request, sent without waiting for the answers to the
+// ones before it; it carries a u32 `tag` that its Response (and Result) echo. put: the data and
+// end record follow the request at once, whatever the answer (a refused put's data is read and
+// discarded by the server); get: the server goes on with the next request without waiting for
+// this file's Result. Not with kFlagResume or kFlagRange; a put's size is at most kMaxAheadSize.
+// See docs/PROTOCOL.md, "Pipelining".
+constexpr uint8_t kFlagAhead = 8;
+constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange | kFlagAhead;
+constexpr uint64_t kMaxAheadSize = uint64_t(1) << 20;
 constexpr uint32_t kMaxParts = 16;
 constexpr size_t kXferIdLen = 16;
 constexpr size_t kPrefixMacLen = 32;
@@ -64,6 +72,10 @@ struct Message {
   uint32_t part = 0;
   uint32_t nparts = 0;
   uint64_t length = 0;
+  // Request with kFlagAhead: the client's number for it; Response and Result: the tag of the
+  // pipelined request they answer (`tagged`), absent (not tagged) for any other answer.
+  bool tagged = false;
+  uint32_t tag = 0;
 };
 
 // Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).

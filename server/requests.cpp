@@ -100,9 +100,22 @@ std::string transfer_details(RequestContext& ctx, const Message& req, uint64_t b
   return os.str();
 }
 
+// Sends an answer to req: a pipelined request's answer carries its tag.
+void answer(RequestContext& ctx, const Message& req, Message m) {
+  if (req.flags & proto::kFlagAhead) {
+    m.tagged = true;
+    m.tag = req.tag;
+  }
+  ctx.c.send_message(m);
+}
+
 void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r) {
-  ctx.c.send_message(response(r.status, r.text));
+  answer(ctx, req, response(r.status, r.text));
   log_outcome(ctx, req, shown, "", "refused: " + r.text);
+  // A pipelined put's data is already on its way: read it to its end record and drop it, so the
+  // next request is where the client put it. Bounded: the size is at most kMaxAheadSize, and
+  // anything but exactly that stream ends the session.
+  if (req.op == proto::Op::put && (req.flags & proto::kFlagAhead)) recv_stream(ctx.c, -1, req.size, nullptr);
 }
 
 // ---- the one receive path (put: plain, resumed, ranged) ---------------------------------------
@@ -121,22 +134,32 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   const auto t0 = Clock::now();
   Message result;
   result.type = proto::MsgType::result;
+  const bool ahead = req.flags & proto::kFlagAhead;
+  bool complete = false;
   try {
-    recv_stream(ctx.c, r.fd, size, nullptr, so);
+    StreamOptions o = so;
+    // Pipelined: the file's own records are read to its end whatever happens to the file, so a
+    // write error or a bad checksum fails this file alone and the next request follows.
+    o.read_to_end = ahead;
+    o.complete = &complete;
+    recv_stream(ctx.c, r.fd, size, nullptr, o);
     if (r.finish) r.finish();
   } catch (const Failure& e) {
     // The other direction may still be intact (a MAC failure, say): tell the client why.
     result.status = e.status;
     result.text = e.what();
     std::string label = r.failed ? r.failed(e) : "failed";
+    const bool goes_on = ahead && complete && e.origin == proto::Origin::local;
     try {
-      ctx.c.send_message(result);
+      answer(ctx, req, result);
     } catch (...) {
+      if (goes_on) throw;
     }
     log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, resumed_from), label + ": " + e.what());
+    if (goes_on) return;
     throw;
   }
-  ctx.c.send_message(result);
+  answer(ctx, req, result);
   log_outcome(ctx, req, shown,
               transfer_details(ctx, req, size - (so.offset),
                                std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
@@ -147,8 +170,21 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
 
 void send(RequestContext& ctx, const Message& req, const std::string& shown, const Message& resp, int fd,
           uint64_t size, const StreamOptions& so) {
-  ctx.c.send_message(resp);
+  answer(ctx, req, resp);
   const auto t0 = Clock::now();
+  if (req.flags & proto::kFlagAhead) {  // pipelined: the Result comes later, between requests
+    if (ctx.awaiting.size() >= kMaxAwaitedResults)
+      throw Failure("protocol error: more than " + std::to_string(kMaxAwaitedResults) +
+                    " pipelined gets without a result");
+    try {
+      send_stream(ctx.c, fd, size, nullptr, so);
+    } catch (const Failure& e) {
+      log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, 0), std::string("failed: ") + e.what());
+      throw;
+    }
+    ctx.awaiting.push_back({req, shown, size, t0});
+    return;
+  }
   try {
     send_file_await_result(ctx.c, fd, size, so);
   } catch (const Failure& e) {
@@ -244,7 +280,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return std::string("failed");
     };
   }
-  ctx.c.send_message(response(Status::ok));
+  answer(ctx, req, response(Status::ok));
   receive(ctx, req, shown, req.size, StreamOptions{}, r);
 }
 
@@ -368,7 +404,7 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     Fd d(::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);
   }
-  ctx.c.send_message(response(Status::ok, target->shown));
+  answer(ctx, req, response(Status::ok, target->shown));
   log_outcome(ctx, req, target->shown, "", "ok");
 }
 
@@ -531,12 +567,36 @@ void handle_list(RequestContext& ctx, const Message& req) {
               "ok");
 }
 
+// The Result of the oldest pipelined get, which arrived between requests.
+void take_result(RequestContext& ctx, const Message& res) {
+  if (ctx.awaiting.empty() || !res.tagged || res.tag != ctx.awaiting.front().req.tag)
+    throw Failure("protocol error: a result that answers no pipelined get in order");
+  RequestContext::AwaitedResult a = std::move(ctx.awaiting.front());
+  ctx.awaiting.pop_front();
+  const double secs = std::chrono::duration<double>(Clock::now() - a.started).count();
+  if (res.status == Status::ok)
+    return log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, a.bytes, secs, 0), "ok");
+  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, 0),
+              std::string("failed: ") + proto::refusal(res, "client reported").what());
+}
+
 }  // namespace
 
 void serve_requests(RequestContext& ctx) {
   for (;;) {
     Message req = ctx.c.recv_message("the session");
-    if (req.type == proto::MsgType::bye) return;
+    if (req.type == proto::MsgType::result) {
+      take_result(ctx, req);
+      continue;
+    }
+    if (req.type == proto::MsgType::bye) {
+      for (const auto& a : ctx.awaiting)
+        log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, 0),
+                    "failed: the client sent no result");
+      return;
+    }
+    if (!ctx.awaiting.empty() && !(req.flags & proto::kFlagAhead))
+      throw Failure("protocol error: a request that waits for its answer while pipelined gets await results");
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
     if ((req.flags & proto::kFlagRange) && req.op != proto::Op::put && req.op != proto::Op::get &&
         req.op != proto::Op::commit && req.op != proto::Op::stat) {

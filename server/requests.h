@@ -4,6 +4,8 @@
 // transfers share one receive path and one send path; every file is reached through the Root
 // (server/root.h). See docs/PROTOCOL.md for the messages and docs/DESIGN.md for the server map.
 #pragma once
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <string>
 
@@ -29,7 +31,20 @@ struct RequestContext {
   Sweeper& sweeper;
   std::function<void(const std::string&)> log;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
+  // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
+  // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
+  struct AwaitedResult {
+    proto::Message req;
+    std::string shown;
+    uint64_t bytes = 0;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::deque<AwaitedResult> awaiting{};
 };
+
+// Pipelined gets a session may leave unconfirmed at once (a client's window is far smaller); one
+// more is a protocol error.
+constexpr size_t kMaxAwaitedResults = 4096;
 
 // Serves requests until the client says bye (returns) or the connection cannot continue (throws
 // Failure).

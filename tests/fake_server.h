@@ -21,11 +21,19 @@
 
 namespace aesxfer::test {
 
+// The request a fake server's handler is answering (set by FakeServer for its handler's thread):
+// a pipelined one's answers carry its tag (docs/PROTOCOL.md 3.10), as a real server's do.
+inline thread_local const proto::Message* fake_current_request = nullptr;
+
 inline proto::Message response(proto::Status st, const std::string& text = "") {
   proto::Message m;
   m.type = proto::MsgType::response;
   m.status = st;
   m.text = text;
+  if (fake_current_request && (fake_current_request->flags & proto::kFlagAhead)) {
+    m.tagged = true;
+    m.tag = fake_current_request->tag;
+  }
   return m;
 }
 
@@ -93,7 +101,8 @@ class FakeServer {
     ::lseek(fd, 0, SEEK_SET);
     net::send_stream(c, fd, content.size(), nullptr, net::StreamOptions{});
     ::close(fd);
-    c.recv_message("the result");
+    // A pipelined get's Result comes later, between requests (the loop passes over it).
+    if (!ok.tagged) c.recv_message("the result");
   }
   // Answers a list request for `dir` with these entries.
   static void send_listing(net::Conn& c, const std::string& dir, const std::vector<proto::ListEntry>& entries,
@@ -153,7 +162,9 @@ class FakeServer {
           if (!m.digest.empty()) line += " offset=" + std::to_string(m.offset) + " digest";
           seen_.push_back(line);
         }
+        fake_current_request = &m;
         on_request_(c, m);
+        fake_current_request = nullptr;
       }
     } catch (const std::exception&) {
     }

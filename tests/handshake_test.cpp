@@ -154,7 +154,7 @@ TEST(Handshake, TranscriptAndKeyScheduleMatchSpec) {
   // Layout of ClientHello.
   EXPECT_EQ(test::to_hex(p.client_hello.data(), 5), "0000007101");
   EXPECT_EQ(std::string(p.client_hello.begin() + 5, p.client_hello.begin() + 13), "AESXFER1");
-  EXPECT_EQ(p.client_hello[13], 2);  // version
+  EXPECT_EQ(p.client_hello[13], kVersion);  // version
   EXPECT_EQ(p.client_hello[14], cipher("aes128-gcm").wire_id);
   EXPECT_EQ(p.client_hello[15], mac("hmac-sha256").wire_id);
   EXPECT_EQ(p.client_hello[16], 2);  // checksum xxh128, the default
@@ -162,7 +162,7 @@ TEST(Handshake, TranscriptAndKeyScheduleMatchSpec) {
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 49, p.c->keys().client_random.data(), 32));
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 81, p.client.pk.data(), 32));
   EXPECT_EQ(test::to_hex(p.server_hello.data(), 5), "000000af02");
-  EXPECT_EQ(p.server_hello[13], 2);  // version
+  EXPECT_EQ(p.server_hello[13], kVersion);  // version
   EXPECT_EQ(p.server_hello[14], 0);  // status ok
   EXPECT_EQ(0, std::memcmp(p.server_hello.data() + 79, p.host.pk.data(), 32));
   EXPECT_EQ(test::to_hex(p.server_hello.data() + 111, 4), "00040000");  // agreed record size
@@ -350,7 +350,7 @@ TEST(Handshake, WrongVersionAndMagic) {
   {
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
     Step a = p.c->start();
-    a.send[13] = 3;
+    a.send[13] = 2;  // a version 2 client (same body size as version 3): told the version
     Step b = p.s->feed(a.send.data(), a.send.size());
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
     ASSERT_FALSE(b.send.empty());
@@ -367,7 +367,7 @@ TEST(Handshake, WrongVersionAndMagic) {
     Step b = p.s->feed(v1.data(), v1.size());
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
     ASSERT_EQ(b.send.size(), 4u + 1 + 174);
-    EXPECT_EQ(b.send[13], 2);
+    EXPECT_EQ(b.send[13], kVersion);
     EXPECT_EQ(b.send[14], 3);
   }
   {  // A version 1 server's answer: the client names both versions.

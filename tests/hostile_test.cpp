@@ -170,7 +170,7 @@ TEST_F(Hostile, GarbageAndOversizedHandshakesClosedPromptly) {
       {"wrong magic", with_byte(5, 'B')},
       {"unknown checksum id", with_byte(5 + 11, 0x7f)},
       {"record size 0", with_byte(5 + 109, 0) /* 00 04 00 00 -> 0 */},
-      {"version 3", with_byte(5 + 8, 3)},
+      {"version 2", with_byte(5 + 8, 2)}, {"version 4", with_byte(5 + 8, 4)},
       {"version 1", with_byte(5 + 8, 1)},
       {"unknown cipher id 99", with_byte(5 + 9, 99)},
       {"cipher id 0", with_byte(5 + 9, 0)},

@@ -1,0 +1,223 @@
+#include "client/pipeline.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "net/atomic_file.h"
+#include "net/resume.h"
+
+namespace aesxfer::net {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool Pipeline::can_put(uint64_t size) const {
+  return size <= proto::kMaxAheadSize && !c_.opt_.resume && !c_.opt_.paced && c_.streams_for(size) <= 1;
+}
+
+bool Pipeline::can_get(uint64_t size_hint) const {
+  return size_hint <= proto::kMaxAheadSize && !c_.opt_.resume && !c_.opt_.paced &&
+         c_.streams_for(size_hint) <= 1;
+}
+
+proto::Message Pipeline::request(proto::Op op, const std::string& path) {
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = op;
+  req.path = path;
+  req.flags = proto::kFlagAhead;
+  if (c_.opt_.preserve) req.flags |= proto::kFlagPreserve;
+  req.tag = next_tag_++;
+  req.tagged = true;
+  return req;
+}
+
+void Pipeline::make_room(uint64_t bytes) {
+  while (!q_.empty() && (q_.size() >= w_.requests || bytes_ + bytes > w_.bytes)) complete_front();
+}
+
+void Pipeline::drain() {
+  while (!q_.empty()) complete_front();
+}
+
+void Pipeline::put(const fs::path& local, const std::string& remote, const std::string& name, Done done) {
+  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{fd};
+  struct stat st {};
+  std::optional<Failure> bad;
+  if (fd < 0)
+    bad = Failure(printable(local.string()) + ": " + errno_text(errno));
+  else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    bad = Failure(printable(local.string()) +
+                  (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file"));
+  else if (uint64_t(st.st_size) > proto::kMaxAheadSize)
+    bad = Failure("internal error: " + printable(local.string()) + " is too large to pipeline");
+  if (bad) return done(nullptr, &*bad);
+
+  const uint64_t size = uint64_t(st.st_size);
+  make_room(size);
+  proto::Message req = request(proto::Op::put, remote);
+  req.text = name.empty() ? local.filename().string() : name;
+  req.size = size;
+  req.mode = st.st_mode & 07777;
+  req.mtime = st.st_mtim.tv_sec;
+  Item it;
+  it.kind = Kind::put;
+  it.tag = req.tag;
+  it.remote = remote;
+  it.local = local;
+  it.bytes = size;
+  it.started = Clock::now();
+  it.done = std::move(done);
+  c_.conn_->send_message(req);
+  // The data goes right behind the request (a file that shrinks meanwhile breaks the session,
+  // as it does for any put once data flows).
+  it.sum = send_stream(*c_.conn_, fd, size, nullptr, StreamOptions{});
+  bytes_ += size;
+  q_.push_back(std::move(it));
+}
+
+void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool apply_attrs, DirDone done) {
+  make_room(0);
+  proto::Message req = request(proto::Op::mkdir, path);
+  if (!apply_attrs) req.flags &= uint8_t(~proto::kFlagPreserve);
+  req.mode = mode & 01777;  // never setuid/setgid
+  req.mtime = mtime;
+  Item it;
+  it.kind = Kind::mkdir;
+  it.tag = req.tag;
+  it.remote = path;
+  it.dir_done = std::move(done);
+  c_.conn_->send_message(req);
+  q_.push_back(std::move(it));
+}
+
+void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t size_hint, int dir,
+                   std::shared_ptr<void> keep, Done done) {
+  make_room(size_hint);
+  proto::Message req = request(proto::Op::get, remote);
+  req.flags &= uint8_t(~proto::kFlagPreserve);  // the client applies mode and mtime itself
+  Item it;
+  it.kind = Kind::get;
+  it.tag = req.tag;
+  it.remote = remote;
+  it.local = local;
+  it.bytes = size_hint;
+  it.dir = dir;
+  it.keep = std::move(keep);
+  it.done = std::move(done);
+  c_.conn_->send_message(req);
+  bytes_ += size_hint;
+  q_.push_back(std::move(it));
+}
+
+// The next answer, which must be `type` and carry the tag of the oldest request: anything else
+// (an answer out of order, for another request, or untagged) is a protocol error that ends the
+// session before anything more is written.
+proto::Message Pipeline::answer(const Item& it, proto::MsgType type) {
+  proto::Message m = c_.conn_->recv_message("the transfer");
+  const char* want = type == proto::MsgType::response ? "a response" : "a result";
+  if (m.type != type)
+    throw Failure::link(
+        "protocol error from " + c_.peer() + ": expected " + want + " for " + printable(it.remote),
+        proto::Status::integrity);
+  if (!m.tagged || m.tag != it.tag)
+    throw Failure::link(
+        "protocol error from " + c_.peer() + ": the answer for " + printable(it.remote) + " carries " +
+            (m.tagged ? "tag " + std::to_string(m.tag) : std::string("no tag")) + ", expected tag " +
+            std::to_string(it.tag) + " (out of order or for another file)",
+        proto::Status::integrity);
+  return m;
+}
+
+void Pipeline::complete_front() {
+  Item it = std::move(q_.front());
+  q_.pop_front();
+  if (it.kind != Kind::mkdir) bytes_ -= it.bytes;
+  proto::Message resp = answer(it, proto::MsgType::response);
+  if (resp.status != proto::Status::ok) {
+    Failure f = proto::refusal(resp, c_.peer() + ":" + it.remote);
+    if (it.kind == Kind::mkdir) return it.dir_done(nullptr, &f);
+    return it.done(nullptr, &f);
+  }
+  switch (it.kind) {
+    case Kind::mkdir: {
+      if (resp.text.size() >= proto::kMaxMessage) {
+        Failure f(c_.peer() + ":" + printable(it.remote) +
+                  ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
+                  " bytes)");
+        return it.dir_done(nullptr, &f);
+      }
+      std::string path = resp.text.empty() ? it.remote : resp.text;
+      return it.dir_done(&path, nullptr);
+    }
+    case Kind::put: {
+      proto::Message res = answer(it, proto::MsgType::result);
+      if (res.status != proto::Status::ok) {
+        Failure f = proto::refusal(res, c_.peer() + ":" + it.remote);
+        return it.done(nullptr, &f);
+      }
+      FileResult r;
+      r.file = it.local.string();
+      r.bytes = it.bytes;
+      r.seconds = std::chrono::duration<double>(Clock::now() - it.started).count();
+      r.checksum = it.sum;
+      r.record_size = c_.conn_->record_size();
+      r.verified = true;
+      return it.done(&r, nullptr);
+    }
+    case Kind::get:
+      return finish_get(it, resp);
+  }
+}
+
+void Pipeline::finish_get(Item& it, const proto::Message& resp) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<AtomicFile> out;
+  std::optional<Failure> failed;
+  try {
+    out = open_local(it.local, it.dir);
+  } catch (const Failure& e) {
+    failed = e;  // the data still comes: read it to its end record and drop it
+  }
+  bool complete = false;
+  crypto::Checksum sum;
+  try {
+    StreamOptions so;
+    so.read_to_end = true;
+    so.complete = &complete;
+    sum = recv_stream(*c_.conn_, out ? out->fd() : -1, resp.size, nullptr, so);
+    if (out && !failed)
+      out->commit(effective_mode(resp.mode, c_.opt_.preserve), effective_mtime(resp.mtime, c_.opt_.preserve));
+  } catch (const Failure& e) {
+    // Only a failure that left the stream at the file's end lets the session go on.
+    if (e.origin != Origin::local || !complete) throw;
+    if (!failed) failed = Failure(printable(it.local.string()) + ": " + e.what(), e.status, e.err);
+  }
+  proto::Message result;
+  result.type = proto::MsgType::result;
+  result.tagged = true;
+  result.tag = it.tag;
+  if (failed) {
+    result.status = failed->status == proto::Status::ok ? proto::Status::io_error : failed->status;
+    result.text = failed->what();
+    c_.conn_->send_message(result);
+    return it.done(nullptr, &*failed);
+  }
+  c_.conn_->send_message(result);
+  FileResult r;
+  r.file = it.remote;
+  r.bytes = resp.size;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.checksum = sum;
+  r.record_size = c_.conn_->record_size();
+  r.verified = true;
+  it.done(&r, nullptr);
+}
+
+}  // namespace aesxfer::net

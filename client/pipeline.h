@@ -1,0 +1,82 @@
+// Pipelined requests on a client's connection (docs/PROTOCOL.md, "Pipelining"): small puts,
+// gets and mkdirs go out without waiting for the answers to the ones before them, up to a window
+// by count and by bytes; the answers come back in request order, each carrying its request's tag,
+// and are matched to their files here. Every file gets its own verdict through its callback.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "client/client.h"
+
+namespace aesxfer::net {
+
+class Pipeline {
+ public:
+  // How much may be unanswered at once: requests, and file bytes (puts: sent; gets: announced).
+  struct Window {
+    size_t requests = 256;
+    uint64_t bytes = uint64_t(8) << 20;  // above the bandwidth-delay product of 1 Gbit/s at 50 ms
+  };
+  // A file's verdict: its result when it verified (and was renamed into place), else the failure
+  // (origin peer: the server refused or reported it; local: this end could not write it). A
+  // failure of the connection itself is thrown by the call that met it instead.
+  using Done = std::function<void(const FileResult* ok, const Failure* failed)>;
+  // A directory's answer: the server's path for it, or the failure.
+  using DirDone = std::function<void(const std::string* path, const Failure* failed)>;
+
+  explicit Pipeline(Client& c) : c_(c) {}
+  Pipeline(Client& c, Window w) : c_(c), w_(w) {}
+  ~Pipeline() = default;
+
+  // True when a put of `size` bytes may be pipelined with this client's options (small, not
+  // spread over parallel streams, and not --resume or -l, which keep their own exchanges).
+  bool can_put(uint64_t size) const;
+  bool can_get(uint64_t size_hint) const;
+
+  // Sends a put of `local` (opened and checked here; a local error is reported through done at
+  // once, nothing sent) to `remote` (`name` as for Client::put). The data goes out right behind
+  // the request.
+  void put(const std::filesystem::path& local, const std::string& remote, const std::string& name, Done done);
+  // mkdir of `path` (no name: the caller knows its place), answered through done.
+  void mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool apply_attrs, DirDone done);
+  // A get of `remote` into `local` (inside dir, an open directory that `keep` holds open until
+  // the file is done; or dir = AT_FDCWD and a path). size_hint: the listed size.
+  void get(const std::string& remote, const std::filesystem::path& local, uint64_t size_hint, int dir,
+           std::shared_ptr<void> keep, Done done);
+  // Waits for every answer still due (before any request that is not pipelined, and at the end).
+  void drain();
+  size_t in_flight() const { return q_.size(); }
+
+ private:
+  enum class Kind { put, get, mkdir };
+  struct Item {
+    Kind kind = Kind::put;
+    uint32_t tag = 0;
+    std::string remote;
+    std::filesystem::path local;
+    uint64_t bytes = 0;
+    int dir = -1;
+    std::shared_ptr<void> keep;
+    crypto::Checksum sum;
+    std::chrono::steady_clock::time_point started;
+    Done done;
+    DirDone dir_done;
+  };
+  Client& c_;
+  Window w_;
+  std::deque<Item> q_;
+  uint64_t bytes_ = 0;
+  uint32_t next_tag_ = 0;
+
+  void make_room(uint64_t bytes);
+  void complete_front();
+  proto::Message answer(const Item& it, proto::MsgType type);
+  void finish_get(Item& it, const proto::Message& resp);
+  proto::Message request(proto::Op op, const std::string& path);
+};
+
+}  // namespace aesxfer::net

@@ -1,0 +1,500 @@
+// Issue 16: pipelined per-file exchanges (docs/PROTOCOL.md, "Pipelining"). The encoding of the
+// pipelined request and its tagged answers; trees of many small files both ways, every byte and
+// mode checked; a refusal in the middle of a window that fails that one file alone; a hostile
+// client whose refused put still sends its data; a fake server whose answers come out of order.
+#include "client/pipeline.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "crypto/suite.h"
+#include "proto/messages.h"
+#include "tests/fake_server.h"
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+#include "tests/test_util.h"
+
+namespace aesxfer::test {
+namespace {
+
+using proto::Message;
+using proto::MsgType;
+using proto::Op;
+using proto::Status;
+
+std::vector<uint8_t> enc(const Message& m) {
+  std::vector<uint8_t> b;
+  proto::encode(m, b);
+  return b;
+}
+
+Message ahead_request(Op op, const std::string& path, uint64_t size, uint32_t tag) {
+  Message m = make_request(op, path, "", size);
+  m.flags = proto::kFlagAhead;
+  m.tag = tag;
+  m.tagged = true;
+  return m;
+}
+
+// The lines of a client's stderr that report something wrong (not the first-contact notice).
+std::vector<std::string> error_lines(const std::string& err) {
+  std::vector<std::string> v;
+  for (auto& l : nonempty_lines(err))
+    if (l.find("Permanently added") == std::string::npos) v.push_back(l);
+  return v;
+}
+
+// ---- encoding ---------------------------------------------------------------------------------
+
+TEST(PipelineMessages, RequestCarriesItsTagAfterTheFlags) {
+  Message m = ahead_request(Op::put, "f", 3, 0x01020304);
+  m.text = "f";
+  m.mode = 0644;
+  // 02 01 | 0001 66 | size 3 | mode 0644 | mtime 0 | offset 0 | 0001 66 | flags 08 | tag
+  auto b = enc(m);
+  EXPECT_EQ(to_hex(b.data(), b.size()), std::string("02") + "01" + "000166" + "0000000000000003" +
+                                            "000001a4" + "0000000000000000" + "0000000000000000" + "000166" +
+                                            "08" + "01020304");
+  auto d = proto::decode(enc(m));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->tagged);
+  EXPECT_EQ(d->tag, 0x01020304u);
+  EXPECT_EQ(d->flags, proto::kFlagAhead);
+  // Without the flag there is no tag (the version 2 layout, byte for byte).
+  Message plain = make_request(Op::put, "f", "f", 3);
+  EXPECT_EQ(enc(plain).size(), enc(m).size() - 4);
+  EXPECT_FALSE(proto::decode(enc(plain))->tagged);
+}
+
+TEST(PipelineMessages, AnswersEndWithTheOptionalTag) {
+  Message r;
+  r.type = MsgType::result;
+  r.status = Status::integrity;
+  EXPECT_EQ(to_hex(enc(r).data(), enc(r).size()), "04070000");
+  r.tagged = true;
+  r.tag = 7;
+  EXPECT_EQ(to_hex(enc(r).data(), enc(r).size()), "0407000000000007");
+  auto d = proto::decode(enc(r));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->tagged);
+  EXPECT_EQ(d->tag, 7u);
+
+  Message resp;
+  resp.type = MsgType::response;
+  resp.status = Status::bad_path;
+  resp.text = "x";
+  resp.tagged = true;
+  resp.tag = 0xfffffffe;
+  auto b = enc(resp);
+  EXPECT_EQ(to_hex(b.data(), b.size()), std::string("0305") + "0000000000000000" + "000001a4" +
+                                            "0000000000000000" + "000178" + "00" + "fffffffe");
+  d = proto::decode(b);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->tag, 0xfffffffeu);
+  EXPECT_EQ(d->text, "x");
+  // One to three trailing bytes are no tag: refused.
+  for (size_t extra = 1; extra < 4; ++extra) {
+    auto t = enc(r);
+    t.resize(t.size() - 4 + extra);
+    EXPECT_FALSE(proto::decode(t)) << extra;
+    t = b;
+    t.resize(b.size() - 4 + extra);
+    EXPECT_FALSE(proto::decode(t)) << extra;
+  }
+  // Five is one too many.
+  auto t = enc(r);
+  t.push_back(0);
+  EXPECT_FALSE(proto::decode(t));
+}
+
+TEST(PipelineMessages, DecoderBoundsThePipelinedRequest) {
+  // Only put, get and mkdir; not with resume or range; a put at most kMaxAheadSize.
+  for (Op op : {Op::probe, Op::commit, Op::stat, Op::list})
+    EXPECT_FALSE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
+  for (Op op : {Op::put, Op::get, Op::mkdir}) EXPECT_TRUE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
+  EXPECT_TRUE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize, 1))));
+  EXPECT_FALSE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize + 1, 1))));
+  Message m = ahead_request(Op::get, "f", 0, 1);
+  m.flags |= proto::kFlagResume;
+  EXPECT_FALSE(proto::decode(enc(m)));
+  m = ahead_request(Op::put, "f", 10, 1);
+  m.flags |= proto::kFlagRange;
+  m.nparts = 2;
+  m.length = 5;
+  EXPECT_FALSE(proto::decode(enc(m)));
+  // A truncated tag.
+  auto b = enc(ahead_request(Op::get, "f", 0, 1));
+  b.pop_back();
+  EXPECT_FALSE(proto::decode(b));
+}
+
+// ---- end to end -------------------------------------------------------------------------------
+
+class PipelineE2E : public ServerTest {
+ protected:
+  // dirs x per_dir files of `size` bytes each (a few of other sizes), in `top`, with varied modes.
+  std::map<std::string, std::pair<std::string, mode_t>> make_tree(const fs::path& top, int dirs, int per_dir,
+                                                                  uint64_t size) {
+    std::map<std::string, std::pair<std::string, mode_t>> files;
+    const mode_t modes[] = {0644, 0600, 0755, 0640, 0444};
+    for (int d = 0; d < dirs; ++d) {
+      fs::path dir = top / ("d" + std::to_string(d));
+      fs::create_directories(dir);
+      for (int i = 0; i < per_dir; ++i) {
+        std::string rel = "d" + std::to_string(d) + "/f" + std::to_string(i);
+        uint64_t n = i == 3 ? 0 : i == 5 ? proto::kDefaultPayload + 7 : size + uint64_t(i % 3);
+        write_random_file(top / rel, n, uint64_t(d * 1000 + i));
+        mode_t mode = modes[(d + i) % 5];
+        ::chmod((top / rel).c_str(), mode);
+        files[rel] = {sha256_file(top / rel), mode};
+      }
+    }
+    return files;
+  }
+  void expect_tree(const fs::path& top, const std::map<std::string, std::pair<std::string, mode_t>>& files,
+                   bool modes) {
+    for (const auto& [rel, want] : files) {
+      ASSERT_TRUE(fs::is_regular_file(top / rel)) << rel;
+      EXPECT_EQ(sha256_file(top / rel), want.first) << rel;
+      struct stat st {};
+      ::stat((top / rel).c_str(), &st);
+      if (modes) {
+        EXPECT_EQ(st.st_mode & 07777, want.second) << rel;
+      }
+    }
+    for (auto it = fs::recursive_directory_iterator(top); it != fs::recursive_directory_iterator(); ++it)
+      EXPECT_EQ(it->path().filename().string().find(".aesxfer-"), std::string::npos) << it->path();
+  }
+};
+
+TEST_F(PipelineE2E, TreeOfManySmallFilesBothWays) {
+  auto files = make_tree(ws.local / "tree", 4, 75, 4096);
+  auto r = run({"send", "-r", "-p", (ws.local / "tree").string(), "127.0.0.1:.", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.out).size(), files.size()) << r.out;
+  expect_tree(ws.root / "tree", files, true);
+  // Every file was pipelined or sent alone, and each one logged once.
+  EXPECT_TRUE(server->wait_for_log("file=tree/d3/f74"));
+
+  r = run({"recv", "-r", "-p", "127.0.0.1:tree", (ws.local / "back").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.out).size(), files.size()) << r.out;
+  expect_tree(ws.local / "back", files, true);
+  // Without -p the modes follow the umask, and the bytes are the same.
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "back2").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_tree(ws.local / "back2", files, false);
+}
+
+TEST_F(PipelineE2E, SeveralFilesOnTheCommandLine) {
+  std::vector<std::string> args{"send"};
+  std::map<std::string, std::string> want;
+  for (int i = 0; i < 30; ++i) {
+    fs::path p = ws.local / ("s" + std::to_string(i));
+    write_random_file(p, 1000 + uint64_t(i), uint64_t(i));
+    args.push_back(p.string());
+    want[p.filename().string()] = sha256_file(p);
+  }
+  fs::create_directories(ws.root / "in");
+  args.push_back("127.0.0.1:in");
+  args.push_back("-q");
+  auto r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const auto& [name, sum] : want) EXPECT_EQ(sha256_file(ws.root / "in" / name), sum) << name;
+}
+
+// One file in the middle of a window is refused by the server (its destination is a symbolic
+// link there, which the server never follows): that file alone fails, with one line, the files
+// before and after it in the same window arrive and verify, nothing reaches the link's target,
+// and the exit status is 1.
+TEST_F(PipelineE2E, RefusalInTheMiddleOfAWindowSend) {
+  fs::path src = ws.local / "tree";
+  fs::create_directories(src);
+  std::map<std::string, std::string> want;
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "f" + std::to_string(i);
+    write_random_file(src / name, 4096, uint64_t(i));
+    want[name] = sha256_file(src / name);
+  }
+  TempDir outside{"aesxfer-outside"};
+  write_text_file(outside.path() / "target", "untouched");
+  fs::create_directories(ws.root / "tree");
+  fs::create_symlink(outside.path() / "target", ws.root / "tree" / "f20");
+  auto r = run({"send", "-r", src.string(), "127.0.0.1:."});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto errs = error_lines(r.err);
+  ASSERT_EQ(errs.size(), 1u) << r.err;
+  EXPECT_NE(errs[0].find("tree/f20"), std::string::npos) << errs[0];
+  EXPECT_EQ(read_text_file(outside.path() / "target"), "untouched");
+  EXPECT_TRUE(fs::is_symlink(ws.root / "tree" / "f20"));
+  for (const auto& [name, sum] : want) {
+    if (name == "f20") continue;
+    EXPECT_EQ(sha256_file(ws.root / "tree" / name), sum) << name;
+  }
+  EXPECT_TRUE(temp_debris(ws.root / "tree").empty());
+}
+
+// recv -r: a file whose local destination is a directory fails alone; the others arrive.
+TEST_F(PipelineE2E, RefusalInTheMiddleOfAWindowRecv) {
+  fs::path t = ws.root / "tree";
+  fs::create_directories(t);
+  std::map<std::string, std::string> want;
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "f" + std::to_string(i);
+    write_random_file(t / name, 4096, uint64_t(i));
+    want[name] = sha256_file(t / name);
+  }
+  fs::create_directories(ws.local / "dest" / "tree" / "f20" / "keep");
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto errs = error_lines(r.err);
+  ASSERT_EQ(errs.size(), 1u) << r.err;
+  EXPECT_NE(errs[0].find("f20"), std::string::npos) << errs[0];
+  EXPECT_TRUE(fs::is_directory(ws.local / "dest" / "tree" / "f20" / "keep"));
+  for (const auto& [name, sum] : want) {
+    if (name == "f20") continue;
+    EXPECT_EQ(sha256_file(ws.local / "dest" / "tree" / name), sum) << name;
+  }
+}
+
+// The client API: a get refused by the server inside the window (a symbolic link in the file's
+// place, swapped in after the listing) fails alone; the gets on either side verify.
+TEST_F(PipelineE2E, ServerRefusesOneGetInTheWindow) {
+  fs::create_directories(ws.root / "g");
+  for (int i = 0; i < 9; ++i) write_random_file(ws.root / "g" / ("f" + std::to_string(i)), 5000, uint64_t(i));
+  fs::remove(ws.root / "g" / "f4");
+  fs::create_symlink("f3", ws.root / "g" / "f4");
+  net::ClientOptions co;
+  co.host = "127.0.0.1";
+  co.port = server->port();
+  co.cipher = crypto::find_cipher("aes128-gcm");
+  co.mac = crypto::find_mac("hmac-sha256");
+  co.home = ws.home;
+  net::Client client(co);
+  net::Pipeline pl(client);
+  fs::create_directories(ws.local / "out");
+  std::vector<std::string> ok, failed;
+  for (int i = 0; i < 9; ++i) {
+    std::string name = "f" + std::to_string(i);
+    pl.get("g/" + name, ws.local / "out" / name, 5000, AT_FDCWD, nullptr,
+           [&, name](const net::FileResult* r, const net::Failure* f) {
+             if (r) ok.push_back(name);
+             if (f) failed.push_back(name + ": " + f->what());
+           });
+  }
+  EXPECT_GE(pl.in_flight(), 9u);  // all nine went out before any answer was read
+  pl.drain();
+  client.bye();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].rfind("f4: ", 0), 0u) << failed[0];
+  EXPECT_EQ(ok.size(), 8u);
+  for (const auto& n : ok) EXPECT_EQ(sha256_file(ws.local / "out" / n), sha256_file(ws.root / "g" / n)) << n;
+  EXPECT_FALSE(fs::exists(ws.local / "out" / "f4"));
+}
+
+// ---- a hostile client -------------------------------------------------------------------------
+
+class PipelineHostileClient : public ServerTest {};
+
+// A refused pipelined put whose data is sent anyway: the server reads that file's records to its
+// end and drops them (nothing written anywhere), answers the next requests in order, and the
+// session goes on.
+TEST_F(PipelineHostileClient, RefusedPutsDataIsDroppedAndTheSessionGoesOn) {
+  TempDir outside{"aesxfer-outside"};
+  fs::create_directories(ws.root / "in");
+  fs::create_symlink(outside.path(), ws.root / "in" / "link");
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const std::string marker(3000, 'M');
+  struct P {
+    std::string path, data;
+  };
+  std::vector<P> puts = {{"in/a", "first file"},
+                         {"in/link/evil", marker},  // through a symbolic link: refused
+                         {"../escape", marker},     // outside the root: refused
+                         {"in/b", std::string(70000, 'b')},
+                         {"in/c", ""}};
+  uint32_t tag = 100;
+  for (const auto& p : puts) {
+    Message req = ahead_request(Op::put, p.path, p.data.size(), tag++);
+    s.conn().send_message(req);
+    int fd = ::memfd_create("p", MFD_CLOEXEC);
+    ASSERT_EQ(::write(fd, p.data.data(), p.data.size()), ssize_t(p.data.size()));
+    ::lseek(fd, 0, SEEK_SET);
+    net::send_stream(s.conn(), fd, p.data.size(), nullptr);
+    ::close(fd);
+  }
+  // A pipelined mkdir too, answered in its turn.
+  s.conn().send_message(ahead_request(Op::mkdir, "in/newdir", 0, tag++));
+  tag = 100;
+  for (size_t i = 0; i < puts.size(); ++i) {
+    Message resp = s.conn().recv_message("the response");
+    ASSERT_EQ(resp.type, MsgType::response);
+    ASSERT_TRUE(resp.tagged);
+    EXPECT_EQ(resp.tag, tag) << puts[i].path;
+    if (i == 1 || i == 2) {
+      EXPECT_NE(resp.status, Status::ok) << puts[i].path;
+    } else {
+      EXPECT_EQ(resp.status, Status::ok) << puts[i].path << " " << resp.text;
+      Message res = s.conn().recv_message("the result");
+      ASSERT_EQ(res.type, MsgType::result);
+      EXPECT_EQ(res.status, Status::ok) << res.text;
+      EXPECT_TRUE(res.tagged);
+      EXPECT_EQ(res.tag, tag);
+    }
+    ++tag;
+  }
+  Message mk = s.conn().recv_message("the mkdir");
+  EXPECT_EQ(mk.status, Status::ok);
+  EXPECT_EQ(mk.tag, tag);
+  // The session is still in step: a plain exchange works.
+  std::string got;
+  EXPECT_EQ(s.get(make_request(Op::get, "in/b"), &got).status, Status::ok);
+  EXPECT_EQ(got, puts[3].data);
+  s.bye();
+  EXPECT_EQ(read_text_file(ws.root / "in" / "a"), "first file");
+  EXPECT_EQ(fs::file_size(ws.root / "in" / "c"), 0u);
+  EXPECT_TRUE(fs::is_directory(ws.root / "in" / "newdir"));
+  EXPECT_TRUE(fs::is_empty(outside.path()));
+  EXPECT_FALSE(fs::exists(ws.root.parent_path() / "escape"));
+  EXPECT_TRUE(temp_debris(ws.root / "in").empty());
+  // The marker is nowhere under the root.
+  for (auto it = fs::recursive_directory_iterator(ws.root); it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_regular_file() && !it->is_symlink() && fs::file_size(it->path()) == marker.size()) {
+      EXPECT_NE(read_text_file(it->path()), marker) << it->path();
+    }
+}
+
+// A refused put whose "data" overruns its announced size ends the session; nothing is written.
+TEST_F(PipelineHostileClient, RefusedPutOverrunningItsSizeEndsTheSession) {
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  s.conn().send_message(ahead_request(Op::put, "../x", 10, 1));
+  net::send_stream(s.conn(), -1, 5000, nullptr);  // 5000 bytes where 10 were announced
+  Message resp = s.conn().recv_message("the response");
+  EXPECT_NE(resp.status, Status::ok);
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 3; ++i) s.conn().recv_message("more");
+      },
+      net::Failure);
+  EXPECT_TRUE(server->wait_for_log("more data than announced"));
+}
+
+// Results for pipelined gets: in request order with the request's tag; one for a get that was
+// never sent, or out of order, ends the session.
+TEST_F(PipelineHostileClient, ResultForTheWrongGetEndsTheSession) {
+  write_text_file(ws.root / "a", "aaa");
+  write_text_file(ws.root / "b", "bbb");
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  s.conn().send_message(ahead_request(Op::get, "a", 0, 1));
+  s.conn().send_message(ahead_request(Op::get, "b", 0, 2));
+  for (int i = 0; i < 2; ++i) {
+    Message resp = s.conn().recv_message("the response");
+    ASSERT_EQ(resp.status, Status::ok);
+    net::recv_stream(s.conn(), -1, resp.size, nullptr);
+  }
+  Message res;
+  res.type = MsgType::result;
+  res.tagged = true;
+  res.tag = 2;  // the first result due is tag 1's
+  s.conn().send_message(res);
+  EXPECT_THROW(s.conn().recv_message("anything"), net::Failure);
+  EXPECT_TRUE(server->wait_for_log("answers no pipelined get in order"));
+}
+
+// ---- a fake server whose answers are out of order -----------------------------------------------
+
+class PipelineFakeServer : public testing::Test {
+ protected:
+  Workspace ws;
+  ProcResult run(std::vector<std::string> a, uint16_t port) {
+    a.push_back("-P");
+    a.push_back(std::to_string(port));
+    a.push_back("--timeout");
+    a.push_back("10");
+    return run_aesxfer(a, ws.home, 60);
+  }
+};
+
+TEST_F(PipelineFakeServer, AnswersOutOfOrderOrUntaggedAreRefused) {
+  using proto::EntryType;
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    std::vector<Message> gets;
+    FakeServer fake([&](net::Conn& c, const Message& m) {
+      if (m.op == Op::list) {
+        FakeServer::send_listing(c, "tree",
+                                 {{EntryType::file, "a", 3, 0644, 0},
+                                  {EntryType::file, "b", 3, 0644, 0},
+                                  {EntryType::file, "c", 3, 0644, 0}});
+        return;
+      }
+      if (m.op != Op::get) return;
+      gets.push_back(m);
+      if (gets.size() < 2) return;
+      if (gets.size() > 2) return;
+      // Answer the second get first (variant 0), an answer with no tag (1), or a tag never sent (2).
+      Message ok = response(Status::ok);
+      ok.size = 3;
+      ok.tagged = variant != 1;
+      ok.tag = variant == 0 ? gets[1].tag : variant == 2 ? 999 : 0;
+      c.send_message(ok);
+      net::send_stream(c, -1, 3, nullptr);
+    });
+    fs::path dest = ws.local / ("dest" + std::to_string(variant));
+    auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q"}, fake.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    // Nothing was written under any of the names.
+    for (const char* f : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dest / f)) << f;
+    if (fs::exists(dest)) {
+      EXPECT_TRUE(temp_debris(dest).empty());
+    }
+  }
+}
+
+// A put's Result where its Response is due (an answer skipped) is refused too.
+TEST_F(PipelineFakeServer, PutAnswersOutOfOrderAreRefused) {
+  fs::create_directories(ws.local / "src");
+  for (const char* f : {"a", "b"}) write_text_file(ws.local / "src" / f, f);
+  std::vector<Message> puts;
+  FakeServer fake([&](net::Conn& c, const Message& m) {
+    if (m.op == Op::mkdir) {
+      Message ok = response(Status::ok, "src");
+      ok.tagged = m.flags & proto::kFlagAhead;
+      ok.tag = m.tag;
+      c.send_message(ok);
+      return;
+    }
+    if (m.op != Op::put) return;
+    net::recv_stream(c, -1, m.size, nullptr);
+    puts.push_back(m);
+    if (puts.size() == 2) {  // the second's answers first
+      for (MsgType t : {MsgType::response, MsgType::result}) {
+        Message a = response(Status::ok);
+        a.type = t;
+        a.tagged = true;
+        a.tag = puts[1].tag;
+        c.send_message(a);
+      }
+    }
+  });
+  auto r = run({"send", "-r", (ws.local / "src").string(), "127.0.0.1:.", "-q"}, fake.port());
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("out of order"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test
