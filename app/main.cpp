@@ -729,6 +729,102 @@ std::string unknown_command(const CLI::App& app, int argc, char** argv) {
          "; commands: send, recv, serve, keygen, authorize, speed, bench (see --help)";
 }
 
+// recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
+// pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
+// by one (parallel streams as for one file). nullopt when the sources name several hosts (the
+// caller then fetches each on its own connection).
+std::optional<int> recv_many(const std::vector<std::string>& args, const TransferOpts& t_in) {
+  const fs::path dest = args.back();
+  std::vector<std::string> paths;
+  std::optional<Remote> first;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    auto r = parse_remote(args[i]);
+    if (!r || r->path.empty() || r->path == "/dev/zero") return std::nullopt;
+    if (!first) first = r;
+    if (r->host != first->host) return std::nullopt;
+    paths.push_back(r->path);
+  }
+  if (!check_remote(*first, t_in.quiet)) return kExitUsage;
+  TransferOpts t = t_in;
+  net::ClientOptions co;
+  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  int rc = 0;
+  std::unique_ptr<net::Client> client;
+  try {
+    client = std::make_unique<net::Client>(co);
+    net::Pipeline pl(*client);
+    std::vector<std::optional<proto::Message>> st(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i)
+      pl.stat(paths[i], [&, i](const proto::Message* ok, const net::Failure* f) {
+        if (ok) {
+          st[i] = *ok;
+          return;
+        }
+        std::string what = f->what();
+        const std::string dir = ": is a directory";
+        if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0)
+          what += " (use -r)";
+        die_line(what);
+        rc = kExitFail;
+      });
+    pl.drain();
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!st[i]) continue;
+      const fs::path local = dest / fs::path(paths[i]).filename();
+      if (pl.can_get(st[i]->size)) {
+        pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
+               [&, from = paths[i]](const net::FileResult* r, const net::Failure* f) {
+                 if (f) {
+                   die_line(f->what());
+                   rc = kExitFail;
+                   return;
+                 }
+                 app::Progress prog(net::printable(fs::path(from).filename().string()), tty);
+                 app::JsonProgress jp(from, t.json_progress);
+                 prog.start(r->bytes);
+                 jp.start(r->bytes, 0);
+                 prog.finish(r->bytes, r->seconds);
+                 jp.finish(r->bytes);
+                 report(t, co, *r, tty);
+               });
+        continue;
+      }
+      pl.drain();
+      app::Progress prog(net::printable(fs::path(paths[i]).filename().string()), tty);
+      app::JsonProgress jp(paths[i], t.json_progress);
+      try {
+        auto r = client->fetch(
+            paths[i], local, 0,
+            [&](uint64_t n) {
+              prog.start(n);
+              jp.start(n, 0);
+            },
+            [&](uint64_t d) {
+              prog.update(d);
+              jp.update(d);
+            },
+            st[i]->size);
+        prog.finish(r.bytes, r.seconds);
+        jp.finish(r.bytes);
+        report(t, co, r, tty);
+      } catch (const net::Failure& f) {
+        if (tty) std::fputc('\n', stdout);
+        if (f.origin != net::Origin::peer) throw;  // data was due: the session cannot go on
+        die_line(f.what());  // refused before any data: the next file follows
+        rc = kExitFail;
+      }
+    }
+    pl.drain();
+    client->bye();
+  } catch (const net::Failure& f) {
+    die_line(f.what());
+    if (client) client->bye();
+    return kExitFail;
+  }
+  return rc;
+}
+
 // recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
 // existing local directory; each source is fetched in turn, one that fails is reported and the
 // others still come, and the exit status is 1 if any failed.
@@ -747,6 +843,9 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
         die_line("recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')");
         return kExitUsage;
       }
+  }
+  if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
+    if (auto rc = recv_many(args, t)) return *rc;
   }
   int rc = 0;
   for (size_t i = 0; i < n; ++i) {

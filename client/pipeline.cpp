@@ -97,6 +97,19 @@ void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool
   q_.push_back(std::move(it));
 }
 
+void Pipeline::stat(const std::string& path, StatDone done) {
+  make_room(0);
+  proto::Message req = request(proto::Op::stat, path);
+  req.flags &= uint8_t(~proto::kFlagPreserve);
+  Item it;
+  it.kind = Kind::stat;
+  it.tag = req.tag;
+  it.remote = path;
+  it.stat_done = std::move(done);
+  c_.conn_->send_message(req);
+  q_.push_back(std::move(it));
+}
+
 void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t size_hint, int dir,
                    std::shared_ptr<void> keep, Done done) {
   make_room(size_hint);
@@ -138,14 +151,17 @@ proto::Message Pipeline::answer(const Item& it, proto::MsgType type) {
 void Pipeline::complete_front() {
   Item it = std::move(q_.front());
   q_.pop_front();
-  if (it.kind != Kind::mkdir) bytes_ -= it.bytes;
+  bytes_ -= it.bytes;
   proto::Message resp = answer(it, proto::MsgType::response);
   if (resp.status != proto::Status::ok) {
     Failure f = proto::refusal(resp, c_.peer() + ":" + it.remote);
     if (it.kind == Kind::mkdir) return it.dir_done(nullptr, &f);
+    if (it.kind == Kind::stat) return it.stat_done(nullptr, &f);
     return it.done(nullptr, &f);
   }
   switch (it.kind) {
+    case Kind::stat:
+      return it.stat_done(&resp, nullptr);
     case Kind::mkdir: {
       if (resp.text.size() >= proto::kMaxMessage) {
         Failure f(c_.peer() + ":" + printable(it.remote) +

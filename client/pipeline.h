@@ -27,6 +27,8 @@ class Pipeline {
   using Done = std::function<void(const FileResult* ok, const Failure* failed)>;
   // A directory's answer: the server's path for it, or the failure.
   using DirDone = std::function<void(const std::string* path, const Failure* failed)>;
+  // A stat's answer: the Response (size, mode, mtime), or the server's refusal.
+  using StatDone = std::function<void(const proto::Message* ok, const Failure* failed)>;
 
   explicit Pipeline(Client& c) : c_(c) {}
   Pipeline(Client& c, Window w) : c_(c), w_(w) {}
@@ -47,12 +49,14 @@ class Pipeline {
   // the file is done; or dir = AT_FDCWD and a path). size_hint: the listed size.
   void get(const std::string& remote, const std::filesystem::path& local, uint64_t size_hint, int dir,
            std::shared_ptr<void> keep, Done done);
+  // stat of `path` (size, mode and mtime, or the refusal), answered through done.
+  void stat(const std::string& path, StatDone done);
   // Waits for every answer still due (before any request that is not pipelined, and at the end).
   void drain();
   size_t in_flight() const { return q_.size(); }
 
  private:
-  enum class Kind { put, get, mkdir };
+  enum class Kind { put, get, mkdir, stat };
   struct Item {
     Kind kind = Kind::put;
     uint32_t tag = 0;
@@ -65,6 +69,7 @@ class Pipeline {
     std::chrono::steady_clock::time_point started;
     Done done;
     DirDone dir_done;
+    StatDone stat_done;
   };
   Client& c_;
   Window w_;

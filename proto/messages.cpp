@@ -224,7 +224,7 @@ std::optional<Message> decode(std::span<const uint8_t> payload) {
       if (m.flags & ~kRequestFlags) r.fail();
       if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
       if ((m.flags & kFlagAhead) && ((m.flags & (kFlagRange | kFlagResume)) ||
-                                     (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir) ||
+                                     (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat) ||
                                      (m.op == Op::put && m.size > kMaxAheadSize)))
         r.fail();
       if (r.ok() && (m.flags & kFlagRange)) {

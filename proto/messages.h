@@ -31,7 +31,7 @@ constexpr uint8_t kFlagResume = 2;    // put: keep a partial file on failure; re
 // put/get/commit: the request carries a byte range of the file, one of `nparts` sent over parallel
 // connections (--streams); see docs/PROTOCOL.md, "Parallel streams". Not with kFlagResume.
 constexpr uint8_t kFlagRange = 4;
-// put/get/mkdir (version 3): a pipelined request, sent without waiting for the answers to the
+// put/get/mkdir/stat (version 3): a pipelined request, sent without waiting for the answers to the
 // ones before it; it carries a u32 `tag` that its Response (and Result) echo. put: the data and
 // end record follow the request at once, whatever the answer (a refused put's data is read and
 // discarded by the server); get: the server goes on with the next request without waiting for

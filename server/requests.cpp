@@ -340,7 +340,7 @@ void handle_stat(RequestContext& ctx, const Message& req) {
     m.mode = src->st.st_mode & 07777;
     m.mtime = src->st.st_mtim.tv_sec;
   }
-  ctx.c.send_message(m);
+  answer(ctx, req, m);
 }
 
 void handle_probe(RequestContext& ctx, const Message& req) {

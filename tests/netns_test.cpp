@@ -22,8 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -294,10 +296,11 @@ class Netns : public testing::Test {
     }
   }
 
-  ProcResult client(const std::vector<std::string>& args, double timeout = 300, const std::string& ns = "") {
-    std::vector<std::string> a{kIp, "netns", "exec", ns.empty() ? ns_c : ns, AESXFER_BINARY};
+  ProcResult client(const std::vector<std::string>& args, double timeout = 300, const std::string& ns = "",
+                    const std::string& binary = AESXFER_BINARY, uint16_t to_port = 0) {
+    std::vector<std::string> a{kIp, "netns", "exec", ns.empty() ? ns_c : ns, binary};
     a.insert(a.end(), args.begin(), args.end());
-    a.insert(a.end(), {"-P", std::to_string(port), "--json", "--timeout", "60"});
+    a.insert(a.end(), {"-P", std::to_string(to_port ? to_port : port), "--json", "--timeout", "60"});
     return run_process(a, {{"AESXFER_HOME", ws.home.string()}}, timeout);
   }
 
@@ -668,6 +671,47 @@ TEST_F(Netns, ManySmallFilesLoopback) {
   RecordProperty("loopback_small_files_recv_s", std::to_string(t_recv));
   EXPECT_LT(t_send, 2.0 * t_tar_up);
   EXPECT_LT(t_recv, 2.0 * t_tar_down);
+}
+
+// Issue 16: one 1 GiB file over the 50 ms path must be no slower with pipelining than before.
+// Needs the binary of the version before (AESXFER_BASELINE_BINARY, e.g. built from the commit
+// before issue 16): it runs its own server, and the two send the same file in turn, three times
+// each; prints the medians, min and max. Skipped without a baseline binary: there is nothing to
+// compare with (the other 50 ms tests cover the big-file path itself).
+TEST_F(Netns, OneGiBOverFiftyMsBeforeAndAfter) {
+  const char* base = std::getenv("AESXFER_BASELINE_BINARY");
+  if (!base || !*base) GTEST_SKIP() << "set AESXFER_BASELINE_BINARY to the aesxfer binary to compare with";
+  auto delay = delay_path();
+  ASSERT_TRUE(delay);
+  fs::path pf = ws.tmp / "base-port";
+  fs::path root2 = ws.tmp / "base-root";
+  fs::create_directories(root2);
+  NsProcess base_server(ns_s,
+                        {base, "serve", "-P", "0", "--root", root2.string(), "--port-file", pf.string(), "-q",
+                         "--timeout", "60"},
+                        {{"AESXFER_HOME", ws.home.string()}}, ws.tmp / "base-server.log");
+  for (int i = 0; i < 1000 && !fs::exists(pf); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(pf)) << read_text_file(ws.tmp / "base-server.log");
+  const uint16_t base_port = uint16_t(std::stoi(read_text_file(pf)));
+  fs::path f = source(uint64_t(1) << 30);
+  std::vector<double> before, after;
+  for (int run = 0; run < 3; ++run) {
+    auto rb = client({"send", f.string(), "10.77.0.5:/dev/null"}, 600, "", base, base_port);
+    ASSERT_EQ(rb.exit_code, 0) << rb.describe();
+    before.push_back(json_mbps(rb.out));
+    auto ra = client({"send", f.string(), "10.77.0.5:/dev/null"}, 600);
+    ASSERT_EQ(ra.exit_code, 0) << ra.describe();
+    after.push_back(json_mbps(ra.out));
+  }
+  std::sort(before.begin(), before.end());
+  std::sort(after.begin(), after.end());
+  std::printf("[ netns   ] 1 GiB over 50 ms, send to /dev/null: before %.1f MB/s (min %.1f, max %.1f), after %.1f MB/s "
+              "(min %.1f, max %.1f), after/before %.2f\n",
+              before[1], before[0], before[2], after[1], after[0], after[2], after[1] / before[1]);
+  RecordProperty("gib_before_mb_per_s", std::to_string(before[1]));
+  RecordProperty("gib_after_mb_per_s", std::to_string(after[1]));
+  EXPECT_GT(after[1], 0.8 * before[1]) << "the big-file path got slower";
+  base_server.stop();
 }
 
 }  // namespace

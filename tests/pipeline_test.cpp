@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,10 +118,11 @@ TEST(PipelineMessages, AnswersEndWithTheOptionalTag) {
 }
 
 TEST(PipelineMessages, DecoderBoundsThePipelinedRequest) {
-  // Only put, get and mkdir; not with resume or range; a put at most kMaxAheadSize.
-  for (Op op : {Op::probe, Op::commit, Op::stat, Op::list})
+  // Only put, get, mkdir and stat; not with resume or range; a put at most kMaxAheadSize.
+  for (Op op : {Op::probe, Op::commit, Op::list})
     EXPECT_FALSE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
-  for (Op op : {Op::put, Op::get, Op::mkdir}) EXPECT_TRUE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
+  for (Op op : {Op::put, Op::get, Op::mkdir, Op::stat})
+    EXPECT_TRUE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
   EXPECT_TRUE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize, 1))));
   EXPECT_FALSE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize + 1, 1))));
   Message m = ahead_request(Op::get, "f", 0, 1);
@@ -210,6 +212,42 @@ TEST_F(PipelineE2E, SeveralFilesOnTheCommandLine) {
   auto r = run(args);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (const auto& [name, sum] : want) EXPECT_EQ(sha256_file(ws.root / "in" / name), sum) << name;
+}
+
+// recv HOST:a HOST:b ... DIR: one connection, pipelined; a missing source and a directory in the
+// middle are reported alone (the directory with "use -r"), a large file among them comes whole,
+// and the exit status is 1.
+TEST_F(PipelineE2E, SeveralSourcesForRecv) {
+  std::vector<std::string> args{"recv"};
+  std::map<std::string, std::string> want;
+  fs::create_directories(ws.root / "src" / "adir");
+  for (int i = 0; i < 30; ++i) {
+    std::string name = "r" + std::to_string(i);
+    uint64_t size = i == 7 ? (uint64_t(3) << 20) + 5 : 2000 + uint64_t(i);
+    write_random_file(ws.root / "src" / name, size, uint64_t(i));
+    want[name] = sha256_file(ws.root / "src" / name);
+    args.push_back("127.0.0.1:src/" + name);
+    if (i == 10) args.push_back("127.0.0.1:src/missing");
+    if (i == 20) args.push_back("127.0.0.1:src/adir");
+  }
+  fs::create_directories(ws.local / "in");
+  args.push_back((ws.local / "in").string());
+  auto r = run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto errs = error_lines(r.err);
+  ASSERT_EQ(errs.size(), 2u) << r.err;
+  EXPECT_NE(errs[0].find("src/missing"), std::string::npos) << errs[0];
+  EXPECT_NE(errs[1].find("src/adir"), std::string::npos) << errs[1];
+  EXPECT_NE(errs[1].find("use -r"), std::string::npos) << errs[1];
+  for (const auto& [name, sum] : want) EXPECT_EQ(sha256_file(ws.local / "in" / name), sum) << name;
+  EXPECT_TRUE(temp_debris(ws.local / "in").empty());
+  // One connection for all of them: every log line names the same peer.
+  std::set<std::string> peers;
+  for (const auto& l : nonempty_lines(server->log())) {
+    auto at = l.find(" peer=");
+    if (at != std::string::npos) peers.insert(l.substr(at, l.find(' ', at + 1) - at));
+  }
+  EXPECT_EQ(peers.size(), 1u) << server->log();
 }
 
 // One file in the middle of a window is refused by the server (its destination is a symbolic
