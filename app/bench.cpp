@@ -1,6 +1,6 @@
 // `aesxfer bench`, the cipher lab.
 //
-// What is measured, per cipher and repeat: one connection (net::Client, handshake not timed), one
+// What is measured, per cipher and repeat: one connection (client::Client, handshake not timed), one
 // put of a temporary file of --size bytes (pseudo-random, written once to /dev/shm when it has
 // room, else the temp directory) to HOST:/dev/null, then bye. So every run takes the real path of
 // `aesxfer send FILE HOST:/dev/null`: read(2) from the page cache, encrypt + MAC, TCP, decrypt +
@@ -712,7 +712,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           r.impl = cr::cipher_impl_name(*r.cipher);
           const LocalServer* srv =
               !local ? nullptr : (r.no_aesni && !global_no_aesni ? server_sw.get() : server_hw.get());
-          net::ClientOptions co;
+          client::ClientOptions co;
           co.host = local ? "127.0.0.1" : opt.host;
           co.port = local ? srv->port() : opt.port;
           co.cipher = r.cipher;
@@ -720,11 +720,11 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           co.home = home;
           co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
           if (r.record_size) co.record_size = uint32_t(r.record_size);
-          net::FileResult fr;
+          client::FileResult fr;
           double cpu0 = 0, cpu1 = 0, s0 = -1, s1 = -1, w0 = 0, w1 = 0, sw0 = -1, sw1 = -1;
           Clock::time_point t0, t1;
           try {
-            net::Client client(co);
+            client::Client client(co);
             s0 = srv ? srv->cpu_seconds() : -1;
             sw0 = srv ? srv->wait_seconds() : -1;
             w0 = proc::run_delay_seconds(::getpid());

@@ -95,7 +95,7 @@ bool check_remote(const Remote& r, bool quiet) {
 struct TransferOpts {
   std::string cipher = "aes128-gcm";
   std::string mac;
-  uint16_t port = net::kDefaultPort;
+  uint16_t port = client::kDefaultPort;
   bool quiet = false;
   bool json = false;
   bool no_aesni = false;
@@ -130,11 +130,11 @@ std::function<void(int, const std::string&)> debug_sink(int verbose) {
 // value obtained). `host` becomes the address to connect to (HostName, else the alias); it also
 // names the server in known_hosts. False after printing the one-line error.
 bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& host) {
-  net::HostConfig c;
+  client::HostConfig c;
   std::string from;
   try {
     c = app::load_host_config(t.config_file, net::aesxfer_home(), t.config_options, alias, &from);
-  } catch (const net::ConfigError& e) {
+  } catch (const client::ConfigError& e) {
     die_line(e.what());
     return false;
   }
@@ -154,12 +154,12 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
   if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
   if (c.strict_host_keys && !cli("strict-host-keys")) t.strict_host_keys = *c.strict_host_keys;
   if (c.identity_file && !cli("identity")) t.identity = *c.identity_file;
-  if (!t.identity.empty()) t.identity = net::expand_tilde(t.identity, app::user_home());
+  if (!t.identity.empty()) t.identity = client::expand_tilde(t.identity, app::user_home());
   return true;
 }
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
-bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
+bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   co.cipher = crypto::find_cipher(t.cipher);
   if (!co.cipher) {
     die_line("unknown cipher '" + t.cipher + "' (known: " + crypto::cipher_names() + ")");
@@ -208,7 +208,7 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
 
 // The file's checksum as --json shows it: {"alg", "hex"} for a file that moved as one stream (hex
 // is what xxh128sum / sha256sum print), {"alg", "ranges": [{offset, length, hex}]} for --streams.
-std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r) {
+std::string checksum_json(const client::ClientOptions& co, const client::FileResult& r) {
   std::string out = std::string("{\"alg\":\"") + crypto::checksum_name(co.checksum) + "\"";
   if (r.ranges.empty()) return out + ",\"hex\":\"" + r.checksum.hex() + "\"}";
   out += ",\"ranges\":[";
@@ -219,7 +219,7 @@ std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r
   return out + "]}";
 }
 
-void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress,
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r, bool tty_progress,
             std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
@@ -349,8 +349,8 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
 // The files of one send over one connection.
 struct SendSession {
   const TransferOpts& t;
-  const net::ClientOptions& co;
-  net::Client& client;
+  const client::ClientOptions& co;
+  client::Client& client;
   bool tty;
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
@@ -429,7 +429,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   }
   if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   const std::string dest = remote->path.empty() ? "." : remote->path;
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
@@ -437,7 +437,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   const std::vector<std::string> sources = check_sources(args, t, stdin_fd, rc);
   if (sources.empty()) return kExitFail;
   try {
-    net::Client client(co);
+    client::Client client(co);
     // Several sources go into a directory: refused before anything is written when DEST is not
     // an existing directory on the server (else each file would replace the one before).
     if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
@@ -486,7 +486,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     return cmd_recv_tree(src, dest, t_in);
   }
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
@@ -498,9 +498,9 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
                       out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
-  std::unique_ptr<net::Client> client;
+  std::unique_ptr<client::Client> client;
   try {
-    client = std::make_unique<net::Client>(co);
+    client = std::make_unique<client::Client>(co);
     app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
                        msg);
     app::JsonProgress jp(remote->path, t.json_progress, msg);
@@ -543,13 +543,13 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in) {
   auto remote = parse_remote(src);
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
-  std::unique_ptr<net::Client> client;
+  std::unique_ptr<client::Client> client;
   try {
-    client = std::make_unique<net::Client>(co);
+    client = std::make_unique<client::Client>(co);
     auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
       app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
@@ -580,7 +580,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     auto note = [&](const std::string& line) {
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
-    net::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
     client->bye();
   } catch (const net::Failure& f) {
     std::string what = f.what();
@@ -777,7 +777,7 @@ std::set<std::string> given_options(const CLI::App* sub) {
 }
 
 struct ServeArgs {
-  net::ServerOptions so;
+  server::ServerOptions so;
   std::string listen_addr, root = ".", port_file, auth_keys;
   double timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool quiet = false;
@@ -831,7 +831,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a, bool& no_aesni) {
 }
 
 int cmd_serve(ServeArgs& a) {
-  net::ServerOptions& so = a.so;
+  server::ServerOptions& so = a.so;
   so.listen = a.listen_addr;
   so.root = a.root;
   so.home = net::aesxfer_home();
@@ -854,7 +854,7 @@ int cmd_serve(ServeArgs& a) {
       so.policy.checksums |= 1u << uint8_t(alg);
     }
   }
-  net::Server server(so);
+  server::Server server(so);
   server.run();
   return 0;
 }

@@ -22,7 +22,9 @@
 #include "net/keystore.h"
 #include "net/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -499,4 +501,4 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   return r;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

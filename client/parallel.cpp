@@ -33,7 +33,9 @@
 #include "net/atomic_file.h"
 #include "net/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -325,4 +327,4 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   return r;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

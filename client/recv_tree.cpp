@@ -15,7 +15,9 @@
 #include "net/atomic_file.h"
 #include "net/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -393,4 +395,4 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   }
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

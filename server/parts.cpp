@@ -6,7 +6,9 @@
 
 #include "net/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 using Clock = std::chrono::steady_clock;
 
 void PartsTransfer::part_finished(uint32_t part, bool ok) {
@@ -150,4 +152,4 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
   return std::nullopt;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -19,7 +19,9 @@
 #include "net/transfer.h"
 #include "proto/listing.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 using Clock = std::chrono::steady_clock;
 using proto::Message;
 using proto::Status;
@@ -569,4 +571,4 @@ void serve_requests(RequestContext& ctx) {
   }
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -15,7 +15,9 @@
 #include "net/atomic_file.h"
 #include "net/conn.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 namespace fs = std::filesystem;
 
 void Fd::reset(int fd) {
@@ -453,4 +455,4 @@ Fd open_kept_partial(const Place& dest) {
   return fd;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -27,7 +27,7 @@
 #include "net/conn.h"
 #include "proto/messages.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
 
 // An owned file descriptor.
 class Fd {
@@ -175,4 +175,4 @@ class KeptPartial {
 // The kept partial file of a Place, open for reading, or an invalid Fd when there is none.
 Fd open_kept_partial(const Place& dest);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

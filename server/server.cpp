@@ -36,7 +36,9 @@
 #include "server/root.h"
 #include "server/sweep.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;  // the layer below: connections, streams, files
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -272,7 +274,7 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
-  net::serve_requests(ctx);
+  server::serve_requests(ctx);
 }
 
 // The bound port, written to a temporary file made by mkstemp in the same directory and renamed
@@ -448,4 +450,4 @@ void Server::run() {
 
 void Server::stop() { impl_->io.stop(); }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -1,0 +1,31 @@
+#!/bin/sh
+# The layers, enforced: every #include "..." in a layer's folder names its own folder or one
+# below it. app -> client, server (never each other) -> net -> proto -> crypto. Exits 1 and names
+# each include that points up or sideways. Run by ctest (Layers.IncludesPointDownOnly).
+cd "$(dirname "$0")/.." || exit 2
+allowed() {
+  case "$1" in
+    crypto) echo "crypto" ;;
+    proto) echo "crypto proto" ;;
+    net) echo "crypto proto net" ;;
+    client) echo "crypto proto net client" ;;
+    server) echo "crypto proto net server" ;;
+  esac
+}
+bad=0
+for layer in crypto proto net client server; do
+  ok=$(allowed "$layer")
+  for f in "$layer"/*.h "$layer"/*.cpp; do
+    [ -e "$f" ] || continue
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+      top=${inc%%/*}
+      [ "$top" = "$inc" ] && continue  # same-folder include without a path
+      case " $ok " in
+        *" $top "*) ;;
+        *) echo "$f includes $inc: $layer may include only from: $ok"; bad=1 ;;
+      esac
+    done
+  done
+done
+[ $bad -eq 0 ] && echo "layers: every include points down"
+exit $bad
