@@ -77,7 +77,7 @@
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
-#include "net/keystore.h"
+#include "files/keystore.h"
 #include "proto/handshake.h"
 
 extern char** environ;
@@ -631,14 +631,14 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     std::unique_ptr<ScratchDir> scratch;
     std::unique_ptr<LocalServer> server_hw, server_sw;
     std::unique_ptr<ThrowawaySshd> sshd;
-    fs::path home = net::aesxfer_home();
+    fs::path home = files::aesxfer_home();
     if (local) {
       scratch = std::make_unique<ScratchDir>();
       home = scratch->path() / "home";
       fs::create_directories(home);
       fs::permissions(home, fs::perms::owner_all, fs::perm_options::replace);
       // The client's identity exists before the server starts, which accepts it by default.
-      net::load_or_create_identity(home / "id_ed25519");
+      files::load_or_create_identity(home / "id_ed25519");
       fs::create_directories(scratch->path() / "hw");
       server_hw =
           std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "hw", home, global_no_aesni);

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
 
 namespace aesxfer::app {
@@ -27,7 +27,7 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT && !required) return false;
-    throw client::ConfigError("cannot read config file " + name + ": " + net::errno_text(errno));
+    throw client::ConfigError("cannot read config file " + name + ": " + files::errno_text(errno));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

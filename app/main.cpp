@@ -26,8 +26,8 @@
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
-#include "net/atomic_file.h"
-#include "net/keystore.h"
+#include "files/atomic_file.h"
+#include "files/keystore.h"
 #include "server/server.h"
 
 namespace fs = std::filesystem;
@@ -133,7 +133,7 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
   client::HostConfig c;
   std::string from;
   try {
-    c = app::load_host_config(t.config_file, net::aesxfer_home(), t.config_options, alias, &from);
+    c = app::load_host_config(t.config_file, files::aesxfer_home(), t.config_options, alias, &from);
   } catch (const client::ConfigError& e) {
     die_line(e.what());
     return false;
@@ -191,7 +191,7 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
                  co.cipher->aead || co.mac->tag_len ? "authentication" : "layer (and MAC none: none at all)");
   co.record_size = uint32_t(t.record_size);
   co.port = t.port;
-  co.home = net::aesxfer_home();
+  co.home = files::aesxfer_home();
   co.identity = t.identity;
   co.debug = debug_sink(t.verbose);
   co.keylog = t.keylog;
@@ -266,7 +266,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 int spool_stdin(std::string& why) {
   struct stat st {};
   if (::fstat(STDIN_FILENO, &st) != 0) {
-    why = net::errno_text(errno);
+    why = files::errno_text(errno);
     return -1;
   }
   if (S_ISREG(st.st_mode)) return ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -274,7 +274,7 @@ int spool_stdin(std::string& why) {
   std::string dir = tmp && *tmp ? tmp : "/tmp";
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
-    why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+    why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
     return -1;
   }
   std::vector<char> buf(1 << 20);
@@ -282,7 +282,7 @@ int spool_stdin(std::string& why) {
     ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      why = net::errno_text(errno);
+      why = files::errno_text(errno);
       ::close(fd);
       return -1;
     }
@@ -291,7 +291,7 @@ int spool_stdin(std::string& why) {
       ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
-        why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+        why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
         ::close(fd);
         return -1;
       }
@@ -327,7 +327,7 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
     }
     struct stat st {};
     if (::stat(args[i].c_str(), &st) != 0) {
-      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
       rc = kExitFail;
       continue;
     }
@@ -337,7 +337,7 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
       continue;
     }
     if (!S_ISDIR(st.st_mode) && ::access(args[i].c_str(), R_OK) != 0) {
-      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
       rc = kExitFail;
       continue;
     }
@@ -834,7 +834,7 @@ int cmd_serve(ServeArgs& a) {
   server::ServerOptions& so = a.so;
   so.listen = a.listen_addr;
   so.root = a.root;
-  so.home = net::aesxfer_home();
+  so.home = files::aesxfer_home();
   so.port_file = a.port_file;
   so.authorized_keys = a.auth_keys;
   so.timeout = std::chrono::milliseconds(int64_t(a.timeout * 1000));
@@ -861,14 +861,14 @@ int cmd_serve(ServeArgs& a) {
 
 int cmd_keygen() {
   bool created = false;
-  fs::path p = net::aesxfer_home() / "id_ed25519";
-  auto id = net::load_or_create_identity(p, &created);
+  fs::path p = files::aesxfer_home() / "id_ed25519";
+  auto id = files::load_or_create_identity(p, &created);
   // stdout: exactly the line a server's authorized_keys takes (its .pub file); the rest on stderr.
-  std::string line = net::encode_public_key(id.pk) + " " + net::key_comment();
+  std::string line = files::encode_public_key(id.pk) + " " + files::key_comment();
   std::ifstream pub(p.string() + ".pub");
   std::string on_disk;
   proto::PublicKey pk{};
-  if (std::getline(pub, on_disk) && net::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
+  if (std::getline(pub, on_disk) && files::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
   std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
                created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
                "$AESXFER_HOME/authorized_keys");
@@ -888,13 +888,13 @@ int cmd_authorize(const std::string& what) {
         break;
       }
   }
-  const fs::path file = net::aesxfer_home() / "authorized_keys";
+  const fs::path file = files::aesxfer_home() / "authorized_keys";
   proto::PublicKey pk{};
   try {
-    const auto r = net::authorize_key(file, line);
-    net::decode_public_key(line, pk);
+    const auto r = files::authorize_key(file, line);
+    files::decode_public_key(line, pk);
     std::printf("%s %s in %s\n",
-                r == net::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
+                r == files::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
                 file.c_str());
     return 0;
   } catch (const std::runtime_error& e) {
@@ -1059,7 +1059,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*send || *recv) {
-    net::install_cleanup_on_signals();
+    files::install_cleanup_on_signals();
     t.given = given_options(*send ? send : recv);
   }
   try {

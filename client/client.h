@@ -16,14 +16,14 @@
 #include "net/transfer.h"
 #include "proto/listing.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 class AtomicFile;
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files
 
 namespace aesxfer::client {
 
 // Names from the layer below that the client's interface uses.
-using net::AtomicFile;
+using files::AtomicFile;
 using net::Conn;
 using net::Failure;
 using net::ProgressFn;

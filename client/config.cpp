@@ -11,7 +11,7 @@
 
 namespace aesxfer::client {
 
-using namespace aesxfer::net;  // the layer below: connections, streams, files
+using namespace aesxfer::net;  // the layer below
 
 namespace {
 

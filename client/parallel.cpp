@@ -30,12 +30,13 @@
 #include <thread>
 
 #include "client/client.h"
-#include "net/atomic_file.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/resume.h"
 
 namespace aesxfer::client {
 
-using namespace aesxfer::net;  // the layer below: connections, streams, files
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 

@@ -4,11 +4,12 @@
 
 #include <algorithm>
 
-#include "net/resume.h"
+#include "files/resume.h"
 
 namespace aesxfer::server {
 
-using namespace aesxfer::net;  // the layer below: connections, streams, files
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 using Clock = std::chrono::steady_clock;
 
 void PartsTransfer::part_finished(uint32_t part, bool ok) {

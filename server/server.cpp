@@ -26,9 +26,9 @@
 #include <thread>
 
 #include "crypto/suite.h"
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
-#include "net/keystore.h"
+#include "files/keystore.h"
 #include "net/transfer.h"
 #include "proto/error.h"
 #include "server/parts.h"
@@ -38,7 +38,8 @@
 
 namespace aesxfer::server {
 
-using namespace aesxfer::net;  // the layer below: connections, streams, files
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using asio::ip::tcp;

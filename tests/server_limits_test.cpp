@@ -345,7 +345,7 @@ TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
   for (int i = 0; i < 1000 && server->port() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_NE(server->port(), 0);
-  const proto::Identity id = net::load_or_create_identity(ws.home / "id_ed25519");
+  const proto::Identity id = files::load_or_create_identity(ws.home / "id_ed25519");
   // The second client's socket exists before the first session ends, so that it cannot take the
   // number the test wants the server's accept to take.
   b_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
