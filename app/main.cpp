@@ -13,11 +13,11 @@
 #include <optional>
 #include <sstream>
 
-#include "app/bench.h"
 #include "app/json.h"
+#include "app/lab/bench.h"
+#include "app/lab/speed.h"
 #include "app/pacing.h"
 #include "app/progress.h"
-#include "app/speed.h"
 #include "client/client.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
@@ -765,7 +765,7 @@ int main(int argc, char** argv) {
   speed->add_flag("--no-aesni-too", sp.no_aesni_too,
                   "Every AES row also with the portable code (in the chart: same colour, dashed)");
 
-  // `aesxfer bench`: the cipher lab (app/bench.h).
+  // `aesxfer bench`: the cipher lab (app/lab/bench.h).
   auto* bench =
       app.add_subcommand("bench", "Transfer throughput and CPU per cipher, against HOST or a local server");
   app::BenchOptions bo;

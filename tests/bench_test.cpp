@@ -1,8 +1,8 @@
-// Tests for `aesxfer bench` (app/bench.cpp), the SVG writer (app/svg.cpp) and `aesxfer speed
+// Tests for `aesxfer bench` (app/lab/bench.cpp), the SVG writer (app/lab/svg.cpp) and `aesxfer speed
 // --plot`: the real binary runs a small bench against its own local server child; its JSON and
 // CSV parse with the documented columns; the SVG files are well-formed XML with one bar per row
 // (bench) and one polyline per row (speed).
-#include "app/bench.h"
+#include "app/lab/bench.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "app/bench_proc.h"
-#include "app/bench_scp.h"
-#include "app/svg.h"
+#include "app/lab/bench_proc.h"
+#include "app/lab/bench_scp.h"
+#include "app/lab/svg.h"
 #include "tests/harness.h"
 #include "tests/test_util.h"
 

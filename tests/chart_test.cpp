@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "app/speed.h"
-#include "app/svg.h"
+#include "app/lab/speed.h"
+#include "app/lab/svg.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {

@@ -1,6 +1,6 @@
-// Tests for `aesxfer speed` (app/speed.cpp): every selected row is printed with positive figures,
+// Tests for `aesxfer speed` (app/lab/speed.cpp): every selected row is printed with positive figures,
 // the JSON form is well-formed with the expected keys, and bad input gives exit code 2.
-#include "app/speed.h"
+#include "app/lab/speed.h"
 #include "tests/test_util.h"
 
 #include <gtest/gtest.h>

@@ -25,7 +25,7 @@
 // --multi N: N threads, each with its own cipher objects and buffers, released together by a
 // barrier; the bytes of all threads are summed and divided by the common wall time (from the
 // release to the last thread's end).
-#include "app/speed.h"
+#include "app/lab/speed.h"
 
 #include <algorithm>
 #include <barrier>
@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "app/json.h"
-#include "app/svg.h"
+#include "app/lab/svg.h"
 #include "crypto/aes.h"
 #include "crypto/blowfish.h"
 #include "crypto/checksum.h"

@@ -40,11 +40,11 @@
 // state spreads over all rows instead of biasing one.
 //
 // --vs-scp: after each cipher's aesxfer row(s) an scp row (`scp -c` with OpenSSH's cipher and MAC
-// of the same construction, app/bench_scp.h), or a row saying why OpenSSH has none; scp's defaults
+// of the same construction, app/lab/bench_scp.h), or a row saying why OpenSSH has none; scp's defaults
 // as the last row. scp rows run in the same interleaved loop. How their figures are taken is at the
-// top of app/bench_scp.cpp; they go through the same verdict. vs_scp = median(aesxfer) /
+// top of app/lab/bench_scp.cpp; they go through the same verdict. vs_scp = median(aesxfer) /
 // median(scp) for the same cipher, on rows with AES-NI on only (OpenSSH runs OpenSSL's code).
-#include "app/bench.h"
+#include "app/lab/bench.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -69,10 +69,10 @@
 #include <thread>
 #include <vector>
 
-#include "app/bench_proc.h"
-#include "app/bench_scp.h"
 #include "app/json.h"
-#include "app/svg.h"
+#include "app/lab/bench_proc.h"
+#include "app/lab/bench_scp.h"
+#include "app/lab/svg.h"
 #include "client/client.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"

@@ -1,5 +1,5 @@
-// SVG charts, written by hand. See app/svg.h.
-#include "app/svg.h"
+// SVG charts, written by hand. See app/lab/svg.h.
+#include "app/lab/svg.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -24,7 +24,7 @@
 // --ssh-opts: scp must not wait for a password, and a shared connection would carry another
 // cipher than the one asked for. ssh takes the first value it gets for an option, so --ssh-opts
 // can still override them.
-#include "app/bench_scp.h"
+#include "app/lab/bench_scp.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 #include <sstream>
 #include <thread>
 
-#include "app/bench_proc.h"
+#include "app/lab/bench_proc.h"
 
 namespace aesxfer::app {
 namespace {
