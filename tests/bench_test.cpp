@@ -278,16 +278,19 @@ TEST(BenchCli, JsonRunWithPlot) {
   EXPECT_FALSE(j.obj["cpu"].str.empty());
   ASSERT_EQ(j.obj["rows"].kind, Json::Arr);
   ASSERT_EQ(j.obj["rows"].arr.size(), 2u);
+  EXPECT_EQ(json_scheme_problems(r.out), std::vector<std::string>{});
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line of JSON";
   const char* names[] = {"aes128-gcm", "none"};
   for (size_t i = 0; i < 2; ++i) {
     auto& row = j.obj["rows"].arr[i].obj;
-    for (const char* k : {"cipher", "mac", "impl", "no_aesni", "mb_s_median", "mb_s_min", "mb_s_max",
-                          "client_cpu_pct", "server_cpu_pct", "verdict"})
+    for (const char* k : {"tool", "cipher", "mac", "impl", "no_aesni", "mb_per_s_median", "mb_per_s_min",
+                          "mb_per_s_max", "mb_per_s_runs", "client_cpu_pct", "server_cpu_pct", "client_wait_pct",
+                          "server_wait_pct", "cpu_seconds_per_gb", "speedup", "vs_scp", "record_size", "verdict"})
       EXPECT_TRUE(row.count(k)) << "row " << i << " lacks " << k;
     EXPECT_EQ(row["cipher"].str, names[i]);
-    EXPECT_GT(row["mb_s_median"].num, 0);
-    EXPECT_LE(row["mb_s_min"].num, row["mb_s_median"].num);
-    EXPECT_GE(row["mb_s_max"].num, row["mb_s_median"].num);
+    EXPECT_GT(row["mb_per_s_median"].num, 0);
+    EXPECT_LE(row["mb_per_s_min"].num, row["mb_per_s_median"].num);
+    EXPECT_GE(row["mb_per_s_max"].num, row["mb_per_s_median"].num);
     EXPECT_EQ(row["server_cpu_pct"].kind, Json::Num) << "the local server's CPU is measured";
     EXPECT_GT(row["client_cpu_pct"].num, 0);
     EXPECT_TRUE(known_verdict(row["verdict"].str)) << row["verdict"].str;
@@ -312,7 +315,7 @@ TEST(BenchCli, CsvColumns) {
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_EQ(
       lines[0],
-      "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,tool,"
+      "cipher,mac,impl,no_aesni,mb_per_s_median,mb_per_s_min,mb_per_s_max,client_cpu_pct,server_cpu_pct,verdict,tool,"
       "ssh_cipher,vs_scp,record_size");
   EXPECT_EQ(lines[0], app::kBenchCsvHeader);
   const std::vector<std::string> header = split(lines[0], ',');
@@ -326,10 +329,10 @@ TEST(BenchCli, CsvColumns) {
     EXPECT_EQ(row["mac"], "hmac-sha256");
     EXPECT_FALSE(row["impl"].empty());
     EXPECT_EQ(row["no_aesni"], env_no_aesni() ? "true" : "false");
-    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+    for (const char* k : {"mb_per_s_median", "mb_per_s_min", "mb_per_s_max", "client_cpu_pct", "server_cpu_pct"})
       EXPECT_TRUE(is_number(row[k])) << k << "=" << row[k];
-    EXPECT_GT(std::strtod(row["mb_s_median"].c_str(), nullptr), 0);
-    EXPECT_LE(std::strtod(row["mb_s_min"].c_str(), nullptr), std::strtod(row["mb_s_max"].c_str(), nullptr));
+    EXPECT_GT(std::strtod(row["mb_per_s_median"].c_str(), nullptr), 0);
+    EXPECT_LE(std::strtod(row["mb_per_s_min"].c_str(), nullptr), std::strtod(row["mb_per_s_max"].c_str(), nullptr));
     EXPECT_TRUE(known_verdict(row["verdict"])) << row["verdict"];
     EXPECT_EQ(row["tool"], "aesxfer");
     EXPECT_EQ(row["ssh_cipher"], "");
@@ -357,8 +360,8 @@ TEST(BenchCli, RecordSizeSweep) {
     auto row = rows[i].obj;
     EXPECT_EQ(row["cipher"].str, i < 3 ? "aes128-gcm" : "aes128-cbc");
     EXPECT_EQ(row["record_size"].num, want[i % 3]) << i;
-    EXPECT_GT(row["mb_s_median"].num, 0);
-    EXPECT_EQ(row["mb_s_runs"].arr.size(), 2u);
+    EXPECT_GT(row["mb_per_s_median"].num, 0);
+    EXPECT_EQ(row["mb_per_s_runs"].arr.size(), 2u);
   }
   const std::string doc = read_text_file(svg);
   EXPECT_EQ(xml_problem(doc), "");
@@ -394,7 +397,7 @@ TEST(BenchCli, NoAesniTooPairsAesRowsWithSpeedup) {
   for (const char* hw : {"aesni", "vaes"}) EXPECT_NE(rows[1].obj["impl"].str, hw) << "--no-aesni row";
   EXPECT_EQ(rows[2].obj["cipher"].str, "blowfish-cbc");
   ASSERT_EQ(rows[0].obj["speedup"].kind, Json::Num);
-  EXPECT_NEAR(rows[0].obj["speedup"].num, rows[0].obj["mb_s_median"].num / rows[1].obj["mb_s_median"].num, 0.05);
+  EXPECT_NEAR(rows[0].obj["speedup"].num, rows[0].obj["mb_per_s_median"].num / rows[1].obj["mb_per_s_median"].num, 0.05);
   EXPECT_EQ(rows[1].obj["speedup"].kind, Json::Null);
   const std::string doc = read_text_file(svg);
   EXPECT_EQ(xml_problem(doc), "");
@@ -443,8 +446,8 @@ TEST(BenchCli, RemoteHostHasNoServerCpu) {
   ASSERT_EQ(j.obj["rows"].arr.size(), 1u);
   auto& row = j.obj["rows"].arr[0].obj;
   EXPECT_EQ(row["server_cpu_pct"].kind, Json::Null) << "a remote server's CPU is not measured";
-  EXPECT_EQ(row["mb_s_runs"].arr.size(), 2u);
-  EXPECT_GT(row["mb_s_median"].num, 0);
+  EXPECT_EQ(row["mb_per_s_runs"].arr.size(), 2u);
+  EXPECT_GT(row["mb_per_s_median"].num, 0);
   const std::string v = row["verdict"].str;
   EXPECT_TRUE(v == "network or receiver (server CPU not measured)" || v.rfind("sender cipher CPU", 0) == 0 ||
               v == "CPU contention (other processes)")
@@ -532,15 +535,15 @@ void expect_scp_row(std::map<std::string, Json>& row, const std::string& cipher,
   EXPECT_EQ(row["impl"].str, "openssh");
   EXPECT_TRUE(row["offered"].b);
   EXPECT_TRUE(row["metered"].b) << "the rate comes from scp's progress meter";
-  EXPECT_GT(row["mb_s_median"].num, 0);
-  EXPECT_LE(row["mb_s_min"].num, row["mb_s_median"].num);
-  EXPECT_GE(row["mb_s_max"].num, row["mb_s_median"].num);
+  EXPECT_GT(row["mb_per_s_median"].num, 0);
+  EXPECT_LE(row["mb_per_s_min"].num, row["mb_per_s_median"].num);
+  EXPECT_GE(row["mb_per_s_max"].num, row["mb_per_s_median"].num);
   EXPECT_GT(row["client_cpu_pct"].num, 0);
   EXPECT_EQ(row["server_cpu_pct"].kind, local ? Json::Num : Json::Null);
   if (local) {
     EXPECT_GT(row["server_cpu_pct"].num, 0) << "sshd's CPU is counted";
   }
-  EXPECT_EQ(row["setup_s_median"].kind, Json::Num);
+  EXPECT_EQ(row["setup_seconds_median"].kind, Json::Num);
   EXPECT_EQ(row["vs_scp"].kind, Json::Null);
   EXPECT_FALSE(row["verdict"].str.empty());
 }
@@ -559,6 +562,7 @@ TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
   Json j;
   ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
   ASSERT_EQ(j.obj["scp"].kind, Json::Obj) << r.out;
+  EXPECT_EQ(json_scheme_problems(r.out), std::vector<std::string>{});
   auto& scp = j.obj["scp"].obj;
   EXPECT_NE(scp["version"].str.find("OpenSSH"), std::string::npos) << scp["version"].str;
   EXPECT_EQ(scp["target"].str, "127.0.0.1:/dev/null");
@@ -578,7 +582,7 @@ TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
   expect_scp_row(cbc, "aes128-cbc", true);
   EXPECT_EQ(cbc["ssh_cipher"].str, "aes128-cbc") << "what ssh -v says was negotiated";
   EXPECT_EQ(cbc["mac"].str, "hmac-sha2-256-etm@openssh.com");
-  EXPECT_EQ(cbc["mb_s_runs"].arr.size(), 2u);
+  EXPECT_EQ(cbc["mb_per_s_runs"].arr.size(), 2u);
   auto& gcm = rows[3].obj;
   expect_scp_row(gcm, "aes128-gcm", true);
   EXPECT_EQ(gcm["ssh_cipher"].str, "aes128-gcm@openssh.com");
@@ -590,7 +594,7 @@ TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
   for (size_t i : {0u, 2u}) {
     auto& a = rows[i].obj;
     ASSERT_EQ(a["vs_scp"].kind, Json::Num) << i;
-    EXPECT_NEAR(a["vs_scp"].num, a["mb_s_median"].num / rows[i + 1].obj["mb_s_median"].num, 0.01) << i;
+    EXPECT_NEAR(a["vs_scp"].num, a["mb_per_s_median"].num / rows[i + 1].obj["mb_per_s_median"].num, 0.01) << i;
     EXPECT_EQ(a["server_cpu_pct"].kind, Json::Num);
   }
   // OpenSSH removed blowfish-cbc and arcfour in 7.6: rows that say so, without figures.
@@ -599,9 +603,9 @@ TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
     SCOPED_TRACE(g["cipher"].str);
     EXPECT_EQ(g["tool"].str, "scp");
     EXPECT_FALSE(g["offered"].b);
-    EXPECT_EQ(g["mb_s_median"].kind, Json::Null);
-    EXPECT_EQ(g["mb_s_min"].kind, Json::Null);
-    EXPECT_EQ(g["mb_s_runs"].arr.size(), 0u);
+    EXPECT_EQ(g["mb_per_s_median"].kind, Json::Null);
+    EXPECT_EQ(g["mb_per_s_min"].kind, Json::Null);
+    EXPECT_EQ(g["mb_per_s_runs"].arr.size(), 0u);
     EXPECT_EQ(g["client_cpu_pct"].kind, Json::Null);
     EXPECT_NE(g["verdict"].str.find("not offered"), std::string::npos) << g["verdict"].str;
     EXPECT_NE(g["verdict"].str.find("removed in OpenSSH 7.6"), std::string::npos) << g["verdict"].str;
@@ -652,18 +656,18 @@ TEST(BenchScp, CsvRowsAndRefusals) {
   EXPECT_EQ(rows[1]["ssh_cipher"], "aes128-ctr");
   EXPECT_EQ(rows[1]["mac"], "hmac-sha2-256-etm@openssh.com");
   for (size_t i : {1u, 6u}) {
-    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+    for (const char* k : {"mb_per_s_median", "mb_per_s_min", "mb_per_s_max", "client_cpu_pct", "server_cpu_pct"})
       EXPECT_TRUE(is_number(rows[i][k])) << i << " " << k << "=" << rows[i][k];
     EXPECT_EQ(rows[i]["vs_scp"], "n/a");
   }
   ASSERT_TRUE(is_number(rows[0]["vs_scp"])) << rows[0]["vs_scp"];
   EXPECT_NEAR(std::strtod(rows[0]["vs_scp"].c_str(), nullptr),
-              std::strtod(rows[0]["mb_s_median"].c_str(), nullptr) /
-                  std::strtod(rows[1]["mb_s_median"].c_str(), nullptr),
+              std::strtod(rows[0]["mb_per_s_median"].c_str(), nullptr) /
+                  std::strtod(rows[1]["mb_per_s_median"].c_str(), nullptr),
               0.02);
   // Refusals: no figures, a verdict that says why.
   for (size_t i : {3u, 5u}) {
-    for (const char* k : {"mb_s_median", "mb_s_min", "mb_s_max", "client_cpu_pct", "server_cpu_pct"})
+    for (const char* k : {"mb_per_s_median", "mb_per_s_min", "mb_per_s_max", "client_cpu_pct", "server_cpu_pct"})
       EXPECT_EQ(rows[i][k], "n/a") << i << " " << k;
     EXPECT_EQ(rows[i]["verdict"].rfind("not offered: ", 0), 0u) << rows[i]["verdict"];
   }

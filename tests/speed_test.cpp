@@ -1,6 +1,7 @@
 // Tests for `aesxfer speed` (app/lab/speed.cpp): every selected row is printed with positive figures,
 // the JSON form is well-formed with the expected keys, and bad input gives exit code 2.
 #include "app/lab/speed.h"
+#include "tests/harness.h"
 #include "tests/test_util.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +123,7 @@ TEST(Speed, JsonIsWellFormedWithEveryResult) {
   Json j;
   ASSERT_TRUE(JsonParser(s).parse(j)) << s;
   ASSERT_EQ(j.kind, Json::Obj);
+  EXPECT_EQ(test::json_scheme_problems(s), std::vector<std::string>{});
   for (const char* k : {"cpu", "threads", "seconds", "impl", "results"})
     ASSERT_TRUE(j.obj.count(k)) << "missing key " << k << " in " << s;
   EXPECT_EQ(j.obj["cpu"].kind, Json::Str);

@@ -501,6 +501,62 @@ void compute_figures(std::vector<Row>& rows, uint64_t size) {
 
 std::string num_or(double v, const char* f, const char* none, bool have) { return have ? fmt(f, v) : none; }
 
+// A figure for --json: rounded to `decimals` places, or null where the row has none.
+Json figure(double v, int decimals, bool have) { return have ? Json(rounded(v, decimals)) : Json(nullptr); }
+
+// One row of --json (docs/aesxfer.1, JSON OUTPUT).
+Json row_json(const Row& r) {
+  const bool m = r.measured();
+  Json j;
+  j["tool"] = r.tool_name();
+  j["cipher"] = r.name();
+  if (r.scp()) {
+    j["ssh_cipher"] = r.ssh_cipher.empty() ? Json(nullptr) : Json(r.ssh_cipher);
+    j["offered"] = m;
+  }
+  j["mac"] = r.mac_name();
+  j["impl"] = r.impl;
+  j["no_aesni"] = r.no_aesni;
+  j["mb_per_s_median"] = figure(r.median, 2, m);
+  j["mb_per_s_min"] = figure(r.min, 2, m);
+  j["mb_per_s_max"] = figure(r.max, 2, m);
+  j["mb_per_s_runs"] = Json::array();
+  for (double v : r.mbps) j["mb_per_s_runs"].push_back(rounded(v, 2));
+  j["client_cpu_pct"] = figure(r.client_pct, 1, m);
+  j["server_cpu_pct"] = figure(r.server_pct, 1, r.server_pct >= 0);
+  j["client_wait_pct"] = figure(r.client_wait_pct, 1, m);
+  j["server_wait_pct"] = figure(r.server_wait_pct, 1, r.server_wait_pct >= 0);
+  j["cpu_seconds_per_gb"] = figure(r.cpu_per_gb, 3, r.cpu_per_gb >= 0);
+  j["speedup"] = figure(r.speedup, 2, r.speedup > 0);
+  j["vs_scp"] = figure(r.vs_scp, 2, r.vs_scp > 0);
+  j["record_size"] = !r.scp() && m ? Json(r.record_agreed) : Json(nullptr);
+  if (r.scp()) {
+    j["setup_seconds_median"] = figure(median_of(r.setup), 3, m && r.metered);
+    j["metered"] = m && r.metered;
+  }
+  j["verdict"] = r.verdict;
+  return j;
+}
+
+// The whole --json document; `scp` is the --vs-scp object or null.
+Json bench_json(const BenchOptions& opt, bool local, const std::string& date, const std::string& cpu,
+                Json scp, const std::vector<Row>& rows) {
+  Json j;
+  j["tool"] = "aesxfer bench";
+  j["date"] = date;
+  j["cpu"] = cpu;
+  j["host"] = local ? "127.0.0.1" : opt.host;
+  j["local_server"] = local;
+  j["bytes"] = opt.size;
+  j["repeat"] = opt.repeat;
+  j["busy_threshold_pct"] = kBenchBusyPct;
+  j["unit"] = "MB/s (10^6 bytes per second)";
+  j["scp"] = std::move(scp);
+  j["rows"] = Json::array();
+  for (const Row& r : rows) j["rows"].push_back(row_json(r));
+  return j;
+}
+
 }  // namespace
 
 std::string bench_verdict(const BenchLoad& l) {
@@ -788,47 +844,14 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
 
     // Output.
     if (opt.json) {
-      out << "{\"tool\":\"aesxfer bench\",\"date\":" << json_quote(date) << ",\"cpu\":" << json_quote(cpu)
-          << ",\"host\":" << json_quote(local ? "127.0.0.1" : opt.host)
-          << ",\"local_server\":" << (local ? "true" : "false") << ",\"bytes\":" << opt.size
-          << ",\"repeat\":" << opt.repeat << ",\"busy_threshold_pct\":" << fmt("%g", kBenchBusyPct)
-          << ",\"unit\":\"MB/s (10^6 bytes per second)\",\n  \"scp\":";
+      Json scp = nullptr;
       if (opt.vs_scp)
-        out << "{\"version\":" << json_quote(ssh.version) << ",\"target\":" << json_quote(ssh.target)
-            << ",\"local_sshd\":" << (sshd ? "true" : "false")
-            << ",\"sshd_pid\":" << (sshd_pid > 0 ? std::to_string(sshd_pid) : "null")
-            << ",\"timed_by\":" << json_quote(all_metered ? "progress meter" : "whole scp run") << "}";
-      else
-        out << "null";
-      out << ",\n  \"rows\":[";
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = rows[i];
-        const bool m = r.measured();
-        out << (i ? ",\n    " : "\n    ") << "{\"tool\":\"" << r.tool_name()
-            << "\",\"cipher\":" << json_quote(r.name());
-        if (r.scp())
-          out << ",\"ssh_cipher\":" << (r.ssh_cipher.empty() ? "null" : json_quote(r.ssh_cipher))
-              << ",\"offered\":" << (m ? "true" : "false");
-        out << ",\"mac\":" << json_quote(r.mac_name()) << ",\"impl\":" << json_quote(r.impl)
-            << ",\"no_aesni\":" << (r.no_aesni ? "true" : "false")
-            << ",\"mb_s_median\":" << num_or(r.median, "%.2f", "null", m)
-            << ",\"mb_s_min\":" << num_or(r.min, "%.2f", "null", m)
-            << ",\"mb_s_max\":" << num_or(r.max, "%.2f", "null", m) << ",\"mb_s_runs\":[";
-        for (size_t k = 0; k < r.mbps.size(); ++k) out << (k ? "," : "") << fmt("%.2f", r.mbps[k]);
-        out << "],\"client_cpu_pct\":" << num_or(r.client_pct, "%.1f", "null", m)
-            << ",\"server_cpu_pct\":" << num_or(r.server_pct, "%.1f", "null", r.server_pct >= 0)
-            << ",\"client_wait_pct\":" << num_or(r.client_wait_pct, "%.1f", "null", m)
-            << ",\"server_wait_pct\":" << num_or(r.server_wait_pct, "%.1f", "null", r.server_wait_pct >= 0)
-            << ",\"cpu_s_per_gb\":" << num_or(r.cpu_per_gb, "%.3f", "null", r.cpu_per_gb >= 0)
-            << ",\"speedup\":" << num_or(r.speedup, "%.2f", "null", r.speedup > 0)
-            << ",\"vs_scp\":" << num_or(r.vs_scp, "%.2f", "null", r.vs_scp > 0);
-        out << ",\"record_size\":" << num_or(double(r.record_agreed), "%.0f", "null", !r.scp() && m);
-        if (r.scp())
-          out << ",\"setup_s_median\":" << num_or(median_of(r.setup), "%.3f", "null", m && r.metered)
-              << ",\"metered\":" << (m && r.metered ? "true" : "false");
-        out << ",\"verdict\":" << json_quote(r.verdict) << "}";
-      }
-      out << "\n  ]}\n";
+        scp = Json{{"version", ssh.version},
+                   {"target", ssh.target},
+                   {"local_sshd", sshd != nullptr},
+                   {"sshd_pid", sshd_pid > 0 ? Json(sshd_pid) : Json(nullptr)},
+                   {"timed_by", all_metered ? "progress meter" : "whole scp run"}};
+      out << json_line(bench_json(opt, local, date, cpu, std::move(scp), rows));
     } else if (opt.csv) {
       out << kBenchCsvHeader << "\n";
       for (const Row& r : rows) {

@@ -42,7 +42,8 @@ struct BenchOptions {
 // tool is "aesxfer" or "scp"; ssh_cipher the OpenSSH cipher of an scp row; vs_scp, on aesxfer
 // rows, the median over the median of the scp row of the same cipher. "n/a" where no figure.
 inline constexpr const char* kBenchCsvHeader =
-    "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,"
+    "cipher,mac,impl,no_aesni,mb_per_s_median,mb_per_s_min,mb_per_s_max,client_cpu_pct,server_cpu_pct,"
+    "verdict,"
     "tool,ssh_cipher,vs_scp,record_size";
 
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.

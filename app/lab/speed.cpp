@@ -628,7 +628,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     out.flush();
   }
 
-  std::string results;                   // JSON array body
+  Json results = Json::array();          // --json: one object per cell
   std::vector<svg::Series> plot_series;  // --plot: one line per row
   bool all_ok = true;
   std::string failed;
@@ -652,13 +652,16 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
           continue;
         }
         if (cell.skipped) continue;
-        if (!results.empty()) results += ",\n    ";
-        results += "{\"cipher\":" + json_quote(r.cipher) + ",\"op\":" + json_quote(r.op);
-        if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
-        results += ",\"impl\":" + json_quote(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
-                   ",\"no_aesni\":" + (r.no_aesni || masked ? "true" : "false") +
-                   ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) +
-                   "}";
+        Json cell_json;
+        cell_json["cipher"] = r.cipher;
+        cell_json["op"] = r.op;
+        if (r.lanes) cell_json["lanes"] = r.lanes;
+        cell_json["impl"] = r.impl;
+        cell_json["legacy"] = r.legacy;
+        cell_json["no_aesni"] = r.no_aesni || masked;
+        cell_json["block_size"] = s;
+        cell_json["mb_per_s"] = rounded(cell.mb_per_s, 3);
+        results.push_back(std::move(cell_json));
       }
       if (!opt.json) out << "\n" << std::flush;
     }
@@ -669,13 +672,19 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
   }
 
   if (opt.json) {
-    out << "{\"cpu\":" << json_quote(cr::cpu_model()) << ",\"threads\":" << opt.multi
-        << ",\"seconds\":" << fmt("%g", opt.seconds) << ",\"no_aesni\":" << (masked ? "true" : "false")
-        << ",\"unit\":\"MB/s (10^6 bytes per second)\""
-        << ",\"impl\":{\"aes\":" << json_quote(aes_impl) << ",\"gcm\":" << json_quote(gcm_impl)
-        << ",\"ghash\":" << json_quote(ghash_impl) << ",\"sha256\":" << json_quote(sha_impl)
-        << ",\"xxh128\":" << json_quote(cr::xxh_impl_name(cr::XxhImpl::best)) << "},\n  \"results\":[\n    "
-        << results << "\n  ]}\n";
+    Json j;
+    j["cpu"] = cr::cpu_model();
+    j["threads"] = opt.multi;
+    j["seconds"] = opt.seconds;
+    j["no_aesni"] = masked;
+    j["unit"] = "MB/s (10^6 bytes per second)";
+    j["impl"] = {{"aes", aes_impl},
+                 {"gcm", gcm_impl},
+                 {"ghash", ghash_impl},
+                 {"sha256", sha_impl},
+                 {"xxh128", cr::xxh_impl_name(cr::XxhImpl::best)}};
+    j["results"] = std::move(results);
+    out << json_line(j);
   }
   out.flush();
   if (!opt.plot.empty()) {
