@@ -557,6 +557,544 @@ Json bench_json(const BenchOptions& opt, bool local, const std::string& date, co
   return j;
 }
 
+// What a run needs besides the options, resolved before anything starts.
+struct BenchPlan {
+  bool global_no_aesni = false;       // --no-aesni or AESXFER_NO_AESNI: every row portable
+  bool pairs = false;                 // --no-aesni-too takes effect: AES rows twice
+  bool sweep = false;                 // --record-size: one row per record size
+  bool local = false;                 // no HOST: local server children
+  bool need_portable_server = false;  // a second local server child with --no-aesni
+  const cr::MacDesc* mac = nullptr;   // for non-AEAD ciphers
+  ScpSetup ssh;                       // --vs-scp
+  std::vector<Row> rows;
+  std::string date, cpu;
+  std::string where;  // the table's header: where the data went
+};
+
+// The processes and files of a run. Members are destroyed in reverse order: the sshd and the
+// servers are stopped before the scratch directory is removed.
+struct BenchChildren {
+  std::unique_ptr<ScratchDir> scratch;
+  std::unique_ptr<LocalServer> server_hw, server_sw;
+  std::unique_ptr<ThrowawaySshd> sshd;
+  fs::path home = net::aesxfer_home();
+  pid_t sshd_pid = -1;  // kept for the JSON after the sshd is stopped
+};
+
+// Options that cannot go together or are out of range; false after a one-line error (exit 2).
+bool bench_options_ok(const BenchOptions& opt, std::ostream& err) {
+  if (opt.json && opt.csv) {
+    err << "aesxfer bench: --json and --csv exclude each other\n";
+    return false;
+  }
+  if (opt.repeat < 1 || opt.repeat > 1000) {
+    err << "aesxfer bench: --repeat must be in [1, 1000], got " << opt.repeat << "\n";
+    return false;
+  }
+  if (opt.size == 0) {
+    err << "aesxfer bench: --size must be at least 1 byte\n";
+    return false;
+  }
+  if (!opt.vs_scp && (!opt.ssh_opts.empty() || !opt.sshd.empty())) {
+    err << "aesxfer bench: --ssh-opts and --sshd go with --vs-scp\n";
+    return false;
+  }
+  return true;
+}
+
+// The selected ciphers in the order given (every cipher of the table without -c), duplicates
+// dropped; false after a one-line error for an unknown name.
+bool select_ciphers(const BenchOptions& opt, std::vector<const cr::CipherDesc*>& sel, std::ostream& err) {
+  if (opt.ciphers.empty()) {
+    for (const auto& c : cr::ciphers()) sel.push_back(&c);
+    return true;
+  }
+  for (const auto& name : opt.ciphers) {
+    const auto* c = cr::find_cipher(name);
+    if (!c) {
+      err << "aesxfer bench: unknown cipher '" << name << "' (known: " << cr::cipher_names() << ")\n";
+      return false;
+    }
+    if (std::find(sel.begin(), sel.end(), c) == sel.end()) sel.push_back(c);
+  }
+  return true;
+}
+
+// The scp row of cipher c (nullptr: scp's defaults), or one saying why OpenSSH cannot have it.
+Row scp_row(const cr::CipherDesc* c, const ScpSetup& ssh, const std::vector<std::string>& ssh_ciphers,
+            const std::vector<std::string>& ssh_macs) {
+  Row s;
+  s.tool = Tool::scp;
+  s.cipher = c;
+  s.impl = "openssh";
+  if (!c) return s;  // scp's defaults: no -c, no MACs
+  const ScpCipher* m = scp_cipher_for(c->name);
+  if (m && m->ssh_cipher) {
+    s.want_cipher = s.ssh_cipher = m->ssh_cipher;
+    if (m->ssh_mac) s.want_mac = s.ssh_mac = m->ssh_mac;
+  }
+  const std::string history = m && m->history ? std::string(m->history) : "";
+  s.history = history;
+  if (!m || !m->ssh_cipher)
+    s.not_offered = history.empty() ? "OpenSSH has no such cipher" : history;
+  else if (!contains(ssh_ciphers, s.want_cipher))
+    s.not_offered = (history.empty() ? "" : history + " (") + "not in `ssh -Q cipher` of " +
+                    ssh.version_short + (history.empty() ? "" : ")");
+  else if (!s.want_mac.empty() && !contains(ssh_macs, s.want_mac))
+    s.not_offered = s.want_mac + " not in `ssh -Q mac` of " + ssh.version_short;
+  return s;
+}
+
+// The rows in the order they run: per cipher one row per record size (AES twice with
+// --no-aesni-too), then its scp row; scp's defaults last.
+void make_rows(const BenchOptions& opt, const std::vector<const cr::CipherDesc*>& sel, BenchPlan& p) {
+  const std::vector<std::string> ssh_ciphers =
+      opt.vs_scp ? ssh_query(p.ssh.ssh, "cipher") : std::vector<std::string>{};
+  const std::vector<std::string> ssh_macs =
+      opt.vs_scp ? ssh_query(p.ssh.ssh, "mac") : std::vector<std::string>{};
+  const std::vector<uint64_t> sizes = opt.record_sizes.empty() ? std::vector<uint64_t>{0} : opt.record_sizes;
+  const cr::MacDesc* no_mac = cr::find_mac("none");
+  for (const auto* c : sel) {
+    Row r;
+    r.cipher = c;
+    r.mac = c->aead ? no_mac : p.mac;
+    for (uint64_t rs : sizes) {
+      r.record_size = rs;
+      r.no_aesni = p.global_no_aesni;
+      p.rows.push_back(r);
+      if (p.pairs && c->alg == cr::CipherAlg::aes128) {
+        r.no_aesni = true;
+        p.rows.push_back(r);
+        p.need_portable_server = true;
+      }
+    }
+    if (opt.vs_scp) p.rows.push_back(scp_row(c, p.ssh, ssh_ciphers, ssh_macs));
+  }
+  if (opt.vs_scp) p.rows.push_back(scp_row(nullptr, p.ssh, ssh_ciphers, ssh_macs));
+}
+
+// Everything decided before the run: MAC, ciphers, scp's programs, record sizes, the rows.
+// 0, or the exit code after a one-line error.
+int plan_bench(const BenchOptions& opt, BenchPlan& p, std::ostream& err) {
+  if (!bench_options_ok(opt, err)) return 2;
+  p.global_no_aesni = opt.no_aesni || cr::no_aesni();
+  p.mac = cr::find_mac(opt.mac.empty() ? "hmac-sha256" : opt.mac);
+  if (!p.mac) {
+    err << "aesxfer bench: unknown MAC '" << opt.mac << "' (known: " << cr::mac_names() << ")\n";
+    return 2;
+  }
+  std::vector<const cr::CipherDesc*> sel;
+  if (!select_ciphers(opt, sel, err)) return 2;
+  if (opt.vs_scp) {
+    if (const std::string why = find_scp_setup(opt, p.ssh); !why.empty()) {
+      err << "aesxfer bench: " << why << "\n";
+      return 1;
+    }
+  }
+  p.pairs = opt.no_aesni_too && !p.global_no_aesni;
+  if (opt.no_aesni_too && p.global_no_aesni && !opt.quiet)
+    err << "aesxfer bench: note: --no-aesni is set, so --no-aesni-too adds nothing\n";
+  for (uint64_t rs : opt.record_sizes)
+    if (rs < proto::kMinRecordSize || rs > proto::kMaxRecordSize) {
+      err << "aesxfer bench: --record-size " << rs << " is outside 4K..1M\n";
+      return 2;
+    }
+  p.sweep = !opt.record_sizes.empty();
+  make_rows(opt, sel, p);
+  p.local = opt.host.empty();
+  p.date = utc_now("%Y-%m-%d %H:%M UTC");
+  p.cpu = cr::cpu_model();
+  return 0;
+}
+
+// Without HOST: a scratch $AESXFER_HOME with the client's identity, the local server child (two
+// with --no-aesni-too) and, with --vs-scp, the throwaway sshd. Throws when one cannot start.
+void start_children(const BenchOptions& opt, BenchPlan& p, BenchChildren& k) {
+  if (!p.local) {
+    if (opt.vs_scp)
+      p.ssh.where =
+          opt.host + " (your ssh setup" + (p.ssh.opts.empty() ? std::string() : ", --ssh-opts") + ")";
+    p.where = opt.host + ":" + std::to_string(opt.port);
+    return;
+  }
+  k.scratch = std::make_unique<ScratchDir>();
+  const fs::path& dir = k.scratch->path();
+  k.home = dir / "home";
+  fs::create_directories(k.home);
+  fs::permissions(k.home, fs::perms::owner_all, fs::perm_options::replace);
+  // The client's identity exists before the server starts, which accepts it by default.
+  net::load_or_create_identity(k.home / "id_ed25519");
+  fs::create_directories(dir / "hw");
+  k.server_hw = std::make_unique<LocalServer>(opt.server_binary, dir / "hw", k.home, p.global_no_aesni);
+  g_child_pids[kServerHw] = k.server_hw->pid();
+  if (p.need_portable_server) {
+    fs::create_directories(dir / "sw");
+    k.server_sw = std::make_unique<LocalServer>(opt.server_binary, dir / "sw", k.home, true);
+    g_child_pids[kServerSw] = k.server_sw->pid();
+  }
+  if (opt.vs_scp) {
+    k.sshd = std::make_unique<ThrowawaySshd>(dir / "ssh", p.ssh.sshd, p.ssh.keygen);
+    g_child_pids[kSshd] = k.sshd->pid();
+    p.ssh.opts.insert(p.ssh.opts.end(), {"-F", k.sshd->client_config().string()});
+    p.ssh.where = "127.0.0.1:" + std::to_string(k.sshd->port()) + " (throwaway sshd, pid " +
+                  std::to_string(k.sshd->pid()) + ")";
+  }
+  p.where = "127.0.0.1 (local server child, pid " + std::to_string(k.server_hw->pid()) + ")";
+}
+
+// measure_*: one transfer of one row. kRunOk with the sample in s; kRunSkipped when the row
+// turned out to have no figures (or an interrupt is pending: the loop reports it); else the exit
+// code after the error lines.
+constexpr int kRunOk = 0, kRunSkipped = -1;
+
+int measure_scp(Row& r, const BenchOptions& opt, const BenchPlan& p, const BenchChildren& k,
+                const fs::path& data, RunSample& s, std::ostream& err) {
+  ScpJob job;
+  job.scp = p.ssh.scp;
+  job.opts = p.ssh.opts;
+  job.target = p.ssh.target;
+  job.ssh_cipher = r.want_cipher;
+  job.ssh_mac = r.want_mac;
+  job.file = data;
+  job.bytes = opt.size;
+  job.server = k.sshd ? k.sshd->pid() : -1;
+  job.timeout = opt.timeout;
+  ScpRun run;
+  try {
+    run = run_scp(job, &g_child_pids[kScp]);
+  } catch (const ScpNotOffered& e) {
+    if (g_interrupted) return kRunSkipped;
+    r.not_offered =
+        "refused by " + (p.local ? std::string("the throwaway sshd") : opt.host) + ": " + e.what();
+    r.mbps.clear();
+    if (!opt.quiet) err << "  " << r.label() << ": " << r.not_offered << "\n";
+    return kRunSkipped;
+  } catch (const std::exception& e) {
+    if (g_interrupted) return kRunSkipped;  // reported at the top of the loop
+    err << "aesxfer bench: " << r.label() << ": " << e.what() << "\n";
+    if (k.sshd) err << "aesxfer bench: sshd log: " << k.sshd->log_tail() << "\n";
+    return 1;
+  }
+  if (!run.ssh_cipher.empty()) r.ssh_cipher = run.ssh_cipher;
+  if (!run.ssh_mac.empty()) r.ssh_mac = run.ssh_mac;
+  r.setup.push_back(run.setup_s);
+  r.metered = r.metered && run.metered;
+  s = RunSample{run.mb_s, run.window, run.client_cpu, run.client_wait, run.server_cpu, run.server_wait};
+  return kRunOk;
+}
+
+// CPU and wait figures of both sides, read just before and just after a put.
+struct LoadReading {
+  double client_cpu = 0, client_wait = 0, server_cpu = -1, server_wait = -1;
+  Clock::time_point t;
+  static LoadReading now(const LocalServer* srv) {
+    LoadReading l;
+    l.server_cpu = srv ? srv->cpu_seconds() : -1;
+    l.server_wait = srv ? srv->wait_seconds() : -1;
+    l.client_wait = proc::run_delay_seconds(::getpid());
+    l.client_cpu = cpu_seconds_self();
+    l.t = Clock::now();
+    return l;
+  }
+};
+
+int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const BenchChildren& k,
+                    const fs::path& data, RunSample& s, std::ostream& err) {
+  cr::set_no_aesni(r.no_aesni);
+  r.impl = cr::cipher_impl_name(*r.cipher);
+  const LocalServer* srv =
+      !p.local ? nullptr : (r.no_aesni && !p.global_no_aesni ? k.server_sw.get() : k.server_hw.get());
+  net::ClientOptions co;
+  co.host = p.local ? "127.0.0.1" : opt.host;
+  co.port = p.local ? srv->port() : opt.port;
+  co.cipher = r.cipher;
+  co.mac = r.mac;
+  co.home = k.home;
+  co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
+  if (r.record_size) co.record_size = uint32_t(r.record_size);
+  net::FileResult fr;
+  LoadReading a, b;
+  try {
+    net::Client client(co);
+    a = LoadReading::now(srv);
+    fr = client.put(data, "/dev/null", {}, {});
+    // The end in the order of the start, the clock first: each figure covers the same window.
+    b.t = Clock::now();
+    b.client_cpu = cpu_seconds_self();
+    b.client_wait = proc::run_delay_seconds(::getpid());
+    b.server_cpu = srv ? srv->cpu_seconds() : -1;
+    b.server_wait = srv ? srv->wait_seconds() : -1;
+    client.bye();
+  } catch (const std::exception& e) {
+    cr::set_no_aesni(p.global_no_aesni);
+    if (g_interrupted) {
+      err << "aesxfer bench: interrupted\n";
+      return 130;
+    }
+    err << "aesxfer bench: " << r.cipher->name << (r.no_aesni ? " (--no-aesni)" : "") << ": " << e.what()
+        << "\n";
+    if (srv) err << "aesxfer bench: server log: " << srv->log_tail() << "\n";
+    return 1;
+  }
+  s.mbps = fr.seconds > 0 ? double(fr.bytes) / fr.seconds / 1e6 : 0;
+  r.record_agreed = fr.record_size;
+  s.wall = std::chrono::duration<double>(b.t - a.t).count();
+  s.client_cpu = b.client_cpu - a.client_cpu;
+  if (a.client_wait >= 0 && b.client_wait >= a.client_wait) s.client_wait = b.client_wait - a.client_wait;
+  if (a.server_cpu >= 0 && b.server_cpu >= 0) {
+    s.server_cpu = b.server_cpu - a.server_cpu;
+    if (a.server_wait >= 0 && b.server_wait >= a.server_wait) s.server_wait = b.server_wait - a.server_wait;
+  }
+  return kRunOk;
+}
+
+// Every row --repeat times, interleaved (repeat 1 of every row, then repeat 2, ...). 0, or the
+// exit code after the error lines (130 when interrupted).
+int run_rows(const BenchOptions& opt, BenchPlan& p, const BenchChildren& k, const fs::path& data,
+             std::ostream& err) {
+  for (int rep = 0; rep < opt.repeat; ++rep) {
+    for (auto& r : p.rows) {
+      if (g_interrupted) {
+        cr::set_no_aesni(p.global_no_aesni);
+        err << "aesxfer bench: interrupted\n";
+        return 130;
+      }
+      if (!r.measured()) continue;
+      RunSample s;
+      const int st =
+          r.scp() ? measure_scp(r, opt, p, k, data, s, err) : measure_aesxfer(r, opt, p, k, data, s, err);
+      if (st == kRunSkipped) continue;
+      if (st != kRunOk) return st;
+      add_sample(r, s);
+      if (!opt.quiet)
+        err << "  run " << rep + 1 << "/" << opt.repeat << "  " << r.label() << "  " << fmt("%.1f", s.mbps)
+            << " MB/s\n"
+            << std::flush;
+    }
+  }
+  cr::set_no_aesni(p.global_no_aesni);
+  return 0;
+}
+
+// Stops the children by their PIDs. A server that does not exit 0 on SIGTERM (a crash, a
+// sanitizer report) is worth a warning.
+void stop_children(BenchChildren& k, std::ostream& err) {
+  for (auto* srv : {k.server_hw.get(), k.server_sw.get()}) {
+    if (!srv) continue;
+    const int st = srv->stop();
+    if (st != 0)
+      err << "aesxfer bench: warning: the local server exited with status " << st << ": " << srv->log_tail()
+          << "\n";
+  }
+  k.sshd_pid = k.sshd ? k.sshd->pid() : -1;
+  if (k.sshd) k.sshd->stop();
+  for (int i = 0; i < kChildSlots; ++i) g_child_pids[i] = -1;  // stopped: their PIDs may be reused
+}
+
+// What the scp rows' notes need: every set-up time, and whether every rate came from the meter.
+struct ScpTiming {
+  std::vector<double> setups;
+  bool all_metered = true;
+  explicit ScpTiming(const std::vector<Row>& rows) {
+    for (const Row& r : rows) {
+      setups.insert(setups.end(), r.setup.begin(), r.setup.end());
+      if (r.scp() && r.measured()) all_metered = all_metered && r.metered;
+    }
+  }
+};
+
+void print_csv(const std::vector<Row>& rows, std::ostream& out) {
+  out << kBenchCsvHeader << "\n";
+  for (const Row& r : rows) {
+    const bool m = r.measured();
+    out << csv_field(r.name()) << "," << csv_field(r.mac_name()) << "," << csv_field(r.impl) << ","
+        << (r.no_aesni ? "true" : "false") << "," << num_or(r.median, "%.2f", "n/a", m) << ","
+        << num_or(r.min, "%.2f", "n/a", m) << "," << num_or(r.max, "%.2f", "n/a", m) << ","
+        << num_or(r.client_pct, "%.1f", "n/a", m) << ","
+        << num_or(r.server_pct, "%.1f", "n/a", r.server_pct >= 0) << "," << csv_field(r.verdict) << ","
+        << r.tool_name() << "," << csv_field(r.ssh_cipher) << ","
+        << num_or(r.vs_scp, "%.2f", "n/a", r.vs_scp > 0) << ","
+        << num_or(double(r.record_agreed), "%.0f", "n/a", !r.scp() && m) << "\n";
+  }
+}
+
+// One line of the table (header_row: the column names), without trailing blanks.
+std::string table_line(const Row* r, bool vs, bool sweep) {
+  const int mw = vs ? 17 : 12;
+  char line[320];
+  if (!r) {
+    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s %9s %9s %7s %7s %8s%s\n", "cipher",
+                  vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median", "min",
+                  "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
+    return line;
+  }
+  const std::string tool = vs ? (r->scp() ? "scp     " : "aesxfer ") : "";
+  const std::string speed = r->speedup > 0 ? fmt("x%.2f", r->speedup) : "";
+  const std::string x = r->vs_scp > 0 ? fmt("x%.2f", r->vs_scp) : "";
+  const std::string ratio = vs ? "  " + std::string(x.size() < 6 ? 6 - x.size() : 0, ' ') + x : "";
+  std::string rec;
+  if (sweep) {
+    rec = r->scp() ? "-" : svg::bytes_label(double(r->record_agreed));
+    rec = std::string(rec.size() < 7 ? 7 - rec.size() : 0, ' ') + rec + " ";
+  }
+  if (r->measured())
+    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f %9.1f %9.1f %7s %7s %8s%s\n",
+                  r->name().c_str(), tool.c_str(), mw, short_ssh_name(r->mac_name()).c_str(), r->impl.c_str(),
+                  r->scp() ? "-" : (r->no_aesni ? "off" : "on"), rec.c_str(), r->median, r->min, r->max,
+                  pct_text(r->client_pct).c_str(), pct_text(r->server_pct).c_str(), speed.c_str(),
+                  ratio.c_str());
+  else
+    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s\n", r->name().c_str(), tool.c_str(), mw,
+                  short_ssh_name(r->mac_name()).c_str(), "-", "-",
+                  ("   not offered: " + (r->history.empty() ? r->not_offered : r->history)).c_str());
+  std::string l = line;
+  while (l.size() > 1 && l[l.size() - 2] == ' ') l.erase(l.size() - 2, 1);  // no trailing blanks
+  return l;
+}
+
+void print_verdicts(const std::vector<Row>& rows, std::ostream& out) {
+  out << "verdicts (a side is busy at " << fmt("%g", kBenchBusyPct)
+      << "% of one core or more, counting CPU time + time waiting for a core):\n";
+  for (const Row& r : rows) {
+    if (!r.measured()) {
+      out << "  " << r.label() << ": " << r.verdict << "\n";
+      continue;
+    }
+    out << "  " << r.label() << ": limited by: " << r.verdict << " (client " << pct_text(r.client_pct)
+        << " CPU + " << pct_text(r.client_wait_pct) << " wait, server " << pct_text(r.server_pct);
+    if (r.server_pct >= 0) out << " CPU + " << pct_text(r.server_wait_pct) << " wait";
+    out << ")\n";
+  }
+}
+
+// --vs-scp: how scp's figures were taken, under the verdicts.
+void print_scp_notes(const BenchPlan& p, const ScpTiming& timing, std::ostream& out) {
+  if (timing.all_metered)
+    out << "scp: MB/s is the rate on scp's own progress meter, which leaves out the connection set-up as "
+           "aesxfer's figure leaves out its handshake (set-up: median "
+        << fmt("%.2f", median_of(timing.setups))
+        << " s per scp run); its CPU is scp + ssh, and sshd + sftp-server "
+        << (p.local ? "for the server" : "not measured (remote)") << ".\n";
+  else
+    out << "scp: no progress meter (--ssh-opts -q?): MB/s is the file size over the whole scp run, "
+           "connection "
+           "set-up included.\n";
+  if (p.global_no_aesni || p.pairs)
+    out << "vs scp: only for rows with AES-NI on (OpenSSH uses OpenSSL's code, with AES-NI where the CPU has "
+           "it).\n";
+}
+
+void print_table(const BenchOptions& opt, const BenchPlan& p, const ScpTiming& timing, std::ostream& out) {
+  const bool vs = opt.vs_scp;
+  out << "aesxfer bench: " << human_bytes(opt.size) << " x " << opt.repeat << " per cipher to " << p.where
+      << ":/dev/null\n";
+  if (vs) out << "scp:  " << p.ssh.version << ", to " << p.ssh.where << ":/dev/null\n";
+  out << "CPU:  " << p.cpu << " (" << std::thread::hardware_concurrency() << " logical CPUs), " << p.date
+      << "\n";
+  out << "MB/s = 10^6 bytes/s (median, min, max of " << opt.repeat
+      << " runs); CPU % of one core over the transfers\n";
+  out << table_line(nullptr, vs, p.sweep);
+  for (const Row& r : p.rows) out << table_line(&r, vs, p.sweep);
+  print_verdicts(p.rows, out);
+  if (vs) print_scp_notes(p, timing, out);
+}
+
+// --record-size with --plot: MB/s against record size, one line per cipher (and AES-NI setting).
+svg::LineChart sweep_chart(const BenchOptions& opt, const BenchPlan& p) {
+  svg::LineChart c;
+  c.title = "aesxfer bench: MB/s by record size, " + human_bytes(opt.size) + " to " +
+            (p.local ? "localhost" : opt.host) + ":/dev/null, median of " + std::to_string(opt.repeat);
+  c.subtitle = p.cpu + "  \u00b7  " + p.date;
+  c.x_label = "record size (payload bytes per record)";
+  c.y_label = "MB/s (10^6 bytes/s)";
+  c.log2_x = true;
+  for (const Row& r : p.rows) {
+    if (r.scp() || !r.measured()) continue;
+    const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
+    auto it =
+        std::find_if(c.series.begin(), c.series.end(), [&](const svg::Series& s) { return s.label == name; });
+    if (it == c.series.end()) {
+      c.series.push_back({name, {}, r.name()});  // one colour per cipher, dashed without AES-NI
+      it = c.series.end() - 1;
+    }
+    it->points.emplace_back(double(r.record_agreed), r.median);
+  }
+  return c;
+}
+
+// One bar of the --plot bar chart.
+svg::Bar bar_of(const Row& r, const BenchOptions& opt, const BenchPlan& p) {
+  svg::Bar b;
+  b.label = r.scp() && !r.cipher ? "scp defaults" : r.name();
+  // The colour says what did the work: AES in hardware, portable code (AES with
+  // --no-aesni, and Blowfish and RC4, which have no hardware), no cipher at all, or scp.
+  if (r.scp())
+    b.series = "scp (" + p.ssh.version_short + ")";
+  else if (r.cipher->mode == cr::CipherMode::none)
+    b.series = "no cipher";
+  else if (r.cipher->alg == cr::CipherAlg::aes128 && !r.no_aesni)
+    b.series = "AES in hardware (AES-NI, VAES)";
+  else
+    b.series = "portable code";
+  b.contended = r.measured() && (r.verdict.find("contention") != std::string::npos ||
+                                 r.verdict.find("contended") != std::string::npos);
+  if (opt.vs_scp && !r.scp()) b.series = "aesxfer, " + b.series;
+  b.value = r.median;
+  if (opt.repeat > 1 && r.measured()) {
+    b.lo = r.min;
+    b.hi = r.max;
+  }
+  b.note = r.scp() ? (r.cipher ? "" : short_ssh_name(r.ssh_cipher)) : r.impl;
+  if (!r.measured()) b.absent = "scp: not offered" + (r.history.empty() ? "" : " (" + r.history + ")");
+  if (r.speedup > 0) b.group_note = fmt("AES-NI: x%.1f", r.speedup);
+  for (const Row& a : p.rows)  // the scp bar carries its pair's ratio
+    if (r.scp() && r.cipher && !a.scp() && a.cipher == r.cipher && a.vs_scp > 0)
+      b.group_note = fmt("aesxfer/scp: x%.2f", a.vs_scp);
+  return b;
+}
+
+svg::BarChart bar_chart_of(const BenchOptions& opt, const BenchPlan& p) {
+  svg::BarChart c;
+  c.title = "aesxfer bench: " + human_bytes(opt.size) + " to " + (p.local ? "localhost" : opt.host) +
+            ":/dev/null, median of " + std::to_string(opt.repeat);
+  c.subtitle = p.cpu + "  \u00b7  " + p.date;
+  c.y_label = "MB/s (10^6 bytes/s)";
+  c.x_label = "cipher (MAC: " + std::string(p.mac->name) + " for non-AEAD ciphers" +
+              (opt.vs_scp ? "; scp: hmac-sha2-256-etm" : "") + ")";
+  c.whisker_legend = opt.repeat > 1 ? "min\u2013max of " + std::to_string(opt.repeat) + " runs" : "";
+  for (const Row& r : p.rows) c.bars.push_back(bar_of(r, opt, p));
+  return c;
+}
+
+// The table, JSON or CSV on out, and the --plot chart. 0, or 1 when the chart cannot be written.
+int report_bench(const BenchOptions& opt, const BenchPlan& p, const BenchChildren& k, std::ostream& out,
+                 std::ostream& err) {
+  const ScpTiming timing(p.rows);
+  if (opt.json) {
+    Json scp = nullptr;
+    if (opt.vs_scp)
+      scp = Json{{"version", p.ssh.version},
+                 {"target", p.ssh.target},
+                 {"local_sshd", k.sshd != nullptr},
+                 {"sshd_pid", k.sshd_pid > 0 ? Json(k.sshd_pid) : Json(nullptr)},
+                 {"timed_by", timing.all_metered ? "progress meter" : "whole scp run"}};
+    out << json_line(bench_json(opt, p.local, p.date, p.cpu, std::move(scp), p.rows));
+  } else if (opt.csv) {
+    print_csv(p.rows, out);
+  } else {
+    print_table(opt, p, timing, out);
+  }
+  out.flush();
+  if (opt.plot.empty()) return 0;
+  std::string why;
+  const std::string doc =
+      p.sweep ? svg::line_chart(sweep_chart(opt, p)) : svg::bar_chart(bar_chart_of(opt, p));
+  if (!svg::write_file(opt.plot, doc, why)) {
+    err << "aesxfer bench: --plot: " << why << "\n";
+    return 1;
+  }
+  return 0;
+}
 }  // namespace
 
 std::string bench_verdict(const BenchLoad& l) {
@@ -575,442 +1113,24 @@ std::string bench_verdict(const BenchLoad& l) {
 }
 
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
-  if (opt.json && opt.csv) {
-    err << "aesxfer bench: --json and --csv exclude each other\n";
-    return 2;
-  }
-  if (opt.repeat < 1 || opt.repeat > 1000) {
-    err << "aesxfer bench: --repeat must be in [1, 1000], got " << opt.repeat << "\n";
-    return 2;
-  }
-  if (opt.size == 0) {
-    err << "aesxfer bench: --size must be at least 1 byte\n";
-    return 2;
-  }
-  if (!opt.vs_scp && (!opt.ssh_opts.empty() || !opt.sshd.empty())) {
-    err << "aesxfer bench: --ssh-opts and --sshd go with --vs-scp\n";
-    return 2;
-  }
-  const bool global_no_aesni = opt.no_aesni || cr::no_aesni();
-  const cr::MacDesc* mac = cr::find_mac(opt.mac.empty() ? "hmac-sha256" : opt.mac);
-  if (!mac) {
-    err << "aesxfer bench: unknown MAC '" << opt.mac << "' (known: " << cr::mac_names() << ")\n";
-    return 2;
-  }
-  const cr::MacDesc* no_mac = cr::find_mac("none");
-
-  // Rows: the selected ciphers in table order of the selection; AES ones twice with --no-aesni-too.
-  std::vector<const cr::CipherDesc*> sel;
-  if (opt.ciphers.empty()) {
-    for (const auto& c : cr::ciphers()) sel.push_back(&c);
-  } else {
-    for (const auto& name : opt.ciphers) {
-      const auto* c = cr::find_cipher(name);
-      if (!c) {
-        err << "aesxfer bench: unknown cipher '" << name << "' (known: " << cr::cipher_names() << ")\n";
-        return 2;
-      }
-      if (std::find(sel.begin(), sel.end(), c) == sel.end()) sel.push_back(c);
-    }
-  }
-  ScpSetup ssh;
-  if (opt.vs_scp) {
-    if (const std::string why = find_scp_setup(opt, ssh); !why.empty()) {
-      err << "aesxfer bench: " << why << "\n";
-      return 1;
-    }
-  }
-  const std::vector<std::string> ssh_ciphers =
-      opt.vs_scp ? ssh_query(ssh.ssh, "cipher") : std::vector<std::string>{};
-  const std::vector<std::string> ssh_macs =
-      opt.vs_scp ? ssh_query(ssh.ssh, "mac") : std::vector<std::string>{};
-  const bool pairs = opt.no_aesni_too && !global_no_aesni;
-  if (opt.no_aesni_too && global_no_aesni && !opt.quiet)
-    err << "aesxfer bench: note: --no-aesni is set, so --no-aesni-too adds nothing\n";
-  std::vector<Row> rows;
-  bool need_portable_server = false;
-  for (uint64_t rs : opt.record_sizes)
-    if (rs < proto::kMinRecordSize || rs > proto::kMaxRecordSize) {
-      err << "aesxfer bench: --record-size " << rs << " is outside 4K..1M\n";
-      return 2;
-    }
-  const std::vector<uint64_t> sizes = opt.record_sizes.empty() ? std::vector<uint64_t>{0} : opt.record_sizes;
-  const bool sweep = !opt.record_sizes.empty();
-  for (const auto* c : sel) {
-    Row r;
-    r.cipher = c;
-    r.mac = c->aead ? no_mac : mac;
-    for (uint64_t rs : sizes) {
-      r.record_size = rs;
-      r.no_aesni = global_no_aesni;
-      rows.push_back(r);
-      if (pairs && c->alg == cr::CipherAlg::aes128) {
-        r.no_aesni = true;
-        rows.push_back(r);
-        need_portable_server = true;
-      }
-    }
-    r.record_size = 0;
-    if (!opt.vs_scp) continue;
-    Row s;
-    s.tool = Tool::scp;
-    s.cipher = c;
-    s.impl = "openssh";
-    const ScpCipher* m = scp_cipher_for(c->name);
-    if (m && m->ssh_cipher) {
-      s.want_cipher = s.ssh_cipher = m->ssh_cipher;
-      if (m->ssh_mac) s.want_mac = s.ssh_mac = m->ssh_mac;
-    }
-    const std::string history = m && m->history ? std::string(m->history) : "";
-    s.history = history;
-    if (!m || !m->ssh_cipher)
-      s.not_offered = history.empty() ? "OpenSSH has no such cipher" : history;
-    else if (!contains(ssh_ciphers, s.want_cipher))
-      s.not_offered = (history.empty() ? "" : history + " (") + "not in `ssh -Q cipher` of " +
-                      ssh.version_short + (history.empty() ? "" : ")");
-    else if (!s.want_mac.empty() && !contains(ssh_macs, s.want_mac))
-      s.not_offered = s.want_mac + " not in `ssh -Q mac` of " + ssh.version_short;
-    rows.push_back(s);
-  }
-  if (opt.vs_scp) {  // scp's defaults: no -c, no MACs
-    Row s;
-    s.tool = Tool::scp;
-    s.impl = "openssh";
-    rows.push_back(s);
-  }
-
-  const bool local = opt.host.empty();
-  const std::string date = utc_now("%Y-%m-%d %H:%M UTC");
-  const std::string cpu = cr::cpu_model();
+  BenchPlan plan;
+  if (const int st = plan_bench(opt, plan, err); st != 0) return st;
   try {
     SignalCleanup on_signal;
-    std::unique_ptr<ScratchDir> scratch;
-    std::unique_ptr<LocalServer> server_hw, server_sw;
-    std::unique_ptr<ThrowawaySshd> sshd;
-    fs::path home = net::aesxfer_home();
-    if (local) {
-      scratch = std::make_unique<ScratchDir>();
-      home = scratch->path() / "home";
-      fs::create_directories(home);
-      fs::permissions(home, fs::perms::owner_all, fs::perm_options::replace);
-      // The client's identity exists before the server starts, which accepts it by default.
-      net::load_or_create_identity(home / "id_ed25519");
-      fs::create_directories(scratch->path() / "hw");
-      server_hw =
-          std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "hw", home, global_no_aesni);
-      g_child_pids[kServerHw] = server_hw->pid();
-      if (need_portable_server) {
-        fs::create_directories(scratch->path() / "sw");
-        server_sw = std::make_unique<LocalServer>(opt.server_binary, scratch->path() / "sw", home, true);
-        g_child_pids[kServerSw] = server_sw->pid();
-      }
-      if (opt.vs_scp) {
-        sshd = std::make_unique<ThrowawaySshd>(scratch->path() / "ssh", ssh.sshd, ssh.keygen);
-        g_child_pids[kSshd] = sshd->pid();
-        ssh.opts.insert(ssh.opts.end(), {"-F", sshd->client_config().string()});
-        ssh.where = "127.0.0.1:" + std::to_string(sshd->port()) + " (throwaway sshd, pid " +
-                    std::to_string(sshd->pid()) + ")";
-      }
-    } else if (opt.vs_scp) {
-      ssh.where = opt.host + " (your ssh setup" + (ssh.opts.empty() ? std::string() : ", --ssh-opts") + ")";
-    }
+    BenchChildren children;
+    start_children(opt, plan, children);
     if (!opt.quiet)
       err << "aesxfer bench: writing " << human_bytes(opt.size) << " of test data...\n" << std::flush;
     DataFile data(opt.size);
-    const std::string where =
-        local ? "127.0.0.1 (local server child, pid " + std::to_string(server_hw->pid()) + ")"
-              : opt.host + ":" + std::to_string(opt.port);
-
-    for (int rep = 0; rep < opt.repeat; ++rep) {
-      for (auto& r : rows) {
-        if (g_interrupted) {
-          cr::set_no_aesni(global_no_aesni);
-          err << "aesxfer bench: interrupted\n";
-          return 130;
-        }
-        if (!r.measured()) continue;
-        RunSample s;
-        if (r.scp()) {
-          ScpJob job;
-          job.scp = ssh.scp;
-          job.opts = ssh.opts;
-          job.target = ssh.target;
-          job.ssh_cipher = r.want_cipher;
-          job.ssh_mac = r.want_mac;
-          job.file = data.path();
-          job.bytes = opt.size;
-          job.server = sshd ? sshd->pid() : -1;
-          job.timeout = opt.timeout;
-          ScpRun run;
-          try {
-            run = run_scp(job, &g_child_pids[kScp]);
-          } catch (const ScpNotOffered& e) {
-            if (g_interrupted) continue;
-            r.not_offered =
-                "refused by " + (local ? std::string("the throwaway sshd") : opt.host) + ": " + e.what();
-            r.mbps.clear();
-            if (!opt.quiet) err << "  " << r.label() << ": " << r.not_offered << "\n";
-            continue;
-          } catch (const std::exception& e) {
-            if (g_interrupted) continue;  // reported at the top of the loop
-            err << "aesxfer bench: " << r.label() << ": " << e.what() << "\n";
-            if (sshd) err << "aesxfer bench: sshd log: " << sshd->log_tail() << "\n";
-            return 1;
-          }
-          if (!run.ssh_cipher.empty()) r.ssh_cipher = run.ssh_cipher;
-          if (!run.ssh_mac.empty()) r.ssh_mac = run.ssh_mac;
-          r.setup.push_back(run.setup_s);
-          r.metered = r.metered && run.metered;
-          s = RunSample{run.mb_s,        run.window,     run.client_cpu,
-                        run.client_wait, run.server_cpu, run.server_wait};
-        } else {
-          cr::set_no_aesni(r.no_aesni);
-          r.impl = cr::cipher_impl_name(*r.cipher);
-          const LocalServer* srv =
-              !local ? nullptr : (r.no_aesni && !global_no_aesni ? server_sw.get() : server_hw.get());
-          net::ClientOptions co;
-          co.host = local ? "127.0.0.1" : opt.host;
-          co.port = local ? srv->port() : opt.port;
-          co.cipher = r.cipher;
-          co.mac = r.mac;
-          co.home = home;
-          co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
-          if (r.record_size) co.record_size = uint32_t(r.record_size);
-          net::FileResult fr;
-          double cpu0 = 0, cpu1 = 0, s0 = -1, s1 = -1, w0 = 0, w1 = 0, sw0 = -1, sw1 = -1;
-          Clock::time_point t0, t1;
-          try {
-            net::Client client(co);
-            s0 = srv ? srv->cpu_seconds() : -1;
-            sw0 = srv ? srv->wait_seconds() : -1;
-            w0 = proc::run_delay_seconds(::getpid());
-            cpu0 = cpu_seconds_self();
-            t0 = Clock::now();
-            fr = client.put(data.path(), "/dev/null", {}, {});
-            t1 = Clock::now();
-            cpu1 = cpu_seconds_self();
-            w1 = proc::run_delay_seconds(::getpid());
-            s1 = srv ? srv->cpu_seconds() : -1;
-            sw1 = srv ? srv->wait_seconds() : -1;
-            client.bye();
-          } catch (const std::exception& e) {
-            cr::set_no_aesni(global_no_aesni);
-            if (g_interrupted) {
-              err << "aesxfer bench: interrupted\n";
-              return 130;
-            }
-            err << "aesxfer bench: " << r.cipher->name << (r.no_aesni ? " (--no-aesni)" : "") << ": "
-                << e.what() << "\n";
-            if (srv) err << "aesxfer bench: server log: " << srv->log_tail() << "\n";
-            return 1;
-          }
-          s.mbps = fr.seconds > 0 ? double(fr.bytes) / fr.seconds / 1e6 : 0;
-          r.record_agreed = fr.record_size;
-          s.wall = std::chrono::duration<double>(t1 - t0).count();
-          s.client_cpu = cpu1 - cpu0;
-          if (w0 >= 0 && w1 >= w0) s.client_wait = w1 - w0;
-          if (s0 >= 0 && s1 >= 0) {
-            s.server_cpu = s1 - s0;
-            if (sw0 >= 0 && sw1 >= sw0) s.server_wait = sw1 - sw0;
-          }
-        }
-        add_sample(r, s);
-        if (!opt.quiet)
-          err << "  run " << rep + 1 << "/" << opt.repeat << "  " << r.label() << "  " << fmt("%.1f", s.mbps)
-              << " MB/s\n"
-              << std::flush;
-      }
-    }
-    cr::set_no_aesni(global_no_aesni);
-    // A server that does not exit 0 on SIGTERM (a crash, a sanitizer report) is worth a warning.
-    for (auto* srv : {server_hw.get(), server_sw.get()}) {
-      if (!srv) continue;
-      const int st = srv->stop();
-      if (st != 0)
-        err << "aesxfer bench: warning: the local server exited with status " << st << ": " << srv->log_tail()
-            << "\n";
-    }
-    const pid_t sshd_pid = sshd ? sshd->pid() : -1;
-    if (sshd) sshd->stop();
-    for (int i = 0; i < kChildSlots; ++i) g_child_pids[i] = -1;  // stopped: their PIDs may be reused
-
-    compute_figures(rows, opt.size);
-    std::vector<double> setups;
-    bool all_metered = true;
-    for (const Row& r : rows) {
-      setups.insert(setups.end(), r.setup.begin(), r.setup.end());
-      if (r.scp() && r.measured()) all_metered = all_metered && r.metered;
-    }
-
-    // Output.
-    if (opt.json) {
-      Json scp = nullptr;
-      if (opt.vs_scp)
-        scp = Json{{"version", ssh.version},
-                   {"target", ssh.target},
-                   {"local_sshd", sshd != nullptr},
-                   {"sshd_pid", sshd_pid > 0 ? Json(sshd_pid) : Json(nullptr)},
-                   {"timed_by", all_metered ? "progress meter" : "whole scp run"}};
-      out << json_line(bench_json(opt, local, date, cpu, std::move(scp), rows));
-    } else if (opt.csv) {
-      out << kBenchCsvHeader << "\n";
-      for (const Row& r : rows) {
-        const bool m = r.measured();
-        out << csv_field(r.name()) << "," << csv_field(r.mac_name()) << "," << csv_field(r.impl) << ","
-            << (r.no_aesni ? "true" : "false") << "," << num_or(r.median, "%.2f", "n/a", m) << ","
-            << num_or(r.min, "%.2f", "n/a", m) << "," << num_or(r.max, "%.2f", "n/a", m) << ","
-            << num_or(r.client_pct, "%.1f", "n/a", m) << ","
-            << num_or(r.server_pct, "%.1f", "n/a", r.server_pct >= 0) << "," << csv_field(r.verdict) << ","
-            << r.tool_name() << "," << csv_field(r.ssh_cipher) << ","
-            << num_or(r.vs_scp, "%.2f", "n/a", r.vs_scp > 0) << ","
-            << num_or(double(r.record_agreed), "%.0f", "n/a", !r.scp() && m) << "\n";
-      }
-    } else {
-      const bool vs = opt.vs_scp;
-      out << "aesxfer bench: " << human_bytes(opt.size) << " x " << opt.repeat << " per cipher to " << where
-          << ":/dev/null\n";
-      if (vs) out << "scp:  " << ssh.version << ", to " << ssh.where << ":/dev/null\n";
-      out << "CPU:  " << cpu << " (" << std::thread::hardware_concurrency() << " logical CPUs), " << date
-          << "\n";
-      out << "MB/s = 10^6 bytes/s (median, min, max of " << opt.repeat
-          << " runs); CPU % of one core over the transfers\n";
-      const int mw = vs ? 17 : 12;
-      char line[320];
-      std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s %9s %9s %7s %7s %8s%s\n", "cipher",
-                    vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median",
-                    "min", "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
-      out << line;
-      for (const Row& r : rows) {
-        const std::string tool = vs ? (r.scp() ? "scp     " : "aesxfer ") : "";
-        const std::string speed = r.speedup > 0 ? fmt("x%.2f", r.speedup) : "";
-        const std::string x = r.vs_scp > 0 ? fmt("x%.2f", r.vs_scp) : "";
-        const std::string ratio = vs ? "  " + std::string(x.size() < 6 ? 6 - x.size() : 0, ' ') + x : "";
-        std::string rec;
-        if (sweep) {
-          rec = r.scp() ? "-" : svg::bytes_label(double(r.record_agreed));
-          rec = std::string(rec.size() < 7 ? 7 - rec.size() : 0, ' ') + rec + " ";
-        }
-        if (r.measured())
-          std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f %9.1f %9.1f %7s %7s %8s%s\n",
-                        r.name().c_str(), tool.c_str(), mw, short_ssh_name(r.mac_name()).c_str(),
-                        r.impl.c_str(), r.scp() ? "-" : (r.no_aesni ? "off" : "on"), rec.c_str(), r.median,
-                        r.min, r.max, pct_text(r.client_pct).c_str(), pct_text(r.server_pct).c_str(),
-                        speed.c_str(), ratio.c_str());
-        else
-          std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s\n", r.name().c_str(), tool.c_str(), mw,
-                        short_ssh_name(r.mac_name()).c_str(), "-", "-",
-                        ("   not offered: " + (r.history.empty() ? r.not_offered : r.history)).c_str());
-        std::string l = line;
-        while (l.size() > 1 && l[l.size() - 2] == ' ') l.erase(l.size() - 2, 1);  // no trailing blanks
-        out << l;
-      }
-      out << "verdicts (a side is busy at " << fmt("%g", kBenchBusyPct)
-          << "% of one core or more, counting CPU time + time waiting for a core):\n";
-      for (const Row& r : rows) {
-        if (!r.measured()) {
-          out << "  " << r.label() << ": " << r.verdict << "\n";
-          continue;
-        }
-        out << "  " << r.label() << ": limited by: " << r.verdict << " (client " << pct_text(r.client_pct)
-            << " CPU + " << pct_text(r.client_wait_pct) << " wait, server " << pct_text(r.server_pct);
-        if (r.server_pct >= 0) out << " CPU + " << pct_text(r.server_wait_pct) << " wait";
-        out << ")\n";
-      }
-      if (vs) {
-        if (all_metered)
-          out << "scp: MB/s is the rate on scp's own progress meter, which leaves out the connection set-up "
-                 "as "
-                 "aesxfer's figure leaves out its handshake (set-up: median "
-              << fmt("%.2f", median_of(setups))
-              << " s per scp run); its CPU is scp + ssh, and sshd + sftp-server "
-              << (local ? "for the server" : "not measured (remote)") << ".\n";
-        else
-          out << "scp: no progress meter (--ssh-opts -q?): MB/s is the file size over the whole scp run, "
-                 "connection "
-                 "set-up included.\n";
-        if (global_no_aesni || pairs)
-          out << "vs scp: only for rows with AES-NI on (OpenSSH uses OpenSSL's code, with AES-NI where the "
-                 "CPU has "
-                 "it).\n";
-      }
-    }
-    out.flush();
-
-    if (!opt.plot.empty() && sweep) {
-      // The sweep: MB/s against record size, one line per cipher (and AES-NI setting).
-      svg::LineChart c;
-      c.title = "aesxfer bench: MB/s by record size, " + human_bytes(opt.size) + " to " +
-                (local ? "localhost" : opt.host) + ":/dev/null, median of " + std::to_string(opt.repeat);
-      c.subtitle = cpu + "  \u00b7  " + date;
-      c.x_label = "record size (payload bytes per record)";
-      c.y_label = "MB/s (10^6 bytes/s)";
-      c.log2_x = true;
-      for (const Row& r : rows) {
-        if (r.scp() || !r.measured()) continue;
-        const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
-        auto it = std::find_if(c.series.begin(), c.series.end(),
-                               [&](const svg::Series& s) { return s.label == name; });
-        if (it == c.series.end()) {
-          c.series.push_back({name, {}, r.name()});  // one colour per cipher, dashed without AES-NI
-          it = c.series.end() - 1;
-        }
-        it->points.emplace_back(double(r.record_agreed), r.median);
-      }
-      std::string why;
-      if (!svg::write_file(opt.plot, svg::line_chart(c), why)) {
-        err << "aesxfer bench: --plot: " << why << "\n";
-        return 1;
-      }
-    } else if (!opt.plot.empty()) {
-      svg::BarChart c;
-      c.title = "aesxfer bench: " + human_bytes(opt.size) + " to " + (local ? "localhost" : opt.host) +
-                ":/dev/null, median of " + std::to_string(opt.repeat);
-      c.subtitle = cpu + "  \u00b7  " + date;
-      c.y_label = "MB/s (10^6 bytes/s)";
-      c.x_label = "cipher (MAC: " + std::string(mac->name) + " for non-AEAD ciphers" +
-                  (opt.vs_scp ? "; scp: hmac-sha2-256-etm" : "") + ")";
-      c.whisker_legend = opt.repeat > 1 ? "min\u2013max of " + std::to_string(opt.repeat) + " runs" : "";
-      for (const Row& r : rows) {
-        svg::Bar b;
-        b.label = r.scp() && !r.cipher ? "scp defaults" : r.name();
-        // The colour says what did the work: AES in hardware, portable code (AES with
-        // --no-aesni, and Blowfish and RC4, which have no hardware), no cipher at all, or scp.
-        if (r.scp())
-          b.series = "scp (" + ssh.version_short + ")";
-        else if (r.cipher->mode == cr::CipherMode::none)
-          b.series = "no cipher";
-        else if (r.cipher->alg == cr::CipherAlg::aes128 && !r.no_aesni)
-          b.series = "AES in hardware (AES-NI, VAES)";
-        else
-          b.series = "portable code";
-        b.contended = r.measured() && (r.verdict.find("contention") != std::string::npos ||
-                                       r.verdict.find("contended") != std::string::npos);
-        if (opt.vs_scp && !r.scp()) b.series = "aesxfer, " + b.series;
-        b.value = r.median;
-        if (opt.repeat > 1 && r.measured()) {
-          b.lo = r.min;
-          b.hi = r.max;
-        }
-        b.note = r.scp() ? (r.cipher ? "" : short_ssh_name(r.ssh_cipher)) : r.impl;
-        if (!r.measured()) b.absent = "scp: not offered" + (r.history.empty() ? "" : " (" + r.history + ")");
-        if (r.speedup > 0) b.group_note = fmt("AES-NI: x%.1f", r.speedup);
-        for (const Row& a : rows)  // the scp bar carries its pair's ratio
-          if (r.scp() && r.cipher && !a.scp() && a.cipher == r.cipher && a.vs_scp > 0)
-            b.group_note = fmt("aesxfer/scp: x%.2f", a.vs_scp);
-        c.bars.push_back(std::move(b));
-      }
-      std::string why;
-      if (!svg::write_file(opt.plot, svg::bar_chart(c), why)) {
-        err << "aesxfer bench: --plot: " << why << "\n";
-        return 1;
-      }
-    }
+    if (const int st = run_rows(opt, plan, children, data.path(), err); st != 0) return st;
+    stop_children(children, err);
+    compute_figures(plan.rows, opt.size);
+    return report_bench(opt, plan, children, out, err);
   } catch (const std::exception& e) {
-    cr::set_no_aesni(global_no_aesni);
+    cr::set_no_aesni(plan.global_no_aesni);
     err << "aesxfer bench: " << (g_interrupted ? std::string("interrupted") : e.what()) << "\n";
     return g_interrupted ? 130 : 1;
   }
-  return 0;
 }
 
 }  // namespace aesxfer::app
