@@ -1,5 +1,5 @@
 // `aesxfer speed`: throughput of the raw cipher and MAC operations, in the manner of
-// `openssl speed -evp`. See run_speed() in app/lab/speed.cpp for exactly what each cell measures.
+// `openssl speed -evp`. The top of app/lab/speed.cpp says exactly what each cell measures.
 #pragma once
 #include <cstddef>
 #include <ostream>
