@@ -1,7 +1,7 @@
 // Issue 7 end to end: send -r (mkdir under the root, confined), -p (mode and mtime), -l (bandwidth
 // limit), --json-progress, and --resume after a connection cut by the Relay.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
