@@ -15,12 +15,12 @@
 #include <set>
 #include <sstream>
 
-#include "app/bench.h"
 #include "app/host_config.h"
 #include "app/json.h"
+#include "app/lab/bench.h"
+#include "app/lab/speed.h"
 #include "app/pacing.h"
 #include "app/progress.h"
-#include "app/speed.h"
 #include "client/client.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
@@ -208,15 +208,18 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
 
 // The file's checksum as --json shows it: {"alg", "hex"} for a file that moved as one stream (hex
 // is what xxh128sum / sha256sum print), {"alg", "ranges": [{offset, length, hex}]} for --streams.
-std::string checksum_json(const client::ClientOptions& co, const client::FileResult& r) {
-  std::string out = std::string("{\"alg\":\"") + crypto::checksum_name(co.checksum) + "\"";
-  if (r.ranges.empty()) return out + ",\"hex\":\"" + r.checksum.hex() + "\"}";
-  out += ",\"ranges\":[";
-  for (size_t i = 0; i < r.ranges.size(); ++i)
-    out += std::string(i ? "," : "") + "{\"offset\":" + std::to_string(r.ranges[i].offset) +
-           ",\"length\":" + std::to_string(r.ranges[i].length) + ",\"hex\":\"" + r.ranges[i].checksum.hex() +
-           "\"}";
-  return out + "]}";
+app::Json checksum_json(const client::ClientOptions& co, const client::FileResult& r) {
+  app::Json j;
+  j["alg"] = crypto::checksum_name(co.checksum);
+  if (r.ranges.empty()) {
+    j["hex"] = r.checksum.hex();
+    return j;
+  }
+  j["ranges"] = app::Json::array();
+  for (const auto& range : r.ranges)
+    j["ranges"].push_back(
+        {{"offset", range.offset}, {"length", range.length}, {"hex", range.checksum.hex()}});
+  return j;
 }
 
 void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r, bool tty_progress,
@@ -224,14 +227,20 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
-    std::fprintf(out,
-                 "{%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-                 "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
-                 "\"checksum\":%s}\n",
-                 app::json_name_fields("file", r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps,
-                 co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(),
-                 r.verified ? "true" : "false", (unsigned long long)r.resumed_from, r.streams,
-                 (unsigned long long)r.record_size, checksum_json(co, r).c_str());
+    app::Json j;
+    app::set_name(j, "file", r.file);
+    j["bytes"] = r.bytes;
+    j["seconds"] = app::rounded(r.seconds, 6);
+    j["mb_per_s"] = app::rounded(mbps, 2);
+    j["cipher"] = co.cipher->name;
+    j["mac"] = mac;
+    j["impl"] = crypto::cipher_impl_name(*co.cipher);
+    j["verified"] = r.verified;
+    j["resumed_from"] = r.resumed_from;
+    j["streams"] = r.streams;
+    j["record_size"] = r.record_size;
+    j["checksum"] = checksum_json(co, r);
+    std::fputs(app::json_line(j).c_str(), out);
   } else if (!t.quiet) {
     (void)tty_progress;
     std::string sum;
@@ -247,7 +256,9 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     if (r.resumed_from > 0)
       resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
                 std::to_string(r.bytes - r.resumed_from) + " moved";
-    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
+    // With --json-progress standard output carries JSON only: the summary line goes to stderr.
+    std::FILE* human = t.json_progress ? stderr : out;
+    std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
@@ -942,7 +953,7 @@ struct BenchArgs {
   std::string list;
 };
 
-// `aesxfer bench`: the cipher lab (app/bench.h).
+// `aesxfer bench`: the cipher lab (app/lab/bench.h).
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a, bool& no_aesni) {
   app::BenchOptions& bo = a.bo;
   auto* bench =

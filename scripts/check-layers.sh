@@ -28,5 +28,13 @@ for layer in crypto proto files net client server; do
     done
   done
 done
+# The CLI's library (app/ without main.cpp) sits below the lab (app/lab/): it never includes it.
+for f in app/*.h app/*.cpp; do
+  [ "$f" = app/main.cpp ] && continue
+  if grep -q '^[[:space:]]*#[[:space:]]*include[[:space:]]*"app/lab/' "$f"; then
+    echo "$f includes app/lab/: only app/main.cpp and app/lab/ itself may"
+    bad=1
+  fi
+done
 [ $bad -eq 0 ] && echo "layers: every include points down"
 exit $bad
