@@ -34,10 +34,10 @@
 // " (CPU contended)": that side was CPU-bound but did not get a whole core.
 //
 // --no-aesni-too: every AES cipher runs twice, with the hardware code and with the portable code
-// (crypto::set_no_aesni(true) in this process, and a second local server child started with
-// --no-aesni; a remote server keeps whatever it runs). The speed-up is median(on) / median(off).
-// Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in the machine's
-// state spreads over all rows instead of biasing one.
+// (this process's client asks for the portable dispatch table, ClientOptions::impl, and a second
+// local server child is started with --no-aesni; a remote server keeps whatever it runs). The speed-up is
+// median(on) / median(off). Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in
+// the machine's state spreads over all rows instead of biasing one.
 //
 // --vs-scp: after each cipher's aesxfer row(s) an scp row (`scp -c` with OpenSSH's cipher and MAC
 // of the same construction, app/bench_scp.h), or a row saying why OpenSSH has none; scp's defaults
@@ -588,7 +588,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       r.record_size = rs;
       r.no_aesni = global_no_aesni;
       rows.push_back(r);
-      if (pairs && c->alg == cr::CipherAlg::aes128) {
+      if (pairs && cr::has_portable_twin(*c)) {
         r.no_aesni = true;
         rows.push_back(r);
         need_portable_server = true;
@@ -668,7 +668,6 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     for (int rep = 0; rep < opt.repeat; ++rep) {
       for (auto& r : rows) {
         if (g_interrupted) {
-          cr::set_no_aesni(global_no_aesni);
           err << "aesxfer bench: interrupted\n";
           return 130;
         }
@@ -708,8 +707,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           s = RunSample{run.mb_s,        run.window,     run.client_cpu,
                         run.client_wait, run.server_cpu, run.server_wait};
         } else {
-          cr::set_no_aesni(r.no_aesni);
-          r.impl = cr::cipher_impl_name(*r.cipher);
+          const cr::Impl impl = r.no_aesni ? cr::Impl::portable : cr::Impl::best;
+          r.impl = cr::cipher_impl_name(*r.cipher, cr::dispatch(impl));
           const LocalServer* srv =
               !local ? nullptr : (r.no_aesni && !global_no_aesni ? server_sw.get() : server_hw.get());
           net::ClientOptions co;
@@ -717,6 +716,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           co.port = local ? srv->port() : opt.port;
           co.cipher = r.cipher;
           co.mac = r.mac;
+          co.impl = impl;
           co.home = home;
           co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
           if (r.record_size) co.record_size = uint32_t(r.record_size);
@@ -738,7 +738,6 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
             sw1 = srv ? srv->wait_seconds() : -1;
             client.bye();
           } catch (const std::exception& e) {
-            cr::set_no_aesni(global_no_aesni);
             if (g_interrupted) {
               err << "aesxfer bench: interrupted\n";
               return 130;
@@ -765,7 +764,6 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
               << std::flush;
       }
     }
-    cr::set_no_aesni(global_no_aesni);
     // A server that does not exit 0 on SIGTERM (a crash, a sanitizer report) is worth a warning.
     for (auto* srv : {server_hw.get(), server_sw.get()}) {
       if (!srv) continue;
@@ -956,7 +954,7 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           b.series = "scp (" + ssh.version_short + ")";
         else if (r.cipher->mode == cr::CipherMode::none)
           b.series = "no cipher";
-        else if (r.cipher->alg == cr::CipherAlg::aes128 && !r.no_aesni)
+        else if (cr::has_portable_twin(*r.cipher) && !r.no_aesni)
           b.series = "AES in hardware (AES-NI, VAES)";
         else
           b.series = "portable code";
@@ -983,7 +981,6 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
       }
     }
   } catch (const std::exception& e) {
-    cr::set_no_aesni(global_no_aesni);
     err << "aesxfer bench: " << (g_interrupted ? std::string("interrupted") : e.what()) << "\n";
     return g_interrupted ? 130 : 1;
   }

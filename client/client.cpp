@@ -115,7 +115,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
     ::close(kfd);
     if (!ok) throw Failure("cannot write key log " + opt_.keylog);
   }
-  conn_->start_records(*keys_, true);
+  conn_->start_records(*keys_, true, opt_.impl);
   tune_for_path(conn_->fd());
   proto::Message w = conn_->recv_message("the handshake");
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");

@@ -1,4 +1,4 @@
-// AES-128 key expansion (FIPS-197 section 5.2) and the start-up choice of implementation.
+// AES-128 key expansion (FIPS-197 section 5.2) and the choice of implementation.
 #include "crypto/aes.h"
 
 #include "crypto/cpu.h"
@@ -54,16 +54,17 @@ bool impl_available(AesImpl impl) noexcept {
   return false;
 }
 
-AesImpl resolve(AesImpl impl) noexcept {
-  if (impl != AesImpl::best) return impl;
-  if (impl_available(AesImpl::vaes)) return AesImpl::vaes;
-  if (impl_available(AesImpl::aesni)) return AesImpl::aesni;
+AesImpl resolve(AesImpl impl) noexcept { return impl == AesImpl::best ? dispatch().aes : impl; }
+
+}  // namespace
+
+AesImpl detail::aes_pick(bool portable) noexcept {
+  if (!portable && impl_available(AesImpl::vaes)) return AesImpl::vaes;
+  if (!portable && impl_available(AesImpl::aesni)) return AesImpl::aesni;
   if (impl_available(AesImpl::vperm512)) return AesImpl::vperm512;
   if (impl_available(AesImpl::vperm)) return AesImpl::vperm;
   return AesImpl::software;
 }
-
-}  // namespace
 
 const char* aes_impl_name(AesImpl impl) noexcept {
   switch (impl) {
@@ -97,6 +98,10 @@ std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
     case AesImpl::vperm512: return detail::make_aes128_vperm512(key);
     default: return nullptr;
   }
+}
+
+std::unique_ptr<BlockCipher> make_aes128_block(const uint8_t* key, size_t key_len, const Dispatch& d) {
+  return key_len == 16 ? make_aes128(key, d.aes) : nullptr;
 }
 
 }  // namespace aesxfer::crypto

@@ -186,6 +186,7 @@ class AesVaes final : public BlockCipher {
   }
 
   void cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept override;
+  size_t cbc_lanes() const noexcept override { return 16; }
 
  private:
   std::unique_ptr<BlockCipher> ni_;

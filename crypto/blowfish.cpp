@@ -380,6 +380,7 @@ class Blowfish final : public BlockCipher {
     st(iv + 4, pr);
   }
 
+  size_t cbc_lanes() const noexcept override { return 4; }
   void cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept override {
     LaneState act[4];
     uint32_t l[4], r[4];
@@ -477,6 +478,10 @@ class Blowfish final : public BlockCipher {
 std::unique_ptr<BlockCipher> make_blowfish(const uint8_t* key, size_t key_len) {
   if (key == nullptr || key_len < 4 || key_len > 56) return nullptr;
   return std::make_unique<Blowfish>(key, key_len);
+}
+
+std::unique_ptr<BlockCipher> make_blowfish_block(const uint8_t* key, size_t key_len, const Dispatch&) {
+  return make_blowfish(key, key_len);
 }
 
 }  // namespace aesxfer::crypto

@@ -7,13 +7,7 @@
 namespace aesxfer::crypto {
 namespace {
 
-XxhImpl resolve(XxhImpl i) noexcept {
-  if (i != XxhImpl::best) return i;
-  const CpuFeatures& f = cpu_hardware();  // not a crypto extension: --no-aesni leaves it alone
-  if (f.avx512f && f.avx512bw && f.avx512vl) return XxhImpl::avx512;
-  if (f.avx2) return XxhImpl::avx2;
-  return XxhImpl::sse2;
-}
+XxhImpl resolve(XxhImpl i) noexcept { return i == XxhImpl::best ? dispatch().xxh3 : i; }
 
 const Xxh3Ops& ops(XxhImpl i) noexcept {
   switch (i) {
@@ -26,6 +20,14 @@ const Xxh3Ops& ops(XxhImpl i) noexcept {
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 }  // namespace
+
+// Not a crypto extension: the portable table keeps the vector code too.
+XxhImpl detail::xxh3_pick() noexcept {
+  const CpuFeatures& f = cpu();
+  if (f.avx512f && f.avx512bw && f.avx512vl) return XxhImpl::avx512;
+  if (f.avx2) return XxhImpl::avx2;
+  return XxhImpl::sse2;
+}
 
 const char* checksum_name(ChecksumAlg a) noexcept {
   switch (a) {
@@ -71,7 +73,7 @@ const char* xxh_impl_name(XxhImpl i) noexcept {
 }
 
 bool xxh_impl_available(XxhImpl i) noexcept {
-  const CpuFeatures& f = cpu_hardware();
+  const CpuFeatures& f = cpu();
   switch (i) {
     case XxhImpl::avx512: return f.avx512f && f.avx512bw && f.avx512vl;
     case XxhImpl::avx2: return f.avx2;

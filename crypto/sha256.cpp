@@ -1,8 +1,8 @@
 // SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104).
 //
-// The compression function is chosen once per object: SHA-NI (sha256_shani.cpp) when cpu()
-// reports it, the portable code below otherwise. Whole blocks of the input are handed to the
-// compression function in one call so that the SHA-NI loop keeps its state in registers.
+// The compression function is chosen once per object: ShaImpl::best is what dispatch() chose,
+// SHA-NI (sha256_shani.cpp) when the CPU has it, the portable code below otherwise. Whole blocks of the input
+// are handed to the compression function in one call so that the SHA-NI loop keeps its state in registers.
 #include "crypto/sha256.h"
 
 #include <cstring>
@@ -64,7 +64,7 @@ void compress_portable(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
 using CompressFn = void (*)(uint32_t*, const uint8_t*, size_t) noexcept;
 
 ShaImpl resolve(ShaImpl impl) noexcept {
-  if (impl == ShaImpl::best) return cpu().shani && cpu().sse41 && cpu().ssse3 ? ShaImpl::shani : ShaImpl::software;
+  if (impl == ShaImpl::best) return dispatch().sha256;
   if (impl == ShaImpl::shani && !sha256_impl_available(ShaImpl::shani)) return ShaImpl::software;
   return impl;
 }
@@ -74,6 +74,10 @@ CompressFn compress_for(ShaImpl impl) noexcept {
 }
 
 }  // namespace
+
+ShaImpl detail::sha256_pick(bool portable) noexcept {
+  return !portable && sha256_impl_available(ShaImpl::shani) ? ShaImpl::shani : ShaImpl::software;
+}
 
 void detail::sha256_compress_portable(uint32_t h[8], const uint8_t* blocks, size_t n) noexcept {
   compress_portable(h, blocks, n);

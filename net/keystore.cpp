@@ -1,9 +1,9 @@
 #include "net/keystore.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sodium.h>
 #include <sys/stat.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "crypto/util.h"
+#include "proto/init.h"
 
 namespace aesxfer::net {
 namespace fs = std::filesystem;
@@ -117,7 +118,7 @@ std::string key_comment() {
 }
 
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
-  if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
+  proto::init();
   proto::Identity id;
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
