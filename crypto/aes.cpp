@@ -43,13 +43,18 @@ namespace {
 bool impl_available(AesImpl impl) noexcept {
   const CpuFeatures& f = cpu();
   switch (impl) {
-    case AesImpl::software: return true;
-    case AesImpl::vperm: return f.ssse3;
-    case AesImpl::vperm512: return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
-    case AesImpl::aesni: return f.aesni && f.sse41 && f.ssse3;
+    case AesImpl::software:
+      return true;
+    case AesImpl::vperm:
+      return f.ssse3;
+    case AesImpl::vperm512:
+      return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+    case AesImpl::aesni:
+      return f.aesni && f.sse41 && f.ssse3;
     case AesImpl::vaes:  // 512-bit VAES; its tails and single-chain CBC use AES-NI
       return f.vaes && f.avx512f && f.avx512bw && f.avx512vl && f.aesni && f.sse41 && f.ssse3;
-    case AesImpl::best: return true;
+    case AesImpl::best:
+      return true;
   }
   return false;
 }
@@ -68,12 +73,18 @@ AesImpl detail::aes_pick(bool portable) noexcept {
 
 const char* aes_impl_name(AesImpl impl) noexcept {
   switch (impl) {
-    case AesImpl::best: return "best";
-    case AesImpl::aesni: return "aesni";
-    case AesImpl::vaes: return "vaes";
-    case AesImpl::software: return "software";
-    case AesImpl::vperm: return "vperm";
-    case AesImpl::vperm512: return "vperm512";
+    case AesImpl::best:
+      return "best";
+    case AesImpl::aesni:
+      return "aesni";
+    case AesImpl::vaes:
+      return "vaes";
+    case AesImpl::software:
+      return "software";
+    case AesImpl::vperm:
+      return "vperm";
+    case AesImpl::vperm512:
+      return "vperm512";
   }
   return "unknown";
 }
@@ -91,12 +102,18 @@ std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
   impl = resolve(impl);
   if (!impl_available(impl)) return nullptr;
   switch (impl) {
-    case AesImpl::aesni: return detail::make_aes128_aesni(key);
-    case AesImpl::vaes: return detail::make_aes128_vaes(key);
-    case AesImpl::software: return detail::make_aes128_soft(key);
-    case AesImpl::vperm: return detail::make_aes128_vperm(key);
-    case AesImpl::vperm512: return detail::make_aes128_vperm512(key);
-    default: return nullptr;
+    case AesImpl::aesni:
+      return detail::make_aes128_aesni(key);
+    case AesImpl::vaes:
+      return detail::make_aes128_vaes(key);
+    case AesImpl::software:
+      return detail::make_aes128_soft(key);
+    case AesImpl::vperm:
+      return detail::make_aes128_vperm(key);
+    case AesImpl::vperm512:
+      return detail::make_aes128_vperm512(key);
+    default:
+      return nullptr;
   }
 }
 

@@ -184,7 +184,8 @@ class Gcm final : public Aes128Gcm {
     }
   }
 
-  void finish(uint8_t y[16], const uint8_t j0[16], size_t aad_len, size_t len, uint8_t tag[16]) const noexcept {
+  void finish(uint8_t y[16], const uint8_t j0[16], size_t aad_len, size_t len,
+              uint8_t tag[16]) const noexcept {
     uint8_t lens[16];
     store_be64(lens, uint64_t(aad_len) * 8);
     store_be64(lens + 8, uint64_t(len) * 8);

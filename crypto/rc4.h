@@ -14,7 +14,9 @@ class Rc4 final : public StreamCipher {
   static constexpr size_t kRfc4345Discard = 1536;
 
   Rc4() = default;
-  Rc4(const uint8_t* key, size_t key_len, size_t discard = kRfc4345Discard) { set_key(key, key_len, discard); }
+  Rc4(const uint8_t* key, size_t key_len, size_t discard = kRfc4345Discard) {
+    set_key(key, key_len, discard);
+  }
   ~Rc4() override;
   Rc4(const Rc4&) = delete;
   Rc4& operator=(const Rc4&) = delete;

@@ -50,13 +50,26 @@ void compress_portable(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
         const uint32_t s1 = rotr(w2, 17) ^ rotr(w2, 19) ^ (w2 >> 10);
         wt = w[t & 15] = w[t & 15] + s0 + w[(t - 7) & 15] + s1;
       }
-      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + wt;
+      const uint32_t t1 =
+          hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + wt;
       const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      hh = g; g = f; f = e; e = d + t1;
-      d = c; c = b; b = a; a = t1 + t2;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d;
-    h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
   secure_zero(w, sizeof w);
 }
@@ -89,9 +102,11 @@ const char* sha256_impl_name(ShaImpl impl) noexcept {
 
 bool sha256_impl_available(ShaImpl impl) noexcept {
   switch (impl) {
-    case ShaImpl::shani: return cpu().shani && cpu().sse41 && cpu().ssse3;
+    case ShaImpl::shani:
+      return cpu().shani && cpu().sse41 && cpu().ssse3;
     case ShaImpl::best:
-    case ShaImpl::software: return true;
+    case ShaImpl::software:
+      return true;
   }
   return false;
 }
@@ -113,9 +128,7 @@ void Sha256::reset() noexcept {
   buf_len_ = 0;
 }
 
-const char* Sha256::impl() const noexcept {
-  return compress_ == &compress_portable ? "software" : "shani";
-}
+const char* Sha256::impl() const noexcept { return compress_ == &compress_portable ? "software" : "shani"; }
 
 void Sha256::update(const void* data, size_t len) noexcept {
   const uint8_t* p = static_cast<const uint8_t*>(data);

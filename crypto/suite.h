@@ -29,17 +29,17 @@ using MakeStreamFn = std::unique_ptr<StreamCipher> (*)();
 using MakeMacFn = std::unique_ptr<Mac> (*)(const uint8_t* key, size_t key_len, const Dispatch& d);
 
 struct CipherDesc {
-  uint8_t wire_id;          // on the wire in the client hello; never reused
-  const char* name;         // canonical, ssh style
-  const char* aliases;      // comma-separated, may be empty
+  uint8_t wire_id;      // on the wire in the client hello; never reused
+  const char* name;     // canonical, ssh style
+  const char* aliases;  // comma-separated, may be empty
   CipherMode mode;
-  size_t key_len;           // bytes
-  size_t block_len;         // 1 for stream ciphers and none
-  size_t tag_len;           // AEAD tag; 0 otherwise
-  bool aead;                // carries its own authentication: the MAC is ignored
-  bool legacy;              // weak: allowed only when named, prints a warning
-  uint64_t rekey_bytes;     // 0: never; otherwise new keys every this many bytes (Blowfish, Sweet32)
-  const char* note;         // one line for --list-ciphers
+  size_t key_len;        // bytes
+  size_t block_len;      // 1 for stream ciphers and none
+  size_t tag_len;        // AEAD tag; 0 otherwise
+  bool aead;             // carries its own authentication: the MAC is ignored
+  bool legacy;           // weak: allowed only when named, prints a warning
+  uint64_t rekey_bytes;  // 0: never; otherwise new keys every this many bytes (Blowfish, Sweet32)
+  const char* note;      // one line for --list-ciphers
   // The factory for the mode: make_block for cbc and ctr, make_aead for gcm, make_stream for
   // stream; nullptr otherwise. A factory returns nullptr for a key length it does not take.
   MakeBlockFn make_block = nullptr;

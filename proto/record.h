@@ -28,7 +28,7 @@ constexpr size_t kHeaderLen = 8;
 // Largest payload a sender may put in one record, and the bound a receiver checks body_len
 // against before it allocates or reads anything.
 constexpr size_t kMaxPayload = size_t(1) << 20;
-constexpr size_t kMaxBody = kMaxPayload + 16;   // room for CBC padding
+constexpr size_t kMaxBody = kMaxPayload + 16;  // room for CBC padding
 constexpr size_t kMaxTag = 32;
 constexpr size_t kMaxRecord = kHeaderLen + kMaxBody + kMaxTag;
 // Default payload size of data records.

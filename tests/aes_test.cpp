@@ -50,7 +50,10 @@ uint8_t ref_sbox(uint8_t x) {
       a <<= 1;
       if (a & 0x100) a ^= 0x11b;
     }
-    if (p == 1) { inv = uint8_t(y); break; }
+    if (p == 1) {
+      inv = uint8_t(y);
+      break;
+    }
   }
   uint8_t s = inv, r = 0x63;
   for (int i = 0; i < 5; ++i) {

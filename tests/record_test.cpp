@@ -177,11 +177,11 @@ TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
     const char* mac;
     size_t want;
   };
-  for (const Case& t : {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
-                        Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16},
-                        Case{"aes128-cbc", "none", 16}, Case{"blowfish-cbc", "none", 16},
-                        Case{"aes128-ctr", "hmac-sha256", 16}, Case{"none", "hmac-sha256", 16},
-                        Case{"arcfour", "hmac-sha256", 16}}) {
+  for (const Case& t :
+       {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
+        Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16}, Case{"aes128-cbc", "none", 16},
+        Case{"blowfish-cbc", "none", 16}, Case{"aes128-ctr", "hmac-sha256", 16},
+        Case{"none", "hmac-sha256", 16}, Case{"arcfour", "hmac-sha256", 16}}) {
     SCOPED_TRACE(std::string(t.cipher) + " " + t.mac);
     const auto* c = crypto::find_cipher(t.cipher);
     const auto* m = crypto::find_mac(t.mac);
@@ -268,8 +268,10 @@ TEST(Record, TamperingEveryByteIsDetected) {
           RecordReader::Status st = RecordReader::Status::need_more;
           Bytes zeros(65536, 0);
           for (int rounds = 0; rounds < 40 && st == RecordReader::Status::need_more; ++rounds) {
-            if (off < t.size()) off += r.feed(t.data() + off, t.size() - off);
-            else r.feed(zeros.data(), zeros.size());  // a longer length field waits for more bytes
+            if (off < t.size())
+              off += r.feed(t.data() + off, t.size() - off);
+            else
+              r.feed(zeros.data(), zeros.size());  // a longer length field waits for more bytes
             st = r.next(h, p, ec);
           }
           ASSERT_EQ(st, RecordReader::Status::error) << "byte " << i << " mask " << int(mask);
@@ -533,7 +535,9 @@ TEST(RecordKat, MatchesOpenSsl) {
   struct Case {
     const char* cipher;
     Bytes (*oracle)(const DirectionKeys&, uint64_t, const Bytes&);
-  } cases[] = {{"aes128-cbc", openssl_cbc_record}, {"aes128-ctr", openssl_ctr_record}, {"aes128-gcm", openssl_gcm_record}};
+  } cases[] = {{"aes128-cbc", openssl_cbc_record},
+               {"aes128-ctr", openssl_ctr_record},
+               {"aes128-gcm", openssl_gcm_record}};
   for (const auto& cs : cases) {
     SCOPED_TRACE(cs.cipher);
     const auto& c = *crypto::find_cipher(cs.cipher);
@@ -618,8 +622,8 @@ TEST(Record, CbcBadPaddingAfterValidMac) {
   struct Case {
     uint8_t last, fill;
     bool ok;
-  } cases[] = {{0, 0, false}, {17, 17, false}, {255, 255, false}, {2, 1, false}, {16, 15, false},
-               {1, 9, true}, {16, 16, true}, {3, 3, true}};
+  } cases[] = {{0, 0, false},   {17, 17, false}, {255, 255, false}, {2, 1, false},
+               {16, 15, false}, {1, 9, true},    {16, 16, true},    {3, 3, true}};
   for (const auto& cs : cases) {
     Bytes padded(32, 0x41);
     for (size_t i = 0; i < 16; ++i) padded[16 + i] = cs.fill;
@@ -722,7 +726,8 @@ TEST(RecordBatch, SealBatchEqualsSealAndOpenBatchOpens) {
         std::vector<RecordSealer::Job> jobs(n);
         for (size_t i = 0; i < n; ++i) {
           bufs[i].assign(payloads[i].size() + batch.max_overhead(), 0);
-          if (!payloads[i].empty()) std::memcpy(bufs[i].data() + kHeaderLen, payloads[i].data(), payloads[i].size());
+          if (!payloads[i].empty())
+            std::memcpy(bufs[i].data() + kHeaderLen, payloads[i].data(), payloads[i].size());
           jobs[i] = {RecordType::data, 0, bufs[i].data(), payloads[i].size(), 0};
         }
         batch.seal_batch(jobs.data(), n);
