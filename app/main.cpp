@@ -28,6 +28,7 @@
 #include "crypto/suite.h"
 #include "files/atomic_file.h"
 #include "files/keystore.h"
+#include "proto/init.h"
 #include "server/server.h"
 
 namespace fs = std::filesystem;
@@ -1022,10 +1023,6 @@ int precheck(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (sodium_init() < 0) {
-    die_line("libsodium failed to initialise");
-    return kExitFail;
-  }
   CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
   app.require_subcommand(0, 1);
   bool list = false, no_aesni = false;
@@ -1063,7 +1060,12 @@ int main(int argc, char** argv) {
     die_line(what.empty() ? "bad command line (see --help)" : what + " (see --help)");
     return kExitUsage;
   }
-  crypto::set_no_aesni(no_aesni);
+  try {
+    proto::init(no_aesni);  // libsodium, and the CPU dispatch chosen once (the portable code with --no-aesni)
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
 
   if (list) {
     list_ciphers();

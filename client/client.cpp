@@ -212,7 +212,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   log(1, "sent ClientAuth: signature by " + proto::fingerprint(id.pk) + " over the transcript");
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
   write_keylog();
-  conn_->start_records(*keys_, true);
+  conn_->start_records(*keys_, true, opt_.impl);
   tune_for_path(conn_->fd());
   await_welcome(id);
   log_session(Clock::now() - t0);

@@ -63,6 +63,8 @@ struct ClientOptions {
   // --checksum and --record-size, carried in the handshake (docs/PROTOCOL.md 1.2).
   crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;
   uint32_t record_size = uint32_t(proto::kDefaultPayload);
+  // The record layer's crypto code: the best, or the portable one (bench --no-aesni-too).
+  crypto::Impl impl = crypto::Impl::best;
 };
 
 struct FileResult {

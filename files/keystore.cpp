@@ -15,6 +15,7 @@
 
 #include "crypto/util.h"
 #include "proto/failure.h"
+#include "proto/init.h"
 
 namespace aesxfer::files {
 
@@ -150,7 +151,7 @@ proto::Identity read_identity(int fd, const fs::path& path) {
 }  // namespace
 
 proto::Identity load_identity(const fs::path& path) {
-  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
+  proto::init();
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
@@ -161,7 +162,7 @@ proto::Identity load_identity(const fs::path& path) {
 }
 
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
-  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
+  proto::init();
   proto::Identity id;
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {

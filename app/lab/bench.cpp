@@ -34,8 +34,8 @@
 // " (CPU contended)": that side was CPU-bound but did not get a whole core.
 //
 // --no-aesni-too: every AES cipher runs twice, with the hardware code and with the portable code
-// (crypto::set_no_aesni(true) in this process, and a second local server child started with
-// --no-aesni; a remote server keeps whatever it runs). The speed-up is median(on) / median(off).
+// (this process's client asks for the portable dispatch table, ClientOptions::impl, and a second
+// local server child is started with --no-aesni; a remote server keeps whatever it runs). The speed-up is median(on) / median(off).
 // Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in the machine's
 // state spreads over all rows instead of biasing one.
 //
@@ -662,7 +662,7 @@ void make_rows(const BenchOptions& opt, const std::vector<const cr::CipherDesc*>
       r.record_size = rs;
       r.no_aesni = p.global_no_aesni;
       p.rows.push_back(r);
-      if (p.pairs && c->alg == cr::CipherAlg::aes128) {
+      if (p.pairs && cr::has_portable_twin(*c)) {
         r.no_aesni = true;
         p.rows.push_back(r);
         p.need_portable_server = true;
@@ -800,8 +800,8 @@ struct LoadReading {
 
 int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const BenchChildren& k,
                     const fs::path& data, RunSample& s, std::ostream& err) {
-  cr::set_no_aesni(r.no_aesni);
-  r.impl = cr::cipher_impl_name(*r.cipher);
+  const cr::Impl impl = r.no_aesni ? cr::Impl::portable : cr::Impl::best;
+  r.impl = cr::cipher_impl_name(*r.cipher, cr::dispatch(impl));
   const LocalServer* srv =
       !p.local ? nullptr : (r.no_aesni && !p.global_no_aesni ? k.server_sw.get() : k.server_hw.get());
   client::ClientOptions co;
@@ -809,6 +809,7 @@ int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const B
   co.port = p.local ? srv->port() : opt.port;
   co.cipher = r.cipher;
   co.mac = r.mac;
+  co.impl = impl;
   co.home = k.home;
   co.timeout = std::chrono::milliseconds(int64_t(opt.timeout * 1000));
   if (r.record_size) co.record_size = uint32_t(r.record_size);
@@ -826,7 +827,6 @@ int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const B
     b.server_wait = srv ? srv->wait_seconds() : -1;
     client.bye();
   } catch (const std::exception& e) {
-    cr::set_no_aesni(p.global_no_aesni);
     if (g_interrupted) {
       err << "aesxfer bench: interrupted\n";
       return 130;
@@ -855,7 +855,6 @@ int run_rows(const BenchOptions& opt, BenchPlan& p, const BenchChildren& k, cons
   for (int rep = 0; rep < opt.repeat; ++rep) {
     for (auto& r : p.rows) {
       if (g_interrupted) {
-        cr::set_no_aesni(p.global_no_aesni);
         err << "aesxfer bench: interrupted\n";
         return 130;
       }
@@ -872,7 +871,6 @@ int run_rows(const BenchOptions& opt, BenchPlan& p, const BenchChildren& k, cons
             << std::flush;
     }
   }
-  cr::set_no_aesni(p.global_no_aesni);
   return 0;
 }
 
@@ -1032,7 +1030,7 @@ svg::Bar bar_of(const Row& r, const BenchOptions& opt, const BenchPlan& p) {
     b.series = "scp (" + p.ssh.version_short + ")";
   else if (r.cipher->mode == cr::CipherMode::none)
     b.series = "no cipher";
-  else if (r.cipher->alg == cr::CipherAlg::aes128 && !r.no_aesni)
+  else if (cr::has_portable_twin(*r.cipher) && !r.no_aesni)
     b.series = "AES in hardware (AES-NI, VAES)";
   else
     b.series = "portable code";
@@ -1127,7 +1125,6 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     compute_figures(plan.rows, opt.size);
     return report_bench(opt, plan, children, out, err);
   } catch (const std::exception& e) {
-    cr::set_no_aesni(plan.global_no_aesni);
     err << "aesxfer bench: " << (g_interrupted ? std::string("interrupted") : e.what()) << "\n";
     return g_interrupted ? 130 : 1;
   }

@@ -22,7 +22,7 @@ struct BenchOptions {
   std::string mac;                    // for non-AEAD ciphers; empty = hmac-sha256
   uint64_t size = uint64_t(1) << 30;  // bytes per transfer
   int repeat = 3;                     // transfers per cipher (the median is reported)
-  bool no_aesni = false;              // already applied via crypto::set_no_aesni (global --no-aesni)
+  bool no_aesni = false;              // already applied by main (proto::init(no_aesni)), just reported
   bool no_aesni_too = false;          // every AES cipher also with the portable code on both sides
   bool json = false;                  // one JSON object with "rows"
   bool csv = false;                   // CSV, see kBenchCsvHeader

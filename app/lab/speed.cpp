@@ -10,12 +10,14 @@
 //   aes128-cbc   enc xN lanes   BlockCipher::cbc_encrypt_lanes over N independent buffers of the
 //                          column's size (what the record layer does across records); aggregate MB/s
 //   aes128-ctr   enc/dec   BlockCipher::ctr_xor, in place, fresh counter block per call
-//   aes128-gcm   enc       Aes128Gcm::seal with a 13-byte AAD (as `openssl speed -aead`), tag included
-//                dec       Aes128Gcm::open of a sealed buffer (the tag is checked every call)
+//   aes128-gcm   enc       Aead::seal with a 13-byte AAD (as `openssl speed -aead`), tag included
+//                dec       Aead::open of a sealed buffer (the tag is checked every call)
 //   blowfish-cbc enc/dec   Blowfish CBC through the BlockCipher interface, fresh IV per call
-//   arcfour      enc/dec   Rc4::xor_stream, key set once (the key schedule is not timed)
+//   arcfour      enc/dec   StreamCipher::xor_stream, key set once (the key schedule is not timed)
 //   none         enc/dec   memcpy between two buffers (the floor any cipher is compared with)
-//   hmac-sha256            HmacSha256::mac over the buffer (pads precomputed once per key)
+//   hmac-sha256            Mac::mac over the buffer (HMAC's pads precomputed once per key)
+// Every object comes from the cipher or MAC table row's factory with a dispatch table: the best
+// one, and the portable one for the --no-aesni-too twins.
 //   sha256                 Sha256::digest over the buffer (a file checksum, and HMAC's hash)
 //   xxh128                 XXH3-128 over the buffer (the default file checksum)
 //
@@ -48,11 +50,8 @@
 #include "app/json.h"
 #include "app/lab/svg.h"
 #include "crypto/aes.h"
-#include "crypto/blowfish.h"
 #include "crypto/checksum.h"
 #include "crypto/cpu.h"
-#include "crypto/gcm.h"
-#include "crypto/rc4.h"
 #include "crypto/sha256.h"
 #include "crypto/suite.h"
 
@@ -184,7 +183,7 @@ class CtrOp final : public Op {
 
 class GcmSealOp final : public Op {
  public:
-  GcmSealOp(std::unique_ptr<cr::Aes128Gcm> g, size_t size) : g_(std::move(g)) {
+  GcmSealOp(std::unique_ptr<cr::Aead> g, size_t size) : g_(std::move(g)) {
     bytes_ = size;
     buf_ = alloc_buf(size);
     std::memset(aad_, 0x17, sizeof aad_);
@@ -196,17 +195,17 @@ class GcmSealOp final : public Op {
   }
 
  private:
-  std::unique_ptr<cr::Aes128Gcm> g_;
+  std::unique_ptr<cr::Aead> g_;
   Buf buf_;
   uint64_t n_ = 0;
-  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[16] = {};
+  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[32] = {};
 };
 
 // open() must see a valid tag or it would stop after GHASH; so one buffer is sealed up front and
 // opened (out of place, the ciphertext stays intact) on every call with its nonce.
 class GcmOpenOp final : public Op {
  public:
-  GcmOpenOp(std::unique_ptr<cr::Aes128Gcm> g, size_t size) : g_(std::move(g)) {
+  GcmOpenOp(std::unique_ptr<cr::Aead> g, size_t size) : g_(std::move(g)) {
     bytes_ = size;
     ct_ = alloc_buf(size);
     pt_ = alloc_buf(size);
@@ -220,22 +219,23 @@ class GcmOpenOp final : public Op {
   bool ok() const noexcept override { return good_; }
 
  private:
-  std::unique_ptr<cr::Aes128Gcm> g_;
+  std::unique_ptr<cr::Aead> g_;
   Buf ct_, pt_;
   bool good_ = true;
-  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[16] = {};
+  uint8_t nonce_[12] = {}, aad_[kAadLen] = {}, tag_[32] = {};
 };
 
-class Rc4Op final : public Op {
+class StreamOp final : public Op {
  public:
-  explicit Rc4Op(size_t size) : rc4_(kKey, 16) {
+  StreamOp(std::unique_ptr<cr::StreamCipher> sc, size_t key_len, size_t size) : sc_(std::move(sc)) {
+    sc_->set_key(kKey, key_len);
     bytes_ = size;
     buf_ = alloc_buf(size);
   }
-  void once() noexcept override { rc4_.xor_stream(buf_.get(), buf_.get(), bytes_); }
+  void once() noexcept override { sc_->xor_stream(buf_.get(), buf_.get(), bytes_); }
 
  private:
-  cr::Rc4 rc4_;
+  std::unique_ptr<cr::StreamCipher> sc_;
   Buf buf_;
 };
 
@@ -289,19 +289,19 @@ class Xxh128Op final : public Op {
   cr::Checksum sum_;
 };
 
-class HmacOp final : public Op {
+class MacOp final : public Op {
  public:
-  explicit HmacOp(size_t size) : h_(kKey, 32) {
+  MacOp(std::unique_ptr<cr::Mac> m, size_t size) : m_(std::move(m)) {
     bytes_ = size;
     buf_ = alloc_buf(size);
   }
   void once() noexcept override {
-    h_.mac(buf_.get(), bytes_, tag_);
+    m_->mac(cr::MacJob{nullptr, 0, buf_.get(), bytes_, tag_});
     clobber(tag_);
   }
 
  private:
-  cr::HmacSha256 h_;
+  std::unique_ptr<cr::Mac> m_;
   Buf buf_;
   uint8_t tag_[32] = {};
 };
@@ -327,23 +327,20 @@ struct Row {
   }
 };
 
-std::unique_ptr<cr::BlockCipher> aes() {
-  auto bc = cr::make_aes128(kKey);
-  if (!bc) throw std::runtime_error("make_aes128 returned no implementation");
+// The row's primitive with a dispatch table's code (kKey's first key_len bytes as the key).
+std::unique_ptr<cr::BlockCipher> block(const cr::CipherDesc& c, const cr::Dispatch& d) {
+  auto bc = c.make_block(kKey, c.key_len, d);
+  if (!bc) throw std::runtime_error(std::string(c.name) + ": the cipher table's factory made nothing");
   return bc;
 }
-std::unique_ptr<cr::Aes128Gcm> gcm() {
-  auto g = cr::Aes128Gcm::make(kKey);
-  if (!g) throw std::runtime_error("Aes128Gcm::make returned no implementation");
-  return g;
-}
-std::unique_ptr<cr::BlockCipher> blowfish() {
-  auto bc = cr::make_blowfish(kKey, 16);
-  if (!bc) throw std::runtime_error("make_blowfish rejected a 16-byte key");
-  return bc;
+std::unique_ptr<cr::Aead> aead(const cr::CipherDesc& c, const cr::Dispatch& d) {
+  auto a = c.make_aead(kKey, d);
+  if (!a) throw std::runtime_error(std::string(c.name) + ": the cipher table's factory made nothing");
+  return a;
 }
 
-void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
+// The operations of one cipher: what is timed depends on the mode, the code on the dispatch.
+void add_cipher_rows(const cr::CipherDesc& c, const cr::Dispatch& d, std::vector<Row>& rows) {
   auto add = [&](std::string op, std::string impl, std::function<std::unique_ptr<Op>(size_t)> make,
                  size_t lanes = 0) {
     Row r;
@@ -355,42 +352,37 @@ void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
     r.make = std::move(make);
     rows.push_back(std::move(r));
   };
+  const cr::CipherDesc* cp = &c;
+  const cr::Dispatch* dp = &d;  // the tables live as long as the process
+  const std::string impl = cr::cipher_impl_name(c, d);
   switch (c.mode) {
     case cr::CipherMode::cbc: {
-      if (c.alg == cr::CipherAlg::aes128) {
-        const std::string impl = aes()->impl();
-        add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, false); });
-        add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(aes(), n, true); });
-        add(
-            "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 8); }, 8);
-        if (impl == "vaes")
+      add("enc", impl, [=](size_t n) { return std::make_unique<CbcOp>(block(*cp, *dp), n, false); });
+      add("dec", impl, [=](size_t n) { return std::make_unique<CbcOp>(block(*cp, *dp), n, true); });
+      // 8 chains (what AES-NI interleaves), or fewer where the cipher takes fewer, and the
+      // cipher's own width where it is wider (VAES: 16).
+      const size_t width = block(c, d)->cbc_lanes();
+      for (size_t lanes : {std::min<size_t>(width, 8), width > 8 ? width : 0})
+        if (lanes)
           add(
-              "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(aes(), n, 16); }, 16);
-      } else if (c.alg == cr::CipherAlg::blowfish) {
-        const std::string impl = blowfish()->impl();
-        add("enc", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, false); });
-        add("dec", impl, [](size_t n) { return std::make_unique<CbcOp>(blowfish(), n, true); });
-        add(
-            "enc-lanes", impl, [](size_t n) { return std::make_unique<CbcLanesOp>(blowfish(), n, 4); }, 4);
-      }
+              "enc-lanes", impl,
+              [=](size_t n) { return std::make_unique<CbcLanesOp>(block(*cp, *dp), n, lanes); }, lanes);
       break;
     }
-    case cr::CipherMode::ctr: {
-      const std::string impl = aes()->impl();
+    case cr::CipherMode::ctr:
       // CTR decryption is the same operation; it is measured anyway so that every cipher has both rows.
-      add("enc", impl, [](size_t n) { return std::make_unique<CtrOp>(aes(), n); });
-      add("dec", impl, [](size_t n) { return std::make_unique<CtrOp>(aes(), n); });
+      add("enc", impl, [=](size_t n) { return std::make_unique<CtrOp>(block(*cp, *dp), n); });
+      add("dec", impl, [=](size_t n) { return std::make_unique<CtrOp>(block(*cp, *dp), n); });
       break;
-    }
-    case cr::CipherMode::gcm: {
-      const std::string impl = gcm()->impl();
-      add("enc", impl, [](size_t n) { return std::make_unique<GcmSealOp>(gcm(), n); });
-      add("dec", impl, [](size_t n) { return std::make_unique<GcmOpenOp>(gcm(), n); });
+    case cr::CipherMode::gcm:
+      add("enc", impl, [=](size_t n) { return std::make_unique<GcmSealOp>(aead(*cp, *dp), n); });
+      add("dec", impl, [=](size_t n) { return std::make_unique<GcmOpenOp>(aead(*cp, *dp), n); });
       break;
-    }
     case cr::CipherMode::stream:
-      add("enc", "portable", [](size_t n) { return std::make_unique<Rc4Op>(n); });
-      add("dec", "portable", [](size_t n) { return std::make_unique<Rc4Op>(n); });
+      add("enc", impl,
+          [=](size_t n) { return std::make_unique<StreamOp>(cp->make_stream(), cp->key_len, n); });
+      add("dec", impl,
+          [=](size_t n) { return std::make_unique<StreamOp>(cp->make_stream(), cp->key_len, n); });
       break;
     case cr::CipherMode::none:
       add("enc", "memcpy", [](size_t n) { return std::make_unique<MemcpyOp>(n); });
@@ -400,12 +392,13 @@ void add_cipher_rows(const cr::CipherDesc& c, std::vector<Row>& rows) {
 }
 
 void add_mac_rows(const cr::MacDesc& m, std::vector<Row>& rows) {
-  if (std::string_view(m.name) != "hmac-sha256") return;  // MAC "none" has nothing to measure
+  if (!m.make) return;  // MAC "none" has nothing to measure
+  const cr::MacDesc* mp = &m;
   Row h;
-  h.cipher = "hmac-sha256";
+  h.cipher = m.name;
   h.op = "mac";
-  h.impl = cr::sha256_impl_name(cr::ShaImpl::best);
-  h.make = [](size_t n) { return std::make_unique<HmacOp>(n); };
+  h.impl = m.make(kKey, m.key_len, cr::dispatch())->impl();
+  h.make = [mp](size_t n) { return std::make_unique<MacOp>(mp->make(kKey, mp->key_len, cr::dispatch()), n); };
   rows.push_back(std::move(h));
 }
 
@@ -555,17 +548,16 @@ bool select_speed(const SpeedOptions& opt, SpeedSelection& sel, std::ostream& er
   return true;
 }
 
-// --no-aesni-too: the AES rows again, built while the portable code is chosen; each sits after
-// its twin.
+// --no-aesni-too: the rows whose code differs (AES) again, on the portable dispatch table; each
+// sits after its twin.
 std::vector<Row> with_portable_twins(const std::vector<Row>& rows) {
-  cr::set_no_aesni(true);
   std::vector<Row> both;
   for (const auto& r : rows) {
     both.push_back(r);
     const cr::CipherDesc* c = cr::find_cipher(r.cipher);
-    if (!c || c->alg != cr::CipherAlg::aes128) continue;
+    if (!c || !cr::has_portable_twin(*c)) continue;
     std::vector<Row> sw;
-    add_cipher_rows(*c, sw);
+    add_cipher_rows(*c, cr::dispatch(cr::Impl::portable), sw);
     for (auto& t : sw)
       if (t.op == r.op && t.lanes == r.lanes) {
         t.no_aesni = true;
@@ -573,7 +565,6 @@ std::vector<Row> with_portable_twins(const std::vector<Row>& rows) {
         break;
       }
   }
-  cr::set_no_aesni(false);
   return both;
 }
 
@@ -587,20 +578,17 @@ struct SpeedImpls {
 // primitive has no implementation.
 std::vector<Row> build_rows(const SpeedOptions& opt, const SpeedSelection& sel, SpeedImpls& impls) {
   std::vector<Row> rows;
-  for (const auto* c : sel.ciphers) add_cipher_rows(*c, rows);
+  const cr::Dispatch& best = cr::dispatch();
+  for (const auto* c : sel.ciphers) add_cipher_rows(*c, best, rows);
   for (const auto* m : sel.macs) add_mac_rows(*m, rows);
   for (auto a : sel.sums) add_checksum_rows(a, rows);
-  impls.aes = aes()->impl();
-  impls.gcm = gcm()->impl();
+  impls.aes = cr::aes_impl_name(best.aes);
+  impls.gcm = impls.aes;  // AES-128-GCM's CTR part runs on the same AES
+  impls.ghash = cr::ghash_impl_name(best.ghash);
   if (opt.no_aesni_too && !cr::no_aesni()) rows = with_portable_twins(rows);
   impls.sha256 = cr::sha256_impl_name(cr::ShaImpl::best);
   impls.xxh128 = cr::xxh_impl_name(cr::XxhImpl::best);
   impls.masked = cr::no_aesni() || opt.no_aesni;
-  // Aes128Gcm::impl() names its AES; GHASH follows the rule gcm.h documents (carry-less multiply
-  // unless the AES is the portable one or the CPU lacks PCLMULQDQ), so it is derived here.
-  impls.ghash = (impls.gcm != "software" && cr::cpu().pclmul)
-                    ? (impls.gcm == "vaes" && cr::cpu().vpclmul ? "vpclmulqdq" : "pclmulqdq")
-                    : "portable";
   return rows;
 }
 
@@ -672,11 +660,7 @@ void run_table(const SpeedOptions& opt, const std::vector<Row>& rows, const Spee
       out << SpeedLayout::pad(r.label(), lay.label_w) << SpeedLayout::pad(r.impl, lay.impl_w) << std::flush;
     res.plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}, r.colour_key()});
     for (size_t s : opt.sizes) {
-      // The implementation is chosen when the cell makes its operation: the portable code for
-      // the --no-aesni-too rows, the hardware's for the others.
-      if (opt.no_aesni_too) cr::set_no_aesni(r.no_aesni);
       const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
-      if (opt.no_aesni_too) cr::set_no_aesni(false);
       if (!cell.ok) res.failed = r.label();
       if (!cell.skipped) res.plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
       if (!opt.json)

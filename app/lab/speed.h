@@ -12,7 +12,7 @@ struct SpeedOptions {
   std::vector<std::string>
       ciphers;  // names or aliases from crypto::find_cipher / find_mac; empty = all ciphers and all MACs
   double seconds = 1.0;   // per cell (openssl uses 3; default 1 to keep it quick; fractions like 0.1 work)
-  bool no_aesni = false;  // already applied by the caller via crypto::set_no_aesni, just reported
+  bool no_aesni = false;  // already applied by main (proto::init(no_aesni)), just reported
   bool no_aesni_too = false;  // every AES row once more with the portable code (same chart colour, dashed)
   int multi = 1;              // N threads, each running the same work; figures are summed
   bool json = false;
