@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--tail") && i + 1 < argc) {
       cr::detail::sha256_mb_set_tail_lanes_for_testing(std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--no-aesni")) {
-      cr::set_no_aesni(true);
+      cr::init_dispatch(true);  // before anything asks for the dispatch
     } else {
       std::fprintf(stderr, "usage: sha256_mb_bench [--jobs N] [--runs R] [--tail L] [--no-aesni]\n");
       return 2;

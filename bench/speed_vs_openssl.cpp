@@ -5,7 +5,7 @@
 //
 //   speed_vs_openssl [--seconds S] [--no-aesni]
 //
-// --no-aesni masks the extensions on both sides: crypto::set_no_aesni(true) for aesxfer, and
+// --no-aesni masks the extensions on both sides: crypto::init_dispatch(true) for aesxfer, and
 // OPENSSL_ia32cap="~0x200000200000000" (AES-NI and PCLMULQDQ) for OpenSSL, which reads it when the
 // library loads, so the program re-executes itself with that variable set.
 //
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
       execv("/proc/self/exe", argv);
       die("re-exec with OPENSSL_ia32cap");
     }
-    cr::set_no_aesni(true);
+    cr::init_dispatch(true);  // the choice is made once, before the dispatch is filled
   }
   if (!OSSL_PROVIDER_load(nullptr, "legacy") || !OSSL_PROVIDER_load(nullptr, "default")) die("provider load");
 

@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "net/atomic_file.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/io.h"
+#include "files/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;    // connections and streams
+using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -236,4 +240,4 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   it.done(&r, nullptr);
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

@@ -12,7 +12,7 @@
 
 #include "client/client.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
 
 class Pipeline {
  public:
@@ -84,4 +84,4 @@ class Pipeline {
   proto::Message request(proto::Op op, const std::string& path);
 };
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

@@ -8,7 +8,7 @@
 
 #include "client/client.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
@@ -35,4 +35,4 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
                                         const FileResult* ok, const Failure* failed)>& pipelined = {});
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

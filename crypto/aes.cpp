@@ -1,4 +1,4 @@
-// AES-128 key expansion (FIPS-197 section 5.2) and the start-up choice of implementation.
+// AES-128 key expansion (FIPS-197 section 5.2) and the choice of implementation.
 #include "crypto/aes.h"
 
 #include "crypto/cpu.h"
@@ -43,36 +43,48 @@ namespace {
 bool impl_available(AesImpl impl) noexcept {
   const CpuFeatures& f = cpu();
   switch (impl) {
-    case AesImpl::software: return true;
-    case AesImpl::vperm: return f.ssse3;
-    case AesImpl::vperm512: return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
-    case AesImpl::aesni: return f.aesni && f.sse41 && f.ssse3;
+    case AesImpl::software:
+      return true;
+    case AesImpl::vperm:
+      return f.ssse3;
+    case AesImpl::vperm512:
+      return f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+    case AesImpl::aesni:
+      return f.aesni && f.sse41 && f.ssse3;
     case AesImpl::vaes:  // 512-bit VAES; its tails and single-chain CBC use AES-NI
       return f.vaes && f.avx512f && f.avx512bw && f.avx512vl && f.aesni && f.sse41 && f.ssse3;
-    case AesImpl::best: return true;
+    case AesImpl::best:
+      return true;
   }
   return false;
 }
 
-AesImpl resolve(AesImpl impl) noexcept {
-  if (impl != AesImpl::best) return impl;
-  if (impl_available(AesImpl::vaes)) return AesImpl::vaes;
-  if (impl_available(AesImpl::aesni)) return AesImpl::aesni;
+AesImpl resolve(AesImpl impl) noexcept { return impl == AesImpl::best ? dispatch().aes : impl; }
+
+}  // namespace
+
+AesImpl detail::aes_pick(bool portable) noexcept {
+  if (!portable && impl_available(AesImpl::vaes)) return AesImpl::vaes;
+  if (!portable && impl_available(AesImpl::aesni)) return AesImpl::aesni;
   if (impl_available(AesImpl::vperm512)) return AesImpl::vperm512;
   if (impl_available(AesImpl::vperm)) return AesImpl::vperm;
   return AesImpl::software;
 }
 
-}  // namespace
-
 const char* aes_impl_name(AesImpl impl) noexcept {
   switch (impl) {
-    case AesImpl::best: return "best";
-    case AesImpl::aesni: return "aesni";
-    case AesImpl::vaes: return "vaes";
-    case AesImpl::software: return "software";
-    case AesImpl::vperm: return "vperm";
-    case AesImpl::vperm512: return "vperm512";
+    case AesImpl::best:
+      return "best";
+    case AesImpl::aesni:
+      return "aesni";
+    case AesImpl::vaes:
+      return "vaes";
+    case AesImpl::software:
+      return "software";
+    case AesImpl::vperm:
+      return "vperm";
+    case AesImpl::vperm512:
+      return "vperm512";
   }
   return "unknown";
 }
@@ -90,13 +102,23 @@ std::unique_ptr<BlockCipher> make_aes128(const uint8_t key[16], AesImpl impl) {
   impl = resolve(impl);
   if (!impl_available(impl)) return nullptr;
   switch (impl) {
-    case AesImpl::aesni: return detail::make_aes128_aesni(key);
-    case AesImpl::vaes: return detail::make_aes128_vaes(key);
-    case AesImpl::software: return detail::make_aes128_soft(key);
-    case AesImpl::vperm: return detail::make_aes128_vperm(key);
-    case AesImpl::vperm512: return detail::make_aes128_vperm512(key);
-    default: return nullptr;
+    case AesImpl::aesni:
+      return detail::make_aes128_aesni(key);
+    case AesImpl::vaes:
+      return detail::make_aes128_vaes(key);
+    case AesImpl::software:
+      return detail::make_aes128_soft(key);
+    case AesImpl::vperm:
+      return detail::make_aes128_vperm(key);
+    case AesImpl::vperm512:
+      return detail::make_aes128_vperm512(key);
+    default:
+      return nullptr;
   }
+}
+
+std::unique_ptr<BlockCipher> make_aes128_block(const uint8_t* key, size_t key_len, const Dispatch& d) {
+  return key_len == 16 ? make_aes128(key, d.aes) : nullptr;
 }
 
 }  // namespace aesxfer::crypto

@@ -8,12 +8,13 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "crypto/aes.h"
+
 #include <immintrin.h>
 
 #include <cstring>
 #include <memory>
 
-#include "crypto/aes.h"
 #include "crypto/ghash.h"
 #include "crypto/util.h"
 
@@ -26,7 +27,9 @@ namespace {
 
 inline __m512i loadu512(const uint8_t* p) noexcept { return _mm512_loadu_si512(p); }
 inline void storeu512(uint8_t* p, __m512i v) noexcept { _mm512_storeu_si512(p, v); }
-inline __m128i loadu128(const uint8_t* p) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i loadu128(const uint8_t* p) noexcept {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
 inline void storeu128(uint8_t* p, __m128i v) noexcept { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
 inline __m512i bcast128(__m128i x) noexcept {
@@ -134,7 +137,8 @@ class AesVaes final : public BlockCipher {
       decN<4>(k, x);
       // [p3 | c0 c1 c2 c3] >> 3 blocks = [p3 c0 c1 c2]: the chaining values of group j.
       storeu512(out, _mm512_xor_si512(x[0], prev_blocks(c[0], prev)));
-      for (int j = 1; j < 4; ++j) storeu512(out + 64 * j, _mm512_xor_si512(x[j], prev_blocks(c[j], c[j - 1])));
+      for (int j = 1; j < 4; ++j)
+        storeu512(out + 64 * j, _mm512_xor_si512(x[j], prev_blocks(c[j], c[j - 1])));
       prev = c[3];
     }
     for (; blocks >= 4; blocks -= 4, in += 64, out += 64) {
@@ -165,7 +169,9 @@ class AesVaes final : public BlockCipher {
       // secret iv salt the counter derives from.
       if (lo > ~uint64_t(0) - 16 * 64) {
         ni_->ctr_xor(ctr, in, out, 256);
-        in += 256; out += 256; len -= 256;
+        in += 256;
+        out += 256;
+        len -= 256;
         continue;
       }
       __m512i base = _mm512_set_epi64(int64_t(hi), int64_t(lo + 3), int64_t(hi), int64_t(lo + 2), int64_t(hi),
@@ -180,12 +186,14 @@ class AesVaes final : public BlockCipher {
         encN<4>(k, x);
         for (int j = 0; j < 4; ++j) storeu512(out + 64 * j, _mm512_xor_si512(x[j], loadu512(in + 64 * j)));
       }
-      storeu128(ctr, _mm_shuffle_epi8(_mm_set_epi64x(int64_t(hi), int64_t(lo + n)), _mm512_castsi512_si128(bswap)));
+      storeu128(
+          ctr, _mm_shuffle_epi8(_mm_set_epi64x(int64_t(hi), int64_t(lo + n)), _mm512_castsi512_si128(bswap)));
     }
     if (len) ni_->ctr_xor(ctr, in, out, len);
   }
 
   void cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept override;
+  size_t cbc_lanes() const noexcept override { return 16; }
 
  private:
   std::unique_ptr<BlockCipher> ni_;
@@ -214,12 +222,14 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
     if (na <= 8) {
       CbcLane rest[8];
       for (size_t j = 0; j < na; ++j)
-        rest[j] = CbcLane{act[j]->iv, act[j]->in + 16 * done[j], act[j]->out + 16 * done[j], act[j]->blocks - done[j]};
+        rest[j] = CbcLane{act[j]->iv, act[j]->in + 16 * done[j], act[j]->out + 16 * done[j],
+                          act[j]->blocks - done[j]};
       if (na) ni_->cbc_encrypt_lanes(rest, na);
       break;
     }
     size_t steps = ~size_t(0);
-    for (size_t j = 0; j < na; ++j) steps = act[j]->blocks - done[j] < steps ? act[j]->blocks - done[j] : steps;
+    for (size_t j = 0; j < na; ++j)
+      steps = act[j]->blocks - done[j] < steps ? act[j]->blocks - done[j] : steps;
     const uint8_t* in[kWidth];
     uint8_t* out[kWidth];
     size_t stride[kWidth];
@@ -246,8 +256,8 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
       c[g] = _mm512_inserti32x4(c[g], iv[4 * g + 3], 3);
     }
     for (size_t s = 0; s < steps; ++s) {
-  #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
         __m512i p = _mm512_zextsi128_si512(loadu128(in[4 * g]));
         p = _mm512_inserti32x4(p, loadu128(in[4 * g + 1]), 1);
         p = _mm512_inserti32x4(p, loadu128(in[4 * g + 2]), 2);
@@ -255,8 +265,8 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
         c[g] = _mm512_xor_si512(c[g], p);
       }
       encN<4>(k, c);
-  #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
         storeu128(out[4 * g], _mm512_castsi512_si128(c[g]));
         storeu128(out[4 * g + 1], _mm512_extracti32x4_epi32(c[g], 1));
         storeu128(out[4 * g + 2], _mm512_extracti32x4_epi32(c[g], 2));
@@ -319,7 +329,8 @@ inline __m128i ghash_reduce(__m128i hi, __m128i mid, __m128i lo) noexcept {
   lo = shl128_1(lo);
   const __m128i l0 = _mm_slli_si128(lo, 8);
   const __m128i t = _mm_xor_si128(
-      lo, _mm_xor_si128(_mm_slli_epi64(l0, 63), _mm_xor_si128(_mm_slli_epi64(l0, 62), _mm_slli_epi64(l0, 57))));
+      lo,
+      _mm_xor_si128(_mm_slli_epi64(l0, 63), _mm_xor_si128(_mm_slli_epi64(l0, 62), _mm_slli_epi64(l0, 57))));
   return _mm_xor_si128(_mm_xor_si128(hi, t),
                        _mm_xor_si128(shr128<1>(t), _mm_xor_si128(shr128<2>(t), shr128<7>(t))));
 }

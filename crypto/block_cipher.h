@@ -37,6 +37,8 @@ class BlockCipher {
   // Encrypts several independent CBC chains; implementations interleave the lanes so that the
   // serial dependency inside each chain no longer limits throughput. The default runs them in turn.
   virtual void cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept;
+  // The chains cbc_encrypt_lanes interleaves at once (Botan's parallelism()).
+  virtual size_t cbc_lanes() const noexcept { return 8; }
 
   // CTR: counter block ctr (block_size bytes, big-endian increment over the whole block) is
   // encrypted into the keystream XORed into in; len need not be a multiple of the block size,

@@ -7,19 +7,16 @@
 namespace aesxfer::crypto {
 namespace {
 
-XxhImpl resolve(XxhImpl i) noexcept {
-  if (i != XxhImpl::best) return i;
-  const CpuFeatures& f = cpu_hardware();  // not a crypto extension: --no-aesni leaves it alone
-  if (f.avx512f && f.avx512bw && f.avx512vl) return XxhImpl::avx512;
-  if (f.avx2) return XxhImpl::avx2;
-  return XxhImpl::sse2;
-}
+XxhImpl resolve(XxhImpl i) noexcept { return i == XxhImpl::best ? dispatch().xxh3 : i; }
 
 const Xxh3Ops& ops(XxhImpl i) noexcept {
   switch (i) {
-    case XxhImpl::avx512: return xxh3_avx512_ops();
-    case XxhImpl::avx2: return xxh3_avx2_ops();
-    default: return xxh3_sse2_ops();
+    case XxhImpl::avx512:
+      return xxh3_avx512_ops();
+    case XxhImpl::avx2:
+      return xxh3_avx2_ops();
+    default:
+      return xxh3_sse2_ops();
   }
 }
 
@@ -27,20 +24,34 @@ char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 }  // namespace
 
+// Not a crypto extension: the portable table keeps the vector code too.
+XxhImpl detail::xxh3_pick() noexcept {
+  const CpuFeatures& f = cpu();
+  if (f.avx512f && f.avx512bw && f.avx512vl) return XxhImpl::avx512;
+  if (f.avx2) return XxhImpl::avx2;
+  return XxhImpl::sse2;
+}
+
 const char* checksum_name(ChecksumAlg a) noexcept {
   switch (a) {
-    case ChecksumAlg::none: return "none";
-    case ChecksumAlg::sha256: return "sha256";
-    case ChecksumAlg::xxh128: return "xxh128";
+    case ChecksumAlg::none:
+      return "none";
+    case ChecksumAlg::sha256:
+      return "sha256";
+    case ChecksumAlg::xxh128:
+      return "xxh128";
   }
   return "?";
 }
 
 size_t checksum_len(ChecksumAlg a) noexcept {
   switch (a) {
-    case ChecksumAlg::sha256: return 32;
-    case ChecksumAlg::xxh128: return 16;
-    default: return 0;
+    case ChecksumAlg::sha256:
+      return 32;
+    case ChecksumAlg::xxh128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
@@ -64,18 +75,24 @@ std::string checksum_names() { return "xxh128, sha256, none"; }
 
 const char* xxh_impl_name(XxhImpl i) noexcept {
   switch (resolve(i)) {
-    case XxhImpl::avx512: return "xxh3 avx512";
-    case XxhImpl::avx2: return "xxh3 avx2";
-    default: return "xxh3 sse2";
+    case XxhImpl::avx512:
+      return "xxh3 avx512";
+    case XxhImpl::avx2:
+      return "xxh3 avx2";
+    default:
+      return "xxh3 sse2";
   }
 }
 
 bool xxh_impl_available(XxhImpl i) noexcept {
-  const CpuFeatures& f = cpu_hardware();
+  const CpuFeatures& f = cpu();
   switch (i) {
-    case XxhImpl::avx512: return f.avx512f && f.avx512bw && f.avx512vl;
-    case XxhImpl::avx2: return f.avx2;
-    default: return true;
+    case XxhImpl::avx512:
+      return f.avx512f && f.avx512bw && f.avx512vl;
+    case XxhImpl::avx2:
+      return f.avx2;
+    default:
+      return true;
   }
 }
 
@@ -97,9 +114,14 @@ FileChecksum::FileChecksum(ChecksumAlg alg, XxhImpl impl) noexcept : alg_(alg), 
 
 void FileChecksum::update(const void* data, size_t len) noexcept {
   switch (alg_) {
-    case ChecksumAlg::sha256: sha_.update(data, len); break;
-    case ChecksumAlg::xxh128: ops(impl_).update(xxh_, data, len); break;
-    case ChecksumAlg::none: break;
+    case ChecksumAlg::sha256:
+      sha_.update(data, len);
+      break;
+    case ChecksumAlg::xxh128:
+      ops(impl_).update(xxh_, data, len);
+      break;
+    case ChecksumAlg::none:
+      break;
   }
 }
 
@@ -107,16 +129,21 @@ Checksum FileChecksum::final() noexcept {
   Checksum c;
   c.alg = alg_;
   c.len = checksum_len(alg_);
-  if (alg_ == ChecksumAlg::sha256) sha_.final(c.bytes.data());
-  else if (alg_ == ChecksumAlg::xxh128) ops(impl_).digest(xxh_, c.bytes.data());
+  if (alg_ == ChecksumAlg::sha256)
+    sha_.final(c.bytes.data());
+  else if (alg_ == ChecksumAlg::xxh128)
+    ops(impl_).digest(xxh_, c.bytes.data());
   return c;
 }
 
 const char* FileChecksum::impl() const noexcept {
   switch (alg_) {
-    case ChecksumAlg::sha256: return sha_.impl();
-    case ChecksumAlg::xxh128: return xxh_impl_name(impl_);
-    default: return "none";
+    case ChecksumAlg::sha256:
+      return sha_.impl();
+    case ChecksumAlg::xxh128:
+      return xxh_impl_name(impl_);
+    default:
+      return "none";
   }
 }
 

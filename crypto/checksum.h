@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "crypto/dispatch.h"
 #include "crypto/sha256.h"
 
 namespace aesxfer::crypto {
@@ -31,8 +32,7 @@ std::string checksum_names();  // "xxh128, sha256, none"
 
 // XXH3 implementations, chosen once by CPUID (AVX-512, AVX2, SSE2: libxxhash's own vector code,
 // compiled three times by the ISA file-name rule).
-enum class XxhImpl { best, avx512, avx2, sse2 };
-const char* xxh_impl_name(XxhImpl) noexcept;  // best resolves to what would run
+const char* xxh_impl_name(XxhImpl) noexcept;  // best: what dispatch() chose
 bool xxh_impl_available(XxhImpl) noexcept;
 
 // A finished checksum: the algorithm and its digest (len bytes of bytes).

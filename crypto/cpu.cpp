@@ -1,7 +1,7 @@
 #include "crypto/cpu.h"
 
 #include <cpuid.h>
-#include <cstdlib>
+
 #include <cstring>
 #include <mutex>
 
@@ -39,45 +39,11 @@ CpuFeatures detect() {
   return f;
 }
 
-struct State {
-  CpuFeatures hw = detect();
-  CpuFeatures eff = hw;
-  bool forced = false;
-  bool decided = false;
-};
-
-State& state() {
-  static State s;
-  return s;
-}
-
-void apply(State& s, bool on) {
-  s.forced = on;
-  s.eff = s.hw;
-  if (on) {
-    s.eff.aesni = s.eff.pclmul = s.eff.shani = s.eff.vaes = s.eff.vpclmul = false;
-  }
-  s.decided = true;
-}
-
 }  // namespace
 
 const CpuFeatures& cpu() noexcept {
-  State& s = state();
-  if (!s.decided) {
-    const char* e = std::getenv("AESXFER_NO_AESNI");
-    apply(s, e && *e && std::strcmp(e, "0") != 0);
-  }
-  return s.eff;
-}
-
-const CpuFeatures& cpu_hardware() noexcept { return state().hw; }
-
-void set_no_aesni(bool on) noexcept { apply(state(), on); }
-
-bool no_aesni() noexcept {
-  cpu();
-  return state().forced;
+  static const CpuFeatures f = detect();  // thread-safe initialisation (C++11 magic statics)
+  return f;
 }
 
 const char* cpu_model() noexcept {

@@ -126,7 +126,7 @@ class Gcm final : public Aes128Gcm {
   const char* impl() const noexcept override { return name_; }
 
   void seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in, uint8_t* out,
-            size_t len, uint8_t tag[16]) const noexcept override {
+            size_t len, uint8_t* tag) const noexcept override {
     uint8_t j0[16], ctr[16], y[16] = {0};
     make_j0(nonce, j0, ctr);
     ghash_padded(y, aad, aad_len);
@@ -143,7 +143,7 @@ class Gcm final : public Aes128Gcm {
   }
 
   bool open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in, uint8_t* out,
-            size_t len, const uint8_t tag[16]) const noexcept override {
+            size_t len, const uint8_t* tag) const noexcept override {
     uint8_t j0[16], ctr[16], y[16] = {0}, want[16];
     make_j0(nonce, j0, ctr);
     ghash_padded(y, aad, aad_len);
@@ -184,7 +184,8 @@ class Gcm final : public Aes128Gcm {
     }
   }
 
-  void finish(uint8_t y[16], const uint8_t j0[16], size_t aad_len, size_t len, uint8_t tag[16]) const noexcept {
+  void finish(uint8_t y[16], const uint8_t j0[16], size_t aad_len, size_t len,
+              uint8_t tag[16]) const noexcept {
     uint8_t lens[16];
     store_be64(lens, uint64_t(aad_len) * 8);
     store_be64(lens + 8, uint64_t(len) * 8);
@@ -199,26 +200,57 @@ class Gcm final : public Aes128Gcm {
 }  // namespace
 }  // namespace detail
 
-std::unique_ptr<Aes128Gcm> Aes128Gcm::make(const uint8_t key[16], AesImpl impl) {
-  auto aes = make_aes128(key, impl);
+namespace {
+
+struct GhashKernel {
+  detail::GhashInitFn init;
+  detail::GhashBlocksFn blocks;
+};
+
+GhashKernel kernel(GhashImpl g) noexcept {
+  switch (g) {
+    case GhashImpl::vpclmul:
+      return {detail::ghash_pclmul_init, detail::ghash_vpclmul_blocks};
+    case GhashImpl::pclmul:
+      return {detail::ghash_pclmul_init, detail::ghash_pclmul_blocks};
+    case GhashImpl::portable:
+      break;
+  }
+  return {detail::ghash_portable_init, detail::ghash_portable_blocks};
+}
+
+std::unique_ptr<Aes128Gcm> make_gcm(const uint8_t key[16], AesImpl aes_impl, GhashImpl g) {
+  auto aes = make_aes128(key, aes_impl);
   if (!aes) return nullptr;
-  // Both constant-time portable AES implementations keep the portable GHASH.
-  const bool software = std::strcmp(aes->impl(), "software") == 0 || std::strcmp(aes->impl(), "vperm") == 0 ||
-                        std::strcmp(aes->impl(), "vperm512") == 0;
-  const bool vaes = std::strcmp(aes->impl(), "vaes") == 0;
-  if (vaes && cpu().vpclmul && cpu().pclmul && cpu().avx512f && cpu().avx512bw && cpu().avx512vl) {
-    const char* name = aes->impl();
-    return std::make_unique<detail::Gcm>(std::move(aes), detail::ghash_pclmul_init, detail::ghash_vpclmul_blocks,
-                                         name);
-  }
-  if (!software && cpu().pclmul && cpu().sse41 && cpu().ssse3) {
-    const char* name = aes->impl();
-    return std::make_unique<detail::Gcm>(std::move(aes), detail::ghash_pclmul_init, detail::ghash_pclmul_blocks,
-                                         name);
-  }
   const char* name = aes->impl();
-  return std::make_unique<detail::Gcm>(std::move(aes), detail::ghash_portable_init, detail::ghash_portable_blocks,
-                                       name);
+  const GhashKernel k = kernel(g);
+  return std::make_unique<detail::Gcm>(std::move(aes), k.init, k.blocks, name);
+}
+
+}  // namespace
+
+// The constant-time portable AES implementations keep the portable GHASH; VAES pairs with
+// 512-bit VPCLMULQDQ, AES-NI with PCLMULQDQ, where the CPU has them.
+GhashImpl detail::ghash_pick(AesImpl aes) noexcept {
+  const CpuFeatures& f = cpu();
+  const bool pclmul = f.pclmul && f.sse41 && f.ssse3;
+  if (aes == AesImpl::vaes && pclmul && f.vpclmul && f.avx512f && f.avx512bw && f.avx512vl)
+    return GhashImpl::vpclmul;
+  if ((aes == AesImpl::vaes || aes == AesImpl::aesni) && pclmul) return GhashImpl::pclmul;
+  return GhashImpl::portable;
+}
+
+std::unique_ptr<Aes128Gcm> Aes128Gcm::make(const uint8_t key[16], AesImpl impl) {
+  if (impl == AesImpl::best) return make(key, dispatch());
+  return make_gcm(key, impl, detail::ghash_pick(impl));
+}
+
+std::unique_ptr<Aes128Gcm> Aes128Gcm::make(const uint8_t key[16], const Dispatch& d) {
+  return make_gcm(key, d.aes, d.ghash);
+}
+
+std::unique_ptr<Aead> make_aes128_gcm_aead(const uint8_t* key, const Dispatch& d) {
+  return Aes128Gcm::make(key, d);
 }
 
 }  // namespace aesxfer::crypto

@@ -1,33 +1,27 @@
 // AES-128-GCM (NIST SP 800-38D) with 96-bit nonces and 128-bit tags.
 // GHASH uses PCLMULQDQ (or VPCLMULQDQ) when present and a constant-time portable multiply otherwise;
-// it follows the AES implementation choice (AesImpl::software forces the portable GHASH too).
+// it follows the AES implementation (detail::ghash_pick: the portable AES ones keep the portable
+// GHASH), and the dispatch table records the pair.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "crypto/aead.h"
 #include "crypto/aes.h"
 
 namespace aesxfer::crypto {
 
-class Aes128Gcm {
+class Aes128Gcm : public Aead {
  public:
-  static constexpr size_t kNonceLen = 12;
   static constexpr size_t kTagLen = 16;
 
-  // Returns nullptr when impl cannot run here.
+  // Returns nullptr when impl cannot run here. The GHASH follows the AES implementation.
   static std::unique_ptr<Aes128Gcm> make(const uint8_t key[16], AesImpl impl = AesImpl::best);
-  virtual ~Aes128Gcm() = default;
+  // The dispatch table's AES and GHASH.
+  static std::unique_ptr<Aes128Gcm> make(const uint8_t key[16], const Dispatch& d);
 
-  virtual const char* impl() const noexcept = 0;
-
-  // Encrypts len bytes of in into out (may alias) and writes the tag.
-  virtual void seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in,
-                    uint8_t* out, size_t len, uint8_t tag[16]) const noexcept = 0;
-  // Checks the tag over aad and ciphertext in constant time before it decrypts anything; returns
-  // false (and leaves out untouched) when it does not match.
-  virtual bool open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, const uint8_t* in,
-                    uint8_t* out, size_t len, const uint8_t tag[16]) const noexcept = 0;
+  size_t tag_len() const noexcept override { return kTagLen; }
 
   // The same with the nonce length given, for callers that take nonces from outside. SP 800-38D
   // also defines nonces of other lengths (hashed into the first counter block); this
@@ -50,5 +44,8 @@ class Aes128Gcm {
     return params_ok(nonce_len, len) && open(nonce, aad, aad_len, in, out, len, tag);
   }
 };
+
+// The cipher table's factory (crypto/suite.h).
+std::unique_ptr<Aead> make_aes128_gcm_aead(const uint8_t* key, const Dispatch& d);
 
 }  // namespace aesxfer::crypto

@@ -11,6 +11,8 @@
 
 namespace aesxfer::crypto {
 
+std::unique_ptr<StreamCipher> make_rc4_stream() { return std::make_unique<Rc4>(); }
+
 Rc4::~Rc4() {
   secure_zero(s_, sizeof s_);
   secure_zero(&i_, sizeof i_);

@@ -1,8 +1,8 @@
 // SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104).
 //
-// The compression function is chosen once per object: SHA-NI (sha256_shani.cpp) when cpu()
-// reports it, the portable code below otherwise. Whole blocks of the input are handed to the
-// compression function in one call so that the SHA-NI loop keeps its state in registers.
+// The compression function is chosen once per object: ShaImpl::best is what dispatch() chose,
+// SHA-NI (sha256_shani.cpp) when the CPU has it, the portable code below otherwise. Whole blocks of the input
+// are handed to the compression function in one call so that the SHA-NI loop keeps its state in registers.
 #include "crypto/sha256.h"
 
 #include <cstring>
@@ -50,13 +50,26 @@ void compress_portable(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
         const uint32_t s1 = rotr(w2, 17) ^ rotr(w2, 19) ^ (w2 >> 10);
         wt = w[t & 15] = w[t & 15] + s0 + w[(t - 7) & 15] + s1;
       }
-      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + wt;
+      const uint32_t t1 =
+          hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + wt;
       const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      hh = g; g = f; f = e; e = d + t1;
-      d = c; c = b; b = a; a = t1 + t2;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d;
-    h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
   secure_zero(w, sizeof w);
 }
@@ -64,7 +77,7 @@ void compress_portable(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
 using CompressFn = void (*)(uint32_t*, const uint8_t*, size_t) noexcept;
 
 ShaImpl resolve(ShaImpl impl) noexcept {
-  if (impl == ShaImpl::best) return cpu().shani && cpu().sse41 && cpu().ssse3 ? ShaImpl::shani : ShaImpl::software;
+  if (impl == ShaImpl::best) return dispatch().sha256;
   if (impl == ShaImpl::shani && !sha256_impl_available(ShaImpl::shani)) return ShaImpl::software;
   return impl;
 }
@@ -74,6 +87,10 @@ CompressFn compress_for(ShaImpl impl) noexcept {
 }
 
 }  // namespace
+
+ShaImpl detail::sha256_pick(bool portable) noexcept {
+  return !portable && sha256_impl_available(ShaImpl::shani) ? ShaImpl::shani : ShaImpl::software;
+}
 
 void detail::sha256_compress_portable(uint32_t h[8], const uint8_t* blocks, size_t n) noexcept {
   compress_portable(h, blocks, n);
@@ -85,9 +102,11 @@ const char* sha256_impl_name(ShaImpl impl) noexcept {
 
 bool sha256_impl_available(ShaImpl impl) noexcept {
   switch (impl) {
-    case ShaImpl::shani: return cpu().shani && cpu().sse41 && cpu().ssse3;
+    case ShaImpl::shani:
+      return cpu().shani && cpu().sse41 && cpu().ssse3;
     case ShaImpl::best:
-    case ShaImpl::software: return true;
+    case ShaImpl::software:
+      return true;
   }
   return false;
 }
@@ -109,9 +128,7 @@ void Sha256::reset() noexcept {
   buf_len_ = 0;
 }
 
-const char* Sha256::impl() const noexcept {
-  return compress_ == &compress_portable ? "software" : "shani";
-}
+const char* Sha256::impl() const noexcept { return compress_ == &compress_portable ? "software" : "shani"; }
 
 void Sha256::update(const void* data, size_t len) noexcept {
   const uint8_t* p = static_cast<const uint8_t*>(data);

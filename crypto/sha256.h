@@ -4,10 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crypto/dispatch.h"
+
 namespace aesxfer::crypto {
 
-enum class ShaImpl { best, shani, software };
-const char* sha256_impl_name(ShaImpl) noexcept;  // best resolves to what would run
+const char* sha256_impl_name(ShaImpl) noexcept;  // best: what dispatch() chose
 bool sha256_impl_available(ShaImpl) noexcept;
 
 class Sha256 {

@@ -25,8 +25,8 @@
 // Absolute figures move by up to 2x with the machine's load (a run at load average 11 gave
 // shani 0.80-0.86, avx512x16 1.6-1.9), but avx512x16 / shani stayed 2.0-2.4 in every run, and
 // avx2x8 stayed at 0.7-0.8 of shani. Hence the order for sha256_many: avx512x16, then shani,
-// then avx2x8 (only for CPUs with AVX2 but no SHA-NI), then the portable code; and with
-// no_aesni() the portable code alone. The one-stream tail starts below 7 busy lanes of 16
+// then avx2x8 (only for CPUs with AVX2 but no SHA-NI), then the portable code; and in the
+// portable dispatch table the portable code alone. The one-stream tail starts below 7 busy lanes of 16
 // (with --jobs N --tail 1, 6 AVX-512 lanes ran at 0.94x of SHA-NI, 8 lanes at 1.14x).
 #include "crypto/sha256_mb.h"
 
@@ -328,14 +328,7 @@ void hmac_one_by_one(ShaImpl impl, const HmacSha256& key, HmacJob* jobs, size_t 
 bool avx512_ok() noexcept { return cpu().avx512f && cpu().avx512bw && cpu().avx512vl; }
 
 ShaMbImpl resolve(ShaMbImpl impl) noexcept {
-  if (impl == ShaMbImpl::best) {
-    if (no_aesni()) return ShaMbImpl::software;
-    // Order chosen by measurement (see the top of this file): 16 AVX-512 lanes beat SHA-NI,
-    // which beats 8 AVX2 lanes.
-    if (avx512_ok()) return ShaMbImpl::avx512x16;
-    if (shani_ok()) return ShaMbImpl::shani;
-    impl = ShaMbImpl::avx2x8;
-  }
+  if (impl == ShaMbImpl::best) return dispatch().sha256_mb;
   if (impl == ShaMbImpl::avx512x16 && !avx512_ok()) impl = ShaMbImpl::avx2x8;
   if (impl == ShaMbImpl::avx2x8 && !cpu().avx2) impl = ShaMbImpl::shani;
   if (impl == ShaMbImpl::shani && !shani_ok()) impl = ShaMbImpl::software;
@@ -343,6 +336,16 @@ ShaMbImpl resolve(ShaMbImpl impl) noexcept {
 }
 
 }  // namespace
+
+// Order chosen by measurement (see the top of this file): 16 AVX-512 lanes beat SHA-NI, which
+// beats 8 AVX2 lanes; the portable table runs the portable code alone.
+ShaMbImpl detail::sha256_mb_pick(bool portable) noexcept {
+  if (portable) return ShaMbImpl::software;
+  if (avx512_ok()) return ShaMbImpl::avx512x16;
+  if (shani_ok()) return ShaMbImpl::shani;
+  if (cpu().avx2) return ShaMbImpl::avx2x8;
+  return ShaMbImpl::software;
+}
 
 void detail::sha256_mb_set_tail_lanes_for_testing(int lanes) noexcept {
   g_tail_override.store(lanes, std::memory_order_relaxed);

@@ -40,8 +40,7 @@ const char* sha256_mb_impl_name() noexcept;
 
 // For tests and benchmarks: force one implementation. An unavailable one (per cpu()) is
 // replaced by the next one down the list avx512x16 > avx2x8 > shani > software, as
-// sha256_mb_impl_name(impl) reports. best is what sha256_many uses.
-enum class ShaMbImpl { best, avx512x16, avx2x8, shani, software };
+// sha256_mb_impl_name(impl) reports. best is what dispatch() chose, and what sha256_many uses.
 bool sha256_mb_impl_available(ShaMbImpl impl) noexcept;
 const char* sha256_mb_impl_name(ShaMbImpl impl) noexcept;
 void sha256_many_with(ShaMbImpl impl, Sha256Job* jobs, size_t n) noexcept;

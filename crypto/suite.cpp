@@ -1,6 +1,9 @@
 #include "crypto/suite.h"
 
 #include "crypto/aes.h"
+#include "crypto/blowfish.h"
+#include "crypto/gcm.h"
+#include "crypto/rc4.h"
 
 namespace aesxfer::crypto {
 namespace {
@@ -9,25 +12,87 @@ namespace {
 // 64-bit block (Sweet32 needs about 2^35 bytes of one key to be practical).
 constexpr uint64_t kBlowfishRekey = uint64_t(1) << 30;
 
-constexpr CipherDesc kCiphers[] = {
-    {1, "aes128-gcm", "aes128-gcm@openssh.com,gcm", CipherAlg::aes128, CipherMode::gcm, 16, 16, 16, true, false, 0,
-     "AES-128 in GCM, AEAD (default)"},
-    {2, "aes128-ctr", "ctr", CipherAlg::aes128, CipherMode::ctr, 16, 16, 0, false, false, 0,
-     "AES-128 in CTR, encrypt-then-MAC"},
-    {3, "aes128-cbc", "cbc,aes", CipherAlg::aes128, CipherMode::cbc, 16, 16, 0, false, false, 0,
-     "AES-128 in CBC, encrypt-then-MAC"},
-    {4, "blowfish-cbc", "blowfish,bf-cbc", CipherAlg::blowfish, CipherMode::cbc, 16, 8, 0, false, true, kBlowfishRekey,
-     "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB; key-dependent S-box lookups: not constant-time)"},
-    {5, "arcfour", "rc4,arcfour128", CipherAlg::rc4, CipherMode::stream, 16, 1, 0, false, true, 0,
-     "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465; secret-indexed state: not "
-     "constant-time)"},
-    {6, "none", "", CipherAlg::none, CipherMode::none, 0, 1, 0, false, true, 0,
-     "no encryption (speed tests; data is readable on the wire)"},
+const CipherDesc kCiphers[] = {
+    {.wire_id = 1,
+     .name = "aes128-gcm",
+     .aliases = "aes128-gcm@openssh.com,gcm",
+     .mode = CipherMode::gcm,
+     .key_len = 16,
+     .block_len = 16,
+     .tag_len = 16,
+     .aead = true,
+     .legacy = false,
+     .rekey_bytes = 0,
+     .note = "AES-128 in GCM, AEAD (default)",
+     .make_aead = make_aes128_gcm_aead},
+    {.wire_id = 2,
+     .name = "aes128-ctr",
+     .aliases = "ctr",
+     .mode = CipherMode::ctr,
+     .key_len = 16,
+     .block_len = 16,
+     .tag_len = 0,
+     .aead = false,
+     .legacy = false,
+     .rekey_bytes = 0,
+     .note = "AES-128 in CTR, encrypt-then-MAC",
+     .make_block = make_aes128_block},
+    {.wire_id = 3,
+     .name = "aes128-cbc",
+     .aliases = "cbc,aes",
+     .mode = CipherMode::cbc,
+     .key_len = 16,
+     .block_len = 16,
+     .tag_len = 0,
+     .aead = false,
+     .legacy = false,
+     .rekey_bytes = 0,
+     .note = "AES-128 in CBC, encrypt-then-MAC",
+     .make_block = make_aes128_block},
+    {.wire_id = 4,
+     .name = "blowfish-cbc",
+     .aliases = "blowfish,bf-cbc",
+     .mode = CipherMode::cbc,
+     .key_len = 16,
+     .block_len = 8,
+     .tag_len = 0,
+     .aead = false,
+     .legacy = true,
+     .rekey_bytes = kBlowfishRekey,
+     .note = "Blowfish in CBC (legacy: 64-bit block, rekeyed every GiB; key-dependent S-box lookups: not "
+             "constant-time)",
+     .make_block = make_blowfish_block},
+    {.wire_id = 5,
+     .name = "arcfour",
+     .aliases = "rc4,arcfour128",
+     .mode = CipherMode::stream,
+     .key_len = 16,
+     .block_len = 1,
+     .tag_len = 0,
+     .aead = false,
+     .legacy = true,
+     .rekey_bytes = 0,
+     .note = "RC4 keyed per record, 1536 bytes discarded (legacy: biased keystream, RFC 7465; secret-indexed "
+             "state: not constant-time)",
+     .make_stream = make_rc4_stream,
+     .record_key_label = "aesxfer-v1 rc4"},
+    {.wire_id = 6,
+     .name = "none",
+     .aliases = "",
+     .mode = CipherMode::none,
+     .key_len = 0,
+     .block_len = 1,
+     .tag_len = 0,
+     .aead = false,
+     .legacy = true,
+     .rekey_bytes = 0,
+     .note = "no encryption (speed tests; data is readable on the wire)"},
 };
 
-constexpr MacDesc kMacs[] = {
-    {1, "hmac-sha256", "hmac-sha2-256,hmac-sha2-256-etm@openssh.com,sha256", 32, 32, "HMAC-SHA256, encrypt-then-MAC"},
-    {2, "none", "", 0, 0, "no MAC (speed tests only: data is unauthenticated)"},
+const MacDesc kMacs[] = {
+    {1, "hmac-sha256", "hmac-sha2-256,hmac-sha2-256-etm@openssh.com,sha256", 32, 32,
+     "HMAC-SHA256, encrypt-then-MAC", make_hmac_sha256_mac},
+    {2, "none", "", 0, 0, "no MAC (speed tests only: data is unauthenticated)", nullptr},
 };
 
 // ASCII case-insensitive equality: "AES128-GCM" names aes128-gcm, as ssh -c accepts any case.
@@ -97,14 +162,22 @@ std::string mac_names() {
   return s;
 }
 
-std::string cipher_impl_name(const CipherDesc& c) {
-  switch (c.alg) {
-    case CipherAlg::aes128: return aes_best_impl_name();
-    case CipherAlg::blowfish:
-    case CipherAlg::rc4: return "portable";
-    case CipherAlg::none: return "none";
+std::string cipher_impl_name(const CipherDesc& c, const Dispatch& d) {
+  static constexpr uint8_t kZeroKey[64] = {};  // names the code; the key is irrelevant
+  if (c.make_block) {
+    auto bc = c.make_block(kZeroKey, c.key_len, d);
+    return bc ? bc->impl() : "?";
   }
-  return "?";
+  if (c.make_aead) {
+    auto a = c.make_aead(kZeroKey, d);
+    return a ? a->impl() : "?";
+  }
+  if (c.make_stream) return c.make_stream()->impl();
+  return "none";
+}
+
+bool has_portable_twin(const CipherDesc& c) {
+  return cipher_impl_name(c, dispatch(Impl::best)) != cipher_impl_name(c, dispatch(Impl::portable));
 }
 
 }  // namespace aesxfer::crypto

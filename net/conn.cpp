@@ -135,11 +135,11 @@ void Conn::read_exact(uint8_t* p, size_t n) {
   }
 }
 
-void Conn::start_records(const proto::SessionKeys& keys, bool is_client) {
+void Conn::start_records(const proto::SessionKeys& keys, bool is_client, crypto::Impl impl) {
   const auto& out = is_client ? keys.c2s : keys.s2c;
   const auto& in = is_client ? keys.s2c : keys.c2s;
-  sealer_ = std::make_unique<proto::RecordSealer>(*keys.cipher, *keys.mac, out);
-  opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in);
+  sealer_ = std::make_unique<proto::RecordSealer>(*keys.cipher, *keys.mac, out, impl);
+  opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in, impl);
   checksum_ = keys.checksum;
   record_size_ = keys.record_size;
   wbuf_.assign(proto::kMaxRecord + 64, 0);

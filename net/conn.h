@@ -45,7 +45,7 @@ class Conn {
   size_t read_some(uint8_t* p, size_t n);
 
   // Runs after the handshake: installs the record layer for each direction.
-  void start_records(const proto::SessionKeys& keys, bool is_client);
+  void start_records(const proto::SessionKeys& keys, bool is_client, crypto::Impl impl = crypto::Impl::best);
 
   // Bytes that arrived behind the last handshake frame: handed out before the socket is read again.
   void unread(const uint8_t* p, size_t n);

@@ -11,6 +11,7 @@
 #include "crypto/sha256.h"
 #include "crypto/util.h"
 #include "proto/error.h"
+#include "proto/init.h"
 
 namespace aesxfer::proto {
 namespace {
@@ -25,9 +26,7 @@ constexpr std::string_view kClientSigLabel = "aesxfer-v1 client-sig";
 
 enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3, kStatusChecksum = 4 };
 
-void init_sodium() {
-  if (sodium_init() < 0) throw std::runtime_error("libsodium initialisation failed");
-}
+void init_sodium() { init(); }
 
 // Accumulates one handshake frame: u32 BE length (1..kMaxFrame) | type | body. The length is
 // checked before anything is allocated.

@@ -7,7 +7,9 @@
 //   tag     tag_len bytes (GCM: 16; HMAC-SHA256: 32; MAC none: 0)
 // The sequence number is implicit: 0 for the first record in each direction, +1 per record.
 // Every record is encrypted independently of the others (its IV, counter or key derives from the
-// sequence number), so records can be sealed and opened in parallel by seal_at()/open_at().
+// sequence number), so a batch of records is sealed or opened together (seal_batch/open_batch).
+// The sealer and opener never know the cipher: they frame records around a RecordProtection
+// (proto/record_protection.h) built from the cipher table's row.
 // The `end` record type always carries kFlagFinal and no other type does (parse_header checks);
 // which record types may follow which is the transfer layer's business (docs/PROTOCOL.md).
 #pragma once
@@ -17,6 +19,7 @@
 #include <span>
 #include <system_error>
 
+#include "crypto/dispatch.h"
 #include "crypto/suite.h"
 
 namespace aesxfer::proto {
@@ -25,7 +28,7 @@ constexpr size_t kHeaderLen = 8;
 // Largest payload a sender may put in one record, and the bound a receiver checks body_len
 // against before it allocates or reads anything.
 constexpr size_t kMaxPayload = size_t(1) << 20;
-constexpr size_t kMaxBody = kMaxPayload + 16;   // room for CBC padding
+constexpr size_t kMaxBody = kMaxPayload + 16;  // room for CBC padding
 constexpr size_t kMaxTag = 32;
 constexpr size_t kMaxRecord = kHeaderLen + kMaxBody + kMaxTag;
 // Default payload size of data records.
@@ -48,9 +51,30 @@ struct RecordHeader {
   uint8_t flags;
 };
 
+// One record of RecordSealer::seal_batch, laid out as for RecordSealer::seal.
+struct SealJob {
+  RecordType type;
+  uint8_t flags;
+  uint8_t* rec;
+  size_t payload_len;
+  size_t wire_len;  // out
+};
+
+// One record of RecordOpener::open_batch.
+struct OpenJob {
+  uint8_t* rec;
+  size_t rec_len;
+  RecordHeader hdr;            // out
+  std::span<uint8_t> payload;  // out
+};
+
+class RecordProtection;
+
 class RecordSealer {
  public:
-  RecordSealer(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys);
+  // impl: the dispatch table whose code runs (Impl::portable for the portable code).
+  RecordSealer(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys,
+               crypto::Impl impl = crypto::Impl::best);
   ~RecordSealer();
   RecordSealer(const RecordSealer&) = delete;
   RecordSealer& operator=(const RecordSealer&) = delete;
@@ -73,35 +97,24 @@ class RecordSealer {
   // 2^64 - 1 (unreachable in practice; see docs/PROTOCOL.md).
   size_t seal(RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept;
 
-  // Same as seal() for an explicit sequence number; does not advance next_seq(). One object is not
-  // thread safe (it caches key schedules), but several sealers built from the same keys may seal
-  // different sequence numbers in parallel.
-  size_t seal_at(uint64_t seq, RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept;
-
   // Seals n consecutive records at once (sequence numbers next_seq() .. next_seq() + n - 1), each
   // laid out as for seal(); sets each job's wire_len. Interleaves the work across records where
   // a cipher or MAC is serial within one record: CBC encryption of all n chains runs together
   // (BlockCipher::cbc_encrypt_lanes), and so do the MACs. The result equals n calls of seal().
-  struct Job {
-    RecordType type;
-    uint8_t flags;
-    uint8_t* rec;
-    size_t payload_len;
-    size_t wire_len;  // out
-  };
+  using Job = SealJob;
   void seal_batch(Job* jobs, size_t n) noexcept;
 
   uint64_t next_seq() const noexcept { return seq_; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<RecordProtection> prot_;
   uint64_t seq_ = 0;
 };
 
 class RecordOpener {
  public:
-  RecordOpener(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys);
+  RecordOpener(const crypto::CipherDesc& cipher, const crypto::MacDesc& mac, const DirectionKeys& keys,
+               crypto::Impl impl = crypto::Impl::best);
   ~RecordOpener();
   RecordOpener(const RecordOpener&) = delete;
   RecordOpener& operator=(const RecordOpener&) = delete;
@@ -119,27 +132,17 @@ class RecordOpener {
   // rec and advances the sequence number. Any failure is final for the connection.
   std::error_code open(uint8_t* rec, size_t rec_len, RecordHeader& hdr, std::span<uint8_t>& payload) noexcept;
 
-  // Same as open() for an explicit sequence number; does not advance next_seq() (see seal_at).
-  std::error_code open_at(uint64_t seq, uint8_t* rec, size_t rec_len, RecordHeader& hdr,
-                          std::span<uint8_t>& payload) noexcept;
-
   // Opens n consecutive records (sequence numbers next_seq() ..). Every tag is verified before
   // anything is decrypted, the MACs of all n records together (multi-buffer HMAC). On success
   // sets each job's hdr and payload and advances next_seq() by n; on failure returns the first
   // record's error, opens none of them (the caller must drop the connection) and leaves next_seq().
-  struct Job {
-    uint8_t* rec;
-    size_t rec_len;
-    RecordHeader hdr;            // out
-    std::span<uint8_t> payload;  // out
-  };
+  using Job = OpenJob;
   std::error_code open_batch(Job* jobs, size_t n) noexcept;
 
   uint64_t next_seq() const noexcept { return seq_; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<RecordProtection> prot_;
   uint64_t seq_ = 0;
 };
 

@@ -1,15 +1,17 @@
 // AES-128 block function: implementation choice, FIPS-197 / SP 800-38A ECB vectors on every
 // implementation this CPU can run, the S-box circuit against its definition, and differential
 // tests against OpenSSL (random keys, lengths, misaligned and in-place buffers).
+#include "crypto/aes.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 
-#include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "tests/test_util.h"
 
@@ -48,7 +50,10 @@ uint8_t ref_sbox(uint8_t x) {
       a <<= 1;
       if (a & 0x100) a ^= 0x11b;
     }
-    if (p == 1) { inv = uint8_t(y); break; }
+    if (p == 1) {
+      inv = uint8_t(y);
+      break;
+    }
   }
   uint8_t s = inv, r = 0x63;
   for (int i = 0; i < 5; ++i) {
@@ -87,27 +92,36 @@ TEST(AesImpls, UnavailableImplementationsGiveNull) {
   }
 }
 
-TEST(AesImpls, NoAesniOverrideSelectsConstantTimePortable) {
-  const bool was = no_aesni();
-  set_no_aesni(true);
+TEST(AesImpls, PortableDispatchSelectsConstantTimePortable) {
   const uint8_t key[16] = {1};
   // The portable choice: vector-permute AES where SSSE3 exists (its AVX-512VL build where that
-  // exists too: the override masks AES instructions, not general vector ones), else the bitsliced one.
+  // exists too: the override leaves out AES instructions, not general vector ones), else the
+  // bitsliced one; and the portable GHASH with it.
   const CpuFeatures& f = cpu();
   const bool wide = f.ssse3 && f.avx2 && f.avx512f && f.avx512bw && f.avx512vl;
   const char* want = wide ? "vperm512" : f.ssse3 ? "vperm" : "software";
-  EXPECT_STREQ(want, aes_best_impl_name());
-  EXPECT_EQ(nullptr, make_aes128(key, AesImpl::aesni));
-  EXPECT_EQ(nullptr, make_aes128(key, AesImpl::vaes));
-  auto c = make_aes128(key);
+  const Dispatch& d = dispatch(Impl::portable);
+  EXPECT_EQ(d.which, Impl::portable);
+  EXPECT_STREQ(want, aes_impl_name(d.aes));
+  EXPECT_EQ(GhashImpl::portable, d.ghash);
+  auto c = make_aes128(key, d.aes);
   ASSERT_NE(nullptr, c);
   EXPECT_STREQ(want, c->impl());
-  std::vector<AesImpl> portable;
-  if (wide) portable.push_back(AesImpl::vperm512);
-  if (f.ssse3) portable.push_back(AesImpl::vperm);
-  portable.push_back(AesImpl::software);
-  EXPECT_EQ(portable, aes_available_impls());
-  set_no_aesni(was);
+  EXPECT_STREQ(want, make_aes128_block(key, 16, d)->impl());
+  EXPECT_EQ(nullptr, make_aes128_block(key, 15, d));
+  // The best table is the portable one exactly when the override is on; otherwise it runs the
+  // first implementation of the list.
+  const Dispatch& b = dispatch(Impl::best);
+  EXPECT_EQ(b.which, Impl::best);
+  EXPECT_STREQ(no_aesni() ? want : aes_impl_name(aes_available_impls().front()), aes_impl_name(b.aes));
+  // Asking again gives the very same tables (filled once).
+  EXPECT_EQ(&d, &dispatch(Impl::portable));
+  EXPECT_EQ(&b, &dispatch());
+  // The choice cannot change once made: asking for the other one is refused.
+  EXPECT_TRUE(init_dispatch(no_aesni()));
+  if (!no_aesni()) {
+    EXPECT_FALSE(init_dispatch(true));
+  }
 }
 
 TEST(AesSbox, CircuitMatchesDefinitionAndInverts) {

@@ -311,20 +311,20 @@ TEST_F(PipelineE2E, ServerRefusesOneGetInTheWindow) {
   for (int i = 0; i < 9; ++i) write_random_file(ws.root / "g" / ("f" + std::to_string(i)), 5000, uint64_t(i));
   fs::remove(ws.root / "g" / "f4");
   fs::create_symlink("f3", ws.root / "g" / "f4");
-  net::ClientOptions co;
+  client::ClientOptions co;
   co.host = "127.0.0.1";
   co.port = server->port();
   co.cipher = crypto::find_cipher("aes128-gcm");
   co.mac = crypto::find_mac("hmac-sha256");
   co.home = ws.home;
-  net::Client client(co);
-  net::Pipeline pl(client);
+  client::Client client(co);
+  client::Pipeline pl(client);
   fs::create_directories(ws.local / "out");
   std::vector<std::string> ok, failed;
   for (int i = 0; i < 9; ++i) {
     std::string name = "f" + std::to_string(i);
     pl.get("g/" + name, ws.local / "out" / name, 5000, AT_FDCWD, nullptr,
-           [&, name](const net::FileResult* r, const net::Failure* f) {
+           [&, name](const client::FileResult* r, const net::Failure* f) {
              if (r) ok.push_back(name);
              if (f) failed.push_back(name + ": " + f->what());
            });

@@ -121,10 +121,8 @@ TEST(Sha256Mb, ImplNames) {
   EXPECT_EQ(best, name(ShaMbImpl::best));
   EXPECT_EQ(name(ShaMbImpl::software), "software");
   for (ShaMbImpl i : mb_impls()) EXPECT_NE(name(i), "") << int(i);
-  const bool was = crypto::no_aesni();
-  crypto::set_no_aesni(true);
-  EXPECT_EQ(std::string(crypto::sha256_mb_impl_name()), "software");
-  crypto::set_no_aesni(was);
+  EXPECT_EQ(std::string(crypto::sha256_mb_impl_name(crypto::dispatch(crypto::Impl::portable).sha256_mb)),
+            "software");
 }
 
 TEST(Sha256Mb, NoJobsAndOneJob) {

@@ -1,4 +1,6 @@
 // SHA-256: FIPS 180 vectors against every implementation present, and OpenSSL as an oracle.
+#include "crypto/sha256.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "crypto/cpu.h"
-#include "crypto/sha256.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::test {
@@ -34,15 +35,18 @@ TEST(Sha256, ImplementationsAndNames) {
   EXPECT_TRUE(crypto::sha256_impl_available(ShaImpl::best));
   EXPECT_STREQ(crypto::sha256_impl_name(ShaImpl::software), "software");
   const bool shani = crypto::cpu().shani;
-  EXPECT_EQ(crypto::sha256_impl_available(ShaImpl::shani), shani && crypto::cpu().sse41 && crypto::cpu().ssse3);
-  EXPECT_STREQ(crypto::sha256_impl_name(ShaImpl::best), crypto::sha256_impl_available(ShaImpl::shani) ? "shani" : "software");
+  EXPECT_EQ(crypto::sha256_impl_available(ShaImpl::shani),
+            shani && crypto::cpu().sse41 && crypto::cpu().ssse3);
+  EXPECT_STREQ(crypto::sha256_impl_name(ShaImpl::best),
+               crypto::sha256_impl_available(ShaImpl::shani) && !crypto::no_aesni() ? "shani" : "software");
   EXPECT_STREQ(Sha256(ShaImpl::software).impl(), "software");
   EXPECT_STREQ(Sha256(ShaImpl::best).impl(), crypto::sha256_impl_name(ShaImpl::best));
   // Asking for SHA-NI where it is missing falls back to the portable code.
   EXPECT_STREQ(Sha256(ShaImpl::shani).impl(), crypto::sha256_impl_name(ShaImpl::shani));
-  if (crypto::cpu_hardware().shani && !crypto::cpu().shani) GTEST_LOG_(INFO) << "SHA-NI present but masked by override";
-  GTEST_LOG_(INFO) << "testing " << sha_impls().size() << " SHA-256 implementation(s); best = "
-                   << crypto::sha256_impl_name(ShaImpl::best);
+  EXPECT_EQ(crypto::dispatch(crypto::Impl::portable).sha256, ShaImpl::software);
+  if (crypto::cpu().shani && crypto::no_aesni()) GTEST_LOG_(INFO) << "SHA-NI present but not used (override)";
+  GTEST_LOG_(INFO) << "testing " << sha_impls().size()
+                   << " SHA-256 implementation(s); best = " << crypto::sha256_impl_name(ShaImpl::best);
 }
 
 TEST(Sha256, FipsVectors) {

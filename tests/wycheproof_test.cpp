@@ -35,6 +35,7 @@
 #include "crypto/util.h"
 #include "proto/error.h"
 #include "proto/handshake.h"
+#include "proto/init.h"
 #include "proto/record.h"
 #include "tests/test_util.h"
 
@@ -289,7 +290,7 @@ INSTANTIATE_TEST_SUITE_P(Impl, WycheproofCbc, kAllAes, impl_param_name);
 
 // Opens the case's ciphertext as record 0 with the given MAC; returns the opener's verdict.
 std::error_code open_cbc_case(const Bytes& key, const Bytes& iv, const Bytes& ct, const char* mac_name,
-                              Bytes& payload_out) {
+                              crypto::Impl impl, Bytes& payload_out) {
   proto::DirectionKeys k{};
   std::memcpy(k.enc, key.data(), 16);
   for (int i = 0; i < 32; ++i) k.mac[i] = uint8_t(0xC0 + i);
@@ -297,7 +298,7 @@ std::error_code open_cbc_case(const Bytes& key, const Bytes& iv, const Bytes& ct
   auto bc = crypto::make_aes128(key.data());
   bc->decrypt_blocks(iv.data(), k.iv, 1);
   const crypto::MacDesc& mac = *crypto::find_mac(mac_name);
-  proto::RecordOpener o(*crypto::find_cipher("aes128-cbc"), mac, k);
+  proto::RecordOpener o(*crypto::find_cipher("aes128-cbc"), mac, k, impl);
   Bytes rec(proto::kHeaderLen);
   crypto::store_be32(rec.data(), uint32_t(ct.size()));
   rec[4] = uint8_t(proto::RecordType::data);
@@ -321,16 +322,16 @@ std::error_code open_cbc_case(const Bytes& key, const Bytes& iv, const Bytes& ct
 
 TEST(WycheproofCbcRecord, Every128BitKeyCaseThroughRecordOpener) {
   const Suite& s = load("aes_cbc_pkcs5_test.json");
-  for (bool portable : {false, true}) {
-    const bool was = crypto::no_aesni();
-    crypto::set_no_aesni(portable);  // the record layer's AES: the best one, then the portable one
+  for (crypto::Impl impl : {crypto::Impl::best, crypto::Impl::portable}) {
+    // The record layer's AES: the best one, then the portable one.
+    const char* aes = crypto::aes_impl_name(crypto::dispatch(impl).aes);
     int valid_ok = 0, refused = 0;
     for (const Case& c : s.cases) {
       if (c.group_int("keySize") != 128) continue;
       for (const char* mac : {"none", "hmac-sha256"}) {
-        SCOPED_TRACE(c.where + " MAC " + mac + " AES " + crypto::aes_best_impl_name());
+        SCOPED_TRACE(c.where + " MAC " + mac + " AES " + aes);
         Bytes payload;
-        std::error_code ec = open_cbc_case(c.bytes("key"), c.bytes("iv"), c.bytes("ct"), mac, payload);
+        std::error_code ec = open_cbc_case(c.bytes("key"), c.bytes("iv"), c.bytes("ct"), mac, impl, payload);
         if (c.result() == "valid") {
           EXPECT_FALSE(ec) << ec.message();
           EXPECT_EQ(to_hex(c.bytes("msg")), to_hex(payload));
@@ -344,7 +345,6 @@ TEST(WycheproofCbcRecord, Every128BitKeyCaseThroughRecordOpener) {
         }
       }
     }
-    crypto::set_no_aesni(was);
     EXPECT_EQ(2 * 24, valid_ok);
     EXPECT_EQ(2 * 48, refused);
   }
@@ -546,7 +546,7 @@ bool all_zero(const Bytes& b) {
 }
 
 TEST(WycheproofX25519, LibsodiumCallsOfTheHandshake) {
-  ASSERT_GE(sodium_init(), 0);
+  ASSERT_NO_THROW(proto::init());
   const Suite& s = load("x25519_test.json");
   int valid_ok = 0, acceptable_computed = 0, acceptable_refused = 0;
   for (const Case& c : s.cases) {
@@ -660,7 +660,7 @@ TEST(WycheproofX25519, EveryPublicKeyThroughTheHandshake) {
 // checked on crypto_sign_verify_detached, the call the handshake makes.
 
 TEST(WycheproofEd25519, LibsodiumVerifyOfTheHandshake) {
-  ASSERT_GE(sodium_init(), 0);
+  ASSERT_NO_THROW(proto::init());
   const Suite& s = load("ed25519_test.json");
   int valid_ok = 0, invalid_refused = 0, length_refused = 0;
   for (const Case& c : s.cases) {

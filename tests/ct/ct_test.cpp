@@ -20,7 +20,7 @@
 //               hmac_sha256_many's portable path; avx2x8 when valgrind's CPU offers AVX2.
 //   Checks      ct_equal (crypto/util.cpp) and proto::check_cbc_padding (proto/record.cpp).
 //   Records     RecordSealer/RecordOpener for aes128-cbc + hmac-sha256, aes128-ctr + hmac-sha256 and
-//               aes128-gcm with the portable code forced (set_no_aesni(true), as --no-aesni does).
+//               aes128-gcm on the portable code (crypto::Impl::portable, what --no-aesni runs).
 // Valgrind 3.19 cannot execute AVX-512, VAES, VPCLMULQDQ or SHA-NI; docs/SECURITY.md says how
 // those implementations are argued instead.
 //
@@ -307,8 +307,7 @@ TEST(CtChecks, CbcPaddingCheckOnASecretBody) {
 void record_roundtrip(const char* cipher, const char* mac) {
   SCOPED_TRACE(std::string(cipher) + " + " + mac);
   std::mt19937_64 rng(0xEC);
-  const bool was = crypto::no_aesni();
-  crypto::set_no_aesni(true);
+  constexpr crypto::Impl kPortable = crypto::Impl::portable;
   proto::DirectionKeys keys{};
   Bytes kb = rand_bytes(rng, sizeof keys);
   std::memcpy(&keys, kb.data(), sizeof keys);
@@ -318,8 +317,8 @@ void record_roundtrip(const char* cipher, const char* mac) {
   // Single records of a few lengths, each followed by a tampered one (refused on its tag; a
   // failure is final for a connection, so each length gets a fresh sealer and opener).
   for (size_t len : {size_t(0), size_t(1), size_t(16), size_t(77)}) {
-    proto::RecordSealer sealer(c, m, keys);
-    proto::RecordOpener opener(c, m, keys);
+    proto::RecordSealer sealer(c, m, keys, kPortable);
+    proto::RecordOpener opener(c, m, keys, kPortable);
     Bytes pt = rand_bytes(rng, len), rec(len + sealer.max_overhead());
     std::memcpy(rec.data() + proto::kHeaderLen, pt.data(), len);
     ct_secret(rec.data() + proto::kHeaderLen, len);
@@ -338,8 +337,8 @@ void record_roundtrip(const char* cipher, const char* mac) {
     rec2[n2 - 1] ^= 0x01;
     EXPECT_EQ(make_error_code(proto::errc::bad_mac), opener.open(rec2.data(), n2, hdr, payload)) << len;
   }
-  proto::RecordSealer s2(c, m, keys);
-  proto::RecordOpener o2(c, m, keys);
+  proto::RecordSealer s2(c, m, keys, kPortable);
+  proto::RecordOpener o2(c, m, keys, kPortable);
   Bytes recs[4], pts[4];
   proto::RecordSealer::Job sj[4];
   for (int i = 0; i < 4; ++i) {
@@ -360,7 +359,6 @@ void record_roundtrip(const char* cipher, const char* mac) {
     ct_public(oj[i].payload.data(), oj[i].payload.size());
     EXPECT_EQ(pts[i], Bytes(oj[i].payload.begin(), oj[i].payload.end())) << "record " << i;
   }
-  crypto::set_no_aesni(was);
 }
 
 TEST(CtRecord, CbcHmacPortable) { record_roundtrip("aes128-cbc", "hmac-sha256"); }

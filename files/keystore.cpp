@@ -1,4 +1,4 @@
-#include "net/keystore.h"
+#include "files/keystore.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -15,8 +15,9 @@
 
 #include "crypto/util.h"
 #include "proto/failure.h"
+#include "proto/init.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 
 using proto::Failure;
 namespace fs = std::filesystem;
@@ -150,7 +151,7 @@ proto::Identity read_identity(int fd, const fs::path& path) {
 }  // namespace
 
 proto::Identity load_identity(const fs::path& path) {
-  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
+  proto::init();
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
@@ -161,7 +162,7 @@ proto::Identity load_identity(const fs::path& path) {
 }
 
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
-  if (sodium_init() < 0) throw Failure("libsodium failed to initialise");
+  proto::init();
   proto::Identity id;
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
@@ -271,4 +272,4 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   return Authorize::added;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files
