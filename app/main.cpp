@@ -314,6 +314,26 @@ int spool_stdin(std::string& why) {
   return fd;
 }
 
+// A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
+// report as `shown`, or its failure line (rc becomes 1; the other files go on).
+void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty, const std::string& shown,
+                      const client::FileResult* r, const net::Failure* f, int& rc) {
+  if (f) {
+    die_line(f->what());
+    rc = kExitFail;
+    return;
+  }
+  client::FileResult res = *r;
+  res.file = shown;
+  app::Progress prog(net::printable(fs::path(shown).filename().string()), tty);
+  app::JsonProgress jp(shown, t.json_progress);
+  prog.start(res.bytes);
+  jp.start(res.bytes, 0);
+  prog.finish(res.bytes, res.seconds);
+  jp.finish(res.bytes);
+  report(t, co, res, tty);
+}
+
 // The local sources of a send, checked before connecting (scp semantics): one that is missing or
 // unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input:
 // a regular file is sent as it is; anything else (a pipe) is first copied to an unlinked
@@ -374,20 +394,7 @@ struct SendSession {
   // A pipelined file's verdict, when its answers arrive: the report line, or the failure line.
   client::Pipeline::Done verdict(const std::string& shown) {
     return [this, shown](const client::FileResult* r, const net::Failure* f) {
-      if (f) {
-        die_line(f->what());
-        rc = kExitFail;
-        return;
-      }
-      client::FileResult res = *r;
-      res.file = shown;
-      app::Progress prog(net::printable(fs::path(shown).filename().string()), tty);
-      app::JsonProgress jp(shown, t.json_progress);
-      prog.start(res.bytes);
-      jp.start(res.bytes, 0);
-      prog.finish(res.bytes, res.seconds);
-      jp.finish(res.bytes);
-      report(t, co, res, tty);
+      report_pipelined(t, co, tty, shown, r, f, rc);
     };
   }
 
@@ -663,21 +670,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
     int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
-    auto pipelined = [&](const std::string& from, const fs::path& to, const client::FileResult* r,
-                         const net::Failure* f) {
-      if (f) {
-        die_line(f->what());
-        rc = kExitFail;
-        return;
-      }
-      app::Progress prog(net::printable(to.filename().string()), tty);
-      app::JsonProgress jp(from, t.json_progress);
-      prog.start(r->bytes);
-      jp.start(r->bytes, 0);
-      prog.finish(r->bytes, r->seconds);
-      jp.finish(r->bytes);
-      report(t, co, *r, tty);
-    };
+    auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
+                         const net::Failure* f) { report_pipelined(t, co, tty, from, r, f, rc); };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
     client->bye();
     if (rc) return rc;
@@ -787,18 +781,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, from = paths[i]](const client::FileResult* r, const net::Failure* f) {
-                 if (f) {
-                   die_line(f->what());
-                   rc = kExitFail;
-                   return;
-                 }
-                 app::Progress prog(net::printable(fs::path(from).filename().string()), tty);
-                 app::JsonProgress jp(from, t.json_progress);
-                 prog.start(r->bytes);
-                 jp.start(r->bytes, 0);
-                 prog.finish(r->bytes, r->seconds);
-                 jp.finish(r->bytes);
-                 report(t, co, *r, tty);
+                 report_pipelined(t, co, tty, from, r, f, rc);
                });
         continue;
       }

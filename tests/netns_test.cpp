@@ -406,6 +406,33 @@ class Netns : public testing::Test {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
+  // tar | ssh both ways, run with `in_ns` ("ip netns exec NS "): ws.local/tree to root/tar_up, and
+  // root/up/tree back to ws.local/tar_down, each checked against tree_sums; the times in seconds.
+  void tar_both_ways(const std::string& in_ns, const std::string& ssh, double* up, double* down) {
+    ProcResult r;
+    fs::create_directories(ws.root / "tar_up");
+    *up = timed(
+        [&] {
+          return sh(in_ns + "sh -c \"tar -C " + ws.local.string() + " -cf - tree | " + ssh + " 'tar -C " +
+                        (ws.root / "tar_up").string() + " -xf -'\"",
+                    300);
+        },
+        &r);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(check(ws.root / "tar_up" / "tree"), 0u);
+    fs::path tar_down = ws.local / "tar_down";
+    fs::create_directories(tar_down);
+    *down = timed(
+        [&] {
+          return sh(in_ns + "sh -c \"" + ssh + " 'tar -C " + (ws.root / "up").string() + " -cf - tree' | tar -C " +
+                        tar_down.string() + " -xf -\"",
+                    300);
+        },
+        &r);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(check(tar_down / "tree"), 0u);
+  }
+
   // One cached source file for the sends.
   fs::path source(uint64_t size) {
     fs::path f = ws.local / "src.bin";
@@ -566,27 +593,9 @@ TEST_F(Netns, ManySmallFilesOverFiftyMs) {
   }
   std::string in_c = "ip netns exec " + ns_c + " ";
   std::string ssh = "ssh -p 2222 " + ssh_opts + " root@10.77.0.5";
-  fs::create_directories(ws.root / "tar_up");
-  double t_tar_up = timed(
-      [&] {
-        return sh(in_c + "sh -c \"tar -C " + ws.local.string() + " -cf - tree | " + ssh + " 'tar -C " +
-                      (ws.root / "tar_up").string() + " -xf -'\"",
-                  300);
-      },
-      &r);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(check(ws.root / "tar_up" / "tree"), 0u);
-  fs::path tar_down = ws.local / "tar_down";
-  fs::create_directories(tar_down);
-  double t_tar_down = timed(
-      [&] {
-        return sh(in_c + "sh -c \"" + ssh + " 'tar -C " + (ws.root / "up").string() +
-                      " -cf - tree' | tar -C " + tar_down.string() + " -xf -\"",
-                  300);
-      },
-      &r);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(check(tar_down / "tree"), 0u);
+  double t_tar_up = 0, t_tar_down = 0;
+  tar_both_ways(in_c, ssh, &t_tar_up, &t_tar_down);
+  if (HasFatalFailure()) return;
   fs::create_directories(ws.root / "scp_up");
   double t_scp = timed(
       [&] {
@@ -642,27 +651,9 @@ TEST_F(Netns, ManySmallFilesLoopback) {
   }
   std::string in_s = "ip netns exec " + ns_s + " ";
   std::string ssh = "ssh -p 2222 " + ssh_opts + " root@127.0.0.1";
-  fs::create_directories(ws.root / "tar_up");
-  double t_tar_up = timed(
-      [&] {
-        return sh(in_s + "sh -c \"tar -C " + ws.local.string() + " -cf - tree | " + ssh + " 'tar -C " +
-                      (ws.root / "tar_up").string() + " -xf -'\"",
-                  300);
-      },
-      &r);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(check(ws.root / "tar_up" / "tree"), 0u);
-  fs::path tar_down = ws.local / "tar_down";
-  fs::create_directories(tar_down);
-  double t_tar_down = timed(
-      [&] {
-        return sh(in_s + "sh -c \"" + ssh + " 'tar -C " + (ws.root / "up").string() + " -cf - tree' | tar -C " +
-                      tar_down.string() + " -xf -\"",
-                  300);
-      },
-      &r);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(check(tar_down / "tree"), 0u);
+  double t_tar_up = 0, t_tar_down = 0;
+  tar_both_ways(in_s, ssh, &t_tar_up, &t_tar_down);
+  if (HasFatalFailure()) return;
   sshd->stop();
   std::printf("[ netns   ] 2000 x 4 KiB in 20 dirs, loopback: aesxfer send -r %.2f s, recv -r %.2f s; tar|ssh up "
               "%.2f s, down %.2f s; ratios send/tar %.2f, recv/tar %.2f (target <= 1.0)\n",
