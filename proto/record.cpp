@@ -17,6 +17,7 @@
 #include "crypto/sha256_mb.h"
 #include "crypto/util.h"
 #include "proto/error.h"
+#include "proto/kdf.h"
 
 namespace aesxfer::proto {
 
@@ -29,19 +30,6 @@ void DirectionKeys::wipe() noexcept {
 namespace {
 
 using crypto::CipherMode;
-
-// BLAKE2b(outlen, key = enc (32 bytes), msg = label || u64 BE v): per-record RC4 keys and
-// Blowfish epoch keys.
-void derive_sub_key(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label, uint64_t v) {
-  crypto_generichash_state st;
-  crypto_generichash_init(&st, key, 32, outlen);
-  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(label.data()), label.size());
-  uint8_t be[8];
-  crypto::store_be64(be, v);
-  crypto_generichash_update(&st, be, 8);
-  crypto_generichash_final(&st, out, outlen);
-  sodium_memzero(&st, sizeof st);
-}
 
 void write_header(uint8_t* h, uint32_t body_len, RecordType type, uint8_t flags) {
   crypto::store_be32(h, body_len);
@@ -341,7 +329,7 @@ class RecordCrypto {
     uint8_t key[32];
     const uint8_t* kp = k_.enc;
     if (epoch != 0) {
-      derive_sub_key(key, c_.key_len, k_.enc, "aesxfer-v1 rekey", epoch);
+      kdf(key, c_.key_len, k_.enc, "aesxfer-v1 rekey", epoch);
       kp = key;
     }
     std::unique_ptr<crypto::BlockCipher> bc;
@@ -393,7 +381,7 @@ class RecordCrypto {
 
   void rc4_xor(uint64_t seq, uint8_t* data, size_t len) const noexcept {
     uint8_t key[16];
-    derive_sub_key(key, sizeof key, k_.enc, "aesxfer-v1 rc4", seq);
+    kdf(key, sizeof key, k_.enc, "aesxfer-v1 rc4", seq);
     crypto::Rc4 rc4(key, sizeof key, crypto::Rc4::kRfc4345Discard);
     crypto::secure_zero(key, sizeof key);
     rc4.xor_stream(data, data, len);
