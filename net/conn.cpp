@@ -16,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "proto/record_reader.h"
+
 namespace aesxfer::net {
 
 Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
@@ -43,7 +45,8 @@ void Conn::wait(short events) {
   for (;;) {
     int r = ::poll(&p, 1, int(timeout_.count()));
     if (r > 0) return;
-    if (r == 0) throw Failure("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
+    if (r == 0)
+      throw Failure("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
     if (errno != EINTR) throw Failure(std::string("poll: ") + std::strerror(errno));
   }
 }
@@ -62,7 +65,8 @@ void Conn::write_all(const uint8_t* p, size_t n) {
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
+    if (errno == EPIPE || errno == ECONNRESET)
+      throw Failure("connection to " + peer_ + " lost (peer closed it)");
     throw Failure("send to " + peer_ + ": " + std::strerror(errno));
   }
 }
@@ -86,7 +90,8 @@ void Conn::writev_all(struct iovec* iov, int n) {
         continue;
       }
       if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) throw Failure("connection to " + peer_ + " lost (peer closed it)");
+      if (errno == EPIPE || errno == ECONNRESET)
+        throw Failure("connection to " + peer_ + " lost (peer closed it)");
       throw Failure("send to " + peer_ + ": " + std::strerror(errno));
     }
     sent_ += uint64_t(w);
@@ -167,23 +172,24 @@ Conn::Incoming Conn::recv_record(const char* what) {
 }
 
 size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what) {
-  size_t got = 0;
-  while (got < proto::kHeaderLen) {
-    size_t r = read_some(rec + got, proto::kHeaderLen - got);
-    if (r == 0)
-      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
-    got += r;
-  }
+  // Reads at most what the framer wants: the header, then (once checked) the rest of the record.
+  proto::RecordFramer framer(*opener_);
   std::error_code ec;
-  size_t rest = opener_->parse_header(rec, hdr, ec);
-  if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
-  while (got < proto::kHeaderLen + rest) {
-    size_t r = read_some(rec + got, proto::kHeaderLen + rest - got);
+  for (;;) {
+    const size_t r = read_some(rec + framer.have(), framer.want());
     if (r == 0)
-      throw Failure(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
-    got += r;
+      throw Failure(std::string("connection to ") + peer_ + " closed during " + what +
+                    " (transfer incomplete)");
+    switch (framer.added(rec, r, ec)) {
+      case proto::RecordFramer::Status::need_more:
+        break;
+      case proto::RecordFramer::Status::record:
+        hdr = framer.header();
+        return framer.length();
+      case proto::RecordFramer::Status::error:
+        throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+    }
   }
-  return got;
 }
 
 proto::Message Conn::recv_message(const char* what) {
@@ -205,8 +211,10 @@ std::string printable(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\') esc(ch);
-      else out += char(ch);
+      if (ch < 0x20 || ch == 0x7f || ch == '\\')
+        esc(ch);
+      else
+        out += char(ch);
       ++i;
       continue;
     }

@@ -1,5 +1,7 @@
 // Record layer: round trips for every cipher x MAC, tampering, reordering, bounds, and known-answer
 // tests computed independently with OpenSSL (the spec in docs/PROTOCOL.md, second implementation).
+#include "proto/record.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -15,7 +17,7 @@
 #include "crypto/suite.h"
 #include "crypto/util.h"
 #include "proto/error.h"
-#include "proto/record.h"
+#include "proto/record_reader.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::proto {
@@ -164,11 +166,11 @@ TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
     const char* mac;
     size_t want;
   };
-  for (const Case& t : {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
-                        Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16},
-                        Case{"aes128-cbc", "none", 16}, Case{"blowfish-cbc", "none", 16},
-                        Case{"aes128-ctr", "hmac-sha256", 16}, Case{"none", "hmac-sha256", 16},
-                        Case{"arcfour", "hmac-sha256", 16}}) {
+  for (const Case& t :
+       {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
+        Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16}, Case{"aes128-cbc", "none", 16},
+        Case{"blowfish-cbc", "none", 16}, Case{"aes128-ctr", "hmac-sha256", 16},
+        Case{"none", "hmac-sha256", 16}, Case{"arcfour", "hmac-sha256", 16}}) {
     SCOPED_TRACE(std::string(t.cipher) + " " + t.mac);
     const auto* c = crypto::find_cipher(t.cipher);
     const auto* m = crypto::find_mac(t.mac);
@@ -227,8 +229,10 @@ TEST(Record, TamperingEveryByteIsDetected) {
           RecordReader::Status st = RecordReader::Status::need_more;
           Bytes zeros(65536, 0);
           for (int rounds = 0; rounds < 40 && st == RecordReader::Status::need_more; ++rounds) {
-            if (off < t.size()) off += r.feed(t.data() + off, t.size() - off);
-            else r.feed(zeros.data(), zeros.size());  // a longer length field waits for more bytes
+            if (off < t.size())
+              off += r.feed(t.data() + off, t.size() - off);
+            else
+              r.feed(zeros.data(), zeros.size());  // a longer length field waits for more bytes
             st = r.next(h, p, ec);
           }
           ASSERT_EQ(st, RecordReader::Status::error) << "byte " << i << " mask " << int(mask);
@@ -492,7 +496,9 @@ TEST(RecordKat, MatchesOpenSsl) {
   struct Case {
     const char* cipher;
     Bytes (*oracle)(const DirectionKeys&, uint64_t, const Bytes&);
-  } cases[] = {{"aes128-cbc", openssl_cbc_record}, {"aes128-ctr", openssl_ctr_record}, {"aes128-gcm", openssl_gcm_record}};
+  } cases[] = {{"aes128-cbc", openssl_cbc_record},
+               {"aes128-ctr", openssl_ctr_record},
+               {"aes128-gcm", openssl_gcm_record}};
   for (const auto& cs : cases) {
     SCOPED_TRACE(cs.cipher);
     RecordSealer s(*crypto::find_cipher(cs.cipher), hm, k);
@@ -575,8 +581,8 @@ TEST(Record, CbcBadPaddingAfterValidMac) {
   struct Case {
     uint8_t last, fill;
     bool ok;
-  } cases[] = {{0, 0, false}, {17, 17, false}, {255, 255, false}, {2, 1, false}, {16, 15, false},
-               {1, 9, true}, {16, 16, true}, {3, 3, true}};
+  } cases[] = {{0, 0, false},   {17, 17, false}, {255, 255, false}, {2, 1, false},
+               {16, 15, false}, {1, 9, true},    {16, 16, true},    {3, 3, true}};
   for (const auto& cs : cases) {
     Bytes padded(32, 0x41);
     for (size_t i = 0; i < 16; ++i) padded[16 + i] = cs.fill;
@@ -679,7 +685,8 @@ TEST(RecordBatch, SealBatchEqualsSealAndOpenBatchOpens) {
         std::vector<RecordSealer::Job> jobs(n);
         for (size_t i = 0; i < n; ++i) {
           bufs[i].assign(payloads[i].size() + batch.max_overhead(), 0);
-          if (!payloads[i].empty()) std::memcpy(bufs[i].data() + kHeaderLen, payloads[i].data(), payloads[i].size());
+          if (!payloads[i].empty())
+            std::memcpy(bufs[i].data() + kHeaderLen, payloads[i].data(), payloads[i].size());
           jobs[i] = {RecordType::data, 0, bufs[i].data(), payloads[i].size(), 0};
         }
         batch.seal_batch(jobs.data(), n);
