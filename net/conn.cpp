@@ -147,6 +147,7 @@ void Conn::start_records(const proto::SessionKeys& keys, bool is_client) {
   opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in);
   checksum_ = keys.checksum;
   record_size_ = keys.record_size;
+  order_ = proto::RecordOrder(keys.checksum, keys.record_size);
   wbuf_.assign(proto::kMaxRecord + 64, 0);
   rbuf_.assign(proto::kMaxRecord + 64, 0);
 }
@@ -168,6 +169,11 @@ Conn::Incoming Conn::recv_record(const char* what) {
   size_t got = read_record(rec, in.hdr, what);
   std::error_code ec = opener_->open(rec, got, in.hdr, in.payload);
   if (ec) throw Failure(std::string("from ") + peer_ + ": " + ec.message());
+  const auto v = order_.on_record(in.hdr.type, in.payload);
+  if (v == proto::RecordOrder::Verdict::not_control)
+    throw Failure("protocol error from " + peer_ + ": expected a control message during " + what);
+  if (v != proto::RecordOrder::Verdict::ok)
+    throw Failure("protocol error from " + peer_ + ": " + order_.describe(v));
   return in;
 }
 
@@ -194,8 +200,6 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
 
 proto::Message Conn::recv_message(const char* what) {
   Incoming in = recv_record(what);
-  if (in.hdr.type != proto::RecordType::control)
-    throw Failure("protocol error from " + peer_ + ": expected a control message during " + what);
   auto m = proto::decode(in.payload);
   if (!m) throw Failure("protocol error from " + peer_ + ": malformed control message");
   return *m;

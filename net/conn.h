@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/end_record.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"
@@ -62,6 +63,9 @@ class Conn {
 
   proto::RecordSealer& sealer() { return *sealer_; }
   proto::RecordOpener& opener() { return *opener_; }
+  // Which record may come next from the peer: recv_record() checks every record with it, and
+  // recv_stream() opens a file stream in it.
+  proto::RecordOrder& in_order() { return order_; }
 
   // Buffer to fill with up to proto::kMaxPayload bytes of payload, then send_record(len).
   uint8_t* payload_buffer() { return wbuf_.data() + proto::kHeaderLen; }
@@ -72,8 +76,9 @@ class Conn {
     proto::RecordHeader hdr;
     std::span<uint8_t> payload;
   };
-  // Reads and opens one record; throws Failure with the protocol's message on any error.
-  // `what` names the transfer for messages ("peer closed the connection during <what>").
+  // Reads and opens one record and checks that it may come now (in_order()); throws Failure
+  // with the protocol's message on any error. `what` names the transfer for messages ("peer
+  // closed the connection during <what>").
   Incoming recv_record(const char* what);
   proto::Message recv_message(const char* what);
 
@@ -86,6 +91,7 @@ class Conn {
   std::string peer_;
   std::unique_ptr<proto::RecordSealer> sealer_;
   std::unique_ptr<proto::RecordOpener> opener_;
+  proto::RecordOrder order_{crypto::kDefaultChecksum, proto::kDefaultPayload};
   std::vector<uint8_t> wbuf_, rbuf_;
   std::vector<uint8_t> msg_;
   std::vector<uint8_t> pending_;
