@@ -12,6 +12,7 @@
 
 #include "crypto/util.h"
 #include "net/atomic_file.h"
+#include "net/handshake_driver.h"
 #include "net/keystore.h"
 #include "net/resume.h"
 
@@ -34,6 +35,18 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
   std::string line(reinterpret_cast<const char*>(p), std::min<size_t>(n, 60));
   line = line.substr(0, line.find_first_of("\r\n"));
   return printable(line);
+}
+
+// Appends the session's key log lines to `path`: created 0600, never through a symbolic link;
+// one write per connection (O_APPEND), so the extra connections of --streams add their lines whole.
+void write_keylog(const std::string& path, const proto::SessionKeys& keys) {
+  int kfd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (kfd < 0) throw Failure("cannot write key log " + path + ": " + errno_text(errno));
+  std::string lines = keys.keylog_lines();
+  bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
+  crypto::secure_zero(lines.data(), lines.size());
+  ::close(kfd);
+  if (!ok) throw Failure("cannot write key log " + path);
 }
 
 }  // namespace
@@ -59,22 +72,15 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac, {opt_.checksum, opt_.record_size});
   proto::Step step = hs.start();
   conn_->write_all(step.send.data(), step.send.size());
-  uint8_t buf[4096];
-  bool first = true;
-  while (!hs.host_key()) {
-    size_t n = conn_->read_some(buf, sizeof buf);
-    if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
-    if (first) {
-      if (std::string g = foreign_greeting(buf, n); !g.empty())
-        throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
-      first = false;
-    }
-    step = hs.feed(buf, n);
-    if (step.ec)
-      throw Failure("handshake with " + hp +
-                    " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
-    if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
-  }
+  HandshakeLimits lim;
+  lim.closed_hint = " (is it an aesxfer server?)";
+  lim.first_bytes = [&](const uint8_t* p, size_t n) {
+    if (std::string g = foreign_greeting(p, n); !g.empty())
+      throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
+  };
+  step = drive_handshake(*conn_, hs, lim);
+  if (step.ec)
+    throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";
   HostCheck hc;
@@ -104,17 +110,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   if (step.ec) throw Failure("handshake with " + hp + " failed: " + step.ec.message());
   conn_->write_all(step.send.data(), step.send.size());
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
-  if (!opt_.keylog.empty()) {
-    // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
-    // extra connections of --streams add their lines whole.
-    int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
-    std::string lines = keys_->keylog_lines();
-    bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
-    crypto::secure_zero(lines.data(), lines.size());
-    ::close(kfd);
-    if (!ok) throw Failure("cannot write key log " + opt_.keylog);
-  }
+  if (!opt_.keylog.empty()) write_keylog(opt_.keylog, *keys_);
   conn_->start_records(*keys_, true);
   tune_for_path(conn_->fd());
   proto::Message w = conn_->recv_message("the handshake");
