@@ -9,7 +9,7 @@
 // Every record is encrypted independently of the others (its IV, counter or key derives from the
 // sequence number), so records can be sealed and opened in parallel by seal_at()/open_at().
 // The `end` record type always carries kFlagFinal and no other type does (parse_header checks);
-// which record types may follow which is the transfer layer's business (docs/PROTOCOL.md).
+// which record types may follow which is proto::RecordOrder's business (proto/end_record.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
