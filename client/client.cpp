@@ -1,10 +1,10 @@
 #include "client/client.h"
 
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -80,7 +80,8 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   };
   step = drive_handshake(*conn_, hs, lim);
   if (step.ec)
-    throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    throw Failure("handshake with " + hp +
+                  " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";
   HostCheck hc;
