@@ -54,7 +54,9 @@ class Conn {
   void writev_all(struct iovec* iov, int n);
 
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
-  // bytes; the header is bounds-checked before the rest is read. Returns the wire length.
+  // bytes, framed by proto::RecordFramer: the header is bounds-checked before the rest is read,
+  // and nothing past the record is read. Returns the wire length. The record is neither opened
+  // nor checked against in_order() (the data plane opens and checks a batch at a time).
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
 
   // What the handshake agreed for every transfer on this connection.
