@@ -165,6 +165,17 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
   }
 }
 
+// Resume: the checksum takes in the first opt.offset bytes (hashed here, or the caller's hash of
+// them), and the file position moves past them.
+void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
+  if (opt.prefix_hash)
+    hash = *opt.prefix_hash;
+  else
+    hash_prefix(hash, fd, opt.offset);
+  if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
+    throw Failure(std::string("seek error: ") + std::strerror(errno));
+}
+
 }  // namespace
 
 bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
@@ -205,14 +216,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
-  if (opt.offset && fd >= 0) {
-    if (opt.prefix_hash)
-      hash = *opt.prefix_hash;
-    else
-      hash_prefix(hash, fd, opt.offset);
-    if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
-      throw Failure(std::string("seek error: ") + std::strerror(errno));
-  }
+  if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
   // Fills a batch with payloads and hashes them before they are encrypted in place.
   uint64_t at = opt.offset;
