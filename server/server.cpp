@@ -29,6 +29,7 @@
 #include "files/atomic_file.h"
 #include "net/conn.h"
 #include "files/keystore.h"
+#include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
 #include "server/parts.h"
@@ -209,45 +210,13 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
   try {
     proto::ServerHandshake hs(
         host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
-    uint8_t buf[4096];
     // One deadline for the whole handshake (the per-read timeout alone would let a client that
     // sends one byte per second hold a session slot for ever).
-    const auto deadline = Clock::now() + opt.handshake_timeout;
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", double(opt.handshake_timeout.count()) / 1000);
-    const std::string overdue = std::string("handshake not completed within ") + secs + " s";
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) throw Failure(overdue);
-      c.set_timeout(std::min(opt.timeout, left));
-      size_t n = 0;
-      try {
-        n = c.read_some(buf, sizeof buf);
-      } catch (const Failure&) {
-        if (left < opt.timeout) throw Failure(overdue);
-        throw;
-      }
-      if (n == 0) throw Failure("closed the connection during the handshake");
-      // One read may hold several frames (a ClientHello and a ClientAuth sent together): feed()
-      // stops at the end of each frame it completes, so feed the rest too.
-      size_t off = 0;
-      bool finished = false;
-      while (off < n && !finished) {
-        proto::Step st = hs.feed(buf + off, n - off);
-        off += st.consumed;
-        if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-        if (st.ec && st.ec != proto::errc::unauthorized)
-          throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
-        if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
-        if (st.done || st.ec == proto::errc::unauthorized) {
-          // Records may follow ClientAuth in the same read: they belong to the record layer.
-          if (off < n) c.unread(buf + off, n - off);
-          finished = true;
-        }
-      }
-      if (finished) break;
-    }
-    c.set_timeout(opt.timeout);
+    HandshakeLimits lim;
+    lim.total = opt.handshake_timeout;
+    proto::Step st = drive_handshake(c, hs, lim);
+    if (st.ec && st.ec != proto::errc::unauthorized)
+      throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
     tune_for_path(fd);
     proto::SessionKeys& keys = hs.keys();
     c.start_records(keys, false);
