@@ -56,7 +56,6 @@ void Conn::write_all(const uint8_t* p, size_t n) {
     if (w > 0) {
       p += w;
       n -= size_t(w);
-      sent_ += uint64_t(w);
       continue;
     }
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -91,7 +90,6 @@ void Conn::writev_all(struct iovec* iov, int n) {
       if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
       throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
     }
-    sent_ += uint64_t(w);
     size_t left = size_t(w);
     while (n > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;
@@ -114,10 +112,7 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
   }
   for (;;) {
     ssize_t r = ::recv(fd_, p, n, 0);
-    if (r >= 0) {
-      received_ += uint64_t(r);
-      return size_t(r);
-    }
+    if (r >= 0) return size_t(r);
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       wait(POLLIN);
       continue;

@@ -85,9 +85,6 @@ class Conn {
   Incoming recv_record(const char* what);
   proto::Message recv_message(const char* what);
 
-  uint64_t bytes_sent() const { return sent_; }
-  uint64_t bytes_received() const { return received_; }
-
  private:
   int fd_;
   std::chrono::milliseconds timeout_;
@@ -99,7 +96,6 @@ class Conn {
   std::vector<uint8_t> msg_;
   std::vector<uint8_t> pending_;
   size_t pending_pos_ = 0;
-  uint64_t sent_ = 0, received_ = 0;
   bool loopback_ = false;
   crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
   size_t record_size_ = proto::kDefaultPayload;
