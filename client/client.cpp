@@ -22,6 +22,7 @@
 #include "files/keystore.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
+#include "net/handshake_driver.h"
 
 namespace aesxfer::client {
 
@@ -80,25 +81,16 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
              ", MAC " + (opt_.cipher->aead ? std::string("aead") : opt_.mac->name) + ", checksum " +
              crypto::checksum_name(opt_.checksum) + ", record size " + std::to_string(opt_.record_size));
   log(2, "ClientHello is " + std::to_string(step.send.size()) + " bytes");
-  uint8_t buf[4096];
-  bool first = true;
-  size_t got = 0;
-  while (!hs.host_key()) {
-    size_t n = conn_->read_some(buf, sizeof buf);
-    if (n == 0) throw Failure(hp + " closed the connection during the handshake (is it an aesxfer server?)");
-    if (first) {
-      if (std::string g = foreign_greeting(buf, n); !g.empty())
-        throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
-      first = false;
-    }
-    got += n;
-    step = hs.feed(buf, n);
-    if (step.ec)
-      throw Failure("handshake with " + hp +
-                    " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
-    if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
-  }
-  log(1, "received ServerHello (" + std::to_string(got) + " bytes): host key " +
+  HandshakeLimits lim;
+  lim.closed_hint = " (is it an aesxfer server?)";
+  lim.first_bytes = [&](const uint8_t* p, size_t n) {
+    if (std::string g = foreign_greeting(p, n); !g.empty())
+      throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
+  };
+  step = drive_handshake(*conn_, hs, lim);
+  if (step.ec)
+    throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+  log(1, "received ServerHello (protocol " + std::to_string(proto::kVersion) + "): host key " +
              proto::fingerprint(*hs.host_key()) + ", its signature over the transcript verified");
 }
 

@@ -188,7 +188,6 @@ RemoteDir Client::list(const std::string& remote) {
   uint64_t bytes = 0;
   for (bool last = false; !last;) {
     Conn::Incoming in = conn_->recv_record("the listing");
-    if (in.hdr.type != proto::RecordType::control) throw Failure(bad + " (not a control record)");
     auto page = proto::decode_list_page(in.payload);
     if (!page) throw Failure(bad + " (malformed page)");
     last = page->last;

@@ -201,6 +201,35 @@ class AesVaes final : public BlockCipher {
   Keys512 dk_;
 };
 
+// `steps` CBC encryptions on 16 chains at once, four per register, from the chaining values in c
+// (updated); every in/out pointer advances by its stride (0 for an idle lane).
+__attribute__((always_inline)) inline void cbc16_steps(const Keys512& k, __m512i c[4], const uint8_t** in,
+                                                        uint8_t** out, const size_t* stride, size_t steps) noexcept {
+  for (size_t s = 0; s < steps; ++s) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      __m512i p = _mm512_zextsi128_si512(loadu128(in[4 * g]));
+      p = _mm512_inserti32x4(p, loadu128(in[4 * g + 1]), 1);
+      p = _mm512_inserti32x4(p, loadu128(in[4 * g + 2]), 2);
+      p = _mm512_inserti32x4(p, loadu128(in[4 * g + 3]), 3);
+      c[g] = _mm512_xor_si512(c[g], p);
+    }
+    encN<4>(k, c);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      storeu128(out[4 * g], _mm512_castsi512_si128(c[g]));
+      storeu128(out[4 * g + 1], _mm512_extracti32x4_epi32(c[g], 1));
+      storeu128(out[4 * g + 2], _mm512_extracti32x4_epi32(c[g], 2));
+      storeu128(out[4 * g + 3], _mm512_extracti32x4_epi32(c[g], 3));
+    }
+#pragma GCC unroll 16
+    for (size_t j = 0; j < 16; ++j) {
+      in[j] += stride[j];
+      out[j] += stride[j];
+    }
+  }
+}
+
 // Up to 16 chains at once, four per register; when 8 or fewer are left the AES-NI 8-lane code
 // finishes them.
 void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
@@ -255,29 +284,7 @@ void AesVaes::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
       c[g] = _mm512_inserti32x4(c[g], iv[4 * g + 2], 2);
       c[g] = _mm512_inserti32x4(c[g], iv[4 * g + 3], 3);
     }
-    for (size_t s = 0; s < steps; ++s) {
-#pragma GCC unroll 4
-      for (int g = 0; g < 4; ++g) {
-        __m512i p = _mm512_zextsi128_si512(loadu128(in[4 * g]));
-        p = _mm512_inserti32x4(p, loadu128(in[4 * g + 1]), 1);
-        p = _mm512_inserti32x4(p, loadu128(in[4 * g + 2]), 2);
-        p = _mm512_inserti32x4(p, loadu128(in[4 * g + 3]), 3);
-        c[g] = _mm512_xor_si512(c[g], p);
-      }
-      encN<4>(k, c);
-#pragma GCC unroll 4
-      for (int g = 0; g < 4; ++g) {
-        storeu128(out[4 * g], _mm512_castsi512_si128(c[g]));
-        storeu128(out[4 * g + 1], _mm512_extracti32x4_epi32(c[g], 1));
-        storeu128(out[4 * g + 2], _mm512_extracti32x4_epi32(c[g], 2));
-        storeu128(out[4 * g + 3], _mm512_extracti32x4_epi32(c[g], 3));
-      }
-#pragma GCC unroll 16
-      for (size_t j = 0; j < kWidth; ++j) {
-        in[j] += stride[j];
-        out[j] += stride[j];
-      }
-    }
+    cbc16_steps(k, c, in, out, stride, steps);
     for (size_t j = 0; j < na; ++j) {
       const int g = int(j / 4), lane = int(j % 4);
       alignas(16) uint8_t tmp[64];

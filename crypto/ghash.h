@@ -6,7 +6,7 @@
 
 namespace aesxfer::crypto::detail {
 
-// Opaque per-key state. The carry-less implementations keep H^1..H^16 here (16-byte values,
+// Opaque per-key state. The carry-less implementations keep H^1..H^32 here (16-byte values,
 // lowest power first: 512 bytes); the portable one keeps its own smaller layout.
 inline constexpr int kGhashPowers = 32;
 struct GhashKey {

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "proto/record_reader.h"
+
 namespace aesxfer::net {
 
 Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
@@ -54,7 +56,6 @@ void Conn::write_all(const uint8_t* p, size_t n) {
     if (w > 0) {
       p += w;
       n -= size_t(w);
-      sent_ += uint64_t(w);
       continue;
     }
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -89,7 +90,6 @@ void Conn::writev_all(struct iovec* iov, int n) {
       if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
       throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
     }
-    sent_ += uint64_t(w);
     size_t left = size_t(w);
     while (n > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;
@@ -112,10 +112,7 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
   }
   for (;;) {
     ssize_t r = ::recv(fd_, p, n, 0);
-    if (r >= 0) {
-      received_ += uint64_t(r);
-      return size_t(r);
-    }
+    if (r >= 0) return size_t(r);
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       wait(POLLIN);
       continue;
@@ -142,6 +139,7 @@ void Conn::start_records(const proto::SessionKeys& keys, bool is_client, crypto:
   opener_ = std::make_unique<proto::RecordOpener>(*keys.cipher, *keys.mac, in, impl);
   checksum_ = keys.checksum;
   record_size_ = keys.record_size;
+  order_ = proto::RecordOrder(keys.checksum, keys.record_size);
   wbuf_.assign(proto::kMaxRecord + 64, 0);
   rbuf_.assign(proto::kMaxRecord + 64, 0);
 }
@@ -163,34 +161,38 @@ Conn::Incoming Conn::recv_record(const char* what) {
   size_t got = read_record(rec, in.hdr, what);
   std::error_code ec = opener_->open(rec, got, in.hdr, in.payload);
   if (ec) throw Failure::link(std::string("from ") + peer_ + ": " + ec.message(), proto::Status::integrity);
+  const auto v = order_.on_record(in.hdr.type, in.payload);
+  if (v == proto::RecordOrder::Verdict::not_control)
+    throw Failure::link("protocol error from " + peer_ + ": expected a control message during " + what,
+                        proto::Status::integrity);
+  if (v != proto::RecordOrder::Verdict::ok)
+    throw Failure::link("protocol error from " + peer_ + ": " + order_.describe(v), proto::Status::integrity);
   return in;
 }
 
 size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what) {
-  size_t got = 0;
-  while (got < proto::kHeaderLen) {
-    size_t r = read_some(rec + got, proto::kHeaderLen - got);
-    if (r == 0)
-      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
-    got += r;
-  }
+  // Reads at most what the framer wants: the header, then (once checked) the rest of the record.
+  proto::RecordFramer framer(*opener_);
   std::error_code ec;
-  size_t rest = opener_->parse_header(rec, hdr, ec);
-  if (ec) throw Failure::link(std::string("from ") + peer_ + ": " + ec.message(), proto::Status::integrity);
-  while (got < proto::kHeaderLen + rest) {
-    size_t r = read_some(rec + got, proto::kHeaderLen + rest - got);
+  for (;;) {
+    const size_t r = read_some(rec + framer.have(), framer.want());
     if (r == 0)
-      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what + " (transfer incomplete)");
-    got += r;
+      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what +
+                    " (transfer incomplete)");
+    switch (framer.added(rec, r, ec)) {
+      case proto::RecordFramer::Status::need_more:
+        break;
+      case proto::RecordFramer::Status::record:
+        hdr = framer.header();
+        return framer.length();
+      case proto::RecordFramer::Status::error:
+        throw Failure::link(std::string("from ") + peer_ + ": " + ec.message(), proto::Status::integrity);
+    }
   }
-  return got;
 }
 
 proto::Message Conn::recv_message(const char* what) {
   Incoming in = recv_record(what);
-  if (in.hdr.type != proto::RecordType::control)
-    throw Failure::link("protocol error from " + peer_ + ": expected a control message during " + what,
-                        proto::Status::integrity);
   auto m = proto::decode(in.payload);
   if (!m) throw Failure::link("protocol error from " + peer_ + ": malformed control message", proto::Status::integrity);
   return *m;

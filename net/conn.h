@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proto/failure.h"
+#include "proto/end_record.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"
@@ -54,7 +55,9 @@ class Conn {
   void writev_all(struct iovec* iov, int n);
 
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
-  // bytes; the header is bounds-checked before the rest is read. Returns the wire length.
+  // bytes, framed by proto::RecordFramer: the header is bounds-checked before the rest is read,
+  // and nothing past the record is read. Returns the wire length. The record is neither opened
+  // nor checked against in_order() (the data plane opens and checks a batch at a time).
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
 
   // What the handshake agreed for every transfer on this connection.
@@ -63,6 +66,9 @@ class Conn {
 
   proto::RecordSealer& sealer() { return *sealer_; }
   proto::RecordOpener& opener() { return *opener_; }
+  // Which record may come next from the peer: recv_record() checks every record with it, and
+  // recv_stream() opens a file stream in it.
+  proto::RecordOrder& in_order() { return order_; }
 
   // Buffer to fill with up to proto::kMaxPayload bytes of payload, then send_record(len).
   uint8_t* payload_buffer() { return wbuf_.data() + proto::kHeaderLen; }
@@ -73,13 +79,11 @@ class Conn {
     proto::RecordHeader hdr;
     std::span<uint8_t> payload;
   };
-  // Reads and opens one record; throws Failure with the protocol's message on any error.
-  // `what` names the transfer for messages ("peer closed the connection during <what>").
+  // Reads and opens one record and checks that it may come now (in_order()); throws Failure
+  // with the protocol's message on any error. `what` names the transfer for messages ("peer
+  // closed the connection during <what>").
   Incoming recv_record(const char* what);
   proto::Message recv_message(const char* what);
-
-  uint64_t bytes_sent() const { return sent_; }
-  uint64_t bytes_received() const { return received_; }
 
  private:
   int fd_;
@@ -87,11 +91,11 @@ class Conn {
   std::string peer_;
   std::unique_ptr<proto::RecordSealer> sealer_;
   std::unique_ptr<proto::RecordOpener> opener_;
+  proto::RecordOrder order_{crypto::kDefaultChecksum, proto::kDefaultPayload};
   std::vector<uint8_t> wbuf_, rbuf_;
   std::vector<uint8_t> msg_;
   std::vector<uint8_t> pending_;
   size_t pending_pos_ = 0;
-  uint64_t sent_ = 0, received_ = 0;
   bool loopback_ = false;
   crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
   size_t record_size_ = proto::kDefaultPayload;

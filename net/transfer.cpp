@@ -29,8 +29,8 @@
 #include "files/io.h"
 #include "files/resume.h"
 #include "crypto/checksum.h"
-#include "proto/end_record.h"
 #include "crypto/util.h"
+#include "proto/end_record.h"
 
 namespace aesxfer::net {
 
@@ -40,7 +40,7 @@ namespace {
 
 constexpr size_t kSendSlots = 16;  // records sealed together: the 16 lanes of VAES CBC
 constexpr size_t kRecvSlots = 16;
-constexpr size_t kStagger = 576;   // 9 cache lines: 16 slots land on 16 different page offsets
+constexpr size_t kStagger = 576;  // 9 cache lines: 16 slots land on 16 different page offsets
 
 // A batch of record slots in one allocation, each slot `cap` bytes (rounded up to whole pages)
 // apart plus a stagger.
@@ -51,7 +51,7 @@ struct Batch {
   size_t len[kSendSlots] = {};  // payload length (sender) / wire length (receiver) per slot
   RecordType type[kSendSlots] = {};
   std::span<uint8_t> payload[kSendSlots];
-  bool last = false;            // sender: the stream ends after this batch
+  bool last = false;  // sender: the stream ends after this batch
 
   Batch(size_t nslots, size_t cap) : slots(nslots) {
     stride = (cap + 4095) / 4096 * 4096;
@@ -144,8 +144,8 @@ void read_full(int fd, uint8_t* p, size_t n, uint64_t at, uint64_t size) {
     if (r > 0) {
       got += size_t(r);
     } else if (r == 0) {
-      throw Failure("file shrank while being sent (" + std::to_string(at + got) + " of " + std::to_string(size) +
-                    " bytes)");
+      throw Failure("file shrank while being sent (" + std::to_string(at + got) + " of " +
+                    std::to_string(size) + " bytes)");
     } else if (errno != EINTR) {
       throw Failure(std::string("read error: ") + std::strerror(errno));
     }
@@ -166,6 +166,16 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
   }
 }
 
+// Resume: the checksum takes in the first opt.offset bytes (hashed here, or the caller's hash of
+// them), and the file position moves past them.
+void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
+  if (opt.prefix_hash)
+    hash = *opt.prefix_hash;
+  else
+    files::hash_prefix(hash, fd, opt.offset);
+  if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
+    throw Failure(std::string("seek error: ") + std::strerror(errno));
+}
 
 }  // namespace
 
@@ -190,12 +200,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
-  if (opt.offset && fd >= 0) {
-    if (opt.prefix_hash) hash = *opt.prefix_hash;
-    else files::hash_prefix(hash, fd, opt.offset);
-    if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
-      throw Failure(std::string("seek error: ") + std::strerror(errno));
-  }
+  if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
   // Fills a batch with payloads and hashes them before they are encrypted in place.
   uint64_t at = opt.offset;
@@ -204,9 +209,12 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
     while (b->n < per_batch && at < size) {
       size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
       uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
-      if (fd < 0) std::memset(p, 0, n);
-      else if (opt.ranged) pread_full(fd, p, n, opt.base + at);
-      else read_full(fd, p, n, at, size);
+      if (fd < 0)
+        std::memset(p, 0, n);
+      else if (opt.ranged)
+        pread_full(fd, p, n, opt.base + at);
+      else
+        read_full(fd, p, n, at, size);
       hash.update(p, n);
       b->len[b->n++] = n;
       at += n;
@@ -262,45 +270,115 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   return end.checksum;
 }
 
+namespace {
+
+// The receiving side of one stream: up to a batch of records read into a batch's slots, their
+// tags verified together, their order checked by the connection's RecordOrder.
+class BatchReader {
+ public:
+  BatchReader(Conn& c, size_t per_batch) : c_(c), order_(c.in_order()), per_batch_(per_batch) {}
+
+  // Reads up to a batch of whole records into b's slots (an end or control record closes the
+  // batch early), opens them together and queues the data payloads in b. Returns true once the
+  // end record is in. When the connection fails mid-batch, the records that did arrive whole
+  // and verify go to `keep` first (a kept partial file, --resume, holds every verified byte).
+  template <class Keep>
+  bool fill(Batch* b, const Keep& keep) {
+    b->n = 0;
+    size_t nrec = 0;
+    try {
+      for (proto::RecordHeader hdr{}; nrec < per_batch_;) {
+        uint8_t* rec = b->slot(nrec);
+        const size_t wire = c_.read_record(rec, hdr, "the transfer");
+        jobs_[nrec++] = {rec, wire, {}, {}};
+        if (hdr.type != RecordType::data) break;
+      }
+    } catch (const Failure&) {
+      if (nrec > 0 && !c_.opener().open_batch(jobs_, nrec)) {
+        for (size_t i = 0; i < nrec && jobs_[i].hdr.type == RecordType::data; ++i) {
+          if (order_.on_record(RecordType::data, jobs_[i].payload) != proto::RecordOrder::Verdict::ok) break;
+          b->payload[b->n++] = jobs_[i].payload;
+        }
+        if (b->n > 0) keep(b);
+      }
+      throw;
+    }
+    std::error_code ec = c_.opener().open_batch(jobs_, nrec);
+    if (ec) throw Failure::link("from " + c_.peer() + ": " + ec.message(), proto::Status::integrity);
+    for (size_t i = 0; i < nrec; ++i) {
+      const auto v = order_.on_record(jobs_[i].hdr.type, jobs_[i].payload);
+      if (v != proto::RecordOrder::Verdict::ok)
+        throw Failure(order_.describe(v), proto::Status::integrity);
+      if (jobs_[i].hdr.type == RecordType::data) b->payload[b->n++] = jobs_[i].payload;
+    }
+    return order_.ended();
+  }
+
+ private:
+  Conn& c_;
+  proto::RecordOrder& order_;
+  size_t per_batch_;
+  proto::RecordOpener::Job jobs_[kRecvSlots];
+};
+
+// Leaves the connection's record order between streams however the receive ends (a failed
+// stream's remaining records are then refused as out of order).
+// Hashes a batch's verified plaintext and writes it to fd (fd < 0: nowhere) at wpos (-1: at the
+// file position). With keep_error (StreamOptions::read_to_end) the first write error is kept in
+// `failed` and nothing more is written, instead of thrown.
+struct BatchStore {
+  int fd;
+  int64_t wpos;
+  bool keep_error;
+  crypto::FileChecksum& hash;
+  std::optional<Failure> failed;
+  void operator()(Batch* b) {
+    for (size_t i = 0; i < b->n; ++i) {
+      hash.update(b->payload[i].data(), b->payload[i].size());
+      if (fd >= 0 && !failed) {
+        try {
+          files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+        } catch (const Failure& f) {
+          if (!keep_error) throw;
+          failed = f;
+        }
+      }
+      if (wpos >= 0) wpos += int64_t(b->payload[i].size());
+    }
+  }
+};
+
+struct StreamScope {
+  proto::RecordOrder& order;
+  ~StreamScope() { order.abandon(); }
+};
+
+}  // namespace
+
 crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt) {
   const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
   Handoff h(per_batch, proto::kMaxRecord);
   crypto::FileChecksum hash(c.checksum());
-  if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
+  if (opt.offset > size)
+    throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
-  if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
-  else if (opt.offset && fd >= 0) files::hash_prefix(hash, fd, opt.offset);
+  if (opt.offset && opt.prefix_hash)
+    hash = *opt.prefix_hash;
+  else if (opt.offset && fd >= 0)
+    files::hash_prefix(hash, fd, opt.offset);
+  proto::RecordOrder& order = c.in_order();
+  order.begin_stream(size, opt.offset);
+  StreamScope scope{order};
 
-  // Hashes a batch's verified plaintext and writes it out.
-  int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
-  std::optional<Failure> write_failed;  // read_to_end: the first write error, thrown after the end record
   if (opt.complete) *opt.complete = false;
-  auto store = [&](Batch* b) {
-    for (size_t i = 0; i < b->n; ++i) {
-      hash.update(b->payload[i].data(), b->payload[i].size());
-      if (fd >= 0 && !write_failed) {
-        if (!opt.read_to_end) {
-          files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
-        } else {
-          try {
-            files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
-          } catch (const Failure& f) {
-            write_failed = f;
-          }
-        }
-      }
-      if (wpos >= 0) wpos += int64_t(b->payload[i].size());
-    }
-  };
+  BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, hash, {}};
   const bool threaded = pipeline_threads(c, opt.pipeline);
   std::thread writer;
   if (threaded)
     writer = std::thread([&] {
       try {
-        for (;;) {
-          Batch* b = h.take_full();
-          if (!b) return;
+        for (Batch* b; (b = h.take_full());) {
           store(b);
           h.put_free(b);
         }
@@ -319,87 +397,35 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   };
   Joiner joiner{h, writer};
 
-  uint64_t done = opt.offset;
-  for (;;) {
+  BatchReader reader(c, per_batch);
+  for (bool ended = false; !ended;) {
     Batch* b = h.take_free();
     if (!b) {
       h.rethrow();
       throw Failure("internal error: the file writer stopped");
     }
-    b->n = 0;
-    std::optional<proto::EndRecord> end;
-    // Read up to a batch of records (an end record closes the batch early), then verify all
-    // their tags together and decrypt them.
-    proto::RecordOpener::Job jobs[kRecvSlots];
-    size_t nrec = 0;
-    try {
-      while (nrec < per_batch) {
-        uint8_t* rec = b->slot(nrec);
-        proto::RecordHeader hdr{};
-        size_t wire = c.read_record(rec, hdr, "the transfer");
-        jobs[nrec++] = {rec, wire, {}, {}};
-        if (hdr.type != RecordType::data) break;
-      }
-    } catch (const Failure&) {
-      // Cut mid-batch: the records that did arrive whole and verify still reach the file, so a
-      // kept partial file (--resume) holds every verified byte.
-      if (nrec > 0 && !c.opener().open_batch(jobs, nrec)) {
-        for (size_t i = 0; i < nrec && b->n < per_batch; ++i)
-          if (jobs[i].hdr.type == RecordType::data && jobs[i].payload.size() <= size - done) {
-            b->payload[b->n++] = jobs[i].payload;
-            done += jobs[i].payload.size();
-          }
-        if (b->n > 0) {
-          hand_over(b);
-          h.drain();
-        }
-      }
-      throw;
-    }
-    std::error_code ec = c.opener().open_batch(jobs, nrec);
-    if (ec) throw Failure::link("from " + c.peer() + ": " + ec.message(), proto::Status::integrity);
-    for (size_t i = 0; i < nrec; ++i) {
-      std::span<uint8_t> payload = jobs[i].payload;
-      if (jobs[i].hdr.type == RecordType::data) {
-        if (payload.size() > size - done)
-          throw Failure("peer sent more data than announced", proto::Status::integrity);
-        if (payload.size() > c.record_size())
-          throw Failure("peer sent a record larger than the agreed record size", proto::Status::integrity);
-        b->payload[b->n++] = payload;
-        done += payload.size();
-      } else if (jobs[i].hdr.type == RecordType::end) {
-        end = proto::decode_end(payload);
-        if (!end) throw Failure("malformed end record", proto::Status::integrity);
-        if (end->checksum.alg != c.checksum())
-          throw Failure(std::string("end record carries a ") + crypto::checksum_name(end->checksum.alg) +
-                              " checksum, the session agreed on " + crypto::checksum_name(c.checksum()),
-                          proto::Status::integrity);
-      } else {
-        throw Failure("unexpected record during the transfer", proto::Status::integrity);
-      }
-    }
-    if (b->n > 0) hand_over(b);
-    else h.put_free(b);
-    if (progress) progress(done);
-    if (end) {
-      if (!h.drain()) {
-        h.rethrow();
-        throw Failure("internal error: the file writer stopped");
-      }
-      h.rethrow();
-      if (opt.complete) *opt.complete = true;
-      if (write_failed) throw *write_failed;
-      if (end->length != size || done != size)
-        throw Failure("transfer ended early: " + std::to_string(done) + " of " + std::to_string(size) + " bytes",
-                        proto::Status::integrity);
-      crypto::Checksum mine = hash.final();
-      if (!crypto::ct_equal(mine.bytes.data(), end->checksum.bytes.data(), mine.len))
-        throw Failure(std::string("whole-file ") + crypto::checksum_name(mine.alg) + " mismatch",
-                        proto::Status::integrity);
-      return mine;
-    }
-    h.rethrow();
+    ended = reader.fill(b, [&](Batch* kept) {
+      hand_over(kept);
+      h.drain();
+    });
+    if (b->n > 0)
+      hand_over(b);
+    else
+      h.put_free(b);
+    if (progress) progress(order.received());
+    if (!ended) h.rethrow();
   }
+  if (!h.drain()) {
+    h.rethrow();
+    throw Failure("internal error: the file writer stopped");
+  }
+  h.rethrow();
+  if (opt.complete) *opt.complete = true;
+  if (store.failed) throw *store.failed;
+  crypto::Checksum mine = hash.final();
+  const auto v = order.close(mine);
+  if (v != proto::RecordOrder::Verdict::ok) throw Failure(order.describe(v), proto::Status::integrity);
+  return mine;
 }
 
 }  // namespace aesxfer::net

@@ -25,4 +25,68 @@ std::optional<EndRecord> decode_end(std::span<const uint8_t> p) noexcept {
   return e;
 }
 
+void RecordOrder::begin_stream(uint64_t size, uint64_t offset) noexcept {
+  state_ = State::streaming;
+  size_ = size;
+  received_ = offset;
+  end_ = {};
+}
+
+RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uint8_t> payload) noexcept {
+  if (state_ != State::streaming) return type == RecordType::control ? Verdict::ok : Verdict::not_control;
+  switch (type) {
+    case RecordType::control:
+      return Verdict::control_in_stream;
+    case RecordType::data:
+      if (payload.size() > size_ - received_) return Verdict::over_announced;
+      if (payload.size() > record_size_) return Verdict::over_record_size;
+      received_ += payload.size();
+      return Verdict::ok;
+    case RecordType::end: {
+      auto e = decode_end(payload);
+      if (!e) return Verdict::malformed_end;
+      end_ = *e;
+      if (e->checksum.alg != checksum_) return Verdict::wrong_checksum;
+      state_ = State::ended;
+      return Verdict::ok;
+    }
+  }
+  return Verdict::not_control;
+}
+
+RecordOrder::Verdict RecordOrder::close(const crypto::Checksum& mine) noexcept {
+  if (state_ != State::ended) return Verdict::short_stream;
+  state_ = State::between;
+  if (end_.length != size_ || received_ != size_) return Verdict::short_stream;
+  if (mine.alg != end_.checksum.alg || mine.len != end_.checksum.len ||
+      !crypto::ct_equal(mine.bytes.data(), end_.checksum.bytes.data(), mine.len))
+    return Verdict::digest_mismatch;
+  return Verdict::ok;
+}
+
+std::string RecordOrder::describe(Verdict v) const {
+  switch (v) {
+    case Verdict::ok:
+      return "ok";
+    case Verdict::not_control:
+      return "expected a control message";
+    case Verdict::control_in_stream:
+      return "unexpected record during the transfer";
+    case Verdict::over_announced:
+      return "peer sent more data than announced";
+    case Verdict::over_record_size:
+      return "peer sent a record larger than the agreed record size";
+    case Verdict::malformed_end:
+      return "malformed end record";
+    case Verdict::wrong_checksum:
+      return std::string("end record carries a ") + crypto::checksum_name(end_.checksum.alg) +
+             " checksum, the session agreed on " + crypto::checksum_name(checksum_);
+    case Verdict::short_stream:
+      return "transfer ended early: " + std::to_string(received_) + " of " + std::to_string(size_) + " bytes";
+    case Verdict::digest_mismatch:
+      return std::string("whole-file ") + crypto::checksum_name(checksum_) + " mismatch";
+  }
+  return "record out of order";
+}
+
 }  // namespace aesxfer::proto

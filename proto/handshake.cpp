@@ -12,6 +12,8 @@
 #include "crypto/util.h"
 #include "proto/error.h"
 #include "proto/init.h"
+#include "proto/kdf.h"
+#include "proto/wire.h"
 
 namespace aesxfer::proto {
 namespace {
@@ -43,7 +45,7 @@ class FrameReader {
         have_ += n;
         used += n;
         if (have_ < 4) break;
-        uint32_t l = crypto::load_be32(len_buf_);
+        const uint32_t l = WireReader(len_buf_).u32();
         if (l < 1 || l > kMaxFrame) return Status::error;
         frame_.assign(len_buf_, len_buf_ + 4);
         frame_.resize(4 + size_t(l));
@@ -63,8 +65,7 @@ class FrameReader {
   // The last complete frame (length prefix included).
   const std::vector<uint8_t>& frame() const { return frame_; }
   uint8_t type() const { return frame_[4]; }
-  const uint8_t* body() const { return frame_.data() + 5; }
-  size_t body_len() const { return frame_.size() - 5; }
+  std::span<const uint8_t> body() const { return std::span<const uint8_t>(frame_).subspan(5); }
 
  private:
   uint8_t len_buf_[4] = {};
@@ -72,16 +73,10 @@ class FrameReader {
   std::vector<uint8_t> frame_;
 };
 
-std::vector<uint8_t> frame_start(uint8_t type, size_t body_len) {
-  std::vector<uint8_t> f(4);
-  crypto::store_be32(f.data(), uint32_t(1 + body_len));
-  f.push_back(type);
-  f.reserve(5 + body_len);
-  return f;
-}
-void append(std::vector<uint8_t>& v, const void* p, size_t n) {
-  const uint8_t* b = static_cast<const uint8_t*>(p);
-  v.insert(v.end(), b, b + n);
+// A frame's length and type, for a body of body_len bytes to follow.
+void frame_header(WireWriter& w, uint8_t type, size_t body_len) {
+  w.u32(uint32_t(1 + body_len));
+  w.u8(type);
 }
 
 // SHA-256 over the concatenation of two byte strings.
@@ -101,20 +96,18 @@ std::vector<uint8_t> sig_message(std::string_view label, const std::array<uint8_
   return m;
 }
 
-void blake2b(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label,
-             const std::array<uint8_t, 32>& th) {
-  crypto_generichash_state st;
-  crypto_generichash_init(&st, key, 32, outlen);
-  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(label.data()), label.size());
-  crypto_generichash_update(&st, th.data(), th.size());
-  crypto_generichash_final(&st, out, outlen);
-  sodium_memzero(&st, sizeof st);
+void derive_direction(DirectionKeys& d, const uint8_t k[32], const std::array<uint8_t, 32>& th2) {
+  kdf(d.enc, sizeof d.enc, k, "aesxfer-v1 enc", th2);
+  kdf(d.mac, sizeof d.mac, k, "aesxfer-v1 mac", th2);
+  kdf(d.iv, sizeof d.iv, k, "aesxfer-v1 iv", th2);
 }
 
-void derive_direction(DirectionKeys& d, const uint8_t k[32], const std::array<uint8_t, 32>& th2) {
-  blake2b(d.enc, sizeof d.enc, k, "aesxfer-v1 enc", th2);
-  blake2b(d.mac, sizeof d.mac, k, "aesxfer-v1 mac", th2);
-  blake2b(d.iv, sizeof d.iv, k, "aesxfer-v1 iv", th2);
+// Reads the magic and version that open both hellos; false when the magic is wrong or the
+// body too short for them.
+bool read_magic(WireReader& r, uint8_t& version) {
+  auto magic = r.bytes(sizeof kMagic);
+  version = r.u8();
+  return r.ok() && std::equal(magic.begin(), magic.end(), kMagic);
 }
 
 std::string hex(const uint8_t* p, size_t n) {
@@ -159,7 +152,8 @@ std::string checksum_set_names(uint32_t bits) {
   return out.empty() ? "none at all" : out;
 }
 
-DirectionKeys derive_direction_keys(const uint8_t kx_key[32], const std::array<uint8_t, 32>& transcript_hash) {
+DirectionKeys derive_direction_keys(const uint8_t kx_key[32],
+                                    const std::array<uint8_t, 32>& transcript_hash) {
   init_sodium();
   DirectionKeys d{};
   derive_direction(d, kx_key, transcript_hash);
@@ -238,62 +232,60 @@ struct ClientHandshake::Impl {
     return fail(ec, consumed, std::move(detail));
   }
 
-  Step on_server_hello(size_t consumed) {
-    if (reader.type() != kServerHello) return failed(errc::unexpected_message, consumed);
-    const uint8_t* b = reader.body();
-    size_t n = reader.body_len();
-    if (n < 9 || std::memcmp(b, kMagic, 8) != 0) return failed(errc::bad_magic, consumed);
-    if (b[8] != kVersion)
-      return failed(errc::bad_magic, consumed,
-                    "the server speaks aesxfer protocol version " + std::to_string(b[8]) + ", this client " +
-                        std::to_string(kVersion) + " (upgrade the older end)");
-    if (n != kServerHelloBody) return failed(errc::bad_handshake, consumed);
-    uint8_t status = b[9];
-    const uint32_t record_size = crypto::load_be32(b + 106);
+  // The client's reading of a refusal status in the ServerHello; `info` is its record-size field.
+  Step refused(uint8_t status, uint32_t info, size_t consumed) {
     switch (status) {
-      case kStatusOk: break;
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,
                       std::string("the server does not support or allow cipher ") + keys.cipher->name +
-                          allowed_names(record_size, true));
+                          allowed_names(info, true));
       case kStatusMac:
         return failed(errc::unsupported_mac, consumed,
                       std::string("the server does not support or allow MAC ") + keys.mac->name +
-                          allowed_names(record_size, false));
+                          allowed_names(info, false));
       case kStatusVersion:
         return failed(errc::bad_magic, consumed,
                       "the server does not speak protocol version " + std::to_string(kVersion) +
                           " (upgrade the older end)");
       case kStatusChecksum:
         return failed(errc::unsupported_checksum, consumed,
-                      std::string("the server does not allow checksum ") + crypto::checksum_name(keys.checksum) +
-                          " (it allows: " + checksum_set_names(record_size) + ")");
-      default: return failed(errc::bad_handshake, consumed);
+                      std::string("the server does not allow checksum ") +
+                          crypto::checksum_name(keys.checksum) + " (it allows: " + checksum_set_names(info) +
+                          ")");
+      default:
+        return failed(errc::bad_handshake, consumed);
     }
-    const uint8_t* server_kx = b + 10;
-    const uint8_t* server_random = b + 42;
-    const uint8_t* host_pk = b + 74;
-    const uint8_t* sig = b + 110;
-    if (record_size < kMinRecordSize || record_size > keys.record_size) return failed(errc::bad_handshake, consumed);
+  }
+
+  Step on_server_hello(size_t consumed) {
+    if (reader.type() != kServerHello) return failed(errc::unexpected_message, consumed);
+    WireReader r(reader.body());
+    uint8_t version = 0;
+    if (!read_magic(r, version)) return failed(errc::bad_magic, consumed);
+    if (version != kVersion)
+      return failed(errc::bad_magic, consumed,
+                    "the server speaks aesxfer protocol version " + std::to_string(version) +
+                        ", this client " + std::to_string(kVersion) + " (upgrade the older end)");
+    if (r.remaining() != kServerHelloBody - 9) return failed(errc::bad_handshake, consumed);
+    const uint8_t status = r.u8();
+    uint8_t server_kx[32], host_pk[32];
+    r.copy(server_kx, 32);
+    r.bytes(32);  // the server's random: bound by the transcript hash
+    r.copy(host_pk, 32);
+    const uint32_t record_size = r.u32();
+    auto sig = r.bytes(crypto_sign_BYTES);
+    if (status != kStatusOk) return refused(status, record_size, consumed);
+    if (record_size < kMinRecordSize || record_size > keys.record_size)
+      return failed(errc::bad_handshake, consumed);
     server_hello = reader.frame();
     // TH1 = SHA-256(ClientHello frame || ServerHello frame without the signature)
-    auto th1 = hash2(client_hello, server_hello.data(), server_hello.size() - 64);
+    auto th1 = hash2(client_hello, server_hello.data(), server_hello.size() - crypto_sign_BYTES);
     auto msg = sig_message(kHostSigLabel, th1);
-    if (crypto_sign_verify_detached(sig, msg.data(), msg.size(), host_pk) != 0)
+    if (crypto_sign_verify_detached(sig.data(), msg.data(), msg.size(), host_pk) != 0)
       return failed(errc::host_key_signature, consumed);
-    (void)server_random;  // bound by the transcript hash
     th2 = hash2(client_hello, server_hello.data(), server_hello.size());
-    uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
-    if (crypto_kx_client_session_keys(rx, tx, kx_pk, kx_sk, server_kx) != 0) {
-      sodium_memzero(rx, sizeof rx);
-      sodium_memzero(tx, sizeof tx);
+    if (!derive_keys(server_kx))
       return failed(errc::bad_handshake, consumed, "invalid server key exchange value");
-    }
-    derive_direction(keys.c2s, tx, th2);
-    derive_direction(keys.s2c, rx, th2);
-    sodium_memzero(rx, sizeof rx);
-    sodium_memzero(tx, sizeof tx);
-    sodium_memzero(kx_sk, sizeof kx_sk);
     std::memcpy(host.data(), host_pk, 32);
     keys.host_key = host;
     keys.transcript_hash = th2;
@@ -301,12 +293,27 @@ struct ClientHandshake::Impl {
     state = State::host_pending;
     Step s;
     s.consumed = consumed;
+    s.check_host = true;
     return s;
+  }
+
+  // Both directions' keys from the X25519 exchange and TH2; false for a low-order point.
+  bool derive_keys(const uint8_t server_kx[32]) {
+    uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
+    const bool ok = crypto_kx_client_session_keys(rx, tx, kx_pk, kx_sk, server_kx) == 0;
+    if (ok) {
+      derive_direction(keys.c2s, tx, th2);
+      derive_direction(keys.s2c, rx, th2);
+      sodium_memzero(kx_sk, sizeof kx_sk);
+    }
+    sodium_memzero(rx, sizeof rx);
+    sodium_memzero(tx, sizeof tx);
+    return ok;
   }
 };
 
-ClientHandshake::ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac,
-                                 SessionParams params) {
+ClientHandshake::ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher,
+                                 const crypto::MacDesc& mac, SessionParams params) {
   init_sodium();
   if (params.record_size < kMinRecordSize || params.record_size > kMaxRecordSize)
     throw std::invalid_argument("record size out of range");
@@ -320,18 +327,18 @@ Step ClientHandshake::start() {
   crypto_kx_keypair(m.kx_pk, m.kx_sk);
   randombytes_buf(m.keys.client_random.data(), m.keys.client_random.size());
   m.keys.client_key = m.me.pk;
-  auto f = frame_start(kClientHello, kClientHelloBody);
-  append(f, kMagic, 8);
-  f.push_back(kVersion);
-  f.push_back(m.keys.cipher->wire_id);
-  f.push_back(m.keys.mac->wire_id);
-  f.push_back(uint8_t(m.keys.checksum));
-  append(f, m.kx_pk, 32);
-  append(f, m.keys.client_random.data(), 32);
-  append(f, m.me.pk.data(), 32);
-  uint8_t rs[4];
-  crypto::store_be32(rs, m.keys.record_size);
-  append(f, rs, 4);
+  std::vector<uint8_t> f;
+  WireWriter w(f);
+  frame_header(w, kClientHello, kClientHelloBody);
+  w.bytes(kMagic, sizeof kMagic);
+  w.u8(kVersion);
+  w.u8(m.keys.cipher->wire_id);
+  w.u8(m.keys.mac->wire_id);
+  w.u8(uint8_t(m.keys.checksum));
+  w.bytes(m.kx_pk, 32);
+  w.bytes(m.keys.client_random.data(), 32);
+  w.bytes(m.me.pk.data(), 32);
+  w.u32(m.keys.record_size);
   m.client_hello = f;
   m.state = Impl::State::wait_server_hello;
   Step s;
@@ -353,8 +360,10 @@ Step ClientHandshake::feed(const uint8_t* data, size_t len) {
       s.consumed = used;
       return s;
     }
-    case FrameReader::Status::error: return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
-    case FrameReader::Status::frame: break;
+    case FrameReader::Status::error:
+      return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
+    case FrameReader::Status::frame:
+      break;
   }
   return m.on_server_hello(used);
 }
@@ -370,8 +379,10 @@ Step ClientHandshake::confirm_host() {
   auto msg = sig_message(kClientSigLabel, m.th2);
   uint8_t sig[crypto_sign_BYTES];
   crypto_sign_detached(sig, nullptr, msg.data(), msg.size(), m.me.sk.data());
-  auto f = frame_start(kClientAuth, kClientAuthBody);
-  append(f, sig, sizeof sig);
+  std::vector<uint8_t> f;
+  WireWriter w(f);
+  frame_header(w, kClientAuth, kClientAuthBody);
+  w.bytes(sig, sizeof sig);
   m.state = Impl::State::done;
   Step s;
   s.send = std::move(f);
@@ -412,43 +423,45 @@ struct ServerHandshake::Impl {
   // A ServerHello with a non-zero status and all key/signature fields zero; the record-size field
   // carries `info` (for status 4, the allowed checksums as a bit set).
   Step refuse(uint8_t status, std::error_code ec, size_t consumed, std::string detail, uint32_t info = 0) {
-    auto f = frame_start(kServerHello, kServerHelloBody);
-    append(f, kMagic, 8);
-    f.push_back(kVersion);
-    f.push_back(status);
-    f.resize(5 + kServerHelloBody, 0);
-    crypto::store_be32(f.data() + 5 + 106, info);
+    std::vector<uint8_t> f;
+    WireWriter w(f);
+    frame_header(w, kServerHello, kServerHelloBody);
+    w.bytes(kMagic, sizeof kMagic);
+    w.u8(kVersion);
+    w.u8(status);
+    w.zeros(32 + 32 + 32);  // key exchange value, random, host key
+    w.u32(info);
+    w.zeros(crypto_sign_BYTES);
     Step s = failed(ec, consumed, std::move(detail));
     s.send = std::move(f);
     return s;
   }
 
-  Step on_client_hello(size_t consumed) {
-    if (reader.type() != kClientHello) return failed(errc::unexpected_message, consumed);
-    const uint8_t* b = reader.body();
-    size_t n = reader.body_len();
-    if (n < 9 || std::memcmp(b, kMagic, 8) != 0) return failed(errc::bad_magic, consumed);
-    if (b[8] != kVersion)
-      return refuse(kStatusVersion, errc::bad_magic, consumed, "client speaks protocol version " + std::to_string(b[8]));
-    if (n != kClientHelloBody) return failed(errc::bad_handshake, consumed);
-    const uint32_t want_record = crypto::load_be32(b + 108);
-    if (!crypto::checksum_known(b[11]) || want_record < kMinRecordSize || want_record > kMaxRecordSize)
-      return failed(errc::bad_handshake, consumed);
+  // The fields of a ClientHello after magic and version.
+  struct Hello {
+    uint8_t cipher = 0, mac = 0, checksum = 0;
+    uint32_t record_size = 0;
+  };
+
+  // The server's policy on the cipher, MAC and checksum a client asks for: a refusal step, or
+  // nothing with keys.cipher, keys.mac and keys.checksum set.
+  std::optional<Step> choose(const Hello& h, size_t consumed) {
     // Refusals of a cipher or MAC carry the allowed ones as a bit set of wire ids (1.3).
     uint32_t ciphers_ok = 0, macs_ok = 0;
     for (const auto& cd : crypto::ciphers())
-      if (cd.wire_id < 32 && (!policy.cipher_allowed || policy.cipher_allowed(cd))) ciphers_ok |= 1u << cd.wire_id;
+      if (cd.wire_id < 32 && (!policy.cipher_allowed || policy.cipher_allowed(cd)))
+        ciphers_ok |= 1u << cd.wire_id;
     for (const auto& md : crypto::macs())
       if (md.wire_id < 32 && (!policy.mac_allowed || policy.mac_allowed(md))) macs_ok |= 1u << md.wire_id;
-    const crypto::CipherDesc* c = crypto::cipher_by_wire_id(b[9]);
+    const crypto::CipherDesc* c = crypto::cipher_by_wire_id(h.cipher);
     if (!c)
       return refuse(kStatusCipher, errc::unsupported_cipher, consumed,
-                    "client asked for unknown cipher id " + std::to_string(b[9]), ciphers_ok);
-    const crypto::MacDesc* mac = crypto::mac_by_wire_id(b[10]);
+                    "client asked for unknown cipher id " + std::to_string(h.cipher), ciphers_ok);
+    const crypto::MacDesc* mac = crypto::mac_by_wire_id(h.mac);
     if (!mac) {
       if (!c->aead)
         return refuse(kStatusMac, errc::unsupported_mac, consumed,
-                      "client asked for unknown MAC id " + std::to_string(b[10]), macs_ok);
+                      "client asked for unknown MAC id " + std::to_string(h.mac), macs_ok);
       mac = none_mac();  // AEAD: the MAC byte is ignored
     }
     if (policy.cipher_allowed && !policy.cipher_allowed(*c))
@@ -457,56 +470,83 @@ struct ServerHandshake::Impl {
                     ciphers_ok);
     if (!c->aead && policy.mac_allowed && !policy.mac_allowed(*mac))
       return refuse(kStatusMac, errc::unsupported_mac, consumed,
-                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow", macs_ok);
-    const auto checksum = crypto::ChecksumAlg(b[11]);
-    if (!(policy.checksums & (1u << b[11])))
+                    std::string("client asked for MAC ") + mac->name + ", which --macs does not allow",
+                    macs_ok);
+    const auto checksum = crypto::ChecksumAlg(h.checksum);
+    if (!(policy.checksums & (1u << h.checksum)))
       return refuse(kStatusChecksum, errc::unsupported_checksum, consumed,
                     std::string("client asked for checksum ") + crypto::checksum_name(checksum) +
                         ", which serve --checksums does not allow",
                     policy.checksums);
-    keys.checksum = checksum;
-    keys.record_size = std::max(kMinRecordSize, std::min(want_record, policy.max_record_size));
     keys.cipher = c;
     keys.mac = mac;
-    std::memcpy(client_kx, b + 12, 32);
-    std::memcpy(keys.client_random.data(), b + 44, 32);
-    std::memcpy(keys.client_key.data(), b + 76, 32);
+    keys.checksum = checksum;
+    return std::nullopt;
+  }
+
+  Step on_client_hello(size_t consumed) {
+    if (reader.type() != kClientHello) return failed(errc::unexpected_message, consumed);
+    WireReader r(reader.body());
+    uint8_t version = 0;
+    if (!read_magic(r, version)) return failed(errc::bad_magic, consumed);
+    if (version != kVersion)
+      return refuse(kStatusVersion, errc::bad_magic, consumed,
+                    "client speaks protocol version " + std::to_string(version));
+    if (r.remaining() != kClientHelloBody - 9) return failed(errc::bad_handshake, consumed);
+    Hello h;
+    h.cipher = r.u8();
+    h.mac = r.u8();
+    h.checksum = r.u8();
+    r.copy(client_kx, 32);
+    r.copy(keys.client_random.data(), 32);
+    r.copy(keys.client_key.data(), 32);
+    h.record_size = r.u32();
+    if (!crypto::checksum_known(h.checksum) || h.record_size < kMinRecordSize ||
+        h.record_size > kMaxRecordSize)
+      return failed(errc::bad_handshake, consumed);
+    if (auto refusal = choose(h, consumed)) return std::move(*refusal);
+    keys.record_size = std::max(kMinRecordSize, std::min(h.record_size, policy.max_record_size));
     have_client_key = true;
     keys.host_key = host.pk;
     client_hello = reader.frame();
+    Step s;
+    s.send = server_hello_frame();
+    s.consumed = consumed;
+    state = State::wait_client_auth;
+    return s;
+  }
 
+  // ServerHello (status ok) signed by the host key over TH1; kept for the transcript.
+  std::vector<uint8_t> server_hello_frame() {
     crypto_kx_keypair(kx_pk, kx_sk);
     uint8_t server_random[32];
     randombytes_buf(server_random, sizeof server_random);
-    auto f = frame_start(kServerHello, kServerHelloBody);
-    append(f, kMagic, 8);
-    f.push_back(kVersion);
-    f.push_back(kStatusOk);
-    append(f, kx_pk, 32);
-    append(f, server_random, 32);
-    append(f, host.pk.data(), 32);
-    uint8_t rs[4];
-    crypto::store_be32(rs, keys.record_size);
-    append(f, rs, 4);
+    std::vector<uint8_t> f;
+    WireWriter w(f);
+    frame_header(w, kServerHello, kServerHelloBody);
+    w.bytes(kMagic, sizeof kMagic);
+    w.u8(kVersion);
+    w.u8(kStatusOk);
+    w.bytes(kx_pk, 32);
+    w.bytes(server_random, 32);
+    w.bytes(host.pk.data(), 32);
+    w.u32(keys.record_size);
     auto th1 = hash2(client_hello, f.data(), f.size());
     auto msg = sig_message(kHostSigLabel, th1);
     uint8_t sig[crypto_sign_BYTES];
     crypto_sign_detached(sig, nullptr, msg.data(), msg.size(), host.sk.data());
-    append(f, sig, sizeof sig);
+    w.bytes(sig, sizeof sig);
     server_hello = f;
-    state = State::wait_client_auth;
-    Step s;
-    s.send = std::move(f);
-    s.consumed = consumed;
-    return s;
+    return f;
   }
 
   Step on_client_auth(size_t consumed) {
     if (reader.type() != kClientAuth) return failed(errc::unexpected_message, consumed);
-    if (reader.body_len() != kClientAuthBody) return failed(errc::bad_handshake, consumed);
+    if (reader.body().size() != kClientAuthBody) return failed(errc::bad_handshake, consumed);
     auto th2 = hash2(client_hello, server_hello.data(), server_hello.size());
     auto msg = sig_message(kClientSigLabel, th2);
-    if (crypto_sign_verify_detached(reader.body(), msg.data(), msg.size(), keys.client_key.data()) != 0)
+    if (crypto_sign_verify_detached(reader.body().data(), msg.data(), msg.size(), keys.client_key.data()) !=
+        0)
       return failed(errc::client_signature, consumed);
     uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
     if (crypto_kx_server_session_keys(rx, tx, kx_pk, kx_sk, client_kx) != 0) {
@@ -554,8 +594,10 @@ Step ServerHandshake::feed(const uint8_t* data, size_t len) {
       s.consumed = used;
       return s;
     }
-    case FrameReader::Status::error: return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
-    case FrameReader::Status::frame: break;
+    case FrameReader::Status::error:
+      return m.failed(errc::bad_handshake, used, "oversized or empty handshake frame");
+    case FrameReader::Status::frame:
+      break;
   }
   if (m.state == Impl::State::wait_client_hello) return m.on_client_hello(used);
   return m.on_client_auth(used);

@@ -42,7 +42,8 @@ struct SessionParams {
 // What a server allows (serve --checksums, --max-record-size).
 struct ServerPolicy {
   // Bit (1 << wire id) per allowed checksum; all by default.
-  uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) | (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
+  uint32_t checksums = (1u << uint8_t(crypto::ChecksumAlg::none)) |
+                       (1u << uint8_t(crypto::ChecksumAlg::sha256)) |
                        (1u << uint8_t(crypto::ChecksumAlg::xxh128));
   uint32_t max_record_size = kMaxRecordSize;
   // Allow-lists (serve --ciphers, --macs): a cipher or MAC a predicate rejects is refused exactly
@@ -82,7 +83,7 @@ struct SessionKeys {
   std::array<uint8_t, 32> transcript_hash{};
   PublicKey client_key{}, host_key{};
   crypto::ChecksumAlg checksum = crypto::kDefaultChecksum;  // the whole-file checksum of every transfer
-  uint32_t record_size = uint32_t(kDefaultPayload);          // payload bytes per data record, both ways
+  uint32_t record_size = uint32_t(kDefaultPayload);         // payload bytes per data record, both ways
   ~SessionKeys();
   // One line per direction in the documented keylog format (docs/PROTOCOL.md, "Key log").
   std::string keylog_lines() const;
@@ -97,20 +98,31 @@ struct Step {
   std::vector<uint8_t> send;
   bool done = false;
   std::error_code ec;
-  std::string detail;  // human-readable detail for ec (e.g. the server's refusal message)
+  std::string detail;   // human-readable detail for ec (e.g. the server's refusal message)
   size_t consumed = 0;  // bytes of the fed input used (feed() only)
+  // Client: the ServerHello verified; the caller checks host_key() against known_hosts, then
+  // calls confirm_host(). The handshake waits for the caller and takes no more input until then.
+  bool check_host = false;
 };
 
-class ClientHandshake {
+// Either end's state machine as a driver sees it (net/handshake_driver.h runs both): bytes from
+// the peer in, a Step out.
+class HandshakeMachine {
+ public:
+  virtual ~HandshakeMachine() = default;
+  virtual Step feed(const uint8_t* data, size_t len) = 0;
+};
+
+class ClientHandshake final : public HandshakeMachine {
  public:
   ClientHandshake(const Identity& me, const crypto::CipherDesc& cipher, const crypto::MacDesc& mac,
                   SessionParams params = {});
-  ~ClientHandshake();
+  ~ClientHandshake() override;
   // First flight (ClientHello).
   Step start();
   // Feed bytes from the server; returns the next step. After the ServerHello is in, the caller must
   // check the host key (host_key()) against known_hosts before calling confirm_host().
-  Step feed(const uint8_t* data, size_t len);
+  Step feed(const uint8_t* data, size_t len) override;
   // Set once the ServerHello is verified.
   std::optional<PublicKey> host_key() const;
   // Sends ClientAuth after the caller accepted the host key; done becomes true.
@@ -122,12 +134,12 @@ class ClientHandshake {
   std::unique_ptr<Impl> impl_;
 };
 
-class ServerHandshake {
+class ServerHandshake final : public HandshakeMachine {
  public:
   // is_authorized decides whether a client key may log in (authorized_keys).
   ServerHandshake(const Identity& host, std::function<bool(const PublicKey&)> is_authorized,
                   ServerPolicy policy = {});
-  ~ServerHandshake();
+  ~ServerHandshake() override;
   // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
   // done == true once ClientAuth verified. An unknown cipher produces a ServerHello with a
   // refusal status (sent, then the connection closes) and ec set.
@@ -136,7 +148,7 @@ class ServerHandshake {
   // authorized"; keys() are valid then, and the server sends a Welcome (status refused, text =
   // detail) in a control record before closing, so the client learns why inside the
   // authenticated channel. authorized() tells the two done outcomes apart.
-  Step feed(const uint8_t* data, size_t len);
+  Step feed(const uint8_t* data, size_t len) override;
   SessionKeys& keys();
   bool authorized() const;
   // Set once the ClientHello is in (not yet proven: the client proves it with ClientAuth).

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "crypto/util.h"
 #include "proto/messages.h"
+#include "proto/wire.h"
 
 namespace aesxfer::proto {
 
@@ -24,60 +24,55 @@ bool valid_list_path(std::string_view p) noexcept {
 
 void encode_list_page(const ListPage& page, std::vector<uint8_t>& out) {
   out.clear();
-  out.push_back(kListPageType);
-  out.push_back(page.last ? kListPageLast : 0);
-  size_t n = std::min<size_t>(page.entries.size(), 0xffff);
-  out.push_back(uint8_t(n >> 8));
-  out.push_back(uint8_t(n));
+  WireWriter w(out);
+  w.u8(kListPageType);
+  w.u8(page.last ? kListPageLast : 0);
+  const size_t n = std::min<size_t>(page.entries.size(), 0xffff);
+  w.u16(uint16_t(n));
   for (size_t i = 0; i < n; ++i) {
     const ListEntry& e = page.entries[i];
-    size_t len = std::min(e.path.size(), kMaxPath);
-    uint8_t b[8];
-    out.push_back(uint8_t(e.type));
-    out.push_back(uint8_t(len >> 8));
-    out.push_back(uint8_t(len));
-    out.insert(out.end(), e.path.begin(), e.path.begin() + ptrdiff_t(len));
-    crypto::store_be64(b, e.type == EntryType::file ? e.size : 0);
-    out.insert(out.end(), b, b + 8);
-    crypto::store_be32(b, e.mode & 07777);
-    out.insert(out.end(), b, b + 4);
-    crypto::store_be64(b, uint64_t(e.mtime));
-    out.insert(out.end(), b, b + 8);
+    w.u8(uint8_t(e.type));
+    w.str16(e.path, kMaxPath);
+    w.u64(e.type == EntryType::file ? e.size : 0);
+    w.u32(e.mode & 07777);
+    w.u64(uint64_t(e.mtime));
   }
 }
 
+namespace {
+
+// One entry; r fails on anything malformed.
+ListEntry decode_entry(WireReader& r) {
+  ListEntry e;
+  const uint8_t t = r.u8();
+  if (t < uint8_t(EntryType::file) || t > uint8_t(EntryType::other)) r.fail();
+  e.type = EntryType(t);
+  e.path = r.str16(kMaxPath);
+  if (r.ok() && !valid_list_path(e.path)) r.fail();
+  e.size = r.u64();
+  e.mode = r.u32();
+  e.mtime = int64_t(r.u64());
+  if (e.mode & ~07777u) r.fail();
+  if (e.type != EntryType::file && e.size != 0) r.fail();
+  return e;
+}
+
+}  // namespace
+
 std::optional<ListPage> decode_list_page(std::span<const uint8_t> p) {
-  if (p.size() < kListPageHeader || p.size() > kMaxListPage) return std::nullopt;
-  if (p[0] != kListPageType || (p[1] & ~kListPageLast)) return std::nullopt;
-  ListPage page;
-  page.last = p[1] & kListPageLast;
-  size_t count = size_t(p[2]) << 8 | p[3];
+  if (p.size() > kMaxListPage) return std::nullopt;
+  WireReader r(p);
+  const uint8_t type = r.u8(), flags = r.u8();
+  const size_t count = r.u16();
+  if (!r.ok() || type != kListPageType || (flags & ~kListPageLast)) return std::nullopt;
   // Every entry takes at least kListEntryFixed + 1 bytes: refuse a count the payload cannot hold
   // before reserving room for it.
-  if (count > (p.size() - kListPageHeader) / (kListEntryFixed + 1)) return std::nullopt;
+  if (count > r.remaining() / (kListEntryFixed + 1)) return std::nullopt;
+  ListPage page;
+  page.last = flags & kListPageLast;
   page.entries.reserve(count);
-  size_t pos = kListPageHeader;
-  for (size_t i = 0; i < count; ++i) {
-    if (p.size() - pos < 3) return std::nullopt;
-    ListEntry e;
-    uint8_t t = p[pos];
-    if (t < uint8_t(EntryType::file) || t > uint8_t(EntryType::other)) return std::nullopt;
-    e.type = EntryType(t);
-    size_t len = size_t(p[pos + 1]) << 8 | p[pos + 2];
-    pos += 3;
-    if (len > kMaxPath || p.size() - pos < len + 20) return std::nullopt;
-    e.path.assign(reinterpret_cast<const char*>(p.data() + pos), len);
-    pos += len;
-    if (!valid_list_path(e.path)) return std::nullopt;
-    e.size = crypto::load_be64(p.data() + pos);
-    e.mode = crypto::load_be32(p.data() + pos + 8);
-    e.mtime = int64_t(crypto::load_be64(p.data() + pos + 12));
-    pos += 20;
-    if (e.mode & ~07777u) return std::nullopt;
-    if (e.type != EntryType::file && e.size != 0) return std::nullopt;
-    page.entries.push_back(std::move(e));
-  }
-  if (pos != p.size()) return std::nullopt;
+  for (size_t i = 0; i < count && r.ok(); ++i) page.entries.push_back(decode_entry(r));
+  if (!r.done()) return std::nullopt;
   return page;
 }
 

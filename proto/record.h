@@ -11,7 +11,7 @@
 // The sealer and opener never know the cipher: they frame records around a RecordProtection
 // (proto/record_protection.h) built from the cipher table's row.
 // The `end` record type always carries kFlagFinal and no other type does (parse_header checks);
-// which record types may follow which is the transfer layer's business (docs/PROTOCOL.md).
+// which record types may follow which is proto::RecordOrder's business (proto/end_record.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -152,43 +152,5 @@ class RecordOpener {
 // checks it). Constant time: it reads the same `block` bytes whatever n is, with no branch or
 // address that depends on them; only the verdict and n are public (checked under valgrind, tests/ct/).
 bool check_cbc_padding(const uint8_t* body, size_t body_len, size_t block, size_t& pad_len) noexcept;
-
-// Incremental framing over the opener for byte-stream input (tests and fuzzing drive it one byte
-// at a time): feed bytes, then call next() until it answers need_more.
-//
-//   size_t off = 0;
-//   while (off < n) {
-//     off += reader.feed(buf + off, n - off);
-//     while ((st = reader.next(hdr, payload, ec)) == RecordReader::Status::record) use(payload);
-//     if (st == RecordReader::Status::error) fail(ec);
-//   }
-//
-// feed() consumes at most up to the end of one record: once a record is complete it consumes
-// nothing more until next() has handed it out. The header is checked by parse_header() as soon
-// as its 8 bytes are in, and the reader allocates only what that check allowed. A payload span
-// stays valid until the next call to feed() or next(). Errors are sticky.
-class RecordReader {
- public:
-  enum class Status { need_more, record, error };
-  explicit RecordReader(RecordOpener& opener) : opener_(opener) {}
-  // Appends input; returns bytes consumed (all, unless a record is complete and waiting or an
-  // error is pending).
-  size_t feed(const uint8_t* data, size_t len);
-  Status next(RecordHeader& hdr, std::span<uint8_t>& payload, std::error_code& ec);
-  // True while part of a record has been fed but not yet returned (a close now is truncation).
-  bool mid_record() const noexcept { return have_ != 0; }
-
- private:
-  RecordOpener& opener_;
-  uint8_t hdr_buf_[kHeaderLen];
-  size_t have_ = 0;
-  size_t need_ = kHeaderLen;
-  bool have_header_ = false;
-  bool ready_ = false;
-  RecordHeader hdr_{};
-  std::unique_ptr<uint8_t[]> rec_;
-  size_t rec_cap_ = 0;
-  std::error_code ec_;
-};
 
 }  // namespace aesxfer::proto

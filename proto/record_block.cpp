@@ -7,6 +7,7 @@
 
 #include "crypto/util.h"
 #include "proto/error.h"
+#include "proto/kdf.h"
 #include "proto/record_modes.h"
 
 namespace aesxfer::proto::detail {
@@ -26,7 +27,7 @@ std::unique_ptr<crypto::BlockCipher> EpochCipher::make(uint64_t epoch) const {
   uint8_t key[32];
   const uint8_t* kp = enc_;
   if (epoch != 0) {
-    derive_sub_key(key, c_.key_len, enc_, "aesxfer-v1 rekey", epoch);
+    kdf(key, c_.key_len, enc_, "aesxfer-v1 rekey", epoch);
     kp = key;
   }
   auto bc = c_.make_block(kp, c_.key_len, d_);

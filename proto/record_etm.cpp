@@ -10,20 +10,10 @@
 #include "crypto/ct.h"
 #include "crypto/util.h"
 #include "proto/error.h"
+#include "proto/kdf.h"
 #include "proto/record_modes.h"
 
 namespace aesxfer::proto::detail {
-
-void derive_sub_key(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label, uint64_t v) {
-  crypto_generichash_state st;
-  crypto_generichash_init(&st, key, 32, outlen);
-  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(label.data()), label.size());
-  uint8_t be[8];
-  crypto::store_be64(be, v);
-  crypto_generichash_update(&st, be, 8);
-  crypto_generichash_final(&st, out, outlen);
-  sodium_memzero(&st, sizeof st);
-}
 
 EtmRecords::EtmRecords(const crypto::MacDesc& m, const DirectionKeys& k, const crypto::Dispatch& d) {
   std::memcpy(&k_, &k, sizeof k_);
@@ -148,7 +138,7 @@ class StreamRecords final : public XorRecords {
 
   void xor_record(uint64_t seq, uint8_t* data, size_t len) noexcept override {
     uint8_t key[32];
-    derive_sub_key(key, c_.key_len, k_.enc, c_.record_key_label, seq);
+    kdf(key, c_.key_len, k_.enc, c_.record_key_label, seq);
     stream_->set_key(key, c_.key_len);
     crypto::secure_zero(key, sizeof key);
     stream_->xor_stream(data, data, len);

@@ -10,9 +10,6 @@
 
 namespace aesxfer::proto::detail {
 
-// BLAKE2b(outlen, key = enc (32 bytes), msg = label || u64 BE v): per-record stream keys and
-// block-cipher epoch keys (docs/PROTOCOL.md).
-void derive_sub_key(uint8_t* out, size_t outlen, const uint8_t key[32], std::string_view label, uint64_t v);
 
 // Encrypt-then-MAC: the tag is MAC(mac key, u64 BE seq || header || body) over the ciphertext,
 // checked in constant time before anything is decrypted. A mode supplies the cipher part.

@@ -29,6 +29,7 @@
 #include "files/atomic_file.h"
 #include "net/conn.h"
 #include "files/keystore.h"
+#include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
 #include "server/parts.h"
@@ -104,6 +105,14 @@ struct Server::Impl {
   // their sockets.
   void reap(bool all);
   void serve_requests(Conn& c, const proto::SessionKeys& keys);
+  // Opens, binds and listens on --listen / --port (IPv6 with IPv4 mapped, else IPv4).
+  void open_acceptor(tcp::acceptor& acc);
+  // What an admin needs to know once at start: the port, root, host key, authorized_keys and
+  // what in it will never match, the allow-lists, a home under the root.
+  void log_start(uint16_t port);
+  // Accepts until io stops; out of descriptors or memory backs off (10 ms doubling to 1 s)
+  // instead of re-arming at once, which would spin on the same failure.
+  void accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, std::chrono::milliseconds& delay);
 };
 
 // Over-limit connections beyond this many at once are closed without a word (each busy refusal
@@ -209,45 +218,13 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
   try {
     proto::ServerHandshake hs(
         host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
-    uint8_t buf[4096];
     // One deadline for the whole handshake (the per-read timeout alone would let a client that
     // sends one byte per second hold a session slot for ever).
-    const auto deadline = Clock::now() + opt.handshake_timeout;
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", double(opt.handshake_timeout.count()) / 1000);
-    const std::string overdue = std::string("handshake not completed within ") + secs + " s";
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) throw Failure(overdue);
-      c.set_timeout(std::min(opt.timeout, left));
-      size_t n = 0;
-      try {
-        n = c.read_some(buf, sizeof buf);
-      } catch (const Failure&) {
-        if (left < opt.timeout) throw Failure(overdue);
-        throw;
-      }
-      if (n == 0) throw Failure("closed the connection during the handshake");
-      // One read may hold several frames (a ClientHello and a ClientAuth sent together): feed()
-      // stops at the end of each frame it completes, so feed the rest too.
-      size_t off = 0;
-      bool finished = false;
-      while (off < n && !finished) {
-        proto::Step st = hs.feed(buf + off, n - off);
-        off += st.consumed;
-        if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-        if (st.ec && st.ec != proto::errc::unauthorized)
-          throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
-        if (st.consumed == 0) throw Failure("handshake failed: input not consumed");
-        if (st.done || st.ec == proto::errc::unauthorized) {
-          // Records may follow ClientAuth in the same read: they belong to the record layer.
-          if (off < n) c.unread(buf + off, n - off);
-          finished = true;
-        }
-      }
-      if (finished) break;
-    }
-    c.set_timeout(opt.timeout);
+    HandshakeLimits lim;
+    lim.total = opt.handshake_timeout;
+    proto::Step st = drive_handshake(c, hs, lim);
+    if (st.ec && st.ec != proto::errc::unauthorized)
+      throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
     tune_for_path(fd);
     proto::SessionKeys& keys = hs.keys();
     c.start_records(keys, false);
@@ -336,60 +313,96 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
 
 Server::~Server() = default;
 
-void Server::run() {
-  Impl& s = *impl_;
-  // A peer that vanishes must cost one session, not the process: writes report EPIPE instead.
-  ::signal(SIGPIPE, SIG_IGN);
-  tcp::acceptor acc(s.io);
+void Server::Impl::open_acceptor(tcp::acceptor& acc) {
   boost::system::error_code ec;
   tcp::endpoint ep;
-  if (s.opt.listen.empty()) {
-    ep = tcp::endpoint(tcp::v6(), s.opt.port);
+  if (opt.listen.empty()) {
+    ep = tcp::endpoint(tcp::v6(), opt.port);
   } else {
-    auto addr = asio::ip::make_address(s.opt.listen, ec);
-    if (ec) throw Failure("--listen " + s.opt.listen + ": not an IP address");
-    ep = tcp::endpoint(addr, s.opt.port);
+    auto addr = asio::ip::make_address(opt.listen, ec);
+    if (ec) throw Failure("--listen " + opt.listen + ": not an IP address");
+    ep = tcp::endpoint(addr, opt.port);
   }
   acc.open(ep.protocol(), ec);
-  if (ec && s.opt.listen.empty()) {  // no IPv6 on this machine
-    ep = tcp::endpoint(tcp::v4(), s.opt.port);
+  if (ec && opt.listen.empty()) {  // no IPv6 on this machine
+    ep = tcp::endpoint(tcp::v4(), opt.port);
     acc.open(ep.protocol(), ec);
   }
   if (ec) throw Failure("cannot open a socket: " + ec.message());
   acc.set_option(tcp::acceptor::reuse_address(true));
-  if (ep.protocol() == tcp::v6() && s.opt.listen.empty()) acc.set_option(asio::ip::v6_only(false), ec);
+  if (ep.protocol() == tcp::v6() && opt.listen.empty()) acc.set_option(asio::ip::v6_only(false), ec);
   acc.bind(ep, ec);
-  if (ec) throw Failure("cannot listen on port " + std::to_string(s.opt.port) + ": " + ec.message());
+  if (ec) throw Failure("cannot listen on port " + std::to_string(opt.port) + ": " + ec.message());
   acc.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw Failure("cannot listen: " + ec.message());
-  port_ = acc.local_endpoint().port();
-  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
-  s.log("listening on port " + std::to_string(port_) + " root=" + s.root->real().string() + " resolver=" +
-        (s.root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(s.host.pk));
-  {
-    // What a client needs to know once: the key to pin, where its key must go, and what in that
-    // file will never match.
-    const fs::path ak =
-        s.opt.authorized_keys.empty() ? s.opt.home / "authorized_keys" : s.opt.authorized_keys;
-    std::vector<std::string> problems;
-    const size_t n = load_authorized_keys(ak, &problems).size();
-    std::error_code ec2;
-    s.log("authorized_keys=" + ak.string() + " (" + std::to_string(n) + " key" + (n == 1 ? "" : "s") +
-          (fs::exists(ak, ec2) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
-    for (const auto& p : problems) s.warn(p);
-  }
-  s.check_descriptors();
+}
+
+void Server::Impl::log_start(uint16_t port) {
+  log("listening on port " + std::to_string(port) + " root=" + root->real().string() + " resolver=" +
+      (root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(host.pk));
+  const fs::path ak = opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
+  std::vector<std::string> problems;
+  const size_t n = load_authorized_keys(ak, &problems).size();
+  std::error_code ec;
+  log("authorized_keys=" + ak.string() + " (" + std::to_string(n) + " key" + (n == 1 ? "" : "s") +
+      (fs::exists(ak, ec) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
+  for (const auto& p : problems) warn(p);
+  check_descriptors();
   auto join = [](const std::vector<std::string>& v) {
     std::string r;
     for (const auto& x : v) r += (r.empty() ? "" : ",") + x;
     return r;
   };
-  if (!s.opt.ciphers.empty() || !s.opt.macs.empty())
-    s.log("allowed ciphers: " + (s.opt.ciphers.empty() ? std::string("all") : join(s.opt.ciphers)) +
-          "; allowed MACs: " + (s.opt.macs.empty() ? std::string("all") : join(s.opt.macs)));
-  if (s.root->hides_something())
-    s.warn("warning: $AESXFER_HOME (" + s.opt.home.string() +
-           ") lies under --root; it is never served, listed or overwritten");
+  if (!opt.ciphers.empty() || !opt.macs.empty())
+    log("allowed ciphers: " + (opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
+        "; allowed MACs: " + (opt.macs.empty() ? std::string("all") : join(opt.macs)));
+  if (root->hides_something())
+    warn("warning: $AESXFER_HOME (" + opt.home.string() +
+         ") lies under --root; it is never served, listed or overwritten");
+}
+
+void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, std::chrono::milliseconds& delay) {
+  acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
+    reap(false);
+    if (e == asio::error::operation_aborted) return;
+    if (e) {
+      const int v = e.value();
+      if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
+        if (delay == std::chrono::milliseconds(10))
+          log("accept failed: " + e.message() + "; retrying with back-off (see --max-sessions and ulimit -n)");
+        backoff.expires_after(delay);
+        backoff.async_wait([&](const boost::system::error_code& te) {
+          if (!te) accept_loop(acc, backoff, delay);
+        });
+        delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+        return;
+      }
+      accept_loop(acc, backoff, delay);
+      return;
+    }
+    delay = std::chrono::milliseconds(10);
+    boost::system::error_code pe;
+    auto rep = sock.remote_endpoint(pe);
+    const std::string peer =
+        pe ? "?"
+           : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) + ":" +
+                 std::to_string(rep.port());
+    int fd = sock.release();
+    tune_socket(fd);
+    start_session(fd, peer);
+    accept_loop(acc, backoff, delay);
+  });
+}
+
+void Server::run() {
+  Impl& s = *impl_;
+  // A peer that vanishes must cost one session, not the process: writes report EPIPE instead.
+  ::signal(SIGPIPE, SIG_IGN);
+  tcp::acceptor acc(s.io);
+  s.open_acceptor(acc);
+  port_ = acc.local_endpoint().port();
+  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
+  s.log_start(port_);
 
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
@@ -398,47 +411,11 @@ void Server::run() {
       stop();
     }
   });
-
-  // Accept errors that mean "out of descriptors or memory" back off (10 ms doubling to 1 s)
-  // instead of re-arming at once, which would spin on the same failure.
   asio::steady_timer backoff(s.io);
   auto delay = std::chrono::milliseconds(10);
-  std::function<void()> do_accept = [&] {
-    acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
-      s.reap(false);
-      if (e == asio::error::operation_aborted) return;
-      if (e) {
-        const int v = e.value();
-        if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
-          if (delay == std::chrono::milliseconds(10))
-            s.log("accept failed: " + e.message() +
-                  "; retrying with back-off (see --max-sessions and ulimit -n)");
-          backoff.expires_after(delay);
-          backoff.async_wait([&](const boost::system::error_code& te) {
-            if (!te) do_accept();
-          });
-          delay = std::min(delay * 2, std::chrono::milliseconds(1000));
-          return;
-        }
-        do_accept();
-        return;
-      }
-      delay = std::chrono::milliseconds(10);
-      std::string peer;
-      boost::system::error_code pe;
-      auto rep = sock.remote_endpoint(pe);
-      peer =
-          pe ? "?"
-             : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
-                   ":" + std::to_string(rep.port());
-      int fd = sock.release();
-      tune_socket(fd);
-      s.start_session(fd, peer);
-      do_accept();
-    });
-  };
-  do_accept();
+  s.accept_loop(acc, backoff, delay);
   s.io.run();
+  boost::system::error_code ec;
   acc.close(ec);
   // Wake every session still running (each removes its temporary file as it unwinds), then join
   // them all: no session thread outlives run().

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "net/conn.h"
+#include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
@@ -128,21 +129,7 @@ class FakeServer {
     try {
       net::Conn c(fd, std::chrono::milliseconds(10000), "client");
       proto::ServerHandshake hs(host_, [](const proto::PublicKey&) { return true; });
-      uint8_t buf[4096];
-      for (bool done = false; !done;) {
-        size_t n = c.read_some(buf, sizeof buf);
-        if (n == 0) return;
-        for (size_t off = 0; off < n && !done;) {
-          proto::Step st = hs.feed(buf + off, n - off);
-          off += st.consumed;
-          if (!st.send.empty()) c.write_all(st.send.data(), st.send.size());
-          if (st.ec || st.consumed == 0) return;
-          if (st.done) {
-            if (off < n) c.unread(buf + off, n - off);
-            done = true;
-          }
-        }
-      }
+      if (net::drive_handshake(c, hs).ec) return;
       c.start_records(hs.keys(), false);
       proto::Message w;
       w.type = proto::MsgType::welcome;

@@ -13,6 +13,7 @@
 #include "crypto/suite.h"
 #include "net/conn.h"
 #include "files/keystore.h"
+#include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
@@ -120,14 +121,8 @@ class HandSession {
     proto::ClientHandshake hs(id, *crypto::find_cipher(cipher), *crypto::find_mac(mac));
     proto::Step step = hs.start();
     conn_->write_all(step.send.data(), step.send.size());
-    uint8_t buf[4096];
-    while (!hs.host_key()) {
-      size_t n = conn_->read_some(buf, sizeof buf);
-      if (n == 0) throw net::Failure("closed during the handshake");
-      step = hs.feed(buf, n);
-      if (step.ec) throw net::Failure("handshake: " + step.ec.message() + " " + step.detail);
-      if (!step.send.empty()) conn_->write_all(step.send.data(), step.send.size());
-    }
+    step = net::drive_handshake(*conn_, hs);
+    if (step.ec) throw net::Failure("handshake: " + step.ec.message() + " " + step.detail);
     step = hs.confirm_host();
     conn_->write_all(step.send.data(), step.send.size());
     keys_ = std::make_unique<proto::SessionKeys>(hs.keys());

@@ -18,6 +18,7 @@
 #include "crypto/util.h"
 #include "proto/error.h"
 #include "proto/record_protection.h"
+#include "proto/record_reader.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::proto {

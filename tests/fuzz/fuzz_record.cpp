@@ -11,6 +11,7 @@
 
 #include "crypto/suite.h"
 #include "proto/record.h"
+#include "proto/record_reader.h"
 
 using namespace aesxfer;
 
@@ -44,8 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size > proto::kMaxPayload) size = proto::kMaxPayload;
     proto::RecordSealer sealer(c, m, keys);
     std::vector<uint8_t> rec(proto::kHeaderLen + size + sealer.max_overhead());
-    auto type = size % 3 == 0 ? proto::RecordType::end : size % 3 == 1 ? proto::RecordType::data
-                                                                       : proto::RecordType::control;
+    auto type = size % 3 == 0   ? proto::RecordType::end
+                : size % 3 == 1 ? proto::RecordType::data
+                                : proto::RecordType::control;
     uint8_t flags = type == proto::RecordType::end ? proto::kFlagFinal : 0;
     if (size) std::memcpy(rec.data() + proto::kHeaderLen, data, size);
     size_t n = sealer.seal(type, flags, rec.data(), size);

@@ -1,0 +1,121 @@
+// proto/end_record.h, RecordOrder: which record may come next on one direction of a connection
+// (docs/PROTOCOL.md 3.1, 3.3), and the checks that close a file stream.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "crypto/checksum.h"
+#include "proto/end_record.h"
+
+namespace aesxfer::proto {
+namespace {
+
+using V = RecordOrder::Verdict;
+using Bytes = std::vector<uint8_t>;
+constexpr auto kAlg = crypto::ChecksumAlg::sha256;
+
+crypto::Checksum checksum_of(const Bytes& data, crypto::ChecksumAlg alg = kAlg) {
+  crypto::FileChecksum h(alg);
+  h.update(data.data(), data.size());
+  return h.final();
+}
+
+Bytes end_payload(uint64_t length, const crypto::Checksum& sum) {
+  Bytes b(kMaxEndPayload);
+  b.resize(encode_end(b.data(), EndRecord{length, sum}));
+  return b;
+}
+
+TEST(RecordOrder, BetweenStreamsOnlyControl) {
+  RecordOrder o(kAlg, 4096);
+  EXPECT_FALSE(o.in_stream());
+  EXPECT_EQ(o.on_record(RecordType::control, Bytes{5}), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(10)), V::not_control);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(0, checksum_of({}))), V::not_control);
+}
+
+TEST(RecordOrder, AWholeStreamThenControlAgain) {
+  RecordOrder o(kAlg, 4);
+  const Bytes file = {1, 2, 3, 4, 5, 6, 7};
+  o.begin_stream(file.size());
+  EXPECT_TRUE(o.in_stream());
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(file.begin(), file.begin() + 4)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(file.begin() + 4, file.end())), V::ok);
+  EXPECT_EQ(o.received(), 7u);
+  EXPECT_FALSE(o.ended());
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(7, checksum_of(file))), V::ok);
+  EXPECT_TRUE(o.ended());
+  EXPECT_EQ(o.close(checksum_of(file)), V::ok);
+  EXPECT_FALSE(o.in_stream());
+  // After the end record of a file, data is out of order; a control record is next.
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(1)), V::not_control);
+  EXPECT_EQ(o.on_record(RecordType::control, Bytes{4, 0, 0, 0}), V::ok);
+}
+
+TEST(RecordOrder, InsideAStream) {
+  RecordOrder o(kAlg, 4);
+  o.begin_stream(6);
+  EXPECT_EQ(o.on_record(RecordType::control, Bytes{5}), V::control_in_stream);
+  o.begin_stream(6);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(5)), V::over_record_size);
+  o.begin_stream(6);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(4)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(3)), V::over_announced);
+  EXPECT_EQ(o.describe(V::over_announced), "peer sent more data than announced");
+  o.begin_stream(6);
+  EXPECT_EQ(o.on_record(RecordType::end, Bytes{0, 0}), V::malformed_end);
+  o.begin_stream(0);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(0, checksum_of({}, crypto::ChecksumAlg::xxh128))),
+            V::wrong_checksum);
+  EXPECT_EQ(o.describe(V::wrong_checksum),
+            "end record carries a xxh128 checksum, the session agreed on sha256");
+}
+
+TEST(RecordOrder, CloseChecksLengthThenDigest) {
+  const Bytes file = {9, 9, 9};
+  RecordOrder o(kAlg, 4096);
+  // The end record says 3 bytes but only 2 came.
+  o.begin_stream(3);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{9, 9}), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(3, checksum_of(file))), V::ok);
+  EXPECT_EQ(o.close(checksum_of({9, 9})), V::short_stream);
+  EXPECT_EQ(o.describe(V::short_stream), "transfer ended early: 2 of 3 bytes");
+  // All bytes came but the end record claims another length.
+  o.begin_stream(3);
+  EXPECT_EQ(o.on_record(RecordType::data, file), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(4, checksum_of(file))), V::ok);
+  EXPECT_EQ(o.close(checksum_of(file)), V::short_stream);
+  // Right length, other bytes.
+  o.begin_stream(3);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{9, 9, 8}), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(3, checksum_of(file))), V::ok);
+  EXPECT_EQ(o.close(checksum_of({9, 9, 8})), V::digest_mismatch);
+  EXPECT_EQ(o.describe(V::digest_mismatch), "whole-file sha256 mismatch");
+  EXPECT_FALSE(o.in_stream());
+}
+
+TEST(RecordOrder, ResumedStreamCountsFromTheOffset) {
+  const Bytes file = {1, 2, 3, 4, 5};
+  RecordOrder o(kAlg, 4096);
+  o.begin_stream(5, 3);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{4, 5, 6}), V::over_announced);
+  o.begin_stream(5, 3);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{4, 5}), V::ok);
+  EXPECT_EQ(o.received(), 5u);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(5, checksum_of(file))), V::ok);
+  EXPECT_EQ(o.close(checksum_of(file)), V::ok);
+}
+
+TEST(RecordOrder, AbandonedStreamRefusesItsLeftovers) {
+  RecordOrder o(kAlg, 4096);
+  o.begin_stream(100);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(10)), V::ok);
+  o.abandon();
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(10)), V::not_control);
+  // close() without an end record never passes.
+  o.begin_stream(0);
+  EXPECT_EQ(o.close(checksum_of({})), V::short_stream);
+}
+
+}  // namespace
+}  // namespace aesxfer::proto
