@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
 
 namespace aesxfer::app {
@@ -27,23 +27,23 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT && !required) return false;
-    throw net::ConfigError("cannot read config file " + name + ": " + net::errno_text(errno));
+    throw client::ConfigError("cannot read config file " + name + ": " + files::errno_text(errno));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw net::ConfigError("config file " + name + " is not a regular file");
+    throw client::ConfigError("config file " + name + " is not a regular file");
   }
   if ((st.st_uid != 0 && st.st_uid != ::getuid()) || (st.st_mode & 022)) {
     ::close(fd);
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    throw net::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
+    throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
                            "): it must belong to you and be writable by you only (chmod go-w it)");
   }
   if (uint64_t(st.st_size) > kMaxConfigBytes) {
     ::close(fd);
-    throw net::ConfigError("config file " + name + " is larger than 1 MiB");
+    throw client::ConfigError("config file " + name + " is larger than 1 MiB");
   }
   text.assign(size_t(st.st_size), '\0');
   size_t got = 0;
@@ -66,18 +66,18 @@ std::string user_home() {
   return pw && pw->pw_dir ? pw->pw_dir : "/";
 }
 
-net::HostConfig load_host_config(const std::string& file, const fs::path& home,
+client::HostConfig load_host_config(const std::string& file, const fs::path& home,
                                  const std::vector<std::string>& options, const std::string& alias,
                                  std::string* read_from) {
-  net::HostConfig c;
-  for (const auto& o : options) net::apply_option(o, c);
+  client::HostConfig c;
+  for (const auto& o : options) client::apply_option(o, c);
   if (read_from) read_from->clear();
   if (file == "none") return c;
   const fs::path path = file.empty() ? home / "config" : fs::path(file);
   std::string text;
   if (!read_config(path, !file.empty(), text)) return c;
   if (read_from) *read_from = path.string();
-  c.fill_from(net::parse_config(text, net::printable(path.string()), alias));
+  c.fill_from(client::parse_config(text, net::printable(path.string()), alias));
   return c;
 }
 

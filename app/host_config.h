@@ -12,8 +12,8 @@ namespace aesxfer::app {
 // The values for host alias `alias`: the -o options first (first obtained wins), then the config
 // file: `file` when given (-F; "none" reads nothing), else $AESXFER_HOME/config if it exists. A
 // config file must be owned by the user (or root) and writable by nobody else, as ssh requires
-// of ~/.ssh/config. Throws net::ConfigError with one line. `read_from` gets the file read ("" if none).
-net::HostConfig load_host_config(const std::string& file, const std::filesystem::path& home,
+// of ~/.ssh/config. Throws client::ConfigError with one line. `read_from` gets the file read ("" if none).
+client::HostConfig load_host_config(const std::string& file, const std::filesystem::path& home,
                                  const std::vector<std::string>& options, const std::string& alias,
                                  std::string* read_from = nullptr);
 

@@ -1,6 +1,6 @@
 #include "app/json.h"
 
-#include <cstdio>
+#include <cmath>
 
 namespace aesxfer::app {
 
@@ -32,64 +32,41 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-std::string json_quote(std::string_view s) {
+std::string utf8_or_replacement(std::string_view s) {
   std::string o;
-  o.reserve(s.size() + 2);
-  o += '"';
+  o.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    unsigned char ch = static_cast<unsigned char>(s[i]);
-    if (ch >= 0x80) {
-      size_t n = utf8_len(s, i);
-      if (n == 0) {
-        o += "\\ufffd";
-        ++i;
-      } else {
-        o.append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    ++i;
-    switch (ch) {
-      case '"':
-        o += "\\\"";
-        break;
-      case '\\':
-        o += "\\\\";
-        break;
-      case '\n':
-        o += "\\n";
-        break;
-      case '\r':
-        o += "\\r";
-        break;
-      case '\t':
-        o += "\\t";
-        break;
-      default:
-        if (ch < 0x20 || ch == 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", ch);
-          o += b;
-        } else {
-          o += char(ch);
-        }
+    const size_t n = utf8_len(s, i);
+    if (n == 0) {
+      o += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    } else {
+      o.append(s.substr(i, n));
+      i += n;
     }
   }
-  o += '"';
   return o;
 }
 
-std::string json_name_fields(const std::string& key, std::string_view s) {
-  std::string out = json_quote(key) + ":" + json_quote(s);
-  if (valid_utf8(s)) return out;
+void set_name(Json& j, const std::string& key, std::string_view name) {
+  j[key] = utf8_or_replacement(name);
+  if (valid_utf8(name)) return;
   static const char kHex[] = "0123456789abcdef";
   std::string hex;
-  for (unsigned char ch : s) {
+  hex.reserve(name.size() * 2);
+  for (unsigned char ch : name) {
     hex += kHex[ch >> 4];
     hex += kHex[ch & 15];
   }
-  return out + "," + json_quote(key + "_hex") + ":\"" + hex + "\"";
+  j[key + "_hex"] = hex;
 }
+
+double rounded(double v, int decimals) {
+  if (!std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
+
+std::string json_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 }  // namespace aesxfer::app

@@ -15,19 +15,19 @@
 #include <set>
 #include <sstream>
 
-#include "app/bench.h"
 #include "app/host_config.h"
 #include "app/json.h"
+#include "app/lab/bench.h"
+#include "app/lab/speed.h"
 #include "app/pacing.h"
 #include "app/progress.h"
-#include "app/speed.h"
 #include "client/client.h"
 #include "client/recv_tree.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
-#include "net/atomic_file.h"
-#include "net/keystore.h"
+#include "files/atomic_file.h"
+#include "files/keystore.h"
 #include "server/server.h"
 
 namespace fs = std::filesystem;
@@ -95,7 +95,7 @@ bool check_remote(const Remote& r, bool quiet) {
 struct TransferOpts {
   std::string cipher = "aes128-gcm";
   std::string mac;
-  uint16_t port = net::kDefaultPort;
+  uint16_t port = client::kDefaultPort;
   bool quiet = false;
   bool json = false;
   bool no_aesni = false;
@@ -130,11 +130,11 @@ std::function<void(int, const std::string&)> debug_sink(int verbose) {
 // value obtained). `host` becomes the address to connect to (HostName, else the alias); it also
 // names the server in known_hosts. False after printing the one-line error.
 bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& host) {
-  net::HostConfig c;
+  client::HostConfig c;
   std::string from;
   try {
-    c = app::load_host_config(t.config_file, net::aesxfer_home(), t.config_options, alias, &from);
-  } catch (const net::ConfigError& e) {
+    c = app::load_host_config(t.config_file, files::aesxfer_home(), t.config_options, alias, &from);
+  } catch (const client::ConfigError& e) {
     die_line(e.what());
     return false;
   }
@@ -154,12 +154,12 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
   if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
   if (c.strict_host_keys && !cli("strict-host-keys")) t.strict_host_keys = *c.strict_host_keys;
   if (c.identity_file && !cli("identity")) t.identity = *c.identity_file;
-  if (!t.identity.empty()) t.identity = net::expand_tilde(t.identity, app::user_home());
+  if (!t.identity.empty()) t.identity = client::expand_tilde(t.identity, app::user_home());
   return true;
 }
 
 // Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
-bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
+bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   co.cipher = crypto::find_cipher(t.cipher);
   if (!co.cipher) {
     die_line("unknown cipher '" + t.cipher + "' (known: " + crypto::cipher_names() + ")");
@@ -191,7 +191,7 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
                  co.cipher->aead || co.mac->tag_len ? "authentication" : "layer (and MAC none: none at all)");
   co.record_size = uint32_t(t.record_size);
   co.port = t.port;
-  co.home = net::aesxfer_home();
+  co.home = files::aesxfer_home();
   co.identity = t.identity;
   co.debug = debug_sink(t.verbose);
   co.keylog = t.keylog;
@@ -208,30 +208,39 @@ bool pick_suite(const TransferOpts& t, net::ClientOptions& co) {
 
 // The file's checksum as --json shows it: {"alg", "hex"} for a file that moved as one stream (hex
 // is what xxh128sum / sha256sum print), {"alg", "ranges": [{offset, length, hex}]} for --streams.
-std::string checksum_json(const net::ClientOptions& co, const net::FileResult& r) {
-  std::string out = std::string("{\"alg\":\"") + crypto::checksum_name(co.checksum) + "\"";
-  if (r.ranges.empty()) return out + ",\"hex\":\"" + r.checksum.hex() + "\"}";
-  out += ",\"ranges\":[";
-  for (size_t i = 0; i < r.ranges.size(); ++i)
-    out += std::string(i ? "," : "") + "{\"offset\":" + std::to_string(r.ranges[i].offset) +
-           ",\"length\":" + std::to_string(r.ranges[i].length) + ",\"hex\":\"" + r.ranges[i].checksum.hex() +
-           "\"}";
-  return out + "]}";
+app::Json checksum_json(const client::ClientOptions& co, const client::FileResult& r) {
+  app::Json j;
+  j["alg"] = crypto::checksum_name(co.checksum);
+  if (r.ranges.empty()) {
+    j["hex"] = r.checksum.hex();
+    return j;
+  }
+  j["ranges"] = app::Json::array();
+  for (const auto& range : r.ranges)
+    j["ranges"].push_back(
+        {{"offset", range.offset}, {"length", range.length}, {"hex", range.checksum.hex()}});
+  return j;
 }
 
-void report(const TransferOpts& t, const net::ClientOptions& co, const net::FileResult& r, bool tty_progress,
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r, bool tty_progress,
             std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
-    std::fprintf(out,
-                 "{%s,\"bytes\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.2f,\"cipher\":\"%s\",\"mac\":\"%s\","
-                 "\"impl\":\"%s\",\"verified\":%s,\"resumed_from\":%llu,\"streams\":%d,\"record_size\":%llu,"
-                 "\"checksum\":%s}\n",
-                 app::json_name_fields("file", r.file).c_str(), (unsigned long long)r.bytes, r.seconds, mbps,
-                 co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(),
-                 r.verified ? "true" : "false", (unsigned long long)r.resumed_from, r.streams,
-                 (unsigned long long)r.record_size, checksum_json(co, r).c_str());
+    app::Json j;
+    app::set_name(j, "file", r.file);
+    j["bytes"] = r.bytes;
+    j["seconds"] = app::rounded(r.seconds, 6);
+    j["mb_per_s"] = app::rounded(mbps, 2);
+    j["cipher"] = co.cipher->name;
+    j["mac"] = mac;
+    j["impl"] = crypto::cipher_impl_name(*co.cipher);
+    j["verified"] = r.verified;
+    j["resumed_from"] = r.resumed_from;
+    j["streams"] = r.streams;
+    j["record_size"] = r.record_size;
+    j["checksum"] = checksum_json(co, r);
+    std::fputs(app::json_line(j).c_str(), out);
   } else if (!t.quiet) {
     (void)tty_progress;
     std::string sum;
@@ -247,7 +256,9 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
     if (r.resumed_from > 0)
       resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
                 std::to_string(r.bytes - r.resumed_from) + " moved";
-    std::fprintf(out, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
+    // With --json-progress standard output carries JSON only: the summary line goes to stderr.
+    std::FILE* human = t.json_progress ? stderr : out;
+    std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
   }
@@ -266,7 +277,7 @@ void report(const TransferOpts& t, const net::ClientOptions& co, const net::File
 int spool_stdin(std::string& why) {
   struct stat st {};
   if (::fstat(STDIN_FILENO, &st) != 0) {
-    why = net::errno_text(errno);
+    why = files::errno_text(errno);
     return -1;
   }
   if (S_ISREG(st.st_mode)) return ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -274,7 +285,7 @@ int spool_stdin(std::string& why) {
   std::string dir = tmp && *tmp ? tmp : "/tmp";
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
-    why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+    why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
     return -1;
   }
   std::vector<char> buf(1 << 20);
@@ -282,7 +293,7 @@ int spool_stdin(std::string& why) {
     ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      why = net::errno_text(errno);
+      why = files::errno_text(errno);
       ::close(fd);
       return -1;
     }
@@ -291,7 +302,7 @@ int spool_stdin(std::string& why) {
       ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
-        why = "cannot make a temporary copy in " + dir + ": " + net::errno_text(errno);
+        why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
         ::close(fd);
         return -1;
       }
@@ -327,7 +338,7 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
     }
     struct stat st {};
     if (::stat(args[i].c_str(), &st) != 0) {
-      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
       rc = kExitFail;
       continue;
     }
@@ -337,7 +348,7 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
       continue;
     }
     if (!S_ISDIR(st.st_mode) && ::access(args[i].c_str(), R_OK) != 0) {
-      die_line(net::printable(args[i]) + ": " + net::errno_text(errno));
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
       rc = kExitFail;
       continue;
     }
@@ -349,8 +360,8 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
 // The files of one send over one connection.
 struct SendSession {
   const TransferOpts& t;
-  const net::ClientOptions& co;
-  net::Client& client;
+  const client::ClientOptions& co;
+  client::Client& client;
   bool tty;
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
@@ -429,7 +440,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   }
   if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   const std::string dest = remote->path.empty() ? "." : remote->path;
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
@@ -437,7 +448,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   const std::vector<std::string> sources = check_sources(args, t, stdin_fd, rc);
   if (sources.empty()) return kExitFail;
   try {
-    net::Client client(co);
+    client::Client client(co);
     // Several sources go into a directory: refused before anything is written when DEST is not
     // an existing directory on the server (else each file would replace the one before).
     if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
@@ -486,7 +497,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     return cmd_recv_tree(src, dest, t_in);
   }
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
@@ -498,9 +509,9 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
                       out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
-  std::unique_ptr<net::Client> client;
+  std::unique_ptr<client::Client> client;
   try {
-    client = std::make_unique<net::Client>(co);
+    client = std::make_unique<client::Client>(co);
     app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
                        msg);
     app::JsonProgress jp(remote->path, t.json_progress, msg);
@@ -543,13 +554,13 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in) {
   auto remote = parse_remote(src);
   TransferOpts t = t_in;
-  net::ClientOptions co;
+  client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
-  std::unique_ptr<net::Client> client;
+  std::unique_ptr<client::Client> client;
   try {
-    client = std::make_unique<net::Client>(co);
+    client = std::make_unique<client::Client>(co);
     auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
       app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
@@ -580,7 +591,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     auto note = [&](const std::string& line) {
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
-    net::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note);
     client->bye();
   } catch (const net::Failure& f) {
     std::string what = f.what();
@@ -777,7 +788,7 @@ std::set<std::string> given_options(const CLI::App* sub) {
 }
 
 struct ServeArgs {
-  net::ServerOptions so;
+  server::ServerOptions so;
   std::string listen_addr, root = ".", port_file, auth_keys;
   double timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool quiet = false;
@@ -831,10 +842,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a, bool& no_aesni) {
 }
 
 int cmd_serve(ServeArgs& a) {
-  net::ServerOptions& so = a.so;
+  server::ServerOptions& so = a.so;
   so.listen = a.listen_addr;
   so.root = a.root;
-  so.home = net::aesxfer_home();
+  so.home = files::aesxfer_home();
   so.port_file = a.port_file;
   so.authorized_keys = a.auth_keys;
   so.timeout = std::chrono::milliseconds(int64_t(a.timeout * 1000));
@@ -854,21 +865,21 @@ int cmd_serve(ServeArgs& a) {
       so.policy.checksums |= 1u << uint8_t(alg);
     }
   }
-  net::Server server(so);
+  server::Server server(so);
   server.run();
   return 0;
 }
 
 int cmd_keygen() {
   bool created = false;
-  fs::path p = net::aesxfer_home() / "id_ed25519";
-  auto id = net::load_or_create_identity(p, &created);
+  fs::path p = files::aesxfer_home() / "id_ed25519";
+  auto id = files::load_or_create_identity(p, &created);
   // stdout: exactly the line a server's authorized_keys takes (its .pub file); the rest on stderr.
-  std::string line = net::encode_public_key(id.pk) + " " + net::key_comment();
+  std::string line = files::encode_public_key(id.pk) + " " + files::key_comment();
   std::ifstream pub(p.string() + ".pub");
   std::string on_disk;
   proto::PublicKey pk{};
-  if (std::getline(pub, on_disk) && net::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
+  if (std::getline(pub, on_disk) && files::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
   std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
                created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
                "$AESXFER_HOME/authorized_keys");
@@ -888,13 +899,13 @@ int cmd_authorize(const std::string& what) {
         break;
       }
   }
-  const fs::path file = net::aesxfer_home() / "authorized_keys";
+  const fs::path file = files::aesxfer_home() / "authorized_keys";
   proto::PublicKey pk{};
   try {
-    const auto r = net::authorize_key(file, line);
-    net::decode_public_key(line, pk);
+    const auto r = files::authorize_key(file, line);
+    files::decode_public_key(line, pk);
     std::printf("%s %s in %s\n",
-                r == net::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
+                r == files::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
                 file.c_str());
     return 0;
   } catch (const std::runtime_error& e) {
@@ -942,7 +953,7 @@ struct BenchArgs {
   std::string list;
 };
 
-// `aesxfer bench`: the cipher lab (app/bench.h).
+// `aesxfer bench`: the cipher lab (app/lab/bench.h).
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a, bool& no_aesni) {
   app::BenchOptions& bo = a.bo;
   auto* bench =
@@ -1059,7 +1070,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*send || *recv) {
-    net::install_cleanup_on_signals();
+    files::install_cleanup_on_signals();
     t.given = given_options(*send ? send : recv);
   }
   try {

@@ -56,12 +56,16 @@ void JsonProgress::finish(uint64_t done) {
 }
 
 void JsonProgress::line(uint64_t done, bool final) {
-  double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
-  double moved = done > base_ ? double(done - base_) : 0;
-  std::fprintf(out_,
-               "{\"file\":%s,\"bytes\":%llu,\"total\":%llu,\"mb_per_s\":%.2f,\"elapsed\":%.3f,\"done\":%s}\n",
-               json_quote(name_).c_str(), (unsigned long long)done, (unsigned long long)total_,
-               secs > 0 ? moved / secs / 1e6 : 0.0, secs, final ? "true" : "false");
+  const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
+  const double moved = done > base_ ? double(done - base_) : 0;
+  Json j;
+  set_name(j, "file", name_);
+  j["bytes"] = done;
+  j["total_bytes"] = total_;
+  j["mb_per_s"] = rounded(secs > 0 ? moved / secs / 1e6 : 0.0, 2);
+  j["seconds"] = rounded(secs, 3);
+  j["done"] = final;
+  std::fputs(json_line(j).c_str(), out_);
   std::fflush(out_);
 }
 

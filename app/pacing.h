@@ -29,9 +29,9 @@ class RateLimiter {
 };
 
 // --json-progress: one JSON object per line on `out`, about every 0.5 s and once at the end:
-// {"file":..,"bytes":..,"total":..,"mb_per_s":..,"elapsed":..,"done":false|true}
+// {"file":..,["file_hex":..,]"bytes":..,"total_bytes":..,"mb_per_s":..,"seconds":..,"done":false|true}
 // bytes counts the whole file (a resumed transfer starts at its offset); mb_per_s is the rate of
-// this run (bytes moved since start / elapsed).
+// this run (bytes moved since start / seconds since start).
 class JsonProgress {
  public:
   JsonProgress(std::string name, bool enabled, std::FILE* out = stdout);

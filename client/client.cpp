@@ -18,11 +18,15 @@
 #include "crypto/sha256.h"
 #include "crypto/sha256_mb.h"
 #include "crypto/util.h"
-#include "net/atomic_file.h"
-#include "net/keystore.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/keystore.h"
+#include "files/resume.h"
+#include "files/unique_fd.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -271,12 +275,9 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                        const std::string& name) {
   clean_failure_ = true;  // until a request goes out
-  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const UniqueFd owned(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!owned) throw Failure(printable(local.string()) + ": " + errno_text(errno));
+  const int fd = owned.get();
   struct stat st {};
   ::fstat(fd, &st);
   if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
@@ -499,4 +500,4 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   return r;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

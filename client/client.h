@@ -16,11 +16,20 @@
 #include "net/transfer.h"
 #include "proto/listing.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
+class AtomicFile;
+}  // namespace aesxfer::files
+
+namespace aesxfer::client {
+
+// Names from the layer below that the client's interface uses.
+using files::AtomicFile;
+using net::Conn;
+using net::Failure;
+using net::ProgressFn;
+using net::StreamOptions;
 
 constexpr uint16_t kDefaultPort = 7227;
-
-class AtomicFile;
 // Where a get writes `local` (client.cpp): inside an open directory (dirfd, recv -r) by openat
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
@@ -192,4 +201,4 @@ class Client {
   proto::Message stat_remote(const std::string& remote, uint64_t zero_size, const char* what = "the request");
 };
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

@@ -9,7 +9,9 @@
 #include "net/conn.h"
 #include "proto/handshake.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;  // the layer below
 
 namespace {
 
@@ -297,4 +299,4 @@ void apply_option(const std::string& option, HostConfig& into) {
   if (std::string e = apply_line(l, into, true); !e.empty()) throw ConfigError(where + e);
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

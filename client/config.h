@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace aesxfer::net {
+namespace aesxfer::client {
 
 // Every keyword the client knows, with its value as given (validated).
 struct HostConfig {
@@ -57,4 +57,4 @@ std::string expand_tilde(const std::string& path, const std::string& home);
 // The keywords, for messages and documentation: "HostName, Port, Cipher, ...".
 std::string config_keywords();
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

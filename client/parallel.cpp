@@ -30,10 +30,13 @@
 #include <thread>
 
 #include "client/client.h"
-#include "net/atomic_file.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -325,4 +328,4 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   return r;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

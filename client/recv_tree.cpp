@@ -12,10 +12,14 @@
 #include <vector>
 
 #include "crypto/util.h"
-#include "net/atomic_file.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/resume.h"
+#include "files/unique_fd.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -64,30 +68,24 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   // file while it is hashed, and the rest is appended there), or neither. All the local work
   // happens before the request, with keep-alives, so none is left once the server streams; the
   // destination itself is written only by the final rename.
-  struct Fd {
-    int fd = -1;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } base;
+  UniqueFd base;
   bool whole = false;
   if (have == 0) {
     uint64_t dsize = 0;
-    base.fd = open_destination_base(dirfd, at, dsize);
-    if (base.fd >= 0) {
+    base.reset(open_destination_base(dirfd, at, dsize));
+    if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {
         have = dsize;
         whole = dsize == st.size;
       } else {
-        ::close(base.fd);
-        base.fd = -1;
+        base.reset();
       }
     }
   }
   std::optional<PrefixScan> scan;
   if (have)
-    scan = scan_prefix(*keys_, base.fd >= 0 ? base.fd : pf.fd(), have, base.fd >= 0 && !whole ? pf.fd() : -1,
+    scan = scan_prefix(*keys_, base.get() >= 0 ? base.get() : pf.fd(), have, base.get() >= 0 && !whole ? pf.fd() : -1,
                        keepalive());
   proto::Message req;
   req.type = proto::MsgType::request;
@@ -130,7 +128,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)",
                     e.status, e.err);
     }
-    if (opt_.preserve) apply_mode_mtime(base.fd, resp.mode, resp.mtime);
+    if (opt_.preserve) apply_mode_mtime(base.get(), resp.mode, resp.mtime);
     conn_->send_message(result);
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = resp.size;
@@ -141,7 +139,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
 
   // The server's file grew between the stat and the request: the destination was hashed but not
   // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
-  if (start && whole) copy_prefix(base.fd, pf.fd(), start);
+  if (start && whole) copy_prefix(base.get(), pf.fd(), start);
   pf.truncate_to(start);
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
@@ -237,25 +235,11 @@ std::string normal_request(const std::string& remote) {
   return out.empty() ? "." : out;
 }
 
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    std::swap(fd, o.fd);
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Opens directory `name` inside dirfd without following a symbolic link; throws Failure naming
 // `shown`.
-Fd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
+UniqueFd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
   int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) return Fd(fd);
+  if (fd >= 0) return UniqueFd(fd);
   int e = errno;
   struct stat st {};
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
@@ -266,7 +250,7 @@ Fd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
 // opens it. `created` says whether this call made it.
-Fd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode, bool& created) {
+UniqueFd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode, bool& created) {
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
   return open_dir_at(dirfd, name, shown);
@@ -305,18 +289,18 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
   fs::path top = dest;
   bool top_created = false;
-  Fd top_fd;
+  UniqueFd top_fd;
   if (dest_dir && asked != ".") {
     std::string name = fs::path(asked).filename().string();
     if (name == "..")
       throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
-    Fd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (parent.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    UniqueFd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     top = dest / name;
-    top_fd = make_dir_at(parent.fd, name, top, d.mode, top_created);
+    top_fd = make_dir_at(parent.get(), name, top, d.mode, top_created);
   } else if (dest_dir) {
-    top_fd = Fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (top_fd.fd < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    top_fd = UniqueFd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (top_fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
   } else {
     top_fd = make_dir_at(AT_FDCWD, dest.string(), dest, d.mode, top_created);
   }
@@ -324,24 +308,24 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   // The directory of an entry: walked from the top one component at a time, never through a
   // symbolic link; the last one is kept open for the entries that follow it.
   std::string cur_rel;
-  Fd cur;
+  UniqueFd cur;
   auto dir_of = [&](const std::string& rel) -> int {
-    if (rel.empty()) return top_fd.fd;
-    if (cur.fd >= 0 && rel == cur_rel) return cur.fd;
-    Fd walk;
-    int at = top_fd.fd;
+    if (rel.empty()) return top_fd.get();
+    if (cur.get() >= 0 && rel == cur_rel) return cur.get();
+    UniqueFd walk;
+    int at = top_fd.get();
     size_t start = 0;
     for (;;) {
       size_t slash = rel.find('/', start);
       std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
       walk = open_dir_at(at, part, top / rel.substr(0, slash));
-      at = walk.fd;
+      at = walk.get();
       if (slash == std::string::npos) break;
       start = slash + 1;
     }
     cur = std::move(walk);
     cur_rel = rel;
-    return cur.fd;
+    return cur.get();
   };
 
   struct Made {
@@ -393,4 +377,4 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   }
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

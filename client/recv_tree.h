@@ -8,7 +8,7 @@
 
 #include "client/client.h"
 
-namespace aesxfer::net {
+namespace aesxfer::client {
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
@@ -31,4 +31,4 @@ void recv_tree(
         fetch_one,
     const std::function<void(const std::string& line)>& note);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

@@ -26,7 +26,8 @@
 #include <optional>
 #include <thread>
 
-#include "net/resume.h"
+#include "files/io.h"
+#include "files/resume.h"
 #include "crypto/checksum.h"
 #include "proto/end_record.h"
 #include "crypto/util.h"
@@ -180,23 +181,6 @@ bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
   return !(c.loopback_peer() && std::thread::hardware_concurrency() < 4);
 }
 
-void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
-  while (n > 0) {
-    ssize_t w = pos < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(pos));
-    if (w > 0) {
-      p += w;
-      n -= size_t(w);
-      if (pos >= 0) pos += w;
-    } else if (w < 0 && errno == EINTR) {
-      continue;
-    } else if (w < 0 && (errno == ENOSPC || errno == EDQUOT)) {
-      throw Failure("no space left on device", proto::Status::no_space);
-    } else {
-      throw Failure(std::string("write error: ") + std::strerror(errno), proto::Status::io_error);
-    }
-  }
-}
-
 crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
@@ -208,7 +192,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) {
     if (opt.prefix_hash) hash = *opt.prefix_hash;
-    else hash_prefix(hash, fd, opt.offset);
+    else files::hash_prefix(hash, fd, opt.offset);
     if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
       throw Failure(std::string("seek error: ") + std::strerror(errno));
   }
@@ -286,14 +270,14 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && opt.prefix_hash) hash = *opt.prefix_hash;
-  else if (opt.offset && fd >= 0) hash_prefix(hash, fd, opt.offset);
+  else if (opt.offset && fd >= 0) files::hash_prefix(hash, fd, opt.offset);
 
   // Hashes a batch's verified plaintext and writes it out.
   int64_t wpos = opt.ranged ? int64_t(opt.base) : -1;
   auto store = [&](Batch* b) {
     for (size_t i = 0; i < b->n; ++i) {
       hash.update(b->payload[i].data(), b->payload[i].size());
-      if (fd >= 0) write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
+      if (fd >= 0) files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
       if (wpos >= 0) wpos += int64_t(b->payload[i].size());
     }
   };

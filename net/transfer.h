@@ -52,9 +52,6 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
 // record, a write error: its status is what to tell the peer), link when the connection fails;
 // the caller removes its temporary file.
 
-// Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws Failure
-// (status no_space when the disk is full, else io_error).
-void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt = {});
 

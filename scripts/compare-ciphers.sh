@@ -8,8 +8,8 @@
 #                                        server child on 127.0.0.1), with and without AES-NI
 #   aesxfer speed --json --plot          the raw primitives over block sizes 16 B .. 1 MiB
 # and writes into results/<date>-<hostname>/:
-#   bench.json  bench.csv  bench.svg     (CSV columns: cipher,mac,impl,no_aesni,mb_s_median,
-#   speed.json  speed.csv  speed.svg      mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict;
+#   bench.json  bench.csv  bench.svg     (CSV columns: cipher,mac,impl,no_aesni,mb_per_s_median,
+#   speed.json  speed.csv  speed.svg      mb_per_s_min,mb_per_s_max,client_cpu_pct,server_cpu_pct,verdict;
 #   env.txt                               speed.csv: cipher,op,lanes,impl,block_size,mb_per_s)
 #
 # Environment: SIZE (bytes per transfer, default 1G), REPEAT (default 3), CIPHERS (comma list,
@@ -64,7 +64,7 @@ if command -v python3 >/dev/null; then
 import csv, json, sys
 out = sys.argv[1]
 bench = json.load(open(f"{out}/bench.json"))
-cols = ["cipher", "mac", "impl", "no_aesni", "mb_s_median", "mb_s_min", "mb_s_max",
+cols = ["cipher", "mac", "impl", "no_aesni", "mb_per_s_median", "mb_per_s_min", "mb_per_s_max",
         "client_cpu_pct", "server_cpu_pct", "verdict"]
 def cell(c, v):  # as `aesxfer bench --csv` writes them
     if v is None: return "n/a"

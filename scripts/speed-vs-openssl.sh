@@ -57,13 +57,14 @@ ossl() {  # mode row args...
     /^\+F:/ { for (i = 4; i <= NF; i++) print mode, "openssl", row, size[i - 3], $i }' <<<"$out" >>"$data"
 }
 
-# aesxfer speed --json writes one result object per line.
+# aesxfer speed --json writes one line of JSON; grep -o splits it into its result objects (flat, keys
+# in the documented order: cipher, op, [lanes,] impl, legacy, no_aesni, block_size, mb_per_s).
 ax() {  # mode
   local mode=$1 flags=()
   [ "$mode" = noaesni ] && flags=(--no-aesni)
   "$BIN" speed -c aes128-cbc,aes128-gcm,blowfish-cbc,arcfour --seconds "$AX_SECONDS" --json "${flags[@]}" >"$tmp/ax-$mode.json"
-  sed -n 's/.*"cipher":"\([^"]*\)","op":"\([^"]*\)"\(,"lanes":\([0-9]*\)\)\{0,1\}.*"block_size":\([0-9]*\),"mb_per_s":\([0-9.]*\).*/\1 \2 \4 \5 \6/p' \
-    "$tmp/ax-$mode.json" |
+  grep -o '{"cipher":[^{}]*}' "$tmp/ax-$mode.json" |
+    sed -n 's/.*"cipher":"\([^"]*\)","op":"\([^"]*\)"\(,"lanes":\([0-9]*\)\)\{0,1\}.*"block_size":\([0-9]*\),"mb_per_s":\([0-9.e+-]*\).*/\1 \2 \4 \5 \6/p' |
     awk -v mode="$mode" '{
       row = $1 " " $2; size = $4; mb = $5
       if ($2 == "enc-lanes") { row = $1 " enc x" $3; }

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 
-#include "net/resume.h"
+#include "files/resume.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 using Clock = std::chrono::steady_clock;
 
 void PartsTransfer::part_finished(uint32_t part, bool ok) {
@@ -150,4 +153,4 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
   return std::nullopt;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

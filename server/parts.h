@@ -29,7 +29,7 @@
 #include "proto/messages.h"
 #include "server/root.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
 
 struct PartsTransfer {
   std::mutex mu;
@@ -86,4 +86,4 @@ class PartsRegistry {
   std::map<std::string, std::weak_ptr<PartsTransfer>> live_;  // key: client key || xfer id
 };
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

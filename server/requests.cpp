@@ -14,12 +14,15 @@
 #include <sstream>
 
 #include "crypto/util.h"
-#include "net/atomic_file.h"
-#include "net/resume.h"
+#include "files/atomic_file.h"
+#include "files/resume.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 using Clock = std::chrono::steady_clock;
 using proto::Message;
 using proto::Status;
@@ -314,7 +317,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     auto dest = ctx.root.put_target(req.path, req.text, why);
     if (!dest) return refuse(ctx, req, req.path, why);
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
-    Fd fd = open_kept_partial(*dest);
+    UniqueFd fd = open_kept_partial(*dest);
     struct stat sb {};
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);
@@ -365,7 +368,7 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
       return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
   } else if (preserve && !target->name.empty()) {
-    Fd d(::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd d(::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);
   }
   ctx.c.send_message(response(Status::ok, target->shown));
@@ -569,4 +572,4 @@ void serve_requests(RequestContext& ctx) {
   }
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

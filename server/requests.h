@@ -14,7 +14,12 @@
 #include "server/root.h"
 #include "server/sweep.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+// Names from the layer below that the server's interface uses.
+using net::Conn;
+using net::Failure;
+using net::StreamOptions;
 
 struct RequestLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
@@ -40,4 +45,4 @@ void serve_requests(RequestContext& ctx);
 // (a receiver that gives up sends a Result and closes, so our writes fail before we read it).
 void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -12,16 +12,14 @@
 #include <cstdlib>
 
 #include "crypto/sha256.h"
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
 
-namespace aesxfer::net {
-namespace fs = std::filesystem;
+namespace aesxfer::server {
 
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
+namespace fs = std::filesystem;
 
 Refusal refusal_for(const std::string& what, int err) {
   using proto::Status;
@@ -202,7 +200,7 @@ std::optional<Place> Root::place(const std::vector<std::string>& parts, const st
     why = refusal_for(req, -d);
     return std::nullopt;
   }
-  return Place{Fd(d), parts.back(), join(parts, parts.size())};
+  return Place{UniqueFd(d), parts.back(), join(parts, parts.size())};
 }
 
 // False (why set) when something other than a `type` (S_IFREG or S_IFDIR) already stands at p: a
@@ -253,7 +251,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   std::optional<Place> p;
   int d = open_dir(*parts, parts->size());
   if (d >= 0) {  // a directory: the file goes in it under the sender's name
-    Fd dir(d);
+    UniqueFd dir(d);
     if (bad_leaf(basename)) {
       why = {proto::Status::bad_path, "invalid file name"};
       return std::nullopt;
@@ -303,7 +301,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
       why = refusal_for(req, -d);
       return std::nullopt;
     }
-    return Place{Fd(d), "", "."};
+    return Place{UniqueFd(d), "", "."};
   }
   auto p = place(*parts, req, why);
   if (!p) return std::nullopt;
@@ -324,7 +322,7 @@ std::optional<Place> Root::open_directory(const std::string& req, Refusal& why) 
     if (-d == ENOTDIR) why.status = proto::Status::bad_path;
     return std::nullopt;
   }
-  return Place{Fd(d), "", join(*parts, parts->size())};
+  return Place{UniqueFd(d), "", join(*parts, parts->size())};
 }
 
 // ---- names beside a destination -------------------------------------------------------------
@@ -381,7 +379,7 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
 
 namespace {
 // Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws Failure (err set).
-void finish_and_rename(Fd& fd, const Fd& dir, const std::string& from, const std::string& to, unsigned mode,
+void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to, unsigned mode,
                        long long mtime) {
   apply_mode_mtime(fd.get(), mode, mtime);
   if (::close(fd.release()) != 0) {
@@ -445,12 +443,12 @@ void KeptPartial::discard() noexcept {
   ::unlinkat(dir_.get(), partial_.c_str(), 0);
 }
 
-Fd open_kept_partial(const Place& dest) {
-  Fd fd(::openat(dest.dir.get(), partial_name(dest.name).c_str(),
+UniqueFd open_kept_partial(const Place& dest) {
+  UniqueFd fd(::openat(dest.dir.get(), partial_name(dest.name).c_str(),
                  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();
   return fd;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -24,37 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "files/unique_fd.h"
 #include "net/conn.h"
 #include "proto/messages.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using files::UniqueFd;
 
 // A file operation that failed, with its errno (for refusal_for).
 // What a refused request is told: its status and one line of text.
@@ -73,14 +49,14 @@ Refusal refusal_for(const std::string& what, int err);
 
 // A directory entry held by its directory's fd. An empty name is the directory itself (the root).
 struct Place {
-  Fd dir;
+  UniqueFd dir;
   std::string name;
   std::string shown;  // relative to the root, for logs and replies ("." for the root)
 };
 
 // A regular file opened for reading.
 struct Source {
-  Fd fd;
+  UniqueFd fd;
   struct stat st {};
   std::string shown;
 };
@@ -123,7 +99,7 @@ class Root {
 
  private:
   std::filesystem::path real_;
-  Fd fd_;
+  UniqueFd fd_;
   bool openat2_ = false;
   std::optional<std::pair<dev_t, ino_t>> hidden_;
   std::vector<std::string> hidden_parts_;
@@ -151,7 +127,7 @@ class TempFile {
   void discard() noexcept;
 
  private:
-  Fd dir_, fd_;
+  UniqueFd dir_, fd_;
   std::string name_, tmp_;
 };
 
@@ -168,11 +144,11 @@ class KeptPartial {
   void discard() noexcept;                      // its contents are known bad
 
  private:
-  Fd dir_, fd_;
+  UniqueFd dir_, fd_;
   std::string name_, partial_;
 };
 
-// The kept partial file of a Place, open for reading, or an invalid Fd when there is none.
-Fd open_kept_partial(const Place& dest);
+// The kept partial file of a Place, open for reading, or an invalid UniqueFd when there is none.
+UniqueFd open_kept_partial(const Place& dest);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

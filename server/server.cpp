@@ -26,9 +26,9 @@
 #include <thread>
 
 #include "crypto/suite.h"
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
-#include "net/keystore.h"
+#include "files/keystore.h"
 #include "net/transfer.h"
 #include "proto/error.h"
 #include "server/parts.h"
@@ -36,7 +36,10 @@
 #include "server/root.h"
 #include "server/sweep.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
+using namespace aesxfer::net;    // the layers below: connections and streams,
+using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -272,7 +275,7 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
-  net::serve_requests(ctx);
+  server::serve_requests(ctx);
 }
 
 // The bound port, written to a temporary file made by mkstemp in the same directory and renamed
@@ -448,4 +451,4 @@ void Server::run() {
 
 void Server::stop() { impl_->io.stop(); }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

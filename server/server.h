@@ -17,7 +17,7 @@
 
 #include "proto/handshake.h"
 
-namespace aesxfer::net {
+namespace aesxfer::server {
 
 struct ServerOptions {
   std::string listen;    // address; empty: all addresses (IPv6 and IPv4)
@@ -61,4 +61,4 @@ class Server {
   std::atomic<uint16_t> port_{0};
 };
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -10,7 +10,8 @@
 #include <ctime>
 #include <vector>
 
-namespace aesxfer::net {
+namespace aesxfer::server {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -98,4 +99,4 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   return removed;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

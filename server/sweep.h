@@ -20,7 +20,7 @@
 #include <mutex>
 #include <string>
 
-namespace aesxfer::net {
+namespace aesxfer::server {
 
 class Sweeper {
  public:
@@ -43,4 +43,4 @@ class Sweeper {
   std::map<std::pair<dev_t, ino_t>, std::chrono::steady_clock::time_point> last_;  // by directory
 };
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::server

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "app/speed.h"
-#include "app/svg.h"
+#include "app/lab/speed.h"
+#include "app/lab/svg.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -22,8 +22,8 @@ namespace svg = app::svg;
 std::string render_problem(const std::string& doc, const std::string& tag) {
   TempDir t("aesxfer-chart");
   write_text_file(t / (tag + ".svg"), doc);
-  auto r = run_process({"/usr/bin/rsvg-convert", (t / (tag + ".svg")).string(), "-o", (t / (tag + ".png")).string()},
-                       {}, 60);
+  auto r = run_process(
+      {"/usr/bin/rsvg-convert", (t / (tag + ".svg")).string(), "-o", (t / (tag + ".png")).string()}, {}, 60);
   if (r.exit_code != 0) return "rsvg-convert failed (package librsvg2-bin): " + r.describe();
   auto c = run_process({"/usr/bin/env", "python3", std::string(AESXFER_SOURCE_DIR) + "/tests/png_border.py",
                         (t / (tag + ".png")).string()},
@@ -58,7 +58,8 @@ TEST(Charts, BarChartLegendMatchesTheBarsAndFitsWhenLong) {
   ASSERT_EQ(swatch.size(), 4u) << doc;
   std::regex bar("<rect class=\"bar\"[^>]*fill=\"(#[0-9a-f]{6})\"><title>[^(]*\\(([^)]*\\)?)\\)");
   size_t bars = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), bar); it != std::sregex_iterator(); ++it, ++bars) {
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), bar); it != std::sregex_iterator();
+       ++it, ++bars) {
     std::string name = (*it)[2];
     if (!swatch.count(name)) name += ")";  // a series name with its own parentheses
     EXPECT_EQ(swatch[name], (*it)[1]) << name;
@@ -80,12 +81,14 @@ TEST(Charts, SpeedChartEveryLineHasItsOwnLookAndTheLegendFits) {
   ASSERT_EQ(app::run_speed(o, out, err), 0) << err.str();
   const std::string doc = read_text_file(t / "speed.svg");
   EXPECT_EQ(render_problem(doc, "speed"), "");
-  std::regex line("<polyline class=\"line\" fill=\"none\" stroke=\"(#[0-9a-f]{6})\" stroke-width=\"2\""
-                  "(?: stroke-dasharray=\"([0-9 ]+)\")? points=\"[^\"]*\"><title>([^<]*)</title>");
+  std::regex line(
+      "<polyline class=\"line\" fill=\"none\" stroke=\"(#[0-9a-f]{6})\" stroke-width=\"2\""
+      "(?: stroke-dasharray=\"([0-9 ]+)\")? points=\"[^\"]*\"><title>([^<]*)</title>");
   std::set<std::pair<std::string, std::string>> looks;
   std::map<std::string, std::string> colour_of;
   size_t n = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), line); it != std::sregex_iterator(); ++it, ++n) {
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), line); it != std::sregex_iterator();
+       ++it, ++n) {
     EXPECT_TRUE(looks.insert({(*it)[1], (*it)[2]}).second) << "two lines look alike: " << (*it)[3];
     colour_of[(*it)[3]] = (*it)[1];
   }
@@ -107,16 +110,16 @@ TEST(Charts, SpeedChartEveryLineHasItsOwnLookAndTheLegendFits) {
 TEST(Charts, BenchChartsRender) {
   Workspace ws;
   const fs::path bars = ws.local / "bars.svg", lines = ws.local / "lines.svg";
-  auto r = run_aesxfer({"bench", "--size", "2M", "--repeat", "1", "-c", "aes128-gcm,blowfish-cbc,none", "--no-aesni-too",
-                        "--plot", bars.string(), "-q"},
+  auto r = run_aesxfer({"bench", "--size", "2M", "--repeat", "1", "-c", "aes128-gcm,blowfish-cbc,none",
+                        "--no-aesni-too", "--plot", bars.string(), "-q"},
                        ws.home, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const std::string doc = read_text_file(bars);
   EXPECT_EQ(render_problem(doc, "bench-bars"), "");
   for (const char* s : {">AES in hardware (AES-NI, VAES)<", ">portable code<", ">no cipher<"})
     EXPECT_NE(doc.find(s), std::string::npos) << s;
-  auto s = run_aesxfer({"bench", "--size", "1M", "--repeat", "1", "-c", "aes128-gcm,none", "--record-size", "4K,1M",
-                        "--plot", lines.string(), "-q"},
+  auto s = run_aesxfer({"bench", "--size", "1M", "--repeat", "1", "-c", "aes128-gcm,none", "--record-size",
+                        "4K,1M", "--plot", lines.string(), "-q"},
                        ws.home, 120);
   ASSERT_EQ(s.exit_code, 0) << s.describe();
   EXPECT_EQ(render_problem(read_text_file(lines), "bench-lines"), "");

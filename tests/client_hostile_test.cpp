@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"

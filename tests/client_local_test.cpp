@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -80,16 +82,31 @@ TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
 // ---- A6 ------------------------------------------------------------------------------------------
 
 TEST(Json, AnyBytesGiveValidJson) {
-  EXPECT_EQ(app::json_quote("a\xff"
-                            "b"),
-            "\"a\\ufffdb\"");
-  EXPECT_EQ(app::json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
-  EXPECT_EQ(app::json_quote("\xc3"), "\"\\ufffd\"");
-  EXPECT_EQ(app::json_quote("\x7f\x01"), "\"\\u007f\\u0001\"");
+  // The documented rule: each byte outside well-formed UTF-8 becomes U+FFFD, one per byte.
+  EXPECT_EQ(app::utf8_or_replacement("a\xff"
+                                     "b"),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(app::utf8_or_replacement("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(app::utf8_or_replacement("\xc3"), "\xef\xbf\xbd");
+  EXPECT_EQ(app::utf8_or_replacement("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd")
+      << "a surrogate is three bytes that are not UTF-8";
+  EXPECT_EQ(app::utf8_or_replacement("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd") << "overlong";
   EXPECT_TRUE(app::valid_utf8("caf\xc3\xa9"));
   EXPECT_FALSE(app::valid_utf8("\xed\xa0\x80"));
-  EXPECT_EQ(app::json_name_fields("file", "ok"), "\"file\":\"ok\"");
-  EXPECT_EQ(app::json_name_fields("file", "a\xff"), "\"file\":\"a\\ufffd\",\"file_hex\":\"61ff\"");
+  EXPECT_FALSE(app::valid_utf8("\xf4\x90\x80\x80")) << "above U+10FFFF";
+
+  app::Json ok;
+  app::set_name(ok, "file", "ok");
+  EXPECT_EQ(app::json_line(ok), "{\"file\":\"ok\"}\n");
+  app::Json bad;
+  app::set_name(bad, "file", "a\xff");
+  EXPECT_EQ(app::json_line(bad), "{\"file\":\"a\xef\xbf\xbd\",\"file_hex\":\"61ff\"}\n");
+  // Control characters are escaped by the library; a string that is not UTF-8 and did not go
+  // through set_name still gives valid JSON (U+FFFD), never an exception.
+  EXPECT_EQ(app::json_line(app::Json("\x1b\x01\n\"\\")), "\"\\u001b\\u0001\\n\\\"\\\\\"\n");
+  EXPECT_EQ(app::json_line(app::Json("x\xff")), "\"x\xef\xbf\xbd\"\n");
+  EXPECT_EQ(app::json_line(app::Json(app::rounded(98.2049, 2))), "98.2\n");
 }
 
 TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
@@ -99,20 +116,60 @@ TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto lines = nonempty_lines(r.out);
   ASSERT_GE(lines.size(), 2u) << r.out;
-  for (const auto& l : lines) {
-    EXPECT_TRUE(app::valid_utf8(l)) << l;
-    EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
-    EXPECT_TRUE(parse_flat_json(l)) << l;
-  }
-  auto j = parse_flat_json(lines.back());
-  ASSERT_TRUE(j);
   std::string hex;
   for (unsigned char ch : name) {
     char b[3];
     std::snprintf(b, sizeof b, "%02x", ch);
     hex += b;
   }
-  EXPECT_EQ((*j)["file_hex"], hex) << lines.back();
+  for (const auto& l : lines) {
+    EXPECT_TRUE(app::valid_utf8(l)) << l;
+    EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
+    auto j = parse_flat_json(l);
+    ASSERT_TRUE(j) << l;
+    EXPECT_EQ((*j)["file"], "bad\xef\xbf\xbd\xef\xbf\xbd\x1b\"\\name.bin") << l;
+    EXPECT_EQ((*j)["file_hex"], hex) << "progress lines and the summary alike: " << l;
+    EXPECT_TRUE(nlohmann::json::accept(l)) << "strict parser (UTF-8 checked): " << l;
+  }
+}
+
+// --json-progress without -q: standard output carries JSON lines only (the summary line goes to
+// standard error), for send and recv, with and without --json; every key follows the scheme.
+TEST_F(ClientLocal, JsonProgressNeverMixesHumanLinesIntoStdout) {
+  write_random_file(ws.local / "up.bin", 300000, 2);
+  write_random_file(ws.root / "down.bin", 300000, 3);
+  const std::vector<std::vector<std::string>> commands = {
+      {"send", "--json-progress", (ws.local / "up.bin").string(), "127.0.0.1:up.bin"},
+      {"send", "--json-progress", "--json", (ws.local / "up.bin").string(), "127.0.0.1:up2.bin"},
+      {"recv", "--json-progress", "127.0.0.1:down.bin", (ws.local / "down.bin").string()},
+      {"recv", "--json-progress", "--json", "127.0.0.1:down.bin", (ws.local / "down2.bin").string()},
+      {"send", "--json-progress", "-c", "none", "-m", "none", (ws.local / "up.bin").string(),
+       "127.0.0.1:up3.bin"}};
+  for (const auto& cmd : commands) {
+    auto r = run(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const auto lines = nonempty_lines(r.out);
+    ASSERT_FALSE(lines.empty()) << r.describe();
+    size_t summaries = 0;
+    for (const auto& l : lines) {
+      nlohmann::json j;
+      ASSERT_NO_THROW(j = nlohmann::json::parse(l)) << "not JSON on stdout: " << l;
+      ASSERT_TRUE(j.is_object()) << l;
+      EXPECT_EQ(json_scheme_problems(l), std::vector<std::string>{}) << l;
+      if (j.contains("verified")) {  // the --json summary
+        ++summaries;
+      } else {
+        EXPECT_TRUE(j.contains("done")) << l;
+      }
+    }
+    const bool json = std::find(cmd.begin(), cmd.end(), "--json") != cmd.end();
+    EXPECT_EQ(summaries, json ? 1u : 0u) << r.out;
+    EXPECT_TRUE(nlohmann::json::parse(lines.back()).value("done", true))
+        << "the last progress line says done";
+    if (!json) {
+      EXPECT_NE(r.err.find(" MB/s ("), std::string::npos) << "the summary line is on stderr: " << r.err;
+    }
+  }
 }
 
 // ---- B8, B12 -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace aesxfer::net {
+namespace aesxfer::client {
 namespace {
 
 std::string error_of(const std::string& text, const std::string& host = "h") {
@@ -126,4 +126,4 @@ TEST(ConfigParse, PatternsAndTilde) {
 }
 
 }  // namespace
-}  // namespace aesxfer::net
+}  // namespace aesxfer::client

@@ -56,8 +56,8 @@ std::string param_name(const testing::TestParamInfo<bool>& i) { return i.param ?
 class RootResolver : public testing::TestWithParam<bool> {
  protected:
   TempDir root{"aesxfer-root"}, outside{"aesxfer-outside"};
-  net::Root::Resolver resolver() const {
-    return GetParam() ? net::Root::Resolver::walk : net::Root::Resolver::automatic;
+  server::Root::Resolver resolver() const {
+    return GetParam() ? server::Root::Resolver::walk : server::Root::Resolver::automatic;
   }
   void SetUp() override {
     fs::create_directories(root / "in");
@@ -72,7 +72,7 @@ class RootResolver : public testing::TestWithParam<bool> {
 };
 
 TEST_P(RootResolver, UsesTheResolverAskedFor) {
-  net::Root r(root.path(), {}, resolver());
+  server::Root r(root.path(), {}, resolver());
   if (GetParam()) {
     EXPECT_FALSE(r.uses_openat2());
   } else {
@@ -83,9 +83,9 @@ TEST_P(RootResolver, UsesTheResolverAskedFor) {
 }
 
 TEST_P(RootResolver, OneAnswerForEveryPathLeavingTheRoot) {
-  net::Root r(root.path(), {}, resolver());
-  net::Refusal why;
-  const std::string answer = std::string(": ") + net::kLeavesRoot;
+  server::Root r(root.path(), {}, resolver());
+  server::Refusal why;
+  const std::string answer = std::string(": ") + server::kLeavesRoot;
   // Existing and missing targets beyond a symlink, directories and files, symlinks that stay
   // inside: the same status and text (but for the path), so nothing is learned about outside.
   for (std::string p : {"esc/secret.txt", "esc/nothing", "esc/dir", "esc/dir/x", "esc", "filelink",
@@ -118,43 +118,43 @@ TEST_P(RootResolver, OneAnswerForEveryPathLeavingTheRoot) {
 
 TEST_P(RootResolver, FifoIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo((root / "in" / "fifo").c_str(), 0600), 0);
-  net::Root r(root.path(), {}, resolver());
-  net::Refusal why;
+  server::Root r(root.path(), {}, resolver());
+  server::Refusal why;
   auto t0 = Clock::now();
   EXPECT_FALSE(r.open_source("in/fifo", why));  // opened O_NONBLOCK, then fstat: not S_ISREG
   EXPECT_EQ(why.text, "in/fifo: not a regular file");
   EXPECT_FALSE(r.put_target("in/fifo", "x", why));
   EXPECT_EQ(why.text, "in/fifo: not a regular file");
   // A FIFO where the partial file of a resumed put goes is refused too, without blocking.
-  ASSERT_EQ(::mkfifo((root / "in" / net::partial_name("p.bin")).c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((root / "in" / server::partial_name("p.bin")).c_str(), 0600), 0);
   auto place = r.put_target("in/p.bin", "", why);
   ASSERT_TRUE(place) << why.text;
-  EXPECT_FALSE(net::open_kept_partial(*place));
-  EXPECT_THROW(net::KeptPartial kp(*place), net::Failure);
+  EXPECT_FALSE(server::open_kept_partial(*place));
+  EXPECT_THROW(server::KeptPartial kp(*place), net::Failure);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
 }
 
 TEST_P(RootResolver, NamesBesideALongNameStayWithinNameMax) {
-  net::Root r(root.path(), {}, resolver());
-  net::Refusal why;
+  server::Root r(root.path(), {}, resolver());
+  server::Refusal why;
   const std::string longest(NAME_MAX, 'n');
   auto place = r.put_target("in/" + longest, "", why);
   ASSERT_TRUE(place) << why.text;
   {
-    net::TempFile t(*place);  // ".NAME.aesxfer-XXXXXX" unshortened would be ENAMETOOLONG
+    server::TempFile t(*place);  // ".NAME.aesxfer-XXXXXX" unshortened would be ENAMETOOLONG
     ASSERT_EQ(::pwrite(t.fd(), "data", 4, 0), 4);
     t.commit(0644, -1);
   }
   EXPECT_EQ(read_text_file(root / "in" / longest), "data");
-  const std::string pn = net::partial_name(longest);
+  const std::string pn = server::partial_name(longest);
   EXPECT_LE(pn.size(), size_t(NAME_MAX));
-  EXPECT_NE(net::partial_name(std::string(NAME_MAX - 1, 'n') + "m"), pn);  // another name: another file
+  EXPECT_NE(server::partial_name(std::string(NAME_MAX - 1, 'n') + "m"), pn);  // another name: another file
   {
-    net::KeptPartial kp(*place);
+    server::KeptPartial kp(*place);
     EXPECT_EQ(kp.length(), 0u);
     EXPECT_EQ(::pwrite(kp.fd(), "part", 4, 0), 4);
   }
-  net::KeptPartial again(*place);  // the same name finds the same partial file
+  server::KeptPartial again(*place);  // the same name finds the same partial file
   EXPECT_EQ(again.length(), 4u);
   EXPECT_TRUE(fs::exists(root / "in" / pn));
 }

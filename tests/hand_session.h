@@ -12,7 +12,7 @@
 
 #include "crypto/suite.h"
 #include "net/conn.h"
-#include "net/keystore.h"
+#include "files/keystore.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
@@ -39,7 +39,7 @@ class HandSession {
   HandSession(uint16_t port, const fs::path& identity, const std::string& cipher = "aes128-gcm",
               const std::string& mac = "none",
               std::chrono::milliseconds timeout = std::chrono::milliseconds(8000)) {
-    proto::Identity id = net::load_or_create_identity(identity);
+    proto::Identity id = files::load_or_create_identity(identity);
     start(net::connect_tcp("127.0.0.1", port, std::chrono::milliseconds(5000)), id, cipher, mac, timeout);
   }
   // Over a socket the caller connected itself (to choose when its descriptor number was taken);

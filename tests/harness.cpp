@@ -18,7 +18,9 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -72,11 +74,21 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
         if (i >= n) return false;
         char e = line[i++];
         switch (e) {
-          case 'n': s += '\n'; break;
-          case 't': s += '\t'; break;
-          case 'r': s += '\r'; break;
-          case 'b': s += '\b'; break;
-          case 'f': s += '\f'; break;
+          case 'n':
+            s += '\n';
+            break;
+          case 't':
+            s += '\t';
+            break;
+          case 'r':
+            s += '\r';
+            break;
+          case 'b':
+            s += '\b';
+            break;
+          case 'f':
+            s += '\f';
+            break;
           case 'u': {
             if (i + 4 > n) return false;
             unsigned v = unsigned(std::stoul(line.substr(i, 4), nullptr, 16));
@@ -94,7 +106,8 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
             }
             break;
           }
-          default: s += e;
+          default:
+            s += e;
         }
       } else {
         s += c;
@@ -127,8 +140,10 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
       for (; i < n; ++i) {
         char c = line[i];
         if (in_str) {
-          if (c == '\\') ++i;
-          else if (c == '"') in_str = false;
+          if (c == '\\')
+            ++i;
+          else if (c == '"')
+            in_str = false;
         } else if (c == '"') {
           in_str = true;
         } else if (c == '{' || c == '[') {
@@ -164,6 +179,43 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
     }
     return std::nullopt;
   }
+}
+
+namespace {
+
+std::string json_key_problem(const std::string& key) {
+  static const std::regex snake("[a-z][a-z0-9]*(_[a-z0-9]+)*");
+  if (!std::regex_match(key, snake)) return "not snake_case";
+  if (key.find("mb") != std::string::npos && key != "mb_per_s" && key.rfind("mb_per_s_", 0) != 0)
+    return "a rate is mb_per_s or mb_per_s_*";
+  std::vector<std::string> words;
+  std::istringstream in(key.rfind("mb_per_s", 0) == 0 ? key.substr(8) : key);
+  for (std::string w; std::getline(in, w, '_');) words.push_back(w);
+  for (const auto& w : words)
+    if (w == "s" || w == "sec" || w == "secs" || w == "ms" || w == "elapsed" || w == "kb" || w == "kib" ||
+        w == "mib")
+      return "abbreviated or old unit '" + w + "' (times are seconds, sizes bytes)";
+  if (key == "total") return "total of what (total_bytes)";
+  return "";
+}
+
+void scheme_walk(const nlohmann::json& j, const std::string& path, std::vector<std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (const std::string why = json_key_problem(k); !why.empty()) out.push_back(path + k + ": " + why);
+      scheme_walk(v, path + k + ".", out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) scheme_walk(v, path, out);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> json_scheme_problems(const std::string& doc) {
+  std::vector<std::string> out;
+  scheme_walk(nlohmann::json::parse(doc), "", out);
+  return out;
 }
 
 std::string sha256_file(const fs::path& p) {
@@ -336,10 +388,11 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
   return run_process(argv, {{"AESXFER_HOME", home.string()}}, timeout_s);
 }
 
-ServerProcess::ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args) {
+ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
+                             const std::vector<std::string>& extra_args) {
   fs::path port_file = dir_.path() / "port";
-  std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",           "127.0.0.1", "-P", "0",
-                                "--root",       root.string(), "--port-file",        port_file.string()};
+  std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",    "127.0.0.1",       "-P", "0",
+                                "--root",       root.string(), "--port-file", port_file.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   ExecArgs ea(argv, {{"AESXFER_HOME", home.string()}});
   int out_fd = ::open((dir_.path() / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -417,8 +470,10 @@ std::string sanitizer_findings(const std::string& log) {
   std::string out;
   std::istringstream is(log);
   for (std::string l; std::getline(is, l);)
-    if (l.find("ERROR: AddressSanitizer") != std::string::npos || l.find("ERROR: LeakSanitizer") != std::string::npos ||
-        l.find("runtime error:") != std::string::npos || l.find("WARNING: ThreadSanitizer") != std::string::npos)
+    if (l.find("ERROR: AddressSanitizer") != std::string::npos ||
+        l.find("ERROR: LeakSanitizer") != std::string::npos ||
+        l.find("runtime error:") != std::string::npos ||
+        l.find("WARNING: ThreadSanitizer") != std::string::npos)
       out += l + "\n";
   return out;
 }
@@ -537,13 +592,13 @@ void Relay::run() {
   ::setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   ::setsockopt(sfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 
-  std::vector<uint8_t> pending;   // client->server bytes not yet forwarded (incomplete unit)
-  std::vector<uint8_t> held;      // swap: record K waiting for K+1
-  size_t frames = 0;              // handshake frames forwarded
-  size_t rec_idx = 0;             // next record index
-  uint64_t rec_bytes = 0;         // record bytes forwarded (for cut)
-  uint64_t s2c_bytes = 0;         // server->client bytes forwarded (for cut_s2c_after)
-  bool passthrough = false;       // framing lost (garbage length): forward raw
+  std::vector<uint8_t> pending;  // client->server bytes not yet forwarded (incomplete unit)
+  std::vector<uint8_t> held;     // swap: record K waiting for K+1
+  size_t frames = 0;             // handshake frames forwarded
+  size_t rec_idx = 0;            // next record index
+  uint64_t rec_bytes = 0;        // record bytes forwarded (for cut)
+  uint64_t s2c_bytes = 0;        // server->client bytes forwarded (for cut_s2c_after)
+  bool passthrough = false;      // framing lost (garbage length): forward raw
   bool closing = false;
 
   auto send_server = [&](const uint8_t* p, size_t n, bool is_record) -> bool {
@@ -603,17 +658,22 @@ void Relay::run() {
         case FaultKind::flip:
           if (target) {
             size_t pos = 0;
-            if (spec_.part == RecordPart::header) pos = spec_.offset % 8;
-            else if (spec_.part == RecordPart::body) pos = 8 + (body ? spec_.offset % body : 0);
-            else pos = 8 + body + (spec_.tag_len ? spec_.offset % spec_.tag_len : 0);
+            if (spec_.part == RecordPart::header)
+              pos = spec_.offset % 8;
+            else if (spec_.part == RecordPart::body)
+              pos = 8 + (body ? spec_.offset % body : 0);
+            else
+              pos = 8 + body + (spec_.tag_len ? spec_.offset % spec_.tag_len : 0);
             if (pos < unit.size()) unit[pos] ^= spec_.mask;
             applied_ = true;
           }
           ok = send_server(unit.data(), unit.size(), true);
           break;
         case FaultKind::drop:
-          if (target) applied_ = true;
-          else ok = send_server(unit.data(), unit.size(), true);
+          if (target)
+            applied_ = true;
+          else
+            ok = send_server(unit.data(), unit.size(), true);
           break;
         case FaultKind::replay:
           ok = send_server(unit.data(), unit.size(), true);

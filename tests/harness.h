@@ -59,12 +59,18 @@ std::vector<fs::path> temp_debris(const fs::path& dir);
 // arrays as their raw text; nullopt when the line is not such an object.
 std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line);
 
+// The JSON naming scheme (docs/aesxfer.1, JSON OUTPUT) checked over a whole document, nested
+// objects and objects inside arrays included: snake_case keys; rates are mb_per_s or start with
+// mb_per_s_; no abbreviated or older unit names (mb_s, a lone s, elapsed, a bare total). One entry
+// per key that breaks it ("path.key: why"); `doc` is JSON text (it must parse).
+std::vector<std::string> json_scheme_problems(const std::string& doc);
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 
 struct ProcResult {
-  int exit_code = -1;     // exit status, or 128 + signal when killed by a signal
-  bool timed_out = false; // killed by the harness after the timeout
+  int exit_code = -1;      // exit status, or 128 + signal when killed by a signal
+  bool timed_out = false;  // killed by the harness after the timeout
   std::string out, err;
   // Everything a failed assertion should show.
   std::string describe() const;

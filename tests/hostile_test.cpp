@@ -334,8 +334,8 @@ TEST_F(Hostile, OthersServedWhileASlowClientTrickles) {
 TEST(HostileNames, NulAndNewlineInPathOrNameAreRefused) {
   TempDir root("aesxfer-root");
   fs::create_directories(root.path() / "dir");
-  net::Root r(root.path());
-  net::Refusal why;
+  server::Root r(root.path());
+  server::Refusal why;
   const std::vector<std::string> bad = {std::string("a\0b", 3), std::string("\0", 1), std::string("dir/\0/x", 7),
                                         "a\nb", "a\rb", ""};
   for (const auto& p : bad) {

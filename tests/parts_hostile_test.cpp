@@ -11,7 +11,7 @@
 
 #include "crypto/suite.h"
 #include "net/conn.h"
-#include "net/keystore.h"
+#include "files/keystore.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
@@ -129,7 +129,7 @@ TEST_F(PartsHostile, MissingPartAndForeignCommit) {
 TEST_F(PartsHostile, AnotherClientKeyCannotJoinATransfer) {
   // A second identity, authorized too.
   fs::path id2 = ws.tmp / "other_id";
-  proto::Identity other = net::load_or_create_identity(id2);
+  proto::Identity other = files::load_or_create_identity(id2);
   write_text_file(ws.home / "authorized_keys", read_text_file(fs::path(id2.string() + ".pub")));
   {
     Session a(server->port(), id), mallory(server->port(), id2);

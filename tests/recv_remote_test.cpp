@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "net/conn.h"
-#include "net/resume.h"
+#include "files/resume.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/record.h"
@@ -489,7 +489,7 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "c.bin"));
   EXPECT_EQ(stat_of(dest).st_ino, ino) << "a complete destination is left as it is, not replaced";
   EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
-  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
@@ -541,7 +541,7 @@ TEST_F(RecvResume, DifferentDestinationIsFetchedWholeAndUntouchedUntilItArrives)
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["verified"], "true");
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
-  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
@@ -607,7 +607,7 @@ TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
   auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
   EXPECT_EQ((*o)["resumed_from"], std::to_string(n));
-  EXPECT_FALSE(fs::exists(net::PartialFile::partial_path(dest)));
+  EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
   // The server saw the session through to the client's Result (no timeout on its side either).
   EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();

@@ -142,13 +142,13 @@ TEST(ServerPortFile, PlantedSymlinksAreNotFollowed) {
   // The names the old code used, and the final name itself, point outside.
   fs::create_symlink(outside / "victim", ws.tmp / "port.tmp");
   fs::create_symlink(outside / "victim2", pf);
-  net::ServerOptions so;
+  server::ServerOptions so;
   so.listen = "127.0.0.1";
   so.port = 0;
   so.root = ws.root;
   so.home = ws.home;
   so.port_file = pf;
-  net::Server server(so);
+  server::Server server(so);
   std::thread t([&] { server.run(); });
   for (int i = 0; i < 500 && !(fs::is_regular_file(fs::symlink_status(pf))); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -273,12 +273,12 @@ TEST(ServerLimitsStop, RunReturnsOnlyOnceEverySessionThreadIsJoined) {
   Workspace ws;
   std::thread([] {}).join();  // a sanitizer's runtime starts its own thread with the first one
   const long before = proc_threads(::getpid());
-  net::ServerOptions so;
+  server::ServerOptions so;
   so.listen = "127.0.0.1";
   so.port = 0;
   so.root = ws.root;
   so.home = ws.home;
-  auto server = std::make_unique<net::Server>(so);
+  auto server = std::make_unique<server::Server>(so);
   std::thread t([&] { server->run(); });
   while (server->port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::vector<std::unique_ptr<HandSession>> sessions;
@@ -310,7 +310,7 @@ TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
   std::condition_variable cv;
   int ended_fd = -1;
   bool release = false;
-  net::ServerOptions so;
+  server::ServerOptions so;
   so.listen = "127.0.0.1";
   so.port = 0;
   so.root = ws.root;
@@ -322,7 +322,7 @@ TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
     cv.notify_all();
     cv.wait(g, [&] { return release; });
   };
-  auto server = std::make_unique<net::Server>(so);
+  auto server = std::make_unique<server::Server>(so);
   std::thread t([&] { server->run(); });
   std::vector<int> fillers;
   int b_fd = -1;
@@ -345,7 +345,7 @@ TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
   for (int i = 0; i < 1000 && server->port() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_NE(server->port(), 0);
-  const proto::Identity id = net::load_or_create_identity(ws.home / "id_ed25519");
+  const proto::Identity id = files::load_or_create_identity(ws.home / "id_ed25519");
   // The second client's socket exists before the first session ends, so that it cannot take the
   // number the test wants the server's accept to take.
   b_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -430,16 +430,16 @@ Message part_of(const std::string& name, uint8_t id, uint32_t part = 0) {
 TEST(ServerPartsBudget, HeldPartFilesShareOneBudgetOverAllSessions) {
   (void)crypto::cpu();  // CPU dispatch is chosen once, before threads start (as main() does)
   Workspace ws;
-  net::ServerOptions so;
+  server::ServerOptions so;
   so.listen = "127.0.0.1";
   so.port = 0;
   so.root = ws.root;
   so.home = ws.home;
   so.max_part_files = 3;
-  net::Server server(so);
+  server::Server server(so);
   std::thread t([&] { server.run(); });
   struct Join {
-    net::Server& s;
+    server::Server& s;
     std::thread& t;
     ~Join() {
       if (!t.joinable()) return;

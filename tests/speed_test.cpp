@@ -1,11 +1,8 @@
-// Tests for `aesxfer speed` (app/speed.cpp): every selected row is printed with positive figures,
+// Tests for `aesxfer speed` (app/lab/speed.cpp): every selected row is printed with positive figures,
 // the JSON form is well-formed with the expected keys, and bad input gives exit code 2.
-#include "app/speed.h"
-#include "tests/test_util.h"
+#include "app/lab/speed.h"
 
 #include <gtest/gtest.h>
-
-#include "crypto/checksum.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -16,6 +13,9 @@
 #include <vector>
 
 #include "crypto/aes.h"
+#include "crypto/checksum.h"
+#include "tests/harness.h"
+#include "tests/test_util.h"
 
 namespace aesxfer::app {
 namespace {
@@ -69,11 +69,16 @@ TEST(Speed, TableHasEveryRowWithPositiveFigures) {
       << err.str();
   EXPECT_EQ(err.str(), "");
   const auto lines = lines_of(out.str());
-  std::vector<std::string> labels = {"aes128-cbc enc",         "aes128-cbc dec",
-                                     "aes128-cbc enc x8 lanes", "aes128-gcm enc",
-                                     "aes128-gcm dec",         "blowfish-cbc enc (legacy)",
-                                     "blowfish-cbc dec (legacy)", "arcfour enc (legacy)",
-                                     "arcfour dec (legacy)",   "hmac-sha256",
+  std::vector<std::string> labels = {"aes128-cbc enc",
+                                     "aes128-cbc dec",
+                                     "aes128-cbc enc x8 lanes",
+                                     "aes128-gcm enc",
+                                     "aes128-gcm dec",
+                                     "blowfish-cbc enc (legacy)",
+                                     "blowfish-cbc dec (legacy)",
+                                     "arcfour enc (legacy)",
+                                     "arcfour dec (legacy)",
+                                     "hmac-sha256",
                                      "sha256"};
   if (vaes()) labels.push_back("aes128-cbc enc x16 lanes");
   for (const auto& label : labels) {
@@ -122,6 +127,7 @@ TEST(Speed, JsonIsWellFormedWithEveryResult) {
   Json j;
   ASSERT_TRUE(JsonParser(s).parse(j)) << s;
   ASSERT_EQ(j.kind, Json::Obj);
+  EXPECT_EQ(test::json_scheme_problems(s), std::vector<std::string>{});
   for (const char* k : {"cpu", "threads", "seconds", "impl", "results"})
     ASSERT_TRUE(j.obj.count(k)) << "missing key " << k << " in " << s;
   EXPECT_EQ(j.obj["cpu"].kind, Json::Str);
@@ -146,8 +152,8 @@ TEST(Speed, JsonIsWellFormedWithEveryResult) {
     EXPECT_TRUE(bs == 16 || bs == 1024) << bs;
     seen.insert(r.obj.at("cipher").str + "/" + r.obj.at("op").str);
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"aes128-ctr/enc", "aes128-ctr/dec", "aes128-gcm/enc", "aes128-gcm/dec",
-                                         "hmac-sha256/mac", "sha256/hash"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"aes128-ctr/enc", "aes128-ctr/dec", "aes128-gcm/enc",
+                                         "aes128-gcm/dec", "hmac-sha256/mac", "sha256/hash"}));
 }
 
 // The file checksums (send --checksum) have their own rows, so users see what each costs.
@@ -163,8 +169,10 @@ TEST(Speed, ChecksumRows) {
     EXPECT_GT(r.obj.at("mb_per_s").num, 0);
     seen.insert(r.obj.at("cipher").str + "/" + r.obj.at("op").str + "/" + r.obj.at("impl").str);
   }
-  EXPECT_TRUE(seen.count(std::string("xxh128/hash/") + crypto::xxh_impl_name(crypto::XxhImpl::best))) << out.str();
-  EXPECT_TRUE(seen.count(std::string("sha256/hash/") + crypto::sha256_impl_name(crypto::ShaImpl::best))) << out.str();
+  EXPECT_TRUE(seen.count(std::string("xxh128/hash/") + crypto::xxh_impl_name(crypto::XxhImpl::best)))
+      << out.str();
+  EXPECT_TRUE(seen.count(std::string("sha256/hash/") + crypto::sha256_impl_name(crypto::ShaImpl::best)))
+      << out.str();
   std::ostringstream o2, e2;
   EXPECT_EQ(run_speed(quick({"md5"}), o2, e2), 2);
   EXPECT_NE(e2.str().find("checksums: xxh128, sha256"), std::string::npos) << e2.str();

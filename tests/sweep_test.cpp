@@ -15,7 +15,7 @@
 namespace aesxfer::test {
 namespace {
 
-using net::Sweeper;
+using server::Sweeper;
 
 void age(const fs::path& p, long days) {
   timespec ts[2];

@@ -1,7 +1,7 @@
 // Issue 7 end to end: send -r (mkdir under the root, confined), -p (mode and mtime), -l (bandwidth
 // limit), --json-progress, and --resume after a connection cut by the Relay.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -176,18 +176,18 @@ TEST_F(Limit, JsonProgressLines) {
   for (size_t i = 0; i < lines.size(); ++i) {
     auto o = parse_flat_json(lines[i]);
     ASSERT_TRUE(o) << lines[i];
-    for (const char* k : {"file", "bytes", "total", "mb_per_s", "elapsed", "done"})
+    for (const char* k : {"file", "bytes", "total_bytes", "mb_per_s", "seconds", "done"})
       EXPECT_TRUE(o->count(k)) << k << " missing in " << lines[i];
     uint64_t b = std::stoull((*o)["bytes"]);
     EXPECT_GE(b, prev);
     prev = b;
-    EXPECT_EQ((*o)["total"], std::to_string(n));
+    EXPECT_EQ((*o)["total_bytes"], std::to_string(n));
     EXPECT_EQ((*o)["done"], i + 1 == lines.size() ? "true" : "false") << lines[i];
   }
   EXPECT_EQ(prev, n);
   auto last = parse_flat_json(lines.back());
   ASSERT_TRUE(last);
-  EXPECT_GT(std::stod((*last)["elapsed"]), 2.0);
+  EXPECT_GT(std::stod((*last)["seconds"]), 2.0);
   EXPECT_GT(std::stod((*last)["mb_per_s"]), 0.5);
   EXPECT_LT(std::stod((*last)["mb_per_s"]), 1.3);
 }

@@ -10,11 +10,10 @@
 #include <filesystem>
 #include <string>
 
-#include "net/transfer.h"
 #include "crypto/checksum.h"
 #include "proto/handshake.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 
 // K_resume = HMAC-SHA256(key = K_c2s enc (32 bytes), "aesxfer-v1 resume" || TH2).
 std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys);
@@ -39,7 +38,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
                        const std::function<void()>& tick);
 
 // Copies the first len bytes of `from` to the same offsets of `to`. Throws Failure (the source
-// shorter than len) or Failure (a write error).
+// shorter than len, or a write error).
 void copy_prefix(int from, int to, uint64_t len);
 
 
@@ -64,7 +63,6 @@ class PartialFile {
   void truncate_to(uint64_t n);
   void commit(unsigned mode, long long mtime);
   void discard() noexcept;  // removes the partial file (its contents are known bad)
-  bool busy() const { return busy_; }
 
  private:
   void open(const std::string& name);
@@ -73,7 +71,6 @@ class PartialFile {
   int dirfd_ = -1;
   int fd_ = -1;
   int slot_ = -1;  // signal handler registration (kept, named)
-  bool busy_ = false;
 };
 
 // Process umask, read from /proc/self/status (umask(2) cannot be read without changing it).
@@ -84,4 +81,4 @@ unsigned current_umask();
 unsigned effective_mode(unsigned mode, bool preserve);
 long long effective_mtime(long long mtime, bool preserve);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files

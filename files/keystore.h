@@ -14,7 +14,7 @@
 
 #include "proto/handshake.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 
 std::filesystem::path aesxfer_home();
 
@@ -50,4 +50,4 @@ HostCheck check_known_host(const std::filesystem::path& file, const std::string&
 std::vector<proto::PublicKey> load_authorized_keys(const std::filesystem::path& file,
                                                    std::vector<std::string>* problems = nullptr);
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files

@@ -1,4 +1,4 @@
-#include "net/resume.h"
+#include "files/resume.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,10 +10,14 @@
 #include <fstream>
 #include <vector>
 
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
+#include "files/io.h"
+#include "proto/failure.h"
 #include "crypto/util.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
+
+using proto::Failure;
 
 using proto::RecordType;
 
@@ -149,8 +153,8 @@ void PartialFile::open(const std::string& name) {
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
     fd_ = -1;
-    busy_ = true;
-    throw Failure(dest_.filename().string() + ": another transfer is writing this file");
+    throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
+                  EWOULDBLOCK);
   }
   slot_ = register_kept(dirfd_, pname_, path_.string());
 }
@@ -209,4 +213,4 @@ unsigned effective_mode(unsigned mode, bool preserve) {
 
 long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : -1; }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files

@@ -1,4 +1,4 @@
-#include "net/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,15 +11,13 @@
 #include <climits>
 #include <cstring>
 
-#include "net/conn.h"
+#include "files/io.h"
+#include "proto/failure.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 
-std::string errno_text(int err) {
-  std::string s = std::strerror(err);
-  if (!s.empty()) s[0] = char(std::tolower(static_cast<unsigned char>(s[0])));
-  return s;
-}
+using proto::Failure;
+using proto::printable;
 
 std::string hidden_name(const std::string& name, const std::string& suffix) {
   std::string out = "." + name + suffix;
@@ -165,8 +163,6 @@ AtomicFile::~AtomicFile() {
   if (dirfd_ >= 0) ::close(dirfd_);
 }
 
-std::filesystem::path AtomicFile::temp_path() const { return shown_.parent_path() / tmp_; }
-
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   // Never the set-user-ID or set-group-ID bit a peer sent (docs/SECURITY.md): on a file it would
   // run the peer's program as this user, on a directory it would choose the group of what is
@@ -205,4 +201,4 @@ void AtomicFile::commit(unsigned mode, long long mtime) {
   slot_ = -1;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files

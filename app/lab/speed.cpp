@@ -25,7 +25,7 @@
 // --multi N: N threads, each with its own cipher objects and buffers, released together by a
 // barrier; the bytes of all threads are summed and divided by the common wall time (from the
 // release to the last thread's end).
-#include "app/speed.h"
+#include "app/lab/speed.h"
 
 #include <algorithm>
 #include <barrier>
@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "app/json.h"
-#include "app/svg.h"
+#include "app/lab/svg.h"
 #include "crypto/aes.h"
 #include "crypto/blowfish.h"
 #include "crypto/checksum.h"
@@ -499,84 +499,242 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-}  // namespace
-
-int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
+bool speed_options_ok(const SpeedOptions& opt, std::ostream& err) {
   if (!(opt.seconds > 0) || !std::isfinite(opt.seconds) || opt.seconds > 3600) {
     err << "aesxfer speed: --seconds must be in (0, 3600], got " << opt.seconds << "\n";
-    return 2;
+    return false;
   }
   if (opt.multi < 1 || opt.multi > 1024) {
     err << "aesxfer speed: --multi must be in [1, 1024], got " << opt.multi << "\n";
-    return 2;
+    return false;
   }
   if (opt.sizes.empty() || std::any_of(opt.sizes.begin(), opt.sizes.end(),
                                        [](size_t s) { return s == 0 || s > (size_t(1) << 30); })) {
     err << "aesxfer speed: block sizes must be in [1, 2^30] bytes\n";
-    return 2;
+    return false;
   }
+  return true;
+}
 
-  // Resolve the selection: ciphers first (so "none" is the cipher), then MACs; duplicates dropped.
-  std::vector<const cr::CipherDesc*> sel_c;
-  std::vector<const cr::MacDesc*> sel_m;
-  std::vector<cr::ChecksumAlg> sel_s;
-  auto add_sum = [&](cr::ChecksumAlg a) {
-    if (a != cr::ChecksumAlg::none && std::find(sel_s.begin(), sel_s.end(), a) == sel_s.end())
-      sel_s.push_back(a);
-  };
+// What -c selected: ciphers, MACs and checksums, each in the order given, duplicates dropped.
+struct SpeedSelection {
+  std::vector<const cr::CipherDesc*> ciphers;
+  std::vector<const cr::MacDesc*> macs;
+  std::vector<cr::ChecksumAlg> sums;
+  void add_sum(cr::ChecksumAlg a) {
+    if (a != cr::ChecksumAlg::none && std::find(sums.begin(), sums.end(), a) == sums.end()) sums.push_back(a);
+  }
+};
+
+// Resolves the selection: ciphers first (so "none" is the cipher), then MACs, then checksums;
+// false after a one-line error for an unknown name.
+bool select_speed(const SpeedOptions& opt, SpeedSelection& sel, std::ostream& err) {
   if (opt.ciphers.empty()) {
-    for (const auto& c : cr::ciphers()) sel_c.push_back(&c);
-    for (const auto& m : cr::macs()) sel_m.push_back(&m);
-    add_sum(cr::ChecksumAlg::xxh128);
-    add_sum(cr::ChecksumAlg::sha256);
-  } else {
-    for (const auto& name : opt.ciphers) {
-      cr::ChecksumAlg sum{};
-      if (const auto* c = cr::find_cipher(name)) {
-        if (std::find(sel_c.begin(), sel_c.end(), c) == sel_c.end()) sel_c.push_back(c);
-      } else if (const auto* m = cr::find_mac(name)) {
-        if (std::find(sel_m.begin(), sel_m.end(), m) == sel_m.end()) sel_m.push_back(m);
-        if (m->tag_len) add_sum(cr::ChecksumAlg::sha256);  // HMAC's own hash, beside it
-      } else if (cr::find_checksum(name, sum) && sum != cr::ChecksumAlg::none) {
-        add_sum(sum);
-      } else {
-        err << "aesxfer speed: unknown cipher, MAC or checksum '" << name
-            << "' (ciphers: " << cr::cipher_names() << "; MACs: " << cr::mac_names()
-            << "; checksums: xxh128, sha256)\n";
-        return 2;
-      }
+    for (const auto& c : cr::ciphers()) sel.ciphers.push_back(&c);
+    for (const auto& m : cr::macs()) sel.macs.push_back(&m);
+    sel.add_sum(cr::ChecksumAlg::xxh128);
+    sel.add_sum(cr::ChecksumAlg::sha256);
+    return true;
+  }
+  for (const auto& name : opt.ciphers) {
+    cr::ChecksumAlg sum{};
+    if (const auto* c = cr::find_cipher(name)) {
+      if (std::find(sel.ciphers.begin(), sel.ciphers.end(), c) == sel.ciphers.end()) sel.ciphers.push_back(c);
+    } else if (const auto* m = cr::find_mac(name)) {
+      if (std::find(sel.macs.begin(), sel.macs.end(), m) == sel.macs.end()) sel.macs.push_back(m);
+      if (m->tag_len) sel.add_sum(cr::ChecksumAlg::sha256);  // HMAC's own hash, beside it
+    } else if (cr::find_checksum(name, sum) && sum != cr::ChecksumAlg::none) {
+      sel.add_sum(sum);
+    } else {
+      err << "aesxfer speed: unknown cipher, MAC or checksum '" << name
+          << "' (ciphers: " << cr::cipher_names() << "; MACs: " << cr::mac_names()
+          << "; checksums: xxh128, sha256)\n";
+      return false;
     }
   }
+  return true;
+}
 
-  std::vector<Row> rows;
-  std::string aes_impl, gcm_impl;
-  const std::string sha_impl = cr::sha256_impl_name(cr::ShaImpl::best);
-  try {
-    for (const auto* c : sel_c) add_cipher_rows(*c, rows);
-    for (const auto* m : sel_m) add_mac_rows(*m, rows);
-    for (auto a : sel_s) add_checksum_rows(a, rows);
-    aes_impl = aes()->impl();
-    gcm_impl = gcm()->impl();
-    if (opt.no_aesni_too && !cr::no_aesni()) {
-      // The AES rows again, built while the portable code is chosen; each sits after its twin.
-      cr::set_no_aesni(true);
-      std::vector<Row> both;
-      for (const auto& r : rows) {
-        both.push_back(r);
-        const cr::CipherDesc* c = cr::find_cipher(r.cipher);
-        if (!c || c->alg != cr::CipherAlg::aes128) continue;
-        std::vector<Row> sw;
-        add_cipher_rows(*c, sw);
-        for (auto& t : sw)
-          if (t.op == r.op && t.lanes == r.lanes) {
-            t.no_aesni = true;
-            both.push_back(t);
-            break;
-          }
+// --no-aesni-too: the AES rows again, built while the portable code is chosen; each sits after
+// its twin.
+std::vector<Row> with_portable_twins(const std::vector<Row>& rows) {
+  cr::set_no_aesni(true);
+  std::vector<Row> both;
+  for (const auto& r : rows) {
+    both.push_back(r);
+    const cr::CipherDesc* c = cr::find_cipher(r.cipher);
+    if (!c || c->alg != cr::CipherAlg::aes128) continue;
+    std::vector<Row> sw;
+    add_cipher_rows(*c, sw);
+    for (auto& t : sw)
+      if (t.op == r.op && t.lanes == r.lanes) {
+        t.no_aesni = true;
+        both.push_back(t);
+        break;
       }
-      cr::set_no_aesni(false);
-      rows = std::move(both);
+  }
+  cr::set_no_aesni(false);
+  return both;
+}
+
+// The implementations that run, for the heading and the JSON.
+struct SpeedImpls {
+  std::string aes, gcm, ghash, sha256, xxh128;
+  bool masked = false;  // --no-aesni
+};
+
+// The table's rows for the selection, and the implementations they run on. Throws when a
+// primitive has no implementation.
+std::vector<Row> build_rows(const SpeedOptions& opt, const SpeedSelection& sel, SpeedImpls& impls) {
+  std::vector<Row> rows;
+  for (const auto* c : sel.ciphers) add_cipher_rows(*c, rows);
+  for (const auto* m : sel.macs) add_mac_rows(*m, rows);
+  for (auto a : sel.sums) add_checksum_rows(a, rows);
+  impls.aes = aes()->impl();
+  impls.gcm = gcm()->impl();
+  if (opt.no_aesni_too && !cr::no_aesni()) rows = with_portable_twins(rows);
+  impls.sha256 = cr::sha256_impl_name(cr::ShaImpl::best);
+  impls.xxh128 = cr::xxh_impl_name(cr::XxhImpl::best);
+  impls.masked = cr::no_aesni() || opt.no_aesni;
+  // Aes128Gcm::impl() names its AES; GHASH follows the rule gcm.h documents (carry-less multiply
+  // unless the AES is the portable one or the CPU lacks PCLMULQDQ), so it is derived here.
+  impls.ghash = (impls.gcm != "software" && cr::cpu().pclmul)
+                    ? (impls.gcm == "vaes" && cr::cpu().vpclmul ? "vpclmulqdq" : "pclmulqdq")
+                    : "portable";
+  return rows;
+}
+
+// The text table's layout: column widths from the rows.
+struct SpeedLayout {
+  size_t label_w = 4, impl_w = 4;
+  static constexpr size_t kCol = 14;
+  explicit SpeedLayout(const std::vector<Row>& rows) {
+    for (const auto& r : rows) label_w = std::max(label_w, r.label().size());
+    for (const auto& r : rows) impl_w = std::max(impl_w, r.impl.size());
+    label_w += 2;
+    impl_w += 2;
+  }
+  static std::string pad(std::string s, size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s;
+  }
+  static std::string rpad(const std::string& s, size_t w) {
+    return s.size() < w ? std::string(w - s.size(), ' ') + s : s;
+  }
+};
+
+void print_speed_heading(const SpeedOptions& opt, const SpeedImpls& impls, const SpeedLayout& lay,
+                         std::ostream& out) {
+  out << "aesxfer speed\n";
+  out << "CPU:      " << cr::cpu_model() << "\n";
+  out << "AES:      " << impls.aes << "   (best available: " << cr::aes_best_impl_name() << ")\n";
+  out << "GHASH:    " << impls.ghash << "   (AES-128-GCM runs on " << impls.gcm << ")\n";
+  out << "SHA-256:  " << impls.sha256 << "\n";
+  out << "XXH3-128: " << impls.xxh128 << "\n";
+  if (impls.masked) out << "AES-NI masked (--no-aesni): AES-NI, VAES, PCLMULQDQ and SHA-NI are not used\n";
+  out << "threads:  " << opt.multi << (opt.multi > 1 ? " (figures summed over threads)" : "") << "\n";
+  out << "seconds:  " << opt.seconds << " per cell\n";
+  out << "The numbers are MB/s (1 MB = 10^6 bytes per second) of the raw operation on one buffer of\n"
+         "the column's size, called repeatedly with a fresh IV/nonce per call (like openssl speed -evp);\n"
+         "gcm includes the tag and a 13-byte AAD; \"xN lanes\" is the aggregate of N independent CBC\n"
+         "chains of that size each.\n";
+  out << SpeedLayout::pad("type", lay.label_w) << SpeedLayout::pad("impl", lay.impl_w);
+  for (size_t s : opt.sizes) out << SpeedLayout::rpad(std::to_string(s) + " bytes", SpeedLayout::kCol);
+  out << "\n";
+  out.flush();
+}
+
+// What the cells measured: one chart series per row, the JSON results, the first failed check.
+struct SpeedResults {
+  std::vector<svg::Series> plot_series;  // --plot: one line per row
+  Json json = Json::array();             // --json: one object per cell
+  std::string failed;                    // the row whose self-check failed, or empty
+};
+
+Json cell_json(const Row& r, size_t size, const Cell& cell, bool masked) {
+  Json j;
+  j["cipher"] = r.cipher;
+  j["op"] = r.op;
+  if (r.lanes) j["lanes"] = r.lanes;
+  j["impl"] = r.impl;
+  j["legacy"] = r.legacy;
+  j["no_aesni"] = r.no_aesni || masked;
+  j["block_size"] = size;
+  j["mb_per_s"] = rounded(cell.mb_per_s, 3);
+  return j;
+}
+
+// Runs every cell, row by row; the text table is printed as it goes (without --json).
+void run_table(const SpeedOptions& opt, const std::vector<Row>& rows, const SpeedImpls& impls,
+               const SpeedLayout& lay, SpeedResults& res, std::ostream& out) {
+  for (const auto& r : rows) {
+    if (!opt.json)
+      out << SpeedLayout::pad(r.label(), lay.label_w) << SpeedLayout::pad(r.impl, lay.impl_w) << std::flush;
+    res.plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}, r.colour_key()});
+    for (size_t s : opt.sizes) {
+      // The implementation is chosen when the cell makes its operation: the portable code for
+      // the --no-aesni-too rows, the hardware's for the others.
+      if (opt.no_aesni_too) cr::set_no_aesni(r.no_aesni);
+      const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
+      if (opt.no_aesni_too) cr::set_no_aesni(false);
+      if (!cell.ok) res.failed = r.label();
+      if (!cell.skipped) res.plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
+      if (!opt.json)
+        out << SpeedLayout::rpad(cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s), SpeedLayout::kCol)
+            << std::flush;
+      else if (!cell.skipped)
+        res.json.push_back(cell_json(r, s, cell, impls.masked));
     }
+    if (!opt.json) out << "\n" << std::flush;
+  }
+}
+
+Json speed_json(const SpeedOptions& opt, const SpeedImpls& impls, Json results) {
+  Json j;
+  j["cpu"] = cr::cpu_model();
+  j["threads"] = opt.multi;
+  j["seconds"] = opt.seconds;
+  j["no_aesni"] = impls.masked;
+  j["unit"] = "MB/s (10^6 bytes per second)";
+  j["impl"] = {{"aes", impls.aes},
+               {"gcm", impls.gcm},
+               {"ghash", impls.ghash},
+               {"sha256", impls.sha256},
+               {"xxh128", impls.xxh128}};
+  j["results"] = std::move(results);
+  return j;
+}
+
+// --plot: MB/s against block size, one line per row; false with the reason in `why`.
+bool write_speed_chart(const SpeedOptions& opt, bool masked, std::vector<svg::Series> series,
+                       std::string& why) {
+  svg::LineChart chart;
+  chart.title = std::string("aesxfer speed: MB/s by block size") + (masked ? " (--no-aesni)" : "") +
+                (opt.multi > 1 ? ", " + std::to_string(opt.multi) + " threads" : "");
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+  chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " +
+                   fmt("%g", opt.seconds) + " s per cell";
+  chart.x_label = "block size (bytes, log2 scale)";
+  chart.y_label = "MB/s (10^6 bytes/s, log10 scale)";
+  chart.log10_y = true;  // memcpy and RC4 are orders of magnitude apart
+  chart.series = std::move(series);
+  return svg::write_file(opt.plot, svg::line_chart(chart), why);
+}
+
+}  // namespace
+
+int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
+  if (!speed_options_ok(opt, err)) return 2;
+  SpeedSelection sel;
+  if (!select_speed(opt, sel, err)) return 2;
+  std::vector<Row> rows;
+  SpeedImpls impls;
+  try {
+    rows = build_rows(opt, sel, impls);
   } catch (const std::exception& e) {
     err << "aesxfer speed: " << e.what() << "\n";
     return 1;
@@ -585,122 +743,25 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     err << "aesxfer speed: nothing to measure (MAC 'none' alone)\n";
     return 2;
   }
-  const bool masked = cr::no_aesni() || opt.no_aesni;
-  // Aes128Gcm::impl() names its AES; GHASH follows the rule gcm.h documents (carry-less multiply
-  // unless the AES is the portable one or the CPU lacks PCLMULQDQ), so it is derived here.
-  const std::string ghash_impl = (gcm_impl != "software" && cr::cpu().pclmul)
-                                     ? (gcm_impl == "vaes" && cr::cpu().vpclmul ? "vpclmulqdq" : "pclmulqdq")
-                                     : "portable";
-
-  // Table heading.
-  size_t label_w = 4;
-  for (const auto& r : rows) label_w = std::max(label_w, r.label().size());
-  label_w += 2;
-  size_t impl_w = 4;
-  for (const auto& r : rows) impl_w = std::max(impl_w, r.impl.size());
-  impl_w += 2;
-  constexpr int kCol = 14;
-  auto pad = [](std::string s, size_t w) {
-    if (s.size() < w) s.append(w - s.size(), ' ');
-    return s;
-  };
-  auto rpad = [](const std::string& s, size_t w) {
-    return s.size() < w ? std::string(w - s.size(), ' ') + s : s;
-  };
-
-  if (!opt.json) {
-    out << "aesxfer speed\n";
-    out << "CPU:      " << cr::cpu_model() << "\n";
-    out << "AES:      " << aes_impl << "   (best available: " << cr::aes_best_impl_name() << ")\n";
-    out << "GHASH:    " << ghash_impl << "   (AES-128-GCM runs on " << gcm_impl << ")\n";
-    out << "SHA-256:  " << sha_impl << "\n";
-    out << "XXH3-128: " << cr::xxh_impl_name(cr::XxhImpl::best) << "\n";
-    if (masked) out << "AES-NI masked (--no-aesni): AES-NI, VAES, PCLMULQDQ and SHA-NI are not used\n";
-    out << "threads:  " << opt.multi << (opt.multi > 1 ? " (figures summed over threads)" : "") << "\n";
-    out << "seconds:  " << opt.seconds << " per cell\n";
-    out << "The numbers are MB/s (1 MB = 10^6 bytes per second) of the raw operation on one buffer of\n"
-           "the column's size, called repeatedly with a fresh IV/nonce per call (like openssl speed -evp);\n"
-           "gcm includes the tag and a 13-byte AAD; \"xN lanes\" is the aggregate of N independent CBC\n"
-           "chains of that size each.\n";
-    out << pad("type", label_w) << pad("impl", impl_w);
-    for (size_t s : opt.sizes) out << rpad(std::to_string(s) + " bytes", kCol);
-    out << "\n";
-    out.flush();
-  }
-
-  std::string results;                   // JSON array body
-  std::vector<svg::Series> plot_series;  // --plot: one line per row
-  bool all_ok = true;
-  std::string failed;
+  const SpeedLayout lay(rows);
+  if (!opt.json) print_speed_heading(opt, impls, lay, out);
+  SpeedResults res;
   try {
-    for (const auto& r : rows) {
-      if (!opt.json) out << pad(r.label(), label_w) << pad(r.impl, impl_w) << std::flush;
-      plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}, r.colour_key()});
-      for (size_t s : opt.sizes) {
-        // The implementation is chosen when the cell makes its operation: the portable code for
-        // the --no-aesni-too rows, the hardware's for the others.
-        if (opt.no_aesni_too) cr::set_no_aesni(r.no_aesni);
-        const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
-        if (opt.no_aesni_too) cr::set_no_aesni(false);
-        if (!cell.ok) {
-          all_ok = false;
-          failed = r.label();
-        }
-        if (!cell.skipped) plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
-        if (!opt.json) {
-          out << rpad(cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s), kCol) << std::flush;
-          continue;
-        }
-        if (cell.skipped) continue;
-        if (!results.empty()) results += ",\n    ";
-        results += "{\"cipher\":" + json_quote(r.cipher) + ",\"op\":" + json_quote(r.op);
-        if (r.lanes) results += ",\"lanes\":" + std::to_string(r.lanes);
-        results += ",\"impl\":" + json_quote(r.impl) + ",\"legacy\":" + (r.legacy ? "true" : "false") +
-                   ",\"no_aesni\":" + (r.no_aesni || masked ? "true" : "false") +
-                   ",\"block_size\":" + std::to_string(s) + ",\"mb_per_s\":" + fmt("%.3f", cell.mb_per_s) +
-                   "}";
-      }
-      if (!opt.json) out << "\n" << std::flush;
-    }
+    run_table(opt, rows, impls, lay, res, out);
   } catch (const std::exception& e) {
     if (!opt.json) out << "\n";
     err << "aesxfer speed: " << e.what() << "\n";
     return 1;
   }
-
-  if (opt.json) {
-    out << "{\"cpu\":" << json_quote(cr::cpu_model()) << ",\"threads\":" << opt.multi
-        << ",\"seconds\":" << fmt("%g", opt.seconds) << ",\"no_aesni\":" << (masked ? "true" : "false")
-        << ",\"unit\":\"MB/s (10^6 bytes per second)\""
-        << ",\"impl\":{\"aes\":" << json_quote(aes_impl) << ",\"gcm\":" << json_quote(gcm_impl)
-        << ",\"ghash\":" << json_quote(ghash_impl) << ",\"sha256\":" << json_quote(sha_impl)
-        << ",\"xxh128\":" << json_quote(cr::xxh_impl_name(cr::XxhImpl::best)) << "},\n  \"results\":[\n    "
-        << results << "\n  ]}\n";
-  }
+  if (opt.json) out << json_line(speed_json(opt, impls, std::move(res.json)));
   out.flush();
-  if (!opt.plot.empty()) {
-    svg::LineChart chart;
-    chart.title = std::string("aesxfer speed: MB/s by block size") + (masked ? " (--no-aesni)" : "") +
-                  (opt.multi > 1 ? ", " + std::to_string(opt.multi) + " threads" : "");
-    char date[64];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    ::gmtime_r(&now, &tm);
-    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
-    chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " +
-                     fmt("%g", opt.seconds) + " s per cell";
-    chart.x_label = "block size (bytes, log2 scale)";
-    chart.y_label = "MB/s (10^6 bytes/s, log10 scale)";
-    chart.log10_y = true;  // memcpy and RC4 are orders of magnitude apart
-    chart.series = std::move(plot_series);
-    std::string why;
-    if (!svg::write_file(opt.plot, svg::line_chart(chart), why)) {
-      err << "aesxfer speed: --plot: " << why << "\n";
-      return 1;
-    }
+  std::string why;
+  if (!opt.plot.empty() && !write_speed_chart(opt, impls.masked, std::move(res.plot_series), why)) {
+    err << "aesxfer speed: --plot: " << why << "\n";
+    return 1;
   }
-  if (!all_ok) {
-    err << "aesxfer speed: self-check failed in '" << failed << "' (GCM open rejected its own tag)\n";
+  if (!res.failed.empty()) {
+    err << "aesxfer speed: self-check failed in '" << res.failed << "' (GCM open rejected its own tag)\n";
     return 1;
   }
   return 0;

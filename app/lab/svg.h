@@ -15,11 +15,11 @@ namespace aesxfer::app::svg {
 std::string escape(std::string_view s);
 
 struct Bar {
-  std::string label;   // x-axis label (cipher name)
-  std::string series;  // legend entry, picks the colour ("AES-NI on", "--no-aesni", ...)
-  double value = 0;    // bar height (median)
-  double lo = 0, hi = 0;  // whisker (min, max); lo == hi == 0: no whisker
-  std::string note;    // small text under the group's label (the group's notes joined by " / ")
+  std::string label;       // x-axis label (cipher name)
+  std::string series;      // legend entry, picks the colour ("AES-NI on", "--no-aesni", ...)
+  double value = 0;        // bar height (median)
+  double lo = 0, hi = 0;   // whisker (min, max); lo == hi == 0: no whisker
+  std::string note;        // small text under the group's label (the group's notes joined by " / ")
   std::string group_note;  // a line under the group (each distinct one of the group on its own line)
   std::string absent;  // non-empty: no bar (a row without a figure); this text stands upright in its place
   bool contended = false;  // the run waited for the CPU (other processes): marked "*" and explained
@@ -47,7 +47,7 @@ struct LineChart {
   std::string subtitle;
   std::string x_label;
   std::string y_label;
-  bool log2_x = true;  // x axis on a log2 scale, ticks at each distinct x of the data
+  bool log2_x = true;    // x axis on a log2 scale, ticks at each distinct x of the data
   bool log10_y = false;  // y axis on a log10 scale (decades labelled, 2 and 5 as minor lines)
   std::vector<Series> series;
 };

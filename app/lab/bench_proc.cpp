@@ -1,4 +1,4 @@
-#include "app/bench_proc.h"
+#include "app/lab/bench_proc.h"
 
 #include <fcntl.h>
 #include <poll.h>

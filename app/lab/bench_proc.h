@@ -1,4 +1,4 @@
-// Process plumbing for `aesxfer bench` (app/bench.cpp, app/bench_scp.cpp): starting children
+// Process plumbing for `aesxfer bench` (app/lab/bench.cpp, app/lab/bench_scp.cpp): starting children
 // (with a log file or a pseudo-terminal), stopping them by PID, and reading what /proc says about
 // their CPU time and the time they waited for a core.
 #pragma once

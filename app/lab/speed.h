@@ -1,5 +1,5 @@
 // `aesxfer speed`: throughput of the raw cipher and MAC operations, in the manner of
-// `openssl speed -evp`. See run_speed() in app/speed.cpp for exactly what each cell measures.
+// `openssl speed -evp`. The top of app/lab/speed.cpp says exactly what each cell measures.
 #pragma once
 #include <cstddef>
 #include <ostream>
@@ -16,7 +16,7 @@ struct SpeedOptions {
   bool no_aesni_too = false;  // every AES row once more with the portable code (same chart colour, dashed)
   int multi = 1;              // N threads, each running the same work; figures are summed
   bool json = false;
-  std::string plot;  // when set, also write the table as an SVG line chart there (app/svg.h)
+  std::string plot;  // when set, also write the table as an SVG line chart there (app/lab/svg.h)
   std::vector<size_t> sizes = {16, 64, 256, 1024, 8192, 16384, 1 << 20};
 };
 

@@ -5,8 +5,8 @@
 // child process on an ephemeral 127.0.0.1 port (its own CPU accounting) and stops it afterwards.
 // With --vs-scp every cipher OpenSSH offers is also sent with `scp -c` (and scp's defaults as one
 // more row), to HOST through the user's ssh setup or, without HOST, to a throwaway sshd on
-// 127.0.0.1 (app/bench_scp.h); rows OpenSSH cannot have say why.
-// See app/bench.cpp and app/bench_scp.cpp for how each figure is measured, and the verdicts.
+// 127.0.0.1 (app/lab/bench_scp.h); rows OpenSSH cannot have say why.
+// See app/lab/bench.cpp and app/lab/bench_scp.cpp for how each figure is measured, and the verdicts.
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -30,7 +30,7 @@ struct BenchOptions {
   std::string server_binary = "/proc/self/exe";  // what the local server child runs
   double timeout = 60;                           // network timeout per operation, seconds
   bool quiet = false;                            // no per-run progress lines on err
-  bool vs_scp = false;                           // also send with `scp -c` (app/bench_scp.h)
+  bool vs_scp = false;                           // also send with `scp -c` (app/lab/bench_scp.h)
   std::vector<std::string> ssh_opts;             // --ssh-opts, each split at spaces, given to scp first
   std::string sshd;                              // --sshd: the sshd to start without HOST (default: found)
   // --record-size LIST: every aesxfer row once per record size (the sweep; --plot then draws MB/s
@@ -42,7 +42,8 @@ struct BenchOptions {
 // tool is "aesxfer" or "scp"; ssh_cipher the OpenSSH cipher of an scp row; vs_scp, on aesxfer
 // rows, the median over the median of the scp row of the same cipher. "n/a" where no figure.
 inline constexpr const char* kBenchCsvHeader =
-    "cipher,mac,impl,no_aesni,mb_s_median,mb_s_min,mb_s_max,client_cpu_pct,server_cpu_pct,verdict,"
+    "cipher,mac,impl,no_aesni,mb_per_s_median,mb_per_s_min,mb_per_s_max,client_cpu_pct,server_cpu_pct,"
+    "verdict,"
     "tool,ssh_cipher,vs_scp,record_size";
 
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.

@@ -24,7 +24,7 @@
 // --ssh-opts: scp must not wait for a password, and a shared connection would carry another
 // cipher than the one asked for. ssh takes the first value it gets for an option, so --ssh-opts
 // can still override them.
-#include "app/bench_scp.h"
+#include "app/lab/bench_scp.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 #include <sstream>
 #include <thread>
 
-#include "app/bench_proc.h"
+#include "app/lab/bench_proc.h"
 
 namespace aesxfer::app {
 namespace {
@@ -257,7 +257,10 @@ int ThrowawaySshd::stop() noexcept {
 
 std::string ThrowawaySshd::log_tail() const { return proc::log_tail(log_); }
 
-ScpRun run_scp(const ScpJob& j, volatile pid_t* running) {
+namespace {
+
+// scp -v [opts] -o BatchMode=yes -o ControlMaster=no -o ControlPath=none [-c C] [-o MACs=M] FILE TARGET
+std::vector<std::string> scp_argv(const ScpJob& j) {
   std::vector<std::string> argv = {j.scp};
   argv.insert(argv.end(), j.opts.begin(), j.opts.end());
   for (const char* a : {"-v", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none"})
@@ -265,110 +268,152 @@ ScpRun run_scp(const ScpJob& j, volatile pid_t* running) {
   if (!j.ssh_cipher.empty()) argv.insert(argv.end(), {"-c", j.ssh_cipher});
   if (!j.ssh_mac.empty()) argv.insert(argv.end(), {"-o", "MACs=" + j.ssh_mac});
   argv.insert(argv.end(), {j.file.string(), j.target});
+  return argv;
+}
 
-  Fd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+// The slave side of the pseudo-terminal `master` (160 columns, so the meter fits), opened; throws.
+int open_pty_slave(int master) {
   char name[256];
-  if (master.get() < 0 || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0 ||
-      ::ptsname_r(master.get(), name, sizeof name) != 0)
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+      ::ptsname_r(master, name, sizeof name) != 0)
     throw std::runtime_error(std::string("pseudo-terminal: ") + std::strerror(errno));
   winsize ws{};
   ws.ws_row = 24;
   ws.ws_col = 160;
-  ::ioctl(master.get(), TIOCSWINSZ, &ws);
-  Fd slave(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (slave.get() < 0) throw std::runtime_error(std::string(name) + ": " + std::strerror(errno));
+  ::ioctl(master, TIOCSWINSZ, &ws);
+  const int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) throw std::runtime_error(std::string(name) + ": " + std::strerror(errno));
+  return slave;
+}
 
-  const bool server = j.server > 0;
-  proc::TreeWait client_wait, server_wait;
-  const double s_start = server ? proc::tree_cpu_seconds(j.server) : 0;
-  double s0 = s_start, c0 = 0;
-  if (server) server_wait.start(j.server);
-  const auto t_start = Clock::now();
-  proc::SpawnOptions so;
-  so.argv = argv;
-  so.tty = slave.get();
-  const pid_t pid = proc::spawn(so);
-  *running = pid;
-  slave.reset();
+struct Pty {
+  Fd master{::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)};
+  Fd slave{open_pty_slave(master.get())};
+};
 
+// What watching one scp run saw: its output, when its meter started and when it ended, the CPU
+// figures at the meter's start, and how it exited.
+struct ScpWatch {
   std::string out;
   bool metered = false, exited = false, eof = false, timed_out = false;
-  auto t0 = t_start, t1 = t_start, last_output = t_start, last_sample = t_start;
-  int st = 0;
+  Clock::time_point t_start, t0, t1, last_output, last_sample;
+  double s_start = 0, s0 = 0, c0 = 0;  // server tree CPU at the start and at the meter; scp's at the meter
+  int status = 0;
   rusage ru{};
-  for (;;) {
-    pollfd p{master.get(), POLLIN, 0};
-    const int pr = ::poll(&p, 1, 50);
-    const auto now = Clock::now();
-    if (pr > 0 && !eof) {
-      char buf[8192];
-      const ssize_t n = ::read(master.get(), buf, sizeof buf);
-      if (n > 0) {
-        if (out.size() < (size_t(4) << 20)) out.append(buf, size_t(n));
-        last_output = now;
-        if (!metered && out.find("B/s") != std::string::npos) {  // the meter's first line
-          metered = true;
-          t0 = now;
-          c0 = proc::tree_cpu_seconds(pid);
-          client_wait.start(pid);
-          if (server) {
-            s0 = proc::tree_cpu_seconds(j.server);
-            server_wait.start(j.server);
-          }
-        }
-      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        eof = true;  // EIO: every descriptor of the terminal's slave side is closed
-        if (!exited) t1 = now;
+  proc::TreeWait client_wait, server_wait;
+};
+
+// Output from the terminal: kept (up to 4 MiB); the meter's first line starts the measured window.
+void read_scp_output(int master, pid_t pid, pid_t server, Clock::time_point now, ScpWatch& w) {
+  char buf[8192];
+  const ssize_t n = ::read(master, buf, sizeof buf);
+  if (n > 0) {
+    if (w.out.size() < (size_t(4) << 20)) w.out.append(buf, size_t(n));
+    w.last_output = now;
+    if (!w.metered && w.out.find("B/s") != std::string::npos) {  // the meter's first line
+      w.metered = true;
+      w.t0 = now;
+      w.c0 = proc::tree_cpu_seconds(pid);
+      w.client_wait.start(pid);
+      if (server > 0) {
+        w.s0 = proc::tree_cpu_seconds(server);
+        w.server_wait.start(server);
       }
     }
-    if (!exited && now - last_sample >= std::chrono::milliseconds(50)) {
-      if (metered) client_wait.sample(pid);
-      if (server) server_wait.sample(j.server);
-      last_sample = now;
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    w.eof = true;  // EIO: every descriptor of the terminal's slave side is closed
+    if (!w.exited) w.t1 = now;
+  }
+}
+
+// Reads scp's terminal until scp has exited and its output is drained, sampling the wait times
+// every 50 ms; stops scp after j.timeout seconds without output.
+void watch_scp(int master, pid_t pid, const ScpJob& j, ScpWatch& w) {
+  const bool server = j.server > 0;
+  w.t0 = w.t1 = w.last_output = w.last_sample = w.t_start;
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    const int pr = ::poll(&p, 1, 50);
+    const auto now = Clock::now();
+    if (pr > 0 && !w.eof) read_scp_output(master, pid, j.server, now, w);
+    if (!w.exited && now - w.last_sample >= std::chrono::milliseconds(50)) {
+      if (w.metered) w.client_wait.sample(pid);
+      if (server) w.server_wait.sample(j.server);
+      w.last_sample = now;
     }
-    if (!exited && ::wait4(pid, &st, eof ? 0 : WNOHANG, &ru) == pid) {
-      exited = true;
-      if (!eof) t1 = now;
+    if (!w.exited && ::wait4(pid, &w.status, w.eof ? 0 : WNOHANG, &w.ru) == pid) {
+      w.exited = true;
+      if (!w.eof) w.t1 = now;
     }
-    if (exited && (eof || pr == 0)) break;  // output drained (or held open by a daemonized child)
-    if (!exited && !timed_out && now - last_output > std::chrono::duration<double>(j.timeout)) {
-      timed_out = true;
+    if (w.exited && (w.eof || pr == 0)) break;  // output drained (or held open by a daemonized child)
+    if (!w.exited && !w.timed_out && now - w.last_output > std::chrono::duration<double>(j.timeout)) {
+      w.timed_out = true;
       ::kill(pid, SIGTERM);
     }
   }
-  *running = -1;
+}
 
-  ScpRun r;
-  parse_ssh_kex(out, r.ssh_cipher, r.ssh_mac);
-  const int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  if (timed_out)
+// Throws when scp did not succeed: ScpNotOffered when a side refused the cipher or MAC.
+void check_scp_exit(const ScpWatch& w, const ScpJob& j) {
+  const int status = WIFEXITED(w.status) ? WEXITSTATUS(w.status) : 128 + WTERMSIG(w.status);
+  if (w.timed_out)
     throw std::runtime_error("scp: no output for " + std::to_string(int(j.timeout)) + " s, stopped");
   if (status != 0) {
     for (const char* refusal : {"no matching cipher found", "no matching MAC found"})
-      if (out.find(refusal) != std::string::npos) throw ScpNotOffered(last_lines(out, 1));
-    throw std::runtime_error("scp exited with status " + std::to_string(status) + ": " + last_lines(out, 2));
+      if (w.out.find(refusal) != std::string::npos) throw ScpNotOffered(last_lines(w.out, 1));
+    throw std::runtime_error("scp exited with status " + std::to_string(status) + ": " +
+                             last_lines(w.out, 2));
   }
+}
+
+// The figures of a successful run: the meter's rate (or the whole run's), CPU and waits.
+void scp_figures(ScpWatch& w, const ScpJob& j, ScpRun& r) {
   double mb = 0;
-  r.metered = metered && parse_scp_meter(out, mb);
+  r.metered = w.metered && parse_scp_meter(w.out, mb);
   if (!r.metered) {  // the whole run, set-up included
-    t0 = t_start;
-    c0 = 0;
-    s0 = s_start;
+    w.t0 = w.t_start;
+    w.c0 = 0;
+    w.s0 = w.s_start;
   }
-  r.window = std::chrono::duration<double>(t1 - t0).count();
+  r.window = std::chrono::duration<double>(w.t1 - w.t0).count();
   r.mb_s = r.metered ? mb : (r.window > 0 ? double(j.bytes) / r.window / 1e6 : 0);
-  r.setup_s = r.metered ? std::chrono::duration<double>(t0 - t_start).count() : 0;
-  const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                     double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  r.client_cpu = std::max(0.0, cpu - c0);
-  r.client_wait = client_wait.seconds();
-  if (server) {
+  r.setup_s = r.metered ? std::chrono::duration<double>(w.t0 - w.t_start).count() : 0;
+  const double cpu = double(w.ru.ru_utime.tv_sec + w.ru.ru_stime.tv_sec) +
+                     double(w.ru.ru_utime.tv_usec + w.ru.ru_stime.tv_usec) / 1e6;
+  r.client_cpu = std::max(0.0, cpu - w.c0);
+  r.client_wait = w.client_wait.seconds();
+  if (j.server > 0) {
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     while (!proc::children_of(j.server).empty() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    r.server_cpu = std::max(0.0, proc::cpu_seconds_of(j.server, true) - s0);
-    r.server_wait = server_wait.seconds();
+    r.server_cpu = std::max(0.0, proc::cpu_seconds_of(j.server, true) - w.s0);
+    r.server_wait = w.server_wait.seconds();
   }
+}
+
+}  // namespace
+
+ScpRun run_scp(const ScpJob& j, volatile pid_t* running) {
+  const std::vector<std::string> argv = scp_argv(j);
+  Pty pty;
+  ScpWatch w;
+  w.s_start = j.server > 0 ? proc::tree_cpu_seconds(j.server) : 0;
+  w.s0 = w.s_start;
+  if (j.server > 0) w.server_wait.start(j.server);
+  w.t_start = Clock::now();
+  proc::SpawnOptions so;
+  so.argv = argv;
+  so.tty = pty.slave.get();
+  const pid_t pid = proc::spawn(so);
+  *running = pid;
+  pty.slave.reset();
+  watch_scp(pty.master.get(), pid, j, w);
+  *running = -1;
+
+  ScpRun r;
+  parse_ssh_kex(w.out, r.ssh_cipher, r.ssh_mac);
+  check_scp_exit(w, j);
+  scp_figures(w, j, r);
   return r;
 }
 

@@ -1,4 +1,4 @@
-#include "net/keystore.h"
+#include "files/keystore.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -16,7 +16,7 @@
 #include "crypto/util.h"
 #include "proto/failure.h"
 
-namespace aesxfer::net {
+namespace aesxfer::files {
 
 using proto::Failure;
 namespace fs = std::filesystem;
@@ -271,4 +271,4 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   return Authorize::added;
 }
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files

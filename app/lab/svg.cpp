@@ -1,5 +1,5 @@
-// SVG charts, written by hand. See app/svg.h.
-#include "app/svg.h"
+// SVG charts, written by hand. See app/lab/svg.h.
+#include "app/lab/svg.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -226,93 +226,83 @@ std::string bytes_label(double bytes) {
   return b;
 }
 
-std::string bar_chart(const BarChart& c) {
-  // Series in order of first appearance: one colour and one legend entry each.
-  std::vector<std::string> series;
-  for (const auto& b : c.bars)
-    if (std::find(series.begin(), series.end(), b.series) == series.end()) series.push_back(b.series);
+namespace {
 
-  // Groups: runs of adjacent bars with the same label.
-  constexpr double kBarW = 34, kInGap = 3, kGroupGap = 44, kLeft = 90, kRight = 30;
-  std::vector<std::pair<size_t, size_t>> groups;  // [first, last)
-  for (size_t i = 0; i < c.bars.size();) {
+// Runs of adjacent bars with the same label, as [first, last).
+using Groups = std::vector<std::pair<size_t, size_t>>;
+Groups bar_groups(const std::vector<Bar>& bars) {
+  Groups groups;
+  for (size_t i = 0; i < bars.size();) {
     size_t j = i + 1;
-    while (j < c.bars.size() && c.bars[j].label == c.bars[i].label) ++j;
+    while (j < bars.size() && bars[j].label == bars[i].label) ++j;
     groups.emplace_back(i, j);
     i = j;
   }
-  double plot_w = kGroupGap;
-  for (const auto& [a, b] : groups) plot_w += double(b - a) * kBarW + double(b - a - 1) * kInGap + kGroupGap;
-  const double w = std::max(720.0, kLeft + plot_w + kRight);
-  const double x0 = kLeft, x1 = w - kRight;
-  // Lines under the groups: the distinct group notes of each group.
-  std::vector<std::vector<std::string>> group_lines;
-  size_t max_lines = 1;
+  return groups;
+}
+
+// Lines under each group: the distinct group notes of its bars.
+std::vector<std::vector<std::string>> group_note_lines(const std::vector<Bar>& bars, const Groups& groups) {
+  std::vector<std::vector<std::string>> out;
   for (const auto& [a, b] : groups) {
     std::vector<std::string> lines;
     for (size_t i = a; i < b; ++i)
-      if (!c.bars[i].group_note.empty() &&
-          std::find(lines.begin(), lines.end(), c.bars[i].group_note) == lines.end())
-        lines.push_back(c.bars[i].group_note);
-    max_lines = std::max(max_lines, lines.size());
-    group_lines.push_back(std::move(lines));
+      if (!bars[i].group_note.empty() &&
+          std::find(lines.begin(), lines.end(), bars[i].group_note) == lines.end())
+        lines.push_back(bars[i].group_note);
+    out.push_back(std::move(lines));
   }
-  const double extra_lines = 13.0 * double(max_lines - 1);
-  // Legend items (swatches, the whisker, the contended marker), wrapped into rows that fit.
+  return out;
+}
+
+// One entry of the bar chart's legend, placed by layout_legend.
+struct LegendItem {
+  int kind;  // 0 swatch (series index in `idx`), 1 whisker, 2 contended marker
+  size_t idx;
+  std::string label;
+  double x = 0, y = 0;
+};
+
+// The legend's items: a swatch per series, the whisker, the contended marker.
+std::vector<LegendItem> legend_items(const BarChart& c, const std::vector<std::string>& series) {
   bool any_contended = false;
   for (const auto& b : c.bars) any_contended = any_contended || (b.contended && b.absent.empty());
-  const std::string contended_text = "* CPU contended: other processes had the cores (see the verdicts)";
-  struct Item {
-    int kind;  // 0 swatch (series index in `idx`), 1 whisker, 2 contended marker
-    size_t idx;
-    std::string label;
-    double x = 0, y = 0;
-  };
-  std::vector<Item> items;
+  std::vector<LegendItem> items;
   for (size_t i = 0; i < series.size(); ++i) items.push_back({0, i, series[i]});
   if (!c.whisker_legend.empty()) items.push_back({1, 0, c.whisker_legend});
-  if (any_contended) items.push_back({2, 0, contended_text});
-  {
-    double x = 10, y = 70;
-    std::vector<std::vector<size_t>> rows(1);
-    std::vector<double> row_w(1, 0);
-    for (size_t k = 0; k < items.size(); ++k) {
-      const double iw = 20 + text_width(items[k].label) + 24;
-      if (!rows.back().empty() && row_w.back() + iw > w - 20) {
-        rows.emplace_back();
-        row_w.push_back(0);
-      }
-      rows.back().push_back(k);
-      row_w.back() += iw;
+  if (any_contended)
+    items.push_back({2, 0, "* CPU contended: other processes had the cores (see the verdicts)"});
+  return items;
+}
+
+// Wraps the items into centred rows that fit the width w, from y = 70 down, 18 px a row.
+void layout_legend(std::vector<LegendItem>& items, double w) {
+  double x = 10, y = 70;
+  std::vector<std::vector<size_t>> rows(1);
+  std::vector<double> row_w(1, 0);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const double iw = 20 + text_width(items[k].label) + 24;
+    if (!rows.back().empty() && row_w.back() + iw > w - 20) {
+      rows.emplace_back();
+      row_w.push_back(0);
     }
-    for (size_t r = 0; r < rows.size(); ++r) {
-      x = std::max(10.0, (w - row_w[r]) / 2);
-      for (size_t k : rows[r]) {
-        items[k].x = x;
-        items[k].y = y;
-        x += 20 + text_width(items[k].label) + 24;
-      }
-      y += 18;
-    }
+    rows.back().push_back(k);
+    row_w.back() += iw;
   }
-  const double legend_rows_h = 18.0 * double(items.empty() ? 0 : (items.back().y - 70) / 18 + 1);
-  const double top = 82 + legend_rows_h, bottom = top + 300, h = bottom + 90 + extra_lines;
-  // Spread the groups over the plot width when the minimum width left space.
-  const double extra = groups.empty() ? 0 : ((x1 - x0) - plot_w) / double(groups.size() + 1);
-  const double gap = kGroupGap + extra;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    x = std::max(10.0, (w - row_w[r]) / 2);
+    for (size_t k : rows[r]) {
+      items[k].x = x;
+      items[k].y = y;
+      x += 20 + text_width(items[k].label) + 24;
+    }
+    y += 18;
+  }
+}
 
-  double data_max = 0;
-  for (const auto& b : c.bars)
-    if (b.absent.empty()) data_max = std::max({data_max, b.value, b.hi});
-
-  std::string s = header(w, h);
-  titles(s, w, c.title, c.subtitle);
-  const double ymax = y_axis(s, x0, x1, top, bottom, data_max, c.y_label);
-  auto ypos = [&](double v) { return bottom - (bottom - top) * std::clamp(v, 0.0, ymax) / ymax; };
-
-  // Legend: one swatch per series, the whisker, the contended marker (laid out above).
+void draw_legend(std::string& s, const std::vector<LegendItem>& items) {
   s += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">\n";
-  for (const Item& it : items) {
+  for (const LegendItem& it : items) {
     const double lx = it.x, ly = it.y;
     if (it.kind == 0) {
       s += "<rect class=\"swatch\" x=\"" + num(lx) + "\" y=\"" + num(ly - 10) +
@@ -328,57 +318,108 @@ std::string bar_chart(const BarChart& c) {
     s += text(lx + (it.kind == 2 ? 0 : 20), ly, it.label, it.kind == 2 ? "class=\"contended-note\"" : "");
   }
   s += "</g>\n";
+}
 
+constexpr double kBarW = 34, kInGap = 3, kGroupGap = 44;
+
+// The linear y scale of the plot area: value to y.
+struct YScale {
+  double top, bottom, ymax;
+  double operator()(double v) const { return bottom - (bottom - top) * std::clamp(v, 0.0, ymax) / ymax; }
+};
+
+// One bar at x = bx (with its whisker and value label), or the upright text of an absent one.
+void draw_bar(std::string& s, const Bar& bar, const char* colour, double bx, const YScale& ypos) {
+  const double bottom = ypos.bottom;
+  if (!bar.absent.empty()) {  // upright text from the axis up, where the bar would be
+    const double tx = bx + kBarW / 2 + 4, ty = bottom - 6;
+    s += "<text class=\"absent\" x=\"" + num(tx) + "\" y=\"" + num(ty) +
+         "\" font-size=\"10\" fill=\"#555555\" transform=\"rotate(-90 " + num(tx) + " " + num(ty) + ")\">" +
+         escape(bar.absent) + "<title>" + escape(bar.label + " (" + bar.series + "): " + bar.absent) +
+         "</title></text>\n";
+    return;
+  }
+  const double by = ypos(bar.value);
+  s += "<rect class=\"bar\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(kBarW) +
+       "\" height=\"" + num(bottom - by) + "\" fill=\"" + colour + "\"><title>" +
+       escape(bar.label + " (" + bar.series + "): " + value_label(bar.value) + " MB/s") + "</title></rect>\n";
+  double label_top = by;
+  if (bar.hi > 0 || bar.lo > 0) {
+    const double cx = bx + kBarW / 2, ylo = ypos(bar.lo), yhi = ypos(bar.hi);
+    s += "<g class=\"whisker\" stroke=\"#222222\" stroke-width=\"1.5\">";
+    s += "<line x1=\"" + num(cx) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx) + "\" y2=\"" + num(yhi) +
+         "\"/>";
+    s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
+         num(ylo) + "\"/>";
+    s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(yhi) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
+         num(yhi) + "\"/></g>\n";
+    label_top = std::min(label_top, yhi);
+  }
+  s += text(bx + kBarW / 2, label_top - 5, value_label(bar.value) + (bar.contended ? "*" : ""),
+            std::string("class=\"value") + (bar.contended ? " contended" : "") +
+                "\" font-size=\"10\" fill=\"#222222\" text-anchor=\"middle\"");
+}
+
+// Under a group of width gw at x: its label, the bars' notes joined, and its note lines.
+void draw_group_labels(std::string& s, const std::vector<Bar>& bars, std::pair<size_t, size_t> group,
+                       double x, double gw, double bottom, const std::vector<std::string>& lines) {
+  const auto [a, b] = group;
+  s += text(x + gw / 2, bottom + 16, bars[a].label,
+            "class=\"xlabel\" font-size=\"12\" fill=\"#222222\" text-anchor=\"middle\"");
+  std::string notes;
+  for (size_t i = a; i < b; ++i)
+    if (!bars[i].note.empty()) notes += (notes.empty() ? "" : " / ") + bars[i].note;
+  if (!notes.empty())
+    s += text(x + gw / 2, bottom + 30, notes,
+              "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
+  for (size_t k = 0; k < lines.size(); ++k)
+    s += text(x + gw / 2, bottom + 43 + 13 * double(k), lines[k],
+              "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
+}
+
+}  // namespace
+
+std::string bar_chart(const BarChart& c) {
+  // Series in order of first appearance: one colour and one legend entry each.
+  std::vector<std::string> series;
+  for (const auto& b : c.bars)
+    if (std::find(series.begin(), series.end(), b.series) == series.end()) series.push_back(b.series);
+
+  constexpr double kLeft = 90, kRight = 30;
+  const Groups groups = bar_groups(c.bars);
+  double plot_w = kGroupGap;
+  for (const auto& [a, b] : groups) plot_w += double(b - a) * kBarW + double(b - a - 1) * kInGap + kGroupGap;
+  const double w = std::max(720.0, kLeft + plot_w + kRight);
+  const double x0 = kLeft, x1 = w - kRight;
+  const auto group_lines = group_note_lines(c.bars, groups);
+  size_t max_lines = 1;
+  for (const auto& lines : group_lines) max_lines = std::max(max_lines, lines.size());
+  const double extra_lines = 13.0 * double(max_lines - 1);
+  std::vector<LegendItem> items = legend_items(c, series);
+  layout_legend(items, w);
+  const double legend_rows_h = 18.0 * double(items.empty() ? 0 : (items.back().y - 70) / 18 + 1);
+  const double top = 82 + legend_rows_h, bottom = top + 300, h = bottom + 90 + extra_lines;
+  // Spread the groups over the plot width when the minimum width left space.
+  const double extra = groups.empty() ? 0 : ((x1 - x0) - plot_w) / double(groups.size() + 1);
+  const double gap = kGroupGap + extra;
+
+  double data_max = 0;
+  for (const auto& b : c.bars)
+    if (b.absent.empty()) data_max = std::max({data_max, b.value, b.hi});
+
+  std::string s = header(w, h);
+  titles(s, w, c.title, c.subtitle);
+  const YScale ypos{top, bottom, y_axis(s, x0, x1, top, bottom, data_max, c.y_label)};
+  draw_legend(s, items);
   double x = x0 + gap;
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto [a, b] = groups[g];
     const double gw = double(b - a) * kBarW + double(b - a - 1) * kInGap;
     for (size_t i = a; i < b; ++i) {
-      const Bar& bar = c.bars[i];
-      const size_t si = size_t(std::find(series.begin(), series.end(), bar.series) - series.begin());
-      const double bx = x + double(i - a) * (kBarW + kInGap);
-      if (!bar.absent.empty()) {  // upright text from the axis up, where the bar would be
-        const double tx = bx + kBarW / 2 + 4, ty = bottom - 6;
-        s += "<text class=\"absent\" x=\"" + num(tx) + "\" y=\"" + num(ty) +
-             "\" font-size=\"10\" fill=\"#555555\" transform=\"rotate(-90 " + num(tx) + " " + num(ty) +
-             ")\">" + escape(bar.absent) + "<title>" +
-             escape(bar.label + " (" + bar.series + "): " + bar.absent) + "</title></text>\n";
-        continue;
-      }
-      const double by = ypos(bar.value);
-      s += "<rect class=\"bar\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(kBarW) +
-           "\" height=\"" + num(bottom - by) + "\" fill=\"" + kPalette[si % kPaletteN] + "\"><title>" +
-           escape(bar.label + " (" + bar.series + "): " + value_label(bar.value) + " MB/s") +
-           "</title></rect>\n";
-      double label_top = by;
-      if (bar.hi > 0 || bar.lo > 0) {
-        const double cx = bx + kBarW / 2, ylo = ypos(bar.lo), yhi = ypos(bar.hi);
-        s += "<g class=\"whisker\" stroke=\"#222222\" stroke-width=\"1.5\">";
-        s += "<line x1=\"" + num(cx) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx) + "\" y2=\"" + num(yhi) +
-             "\"/>";
-        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(ylo) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
-             num(ylo) + "\"/>";
-        s += "<line x1=\"" + num(cx - 6) + "\" y1=\"" + num(yhi) + "\" x2=\"" + num(cx + 6) + "\" y2=\"" +
-             num(yhi) + "\"/></g>\n";
-        label_top = std::min(label_top, yhi);
-      }
-      s += text(bx + kBarW / 2, label_top - 5, value_label(bar.value) + (bar.contended ? "*" : ""),
-                std::string("class=\"value") + (bar.contended ? " contended" : "") +
-                    "\" font-size=\"10\" fill=\"#222222\" text-anchor=\"middle\"");
+      const size_t si = size_t(std::find(series.begin(), series.end(), c.bars[i].series) - series.begin());
+      draw_bar(s, c.bars[i], kPalette[si % kPaletteN], x + double(i - a) * (kBarW + kInGap), ypos);
     }
-    s += text(x + gw / 2, bottom + 16, c.bars[a].label,
-              "class=\"xlabel\" font-size=\"12\" fill=\"#222222\" text-anchor=\"middle\"");
-    std::string notes;
-    for (size_t i = a; i < b; ++i)
-      if (!c.bars[i].note.empty()) notes += (notes.empty() ? "" : " / ") + c.bars[i].note;
-    if (!notes.empty())
-      s += text(x + gw / 2, bottom + 30, notes,
-                "class=\"note\" font-size=\"10\" fill=\"#555555\" text-anchor=\"middle\"");
-    const auto& lines = group_lines[g];
-    for (size_t k = 0; k < lines.size(); ++k)
-      s += text(
-          x + gw / 2, bottom + 43 + 13 * double(k), lines[k],
-          "class=\"note\" font-size=\"10\" font-weight=\"bold\" fill=\"#333333\" text-anchor=\"middle\"");
+    draw_group_labels(s, c.bars, groups[g], x, gw, bottom, group_lines[g]);
     x += gw + gap;
   }
   if (!c.x_label.empty())
@@ -388,56 +429,80 @@ std::string bar_chart(const BarChart& c) {
   return s;
 }
 
-std::string line_chart(const LineChart& c) {
-  double legend_w = 0;
-  for (const auto& se : c.series) legend_w = std::max(legend_w, text_width(se.label));
-  const double x0 = 90, x1 = 700, top = 70, bottom = 570, lstep = 18;
-  const double w = std::max(1000.0, x1 + 60 + legend_w + 24);
-  const double h = std::max(650.0, top + 6 + lstep * double(c.series.size()) + 24);
-  double data_max = 0, xmin = 0, xmax = 0;
+namespace {
+
+// The x axis of a line chart: every distinct x of the data (x > 0 on a log2 axis), and the scale.
+struct XScale {
+  bool log2 = true;
+  double x0 = 0, x1 = 0, lo = 0, span = 1;
   std::set<double> xs;
+  double data_max = 0;  // the largest y among the points drawn
+  double t(double v) const { return log2 ? std::log2(v) : v; }
+  double operator()(double v) const { return x0 + 20 + (x1 - x0 - 40) * (t(v) - lo) / span; }
+};
+
+XScale x_scale(const LineChart& c, double x0, double x1) {
+  XScale xs;
+  xs.log2 = c.log2_x;
+  xs.x0 = x0;
+  xs.x1 = x1;
+  double xmin = 0, xmax = 0;
   bool first = true;
   for (const auto& se : c.series)
     for (const auto& [px, py] : se.points) {
       if (c.log2_x && !(px > 0)) continue;
-      data_max = std::max(data_max, py);
-      xs.insert(px);
+      xs.data_max = std::max(xs.data_max, py);
+      xs.xs.insert(px);
       if (first || px < xmin) xmin = px;
       if (first || px > xmax) xmax = px;
       first = false;
     }
-  auto tx = [&](double v) { return c.log2_x ? std::log2(v) : v; };
-  const double lo = first ? 0 : tx(xmin), hi = first ? 1 : tx(xmax);
-  const double span = hi > lo ? hi - lo : 1;
-  auto xpos = [&](double v) { return x0 + 20 + (x1 - x0 - 40) * (tx(v) - lo) / span; };
+  xs.lo = first ? 0 : xs.t(xmin);
+  const double hi = first ? 1 : xs.t(xmax);
+  xs.span = hi > xs.lo ? hi - xs.lo : 1;
+  return xs;
+}
 
-  std::string s = header(w, h);
-  titles(s, w, c.title, c.subtitle);
-  double data_min = 0;
-  for (const auto& se : c.series)
-    for (const auto& [px, py] : se.points)
-      if (py > 0 && (data_min == 0 || py < data_min)) data_min = py;
-  double ymax = 0, dec_lo = 0, dec_hi = 1;
-  if (c.log10_y) {
-    dec_lo = data_min > 0 ? std::floor(std::log10(data_min)) : 0;
-    dec_hi = data_max > 0 ? std::ceil(std::log10(data_max)) : dec_lo + 1;
-    if (dec_hi <= dec_lo) dec_hi = dec_lo + 1;
-    ymax = std::pow(10.0, dec_hi);
-    log_y_axis(s, x0, x1, top, bottom, dec_lo, dec_hi, c.y_label);
-  } else {
-    ymax = y_axis(s, x0, x1, top, bottom, data_max, c.y_label);
-  }
-  auto ypos = [&](double v) {
-    if (c.log10_y) {
+// The y scale of a line chart, linear or log10.
+struct LineY {
+  bool log10 = false;
+  double top = 0, bottom = 0, ymax = 0, dec_lo = 0, dec_hi = 1;
+  double operator()(double v) const {
+    if (log10) {
       const double l = v > 0 ? std::clamp(std::log10(v), dec_lo, dec_hi) : dec_lo;
       return bottom - (bottom - top) * (l - dec_lo) / (dec_hi - dec_lo);
     }
     return bottom - (bottom - top) * std::clamp(v, 0.0, ymax) / ymax;
-  };
+  }
+};
 
-  // x ticks at each distinct x of the data.
+// Draws the y axis (grid, ticks, label) and returns its scale.
+LineY line_y_axis(std::string& s, const LineChart& c, double x0, double x1, double top, double bottom,
+                  double data_max) {
+  LineY y;
+  y.log10 = c.log10_y;
+  y.top = top;
+  y.bottom = bottom;
+  double data_min = 0;
+  for (const auto& se : c.series)
+    for (const auto& [px, py] : se.points)
+      if (py > 0 && (data_min == 0 || py < data_min)) data_min = py;
+  if (c.log10_y) {
+    y.dec_lo = data_min > 0 ? std::floor(std::log10(data_min)) : 0;
+    y.dec_hi = data_max > 0 ? std::ceil(std::log10(data_max)) : y.dec_lo + 1;
+    if (y.dec_hi <= y.dec_lo) y.dec_hi = y.dec_lo + 1;
+    y.ymax = std::pow(10.0, y.dec_hi);
+    log_y_axis(s, x0, x1, top, bottom, y.dec_lo, y.dec_hi, c.y_label);
+  } else {
+    y.ymax = y_axis(s, x0, x1, top, bottom, data_max, c.y_label);
+  }
+  return y;
+}
+
+// x ticks at each distinct x of the data, and the x-axis title.
+void draw_x_ticks(std::string& s, const LineChart& c, const XScale& xpos, double bottom) {
   s += "<g class=\"xticks\" font-size=\"11\" fill=\"#333333\" text-anchor=\"middle\">\n";
-  for (double v : xs) {
+  for (double v : xpos.xs) {
     const double px = xpos(v);
     s += "<line x1=\"" + num(px) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(px) + "\" y2=\"" +
          num(bottom + 5) + "\" stroke=\"#333333\"/>\n";
@@ -445,10 +510,13 @@ std::string line_chart(const LineChart& c) {
   }
   s += "</g>\n";
   if (!c.x_label.empty())
-    s += text((x0 + x1) / 2, bottom + 42, c.x_label,
+    s += text((xpos.x0 + xpos.x1) / 2, bottom + 42, c.x_label,
               "class=\"xtitle\" font-size=\"13\" fill=\"#222222\" text-anchor=\"middle\"");
+}
 
-  const std::vector<Look> look = looks(c.series);
+// One polyline and its point markers per series.
+void draw_series(std::string& s, const LineChart& c, const std::vector<Look>& look, const XScale& xpos,
+                 const LineY& ypos) {
   for (size_t i = 0; i < c.series.size(); ++i) {
     const auto& se = c.series[i];
     std::string pts;
@@ -467,10 +535,12 @@ std::string line_chart(const LineChart& c) {
            look[i].colour + "\"/>\n";
     }
   }
+}
 
-  // Legend to the right of the plot, as wide and as tall as its labels need.
+// Legend to the right of the plot, as wide and as tall as its labels need.
+void draw_line_legend(std::string& s, const LineChart& c, const std::vector<Look>& look, double x1,
+                      double ly0, double lstep) {
   s += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">\n";
-  const double ly0 = top + 6;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const double ly = ly0 + lstep * double(i);
     s += "<line class=\"key\" x1=\"" + num(x1 + 24) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(x1 + 54) +
@@ -479,7 +549,27 @@ std::string line_chart(const LineChart& c) {
     s += "/>\n";
     s += text(x1 + 60, ly + 4, c.series[i].label, "");
   }
-  s += "</g>\n</svg>\n";
+  s += "</g>\n";
+}
+
+}  // namespace
+
+std::string line_chart(const LineChart& c) {
+  double legend_w = 0;
+  for (const auto& se : c.series) legend_w = std::max(legend_w, text_width(se.label));
+  const double x0 = 90, x1 = 700, top = 70, bottom = 570, lstep = 18;
+  const double w = std::max(1000.0, x1 + 60 + legend_w + 24);
+  const double h = std::max(650.0, top + 6 + lstep * double(c.series.size()) + 24);
+  const XScale xpos = x_scale(c, x0, x1);
+
+  std::string s = header(w, h);
+  titles(s, w, c.title, c.subtitle);
+  const LineY ypos = line_y_axis(s, c, x0, x1, top, bottom, xpos.data_max);
+  draw_x_ticks(s, c, xpos, bottom);
+  const std::vector<Look> look = looks(c.series);
+  draw_series(s, c, look, xpos, ypos);
+  draw_line_legend(s, c, look, x1, top + 6, lstep);
+  s += "</svg>\n";
   return s;
 }
 

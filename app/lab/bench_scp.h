@@ -1,6 +1,6 @@
 // `aesxfer bench --vs-scp`: the same file sent with `scp -c` next to aesxfer, to a
 // HOST through the user's own ssh setup, or to a throwaway sshd on a loopback port with its own
-// keys in a temporary folder. See app/bench_scp.cpp for how each figure is taken.
+// keys in a temporary folder. See app/lab/bench_scp.cpp for how each figure is taken.
 #pragma once
 #include <sys/types.h>
 

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
-namespace aesxfer::net {
+#include "files/io.h"
+
+namespace aesxfer::files {
 
 class AtomicFile {
  public:
@@ -27,7 +29,6 @@ class AtomicFile {
 
   int fd() const { return fd_; }
   bool through() const { return dirfd_ < 0; }
-  std::filesystem::path temp_path() const;
   // Sets mode (and mtime when >= 0), closes and renames over the destination.
   void commit(unsigned mode, long long mtime = -1);
   void discard() noexcept;
@@ -47,9 +48,6 @@ class AtomicFile {
 // the result stays the same for the same name (a kept partial file is found again).
 std::string hidden_name(const std::string& name, const std::string& suffix);
 
-// "permission denied", "no such file or directory", ... for messages.
-std::string errno_text(int err);
-
 // Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
@@ -63,4 +61,4 @@ void install_cleanup_on_signals();
 int register_kept(int dirfd, const std::string& name, const std::string& shown);
 void unregister_kept(int slot) noexcept;
 
-}  // namespace aesxfer::net
+}  // namespace aesxfer::files
