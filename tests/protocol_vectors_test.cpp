@@ -2,8 +2,8 @@
 // through proto::RecordSealer::seal_at (and opened again with RecordOpener::open_at), the crypto_kx
 // halves with the libsodium calls the handshake makes, one complete handshake through
 // proto::ClientHandshake and proto::ServerHandshake with the documented ephemeral keys and randoms
-// injected (set_ephemeral_for_test), and the resume digests through net::resume_key and
-// net::prefix_mac. The test reads every "label = hex" line of section 6 from the document and
+// injected (set_ephemeral_for_test), and the resume digests through files::resume_key and
+// files::prefix_mac. The test reads every "label = hex" line of section 6 from the document and
 // requires the set of labels to be exactly the set it computes, so that no documented value goes
 // unchecked. On a mismatch (a protocol change, say the version byte) it prints the whole
 // recomputed block, ready to paste into the document after review.
@@ -25,7 +25,7 @@
 #include "crypto/aes.h"
 #include "crypto/suite.h"
 #include "crypto/util.h"
-#include "net/resume.h"
+#include "files/resume.h"
 #include "proto/handshake.h"
 #include "proto/record.h"
 #include "tests/harness.h"
@@ -323,7 +323,7 @@ std::vector<std::pair<std::string, std::string>> handshake_vectors() {
   v.emplace_back("S2C iv", to_hex(ck.s2c.iv, 16));
   // 6.4: the resume key of this session and the prefix digest of "abc" (the first 3 bytes of
   // "abcdef"), through the product's functions.
-  const auto kr = net::resume_key(ck);
+  const auto kr = files::resume_key(ck);
   v.emplace_back("K_resume", to_hex(kr.data(), 32));
   test::TempDir dir("aesxfer-vectors");
   const std::string file = (dir / "abcdef").string();
@@ -331,8 +331,8 @@ std::vector<std::pair<std::string, std::string>> handshake_vectors() {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   EXPECT_GE(fd, 0);
   for (uint64_t p : {uint64_t(3), uint64_t(6)}) {
-    const std::string dg = net::prefix_mac(ck, fd, p);
-    EXPECT_EQ(dg, net::prefix_mac(sk, fd, p));  // the server computes the same
+    const std::string dg = files::prefix_mac(ck, fd, p);
+    EXPECT_EQ(dg, files::prefix_mac(sk, fd, p));  // the server computes the same
     v.emplace_back("D over " + std::to_string(p) + " bytes",
                    to_hex(reinterpret_cast<const uint8_t*>(dg.data()), dg.size()));
   }
