@@ -75,6 +75,11 @@ class FakeServer {
     std::lock_guard<std::mutex> g(mu_);
     return seen_;
   }
+  // How many sessions ended with the client's Bye (PROTOCOL.md 3.3).
+  int byes() {
+    std::lock_guard<std::mutex> g(mu_);
+    return byes_;
+  }
   std::string seen_text() {
     std::string out;
     for (const auto& s : seen()) out += s + "\n";
@@ -127,7 +132,11 @@ class FakeServer {
       c.send_message(w);
       for (;;) {
         proto::Message m = c.recv_message("the session");
-        if (m.type == proto::MsgType::bye) return;
+        if (m.type == proto::MsgType::bye) {
+          std::lock_guard<std::mutex> g(mu_);
+          ++byes_;
+          return;
+        }
         if (m.type != proto::MsgType::request) continue;
         {
           std::lock_guard<std::mutex> g(mu_);
@@ -149,6 +158,7 @@ class FakeServer {
   Handler on_request_;
   std::mutex mu_;
   std::vector<std::string> seen_;
+  int byes_ = 0;
   int lfd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
