@@ -223,8 +223,8 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
   return j;
 }
 
-void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r, bool tty_progress,
-            std::FILE* out = stdout) {
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
+            bool tty_progress, std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {

@@ -25,10 +25,9 @@ namespace aesxfer::client {
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
-void recv_tree(
-    Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
-    const std::function<void(const std::string& remote, const std::filesystem::path& local, uint64_t size, int dirfd)>&
-        fetch_one,
-    const std::function<void(const std::string& line)>& note);
+void recv_tree(Client& client, const std::string& remote, const std::filesystem::path& dest, bool preserve,
+               const std::function<void(const std::string& remote, const std::filesystem::path& local,
+                                        uint64_t size, int dirfd)>& fetch_one,
+               const std::function<void(const std::string& line)>& note);
 
 }  // namespace aesxfer::client

@@ -134,7 +134,8 @@ struct FixedEphemeral {
 };
 
 // A fresh crypto_kx key pair and random, or the fixed ones.
-void ephemeral(const std::unique_ptr<FixedEphemeral>& fixed, uint8_t pk[32], uint8_t sk[32], uint8_t random[32]) {
+void ephemeral(const std::unique_ptr<FixedEphemeral>& fixed, uint8_t pk[32], uint8_t sk[32],
+               uint8_t random[32]) {
   if (!fixed) {
     crypto_kx_keypair(pk, sk);
     randombytes_buf(random, 32);
@@ -550,7 +551,8 @@ struct ServerHandshake::Impl {
     if (kx_rc != 0) {
       sodium_memzero(kx_rx, sizeof kx_rx);
       sodium_memzero(kx_tx, sizeof kx_tx);
-      return failed(errc::bad_handshake, consumed, "invalid client key exchange value (low-order X25519 point)");
+      return failed(errc::bad_handshake, consumed,
+                    "invalid client key exchange value (low-order X25519 point)");
     }
     Step s;
     s.send = server_hello_frame(server_random);

@@ -132,7 +132,8 @@ class ClientHandshake final : public HandshakeMachine {
   // Test seam (docs/PROTOCOL.md 6.3): use this X25519 secret key (its public key is
   // X25519(kx_secret, 9)) and this random instead of fresh ones, so that a handshake can be
   // reproduced byte for byte. Call before start(). The product never calls it.
-  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret, const std::array<uint8_t, 32>& random);
+  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                              const std::array<uint8_t, 32>& random);
 
  private:
   struct Impl;
@@ -162,7 +163,8 @@ class ServerHandshake final : public HandshakeMachine {
   std::optional<PublicKey> client_key() const;
   // Test seam, as ClientHandshake's (docs/PROTOCOL.md 6.3): the server's ephemeral X25519 secret
   // key and random. Call before feeding the ClientHello. The product never calls it.
-  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret, const std::array<uint8_t, 32>& random);
+  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                              const std::array<uint8_t, 32>& random);
 
  private:
   struct Impl;

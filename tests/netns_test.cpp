@@ -8,10 +8,9 @@
 // reads and writes to the other side 25 ms later. It delays IP packets, not a TCP byte stream, so
 // end-to-end TCP (windows, socket buffers, slow start) sees a real 50 ms RTT.
 // Skipped (GTEST_SKIP) only when namespaces cannot be created (not root, no `ip`, no CAP_SYS_ADMIN).
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
@@ -39,13 +38,15 @@ using Clock = std::chrono::steady_clock;
 
 const char* kIp = "/usr/sbin/ip";
 
-ProcResult sh(const std::string& cmd, double timeout = 60) { return run_process({"/bin/sh", "-c", cmd}, {}, timeout); }
+ProcResult sh(const std::string& cmd, double timeout = 60) {
+  return run_process({"/bin/sh", "-c", cmd}, {}, timeout);
+}
 
 // A process started inside a namespace (setns before exec: the PID is the program's own).
 class NsProcess {
  public:
-  NsProcess(const std::string& ns, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const fs::path& log) {
+  NsProcess(const std::string& ns, const std::vector<std::string>& argv,
+            const std::map<std::string, std::string>& env, const fs::path& log) {
     std::vector<std::string> envs;
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;
@@ -126,7 +127,8 @@ class TunDelay {
     while (!stop_) {
       int timeout = 5;
       if (!q.empty()) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(q.front().due - Clock::now()).count();
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(q.front().due - Clock::now()).count();
         timeout = int(std::max<int64_t>(0, std::min<int64_t>(left, 5)));
       }
       pollfd p{from, POLLIN, 0};
@@ -249,26 +251,28 @@ class Netns : public testing::Test {
     created = true;
     ASSERT_EQ(run_process({kIp, "netns", "add", ns_c}, {}).exit_code, 0);
     std::string q = "ip netns exec ";
-    for (const std::string& c : {
-             "ip link add " + veth_s + " netns " + ns_s + " type veth peer name " + veth_c + " netns " + ns_c,
-             "ip -n " + ns_s + " addr add 10.77.0.1/30 dev " + veth_s,
-             "ip -n " + ns_c + " addr add 10.77.0.2/30 dev " + veth_c,
-             "ip -n " + ns_s + " -6 addr add fd77::1/64 dev " + veth_s + " nodad",
-             "ip -n " + ns_c + " -6 addr add fd77::2/64 dev " + veth_c + " nodad",
-             "ip -n " + ns_s + " link set lo up", "ip -n " + ns_c + " link set lo up",
-             "ip -n " + ns_s + " link set " + veth_s + " up", "ip -n " + ns_c + " link set " + veth_c + " up",
-             q + ns_s + " tc qdisc add dev " + veth_s + " root tbf rate 1gbit burst 256kb latency 50ms",
-             q + ns_c + " tc qdisc add dev " + veth_c + " root tbf rate 1gbit burst 256kb latency 50ms"}) {
+    for (const std::string& c :
+         {"ip link add " + veth_s + " netns " + ns_s + " type veth peer name " + veth_c + " netns " + ns_c,
+          "ip -n " + ns_s + " addr add 10.77.0.1/30 dev " + veth_s,
+          "ip -n " + ns_c + " addr add 10.77.0.2/30 dev " + veth_c,
+          "ip -n " + ns_s + " -6 addr add fd77::1/64 dev " + veth_s + " nodad",
+          "ip -n " + ns_c + " -6 addr add fd77::2/64 dev " + veth_c + " nodad",
+          "ip -n " + ns_s + " link set lo up", "ip -n " + ns_c + " link set lo up",
+          "ip -n " + ns_s + " link set " + veth_s + " up", "ip -n " + ns_c + " link set " + veth_c + " up",
+          q + ns_s + " tc qdisc add dev " + veth_s + " root tbf rate 1gbit burst 256kb latency 50ms",
+          q + ns_c + " tc qdisc add dev " + veth_c + " root tbf rate 1gbit burst 256kb latency 50ms"}) {
       auto res = sh(c);
       ASSERT_EQ(res.exit_code, 0) << c << "\n" << res.describe();
     }
     // The server listens on every address of its namespace (IPv6 and IPv4).
     fs::path pf = ws.tmp / "port";
     server = std::make_unique<NsProcess>(
-        ns_s, std::vector<std::string>{AESXFER_BINARY, "serve", "-P", "0", "--root", ws.root.string(), "--port-file",
-                                       pf.string(), "-q", "--timeout", "60"},
+        ns_s,
+        std::vector<std::string>{AESXFER_BINARY, "serve", "-P", "0", "--root", ws.root.string(),
+                                 "--port-file", pf.string(), "-q", "--timeout", "60"},
         std::map<std::string, std::string>{{"AESXFER_HOME", ws.home.string()}}, ws.tmp / "server.log");
-    for (int i = 0; i < 1000 && !fs::exists(pf); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 1000 && !fs::exists(pf); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_TRUE(fs::exists(pf)) << read_text_file(ws.tmp / "server.log");
     port = uint16_t(std::stoi(read_text_file(pf)));
   }
@@ -328,8 +332,9 @@ TEST_F(Netns, Ipv4AndIpv6OverTheRateLimitedVeth) {
     auto r3 = client({"recv", host + ":/dev/zero", "/dev/null", "--size", std::to_string(256 << 20)});
     ASSERT_EQ(r3.exit_code, 0) << r3.describe();
     double down = json_mbps(r3.out);
-    std::printf("[ netns   ] %-11s 1 Gbit/s tbf, no added delay: send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
-                host.c_str(), up, 100 * up / kLinkMBps, down, 100 * down / kLinkMBps);
+    std::printf(
+        "[ netns   ] %-11s 1 Gbit/s tbf, no added delay: send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
+        host.c_str(), up, 100 * up / kLinkMBps, down, 100 * down / kLinkMBps);
     EXPECT_GT(up, 0.5 * kLinkMBps);
     EXPECT_LT(up, 1.1 * kLinkMBps) << "faster than the tbf rate: is the limit in place?";
     EXPECT_GT(down, 0.5 * kLinkMBps);
@@ -352,7 +357,8 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   int tc = fc.fd, ts = fs_.fd;
   std::string q = "ip netns exec ";
   for (const std::string& c :
-       {"ip -n " + ns_c + " link set " + tun_c + " mtu 65000 up", "ip -n " + ns_s + " link set " + tun_s + " mtu 65000 up",
+       {"ip -n " + ns_c + " link set " + tun_c + " mtu 65000 up",
+        "ip -n " + ns_s + " link set " + tun_s + " mtu 65000 up",
         "ip -n " + ns_c + " addr add 10.77.0.6/32 peer 10.77.0.5/32 dev " + tun_c,
         "ip -n " + ns_s + " addr add 10.77.0.5/32 peer 10.77.0.6/32 dev " + tun_s,
         q + ns_c + " tc qdisc add dev " + tun_c + " root tbf rate 1gbit burst 256kb latency 50ms",
@@ -378,9 +384,10 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   ASSERT_EQ(r3.exit_code, 0) << r3.describe();
   double down = json_mbps(r3.out);
   std::string down_streams = json_field(r3.out, "streams");
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, defaults: aesxfer send %.1f MB/s (%.0f%% of the link, %s streams), "
-              "recv %.1f MB/s (%.0f%%, %s streams)\n",
-              up, 100 * up / kLinkMBps, up_streams.c_str(), down, 100 * down / kLinkMBps, down_streams.c_str());
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, defaults: aesxfer send %.1f MB/s (%.0f%% of the link, %s streams), "
+      "recv %.1f MB/s (%.0f%%, %s streams)\n",
+      up, 100 * up / kLinkMBps, up_streams.c_str(), down, 100 * down / kLinkMBps, down_streams.c_str());
   RecordProperty("rtt50_send_mb_per_s", std::to_string(up));
   RecordProperty("rtt50_recv_mb_per_s", std::to_string(down));
   EXPECT_GE(std::stoi(up_streams), 2) << "auto should open more than one stream at 50 ms";
@@ -393,11 +400,14 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   auto r1 = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
   ASSERT_EQ(r1.exit_code, 0) << r1.describe();
   double up1 = json_mbps(r1.out);
-  auto r13 = client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size), "--streams", "1"});
+  auto r13 =
+      client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size), "--streams", "1"});
   ASSERT_EQ(r13.exit_code, 0) << r13.describe();
   double down1 = json_mbps(r13.out);
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, --streams 1: aesxfer send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
-              up1, 100 * up1 / kLinkMBps, down1, 100 * down1 / kLinkMBps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, --streams 1: aesxfer send %.1f MB/s (%.0f%%), recv %.1f MB/s "
+      "(%.0f%%)\n",
+      up1, 100 * up1 / kLinkMBps, down1, 100 * down1 / kLinkMBps);
   RecordProperty("rtt50_send_1stream_mb_per_s", std::to_string(up1));
   EXPECT_EQ(json_field(r1.out, "streams"), "1");
 
@@ -419,8 +429,9 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   auto rb = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
   ASSERT_EQ(rb.exit_code, 0) << rb.describe();
   double big = json_mbps(rb.out);
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, client tcp_wmem max 16 MiB: aesxfer send %.1f MB/s (%.0f%%)\n", big,
-              100 * big / kLinkMBps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, client tcp_wmem max 16 MiB: aesxfer send %.1f MB/s (%.0f%%)\n", big,
+      100 * big / kLinkMBps);
   RecordProperty("rtt50_send_wmem16m_mb_per_s", std::to_string(big));
   EXPECT_GT(big, 10.0);
   sh(q + ns_c + " sysctl -q -w net.ipv4.tcp_wmem='4096 16384 4194304'");
@@ -432,16 +443,34 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   }
   fs::path sd = ws.tmp / "ssh";
   fs::create_directories(sd);
-  ASSERT_EQ(sh("ssh-keygen -q -t ed25519 -N '' -f " + (sd / "host").string() + " && ssh-keygen -q -t ed25519 -N '' -f " +
-               (sd / "user").string() + " && cp " + (sd / "user.pub").string() + " " + (sd / "authorized_keys").string())
+  ASSERT_EQ(sh("ssh-keygen -q -t ed25519 -N '' -f " + (sd / "host").string() +
+               " && ssh-keygen -q -t ed25519 -N '' -f " + (sd / "user").string() + " && cp " +
+               (sd / "user.pub").string() + " " + (sd / "authorized_keys").string())
                 .exit_code,
             0);
   fs::create_directories("/run/sshd");  // sshd's privilege separation directory
   NsProcess sshd(ns_s,
-                 {"/usr/sbin/sshd", "-D", "-e", "-p", "2222", "-o", "ListenAddress=10.77.0.5", "-h",
-                  (sd / "host").string(), "-o", "AuthorizedKeysFile=" + (sd / "authorized_keys").string(), "-o",
-                  "StrictModes=no", "-o", "UsePAM=no", "-o", "PidFile=" + (sd / "pid").string(), "-o",
-                  "PasswordAuthentication=no", "-o", "PermitRootLogin=prohibit-password"},
+                 {"/usr/sbin/sshd",
+                  "-D",
+                  "-e",
+                  "-p",
+                  "2222",
+                  "-o",
+                  "ListenAddress=10.77.0.5",
+                  "-h",
+                  (sd / "host").string(),
+                  "-o",
+                  "AuthorizedKeysFile=" + (sd / "authorized_keys").string(),
+                  "-o",
+                  "StrictModes=no",
+                  "-o",
+                  "UsePAM=no",
+                  "-o",
+                  "PidFile=" + (sd / "pid").string(),
+                  "-o",
+                  "PasswordAuthentication=no",
+                  "-o",
+                  "PermitRootLogin=prohibit-password"},
                  {}, sd / "sshd.log");
   for (int i = 0; i < 300 && read_text_file(sd / "sshd.log").find("listening") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -454,8 +483,9 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_EQ(s.exit_code, 0) << scp << "\n" << s.describe() << read_text_file(sd / "sshd.log");
   double scp_mbps = double(size) / secs / 1e6;
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s: scp -c aes128-gcm@openssh.com %.1f MB/s (%.0f%%), aesxfer/scp %.2f\n",
-              scp_mbps, 100 * scp_mbps / kLinkMBps, up / scp_mbps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s: scp -c aes128-gcm@openssh.com %.1f MB/s (%.0f%%), aesxfer/scp %.2f\n",
+      scp_mbps, 100 * scp_mbps / kLinkMBps, up / scp_mbps);
   RecordProperty("rtt50_scp_mb_per_s", std::to_string(scp_mbps));
   EXPECT_GT(scp_mbps, 1.0);
   sshd.stop();
