@@ -39,7 +39,7 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
     throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
-                           "): it must belong to you and be writable by you only (chmod go-w it)");
+                              "): it must belong to you and be writable by you only (chmod go-w it)");
   }
   if (uint64_t(st.st_size) > kMaxConfigBytes) {
     ::close(fd);
@@ -67,8 +67,8 @@ std::string user_home() {
 }
 
 client::HostConfig load_host_config(const std::string& file, const fs::path& home,
-                                 const std::vector<std::string>& options, const std::string& alias,
-                                 std::string* read_from) {
+                                    const std::vector<std::string>& options, const std::string& alias,
+                                    std::string* read_from) {
   client::HostConfig c;
   for (const auto& o : options) client::apply_option(o, c);
   if (read_from) read_from->clear();

@@ -14,8 +14,8 @@ namespace aesxfer::app {
 // config file must be owned by the user (or root) and writable by nobody else, as ssh requires
 // of ~/.ssh/config. Throws client::ConfigError with one line. `read_from` gets the file read ("" if none).
 client::HostConfig load_host_config(const std::string& file, const std::filesystem::path& home,
-                                 const std::vector<std::string>& options, const std::string& alias,
-                                 std::string* read_from = nullptr);
+                                    const std::vector<std::string>& options, const std::string& alias,
+                                    std::string* read_from = nullptr);
 
 // $HOME (or the password database's home directory), for "~" in IdentityFile and -i.
 std::string user_home();

@@ -224,8 +224,8 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
   return j;
 }
 
-void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r, bool tty_progress,
-            std::FILE* out = stdout) {
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
+            bool tty_progress, std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
@@ -316,8 +316,8 @@ int spool_stdin(std::string& why) {
 
 // A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
 // report as `shown`, or its failure line (rc becomes 1; the other files go on).
-void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty, const std::string& shown,
-                      const client::FileResult* r, const net::Failure* f, int& rc) {
+void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                      const std::string& shown, const client::FileResult* r, const net::Failure* f, int& rc) {
   if (f) {
     die_line(f->what());
     rc = kExitFail;
@@ -806,7 +806,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
       } catch (const net::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         if (f.origin != net::Origin::peer) throw;  // data was due: the session cannot go on
-        die_line(f.what());  // refused before any data: the next file follows
+        die_line(f.what());                        // refused before any data: the next file follows
         rc = kExitFail;
       }
     }

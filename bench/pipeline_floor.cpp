@@ -27,9 +27,9 @@
 #include <thread>
 #include <vector>
 
+#include "crypto/suite.h"
 #include "net/conn.h"
 #include "net/transfer.h"
-#include "crypto/suite.h"
 #include "proto/handshake.h"
 
 namespace {
@@ -42,7 +42,8 @@ using Clock = std::chrono::steady_clock;
 double cpu_seconds() {
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 // A connected 127.0.0.1 TCP pair, tuned like the product's sockets.
@@ -125,18 +126,22 @@ int main(int argc, char** argv) {
   std::string pipeline_name = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--size-mib" && i + 1 < argc) size_mib = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "-c" && i + 1 < argc) list = argv[++i];
-    else if (a == "--record-size" && i + 1 < argc) record_size = uint32_t(std::strtoul(argv[++i], nullptr, 10));
+    if (a == "--size-mib" && i + 1 < argc)
+      size_mib = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--runs" && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "-c" && i + 1 < argc)
+      list = argv[++i];
+    else if (a == "--record-size" && i + 1 < argc)
+      record_size = uint32_t(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--pipeline" && i + 1 < argc) {
       pipeline_name = argv[++i];
       pipeline = pipeline_name == "threads"  ? net::StreamOptions::Pipeline::threads
                  : pipeline_name == "inline" ? net::StreamOptions::Pipeline::inline_stage
                                              : net::StreamOptions::Pipeline::auto_choice;
-    }
-    else {
-      std::fprintf(stderr, "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS] [--record-size BYTES] "
+    } else {
+      std::fprintf(stderr,
+                   "usage: pipeline_floor [--size-mib N] [--runs R] [-c CIPHERS] [--record-size BYTES] "
                    "[--pipeline auto|threads|inline]\n");
       return 2;
     }
@@ -165,9 +170,11 @@ int main(int argc, char** argv) {
     ::close(r);
   }
 
-  std::printf("data plane only (send_stream -> 127.0.0.1 TCP -> recv_stream to the sink), %llu MiB, %d runs each, "
-              "records of %u bytes, pipeline %s, %u CPUs\n",
-              (unsigned long long)size_mib, runs, record_size, pipeline_name.c_str(), std::thread::hardware_concurrency());
+  std::printf(
+      "data plane only (send_stream -> 127.0.0.1 TCP -> recv_stream to the sink), %llu MiB, %d runs each, "
+      "records of %u bytes, pipeline %s, %u CPUs\n",
+      (unsigned long long)size_mib, runs, record_size, pipeline_name.c_str(),
+      std::thread::hardware_concurrency());
   const cr::ChecksumAlg algs[] = {cr::ChecksumAlg::sha256, cr::ChecksumAlg::xxh128, cr::ChecksumAlg::none};
   std::printf("%-28s %28s %28s %28s %9s %9s\n", "cipher", "checksum sha256 MB/s", "xxh128 MB/s", "none MB/s",
               "xxh/sha", "none/sha");
@@ -194,8 +201,8 @@ int main(int argc, char** argv) {
       std::snprintf(cell[k], sizeof cell[k], "%.1f (%.0f-%.0f) %.2fs/GB", st[k].med, st[k].lo, st[k].hi,
                     stats(cpu[k]).med);
     }
-    std::printf("%-28s %28s %28s %28s %9.2f %9.2f\n", label.c_str(), cell[0], cell[1], cell[2], st[1].med / st[0].med,
-                st[2].med / st[0].med);
+    std::printf("%-28s %28s %28s %28s %9.2f %9.2f\n", label.c_str(), cell[0], cell[1], cell[2],
+                st[1].med / st[0].med, st[2].med / st[0].med);
     std::fflush(stdout);
   }
   ::unlink(tmpl);

@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   if (!OSSL_PROVIDER_load(nullptr, "legacy") || !OSSL_PROVIDER_load(nullptr, "default")) die("provider load");
 
   std::printf("CPU: %s; aesxfer AES %s, SHA-256 %s; %s; OPENSSL_ia32cap=%s\n", cr::cpu_model(),
-              cr::aes_best_impl_name(), cr::sha256_impl_name(cr::ShaImpl::best), OpenSSL_version(OPENSSL_VERSION),
+              cr::aes_best_impl_name(), cr::sha256_impl_name(cr::ShaImpl::best),
+              OpenSSL_version(OPENSSL_VERSION),
               std::getenv("OPENSSL_ia32cap") ? std::getenv("OPENSSL_ia32cap") : "(unset)");
   std::printf("MB/s (10^6 bytes/s), interleaved slices, %.2f s per side per cell\n", seconds);
   std::printf("%-16s %8s %12s %12s %8s\n", "operation", "bytes", "aesxfer", "openssl", "ratio");
@@ -162,14 +163,21 @@ int main(int argc, char** argv) {
 
     std::vector<Case> cases;
     cases.push_back({"aes128-cbc enc",
-                     [&] { fresh_iv(iv_a, 16, na); aes->cbc_encrypt(iv_a, pa, pa, size / 16); },
+                     [&] {
+                       fresh_iv(iv_a, 16, na);
+                       aes->cbc_encrypt(iv_a, pa, pa, size / 16);
+                     },
                      [&] {
                        fresh_iv(iv_b, 16, nb);
                        EVP_EncryptInit_ex2(cbc.get(), nullptr, nullptr, iv_b, nullptr);
                        EVP_EncryptUpdate(cbc.get(), pb, &outl, pb, len);
                      }});
     cases.push_back({"aes128-ctr",
-                     [&] { fresh_iv(iv_a, 16, na); std::memset(iv_a + 12, 0, 4); aes->ctr_xor(iv_a, pa, pa, size); },
+                     [&] {
+                       fresh_iv(iv_a, 16, na);
+                       std::memset(iv_a + 12, 0, 4);
+                       aes->ctr_xor(iv_a, pa, pa, size);
+                     },
                      [&] {
                        fresh_iv(iv_b, 16, nb);
                        std::memset(iv_b + 12, 0, 4);
@@ -177,7 +185,10 @@ int main(int argc, char** argv) {
                        EVP_EncryptUpdate(ctr.get(), pb, &outl, pb, len);
                      }});
     cases.push_back({"aes128-gcm seal",
-                     [&] { fresh_iv(iv_a, 12, na); gcm->seal(iv_a, kAad, 13, pa, pa, size, tag_a); },
+                     [&] {
+                       fresh_iv(iv_a, 12, na);
+                       gcm->seal(iv_a, kAad, 13, pa, pa, size, tag_a);
+                     },
                      [&] {
                        fresh_iv(iv_b, 12, nb);
                        EVP_EncryptInit_ex2(g.get(), nullptr, nullptr, iv_b, nullptr);
@@ -187,7 +198,10 @@ int main(int argc, char** argv) {
                        EVP_CIPHER_CTX_ctrl(g.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag_b);
                      }});
     cases.push_back({"blowfish-cbc enc",
-                     [&] { fresh_iv(iv_a, 8, na); bf->cbc_encrypt(iv_a, pa, pa, size / 8); },
+                     [&] {
+                       fresh_iv(iv_a, 8, na);
+                       bf->cbc_encrypt(iv_a, pa, pa, size / 8);
+                     },
                      [&] {
                        fresh_iv(iv_b, 8, nb);
                        EVP_EncryptInit_ex2(bfc.get(), nullptr, nullptr, iv_b, nullptr);

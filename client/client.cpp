@@ -52,7 +52,7 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 
 proto::Identity Client::load_client_identity() const {
   const proto::Identity id = opt_.identity.empty() ? load_or_create_identity(opt_.home / "id_ed25519")
-                                                    : load_identity(opt_.identity);
+                                                   : load_identity(opt_.identity);
   log(1, "identity " +
              (opt_.identity.empty() ? (opt_.home / "id_ed25519").string() : opt_.identity.string()) + " (" +
              proto::fingerprint(id.pk) + ")");
@@ -89,7 +89,8 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   };
   step = drive_handshake(*conn_, hs, lim);
   if (step.ec)
-    throw Failure("handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    throw Failure("handshake with " + hp +
+                  " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
   log(1, "received ServerHello (protocol " + std::to_string(proto::kVersion) + "): host key " +
              proto::fingerprint(*hs.host_key()) + ", its signature over the transcript verified");
 }
@@ -365,7 +366,8 @@ proto::Message Client::exchange(const proto::Message& req, const char* what) {
   conn_->send_message(req);
   proto::Message resp = conn_->recv_message(what);
   if (resp.type != proto::MsgType::response)
-    throw Failure::link("protocol error from " + conn_->peer() + ": expected a response", proto::Status::integrity);
+    throw Failure::link("protocol error from " + conn_->peer() + ": expected a response",
+                        proto::Status::integrity);
   return resp;
 }
 

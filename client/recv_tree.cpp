@@ -86,8 +86,8 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   }
   std::optional<PrefixScan> scan;
   if (have)
-    scan = scan_prefix(*keys_, base.get() >= 0 ? base.get() : pf.fd(), have, base.get() >= 0 && !whole ? pf.fd() : -1,
-                       keepalive());
+    scan = scan_prefix(*keys_, base.get() >= 0 ? base.get() : pf.fd(), have,
+                       base.get() >= 0 && !whole ? pf.fd() : -1, keepalive());
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = proto::Op::get;
@@ -155,8 +155,9 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
     bool bad = e.status == proto::Status::integrity;
     if (bad) pf.discard();  // known bad: the next --resume starts over
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"),
-                  e.status, e.err);
+    throw Failure(
+        printable(local.string()) + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"),
+        e.status, e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -250,7 +251,8 @@ UniqueFd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) 
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
 // opens it. `created` says whether this call made it.
-UniqueFd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode, bool& created) {
+UniqueFd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode,
+                     bool& created) {
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
   return open_dir_at(dirfd, name, shown);

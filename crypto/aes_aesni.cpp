@@ -8,8 +8,8 @@
 #include <cstring>
 #include <memory>
 
-#include "crypto/cbc_lanes.h"
 #include "crypto/aes.h"
+#include "crypto/cbc_lanes.h"
 #include "crypto/util.h"
 
 namespace aesxfer::crypto::detail {
@@ -18,7 +18,9 @@ void aes128_expand_key(const uint8_t key[16], uint8_t rk[176]) noexcept;
 
 namespace {
 
-inline __m128i loadu(const uint8_t* p) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i loadu(const uint8_t* p) noexcept {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
 inline void storeu(uint8_t* p, __m128i v) noexcept { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
 // A key schedule held by value: copied into a local at the start of each routine so that the
@@ -212,8 +214,6 @@ void AesNi::cbc_encrypt_lanes(CbcLane* lanes, size_t n) const noexcept {
 
 }  // namespace
 
-std::unique_ptr<BlockCipher> make_aes128_aesni(const uint8_t key[16]) {
-  return std::make_unique<AesNi>(key);
-}
+std::unique_ptr<BlockCipher> make_aes128_aesni(const uint8_t key[16]) { return std::make_unique<AesNi>(key); }
 
 }  // namespace aesxfer::crypto::detail

@@ -19,7 +19,11 @@ void aes128_expand_key(const uint8_t key[16], uint8_t rk[176]) noexcept;
 
 namespace {
 
-inline uint64_t load_le64(const uint8_t* p) noexcept { uint64_t v; std::memcpy(&v, p, 8); return v; }
+inline uint64_t load_le64(const uint8_t* p) noexcept {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 inline void store_le64(uint8_t* p, uint64_t v) noexcept { std::memcpy(p, &v, 8); }
 inline uint64_t rotr64(uint64_t x, int n) noexcept { return (x >> n) | (x << (64 - n)); }
 
@@ -61,7 +65,14 @@ void sbox(uint64_t q[8]) noexcept {
   const uint64_t t66 = z1 ^ t63, t67 = t64 ^ t65;
   const uint64_t s0 = t59 ^ t63, s6 = ~(t56 ^ t62), s7 = ~(t48 ^ t60), s3 = t53 ^ t66;
   const uint64_t s4 = t51 ^ t66, s5 = t47 ^ t65, s1 = ~(t64 ^ s3), s2 = ~(t55 ^ t67);
-  q[7] = s0; q[6] = s1; q[5] = s2; q[4] = s3; q[3] = s4; q[2] = s5; q[1] = s6; q[0] = s7;
+  q[7] = s0;
+  q[6] = s1;
+  q[5] = s2;
+  q[4] = s3;
+  q[3] = s4;
+  q[2] = s5;
+  q[1] = s6;
+  q[0] = s7;
 }
 
 // v -> L^-1(v) ^ 0x05, the inverse of the S-box's affine map composed so that
@@ -83,28 +94,34 @@ void inv_sbox(uint64_t q[8]) noexcept {
 void shift_rows(uint64_t q[8]) noexcept {
   for (int i = 0; i < 8; ++i) {
     const uint64_t x = q[i];
-    q[i] = (x & 0x000000000000FFFFull)
-         | ((x >> 4) & 0x000000000FFF0000ull) | ((x << 12) & 0x00000000F0000000ull)
-         | ((x >> 8) & 0x000000FF00000000ull) | ((x << 8) & 0x0000FF0000000000ull)
-         | ((x >> 12) & 0x000F000000000000ull) | ((x << 4) & 0xFFF0000000000000ull);
+    q[i] = (x & 0x000000000000FFFFull) | ((x >> 4) & 0x000000000FFF0000ull) |
+           ((x << 12) & 0x00000000F0000000ull) | ((x >> 8) & 0x000000FF00000000ull) |
+           ((x << 8) & 0x0000FF0000000000ull) | ((x >> 12) & 0x000F000000000000ull) |
+           ((x << 4) & 0xFFF0000000000000ull);
   }
 }
 
 void inv_shift_rows(uint64_t q[8]) noexcept {
   for (int i = 0; i < 8; ++i) {
     const uint64_t x = q[i];
-    q[i] = (x & 0x000000000000FFFFull)
-         | ((x << 4) & 0x00000000FFF00000ull) | ((x >> 12) & 0x00000000000F0000ull)
-         | ((x >> 8) & 0x000000FF00000000ull) | ((x << 8) & 0x0000FF0000000000ull)
-         | ((x << 12) & 0xF000000000000000ull) | ((x >> 4) & 0x0FFF000000000000ull);
+    q[i] = (x & 0x000000000000FFFFull) | ((x << 4) & 0x00000000FFF00000ull) |
+           ((x >> 12) & 0x00000000000F0000ull) | ((x >> 8) & 0x000000FF00000000ull) |
+           ((x << 8) & 0x0000FF0000000000ull) | ((x << 12) & 0xF000000000000000ull) |
+           ((x >> 4) & 0x0FFF000000000000ull);
   }
 }
 
 // Multiplication by x in GF(2^8) (modulus x^8 + x^4 + x^3 + x + 1), on planes.
 inline void xtime(const uint64_t a[8], uint64_t r[8]) noexcept {
   const uint64_t hi = a[7];
-  r[7] = a[6]; r[6] = a[5]; r[5] = a[4]; r[4] = a[3] ^ hi;
-  r[3] = a[2] ^ hi; r[2] = a[1]; r[1] = a[0] ^ hi; r[0] = hi;
+  r[7] = a[6];
+  r[6] = a[5];
+  r[5] = a[4];
+  r[4] = a[3] ^ hi;
+  r[3] = a[2] ^ hi;
+  r[2] = a[1];
+  r[1] = a[0] ^ hi;
+  r[0] = hi;
 }
 
 // out_r = 2 a_r + 3 a_{r+1} + a_{r+2} + a_{r+3} = 2 t_r + a_{r+1} + t_{r+2}, with t_r = a_r + a_{r+1}.
@@ -128,9 +145,12 @@ void inv_mix_columns(uint64_t q[8]) noexcept {
 // Transposes the 8x8 bit matrix held in x (bit 8*r + c <-> bit 8*c + r).
 inline uint64_t transpose8x8(uint64_t x) noexcept {
   uint64_t t;
-  t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull; x ^= t ^ (t << 7);
-  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull; x ^= t ^ (t << 14);
-  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull; x ^= t ^ (t << 28);
+  t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  x ^= t ^ (t << 28);
   return x;
 }
 
@@ -271,7 +291,10 @@ class AesSoft final : public BlockCipher {
       std::memset(buf, 0, sizeof(buf));
       std::memcpy(buf, in, 16 * n);
       pack(buf, q);
-      if (enc) encrypt_planes(q); else decrypt_planes(q);
+      if (enc)
+        encrypt_planes(q);
+      else
+        decrypt_planes(q);
       unpack(q, buf);
       std::memcpy(out, buf, 16 * n);
       in += 16 * n;
@@ -308,7 +331,10 @@ void aes_sbox_ct_bytes(uint8_t* p, size_t n, bool inverse) noexcept {
       q[i] = 0;
       for (size_t k = 0; k < m; ++k) q[i] |= uint64_t((p[off + k] >> i) & 1) << k;
     }
-    if (inverse) inv_sbox(q); else sbox(q);
+    if (inverse)
+      inv_sbox(q);
+    else
+      sbox(q);
     for (size_t k = 0; k < m; ++k) {
       uint8_t v = 0;
       for (int i = 0; i < 8; ++i) v |= uint8_t(((q[i] >> k) & 1) << i);

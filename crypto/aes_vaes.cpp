@@ -204,7 +204,8 @@ class AesVaes final : public BlockCipher {
 // `steps` CBC encryptions on 16 chains at once, four per register, from the chaining values in c
 // (updated); every in/out pointer advances by its stride (0 for an idle lane).
 __attribute__((always_inline)) inline void cbc16_steps(const Keys512& k, __m512i c[4], const uint8_t** in,
-                                                        uint8_t** out, const size_t* stride, size_t steps) noexcept {
+                                                       uint8_t** out, const size_t* stride,
+                                                       size_t steps) noexcept {
   for (size_t s = 0; s < steps; ++s) {
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {

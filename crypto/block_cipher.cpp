@@ -10,7 +10,7 @@
 namespace aesxfer::crypto {
 namespace {
 
-constexpr size_t kMaxBlock = 16;    // AES; Blowfish is 8
+constexpr size_t kMaxBlock = 16;     // AES; Blowfish is 8
 constexpr size_t kChunkBytes = 256;  // blocks handed to decrypt_blocks / encrypt_blocks at once
 
 }  // namespace

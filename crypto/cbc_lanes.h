@@ -12,12 +12,15 @@
 namespace aesxfer::crypto::detail {
 
 template <size_t N, typename Step>
-inline void run_lanes_of_width(size_t na, Step& step, CbcLane* const* act, size_t* done, size_t steps) noexcept {
+inline void run_lanes_of_width(size_t na, Step& step, CbcLane* const* act, size_t* done,
+                               size_t steps) noexcept {
   if constexpr (N == 1) {
     step.template operator()<1>(act, done, steps);
   } else {
-    if (na >= N) step.template operator()<int(N)>(act, done, steps);
-    else run_lanes_of_width<N - 1>(na, step, act, done, steps);
+    if (na >= N)
+      step.template operator()<int(N)>(act, done, steps);
+    else
+      run_lanes_of_width<N - 1>(na, step, act, done, steps);
   }
 }
 

@@ -48,7 +48,8 @@ inline __m128i reduce(__m128i hi, __m128i mid, __m128i lo) noexcept {
   // T = lo + the bits that lo >> {1, 2, 7} would drop; result = hi + T + T>>1 + T>>2 + T>>7.
   const __m128i l0 = _mm_slli_si128(lo, 8);
   const __m128i t = _mm_xor_si128(
-      lo, _mm_xor_si128(_mm_slli_epi64(l0, 63), _mm_xor_si128(_mm_slli_epi64(l0, 62), _mm_slli_epi64(l0, 57))));
+      lo,
+      _mm_xor_si128(_mm_slli_epi64(l0, 63), _mm_xor_si128(_mm_slli_epi64(l0, 62), _mm_slli_epi64(l0, 57))));
   return _mm_xor_si128(_mm_xor_si128(hi, t),
                        _mm_xor_si128(shr128<1>(t), _mm_xor_si128(shr128<2>(t), shr128<7>(t))));
 }

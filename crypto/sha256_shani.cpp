@@ -30,9 +30,9 @@ void sha256_compress_shani(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
   // in the highest lane, the layout sha256rnds2 expects. Lanes are listed lowest first.
   __m128i abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));
   __m128i efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4));
-  abcd = _mm_shuffle_epi32(abcd, 0xB1);           // B A D C
-  efgh = _mm_shuffle_epi32(efgh, 0x1B);           // H G F E
-  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);  // F E B A
+  abcd = _mm_shuffle_epi32(abcd, 0xB1);              // B A D C
+  efgh = _mm_shuffle_epi32(efgh, 0x1B);              // H G F E
+  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);     // F E B A
   __m128i cdgh = _mm_blend_epi16(efgh, abcd, 0xF0);  // H G D C
 
   for (; n; --n, p += 64) {
@@ -61,8 +61,8 @@ void sha256_compress_shani(uint32_t h[8], const uint8_t* p, size_t n) noexcept {
   // Back to A B C D / E F G H (lanes listed lowest first, as above).
   const __m128i abef_r = _mm_shuffle_epi32(abef, 0x1B);  // A B E F
   const __m128i ghcd = _mm_shuffle_epi32(cdgh, 0xB1);    // G H C D
-  abcd = _mm_blend_epi16(abef_r, ghcd, 0xF0);             // A B C D
-  efgh = _mm_alignr_epi8(ghcd, abef_r, 8);                // E F G H
+  abcd = _mm_blend_epi16(abef_r, ghcd, 0xF0);            // A B C D
+  efgh = _mm_alignr_epi8(ghcd, abef_r, 8);               // E F G H
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h), abcd);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), efgh);
 }

@@ -19,12 +19,20 @@ inline uint64_t load_be64(const uint8_t* p) noexcept {
   return (uint64_t(load_be32(p)) << 32) | load_be32(p + 4);
 }
 inline void store_be32(uint8_t* p, uint32_t v) noexcept {
-  p[0] = uint8_t(v >> 24); p[1] = uint8_t(v >> 16); p[2] = uint8_t(v >> 8); p[3] = uint8_t(v);
+  p[0] = uint8_t(v >> 24);
+  p[1] = uint8_t(v >> 16);
+  p[2] = uint8_t(v >> 8);
+  p[3] = uint8_t(v);
 }
 inline void store_be64(uint8_t* p, uint64_t v) noexcept {
-  store_be32(p, uint32_t(v >> 32)); store_be32(p + 4, uint32_t(v));
+  store_be32(p, uint32_t(v >> 32));
+  store_be32(p + 4, uint32_t(v));
 }
-inline uint32_t load_le32(const uint8_t* p) noexcept { uint32_t v; std::memcpy(&v, p, 4); return v; }
+inline uint32_t load_le32(const uint8_t* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 inline void store_le32(uint8_t* p, uint32_t v) noexcept { std::memcpy(p, &v, 4); }
 
 // hi:lo += b as one 128-bit integer, the carry computed without a branch: CTR and GCM counters

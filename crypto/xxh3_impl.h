@@ -18,7 +18,9 @@ static_assert(sizeof(XXH3_state_t) <= 576 && alignof(XXH3_state_t) <= 64,
               "FileChecksum's XXH3 state buffer is too small for this libxxhash");
 
 void xxh_reset(void* st) noexcept { XXH3_128bits_reset(static_cast<XXH3_state_t*>(st)); }
-void xxh_update(void* st, const void* p, size_t n) noexcept { XXH3_128bits_update(static_cast<XXH3_state_t*>(st), p, n); }
+void xxh_update(void* st, const void* p, size_t n) noexcept {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(st), p, n);
+}
 void xxh_digest(const void* st, uint8_t out[16]) noexcept {
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(static_cast<const XXH3_state_t*>(st)));

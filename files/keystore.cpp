@@ -135,7 +135,7 @@ proto::Identity read_identity(int fd, const fs::path& path) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
     throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
-                             "); a secret key must be readable by its owner only: chmod 600 it");
+                  "); a secret key must be readable by its owner only: chmod 600 it");
   }
   std::string data = read_fd(fd, path);
   ::close(fd);
@@ -156,7 +156,7 @@ proto::Identity load_identity(const fs::path& path) {
   if (fd < 0) {
     int e = errno;
     throw Failure("cannot read identity file " + path.string() + ": " +
-                             (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
+                  (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
   return read_identity(fd, path);
 }
@@ -175,7 +175,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   if (errno != ENOENT) {
     int e = errno;
     throw Failure("cannot read identity file " + path.string() + ": " +
-                             (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
+                  (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
   id = proto::Identity::generate();
   std::string secret = b64(id.sk.data(), id.sk.size()) + "\n";
@@ -219,8 +219,8 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
     proto::PublicKey pk;
     // A line for this host that cannot be read is an error, never a reason to pin a new key.
     if (!decode_public_key(rest, pk))
-      throw Failure(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " +
-                               host_port + "; fix or remove that line");
+      throw Failure(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " + host_port +
+                    "; fix or remove that line");
     if (pk == key) return HostCheck::known;
     if (expected) *expected = pk;
     return HostCheck::changed;
@@ -257,8 +257,7 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   proto::PublicKey pk{};
   if (line.find('\n') != std::string::npos || !decode_public_key(line, pk))
-    throw Failure(
-        "not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
+    throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   for (const auto& k : load_authorized_keys(file))
     if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <vector>
 
+#include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/io.h"
 #include "proto/failure.h"
-#include "crypto/util.h"
 
 namespace aesxfer::files {
 
@@ -44,8 +44,9 @@ void read_prefix(int fd, uint64_t len, F&& f) {
     ssize_t r = ::pread(fd, buf.data(), want, off_t(pos));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw Failure(std::string("read error: ") + std::strerror(errno));
-    if (r == 0) throw Failure("file shorter than the resume point (" + std::to_string(pos) + " of " +
-                              std::to_string(len) + " bytes)");
+    if (r == 0)
+      throw Failure("file shorter than the resume point (" + std::to_string(pos) + " of " +
+                    std::to_string(len) + " bytes)");
     f(buf.data(), size_t(r));
     pos += uint64_t(r);
   }
@@ -80,7 +81,8 @@ class PrefixMac {
 
 }  // namespace
 
-std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len, const std::function<void()>& tick) {
+std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
+                       const std::function<void()>& tick) {
   PrefixMac h(keys, len);
   read_prefix(fd, len, [&](const uint8_t* p, size_t n) {
     h.update(p, n);
@@ -116,7 +118,6 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   out.mac = h.finish();
   return out;
 }
-
 
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();

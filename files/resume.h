@@ -5,9 +5,9 @@
 // docs/PROTOCOL.md, "Resume".
 #pragma once
 #include <array>
-#include <functional>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "crypto/checksum.h"
@@ -27,9 +27,9 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
 void hash_prefix(crypto::FileChecksum& h, int fd, uint64_t len);
 
 // One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the file
-// checksum's state after them (the session's algorithm) (StreamOptions::prefix_hash), so that nothing is left to read once the server
-// has answered. copy_to >= 0 also receives the bytes (pwrite, same offsets). tick as for
-// prefix_mac. Throws Failure.
+// checksum's state after them (the session's algorithm) (StreamOptions::prefix_hash), so that nothing is left
+// to read once the server has answered. copy_to >= 0 also receives the bytes (pwrite, same offsets). tick as
+// for prefix_mac. Throws Failure.
 struct PrefixScan {
   std::string mac;
   crypto::FileChecksum sum;
@@ -41,11 +41,10 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
 // shorter than len, or a write error).
 void copy_prefix(int from, int to, uint64_t len);
 
-
-// "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the resume flag. Kept when
-// the transfer breaks (the destructor closes it without removing it); renamed into place by
-// commit(). Opened without following symlinks and locked (flock) so two sessions cannot write
-// the same partial file.
+// "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the
+// resume flag. Kept when the transfer breaks (the destructor closes it without removing it); renamed into
+// place by commit(). Opened without following symlinks and locked (flock) so two sessions cannot write the
+// same partial file.
 class PartialFile {
  public:
   // Throws Failure (busy when another session holds it).

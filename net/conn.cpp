@@ -45,8 +45,11 @@ void Conn::wait(short events) {
   for (;;) {
     int r = ::poll(&p, 1, int(timeout_.count()));
     if (r > 0) return;
-    if (r == 0) throw Failure::link("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + peer_);
-    if (errno != EINTR) throw Failure::link(std::string("poll: ") + std::strerror(errno), proto::Status::io_error, errno);
+    if (r == 0)
+      throw Failure::link("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " +
+                          peer_);
+    if (errno != EINTR)
+      throw Failure::link(std::string("poll: ") + std::strerror(errno), proto::Status::io_error, errno);
   }
 }
 
@@ -63,7 +66,8 @@ void Conn::write_all(const uint8_t* p, size_t n) {
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
+    if (errno == EPIPE || errno == ECONNRESET)
+      throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
     throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
   }
 }
@@ -87,7 +91,8 @@ void Conn::writev_all(struct iovec* iov, int n) {
         continue;
       }
       if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
+      if (errno == EPIPE || errno == ECONNRESET)
+        throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
       throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
     }
     size_t left = size_t(w);
@@ -119,7 +124,8 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
     }
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return 0;
-    throw Failure::link("receive from " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
+    throw Failure::link("receive from " + peer_ + ": " + std::strerror(errno), proto::Status::io_error,
+                        errno);
   }
 }
 
@@ -178,7 +184,7 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
     const size_t r = read_some(rec + framer.have(), framer.want());
     if (r == 0)
       throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what +
-                    " (transfer incomplete)");
+                          " (transfer incomplete)");
     switch (framer.added(rec, r, ec)) {
       case proto::RecordFramer::Status::need_more:
         break;
@@ -194,7 +200,9 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
 proto::Message Conn::recv_message(const char* what) {
   Incoming in = recv_record(what);
   auto m = proto::decode(in.payload);
-  if (!m) throw Failure::link("protocol error from " + peer_ + ": malformed control message", proto::Status::integrity);
+  if (!m)
+    throw Failure::link("protocol error from " + peer_ + ": malformed control message",
+                        proto::Status::integrity);
   return *m;
 }
 

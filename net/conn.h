@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "proto/failure.h"
 #include "proto/end_record.h"
+#include "proto/failure.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"

@@ -26,10 +26,10 @@
 #include <optional>
 #include <thread>
 
-#include "files/io.h"
-#include "files/resume.h"
 #include "crypto/checksum.h"
 #include "crypto/util.h"
+#include "files/io.h"
+#include "files/resume.h"
 #include "proto/end_record.h"
 
 namespace aesxfer::net {
@@ -307,8 +307,7 @@ class BatchReader {
     if (ec) throw Failure::link("from " + c_.peer() + ": " + ec.message(), proto::Status::integrity);
     for (size_t i = 0; i < nrec; ++i) {
       const auto v = order_.on_record(jobs_[i].hdr.type, jobs_[i].payload);
-      if (v != proto::RecordOrder::Verdict::ok)
-        throw Failure(order_.describe(v), proto::Status::integrity);
+      if (v != proto::RecordOrder::Verdict::ok) throw Failure(order_.describe(v), proto::Status::integrity);
       if (jobs_[i].hdr.type == RecordType::data) b->payload[b->n++] = jobs_[i].payload;
     }
     return order_.ended();
@@ -360,8 +359,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
   Handoff h(per_batch, proto::kMaxRecord);
   crypto::FileChecksum hash(c.checksum());
-  if (opt.offset > size)
-    throw Failure("resume offset beyond the announced size", proto::Status::integrity);
+  if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && opt.prefix_hash)
     hash = *opt.prefix_hash;

@@ -7,23 +7,23 @@ namespace aesxfer::proto {
 
 enum class errc {
   ok = 0,
-  bad_magic = 1,            // peer is not aesxfer or speaks another version
-  bad_handshake,            // malformed or oversized handshake frame
+  bad_magic = 1,  // peer is not aesxfer or speaks another version
+  bad_handshake,  // malformed or oversized handshake frame
   unsupported_cipher,
   unsupported_mac,
-  host_key_signature,       // server's signature over the transcript does not verify
-  client_signature,         // client's signature does not verify
-  unauthorized,             // client key not in authorized_keys
-  record_too_large,         // length field over the bound, rejected before allocation
-  bad_record_length,        // not a multiple of the block size, shorter than the tag, ...
-  bad_mac,                  // authentication failed: tampered, reordered, replayed or wrong key
+  host_key_signature,  // server's signature over the transcript does not verify
+  client_signature,    // client's signature does not verify
+  unauthorized,        // client key not in authorized_keys
+  record_too_large,    // length field over the bound, rejected before allocation
+  bad_record_length,   // not a multiple of the block size, shorter than the tag, ...
+  bad_mac,             // authentication failed: tampered, reordered, replayed or wrong key
   bad_padding,
   bad_record_type,
   unexpected_message,
-  after_final,              // data after the final record
-  bad_message,              // control message malformed
-  sequence_exhausted,       // 2^64 records in one direction (never in practice)
-  unsupported_checksum,     // the server does not allow the requested file checksum
+  after_final,           // data after the final record
+  bad_message,           // control message malformed
+  sequence_exhausted,    // 2^64 records in one direction (never in practice)
+  unsupported_checksum,  // the server does not allow the requested file checksum
 };
 
 const std::error_category& category() noexcept;

@@ -127,6 +127,25 @@ Step fail(std::error_code ec, size_t consumed, std::string detail = {}) {
 
 const crypto::MacDesc* none_mac() { return crypto::find_mac("none"); }
 
+// Fixed ephemeral values for reproducible handshakes (tests only, see set_ephemeral_for_test).
+struct FixedEphemeral {
+  std::array<uint8_t, 32> kx_sk{}, random{};
+  ~FixedEphemeral() { sodium_memzero(kx_sk.data(), kx_sk.size()); }
+};
+
+// A fresh crypto_kx key pair and random, or the fixed ones.
+void ephemeral(const std::unique_ptr<FixedEphemeral>& fixed, uint8_t pk[32], uint8_t sk[32],
+               uint8_t random[32]) {
+  if (!fixed) {
+    crypto_kx_keypair(pk, sk);
+    randombytes_buf(random, 32);
+    return;
+  }
+  std::memcpy(sk, fixed->kx_sk.data(), 32);
+  crypto_scalarmult_base(pk, sk);
+  std::memcpy(random, fixed->random.data(), 32);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +236,7 @@ struct ClientHandshake::Impl {
   FrameReader reader;
   std::error_code error;
   PublicKey host{};
+  std::unique_ptr<FixedEphemeral> fixed;
 
   Impl(const Identity& id, const crypto::CipherDesc& c, const crypto::MacDesc& m, SessionParams p) : me(id) {
     keys.cipher = &c;
@@ -324,8 +344,7 @@ ClientHandshake::~ClientHandshake() = default;
 Step ClientHandshake::start() {
   Impl& m = *impl_;
   if (m.state != Impl::State::init) return fail(errc::unexpected_message, 0);
-  crypto_kx_keypair(m.kx_pk, m.kx_sk);
-  randombytes_buf(m.keys.client_random.data(), m.keys.client_random.size());
+  ephemeral(m.fixed, m.kx_pk, m.kx_sk, m.keys.client_random.data());
   m.keys.client_key = m.me.pk;
   std::vector<uint8_t> f;
   WireWriter w(f);
@@ -392,6 +411,13 @@ Step ClientHandshake::confirm_host() {
 
 SessionKeys& ClientHandshake::keys() { return impl_->keys; }
 
+void ClientHandshake::set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                                             const std::array<uint8_t, 32>& random) {
+  impl_->fixed = std::make_unique<FixedEphemeral>();
+  impl_->fixed->kx_sk = kx_secret;
+  impl_->fixed->random = random;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 struct ServerHandshake::Impl {
@@ -403,6 +429,9 @@ struct ServerHandshake::Impl {
   uint8_t kx_pk[crypto_kx_PUBLICKEYBYTES]{};
   uint8_t kx_sk[crypto_kx_SECRETKEYBYTES]{};
   uint8_t client_kx[32]{};
+  // crypto_kx session keys, computed from the ClientHello before the ServerHello is signed.
+  uint8_t kx_rx[crypto_kx_SESSIONKEYBYTES]{}, kx_tx[crypto_kx_SESSIONKEYBYTES]{};
+  std::unique_ptr<FixedEphemeral> fixed;
   std::vector<uint8_t> client_hello;
   std::vector<uint8_t> server_hello;
   FrameReader reader;
@@ -412,7 +441,11 @@ struct ServerHandshake::Impl {
 
   Impl(const Identity& h, std::function<bool(const PublicKey&)> f, ServerPolicy p)
       : host(h), is_authorized(std::move(f)), policy(p) {}
-  ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
+  ~Impl() {
+    sodium_memzero(kx_sk, sizeof kx_sk);
+    sodium_memzero(kx_rx, sizeof kx_rx);
+    sodium_memzero(kx_tx, sizeof kx_tx);
+  }
 
   Step failed(std::error_code ec, size_t consumed, std::string detail = {}) {
     state = State::failed;
@@ -509,18 +542,27 @@ struct ServerHandshake::Impl {
     have_client_key = true;
     keys.host_key = host.pk;
     client_hello = reader.frame();
+    // The X25519 shared secret before anything is signed: a client value of low order (all-zero
+    // shared secret, libsodium returns -1) gets no ServerHello at all (docs/PROTOCOL.md 1.5).
+    uint8_t server_random[32];
+    ephemeral(fixed, kx_pk, kx_sk, server_random);
+    const int kx_rc = crypto_kx_server_session_keys(kx_rx, kx_tx, kx_pk, kx_sk, client_kx);
+    sodium_memzero(kx_sk, sizeof kx_sk);
+    if (kx_rc != 0) {
+      sodium_memzero(kx_rx, sizeof kx_rx);
+      sodium_memzero(kx_tx, sizeof kx_tx);
+      return failed(errc::bad_handshake, consumed,
+                    "invalid client key exchange value (low-order X25519 point)");
+    }
     Step s;
-    s.send = server_hello_frame();
+    s.send = server_hello_frame(server_random);
     s.consumed = consumed;
     state = State::wait_client_auth;
     return s;
   }
 
   // ServerHello (status ok) signed by the host key over TH1; kept for the transcript.
-  std::vector<uint8_t> server_hello_frame() {
-    crypto_kx_keypair(kx_pk, kx_sk);
-    uint8_t server_random[32];
-    randombytes_buf(server_random, sizeof server_random);
+  std::vector<uint8_t> server_hello_frame(const uint8_t server_random[32]) {
     std::vector<uint8_t> f;
     WireWriter w(f);
     frame_header(w, kServerHello, kServerHelloBody);
@@ -548,17 +590,10 @@ struct ServerHandshake::Impl {
     if (crypto_sign_verify_detached(reader.body().data(), msg.data(), msg.size(), keys.client_key.data()) !=
         0)
       return failed(errc::client_signature, consumed);
-    uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
-    if (crypto_kx_server_session_keys(rx, tx, kx_pk, kx_sk, client_kx) != 0) {
-      sodium_memzero(rx, sizeof rx);
-      sodium_memzero(tx, sizeof tx);
-      return failed(errc::bad_handshake, consumed, "invalid client key exchange value");
-    }
-    derive_direction(keys.c2s, rx, th2);
-    derive_direction(keys.s2c, tx, th2);
-    sodium_memzero(rx, sizeof rx);
-    sodium_memzero(tx, sizeof tx);
-    sodium_memzero(kx_sk, sizeof kx_sk);
+    derive_direction(keys.c2s, kx_rx, th2);
+    derive_direction(keys.s2c, kx_tx, th2);
+    sodium_memzero(kx_rx, sizeof kx_rx);
+    sodium_memzero(kx_tx, sizeof kx_tx);
     keys.transcript_hash = th2;
     authorized = is_authorized ? is_authorized(keys.client_key) : false;
     state = State::done;
@@ -605,6 +640,13 @@ Step ServerHandshake::feed(const uint8_t* data, size_t len) {
 
 SessionKeys& ServerHandshake::keys() { return impl_->keys; }
 bool ServerHandshake::authorized() const { return impl_->authorized; }
+
+void ServerHandshake::set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                                             const std::array<uint8_t, 32>& random) {
+  impl_->fixed = std::make_unique<FixedEphemeral>();
+  impl_->fixed->kx_sk = kx_secret;
+  impl_->fixed->random = random;
+}
 std::optional<PublicKey> ServerHandshake::client_key() const {
   if (impl_->have_client_key) return impl_->keys.client_key;
   return std::nullopt;

@@ -129,6 +129,12 @@ class ClientHandshake final : public HandshakeMachine {
   Step confirm_host();
   SessionKeys& keys();
 
+  // Test seam (docs/PROTOCOL.md 6.3): use this X25519 secret key (its public key is
+  // X25519(kx_secret, 9)) and this random instead of fresh ones, so that a handshake can be
+  // reproduced byte for byte. Call before start(). The product never calls it.
+  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                              const std::array<uint8_t, 32>& random);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -141,7 +147,9 @@ class ServerHandshake final : public HandshakeMachine {
                   ServerPolicy policy = {});
   ~ServerHandshake() override;
   // Feed bytes from the client; the step carries ServerHello when the ClientHello is in, and
-  // done == true once ClientAuth verified. An unknown cipher produces a ServerHello with a
+  // done == true once ClientAuth verified. A client X25519 value of low order (the shared secret
+  // would be all zero) is refused before the server signs anything: bad_handshake, nothing to
+  // send (docs/PROTOCOL.md 1.5). An unknown cipher produces a ServerHello with a
   // refusal status (sent, then the connection closes) and ec set.
   // When the client's signature verifies but is_authorized() says no, the step is
   // done == true with ec == errc::unauthorized and detail "client key SHA256:... is not
@@ -153,6 +161,10 @@ class ServerHandshake final : public HandshakeMachine {
   bool authorized() const;
   // Set once the ClientHello is in (not yet proven: the client proves it with ClientAuth).
   std::optional<PublicKey> client_key() const;
+  // Test seam, as ClientHandshake's (docs/PROTOCOL.md 6.3): the server's ephemeral X25519 secret
+  // key and random. Call before feeding the ClientHello. The product never calls it.
+  void set_ephemeral_for_test(const std::array<uint8_t, 32>& kx_secret,
+                              const std::array<uint8_t, 32>& random);
 
  private:
   struct Impl;

@@ -102,9 +102,10 @@ void decode_request(WireReader& r, Message& m) {
   m.flags = r.u8();
   if (m.flags & ~kRequestFlags) r.fail();
   if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
-  if ((m.flags & kFlagAhead) && ((m.flags & (kFlagRange | kFlagResume)) ||
-                                 (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat) ||
-                                 (m.op == Op::put && m.size > kMaxAheadSize)))
+  if ((m.flags & kFlagAhead) &&
+      ((m.flags & (kFlagRange | kFlagResume)) ||
+       (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat) ||
+       (m.op == Op::put && m.size > kMaxAheadSize)))
     r.fail();
   if (r.ok() && (m.flags & kFlagRange)) decode_range(r, m);
   if (r.ok() && (m.flags & kFlagAhead)) {

@@ -44,8 +44,16 @@ constexpr uint32_t kMaxParts = 16;
 constexpr size_t kXferIdLen = 16;
 constexpr size_t kPrefixMacLen = 32;
 enum class Status : uint8_t {
-  ok = 0, refused = 1, not_found = 2, permission = 3, no_space = 4, bad_path = 5, io_error = 6,
-  integrity = 7, busy = 8, internal = 9
+  ok = 0,
+  refused = 1,
+  not_found = 2,
+  permission = 3,
+  no_space = 4,
+  bad_path = 5,
+  io_error = 6,
+  integrity = 7,
+  busy = 8,
+  internal = 9
 };
 const char* status_name(Status s) noexcept;
 
@@ -56,16 +64,16 @@ struct Message {
   MsgType type = MsgType::bye;
   Op op = Op::put;
   Status status = Status::ok;
-  std::string path;        // request
-  uint64_t size = 0;       // request (put: bytes to come), response (get: bytes to come)
-  uint32_t mode = 0644;    // request/response: permission bits
-  int64_t mtime = 0;       // request/response: seconds since the epoch
-  uint64_t offset = 0;     // request: resume from here (0 = whole file)
-  std::string text;        // response/result/welcome: human-readable detail; request: source base name
-  uint8_t flags = 0;       // request: kFlagPreserve | kFlagResume
-  std::string digest;      // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe),
-                           // or the server's own prefix hash when it resumes a get there; request (get with
-                           // kFlagResume): empty, or the hash of the client's first `offset` bytes
+  std::string path;      // request
+  uint64_t size = 0;     // request (put: bytes to come), response (get: bytes to come)
+  uint32_t mode = 0644;  // request/response: permission bits
+  int64_t mtime = 0;     // request/response: seconds since the epoch
+  uint64_t offset = 0;   // request: resume from here (0 = whole file)
+  std::string text;      // response/result/welcome: human-readable detail; request: source base name
+  uint8_t flags = 0;     // request: kFlagPreserve | kFlagResume
+  std::string digest;    // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe),
+                         // or the server's own prefix hash when it resumes a get there; request (get with
+                         // kFlagResume): empty, or the hash of the client's first `offset` bytes
   // Request with kFlagRange: bytes [offset, offset + length) of the file, part `part` of `nparts`
   // of the transfer named `xfer_id` (random, chosen by the client).
   std::array<uint8_t, kXferIdLen> xfer_id{};

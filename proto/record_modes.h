@@ -10,7 +10,6 @@
 
 namespace aesxfer::proto::detail {
 
-
 // Encrypt-then-MAC: the tag is MAC(mac key, u64 BE seq || header || body) over the ciphertext,
 // checked in constant time before anything is decrypted. A mode supplies the cipher part.
 class EtmRecords : public RecordProtection {

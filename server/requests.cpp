@@ -42,7 +42,8 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     try {
       c.set_timeout(std::chrono::milliseconds(500));
       Message res = c.recv_message("the transfer");
-      if (res.type == proto::MsgType::result && res.status != Status::ok) why = proto::refusal(res, "client reported");
+      if (res.type == proto::MsgType::result && res.status != Status::ok)
+        why = proto::refusal(res, "client reported");
     } catch (const Failure&) {
     }
     if (why) throw *why;
@@ -404,7 +405,8 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
       return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
   } else if (preserve && !target->name.empty()) {
-    UniqueFd d(::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd d(
+        ::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);
   }
   answer(ctx, req, response(Status::ok, target->shown));
@@ -466,7 +468,7 @@ class TreeLister {
       e.path = rel.empty() ? it.name : rel + "/" + it.name;
       if (e.path.size() > proto::kMaxPath)
         fail({Status::refused, shown_ + "/" + e.path.substr(0, 64) + "...: path longer than " +
-                                           std::to_string(proto::kMaxPath) + " bytes"});
+                                   std::to_string(proto::kMaxPath) + " bytes"});
       e.mode = it.st.st_mode & 07777;
       e.mtime = it.st.st_mtim.tv_sec;
       if (S_ISREG(it.st.st_mode)) {
@@ -483,7 +485,7 @@ class TreeLister {
       if (entries.size() >= max_entries_) too_many();
       if (bytes_ > proto::kMaxListBytes)
         fail({Status::refused, shown_ + ": listing larger than " +
-                                           std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"});
+                                   std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"});
       bool dir = e.type == proto::EntryType::dir;
       std::string child = e.path;
       entries.push_back(std::move(e));
@@ -500,7 +502,7 @@ class TreeLister {
 
   [[noreturn]] void too_many() {
     fail({Status::refused, shown_ + ": more than " + std::to_string(max_entries_) +
-                                       " entries to list (the server's limit, serve --max-list)"});
+                               " entries to list (the server's limit, serve --max-list)"});
   }
   [[noreturn]] void fail_errno(const std::string& rel, int e) {
     std::string where = rel.empty() ? shown_ : shown_ + "/" + rel;

@@ -357,12 +357,14 @@ std::string partial_name(const std::string& name) {
 // ---- TempFile --------------------------------------------------------------------------------
 
 TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest.name) {
-  if (!dir_) throw Failure("cannot create a temporary file: " + errno_text(errno), proto::Status::io_error, errno);
+  if (!dir_)
+    throw Failure("cannot create a temporary file: " + errno_text(errno), proto::Status::io_error, errno);
   static const char* alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   const std::string prefix = temp_name_prefix(name_);
   for (int attempt = 0; attempt < 100; ++attempt) {
     uint8_t rnd[kTempRandom];
-    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd)) throw Failure("getrandom failed", proto::Status::io_error, EIO);
+    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd))
+      throw Failure("getrandom failed", proto::Status::io_error, EIO);
     std::string t = prefix;
     for (uint8_t b : rnd) t += alnum[b % 62];
     int fd = ::openat(dir_.get(), t.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -379,8 +381,8 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
 
 namespace {
 // Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws Failure (err set).
-void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to, unsigned mode,
-                       long long mtime) {
+void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to,
+                       unsigned mode, long long mtime) {
   apply_mode_mtime(fd.get(), mode, mtime);
   if (::close(fd.release()) != 0) {
     int e = errno;
@@ -408,7 +410,8 @@ void TempFile::discard() noexcept {
 
 KeptPartial::KeptPartial(const Place& dest)
     : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(partial_name(dest.name)) {
-  if (!dir_) throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
+  if (!dir_)
+    throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   struct stat st {};
@@ -416,7 +419,8 @@ KeptPartial::KeptPartial(const Place& dest)
     int e = errno;
     throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
   }
-  if (!S_ISREG(st.st_mode)) throw Failure("the partial file is not a regular file", proto::Status::io_error, EINVAL);
+  if (!S_ISREG(st.st_mode))
+    throw Failure("the partial file is not a regular file", proto::Status::io_error, EINVAL);
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
     throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
 }
@@ -445,7 +449,7 @@ void KeptPartial::discard() noexcept {
 
 UniqueFd open_kept_partial(const Place& dest) {
   UniqueFd fd(::openat(dest.dir.get(), partial_name(dest.name).c_str(),
-                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();
   return fd;

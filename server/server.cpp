@@ -27,8 +27,8 @@
 
 #include "crypto/suite.h"
 #include "files/atomic_file.h"
-#include "net/conn.h"
 #include "files/keystore.h"
+#include "net/conn.h"
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
@@ -361,7 +361,8 @@ void Server::Impl::log_start(uint16_t port) {
          ") lies under --root; it is never served, listed or overwritten");
 }
 
-void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, std::chrono::milliseconds& delay) {
+void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
+                               std::chrono::milliseconds& delay) {
   acc.async_accept([&](const boost::system::error_code& e, tcp::socket sock) {
     reap(false);
     if (e == asio::error::operation_aborted) return;
@@ -369,7 +370,8 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, 
       const int v = e.value();
       if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
         if (delay == std::chrono::milliseconds(10))
-          log("accept failed: " + e.message() + "; retrying with back-off (see --max-sessions and ulimit -n)");
+          log("accept failed: " + e.message() +
+              "; retrying with back-off (see --max-sessions and ulimit -n)");
         backoff.expires_after(delay);
         backoff.async_wait([&](const boost::system::error_code& te) {
           if (!te) accept_loop(acc, backoff, delay);
@@ -385,8 +387,8 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, 
     auto rep = sock.remote_endpoint(pe);
     const std::string peer =
         pe ? "?"
-           : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) + ":" +
-                 std::to_string(rep.port());
+           : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
+                 ":" + std::to_string(rep.port());
     int fd = sock.release();
     tune_socket(fd);
     start_session(fd, peer);

@@ -1,5 +1,5 @@
-// Both builds of the vector-permute AES (impls "vperm" and "vperm512") against the bitsliced software AES on random inputs:
-// every entry point (ECB both ways, CBC, CTR with partial blocks, multi-lane CBC), every small
+// Both builds of the vector-permute AES (impls "vperm" and "vperm512") against the bitsliced software AES on
+// random inputs: every entry point (ECB both ways, CBC, CTR with partial blocks, multi-lane CBC), every small
 // block count so that the 1-4 block interleaving and the tails all run, in place and misaligned.
 // (The known-answer and OpenSSL differential tests already run it through aes_available_impls.)
 #include <gtest/gtest.h>
@@ -178,6 +178,8 @@ TEST_P(AesVperm, LanesAgreeWithSoftware) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Builds, AesVperm, ::testing::Values(AesImpl::vperm, AesImpl::vperm512),
-                         [](const ::testing::TestParamInfo<AesImpl>& i) { return std::string(aes_impl_name(i.param)); });
+                         [](const ::testing::TestParamInfo<AesImpl>& i) {
+                           return std::string(aes_impl_name(i.param));
+                         });
 
 }  // namespace

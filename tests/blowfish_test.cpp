@@ -1,4 +1,6 @@
 // Blowfish: Eric Young's vectors, and OpenSSL's legacy provider as an oracle for ECB and CBC.
+#include "crypto/blowfish.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
@@ -7,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "crypto/blowfish.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::test {
@@ -21,10 +22,12 @@ using crypto::CbcLane;
   static OSSL_PROVIDER* legacy = OSSL_PROVIDER_load(nullptr, "legacy");
   static OSSL_PROVIDER* deflt = OSSL_PROVIDER_load(nullptr, "default");
   if (legacy == nullptr)
-    return ::testing::AssertionFailure()
-           << "OpenSSL's legacy provider could not be loaded (OSSL_PROVIDER_load(nullptr, \"legacy\")); it is "
-              "required as the Blowfish oracle. Install it (ossl-modules/legacy.so) or point OPENSSL_MODULES at it.";
-  if (deflt == nullptr) return ::testing::AssertionFailure() << "OpenSSL's default provider could not be loaded";
+    return ::testing::AssertionFailure() << "OpenSSL's legacy provider could not be loaded "
+                                            "(OSSL_PROVIDER_load(nullptr, \"legacy\")); it is "
+                                            "required as the Blowfish oracle. Install it "
+                                            "(ossl-modules/legacy.so) or point OPENSSL_MODULES at it.";
+  if (deflt == nullptr)
+    return ::testing::AssertionFailure() << "OpenSSL's default provider could not be loaded";
   EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, "BF-CBC", nullptr);
   if (c == nullptr) return ::testing::AssertionFailure() << "BF-CBC not available from OpenSSL's providers";
   EVP_CIPHER_free(c);
@@ -101,7 +104,8 @@ TEST(Blowfish, EricYoungCbcVector) {
   const auto recs = load_vectors("blowfish_cbc.txt");
   ASSERT_EQ(recs.size(), 1u);
   const auto& r = recs[0];
-  const Bytes key = hex(r.at("key")), iv0 = hex(r.at("iv")), plain = hex(r.at("plain")), want = hex(r.at("cipher"));
+  const Bytes key = hex(r.at("key")), iv0 = hex(r.at("iv")), plain = hex(r.at("plain")),
+              want = hex(r.at("cipher"));
   ASSERT_EQ(plain.size(), 32u);
   auto c = bf(key);
   ASSERT_NE(c, nullptr);
@@ -231,11 +235,13 @@ TEST(Blowfish, CbcLanesEqualPerLaneCbc) {
       ref_outs[i].assign(8 * blocks, 0);
       c->cbc_encrypt(ref_ivs[i].data(), ins[i].data() + off, ref_outs[i].data(), blocks);
       if (in_place) outs[i] = ins[i];
-      lanes[i] = {ivs[i].data(), (in_place ? outs[i].data() : ins[i].data()) + off, outs[i].data() + off, blocks};
+      lanes[i] = {ivs[i].data(), (in_place ? outs[i].data() : ins[i].data()) + off, outs[i].data() + off,
+                  blocks};
     }
     c->cbc_encrypt_lanes(lanes.data(), n);
     for (size_t i = 0; i < n; ++i) {
-      SCOPED_TRACE("iter " + std::to_string(iter) + " lane " + std::to_string(i) + " of " + std::to_string(n));
+      SCOPED_TRACE("iter " + std::to_string(iter) + " lane " + std::to_string(i) + " of " +
+                   std::to_string(n));
       const size_t off = outs[i].size() - ref_outs[i].size();
       ASSERT_EQ(to_hex(outs[i].data() + off, ref_outs[i].size()), to_hex(ref_outs[i]));
       ASSERT_EQ(to_hex(ivs[i]), to_hex(ref_ivs[i]));

@@ -8,8 +8,8 @@
 // A receiver killed with SIGKILL cannot clean up: its temporary file ".NAME.aesxfer-XXXXXX"
 // stays beside the destination (never at the destination name). Those are counted, checked to
 // be the only debris, and removed by the test.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -112,7 +112,9 @@ class Chaos : public testing::Test {
     EXPECT_EQ(sanitizer_findings(server->log()), "");
     if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
-  std::vector<std::string> common(uint16_t port) { return {"-P", std::to_string(port), "--timeout", "10", "-q"}; }
+  std::vector<std::string> common(uint16_t port) {
+    return {"-P", std::to_string(port), "--timeout", "10", "-q"};
+  }
   std::vector<std::string> put_args(uint16_t port, const std::string& remote, const std::string& cipher) {
     std::vector<std::string> a{"send", src.string(), "127.0.0.1:" + remote, "-c", cipher};
     auto c = common(port);
@@ -137,7 +139,8 @@ class Chaos : public testing::Test {
 // 0..1: kill -9 the client (put, get); 2: kill -9 the server (put or get); 3..4: cut the
 // connection through a relay after a random number of bytes (put, get).
 TEST_F(Chaos, FiftyInterruptedTransfers) {
-  const std::vector<std::string> ciphers = {"aes128-gcm", "aes128-ctr", "aes128-cbc", "blowfish-cbc", "arcfour"};
+  const std::vector<std::string> ciphers = {"aes128-gcm", "aes128-ctr", "aes128-cbc", "blowfish-cbc",
+                                            "arcfour"};
   std::mt19937_64 rng(0xC4A05);
   int killed_client = 0, killed_server = 0, cuts = 0, interrupted = 0, completed = 0, allowed_debris = 0;
   for (int i = 0; i < 50; ++i) {
@@ -155,7 +158,8 @@ TEST_F(Chaos, FiftyInterruptedTransfers) {
     fs::path log = ws.tmp / ("client" + std::to_string(i) + ".log");
     if (kind <= 2) {
       uint16_t port = server->port();
-      pid_t pid = spawn_aesxfer(put ? put_args(port, name, cipher) : get_args(port, dest, cipher), ws.home, log);
+      pid_t pid =
+          spawn_aesxfer(put ? put_args(port, name, cipher) : get_args(port, dest, cipher), ws.home, log);
       int delay_ms = int(rng() % 120);
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
       if (kind <= 1) {
@@ -169,7 +173,8 @@ TEST_F(Chaos, FiftyInterruptedTransfers) {
         ::kill(server->pid(), SIGKILL);
         EXPECT_EQ(server->stop(), 128 + SIGKILL) << what;
         code = wait_exit(pid, 30);
-        EXPECT_TRUE(code == 0 || code == 1) << what << ": client exit " << code << "\n" << read_text_file(log);
+        EXPECT_TRUE(code == 0 || code == 1) << what << ": client exit " << code << "\n"
+                                            << read_text_file(log);
         receiver_killed = put;
         ++killed_server;
         server = std::make_unique<ServerProcess>(ws.home, ws.root, server_args);
@@ -187,8 +192,8 @@ TEST_F(Chaos, FiftyInterruptedTransfers) {
       spec.tag_len = cipher == "aes128-gcm" ? 16 : 32;
       what += "connection cut after " + std::to_string(at) + " bytes)";
       Relay relay(server->port(), spec);
-      ProcResult r = run_aesxfer(put ? put_args(relay.port(), name, cipher) : get_args(relay.port(), dest, cipher),
-                                 ws.home, 60);
+      ProcResult r = run_aesxfer(
+          put ? put_args(relay.port(), name, cipher) : get_args(relay.port(), dest, cipher), ws.home, 60);
       code = r.exit_code;
       EXPECT_EQ(code, 1) << what << "\n" << r.describe();
       EXPECT_FALSE(r.err.empty()) << what;
@@ -230,9 +235,10 @@ TEST_F(Chaos, FiftyInterruptedTransfers) {
       break;
     }
   }
-  std::printf("[chaos] 50 faults: %d client kills, %d server kills, %d cuts; %d transfers interrupted, %d had "
-              "completed before the fault; %d temp files left by killed receivers (removed)\n",
-              killed_client, killed_server, cuts, interrupted, completed, allowed_debris);
+  std::printf(
+      "[chaos] 50 faults: %d client kills, %d server kills, %d cuts; %d transfers interrupted, %d had "
+      "completed before the fault; %d temp files left by killed receivers (removed)\n",
+      killed_client, killed_server, cuts, interrupted, completed, allowed_debris);
   EXPECT_EQ(killed_client + killed_server + cuts, 50);
   EXPECT_GE(interrupted, cuts) << "every cut interrupts its transfer";
 }
@@ -322,8 +328,8 @@ TEST_P(ChaosSignal, StopsCleanlyWithTransfersInFlight) {
   }
   ::kill(pid, SIGSTOP);
   ASSERT_TRUE(in_flight) << "the transfer never started: " << read_text_file(log);
-  ASSERT_FALSE(temp_debris(ws.root).empty()) << "the transfer finished before the client was frozen; "
-                                             << read_text_file(log);
+  ASSERT_FALSE(temp_debris(ws.root).empty())
+      << "the transfer finished before the client was frozen; " << read_text_file(log);
   auto t0 = Clock::now();
   ::kill(server->pid(), sig);
   while (server->running() && Clock::now() - t0 < std::chrono::seconds(15))
@@ -347,7 +353,9 @@ TEST_P(ChaosSignal, StopsCleanlyWithTransfersInFlight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Chaos, ChaosSignal, testing::Values(SIGINT, SIGTERM),
-                         [](const testing::TestParamInfo<int>& i) { return i.param == SIGINT ? "SIGINT" : "SIGTERM"; });
+                         [](const testing::TestParamInfo<int>& i) {
+                           return i.param == SIGINT ? "SIGINT" : "SIGTERM";
+                         });
 
 }  // namespace
 }  // namespace aesxfer::test

@@ -3,8 +3,9 @@
 // (Debian's xxhash package), the end record's encoding, the data plane with every checksum and
 // record size, and end to end through the binary: the hex in --json equals `xxh128sum FILE` or
 // `sha256sum FILE`, for send, recv and a resumed send.
-#include <gtest/gtest.h>
+#include "crypto/checksum.h"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,7 +14,6 @@
 #include <random>
 #include <thread>
 
-#include "crypto/checksum.h"
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/end_record.h"
@@ -74,7 +74,8 @@ TEST(Checksum, NamesIdsAndLengths) {
 TEST(Checksum, KnownAnswers) {
   const std::string abc = "abc";
   const auto* p = reinterpret_cast<const uint8_t*>(abc.data());
-  EXPECT_EQ(sum_hex(ChecksumAlg::sha256, p, 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sum_hex(ChecksumAlg::sha256, p, 3),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   for (XxhImpl i : xxh_impls()) {
     SCOPED_TRACE(crypto::xxh_impl_name(i));
     EXPECT_EQ(sum_hex(ChecksumAlg::xxh128, p, 0, i), "99aa06d3014798d86001c324468d497f");
@@ -95,16 +96,26 @@ TEST(Checksum, ProtocolDocumentExamples) {
     uint8_t buf[proto::kMaxEndPayload];
     return to_hex(buf, proto::encode_end(buf, e));
   };
-  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "", 0), "000000000000000002" "99aa06d3014798d86001c324468d497f");
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "", 0),
+            "000000000000000002"
+            "99aa06d3014798d86001c324468d497f");
   EXPECT_EQ(end_hex(ChecksumAlg::sha256, "abc", 3),
-            "000000000000000301" "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+            "000000000000000301"
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   // A stream resumed at 3 still ends with the checksum of the whole file.
-  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abcdef", 6), "000000000000000602" "389197a55db2b2e4da35a6714d34f8a2");
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abcdef", 6),
+            "000000000000000602"
+            "389197a55db2b2e4da35a6714d34f8a2");
   EXPECT_EQ(end_hex(ChecksumAlg::sha256, "abcdef", 6),
-            "000000000000000601" "bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721");
+            "000000000000000601"
+            "bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721");
   // Ranges: each its own.
-  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abc", 3), "000000000000000302" "06b05ab6733a618578af5f94892f3950");
-  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "def", 3), "000000000000000302" "09ae900c0bc0d4059be4e73e699ef188");
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "abc", 3),
+            "000000000000000302"
+            "06b05ab6733a618578af5f94892f3950");
+  EXPECT_EQ(end_hex(ChecksumAlg::xxh128, "def", 3),
+            "000000000000000302"
+            "09ae900c0bc0d4059be4e73e699ef188");
 }
 
 // Every implementation, fed in random pieces, equals the one-shot digest of the portable build,
@@ -112,8 +123,9 @@ TEST(Checksum, ProtocolDocumentExamples) {
 TEST(Checksum, ImplementationsAndSplitsAgree) {
   std::mt19937_64 rng(7);
   Bytes data = random_bytes(rng, 3 << 20);
-  for (size_t len : {size_t(0), size_t(1), size_t(16), size_t(17), size_t(128), size_t(129), size_t(240), size_t(241),
-                     size_t(1024), size_t(1025), size_t(65536 + 7), size_t(1 << 20), data.size()}) {
+  for (size_t len :
+       {size_t(0), size_t(1), size_t(16), size_t(17), size_t(128), size_t(129), size_t(240), size_t(241),
+        size_t(1024), size_t(1025), size_t(65536 + 7), size_t(1 << 20), data.size()}) {
     const std::string ref = sum_hex(ChecksumAlg::xxh128, data.data(), len, XxhImpl::sse2);
     for (XxhImpl i : xxh_impls()) {
       FileChecksum f(ChecksumAlg::xxh128, i);
@@ -228,26 +240,28 @@ std::string zeros_hex(ChecksumAlg a, uint64_t size) {
 TEST(DataPlane, EveryChecksumAndRecordSizeVerifies) {
   using Pl = net::StreamOptions::Pipeline;
   for (Pl pl : {Pl::threads, Pl::inline_stage})
-  for (ChecksumAlg a : {ChecksumAlg::none, ChecksumAlg::sha256, ChecksumAlg::xxh128})
-    for (uint32_t rec : {proto::kMinRecordSize, uint32_t(65536), uint32_t(proto::kDefaultPayload), proto::kMaxRecordSize}) {
-      SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec) +
-                   (pl == Pl::threads ? " threads" : " inline"));
-      Pair p(a, rec, a, rec);
-      const uint64_t size = 3 * uint64_t(rec) + 5;
-      net::StreamOptions so;
-      so.pipeline = pl;
-      crypto::Checksum sent;
-      std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr, so); });
-      crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr, so);
-      tx.join();
-      EXPECT_EQ(got.alg, a);
-      EXPECT_EQ(got.hex(), sent.hex());
-      EXPECT_EQ(got.hex(), zeros_hex(a, size));
-    }
+    for (ChecksumAlg a : {ChecksumAlg::none, ChecksumAlg::sha256, ChecksumAlg::xxh128})
+      for (uint32_t rec : {proto::kMinRecordSize, uint32_t(65536), uint32_t(proto::kDefaultPayload),
+                           proto::kMaxRecordSize}) {
+        SCOPED_TRACE(std::string(crypto::checksum_name(a)) + " record " + std::to_string(rec) +
+                     (pl == Pl::threads ? " threads" : " inline"));
+        Pair p(a, rec, a, rec);
+        const uint64_t size = 3 * uint64_t(rec) + 5;
+        net::StreamOptions so;
+        so.pipeline = pl;
+        crypto::Checksum sent;
+        std::thread tx([&] { sent = net::send_stream(*p.client, -1, size, nullptr, so); });
+        crypto::Checksum got = net::recv_stream(*p.server, -1, size, nullptr, so);
+        tx.join();
+        EXPECT_EQ(got.alg, a);
+        EXPECT_EQ(got.hex(), sent.hex());
+        EXPECT_EQ(got.hex(), zeros_hex(a, size));
+      }
 }
 
 TEST(DataPlane, EndRecordWithAnotherChecksumIsRefused) {
-  Pair p(ChecksumAlg::none, uint32_t(proto::kDefaultPayload), ChecksumAlg::xxh128, uint32_t(proto::kDefaultPayload));
+  Pair p(ChecksumAlg::none, uint32_t(proto::kDefaultPayload), ChecksumAlg::xxh128,
+         uint32_t(proto::kDefaultPayload));
   const uint64_t size = 2 * proto::kDefaultPayload + 1;
   std::thread tx([&] { net::send_stream(*p.client, -1, size, nullptr); });
   try {
@@ -274,7 +288,8 @@ TEST(DataPlane, RecordLargerThanAgreedIsRefused) {
     net::recv_stream(*p.server, -1, size, nullptr);
     ADD_FAILURE() << "a record over the agreed size was accepted";
   } catch (const net::Failure& e) {
-    EXPECT_NE(std::string(e.what()).find("larger than the agreed record size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("larger than the agreed record size"), std::string::npos)
+        << e.what();
     EXPECT_EQ(e.origin, proto::Origin::local);
   }
   p.server.reset();
@@ -384,7 +399,8 @@ TEST_F(ChecksumPolicy, ServerRequiresOneAndCapsTheRecordSize) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("does not allow checksum xxh128 (it allows: sha256)"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "dst.bin"));
-  auto ok = run({"send", src.string(), "127.0.0.1:dst.bin", "--checksum", "sha256", "--record-size", "1M", "--json"});
+  auto ok = run(
+      {"send", src.string(), "127.0.0.1:dst.bin", "--checksum", "sha256", "--record-size", "1M", "--json"});
   ASSERT_EQ(ok.exit_code, 0) << ok.describe();
   auto j = parse_flat_json(ok.out);
   ASSERT_TRUE(j) << ok.out;

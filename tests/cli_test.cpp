@@ -1,10 +1,9 @@
 // What a newcomer types and reads: a mistyped command, no arguments, sizes and rates with
 // suffixes, out-of-range values as one readable line, placeholders in --help.
 #include <gtest/gtest.h>
-
 #include <netinet/in.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,12 +60,14 @@ TEST(Cli, HelpShowsPlaceholders) {
   for (const char* p : {"FILE... HOST:DEST", "-c,--cipher CIPHER", "-P,--port PORT", "--timeout SECONDS",
                         "-l,--limit KBIT/S", "--record-size SIZE", "--checksum ALG", "--keylog FILE"})
     EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
-  for (const char* bad : {" TEXT", " FLOAT", "179769313"}) EXPECT_EQ(r.out.find(bad), std::string::npos) << bad;
+  for (const char* bad : {" TEXT", " FLOAT", "179769313"})
+    EXPECT_EQ(r.out.find(bad), std::string::npos) << bad;
 }
 
 TEST(Cli, CipherMacAndChecksumNamesIgnoreCase) {
   TempDir home;
-  auto r = run_aesxfer({"speed", "-c", "AES128-GCM,HMAC-SHA256,XXH128", "--seconds", "0.01", "--json"}, home.path(), 60);
+  auto r = run_aesxfer({"speed", "-c", "AES128-GCM,HMAC-SHA256,XXH128", "--seconds", "0.01", "--json"},
+                       home.path(), 60);
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.out.find("\"aes128-gcm\""), std::string::npos);
   EXPECT_NE(r.out.find("\"hmac-sha256\""), std::string::npos);
@@ -95,13 +96,15 @@ TEST(Cli, APortThatIsNotAnAesxferServerIsNamed) {
     ::close(c);
   });
   write_text_file(home / "f", "x");
-  auto r = run_aesxfer({"send", (home / "f").string(), "127.0.0.1:x", "-P", std::to_string(ntohs(a.sin_port))},
-                       home.path(), 20);
+  auto r =
+      run_aesxfer({"send", (home / "f").string(), "127.0.0.1:x", "-P", std::to_string(ntohs(a.sin_port))},
+                  home.path(), 20);
   ::shutdown(l, SHUT_RDWR);
   ::close(l);
   fake.join();
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2')"), std::string::npos)
+  EXPECT_NE(r.err.find("is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2')"),
+            std::string::npos)
       << r.err;
 }
 
@@ -149,11 +152,13 @@ TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
   EXPECT_NE(k.err.find("authorized_keys"), std::string::npos) << k.err;
   ServerProcess server(ws.home, ws.root);
   write_text_file(ws.local / "f", "hello");
-  std::vector<std::string> send = {"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())};
+  std::vector<std::string> send = {"send", (ws.local / "f").string(), "127.0.0.1:f", "-P",
+                                   std::to_string(server.port())};
   auto refused = run_aesxfer(send, client_home.path(), 30);
   EXPECT_EQ(refused.exit_code, 1) << refused.describe();
   // The refusal says what to do: the very line keygen printed, and where it goes.
-  EXPECT_NE(refused.err.find("add this line to $AESXFER_HOME/authorized_keys on the server"), std::string::npos)
+  EXPECT_NE(refused.err.find("add this line to $AESXFER_HOME/authorized_keys on the server"),
+            std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find(k.out.substr(0, k.out.size() - 1)), std::string::npos) << refused.err;
   // One line for the refusal (after the first-contact line about the host key).
@@ -184,20 +189,23 @@ TEST(Addresses, UserAtHostRootAndTilde) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(ws.root / "g"), "hello");
   EXPECT_NE(r.err.find("note: 'alice@' is ignored"), std::string::npos) << r.err;
-  auto v6 = run_aesxfer({"send", (ws.local / "f").string(), "bob@127.0.0.1:h", "-P", port, "-q"}, ws.home, 30);
+  auto v6 =
+      run_aesxfer({"send", (ws.local / "f").string(), "bob@127.0.0.1:h", "-P", port, "-q"}, ws.home, 30);
   EXPECT_EQ(v6.exit_code, 0) << v6.describe();
   EXPECT_EQ(v6.err, "") << "-q: no note";
   // host: is the root.
   auto root = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:", "-P", port}, ws.home, 30);
   EXPECT_EQ(root.exit_code, 0) << root.describe();
   EXPECT_EQ(read_text_file(ws.root / "f"), "hello");
-  auto back = run_aesxfer({"recv", "127.0.0.1:", (ws.local / "tree").string(), "-r", "-P", port, "-q"}, ws.home, 30);
+  auto back =
+      run_aesxfer({"recv", "127.0.0.1:", (ws.local / "tree").string(), "-r", "-P", port, "-q"}, ws.home, 30);
   EXPECT_EQ(back.exit_code, 0) << back.describe();
   EXPECT_EQ(read_text_file(ws.local / "tree/g"), "hello");
   // ~ is refused before connecting, and nothing named "~" appears.
   auto tilde = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:~/x", "-P", port}, ws.home, 30);
   EXPECT_EQ(tilde.exit_code, 2) << tilde.describe();
-  EXPECT_NE(tilde.err.find("'~' has no meaning here: paths are relative to the server's --root (write 127.0.0.1:x)"),
+  EXPECT_NE(tilde.err.find(
+                "'~' has no meaning here: paths are relative to the server's --root (write 127.0.0.1:x)"),
             std::string::npos)
       << tilde.err;
   EXPECT_FALSE(fs::exists(ws.root / "~"));
@@ -215,8 +223,9 @@ namespace {
 TEST(RemoteErrors, NameTheFileOnce) {
   Workspace ws;
   ServerProcess server(ws.home, ws.root);
-  auto r = run_aesxfer({"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "-P", std::to_string(server.port())},
-                       ws.home, 30);
+  auto r = run_aesxfer(
+      {"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "-P", std::to_string(server.port())}, ws.home,
+      30);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   const std::string last = r.err.substr(r.err.rfind("aesxfer: "));
   size_t n = 0;
@@ -259,13 +268,15 @@ TEST(RecvSeveral, IntoADirectoryAndTheOthersStillCome) {
   write_text_file(ws.root / "a", "A");
   write_text_file(ws.root / "b", "B");
   fs::create_directories(ws.local / "in");
-  auto r = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:nope", "127.0.0.1:b", (ws.local / "in").string(), "-P", port},
-                       ws.home, 60);
+  auto r = run_aesxfer(
+      {"recv", "127.0.0.1:a", "127.0.0.1:nope", "127.0.0.1:b", (ws.local / "in").string(), "-P", port},
+      ws.home, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_EQ(read_text_file(ws.local / "in/a"), "A");
   EXPECT_EQ(read_text_file(ws.local / "in/b"), "B");
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
-  auto bad = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:b", (ws.local / "file").string(), "-P", port}, ws.home, 30);
+  auto bad = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:b", (ws.local / "file").string(), "-P", port},
+                         ws.home, 30);
   EXPECT_EQ(bad.exit_code, 2) << bad.describe();
   EXPECT_NE(bad.err.find("not a directory"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(ws.local / "file"));
@@ -301,8 +312,9 @@ TEST(Authorize, KeygenLineOrPubFileLetsTheClientIn) {
   EXPECT_NE(bad.err.find("not a key line"), std::string::npos) << bad.err;
   ServerProcess server(ws.home, ws.root);
   write_text_file(ws.local / "f", "x");
-  auto s = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())},
-                       client_home.path(), 30);
+  auto s =
+      run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())},
+                  client_home.path(), 30);
   EXPECT_EQ(s.exit_code, 0) << s.describe();
   EXPECT_EQ(server.stop(), 0);
 }

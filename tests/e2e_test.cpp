@@ -1,7 +1,6 @@
 // End-to-end: the real `aesxfer` binary, a real server process on 127.0.0.1, every cipher.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,7 +19,9 @@ struct CipherSuite {
   std::string mac;  // empty: the default for the cipher
 };
 
-void PrintTo(const CipherSuite& s, std::ostream* os) { *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac); }
+void PrintTo(const CipherSuite& s, std::ostream* os) {
+  *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac);
+}
 
 std::vector<CipherSuite> all_suites() {
   std::vector<CipherSuite> v;
@@ -149,7 +150,8 @@ TEST_P(E2eCipher, DevNullAndDevZero) {
 
   const uint64_t z = 2 * proto::kDefaultPayload + 5;
   fs::path dst = ws.local / "zeros.bin";
-  r = run_aesxfer(client({"recv", "127.0.0.1:/dev/zero", dst.string(), "--size", std::to_string(z)}), ws.home);
+  r = run_aesxfer(client({"recv", "127.0.0.1:/dev/zero", dst.string(), "--size", std::to_string(z)}),
+                  ws.home);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   js = check_json(r.out, 1, GetParam().cipher);
   if (!js.empty()) {
@@ -227,9 +229,9 @@ TEST_F(E2e, ServerStopsCleanlyOnSigterm) {
 
 TEST_F(E2e, JsonOutputHasEveryKey) {
   write_random_file(ws.local / "j.bin", 100000, 5);
-  auto r = run_aesxfer(with_port({"send", (ws.local / "j.bin").string(), "127.0.0.1:j.bin", "--json", "-c",
-                                  "aes128-ctr"}),
-                       ws.home);
+  auto r = run_aesxfer(
+      with_port({"send", (ws.local / "j.bin").string(), "127.0.0.1:j.bin", "--json", "-c", "aes128-ctr"}),
+      ws.home);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto objs = check_json(r.out, 1, "aes128-ctr");
   ASSERT_EQ(objs.size(), 1u);
@@ -251,7 +253,8 @@ TEST_F(E2e, JsonOutputHasEveryKey) {
 TEST_F(E2e, OverwriteAndRecvIntoDirectory) {
   write_text_file(ws.root / "over.txt", "old contents");
   write_random_file(ws.local / "over.txt", 4321, 9);
-  auto r = run_aesxfer(with_port({"send", (ws.local / "over.txt").string(), "127.0.0.1:over.txt", "-q"}), ws.home);
+  auto r =
+      run_aesxfer(with_port({"send", (ws.local / "over.txt").string(), "127.0.0.1:over.txt", "-q"}), ws.home);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(sha256_file(ws.root / "over.txt"), sha256_file(ws.local / "over.txt"));
   fs::create_directories(ws.local / "into");

@@ -25,12 +25,18 @@ namespace aesxfer::test {
 // The request a fake server's handler is answering (set by FakeServer for its handler's thread):
 // a pipelined one's answers carry its tag (docs/PROTOCOL.md 3.10), as a real server's do.
 inline thread_local const proto::Message* fake_current_request = nullptr;
+// Set when the handler refused a pipelined put: its data is on the way, and FakeServer reads it
+// to its end record and drops it (the skip rule), as a real server does.
+inline thread_local bool fake_refused_ahead_put = false;
 
 inline proto::Message response(proto::Status st, const std::string& text = "") {
   proto::Message m;
   m.type = proto::MsgType::response;
   m.status = st;
   m.text = text;
+  if (fake_current_request && (fake_current_request->flags & proto::kFlagAhead) && st != proto::Status::ok &&
+      fake_current_request->op == proto::Op::put)
+    fake_refused_ahead_put = true;
   if (fake_current_request && (fake_current_request->flags & proto::kFlagAhead)) {
     m.tagged = true;
     m.tag = fake_current_request->tag;
@@ -82,6 +88,11 @@ class FakeServer {
   std::vector<std::string> seen() {
     std::lock_guard<std::mutex> g(mu_);
     return seen_;
+  }
+  // How many sessions ended with the client's Bye (PROTOCOL.md 3.3).
+  int byes() {
+    std::lock_guard<std::mutex> g(mu_);
+    return byes_;
   }
   std::string seen_text() {
     std::string out;
@@ -136,7 +147,11 @@ class FakeServer {
       c.send_message(w);
       for (;;) {
         proto::Message m = c.recv_message("the session");
-        if (m.type == proto::MsgType::bye) return;
+        if (m.type == proto::MsgType::bye) {
+          std::lock_guard<std::mutex> g(mu_);
+          ++byes_;
+          return;
+        }
         if (m.type != proto::MsgType::request) continue;
         {
           std::lock_guard<std::mutex> g(mu_);
@@ -150,8 +165,10 @@ class FakeServer {
           seen_.push_back(line);
         }
         fake_current_request = &m;
+        fake_refused_ahead_put = false;
         on_request_(c, m);
         fake_current_request = nullptr;
+        if (fake_refused_ahead_put) net::recv_stream(c, -1, m.size, nullptr);
       }
     } catch (const std::exception&) {
     }
@@ -160,6 +177,7 @@ class FakeServer {
   Handler on_request_;
   std::mutex mu_;
   std::vector<std::string> seen_;
+  int byes_ = 0;
   int lfd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;

@@ -2,8 +2,8 @@
 // tampering on the wire (through a Relay), cut connections and idle clients. Every test checks
 // the exit code, the one-line message, that no destination or temporary file appears, that an
 // existing destination is untouched, and that the server still serves a clean transfer.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -133,8 +133,9 @@ TEST_F(Fault, ChangedHostKey) {
   expect_clean_transfer();  // pins the server's key
   std::string kh = read_text_file(ws.home / "known_hosts");
   ASSERT_NE(kh.find("127.0.0.1:" + std::to_string(server->port())), std::string::npos) << kh;
-  write_text_file(ws.home / "known_hosts", "127.0.0.1:" + std::to_string(server->port()) +
-                                               " aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=\n");
+  write_text_file(ws.home / "known_hosts",
+                  "127.0.0.1:" + std::to_string(server->port()) +
+                      " aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=\n");
   auto r = send("dest.bin");
   expect_failure(r, 1, {"changed"});
   r = recv("clean1.bin", ws.local / "dest.bin");
@@ -193,7 +194,8 @@ TEST_F(Fault, LocalDestinationDirectoryMissing) {
 TEST_F(Fault, UsageErrors) {
   auto r = run_aesxfer({"send", (ws.local / "payload.bin").string()}, ws.home, 30);
   expect_failure(r, 2, {"usage", "required", "expected", "HOST:DEST"});
-  r = run_aesxfer({"send", (ws.local / "payload.bin").string(), (ws.local / "copy.bin").string()}, ws.home, 30);
+  r = run_aesxfer({"send", (ws.local / "payload.bin").string(), (ws.local / "copy.bin").string()}, ws.home,
+                  30);
   expect_failure(r, 2, {"HOST:DEST"});
   r = run_aesxfer({"recv", "127.0.0.1:src.bin"}, ws.home, 30);
   expect_failure(r, 2, {"dest", "required"});
@@ -282,7 +284,9 @@ struct SuiteTag {
   size_t tag_len;
 };
 
-void PrintTo(const SuiteTag& s, std::ostream* os) { *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac); }
+void PrintTo(const SuiteTag& s, std::ostream* os) {
+  *os << s.cipher << (s.mac.empty() ? "" : " -m " + s.mac);
+}
 
 class FaultTamper : public Fault, public testing::WithParamInterface<SuiteTag> {
  protected:
@@ -299,8 +303,8 @@ class FaultTamper : public Fault, public testing::WithParamInterface<SuiteTag> {
     std::unique_ptr<Relay> holder;
     Relay* relay = nullptr;
     auto r = tampered_put(spec, relay, holder);
-    EXPECT_TRUE(relay->fault_applied()) << "the relay never saw record " << spec.record << " (saw "
-                                        << relay->records_seen() << ")";
+    EXPECT_TRUE(relay->fault_applied())
+        << "the relay never saw record " << spec.record << " (saw " << relay->records_seen() << ")";
     expect_failure(r, 1, client_words);
     std::printf("  client: %s", r.err.c_str());
     EXPECT_TRUE(server->wait_for_log(server_word)) << "server log lacks '" << server_word << "'";
@@ -341,7 +345,7 @@ TEST_P(FaultTamper, FlipHeaderByte) {
   s.kind = FaultKind::flip;
   s.record = 2;
   s.part = RecordPart::header;
-  s.offset = 4;   // record type: data (1) becomes control (2), which parse_header accepts
+  s.offset = 4;  // record type: data (1) becomes control (2), which parse_header accepts
   s.mask = 0x03;
   check(s, kLost, kBadMac);
 }
@@ -404,7 +408,8 @@ TEST_P(FaultTamper, CutMidTransfer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fault, FaultTamper,
-                         testing::Values(SuiteTag{"aes128-gcm", "", 16}, SuiteTag{"aes128-ctr", "hmac-sha256", 32},
+                         testing::Values(SuiteTag{"aes128-gcm", "", 16},
+                                         SuiteTag{"aes128-ctr", "hmac-sha256", 32},
                                          SuiteTag{"aes128-cbc", "hmac-sha256", 32}),
                          [](const testing::TestParamInfo<SuiteTag>& i) {
                            std::string s = i.param.cipher;
@@ -492,8 +497,8 @@ TEST_F(Fault, ClientTimesOutOnSilentServer) {
   ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
   uint16_t port = ntohs(a.sin_port);
   auto t0 = Clock::now();
-  auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P", std::to_string(port),
-                        "--timeout", "1", "-q"},
+  auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P",
+                        std::to_string(port), "--timeout", "1", "-q"},
                        ws.home, 30);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   ::close(lfd);

@@ -2,6 +2,8 @@
 // differential tests against OpenSSL EVP_aes_128_gcm over random keys, nonces, AAD and message
 // lengths (misaligned, in place, across the internal chunk size), and rejection of any tampering
 // with the output left untouched.
+#include "crypto/gcm.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -10,7 +12,6 @@
 #include <random>
 #include <string>
 
-#include "crypto/gcm.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -21,7 +22,8 @@ using aesxfer::test::random_bytes;
 using aesxfer::test::to_hex;
 using namespace aesxfer::crypto;
 
-void openssl_seal(const Bytes& key, const Bytes& nonce, const Bytes& aad, const Bytes& pt, Bytes& ct, Bytes& tag) {
+void openssl_seal(const Bytes& key, const Bytes& nonce, const Bytes& aad, const Bytes& pt, Bytes& ct,
+                  Bytes& tag) {
   ct.assign(pt.size() + 16, 0);
   tag.assign(16, 0);
   EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
@@ -73,17 +75,19 @@ TEST(GcmKat, McGrewViegaVectorsOnEveryImplementation) {
         EXPECT_EQ(to_hex(ct), to_hex(out));
         EXPECT_EQ(to_hex(tag), to_hex(t));
         Bytes dec = ct;  // open in place
-        EXPECT_TRUE(g->open(iv.data(), aad.data(), aad.size(), dec.data(), dec.data(), dec.size(), tag.data()));
+        EXPECT_TRUE(
+            g->open(iv.data(), aad.data(), aad.size(), dec.data(), dec.data(), dec.size(), tag.data()));
         EXPECT_EQ(to_hex(pt), to_hex(dec));
         ++pass;
       } else {
         ASSERT_EQ("fail", r["section"]);
         Bytes out(ct.size() + 1, 0x5A);
-        EXPECT_FALSE(g->open(iv.data(), aad.data(), aad.size(), ct.data(), out.data(), ct.size(), tag.data()));
+        EXPECT_FALSE(
+            g->open(iv.data(), aad.data(), aad.size(), ct.data(), out.data(), ct.size(), tag.data()));
         EXPECT_EQ(Bytes(ct.size() + 1, 0x5A), out) << "output written despite a bad tag";
         Bytes inplace = ct;
-        EXPECT_FALSE(g->open(iv.data(), aad.data(), aad.size(), inplace.data(), inplace.data(), inplace.size(),
-                             tag.data()));
+        EXPECT_FALSE(g->open(iv.data(), aad.data(), aad.size(), inplace.data(), inplace.data(),
+                             inplace.size(), tag.data()));
         EXPECT_EQ(ct, inplace);
         ++fail;
       }
@@ -115,8 +119,8 @@ TEST(GcmDiff, MatchesOpenSslRandomAadAndLengths) {
       uint8_t tag[16];
       g->seal(nonce.data(), ab.data() + oa, aad_len, ib.data() + oi, ob.data() + oo, len, tag);
       ASSERT_EQ(to_hex(want_ct), to_hex(ob.data() + oo, len)) << aes_impl_name(impl) << " it " << it;
-      ASSERT_EQ(to_hex(want_tag), to_hex(tag, 16)) << aes_impl_name(impl) << " it " << it << " aad " << aad_len
-                                                    << " len " << len;
+      ASSERT_EQ(to_hex(want_tag), to_hex(tag, 16))
+          << aes_impl_name(impl) << " it " << it << " aad " << aad_len << " len " << len;
       EXPECT_EQ(0xEE, ob[oo + len]);
       // Open in place at the odd offset.
       ASSERT_TRUE(g->open(nonce.data(), ab.data() + oa, aad_len, ob.data() + oo, ob.data() + oo, len, tag));

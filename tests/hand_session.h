@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "crypto/suite.h"
-#include "net/conn.h"
 #include "files/keystore.h"
+#include "net/conn.h"
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"

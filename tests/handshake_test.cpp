@@ -1,5 +1,7 @@
 // Handshake: both state machines talk to each other in memory, byte at a time, and every way a
 // peer or a man in the middle can misbehave is refused.
+#include "proto/handshake.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -13,7 +15,6 @@
 #include "crypto/suite.h"
 #include "crypto/util.h"
 #include "proto/error.h"
-#include "proto/handshake.h"
 #include "proto/messages.h"
 #include "proto/record.h"
 #include "tests/test_util.h"
@@ -50,7 +51,8 @@ struct Pair {
   Bytes client_hello, server_hello, client_auth;
   Pair(const crypto::CipherDesc& ci, const crypto::MacDesc& m) {
     c = std::make_unique<ClientHandshake>(client, ci, m);
-    s = std::make_unique<ServerHandshake>(host, [this](const PublicKey& k) { return allow && k == client.pk; });
+    s = std::make_unique<ServerHandshake>(host,
+                                          [this](const PublicKey& k) { return allow && k == client.pk; });
   }
 };
 
@@ -144,26 +146,27 @@ TEST(Handshake, TranscriptAndKeyScheduleMatchSpec) {
   std::string label = "aesxfer-v1 host-sig";
   Bytes msg(label.begin(), label.end());
   msg.insert(msg.end(), th1, th1 + 32);
-  EXPECT_EQ(0, crypto_sign_verify_detached(p.server_hello.data() + p.server_hello.size() - 64, msg.data(), msg.size(),
-                                           p.host.pk.data()));
+  EXPECT_EQ(0, crypto_sign_verify_detached(p.server_hello.data() + p.server_hello.size() - 64, msg.data(),
+                                           msg.size(), p.host.pk.data()));
   // Client signature over "aesxfer-v1 client-sig" || TH2.
   label = "aesxfer-v1 client-sig";
   msg.assign(label.begin(), label.end());
   msg.insert(msg.end(), th2, th2 + 32);
-  EXPECT_EQ(0, crypto_sign_verify_detached(p.client_auth.data() + 5, msg.data(), msg.size(), p.client.pk.data()));
+  EXPECT_EQ(
+      0, crypto_sign_verify_detached(p.client_auth.data() + 5, msg.data(), msg.size(), p.client.pk.data()));
   // Layout of ClientHello.
   EXPECT_EQ(test::to_hex(p.client_hello.data(), 5), "0000007101");
   EXPECT_EQ(std::string(p.client_hello.begin() + 5, p.client_hello.begin() + 13), "AESXFER1");
   EXPECT_EQ(p.client_hello[13], kVersion);  // version
   EXPECT_EQ(p.client_hello[14], cipher("aes128-gcm").wire_id);
   EXPECT_EQ(p.client_hello[15], mac("hmac-sha256").wire_id);
-  EXPECT_EQ(p.client_hello[16], 2);  // checksum xxh128, the default
+  EXPECT_EQ(p.client_hello[16], 2);                                     // checksum xxh128, the default
   EXPECT_EQ(test::to_hex(p.client_hello.data() + 113, 4), "00040000");  // record size 256 KiB
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 49, p.c->keys().client_random.data(), 32));
   EXPECT_EQ(0, std::memcmp(p.client_hello.data() + 81, p.client.pk.data(), 32));
   EXPECT_EQ(test::to_hex(p.server_hello.data(), 5), "000000af02");
   EXPECT_EQ(p.server_hello[13], kVersion);  // version
-  EXPECT_EQ(p.server_hello[14], 0);  // status ok
+  EXPECT_EQ(p.server_hello[14], 0);         // status ok
   EXPECT_EQ(0, std::memcmp(p.server_hello.data() + 79, p.host.pk.data(), 32));
   EXPECT_EQ(test::to_hex(p.server_hello.data() + 111, 4), "00040000");  // agreed record size
   EXPECT_EQ(test::to_hex(p.client_auth.data(), 5), "0000004103");
@@ -396,7 +399,9 @@ TEST(Handshake, WrongVersionAndMagic) {
 
 TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
   Identity host = Identity::generate();
-  auto server = [&] { return std::make_unique<ServerHandshake>(host, [](const PublicKey&) { return true; }); };
+  auto server = [&] {
+    return std::make_unique<ServerHandshake>(host, [](const PublicKey&) { return true; });
+  };
   {
     std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     auto s = server();
@@ -532,7 +537,8 @@ TEST(HandshakeParams, ChecksumAndRecordSizeAgreedAndSigned) {
       ServerPolicy pol;
       pol.max_record_size = 65536;
       ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"), {alg, want});
-      ServerHandshake s(host, [](const PublicKey&) { return true; }, pol);
+      ServerHandshake s(
+          host, [](const PublicKey&) { return true; }, pol);
       Step a = c.start();
       EXPECT_EQ(a.send[16], uint8_t(alg));
       Step b = s.feed(a.send.data(), a.send.size());
@@ -554,7 +560,8 @@ TEST(HandshakeParams, ServerRefusesAChecksumItDoesNotAllowAndSaysWhich) {
   pol.checksums = 1u << uint8_t(crypto::ChecksumAlg::sha256);  // serve --checksums sha256
   ClientHandshake c(me, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"),
                     {crypto::ChecksumAlg::none, uint32_t(kDefaultPayload)});
-  ServerHandshake s(host, [](const PublicKey&) { return true; }, pol);
+  ServerHandshake s(
+      host, [](const PublicKey&) { return true; }, pol);
   Step a = c.start();
   Step b = s.feed(a.send.data(), a.send.size());
   EXPECT_EQ(b.ec, make_error_code(errc::unsupported_checksum));

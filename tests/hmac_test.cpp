@@ -25,7 +25,8 @@ Bytes openssl_hmac(const Bytes& key, const uint8_t* p, size_t n) {
   size_t len = 0;
   static const uint8_t kEmpty = 0;
   const uint8_t* k = key.empty() ? &kEmpty : key.data();
-  EXPECT_NE(EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, k, key.size(), p, n, out.data(), out.size(), &len),
+  EXPECT_NE(EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, k, key.size(), p, n, out.data(),
+                      out.size(), &len),
             nullptr);
   EXPECT_EQ(len, 32u);
   return out;
@@ -97,7 +98,8 @@ TEST(Hmac, KeyOfExactlyOneBlockAndEmptyKey) {
       HmacSha256 h(key.data(), key.size(), impl);
       uint8_t tag[32];
       h.mac(data.data(), data.size(), tag);
-      EXPECT_EQ(to_hex(tag, 32), to_hex(openssl_hmac(key, data.data(), data.size()))) << "key length " << klen;
+      EXPECT_EQ(to_hex(tag, 32), to_hex(openssl_hmac(key, data.data(), data.size())))
+          << "key length " << klen;
     }
   }
 }

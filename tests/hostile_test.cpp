@@ -63,9 +63,9 @@ Bytes cat(Bytes a, const Bytes& b) {
 Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 struct Probe {
-  bool closed = false;   // the server closed (EOF or reset)
-  double secs = 0;       // from the last byte sent to the close
-  size_t received = 0;   // bytes the server sent before closing (a refusal ServerHello, say)
+  bool closed = false;  // the server closed (EOF or reset)
+  double secs = 0;      // from the last byte sent to the close
+  size_t received = 0;  // bytes the server sent before closing (a refusal ServerHello, say)
 };
 
 // Connects, sends `data` (all of it, or as much as the server takes), optionally half-closes, then
@@ -336,8 +336,8 @@ TEST(HostileNames, NulAndNewlineInPathOrNameAreRefused) {
   fs::create_directories(root.path() / "dir");
   server::Root r(root.path());
   server::Refusal why;
-  const std::vector<std::string> bad = {std::string("a\0b", 3), std::string("\0", 1), std::string("dir/\0/x", 7),
-                                        "a\nb", "a\rb", ""};
+  const std::vector<std::string> bad = {
+      std::string("a\0b", 3), std::string("\0", 1), std::string("dir/\0/x", 7), "a\nb", "a\rb", ""};
   for (const auto& p : bad) {
     EXPECT_FALSE(r.put_target(p, "name", why)) << "path " << testing::PrintToString(p) << " accepted";
     EXPECT_EQ(why.status, proto::Status::bad_path);

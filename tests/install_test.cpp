@@ -27,19 +27,21 @@ TEST(Install, CmakeInstallPutsEveryFileInPlace) {
   auto r = run_process({cmake, "--install", AESXFER_BUILD_DIR, "--prefix", prefix.path().string()}, {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (const char* f : {"bin/aesxfer", "share/man/man1/aesxfer.1.gz", "share/doc/aesxfer/PROTOCOL.md",
-                        "share/doc/aesxfer/aesxfer.service", "share/doc/aesxfer/README.md", "share/doc/aesxfer/copyright",
-                        "share/doc/aesxfer/changelog.gz", "lib/systemd/system/aesxfer.service",
-                        "share/bash-completion/completions/aesxfer"})
+                        "share/doc/aesxfer/aesxfer.service", "share/doc/aesxfer/README.md",
+                        "share/doc/aesxfer/copyright", "share/doc/aesxfer/changelog.gz",
+                        "lib/systemd/system/aesxfer.service", "share/bash-completion/completions/aesxfer"})
     EXPECT_TRUE(fs::is_regular_file(prefix.path() / f)) << f;
   auto v = run_process({(prefix.path() / "bin/aesxfer").string(), "--version"}, {}, 10);
   EXPECT_EQ(v.exit_code, 0) << v.describe();
   EXPECT_NE(v.out.find("aesxfer"), std::string::npos) << v.out;
   // The man page documents every subcommand and the issue 7 options.
   std::string man = read_text_file(fs::path(AESXFER_SOURCE_DIR) / "docs/aesxfer.1");
-  auto z = run_process({"/bin/gzip", "-dc", (prefix.path() / "share/man/man1/aesxfer.1.gz").string()}, {}, 10);
+  auto z =
+      run_process({"/bin/gzip", "-dc", (prefix.path() / "share/man/man1/aesxfer.1.gz").string()}, {}, 10);
   EXPECT_EQ(z.out, man) << "the installed man page is not docs/aesxfer.1";
-  for (const char* word : {"send", "recv", "serve", "keygen", "speed", "bench", "\\-\\-resume", "\\-\\-json\\-progress",
-                           "\\-\\-recursive", "\\-\\-preserve", "\\-\\-limit", "umask"})
+  for (const char* word :
+       {"send", "recv", "serve", "keygen", "speed", "bench", "\\-\\-resume", "\\-\\-json\\-progress",
+        "\\-\\-recursive", "\\-\\-preserve", "\\-\\-limit", "umask"})
     EXPECT_NE(man.find(word), std::string::npos) << word;
   std::string unit = read_text_file(prefix.path() / "lib/systemd/system/aesxfer.service");
   for (const char* key : {"ProtectSystem=strict", "StateDirectory=aesxfer aesxfer/files", "DynamicUser=yes",
@@ -52,8 +54,8 @@ TEST(Install, CpackBuildsADebianPackage) {
   ASSERT_FALSE(cpack.empty()) << "cpack not found (it comes with cmake)";
   ASSERT_FALSE(dpkg_deb.empty()) << "dpkg-deb not found (Debian's dpkg)";
   TempDir out("aesxfer-cpack");
-  auto r = run_process({cpack, "-G", "DEB", "--config", std::string(AESXFER_BUILD_DIR) + "/CPackConfig.cmake", "-B",
-                        out.path().string()},
+  auto r = run_process({cpack, "-G", "DEB", "--config", std::string(AESXFER_BUILD_DIR) + "/CPackConfig.cmake",
+                        "-B", out.path().string()},
                        {}, 300);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   fs::path deb;
@@ -62,15 +64,18 @@ TEST(Install, CpackBuildsADebianPackage) {
   ASSERT_FALSE(deb.empty()) << r.describe();
   auto c = run_process({dpkg_deb, "-c", deb.string()}, {}, 30);
   ASSERT_EQ(c.exit_code, 0) << c.describe();
-  for (const char* f : {"./usr/bin/aesxfer", "./usr/share/man/man1/aesxfer.1.gz", "./usr/share/doc/aesxfer/copyright",
-                        "./usr/lib/systemd/system/aesxfer.service", "./usr/share/bash-completion/completions/aesxfer"})
+  for (const char* f :
+       {"./usr/bin/aesxfer", "./usr/share/man/man1/aesxfer.1.gz", "./usr/share/doc/aesxfer/copyright",
+        "./usr/lib/systemd/system/aesxfer.service", "./usr/share/bash-completion/completions/aesxfer"})
     EXPECT_NE(c.out.find(f), std::string::npos) << f << "\n" << c.out;
-  auto i = run_process({dpkg_deb, "-f", deb.string(), "Package", "Depends", "Maintainer", "Description"}, {}, 30);
+  auto i =
+      run_process({dpkg_deb, "-f", deb.string(), "Package", "Depends", "Maintainer", "Description"}, {}, 30);
   ASSERT_EQ(i.exit_code, 0) << i.describe();
   EXPECT_NE(i.out.find("Package: aesxfer"), std::string::npos) << i.out;
   EXPECT_NE(i.out.find("libsodium23 (>="), std::string::npos) << "Depends not from dpkg-shlibdeps: " << i.out;
   EXPECT_NE(i.out.find("Maintainer: "), std::string::npos) << i.out;
-  EXPECT_NE(i.out.find("\n aesxfer moves large files"), std::string::npos) << "no extended description: " << i.out;
+  EXPECT_NE(i.out.find("\n aesxfer moves large files"), std::string::npos)
+      << "no extended description: " << i.out;
   // lintian: no errors. Warnings are printed for the record (README lists the ones that remain).
   std::string lintian = which("lintian");
   ASSERT_FALSE(lintian.empty()) << "lintian not found (scripts/setup-debian.sh installs it)";
@@ -108,12 +113,13 @@ TEST(Install, BashCompletionCoversEveryOption) {
       EXPECT_TRUE(std::regex_search(text, std::regex("[ \"]" + it->str() + "[ \"|)]")))
           << sub << " " << it->str() << " missing in " << comp;
   }
-  auto r = run_process({"/bin/bash", "-c",
-                        "source '" + comp.string() +
-                            "'; COMP_WORDS=(aesxfer send -c aes); COMP_CWORD=3; _aesxfer; echo \"${COMPREPLY[*]}\"; "
-                            "COMP_WORDS=(aesxfer se); COMP_CWORD=1; _aesxfer; echo \"${COMPREPLY[*]}\"; "
-                            "COMP_WORDS=(aesxfer send --checksum x); COMP_CWORD=3; _aesxfer; echo \"${COMPREPLY[*]}\""},
-                       {}, 10);
+  auto r = run_process(
+      {"/bin/bash", "-c",
+       "source '" + comp.string() +
+           "'; COMP_WORDS=(aesxfer send -c aes); COMP_CWORD=3; _aesxfer; echo \"${COMPREPLY[*]}\"; "
+           "COMP_WORDS=(aesxfer se); COMP_CWORD=1; _aesxfer; echo \"${COMPREPLY[*]}\"; "
+           "COMP_WORDS=(aesxfer send --checksum x); COMP_CWORD=3; _aesxfer; echo \"${COMPREPLY[*]}\""},
+      {}, 10);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out, "aes128-gcm aes128-ctr aes128-cbc\nsend serve\nxxh128\n") << r.describe();
 }

@@ -1,12 +1,13 @@
 // recv -r and recv --resume on the wire (docs/PROTOCOL.md, "Listing" and "Resumed get"): listing
 // pages byte by byte, their strict decoder, the list op and the digest a get with the resume
 // flag carries.
+#include "proto/listing.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "proto/listing.h"
 #include "proto/messages.h"
 #include "tests/test_util.h"
 
@@ -37,14 +38,24 @@ ListPage sample_page() {
   return p;
 }
 
-std::string hex_of(const std::string& s) { return test::to_hex(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
+std::string hex_of(const std::string& s) {
+  return test::to_hex(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
 
 TEST(Listing, ExactLayout) {
   ListPage p;
   p.last = false;
   p.entries.push_back({EntryType::file, "d/f", 300001, 0640, 1700000000});
-  EXPECT_EQ(test::to_hex(enc_page(p)), "06" "00" "0001"
-                                       "01" "0003" + hex_of("d/f") + "00000000000493e1" "000001a0" "000000006553f100");
+  EXPECT_EQ(test::to_hex(enc_page(p)),
+            "06"
+            "00"
+            "0001"
+            "01"
+            "0003" +
+                hex_of("d/f") +
+                "00000000000493e1"
+                "000001a0"
+                "000000006553f100");
   ListPage empty;
   empty.last = true;
   EXPECT_EQ(test::to_hex(enc_page(empty)), "06010000");
@@ -69,7 +80,8 @@ TEST(Listing, RoundTrip) {
 
 TEST(Listing, EveryTruncationAndTrailingByteIsRejected) {
   Bytes b = enc_page(sample_page());
-  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode_list_page(std::span<const uint8_t>(b.data(), n))) << n;
+  for (size_t n = 0; n < b.size(); ++n)
+    EXPECT_FALSE(decode_list_page(std::span<const uint8_t>(b.data(), n))) << n;
   b.push_back(0);
   EXPECT_FALSE(decode_list_page(b));
 }
@@ -81,12 +93,12 @@ TEST(Listing, BadFieldsAreRejected) {
     b[at] = v;
     return !decode_list_page(b);
   };
-  EXPECT_TRUE(bad(0, 5));     // not a page
-  EXPECT_TRUE(bad(1, 2));     // unknown flag
+  EXPECT_TRUE(bad(0, 5));  // not a page
+  EXPECT_TRUE(bad(1, 2));  // unknown flag
   EXPECT_TRUE(bad(1, 0x81));
-  EXPECT_TRUE(bad(3, 5));     // count beyond the entries present
-  EXPECT_TRUE(bad(4, 0));     // entry type 0
-  EXPECT_TRUE(bad(4, 5));     // entry type 5
+  EXPECT_TRUE(bad(3, 5));  // count beyond the entries present
+  EXPECT_TRUE(bad(4, 0));  // entry type 0
+  EXPECT_TRUE(bad(4, 5));  // entry type 5
   // A count the payload cannot possibly hold is refused before anything is reserved.
   EXPECT_FALSE(decode_list_page(Bytes{6, 1, 0xff, 0xff}));
   // A page over kMaxListPage.
@@ -94,13 +106,16 @@ TEST(Listing, BadFieldsAreRejected) {
   big.resize(kMaxListPage + 1);
   EXPECT_FALSE(decode_list_page(big));
   // Paths a receiver must never create.
-  for (const std::string& path : std::vector<std::string>{"", "/etc/passwd", "..", "a/../b", "a/./b", ".", "a//b", "a/", "./a", std::string("a\0b", 3),
-                           std::string("a\nb"), std::string("a\rb")}) {
+  for (const std::string& path :
+       std::vector<std::string>{"", "/etc/passwd", "..", "a/../b", "a/./b", ".", "a//b", "a/", "./a",
+                                std::string("a\0b", 3), std::string("a\nb"), std::string("a\rb")}) {
     ListPage p;
     p.entries.push_back({EntryType::file, path, 1, 0644, 0});
-    EXPECT_FALSE(decode_list_page(enc_page(p))) << test::to_hex(reinterpret_cast<const uint8_t*>(path.data()), path.size());
+    EXPECT_FALSE(decode_list_page(enc_page(p)))
+        << test::to_hex(reinterpret_cast<const uint8_t*>(path.data()), path.size());
   }
-  for (const std::string& path : std::vector<std::string>{"a", "a/b", ".hidden", "..a", "a..", "a/.b/c", std::string(kMaxPath, 'x')}) {
+  for (const std::string& path :
+       std::vector<std::string>{"a", "a/b", ".hidden", "..a", "a..", "a/.b/c", std::string(kMaxPath, 'x')}) {
     ListPage p;
     p.entries.push_back({EntryType::file, path, 1, 0644, 0});
     EXPECT_TRUE(decode_list_page(enc_page(p))) << path;
@@ -128,7 +143,8 @@ TEST(Listing, PagesOfLongPathsFitTheBound) {
   // The server fills a page while list_entry_size() keeps it within kMaxListPage: at least three
   // entries of the longest path fit one page.
   ListPage p;
-  for (int i = 0; i < 3; ++i) p.entries.push_back({EntryType::file, std::string(kMaxPath, char('a' + i)), 1, 0644, 0});
+  for (int i = 0; i < 3; ++i)
+    p.entries.push_back({EntryType::file, std::string(kMaxPath, char('a' + i)), 1, 0644, 0});
   Bytes b = enc_page(p);
   EXPECT_LE(b.size(), kMaxListPage);
   EXPECT_TRUE(decode_list_page(b));
@@ -160,8 +176,19 @@ TEST(ResumedGet, RequestCarriesTheDigest) {
   q.flags = kFlagResume;
   q.digest = std::string(kPrefixMacLen, '\x11');
   Bytes b = enc(q);
-  EXPECT_EQ(test::to_hex(b), "02" "02" "0001" "66" "0000000000000000" "000001a4" "0000000000000000"
-                             "00000000000003e8" "0000" "02" "20" + std::string(64, '1'));
+  EXPECT_EQ(test::to_hex(b),
+            "02"
+            "02"
+            "0001"
+            "66"
+            "0000000000000000"
+            "000001a4"
+            "0000000000000000"
+            "00000000000003e8"
+            "0000"
+            "02"
+            "20" +
+                std::string(64, '1'));
   auto d = decode(b);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->digest, q.digest);

@@ -62,13 +62,14 @@ long proc_status(pid_t pid, const std::string& field) {
 // Samples the server's thread count every 20 ms while alive.
 class ThreadSampler {
  public:
-  explicit ThreadSampler(pid_t pid) : pid_(pid), t_([this] {
-    while (!stop_) {
-      long n = proc_status(pid_, "Threads");
-      if (n > max_) max_ = n;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }) {}
+  explicit ThreadSampler(pid_t pid)
+      : pid_(pid), t_([this] {
+          while (!stop_) {
+            long n = proc_status(pid_, "Threads");
+            if (n > max_) max_ = n;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }) {}
   ~ThreadSampler() { finish(); }
   long finish() {
     stop_ = true;
@@ -88,12 +89,8 @@ struct CipherChoice {
 };
 
 const std::vector<CipherChoice> kCiphers = {
-    {{"-c", "aes128-gcm"}},
-    {{"-c", "aes128-ctr"}},
-    {{"-c", "aes128-cbc"}},
-    {{"-c", "blowfish-cbc"}},
-    {{"-c", "arcfour"}},
-    {{"-c", "aes128-cbc", "-m", "none"}},
+    {{"-c", "aes128-gcm"}},   {{"-c", "aes128-ctr"}}, {{"-c", "aes128-cbc"}},
+    {{"-c", "blowfish-cbc"}}, {{"-c", "arcfour"}},    {{"-c", "aes128-cbc", "-m", "none"}},
     {{"-c", "none"}},
 };
 
@@ -150,13 +147,16 @@ TEST(Load, ThirtyTwoClientsMixedCiphersNothingLost) {
       for (const auto& f : files[c]) {
         fs::path there = ws.root / dir / f.local.filename();
         std::string got = fs::exists(there) ? sha256_file(there) : "missing";
-        if (got != f.sha) fail(there.string() + ": SHA-256 " + got + " expected " + f.sha);
-        else ++puts_ok;
+        if (got != f.sha)
+          fail(there.string() + ": SHA-256 " + got + " expected " + f.sha);
+        else
+          ++puts_ok;
       }
       // Get every file back, one connection each.
       for (const auto& f : files[c]) {
         fs::path back = ws.local / ("back" + std::to_string(c)) / f.local.filename();
-        std::vector<std::string> g{"recv", "127.0.0.1:" + dir + "/" + f.local.filename().string(), back.string()};
+        std::vector<std::string> g{"recv", "127.0.0.1:" + dir + "/" + f.local.filename().string(),
+                                   back.string()};
         g.insert(g.end(), cipher.begin(), cipher.end());
         g.insert(g.end(), {"-P", std::to_string(server.port()), "--timeout", "60", "-q"});
         ProcResult rr = run_aesxfer(g, ws.home, 240);
@@ -165,8 +165,10 @@ TEST(Load, ThirtyTwoClientsMixedCiphersNothingLost) {
           continue;
         }
         std::string got = fs::exists(back) ? sha256_file(back) : "missing";
-        if (got != f.sha) fail(back.string() + ": SHA-256 " + got + " expected " + f.sha);
-        else ++gets_ok;
+        if (got != f.sha)
+          fail(back.string() + ": SHA-256 " + got + " expected " + f.sha);
+        else
+          ++gets_ok;
       }
     });
   }
@@ -176,10 +178,11 @@ TEST(Load, ThirtyTwoClientsMixedCiphersNothingLost) {
   long hwm_kb = proc_status(server.pid(), "VmHWM");
   ASSERT_GT(hwm_kb, 0) << "cannot read VmHWM of the server";
 
-  std::printf("[load] %d clients, %d puts + %d gets verified (%.1f MiB each way) in %.1f s; server peak RSS "
-              "(VmHWM) %.1f MiB (bound %ld MiB), peak threads %ld\n",
-              kClients, puts_ok.load(), gets_ok.load(), double(total_bytes) / (1 << 20), secs, hwm_kb / 1024.0,
-              kMaxRssKb / 1024, max_threads);
+  std::printf(
+      "[load] %d clients, %d puts + %d gets verified (%.1f MiB each way) in %.1f s; server peak RSS "
+      "(VmHWM) %.1f MiB (bound %ld MiB), peak threads %ld\n",
+      kClients, puts_ok.load(), gets_ok.load(), double(total_bytes) / (1 << 20), secs, hwm_kb / 1024.0,
+      kMaxRssKb / 1024, max_threads);
   for (const auto& f : failures) ADD_FAILURE() << f;
   EXPECT_EQ(puts_ok.load(), kClients * kFiles);
   EXPECT_EQ(gets_ok.load(), kClients * kFiles);
@@ -217,8 +220,9 @@ bool wait_threads(pid_t pid, long want) {
 TEST(Load, MaxSessionsCountedAtAcceptAndThreadsBounded) {
   constexpr int kMax = 4;
   Workspace ws;
-  ServerProcess server(ws.home, ws.root,
-                       {"--max-sessions", std::to_string(kMax), "--handshake-timeout", "60", "--timeout", "60"});
+  ServerProcess server(
+      ws.home, ws.root,
+      {"--max-sessions", std::to_string(kMax), "--handshake-timeout", "60", "--timeout", "60"});
   write_random_file(ws.local / "f.bin", 100000, 9);
   auto put = [&](const std::string& name) {
     return run_aesxfer({"send", (ws.local / "f.bin").string(), "127.0.0.1:" + name, "-P",

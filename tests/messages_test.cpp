@@ -1,10 +1,11 @@
 // Control messages: byte-exact layout, round trips, and every malformed input refused.
+#include "proto/messages.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "proto/messages.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::proto {
@@ -64,14 +65,16 @@ bool equal(const Message& a, const Message& b) {
   if (a.type != b.type) return false;
   switch (a.type) {
     case MsgType::welcome:
-    case MsgType::result: return a.status == b.status && a.text == b.text;
+    case MsgType::result:
+      return a.status == b.status && a.text == b.text;
     case MsgType::request:
       return a.op == b.op && a.path == b.path && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime &&
              a.offset == b.offset && a.text == b.text && a.flags == b.flags;
     case MsgType::response:
-      return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime && a.text == b.text &&
-             a.digest == b.digest;
-    case MsgType::bye: return true;
+      return a.status == b.status && a.size == b.size && a.mode == b.mode && a.mtime == b.mtime &&
+             a.text == b.text && a.digest == b.digest;
+    case MsgType::bye:
+      return true;
   }
   return false;
 }
@@ -87,16 +90,42 @@ TEST(Messages, RoundTrip) {
 
 TEST(Messages, ExactLayout) {
   auto s = samples();
-  EXPECT_EQ(test::to_hex(enc(s[0])), "01" "00" "0012" + test::to_hex(enc(s[0]).data() + 4, 18));
+  EXPECT_EQ(test::to_hex(enc(s[0])),
+            "01"
+            "00"
+            "0012" +
+                test::to_hex(enc(s[0]).data() + 4, 18));
   EXPECT_EQ(test::to_hex(enc(s[1])),
-            "02" "02" "0015" + test::to_hex(reinterpret_cast<const uint8_t*>(s[1].path.data()), 21) +
-                "0102030405060708" "000001a0" "ffffffffffffcfc7" "0000000000001000" "000d" +
+            "02"
+            "02"
+            "0015" +
+                test::to_hex(reinterpret_cast<const uint8_t*>(s[1].path.data()), 21) +
+                "0102030405060708"
+                "000001a0"
+                "ffffffffffffcfc7"
+                "0000000000001000"
+                "000d" +
                 test::to_hex(reinterpret_cast<const uint8_t*>(s[1].text.data()), 13) + "01");
-  EXPECT_EQ(test::to_hex(enc(s[2])), "03" "02" "0000010000000000" "000001ed" "000000006553f100" "000c" +
-                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12) + "00");
-  EXPECT_EQ(test::to_hex(enc(s[3])), "03" "00" "00000000000004d2" "000001a4" "0000000000000000" "0000" "20" +
-                                         test::to_hex(reinterpret_cast<const uint8_t*>(s[3].digest.data()), 32));
-  EXPECT_EQ(test::to_hex(enc(s[4])), "0407" "0000");
+  EXPECT_EQ(test::to_hex(enc(s[2])),
+            "03"
+            "02"
+            "0000010000000000"
+            "000001ed"
+            "000000006553f100"
+            "000c" +
+                test::to_hex(reinterpret_cast<const uint8_t*>(s[2].text.data()), 12) + "00");
+  EXPECT_EQ(test::to_hex(enc(s[3])),
+            "03"
+            "00"
+            "00000000000004d2"
+            "000001a4"
+            "0000000000000000"
+            "0000"
+            "20" +
+                test::to_hex(reinterpret_cast<const uint8_t*>(s[3].digest.data()), 32));
+  EXPECT_EQ(test::to_hex(enc(s[4])),
+            "0407"
+            "0000");
   EXPECT_EQ(test::to_hex(enc(s[5])), "05");
 }
 

@@ -28,8 +28,12 @@ class GenericModes final : public BlockCipher {
   explicit GenericModes(std::unique_ptr<BlockCipher> c) : c_(std::move(c)) {}
   size_t block_size() const noexcept override { return c_->block_size(); }
   const char* impl() const noexcept override { return c_->impl(); }
-  void encrypt_blocks(const uint8_t* in, uint8_t* out, size_t n) const noexcept override { c_->encrypt_blocks(in, out, n); }
-  void decrypt_blocks(const uint8_t* in, uint8_t* out, size_t n) const noexcept override { c_->decrypt_blocks(in, out, n); }
+  void encrypt_blocks(const uint8_t* in, uint8_t* out, size_t n) const noexcept override {
+    c_->encrypt_blocks(in, out, n);
+  }
+  void decrypt_blocks(const uint8_t* in, uint8_t* out, size_t n) const noexcept override {
+    c_->decrypt_blocks(in, out, n);
+  }
 
  private:
   std::unique_ptr<BlockCipher> c_;
@@ -99,7 +103,8 @@ TEST(CbcKat, Sp80038aOnEveryImplementation) {
       // In place, block by block (chained).
       Bytes buf = pt;
       iv = iv0;
-      for (size_t b = 0; b < buf.size() / 16; ++b) c->cbc_encrypt(iv.data(), buf.data() + 16 * b, buf.data() + 16 * b, 1);
+      for (size_t b = 0; b < buf.size() / 16; ++b)
+        c->cbc_encrypt(iv.data(), buf.data() + 16 * b, buf.data() + 16 * b, 1);
       EXPECT_EQ(to_hex(ct), to_hex(buf));
       iv = iv0;
       c->cbc_decrypt(iv.data(), buf.data(), buf.data(), buf.size() / 16);
@@ -114,7 +119,8 @@ TEST(CtrKat, Sp80038aOnEveryImplementation) {
   for (auto& v : variants()) {
     for (auto& r : recs) {
       SCOPED_TRACE(v.name + " line " + r["line"]);
-      Bytes key = hex(r["key"]), ctr0 = hex(r["counter"]), pt = hex(r["plaintext"]), ct = hex(r["ciphertext"]);
+      Bytes key = hex(r["key"]), ctr0 = hex(r["counter"]), pt = hex(r["plaintext"]),
+            ct = hex(r["ciphertext"]);
       auto c = v.make(key.data(), v.impl);
       Bytes ctr = ctr0, out(pt.size());
       c->ctr_xor(ctr.data(), pt.data(), out.data(), pt.size());
@@ -241,10 +247,19 @@ TEST(CtrDiff, MatchesOpenSslMisalignedAndInPlace) {
       Bytes key = random_bytes(rng, 16), ctr0 = random_bytes(rng, 16);
       // Counters close to a 32-, 64- or 128-bit wrap now and then.
       switch (rng() % 6) {
-        case 0: std::memset(ctr0.data() + 12, 0xFF, 4); break;
-        case 1: std::memset(ctr0.data() + 8, 0xFF, 8); ctr0[15] = uint8_t(0xF0 | ctr0[15]); break;
-        case 2: std::memset(ctr0.data(), 0xFF, 16); ctr0[15] = uint8_t(0xF8 | ctr0[15]); break;
-        default: break;
+        case 0:
+          std::memset(ctr0.data() + 12, 0xFF, 4);
+          break;
+        case 1:
+          std::memset(ctr0.data() + 8, 0xFF, 8);
+          ctr0[15] = uint8_t(0xF0 | ctr0[15]);
+          break;
+        case 2:
+          std::memset(ctr0.data(), 0xFF, 16);
+          ctr0[15] = uint8_t(0xF8 | ctr0[15]);
+          break;
+        default:
+          break;
       }
       const size_t len = rng() % 700;
       Bytes pt = random_bytes(rng, len);

@@ -42,13 +42,15 @@ using Clock = std::chrono::steady_clock;
 
 const char* kIp = "/usr/sbin/ip";
 
-ProcResult sh(const std::string& cmd, double timeout = 60) { return run_process({"/bin/sh", "-c", cmd}, {}, timeout); }
+ProcResult sh(const std::string& cmd, double timeout = 60) {
+  return run_process({"/bin/sh", "-c", cmd}, {}, timeout);
+}
 
 // A process started inside a namespace (setns before exec: the PID is the program's own).
 class NsProcess {
  public:
-  NsProcess(const std::string& ns, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const fs::path& log) {
+  NsProcess(const std::string& ns, const std::vector<std::string>& argv,
+            const std::map<std::string, std::string>& env, const fs::path& log) {
     std::vector<std::string> envs;
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;
@@ -129,7 +131,8 @@ class TunDelay {
     while (!stop_) {
       int timeout = 5;
       if (!q.empty()) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(q.front().due - Clock::now()).count();
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(q.front().due - Clock::now()).count();
         timeout = int(std::max<int64_t>(0, std::min<int64_t>(left, 5)));
       }
       pollfd p{from, POLLIN, 0};
@@ -252,26 +255,28 @@ class Netns : public testing::Test {
     created = true;
     ASSERT_EQ(run_process({kIp, "netns", "add", ns_c}, {}).exit_code, 0);
     std::string q = "ip netns exec ";
-    for (const std::string& c : {
-             "ip link add " + veth_s + " netns " + ns_s + " type veth peer name " + veth_c + " netns " + ns_c,
-             "ip -n " + ns_s + " addr add 10.77.0.1/30 dev " + veth_s,
-             "ip -n " + ns_c + " addr add 10.77.0.2/30 dev " + veth_c,
-             "ip -n " + ns_s + " -6 addr add fd77::1/64 dev " + veth_s + " nodad",
-             "ip -n " + ns_c + " -6 addr add fd77::2/64 dev " + veth_c + " nodad",
-             "ip -n " + ns_s + " link set lo up", "ip -n " + ns_c + " link set lo up",
-             "ip -n " + ns_s + " link set " + veth_s + " up", "ip -n " + ns_c + " link set " + veth_c + " up",
-             q + ns_s + " tc qdisc add dev " + veth_s + " root tbf rate 1gbit burst 256kb latency 50ms",
-             q + ns_c + " tc qdisc add dev " + veth_c + " root tbf rate 1gbit burst 256kb latency 50ms"}) {
+    for (const std::string& c :
+         {"ip link add " + veth_s + " netns " + ns_s + " type veth peer name " + veth_c + " netns " + ns_c,
+          "ip -n " + ns_s + " addr add 10.77.0.1/30 dev " + veth_s,
+          "ip -n " + ns_c + " addr add 10.77.0.2/30 dev " + veth_c,
+          "ip -n " + ns_s + " -6 addr add fd77::1/64 dev " + veth_s + " nodad",
+          "ip -n " + ns_c + " -6 addr add fd77::2/64 dev " + veth_c + " nodad",
+          "ip -n " + ns_s + " link set lo up", "ip -n " + ns_c + " link set lo up",
+          "ip -n " + ns_s + " link set " + veth_s + " up", "ip -n " + ns_c + " link set " + veth_c + " up",
+          q + ns_s + " tc qdisc add dev " + veth_s + " root tbf rate 1gbit burst 256kb latency 50ms",
+          q + ns_c + " tc qdisc add dev " + veth_c + " root tbf rate 1gbit burst 256kb latency 50ms"}) {
       auto res = sh(c);
       ASSERT_EQ(res.exit_code, 0) << c << "\n" << res.describe();
     }
     // The server listens on every address of its namespace (IPv6 and IPv4).
     fs::path pf = ws.tmp / "port";
     server = std::make_unique<NsProcess>(
-        ns_s, std::vector<std::string>{AESXFER_BINARY, "serve", "-P", "0", "--root", ws.root.string(), "--port-file",
-                                       pf.string(), "-q", "--timeout", "60"},
+        ns_s,
+        std::vector<std::string>{AESXFER_BINARY, "serve", "-P", "0", "--root", ws.root.string(),
+                                 "--port-file", pf.string(), "-q", "--timeout", "60"},
         std::map<std::string, std::string>{{"AESXFER_HOME", ws.home.string()}}, ws.tmp / "server.log");
-    for (int i = 0; i < 1000 && !fs::exists(pf); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 1000 && !fs::exists(pf); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_TRUE(fs::exists(pf)) << read_text_file(ws.tmp / "server.log");
     port = uint16_t(std::stoi(read_text_file(pf)));
   }
@@ -424,8 +429,8 @@ class Netns : public testing::Test {
     fs::create_directories(tar_down);
     *down = timed(
         [&] {
-          return sh(in_ns + "sh -c \"" + ssh + " 'tar -C " + (ws.root / "up").string() + " -cf - tree' | tar -C " +
-                        tar_down.string() + " -xf -\"",
+          return sh(in_ns + "sh -c \"" + ssh + " 'tar -C " + (ws.root / "up").string() +
+                        " -cf - tree' | tar -C " + tar_down.string() + " -xf -\"",
                     300);
         },
         &r);
@@ -461,8 +466,9 @@ TEST_F(Netns, Ipv4AndIpv6OverTheRateLimitedVeth) {
     auto r3 = client({"recv", host + ":/dev/zero", "/dev/null", "--size", std::to_string(256 << 20)});
     ASSERT_EQ(r3.exit_code, 0) << r3.describe();
     double down = json_mbps(r3.out);
-    std::printf("[ netns   ] %-11s 1 Gbit/s tbf, no added delay: send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
-                host.c_str(), up, 100 * up / kLinkMBps, down, 100 * down / kLinkMBps);
+    std::printf(
+        "[ netns   ] %-11s 1 Gbit/s tbf, no added delay: send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
+        host.c_str(), up, 100 * up / kLinkMBps, down, 100 * down / kLinkMBps);
     EXPECT_GT(up, 0.5 * kLinkMBps);
     EXPECT_LT(up, 1.1 * kLinkMBps) << "faster than the tbf rate: is the limit in place?";
     EXPECT_GT(down, 0.5 * kLinkMBps);
@@ -492,9 +498,10 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   ASSERT_EQ(r3.exit_code, 0) << r3.describe();
   double down = json_mbps(r3.out);
   std::string down_streams = json_field(r3.out, "streams");
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, defaults: aesxfer send %.1f MB/s (%.0f%% of the link, %s streams), "
-              "recv %.1f MB/s (%.0f%%, %s streams)\n",
-              up, 100 * up / kLinkMBps, up_streams.c_str(), down, 100 * down / kLinkMBps, down_streams.c_str());
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, defaults: aesxfer send %.1f MB/s (%.0f%% of the link, %s streams), "
+      "recv %.1f MB/s (%.0f%%, %s streams)\n",
+      up, 100 * up / kLinkMBps, up_streams.c_str(), down, 100 * down / kLinkMBps, down_streams.c_str());
   RecordProperty("rtt50_send_mb_per_s", std::to_string(up));
   RecordProperty("rtt50_recv_mb_per_s", std::to_string(down));
   EXPECT_GE(std::stoi(up_streams), 2) << "auto should open more than one stream at 50 ms";
@@ -507,11 +514,14 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   auto r1 = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
   ASSERT_EQ(r1.exit_code, 0) << r1.describe();
   double up1 = json_mbps(r1.out);
-  auto r13 = client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size), "--streams", "1"});
+  auto r13 =
+      client({"recv", "10.77.0.5:/dev/zero", "/dev/null", "--size", std::to_string(size), "--streams", "1"});
   ASSERT_EQ(r13.exit_code, 0) << r13.describe();
   double down1 = json_mbps(r13.out);
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, --streams 1: aesxfer send %.1f MB/s (%.0f%%), recv %.1f MB/s (%.0f%%)\n",
-              up1, 100 * up1 / kLinkMBps, down1, 100 * down1 / kLinkMBps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, --streams 1: aesxfer send %.1f MB/s (%.0f%%), recv %.1f MB/s "
+      "(%.0f%%)\n",
+      up1, 100 * up1 / kLinkMBps, down1, 100 * down1 / kLinkMBps);
   RecordProperty("rtt50_send_1stream_mb_per_s", std::to_string(up1));
   EXPECT_EQ(json_field(r1.out, "streams"), "1");
 
@@ -533,8 +543,9 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   auto rb = client({"send", f.string(), "10.77.0.5:/dev/null", "--streams", "1"});
   ASSERT_EQ(rb.exit_code, 0) << rb.describe();
   double big = json_mbps(rb.out);
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s, client tcp_wmem max 16 MiB: aesxfer send %.1f MB/s (%.0f%%)\n", big,
-              100 * big / kLinkMBps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s, client tcp_wmem max 16 MiB: aesxfer send %.1f MB/s (%.0f%%)\n", big,
+      100 * big / kLinkMBps);
   RecordProperty("rtt50_send_wmem16m_mb_per_s", std::to_string(big));
   EXPECT_GT(big, 10.0);
   sh(q + ns_c + " sysctl -q -w net.ipv4.tcp_wmem='4096 16384 4194304'");
@@ -552,8 +563,9 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_EQ(s.exit_code, 0) << scp << "\n" << s.describe() << read_text_file(ws.tmp / "ssh" / "sshd.log");
   double scp_mbps = double(size) / secs / 1e6;
-  std::printf("[ netns   ] 50 ms RTT, 1 Gbit/s: scp -c aes128-gcm@openssh.com %.1f MB/s (%.0f%%), aesxfer/scp %.2f\n",
-              scp_mbps, 100 * scp_mbps / kLinkMBps, up / scp_mbps);
+  std::printf(
+      "[ netns   ] 50 ms RTT, 1 Gbit/s: scp -c aes128-gcm@openssh.com %.1f MB/s (%.0f%%), aesxfer/scp %.2f\n",
+      scp_mbps, 100 * scp_mbps / kLinkMBps, up / scp_mbps);
   RecordProperty("rtt50_scp_mb_per_s", std::to_string(scp_mbps));
   EXPECT_GT(scp_mbps, 1.0);
   sshd.stop();
@@ -634,19 +646,25 @@ TEST_F(Netns, ManySmallFilesLoopback) {
   fs::path src = small_tree(20, 100);
   ProcResult r;
   fs::create_directories(ws.root / "up");
-  double t_send =
-      timed([&] { return client({"send", "-r", src.string(), "127.0.0.1:up", "-q"}, 300, ns_s); }, &r);
+  double t_send = timed(
+      [&] {
+        return client({"send", "-r", src.string(), "127.0.0.1:up", "-q"}, 300, ns_s);
+      },
+      &r);
   ASSERT_EQ(r.exit_code, 0) << r.describe() << read_text_file(ws.tmp / "server.log");
   EXPECT_EQ(check(ws.root / "up" / "tree"), 0u);
   fs::path down = ws.local / "down";
-  double t_recv =
-      timed([&] { return client({"recv", "-r", "127.0.0.1:up/tree", down.string(), "-q"}, 300, ns_s); }, &r);
+  double t_recv = timed(
+      [&] {
+        return client({"recv", "-r", "127.0.0.1:up/tree", down.string(), "-q"}, 300, ns_s);
+      },
+      &r);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(check(down), 0u);
   auto sshd = start_sshd("127.0.0.1");
   if (!sshd) {
-    std::printf("[ netns   ] 2000 x 4 KiB on loopback: aesxfer send -r %.2f s, recv -r %.2f s (no sshd)\n", t_send,
-                t_recv);
+    std::printf("[ netns   ] 2000 x 4 KiB on loopback: aesxfer send -r %.2f s, recv -r %.2f s (no sshd)\n",
+                t_send, t_recv);
     return;
   }
   std::string in_s = "ip netns exec " + ns_s + " ";
@@ -655,9 +673,10 @@ TEST_F(Netns, ManySmallFilesLoopback) {
   tar_both_ways(in_s, ssh, &t_tar_up, &t_tar_down);
   if (HasFatalFailure()) return;
   sshd->stop();
-  std::printf("[ netns   ] 2000 x 4 KiB in 20 dirs, loopback: aesxfer send -r %.2f s, recv -r %.2f s; tar|ssh up "
-              "%.2f s, down %.2f s; ratios send/tar %.2f, recv/tar %.2f (target <= 1.0)\n",
-              t_send, t_recv, t_tar_up, t_tar_down, t_send / t_tar_up, t_recv / t_tar_down);
+  std::printf(
+      "[ netns   ] 2000 x 4 KiB in 20 dirs, loopback: aesxfer send -r %.2f s, recv -r %.2f s; tar|ssh up "
+      "%.2f s, down %.2f s; ratios send/tar %.2f, recv/tar %.2f (target <= 1.0)\n",
+      t_send, t_recv, t_tar_up, t_tar_down, t_send / t_tar_up, t_recv / t_tar_down);
   RecordProperty("loopback_small_files_send_s", std::to_string(t_send));
   RecordProperty("loopback_small_files_recv_s", std::to_string(t_recv));
   EXPECT_LT(t_send, 2.0 * t_tar_up);
@@ -681,7 +700,8 @@ TEST_F(Netns, OneGiBOverFiftyMsBeforeAndAfter) {
                         {base, "serve", "-P", "0", "--root", root2.string(), "--port-file", pf.string(), "-q",
                          "--timeout", "60"},
                         {{"AESXFER_HOME", ws.home.string()}}, ws.tmp / "base-server.log");
-  for (int i = 0; i < 1000 && !fs::exists(pf); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && !fs::exists(pf); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(fs::exists(pf)) << read_text_file(ws.tmp / "base-server.log");
   const uint16_t base_port = uint16_t(std::stoi(read_text_file(pf)));
   fs::path f = source(uint64_t(1) << 30);
@@ -696,9 +716,11 @@ TEST_F(Netns, OneGiBOverFiftyMsBeforeAndAfter) {
   }
   std::sort(before.begin(), before.end());
   std::sort(after.begin(), after.end());
-  std::printf("[ netns   ] 1 GiB over 50 ms, send to /dev/null: before %.1f MB/s (min %.1f, max %.1f), after %.1f MB/s "
-              "(min %.1f, max %.1f), after/before %.2f\n",
-              before[1], before[0], before[2], after[1], after[0], after[2], after[1] / before[1]);
+  std::printf(
+      "[ netns   ] 1 GiB over 50 ms, send to /dev/null: before %.1f MB/s (min %.1f, max %.1f), after %.1f "
+      "MB/s "
+      "(min %.1f, max %.1f), after/before %.2f\n",
+      before[1], before[0], before[2], after[1], after[0], after[2], after[1] / before[1]);
   RecordProperty("gib_before_mb_per_s", std::to_string(before[1]));
   RecordProperty("gib_after_mb_per_s", std::to_string(after[1]));
   EXPECT_GT(after[1], 0.8 * before[1]) << "the big-file path got slower";

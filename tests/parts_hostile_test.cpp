@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "crypto/suite.h"
-#include "net/conn.h"
 #include "files/keystore.h"
+#include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "proto/messages.h"

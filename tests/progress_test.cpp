@@ -1,14 +1,14 @@
 // The scp-style progress meter: redrawn by its own ticker, "- stalled -" when no byte moved for
 // the stall time (scp's STALL_TIME is 5 s), scp's units (1024-based), and a resumed transfer's
 // rate counting only the bytes that moved.
+#include "app/progress.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
-
-#include "app/progress.h"
 
 namespace aesxfer::test {
 namespace {
@@ -79,7 +79,7 @@ TEST(Progress, ResumedRateCountsOnlyWhatMoved) {
   ASSERT_NE(at, std::string::npos) << all;
   size_t b = all.rfind(' ', at);
   const double rate = std::stod(all.substr(b + 1, at - b - 1));
-  EXPECT_GT(rate, 50) << all;   // about 100 MB/s (2^20 bytes), not 1000
+  EXPECT_GT(rate, 50) << all;  // about 100 MB/s (2^20 bytes), not 1000
   EXPECT_LT(rate, 200) << all;
   std::fclose(f);
 }

@@ -1,4 +1,6 @@
 // RC4: RFC 6229 keystream vectors, the RFC 4345 discard, and OpenSSL's legacy provider as an oracle.
+#include "crypto/rc4.h"
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
@@ -8,7 +10,6 @@
 #include <memory>
 #include <string>
 
-#include "crypto/rc4.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::test {
@@ -21,10 +22,12 @@ using crypto::Rc4;
   static OSSL_PROVIDER* legacy = OSSL_PROVIDER_load(nullptr, "legacy");
   static OSSL_PROVIDER* deflt = OSSL_PROVIDER_load(nullptr, "default");
   if (legacy == nullptr)
-    return ::testing::AssertionFailure()
-           << "OpenSSL's legacy provider could not be loaded (OSSL_PROVIDER_load(nullptr, \"legacy\")); it is "
-              "required as the RC4 oracle. Install it (ossl-modules/legacy.so) or point OPENSSL_MODULES at it.";
-  if (deflt == nullptr) return ::testing::AssertionFailure() << "OpenSSL's default provider could not be loaded";
+    return ::testing::AssertionFailure() << "OpenSSL's legacy provider could not be loaded "
+                                            "(OSSL_PROVIDER_load(nullptr, \"legacy\")); it is "
+                                            "required as the RC4 oracle. Install it (ossl-modules/legacy.so) "
+                                            "or point OPENSSL_MODULES at it.";
+  if (deflt == nullptr)
+    return ::testing::AssertionFailure() << "OpenSSL's default provider could not be loaded";
   EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, "RC4", nullptr);
   if (c == nullptr) return ::testing::AssertionFailure() << "RC4 not available from OpenSSL's providers";
   EVP_CIPHER_free(c);
@@ -83,7 +86,8 @@ TEST(Rc4, Rfc6229Vectors) {
     ASSERT_EQ(s.at.size(), 18u);
     SCOPED_TRACE("key " + to_hex(s.key));
     const Bytes ks = keystream(s.key, 4112, 0);
-    for (const auto& [off, want] : s.at) EXPECT_EQ(to_hex(ks.data() + off, 16), to_hex(want)) << "offset " << off;
+    for (const auto& [off, want] : s.at)
+      EXPECT_EQ(to_hex(ks.data() + off, 16), to_hex(want)) << "offset " << off;
     // The same stream produced in odd-sized pieces (exercises the 8-byte path and the tail).
     Rc4 rc4(s.key.data(), s.key.size(), 0);
     Bytes pieces(4112, 0);

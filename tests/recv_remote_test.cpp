@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "net/conn.h"
 #include "files/resume.h"
+#include "net/conn.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/record.h"
@@ -264,8 +264,10 @@ TEST_F(RecvTree, ListingLimitIsAClearError) {
 struct FakeListServer {
   FakeListServer(uint64_t n, std::vector<std::vector<uint8_t>> pages)
       : fake([n, pages](net::Conn& c, const proto::Message& m) {
-          if (m.op == proto::Op::list) FakeServer::send_raw_listing(c, m.path, n, pages);
-          else c.send_message(response(proto::Status::refused, "no"));
+          if (m.op == proto::Op::list)
+            FakeServer::send_raw_listing(c, m.path, n, pages);
+          else
+            c.send_message(response(proto::Status::refused, "no"));
         }) {}
   uint16_t port() const { return fake.port(); }
   std::string error() {
@@ -488,7 +490,8 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   EXPECT_LT(count.s2c_bytes(), uint64_t(8192)) << "the file came again";
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "c.bin"));
   EXPECT_EQ(stat_of(dest).st_ino, ino) << "a complete destination is left as it is, not replaced";
-  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok"))
+      << server->log();
   EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
@@ -583,14 +586,16 @@ class ResumeIdle : public RecvRemote {
   // The test means something only if hashing the file takes the client longer than the server's
   // idle timeout: measure the portable SHA-256 the client will use.
   void expect_slow_client_hash() {
-    auto sp = run_aesxfer({"speed", "-c", "sha256", "--no-aesni", "--seconds", "0.05", "--json"}, ws.home, 60);
+    auto sp =
+        run_aesxfer({"speed", "-c", "sha256", "--no-aesni", "--seconds", "0.05", "--json"}, ws.home, 60);
     ASSERT_EQ(sp.exit_code, 0) << sp.describe();
     const std::string key = "\"block_size\":1048576,\"mb_per_s\":";
     const size_t at = sp.out.rfind(key);
     ASSERT_NE(at, std::string::npos) << sp.out;
     const double hash_s = double(kSize) / (std::stod(sp.out.substr(at + key.size())) * 1e6);
-    std::printf("[ idle    ] the client hashes 768 MiB in about %.1f s; the server drops idle sessions after 1.2 s\n",
-                hash_s);
+    std::printf(
+        "[ idle    ] the client hashes 768 MiB in about %.1f s; the server drops idle sessions after 1.2 s\n",
+        hash_s);
     ASSERT_GT(hash_s, 1.2) << "this machine hashes too fast for the test to mean anything";
   }
 };
@@ -610,7 +615,8 @@ TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
   EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
   // The server saw the session through to the client's Result (no timeout on its side either).
-  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok"))
+      << server->log();
 }
 
 // The same for send --resume: the server kept the whole file as a partial file; the client hashes

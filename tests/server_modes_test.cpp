@@ -2,7 +2,6 @@
 // puts with -p, not on a directory it creates or re-creates with -p (issue 14, item 3, the server's
 // direction).
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include "tests/hand_session.h"

@@ -41,7 +41,8 @@ TEST_F(ServerPolicy, TheClientSaysWhy) {
   write_random_file(f, 1000, 1);
   auto r = run({"send", f.string(), "127.0.0.1:a.bin", "-c", "arcfour", "-q"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("allow cipher arcfour (it allows: aes128-gcm, aes128-cbc)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("allow cipher arcfour (it allows: aes128-gcm, aes128-cbc)"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "a.bin"));
   r = run({"send", f.string(), "127.0.0.1:a.bin", "-c", "aes128-cbc", "-m", "hmac-sha256", "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();

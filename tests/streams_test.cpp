@@ -4,7 +4,6 @@
 // stream on loopback, fallback when the server refuses extra sessions, and nothing left behind
 // when the client dies mid-transfer.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <chrono>
@@ -122,8 +121,8 @@ TEST_F(Streams, PutAndGetInPartsEveryByteInPlace) {
     fs::path src = ws.local / "src.bin";
     write_random_file(src, c.size, c.size + 7);
     std::string want = sha256_file(src);
-    auto r = run({"send", src.string(), "127.0.0.1:dst.bin", "--streams", std::to_string(c.streams), "-c", c.cipher,
-                  "--json"});
+    auto r = run({"send", src.string(), "127.0.0.1:dst.bin", "--streams", std::to_string(c.streams), "-c",
+                  c.cipher, "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << server->log();
     auto j = last_json(r.out);
     EXPECT_EQ(j["streams"], std::to_string(c.parts)) << r.out;
@@ -134,8 +133,8 @@ TEST_F(Streams, PutAndGetInPartsEveryByteInPlace) {
     }
 
     fs::path back = ws.local / "back.bin";
-    auto g = run({"recv", "127.0.0.1:dst.bin", back.string(), "--streams", std::to_string(c.streams), "-c", c.cipher,
-                  "--json"});
+    auto g = run({"recv", "127.0.0.1:dst.bin", back.string(), "--streams", std::to_string(c.streams), "-c",
+                  c.cipher, "--json"});
     ASSERT_EQ(g.exit_code, 0) << g.describe() << server->log();
     EXPECT_EQ(last_json(g.out)["streams"], std::to_string(c.parts)) << g.out;
     EXPECT_EQ(sha256_file(back), want);
@@ -162,7 +161,8 @@ TEST_F(Streams, SeveralFilesReuseTheConnectionsAndPreserveWorks) {
   for (int i = 0; i < 3; ++i) {
     fs::path got = ws.root / "in" / ("f" + std::to_string(i));
     EXPECT_EQ(sha256_file(got), sums[size_t(i)]);
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     ::stat(got.c_str(), &a);
     ::stat((ws.local / ("f" + std::to_string(i))).c_str(), &b);
     EXPECT_EQ(a.st_mode & 07777, 0640u);

@@ -1,15 +1,15 @@
 // Expiry of kept partial files and temporary-file debris (server/sweep.h): unit tests of the
 // sweeper on a directory, and end to end through a server that sweeps when a put arrives.
-#include <gtest/gtest.h>
+#include "server/sweep.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <ctime>
 
-#include "server/sweep.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -61,8 +61,9 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   ::close(lk);
   EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-partial"));
   EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-Q1w2E3"));
-  for (const char* kept : {".new.bin.aesxfer-partial", ".locked.bin.aesxfer-partial", ".new.bin.aesxfer-R4t5Y6",
-                           "old-user-file.bin", "old.bin.aesxfer-partial", ".dir.aesxfer-partial"})
+  for (const char* kept :
+       {".new.bin.aesxfer-partial", ".locked.bin.aesxfer-partial", ".new.bin.aesxfer-R4t5Y6",
+        "old-user-file.bin", "old.bin.aesxfer-partial", ".dir.aesxfer-partial"})
     EXPECT_TRUE(fs::exists(d / kept)) << kept;
   EXPECT_TRUE(fs::is_symlink(d / ".link.aesxfer-partial"));
   EXPECT_EQ(logged.size(), 2u);
@@ -84,7 +85,8 @@ TEST(Sweep, ServerSweepsWhereAPutLands) {
   ServerProcess server(ws.home, ws.root, {"--partial-max-age", "2"});
   fs::path src = ws.local / "a.bin";
   write_random_file(src, 1000, 1);
-  auto r = run_aesxfer({"send", src.string(), "127.0.0.1:in/", "-q", "-P", std::to_string(server.port())}, ws.home);
+  auto r = run_aesxfer({"send", src.string(), "127.0.0.1:in/", "-q", "-P", std::to_string(server.port())},
+                       ws.home);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_FALSE(fs::exists(ws.root / "in" / ".gone.aesxfer-partial"));
   EXPECT_TRUE(fs::exists(ws.root / ".elsewhere.aesxfer-partial"));

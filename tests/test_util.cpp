@@ -13,13 +13,22 @@ Bytes hex(const std::string& s) {
   int hi = -1;
   for (char c : s) {
     int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
-    else if (c == ' ' || c == '\t' || c == ':') continue;
-    else throw std::runtime_error("bad hex character in: " + s);
-    if (hi < 0) hi = v;
-    else { out.push_back(uint8_t(hi << 4 | v)); hi = -1; }
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      v = c - 'A' + 10;
+    else if (c == ' ' || c == '\t' || c == ':')
+      continue;
+    else
+      throw std::runtime_error("bad hex character in: " + s);
+    if (hi < 0)
+      hi = v;
+    else {
+      out.push_back(uint8_t(hi << 4 | v));
+      hi = -1;
+    }
   }
   if (hi >= 0) throw std::runtime_error("odd hex length: " + s);
   return out;
@@ -28,7 +37,10 @@ Bytes hex(const std::string& s) {
 std::string to_hex(const uint8_t* p, size_t n) {
   static const char* d = "0123456789abcdef";
   std::string s;
-  for (size_t i = 0; i < n; ++i) { s += d[p[i] >> 4]; s += d[p[i] & 15]; }
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
   return s;
 }
 
@@ -48,14 +60,25 @@ std::vector<Record> load_vectors(const std::string& file_name) {
   std::string section, line;
   int n = 0;
   auto flush = [&] {
-    if (cur.size() > 0) { cur["section"] = section; out.push_back(cur); cur.clear(); }
+    if (cur.size() > 0) {
+      cur["section"] = section;
+      out.push_back(cur);
+      cur.clear();
+    }
   };
   while (std::getline(in, line)) {
     ++n;
     std::string t = trim(line);
-    if (t.empty()) { flush(); continue; }
+    if (t.empty()) {
+      flush();
+      continue;
+    }
     if (t[0] == '#') continue;
-    if (t[0] == '[') { flush(); section = t.substr(1, t.find(']') - 1); continue; }
+    if (t[0] == '[') {
+      flush();
+      section = t.substr(1, t.find(']') - 1);
+      continue;
+    }
     size_t eq = t.find('=');
     if (eq == std::string::npos) throw std::runtime_error(path + ":" + std::to_string(n) + ": no '='");
     if (cur.empty()) cur["line"] = std::to_string(n);

@@ -10,7 +10,7 @@ namespace aesxfer::test {
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes hex(const std::string& s);          // accepts upper/lower case, ignores spaces
+Bytes hex(const std::string& s);  // accepts upper/lower case, ignores spaces
 std::string to_hex(const uint8_t* p, size_t n);
 inline std::string to_hex(const Bytes& b) { return to_hex(b.data(), b.size()); }
 

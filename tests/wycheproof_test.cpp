@@ -506,7 +506,7 @@ proto::Step server_meets_client_kx(const Bytes& kx) {
   Bytes ch = c.start().send;
   std::memcpy(ch.data() + kClientKxAt, kx.data(), 32);
   proto::Step sh = s.feed(ch.data(), ch.size());
-  EXPECT_FALSE(sh.ec) << sh.ec.message();
+  if (sh.ec) return sh;  // refused at the ClientHello: a low-order value (nothing signed, nothing sent)
   Bytes auth = {0, 0, 0, 65, 3};
   const Bytes sig = sign("aesxfer-v1 client-sig", sha256_of(ch, sh.send.data(), sh.send.size()), client);
   auth.insert(auth.end(), sig.begin(), sig.end());
@@ -533,7 +533,9 @@ proto::Step client_meets_server_kx(const Bytes& kx) {
 // acceptable ones:
 //   - LowOrderPublic / ZeroSharedSecret (31 cases): the shared secret would be all zero, whatever
 //     the private key. crypto_scalarmult and crypto_kx_*_session_keys refuse them (-1), and so does
-//     the handshake, from either side ("invalid ... key exchange value", bad_handshake).
+//     the handshake, from either side ("invalid ... key exchange value", bad_handshake): the server
+//     at the ClientHello, before it signs a ServerHello; the client at the ServerHello, before it
+//     signs a ClientAuth (docs/PROTOCOL.md 1.5).
 //   - Twist, NonCanonicalPublic, EdgeCase* (223 cases): computed as RFC 7748 says (the top bit
 //     masked, coordinates reduced mod p); libsodium's result equals Wycheproof's, and the handshake
 //     accepts such a value (X25519 is twist-secure; an honest peer never sends one, and a dishonest
@@ -624,6 +626,8 @@ TEST(WycheproofX25519, EveryPublicKeyThroughTheHandshake) {
     if (zero) {
       EXPECT_EQ(make_error_code(proto::errc::bad_handshake), srv.ec);
       EXPECT_FALSE(srv.done);
+      EXPECT_TRUE(srv.send.empty());  // refused at the ClientHello, before the server signs
+      EXPECT_NE(std::string::npos, srv.detail.find("invalid client key exchange value")) << srv.detail;
       EXPECT_EQ(make_error_code(proto::errc::bad_handshake), cli.ec);
       EXPECT_NE(std::string::npos, cli.detail.find("invalid server key exchange value")) << cli.detail;
       ++refused;

@@ -35,9 +35,9 @@
 //
 // --no-aesni-too: every AES cipher runs twice, with the hardware code and with the portable code
 // (this process's client asks for the portable dispatch table, ClientOptions::impl, and a second
-// local server child is started with --no-aesni; a remote server keeps whatever it runs). The speed-up is median(on) / median(off).
-// Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in the machine's
-// state spreads over all rows instead of biasing one.
+// local server child is started with --no-aesni; a remote server keeps whatever it runs). The speed-up is
+// median(on) / median(off). Runs are interleaved (repeat 1 of every row, then repeat 2, ...) so that drift in
+// the machine's state spreads over all rows instead of biasing one.
 //
 // --vs-scp: after each cipher's aesxfer row(s) an scp row (`scp -c` with OpenSSH's cipher and MAC
 // of the same construction, app/lab/bench_scp.h), or a row saying why OpenSSH has none; scp's defaults

@@ -2,8 +2,8 @@
 // payloads. Whatever decodes must re-encode to something that decodes to the same encoding
 // (encode/decode are inverse on valid messages), and never hold a NUL in a path; a listing page
 // must re-encode to the input itself and hold only paths a receiver may create.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -18,7 +18,8 @@ using Bytes = std::vector<uint8_t>;
 
 static void put(const fs::path& dir, const std::string& name, const Bytes& b) {
   fs::create_directories(dir);
-  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
 }
 
 int main(int argc, char** argv) {
@@ -70,11 +71,12 @@ int main(int argc, char** argv) {
   // Messages: one of each type.
   std::vector<proto::Message> ms(6);
   ms[0].type = proto::MsgType::welcome, ms[0].text = "hello";
-  ms[1].type = proto::MsgType::request, ms[1].op = proto::Op::put, ms[1].path = "dir/file.bin", ms[1].size = 1234,
-  ms[1].text = "file.bin";
+  ms[1].type = proto::MsgType::request, ms[1].op = proto::Op::put, ms[1].path = "dir/file.bin",
+  ms[1].size = 1234, ms[1].text = "file.bin";
   ms[2].type = proto::MsgType::request, ms[2].op = proto::Op::get, ms[2].path = "file.bin";
   ms[3].type = proto::MsgType::response, ms[3].size = 99, ms[3].mode = 0644, ms[3].mtime = 1700000000;
-  ms[4].type = proto::MsgType::result, ms[4].status = proto::Status::no_space, ms[4].text = "no space left on device";
+  ms[4].type = proto::MsgType::result, ms[4].status = proto::Status::no_space,
+  ms[4].text = "no space left on device";
   ms[5].type = proto::MsgType::bye;
   for (size_t i = 0; i < ms.size(); ++i) {
     Bytes b;
