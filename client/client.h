@@ -18,12 +18,14 @@
 
 namespace aesxfer::files {
 class AtomicFile;
+class PartialFile;
 }  // namespace aesxfer::files
 
 namespace aesxfer::client {
 
 // Names from the layer below that the client's interface uses.
 using files::AtomicFile;
+using files::PartialFile;
 using net::Conn;
 using net::Failure;
 using net::ProgressFn;
@@ -194,6 +196,12 @@ class Client {
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const Failure& e) noexcept;
+  // recv --resume once the server agreed where to start: the stream into the partial file (or,
+  // when the destination already is the server's whole file, only its end record), the Result,
+  // and the file's figures. base_fd: the destination offered as the prefix, or -1.
+  FileResult finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
+                            PartialFile& pf, int base_fd, bool whole, const std::filesystem::path& local,
+                            const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // Sends a request on this connection and returns the server's Response, which is ok: a refusal
   // is thrown as the peer's Failure ("HOST:PORT:path: reason"). Throws Failure when the connection
   // fails or something else arrives.

@@ -110,11 +110,18 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   FileResult r;
   r.file = remote;
   r.resumed_from = start;
-  proto::Message result;
-  result.type = proto::MsgType::result;
   StreamOptions so{start, opt_.fine_progress};
   if (start) so.prefix_hash = &scan->sum;
 
+  return finish_resumed(r, resp, so, pf, base.get(), whole, local, on_start, progress);
+}
+
+FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
+                                  PartialFile& pf, int base_fd, bool whole, const fs::path& local,
+                                  const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  const uint64_t start = so.offset;
+  proto::Message result;
+  result.type = proto::MsgType::result;
   if (start && whole && start == resp.size) {
     // The destination is the server's file: the end record is all that comes, and the
     // destination stays as it is (with -p it takes the server's mode and time).
@@ -129,7 +136,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
       throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)",
                     e.status, e.err);
     }
-    if (opt_.preserve) apply_mode_mtime(base.get(), resp.mode, resp.mtime);
+    if (opt_.preserve) apply_mode_mtime(base_fd, resp.mode, resp.mtime);
     conn_->send_message(result);
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = resp.size;
@@ -140,7 +147,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
 
   // The server's file grew between the stat and the request: the destination was hashed but not
   // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
-  if (start && whole) copy_prefix(base.get(), pf.fd(), start);
+  if (start && whole) copy_prefix(base_fd, pf.fd(), start);
   pf.truncate_to(start);
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
@@ -266,15 +273,10 @@ bool has_control_byte(const std::string& s) {
 
 }  // namespace
 
-void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
-               const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
-               const std::function<void(const std::string&)>& note,
-               const std::function<void(const std::string&, const fs::path&, const FileResult*,
-                                        const Failure*)>& pipelined) {
-  RemoteDir d = client.list(remote);
-  // The reply names the directory the server listed; it must be the one asked for. The local
-  // name comes from the request alone (scp semantics), never from the reply.
-  const std::string asked = normal_request(remote.empty() ? "." : remote);
+namespace {
+
+// The listing must name the directory asked for, and no entry may hold a control byte.
+void check_listing(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked) {
   if (d.path != asked && d.path.size() >= proto::kMaxMessage)
     throw Failure(client.peer() + ":" + printable(remote) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
@@ -286,14 +288,16 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     if (has_control_byte(e.path))
       throw Failure("protocol error from " + client.peer() + ": bad listing (" + printable(e.path) +
                     ": control byte in a name)");
+}
 
-  // The top: DEST/NAME when DEST is an existing directory (NAME the last component of the
-  // request; the root's contents go into DEST itself), else DEST, created here.
+// The top: DEST/NAME when DEST is an existing directory (NAME the last component of the request;
+// the root's contents go into DEST itself), else DEST, created here. Sets top and top_created.
+UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::string& remote, uint32_t mode,
+                  fs::path& top, bool& top_created) {
   struct stat dst {};
-  bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
-  fs::path top = dest;
-  bool top_created = false;
-  UniqueFd top_fd;
+  const bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
+  top = dest;
+  top_created = false;
   if (dest_dir && asked != ".") {
     std::string name = fs::path(asked).filename().string();
     if (name == "..")
@@ -301,44 +305,85 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     UniqueFd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     top = dest / name;
-    top_fd = make_dir_at(parent.get(), name, top, d.mode, top_created);
-  } else if (dest_dir) {
-    top_fd = UniqueFd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (top_fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
-  } else {
-    top_fd = make_dir_at(AT_FDCWD, dest.string(), dest, d.mode, top_created);
+    return make_dir_at(parent.get(), name, top, mode, top_created);
   }
+  if (dest_dir) {
+    UniqueFd fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    return fd;
+  }
+  return make_dir_at(AT_FDCWD, dest.string(), dest, mode, top_created);
+}
 
-  // The directory of an entry: walked from the top one component at a time, never through a
-  // symbolic link; the last one is kept open for the entries that follow it.
-  // (Shared: a pipelined get keeps its directory open until its data has arrived.)
-  std::string cur_rel;
-  std::shared_ptr<UniqueFd> cur = std::make_shared<UniqueFd>();
-  auto dir_of = [&](const std::string& rel) -> int {
-    if (rel.empty()) return top_fd.get();
-    if (cur->get() >= 0 && rel == cur_rel) return cur->get();
+// The directory of an entry: walked from the top one component at a time, never through a
+// symbolic link; the last one is kept open for the entries that follow it (shared: a pipelined
+// get keeps its directory open until its data has arrived).
+class DirWalker {
+ public:
+  DirWalker(int top_fd, fs::path top) : top_fd_(top_fd), top_(std::move(top)) {}
+  int dir_of(const std::string& rel) {
+    if (rel.empty()) return top_fd_;
+    if (cur_->get() >= 0 && rel == cur_rel_) return cur_->get();
     UniqueFd walk;
-    int at = top_fd.get();
-    size_t start = 0;
-    for (;;) {
-      size_t slash = rel.find('/', start);
+    int at = top_fd_;
+    for (size_t start = 0;;) {
+      const size_t slash = rel.find('/', start);
       std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      walk = open_dir_at(at, part, top / rel.substr(0, slash));
+      walk = open_dir_at(at, part, top_ / rel.substr(0, slash));
       at = walk.get();
       if (slash == std::string::npos) break;
       start = slash + 1;
     }
-    cur = std::make_shared<UniqueFd>(std::move(walk));
-    cur_rel = rel;
-    return cur->get();
-  };
-  Pipeline pipeline(client);
+    cur_ = std::make_shared<UniqueFd>(std::move(walk));
+    cur_rel_ = rel;
+    return cur_->get();
+  }
+  const std::shared_ptr<UniqueFd>& current() const { return cur_; }
 
-  struct Made {
-    std::string rel;
-    uint32_t mode;
-    int64_t mtime;
-  };
+ private:
+  int top_fd_;
+  fs::path top_;
+  std::string cur_rel_;
+  std::shared_ptr<UniqueFd> cur_ = std::make_shared<UniqueFd>();
+};
+
+struct Made {
+  std::string rel;
+  uint32_t mode;
+  int64_t mtime;
+};
+
+// Modes and times last, deepest first, and only on what this command created (a directory that
+// was there keeps its own), through the directory's fd.
+void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve) {
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    int fd = walker.dir_of(it->rel);
+    ::fchmod(fd, effective_mode(it->mode, preserve));
+    if (preserve) {
+      timespec ts[2];
+      ts[0].tv_sec = ts[1].tv_sec = it->mtime;
+      ts[0].tv_nsec = ts[1].tv_nsec = 0;
+      ::futimens(fd, ts);
+    }
+  }
+}
+
+}  // namespace
+
+void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
+               const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
+               const std::function<void(const std::string&)>& note,
+               const std::function<void(const std::string&, const fs::path&, const FileResult*,
+                                        const Failure*)>& pipelined) {
+  RemoteDir d = client.list(remote);
+  // The local name comes from the request alone (scp semantics), never from the reply.
+  const std::string asked = normal_request(remote.empty() ? "." : remote);
+  check_listing(client, d, remote, asked);
+  fs::path top;
+  bool top_created = false;
+  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, top, top_created);
+  DirWalker walker(top_fd.get(), top);
+  Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first
   if (top_created) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
@@ -349,12 +394,12 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     switch (e.type) {
       case proto::EntryType::dir: {
         bool created = false;
-        make_dir_at(dir_of(parent), name, local, e.mode, created);
+        make_dir_at(walker.dir_of(parent), name, local, e.mode, created);
         if (created) made.push_back({e.path, e.mode, e.mtime});
         break;
       }
       case proto::EntryType::file: {
-        int pfd = dir_of(parent);
+        int pfd = walker.dir_of(parent);
         struct stat st {};
         if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
           Failure f(printable(local.string()) + ": is a directory");
@@ -364,7 +409,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         }
         if (pipelined && pipeline.can_get(e.size)) {
           std::string from = base + e.path;
-          pipeline.get(from, local, e.size, pfd, parent.empty() ? nullptr : cur,
+          pipeline.get(from, local, e.size, pfd, parent.empty() ? nullptr : walker.current(),
                        [&pipelined, from, local](const FileResult* ok, const Failure* failed) {
                          pipelined(from, local, ok, failed);
                        });
@@ -383,18 +428,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     }
   }
   pipeline.drain();
-  // Modes and times last, deepest first, and only on what this command created (a directory
-  // that was there keeps its own), through the directory's fd.
-  for (auto it = made.rbegin(); it != made.rend(); ++it) {
-    int fd = dir_of(it->rel);
-    ::fchmod(fd, effective_mode(it->mode, preserve));
-    if (preserve) {
-      timespec ts[2];
-      ts[0].tv_sec = ts[1].tv_sec = it->mtime;
-      ts[0].tv_nsec = ts[1].tv_nsec = 0;
-      ::futimens(fd, ts);
-    }
-  }
+  apply_made(walker, made, preserve);
 }
 
 }  // namespace aesxfer::client
