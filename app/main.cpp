@@ -615,9 +615,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   } catch (const net::Failure& f) {
     if (tty) std::fputc('\n', msg);
     std::string what = f.what();
-    const std::string dir = remote->path + ": is a directory";  // the server's refusal, not a local error
-    if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0)
-      what += " (use -r)";
+    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory) what += " (use -r)";
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -677,8 +675,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     if (rc) return rc;
   } catch (const net::Failure& f) {
     std::string what = f.what();
-    const std::string file = remote->path + ": not a directory";
-    if (what.size() >= file.size() && what.compare(what.size() - file.size(), file.size(), file) == 0)
+    if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
       what += " (recv -r fetches directories; a file without -r)";
     die_line(what);
     if (client) client->bye();
@@ -768,9 +765,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
           return;
         }
         std::string what = f->what();
-        const std::string dir = ": is a directory";
-        if (what.size() >= dir.size() && what.compare(what.size() - dir.size(), dir.size(), dir) == 0)
-          what += " (use -r)";
+        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory) what += " (use -r)";
         die_line(what);
         rc = kExitFail;
       });

@@ -388,10 +388,7 @@ proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size
 
 bool Client::is_remote_dir(const std::string& remote) {
   if (remote.empty() || remote == "." || remote == "./" || remote == "/") return true;
-  proto::Message st = stat_remote(remote, 0, "the destination check");
-  const std::string dir = ": is a directory";
-  return st.status != proto::Status::ok && st.text.size() >= dir.size() &&
-         st.text.compare(st.text.size() - dir.size(), dir.size(), dir) == 0;
+  return stat_remote(remote, 0, "the destination check").status == proto::Status::is_directory;
 }
 
 std::function<void()> Client::keepalive() {

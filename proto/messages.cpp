@@ -39,6 +39,10 @@ const char* status_name(Status s) noexcept {
       return "busy";
     case Status::internal:
       return "internal error";
+    case Status::is_directory:
+      return "is a directory";
+    case Status::not_directory:
+      return "not a directory";
   }
   return "unknown status";
 }
@@ -47,7 +51,7 @@ namespace {
 
 constexpr uint32_t kModeMask = 07777;
 
-bool valid_status(uint8_t s) { return s <= uint8_t(Status::internal); }
+bool valid_status(uint8_t s) { return s <= uint8_t(Status::not_directory); }
 
 // The u32 tag that may end a Response or Result (the answer to a pipelined request): exactly
 // four more bytes, or none.

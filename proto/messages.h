@@ -53,7 +53,9 @@ enum class Status : uint8_t {
   io_error = 6,
   integrity = 7,
   busy = 8,
-  internal = 9
+  internal = 9,
+  is_directory = 10,   // protocol 3: the path names a directory where a file was meant
+  not_directory = 11,  // protocol 3: a path component, or a listed path, is not a directory
 };
 const char* status_name(Status s) noexcept;
 

@@ -30,9 +30,9 @@ Refusal refusal_for(const std::string& what, int err) {
     case ENOENT:
       return {Status::not_found, what + ": no such file or directory"};
     case ENOTDIR:
-      return {Status::not_found, what + ": not a directory"};
+      return {Status::not_directory, what + ": not a directory"};
     case EISDIR:
-      return {Status::bad_path, what + ": is a directory"};
+      return {Status::is_directory, what + ": is a directory"};
     case ENAMETOOLONG:
       return {Status::bad_path, what + ": name too long"};
     case EACCES:

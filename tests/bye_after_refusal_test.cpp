@@ -1,4 +1,4 @@
-// Issue 14 item 19: a client ends every session with Bye, after a refused request as after a
+// A client ends every session with Bye, after a refused request as after a
 // success (docs/PROTOCOL.md 3.3), so that a server can tell a finished session from a broken one.
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ TEST_F(ByeAfterRefusal, RecvAndSendSayByeAfterARefusal) {
 TEST_F(ByeAfterRefusal, SessionGoesOnAfterARefusal) {
   FakeServer fake([](net::Conn& c, const proto::Message& m) {
     if (m.op == proto::Op::stat) {  // what a server answers for a directory (Client::is_remote_dir)
-      c.send_message(response(proto::Status::bad_path, m.path + ": is a directory"));
+      c.send_message(response(proto::Status::is_directory, m.path + ": is a directory"));
       return;
     }
     c.send_message(response(proto::Status::permission, "no"));
@@ -67,6 +67,20 @@ TEST_F(ByeAfterRefusal, SessionGoesOnAfterARefusal) {
   for (size_t at = seen.find("put dir\n"); at != std::string::npos; at = seen.find("put dir\n", at + 1))
     ++puts;
   EXPECT_EQ(puts, 2u) << "both files asked for in one session:\n" << seen;
+}
+
+// The client decides on the refusal's status, never on its text: "(use -r)" follows status 10
+// (is a directory), not a text that happens to say so under another status.
+TEST_F(ByeAfterRefusal, HintsFollowTheStatusNotTheText) {
+  for (const auto st : {proto::Status::is_directory, proto::Status::bad_path}) {
+    FakeServer fake([st](net::Conn& c, const proto::Message& m) {
+      c.send_message(response(st, m.path + ": is a directory"));
+    });
+    auto r = run({"recv", "127.0.0.1:d", (ws.local / "out").string(), "-q"}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(r.err.find("(use -r)") != std::string::npos, st == proto::Status::is_directory)
+        << "status " << int(st) << ": " << r.err;
+  }
 }
 
 }  // namespace

@@ -151,7 +151,7 @@ TEST(Messages, BadFieldsAreRejected) {
   }
   {
     Bytes b = enc(s[0]);
-    b[1] = 10;  // unknown status
+    b[1] = 12;  // unknown status
     EXPECT_FALSE(decode(b));
   }
   {
