@@ -224,6 +224,37 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
   return j;
 }
 
+// What one file's transfer shows while it moves: the progress line, the JSON progress lines and
+// the rate limit, fed by the client's start and progress callbacks (bytes a resume skipped are
+// neither shown as moved nor paced).
+struct FileMeter {
+  app::Progress& prog;
+  app::JsonProgress& jp;
+  app::RateLimiter& limiter;
+  const client::Client& client;
+  uint64_t last = 0;
+
+  std::function<void(uint64_t)> on_start() {
+    return [this](uint64_t n) {
+      last = client.resume_offset();
+      prog.start(n, last);
+      jp.start(n, last);
+    };
+  }
+  net::ProgressFn on_progress() {
+    return [this](uint64_t d) {
+      limiter.consume(d - last);
+      last = d;
+      prog.update(d);
+      jp.update(d);
+    };
+  }
+  void finish(const client::FileResult& r) {
+    prog.finish(r.bytes, r.seconds);
+    jp.finish(r.bytes);
+  }
+};
+
 void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
             bool tty_progress, std::FILE* out = stdout) {
   const char* mac = co.cipher->aead ? "aead" : co.mac->name;
@@ -432,25 +463,11 @@ struct SendSession {
     std::string shown = name.empty() ? local.string() : std::string("-");
     app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
     app::JsonProgress jp(shown, t.json_progress);
-    uint64_t last = 0;
+    FileMeter meter{prog, jp, limiter, client};
     try {
-      auto r = client.put(
-          local, to,
-          [&](uint64_t n) {
-            last = client.resume_offset();
-            prog.start(n, last);
-            jp.start(n, last);
-          },
-          [&](uint64_t d) {
-            limiter.consume(d - last);
-            last = d;
-            prog.update(d);
-            jp.update(d);
-          },
-          name);
+      auto r = client.put(local, to, meter.on_start(), meter.on_progress(), name);
       if (!name.empty()) r.file = shown;
-      prog.finish(r.bytes, r.seconds);
-      jp.finish(r.bytes);
+      meter.finish(r);
       report(t, co, r, tty);
       return true;
     } catch (const net::Failure& f) {
@@ -594,22 +611,9 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
                        msg);
     app::JsonProgress jp(remote->path, t.json_progress, msg);
     app::RateLimiter limiter(t.limit_kbit);
-    uint64_t last = 0;
-    auto r = client->get(
-        remote->path, local, zero_size,
-        [&](uint64_t n) {
-          last = client->resume_offset();
-          prog.start(n, last);
-          jp.start(n, last);
-        },
-        [&](uint64_t d) {
-          limiter.consume(d - last);
-          last = d;
-          prog.update(d);
-          jp.update(d);
-        });
-    prog.finish(r.bytes, r.seconds);
-    jp.finish(r.bytes);
+    FileMeter meter{prog, jp, limiter, *client};
+    auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
+    meter.finish(r);
     report(t, co, r, tty, msg);
     client->bye();
   } catch (const net::Failure& f) {
@@ -640,24 +644,10 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
       app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
-      uint64_t last = 0;
+      FileMeter meter{prog, jp, limiter, *client};
       try {
-        auto r = client->fetch(
-            from, to, 0,
-            [&](uint64_t n) {
-              last = client->resume_offset();
-              prog.start(n, last);
-              jp.start(n, last);
-            },
-            [&](uint64_t d) {
-              limiter.consume(d - last);
-              last = d;
-              prog.update(d);
-              jp.update(d);
-            },
-            size, dirfd);
-        prog.finish(r.bytes, r.seconds);
-        jp.finish(r.bytes);
+        auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
+        meter.finish(r);
         report(t, co, r, tty);
       } catch (const net::Failure&) {
         if (tty) std::fputc('\n', stdout);
