@@ -1,5 +1,5 @@
 // A fake aesxfer server for the client's tests (a hostile server driven by hand): the real
-// handshake with a fresh host key, then every request answered by a test's handler.
+// handshake with one host key per test process, then every request answered by a test's handler.
 #pragma once
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -54,7 +54,7 @@ inline std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool 
   return b;
 }
 
-// A fake aesxfer server: the real handshake with a fresh host key, then every request goes to
+// A fake aesxfer server: the real handshake with the process's test host key, then every request goes to
 // `on_request`, which answers it by hand (the helpers below), until the client says bye or
 // leaves. Serves the clients that connect, one after the other, until destroyed. `seen` records
 // every request ("op path" plus " offset=N digest" for a get that offers a resume prefix).
@@ -173,7 +173,14 @@ class FakeServer {
     } catch (const std::exception&) {
     }
   }
-  proto::Identity host_ = proto::Identity::generate();
+  // One host key for every fake server of the test process: the tests share an AESXFER_HOME,
+  // and an ephemeral port reused by a later fake server must not look like a changed host key
+  // (RecvTree.HostileListingsAreRefusedBeforeAnythingIsWritten failed once that way).
+  static const proto::Identity& shared_host() {
+    static const proto::Identity id = proto::Identity::generate();
+    return id;
+  }
+  proto::Identity host_ = shared_host();
   Handler on_request_;
   std::mutex mu_;
   std::vector<std::string> seen_;
