@@ -3,10 +3,11 @@
 set -euo pipefail
 # openssh-client and openssh-server: `aesxfer bench --vs-scp` and its tests (tests/bench_test.cpp)
 # run scp against a throwaway sshd on 127.0.0.1; the tests fail without them.
+# python3-cryptography: tests/protocol_vectors.py, the second derivation of PROTOCOL.md section 6.
 pkgs=(build-essential cmake ninja-build pkg-config git
       libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
       libssl-dev openssl iproute2 clang libclang-rt-14-dev valgrind
-      dpkg-dev lintian systemd openssh-client openssh-server librsvg2-bin python3 nlohmann-json3-dev
+      dpkg-dev lintian systemd openssh-client openssh-server librsvg2-bin python3 python3-cryptography nlohmann-json3-dev
       clang-format universal-ctags)
 # AESXFER_SETUP_MINIMAL=1 (scripts/demo.sh): only what building the binary needs.
 if [ "${AESXFER_SETUP_MINIMAL:-}" = 1 ]; then

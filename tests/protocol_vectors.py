@@ -2,16 +2,27 @@
 """docs/PROTOCOL.md section 6 computed from the document's formulas alone, with Python's hashlib
 and the `cryptography` package: a second implementation, independent of proto/ and libsodium.
 Prints the "label = hex" lines; tests/protocol_vectors_test.cpp checks the same values against the
-product. Usage: python3 tests/protocol_vectors.py [version]   (default 3)"""
-import hashlib, hmac, struct, sys
+product. Usage: python3 tests/protocol_vectors.py [version]   (default 3)
+       python3 tests/protocol_vectors.py --check docs/PROTOCOL.md [version]
+The second form compares every "label = hex" line of the document's section 6 with the values
+computed here and exits 1 on any value missing, extra or different (a ctest runs it).
+Works with Debian 12's python3-cryptography (38) and with newer releases (43 and later moved
+ARC4 and Blowfish to the "decrepit" module)."""
+import hashlib, hmac, re, struct, sys
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4, Blowfish
+try:
+    from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4, Blowfish
+except ImportError:
+    from cryptography.hazmat.primitives.ciphers.algorithms import ARC4, Blowfish
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives import serialization
 
-VERSION = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+ARGS = sys.argv[1:]
+CHECK = ARGS[1] if len(ARGS) >= 2 and ARGS[0] == "--check" else None
+if CHECK: ARGS = ARGS[2:]
+VERSION = int(ARGS[0]) if ARGS else 3
 out = []
 def emit(label, b): out.append((label, b.hex()))
 def run(start, n=32): return bytes((start + i) & 0xff for i in range(n))
@@ -105,5 +116,24 @@ kr = hmac.new(keys["C2S"][0], b"aesxfer-v1 resume" + th2, hashlib.sha256).digest
 emit("K_resume", kr)
 for p in (3, 6): emit("D over %d bytes" % p, hmac.new(kr, u64(p) + b"abcdef"[:p], hashlib.sha256).digest())
 
+def documented(path):
+    """Section 6's "label = hex" lines (in its code blocks; a value continues on indented lines)."""
+    text = open(path, encoding="utf-8").read()
+    vals, last, block = {}, None, False
+    for line in text[text.index("## 6. Test vectors"):].splitlines():
+        if line.startswith("```"): block = not block; continue
+        m = re.match(r"^(\S.*?) = ([0-9a-f]+)$", line) if block else None
+        if m: last = m.group(1); vals[last] = m.group(2)
+        elif block and last and re.match(r"^    [0-9a-f]+$", line): vals[last] += line.strip()
+    return vals
+
+if CHECK:
+    doc, mine, bad = documented(CHECK), dict(out), 0
+    for label in sorted(set(doc) | set(mine)):
+        if doc.get(label) != mine.get(label):
+            bad += 1
+            print("MISMATCH %s\n  document: %s\n  computed: %s" % (label, doc.get(label), mine.get(label)))
+    print("%d documented values, %d computed here, %d differ" % (len(doc), len(mine), bad))
+    sys.exit(1 if bad or not doc else 0)
 for label, hx in out:
     print(label + " = " + "\n    ".join(hx[i:i + 64] for i in range(0, len(hx), 64)))
