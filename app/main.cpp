@@ -411,44 +411,46 @@ struct SendSession {
     }
   }
 
-  // One file; false after a failure (the connection may be mid-stream: stop there).
-  bool send_one(const fs::path& local, const std::string& to) {
-    app::Progress prog(net::printable(local.filename().string()), tty);
-    app::JsonProgress jp(local.string(), t.json_progress);
+  // One file moved by `put` (given the meter's callbacks) and reported; false after a failure (the
+  // connection may be mid-stream: stop there). The progress line is on `prog_out` when `shown`.
+  template <class Put>
+  bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out, const Put& put) {
     FileMeter meter{prog, jp, limiter, client};
     try {
-      auto r = client.put(local, to, meter.on_start(), meter.on_progress());
+      client::FileResult r = put(meter);
       meter.finish(r);
       report(t, co, r, tty);
       return true;
     } catch (const net::Failure& f) {
-      if (tty) std::fputc('\n', stdout);
+      if (shown) std::fputc('\n', prog_out);
       die_line(f.what());
       rc = kExitFail;
       return false;
     }
   }
 
+  bool send_one(const fs::path& local, const std::string& to) {
+    app::Progress prog(net::printable(local.filename().string()), tty);
+    app::JsonProgress jp(local.string(), t.json_progress);
+    return metered(prog, jp, tty, stdout,
+                   [&](FileMeter& m) { return client.put(local, to, m.on_start(), m.on_progress()); });
+  }
+
   // send -: standard input as it comes, under the name "stdin" in a directory; its progress line
-  // (bytes and rate, no total) goes to stderr. False after a failure, as send_one.
+  // (bytes and rate, no total) goes to stderr. False when a failure stopped the connection.
   bool send_stdin(const std::string& to) {
     if (!finish()) return false;
     const bool err_tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDERR_FILENO);
     app::Progress prog("stdin", err_tty, stderr);
     app::JsonProgress jp("-", t.json_progress);
-    FileMeter meter{prog, jp, limiter, client};
-    try {
-      auto r = client.put_stream(STDIN_FILENO, to, "stdin", meter.on_start(), meter.on_progress());
-      r.file = "-";
-      meter.finish(r);
-      report(t, co, r, tty);
-      return true;
-    } catch (const net::Failure& f) {
-      if (err_tty) std::fputc('\n', stderr);
-      die_line(f.what());
-      rc = kExitFail;
-      return client.can_continue();
-    }
+    return metered(prog, jp, err_tty, stderr,
+                   [&](FileMeter& m) {
+                     client::FileResult r =
+                         client.put_stream(STDIN_FILENO, to, "stdin", m.on_start(), m.on_progress());
+                     r.file = "-";
+                     return r;
+                   }) ||
+           client.can_continue();
   }
 
   // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself. False when

@@ -265,6 +265,16 @@ void Client::bye() noexcept {
   }
 }
 
+void Client::ask_put(const proto::Message& req) {
+  clean_failure_ = false;
+  try {
+    ask(req);
+  } catch (const Failure& f) {
+    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
+    throw;
+  }
+}
+
 FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                        const std::string& name) {
@@ -306,12 +316,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  try {
-    ask(req);
-  } catch (const Failure& f) {
-    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
-    throw;
-  }
+  ask_put(req);
 
   FileResult r;
   r.file = local.string();
@@ -352,13 +357,7 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   req.mode = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0600;
   req.mtime = S_ISREG(st.st_mode) ? st.st_mtim.tv_sec : ::time(nullptr);
   if (opt_.preserve) req.flags |= proto::kFlagPreserve;
-  clean_failure_ = false;
-  try {
-    ask(req);
-  } catch (const Failure& f) {
-    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
-    throw;
-  }
+  ask_put(req);
   FileResult r;
   r.file = name;
   resume_offset_ = 0;
