@@ -224,6 +224,8 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
   return j;
 }
 
+static_assert(client::kUnknownSize == app::kUnknownTotal, "send -: the client's unknown size is the meter's");
+
 // What one file's transfer shows while it moves: the progress line, the JSON progress lines and
 // the rate limit, fed by the client's start and progress callbacks (bytes a resume skipped are
 // neither shown as moved nor paced).
@@ -303,48 +305,6 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
                     " records of up to " + std::to_string(r.record_size) + " bytes");
 }
 
-// send -: standard input as a descriptor readable from offset 0 whose size is known. A regular
-// file is used as it is; anything else is copied to an unlinked temporary file in $TMPDIR (or
-// /tmp) first, since a put announces its size before the data (docs/PROTOCOL.md 3.3). Returns
-// the descriptor, or -1 with `why` set.
-int spool_stdin(std::string& why) {
-  struct stat st {};
-  if (::fstat(STDIN_FILENO, &st) != 0) {
-    why = files::errno_text(errno);
-    return -1;
-  }
-  if (S_ISREG(st.st_mode)) return ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = tmp && *tmp ? tmp : "/tmp";
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
-    return -1;
-  }
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      why = files::errno_text(errno);
-      ::close(fd);
-      return -1;
-    }
-    if (n == 0) break;
-    for (ssize_t off = 0; off < n;) {
-      ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        why = "cannot make a temporary copy in " + dir + ": " + files::errno_text(errno);
-        ::close(fd);
-        return -1;
-      }
-      off += w;
-    }
-  }
-  return fd;
-}
-
 // A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
 // report as `shown`, or its failure line (rc becomes 1; the other files go on).
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
@@ -366,27 +326,20 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 }
 
 // The local sources of a send, checked before connecting (scp semantics): one that is missing or
-// unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input:
-// a regular file is sent as it is; anything else (a pipe) is first copied to an unlinked
-// temporary file, because the protocol announces the size before the data (stdin_fd: its copy).
-std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t,
-                                       int& stdin_fd, int& rc) {
+// unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input,
+// read as it comes when its turn comes (an unsized put, docs/PROTOCOL.md 3.3); given once.
+std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t, int& rc) {
   std::vector<std::string> sources;
+  bool dash = false;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "-") {
-      if (stdin_fd >= 0) {
+      if (dash) {
         die_line("send: - (standard input) given twice");
         rc = kExitFail;
         continue;
       }
-      std::string why;
-      stdin_fd = spool_stdin(why);
-      if (stdin_fd < 0) {
-        die_line("send: standard input: " + why);
-        rc = kExitFail;
-        continue;
-      }
-      sources.push_back("/proc/self/fd/" + std::to_string(stdin_fd));
+      dash = true;
+      sources.push_back(args[i]);
       continue;
     }
     struct stat st {};
@@ -430,11 +383,11 @@ struct SendSession {
   }
 
   // One file, pipelined when it is small; false when a failure stopped the connection.
-  bool send_file(const fs::path& local, const std::string& to, const std::string& name = "") {
+  bool send_file(const fs::path& local, const std::string& to) {
     struct stat st {};
     try {
       if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && pipeline.can_put(uint64_t(st.st_size))) {
-        pipeline.put(local, to, name, verdict(name.empty() ? local.string() : std::string("-")));
+        pipeline.put(local, to, "", verdict(local.string()));
         return true;
       }
       pipeline.drain();
@@ -443,7 +396,7 @@ struct SendSession {
       rc = kExitFail;
       return false;
     }
-    return send_one(local, to, name) || client.can_continue();
+    return send_one(local, to) || client.can_continue();
   }
 
   // Waits for the answers still due; false when the connection failed meanwhile.
@@ -458,24 +411,46 @@ struct SendSession {
     }
   }
 
-  // One file; false after a failure (the connection may be mid-stream: stop there).
-  bool send_one(const fs::path& local, const std::string& to, const std::string& name = "") {
-    std::string shown = name.empty() ? local.string() : std::string("-");
-    app::Progress prog(net::printable(name.empty() ? local.filename().string() : name), tty);
-    app::JsonProgress jp(shown, t.json_progress);
+  // One file moved by `put` (given the meter's callbacks) and reported; false after a failure (the
+  // connection may be mid-stream: stop there). The progress line is on `prog_out` when `shown`.
+  template <class Put>
+  bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out, const Put& put) {
     FileMeter meter{prog, jp, limiter, client};
     try {
-      auto r = client.put(local, to, meter.on_start(), meter.on_progress(), name);
-      if (!name.empty()) r.file = shown;
+      client::FileResult r = put(meter);
       meter.finish(r);
       report(t, co, r, tty);
       return true;
     } catch (const net::Failure& f) {
-      if (tty) std::fputc('\n', stdout);
+      if (shown) std::fputc('\n', prog_out);
       die_line(f.what());
       rc = kExitFail;
       return false;
     }
+  }
+
+  bool send_one(const fs::path& local, const std::string& to) {
+    app::Progress prog(net::printable(local.filename().string()), tty);
+    app::JsonProgress jp(local.string(), t.json_progress);
+    return metered(prog, jp, tty, stdout,
+                   [&](FileMeter& m) { return client.put(local, to, m.on_start(), m.on_progress()); });
+  }
+
+  // send -: standard input as it comes, under the name "stdin" in a directory; its progress line
+  // (bytes and rate, no total) goes to stderr. False when a failure stopped the connection.
+  bool send_stdin(const std::string& to) {
+    if (!finish()) return false;
+    const bool err_tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDERR_FILENO);
+    app::Progress prog("stdin", err_tty, stderr);
+    app::JsonProgress jp("-", t.json_progress);
+    return metered(prog, jp, err_tty, stderr,
+                   [&](FileMeter& m) {
+                     client::FileResult r =
+                         client.put_stream(STDIN_FILENO, to, "stdin", m.on_start(), m.on_progress());
+                     r.file = "-";
+                     return r;
+                   }) ||
+           client.can_continue();
   }
 
   // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself. False when
@@ -538,8 +513,12 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   const std::string dest = remote->path.empty() ? "." : remote->path;
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
-  int rc = 0, stdin_fd = -1;  // stdin_fd: send -, the descriptor behind "/proc/self/fd/N"
-  const std::vector<std::string> sources = check_sources(args, t, stdin_fd, rc);
+  if (t.resume && std::find(args.begin(), args.end() - 1, "-") != args.end() - 1) {
+    die_line("send: - (standard input) cannot be resumed: it is read only once (drop --resume)");
+    return kExitUsage;
+  }
+  int rc = 0;
+  const std::vector<std::string> sources = check_sources(args, t, rc);
   if (sources.empty()) return kExitFail;
   try {
     client::Client client(co);
@@ -555,12 +534,12 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     for (size_t i = 0; i < sources.size() && !stopped; ++i) {
       fs::path local = sources[i];
       std::error_code ec;
-      if (fs::is_directory(local, ec)) {
+      if (sources[i] == "-")
+        stopped = !s.send_stdin(dest);
+      else if (fs::is_directory(local, ec))
         stopped = !s.send_tree(local, dest);
-        continue;
-      }
-      bool is_stdin = stdin_fd >= 0 && sources[i] == "/proc/self/fd/" + std::to_string(stdin_fd);
-      stopped = !s.send_file(local, dest, is_stdin ? "stdin" : "");
+      else
+        stopped = !s.send_file(local, dest);
     }
     if (!stopped) s.finish();
     client.bye();

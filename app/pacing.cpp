@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "app/json.h"
+#include "app/progress.h"
 
 namespace aesxfer::app {
 namespace fs = std::filesystem;
@@ -61,7 +62,11 @@ void JsonProgress::line(uint64_t done, bool final) {
   Json j;
   set_name(j, "file", name_);
   j["bytes"] = done;
-  j["total_bytes"] = total_;
+  // A stream of unknown size (send -): null until the final line, which has the size.
+  if (total_ != kUnknownTotal)
+    j["total_bytes"] = total_;
+  else
+    j["total_bytes"] = final ? Json(done) : Json(nullptr);
   j["mb_per_s"] = rounded(secs > 0 ? moved / secs / 1e6 : 0.0, 2);
   j["seconds"] = rounded(secs, 3);
   j["done"] = final;

@@ -31,7 +31,8 @@ class RateLimiter {
 // --json-progress: one JSON object per line on `out`, about every 0.5 s and once at the end:
 // {"file":..,["file_hex":..,]"bytes":..,"total_bytes":..,"mb_per_s":..,"seconds":..,"done":false|true}
 // bytes counts the whole file (a resumed transfer starts at its offset); mb_per_s is the rate of
-// this run (bytes moved since start / seconds since start).
+// this run (bytes moved since start / seconds since start). A stream of unknown size (send -,
+// started with kUnknownTotal) has "total_bytes":null until its final line, which has the size.
 class JsonProgress {
  public:
   JsonProgress(std::string name, bool enabled, std::FILE* out = stdout);

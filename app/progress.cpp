@@ -67,9 +67,10 @@ void Progress::draw(uint64_t done, bool final) {
   }
   const double secs = std::chrono::duration<double>(now - t0_).count();
   const double rate = secs > 0 && done > from_ ? double(done - from_) / secs : 0;
-  const int pct = total_ ? int(done * 100 / total_) : 100;
+  const bool unknown = total_ == kUnknownTotal;
+  const int pct = total_ && !unknown ? int(done * 100 / total_) : 100;
   char eta[32];
-  if (final) {
+  if (final || (unknown && now - moved_ < stall_after_)) {  // the time so far
     std::snprintf(eta, sizeof eta, "%02d:%02d    ", int(secs) / 60, int(secs) % 60);
   } else if (now - moved_ >= stall_after_) {
     std::snprintf(eta, sizeof eta, "- stalled -");
@@ -82,8 +83,12 @@ void Progress::draw(uint64_t done, bool final) {
   winsize ws{};
   const int cols = (::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) ? ws.ws_col : 80;
   char right[96];
-  std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(),
-                rate / 1048576.0, eta);
+  if (unknown)
+    std::snprintf(right, sizeof right, " %8s %7.1fMB/s %11s", human_bytes(done).c_str(), rate / 1048576.0,
+                  eta);
+  else
+    std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(),
+                  rate / 1048576.0, eta);
   int name_w = cols - int(std::string(right).size()) - 1;
   if (name_w < 8) name_w = 8;
   const std::string name = name_.size() > size_t(name_w) ? name_.substr(0, size_t(name_w)) : name_;

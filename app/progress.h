@@ -1,8 +1,9 @@
-// scp-style progress meter: "name  45%  123MB 456.7MB/s   00:03 ETA", redrawn once a second on
-// a terminal by a ticker thread (so a transfer that makes no progress still shows it: after 5 s
-// without a byte the ETA field reads "- stalled -", as scp's does); silent otherwise.
-// Units are scp's: sizes in KB, MB, GB of 1024, the rate in MB/s of 2^20 bytes; the summary
-// line, --json, bench and speed use MB/s = 10^6 bytes/s instead (docs/aesxfer.1, UNITS).
+// scp-style progress meter: "name  45%  123MB 456.7MB/s   00:03 ETA" (of a stream of unknown
+// size, send -: "name  123MB 456.7MB/s   00:03" with the time elapsed, like rsync's), redrawn once a second
+// on a terminal by a ticker thread (so a transfer that makes no progress still shows it: after 5 s without a
+// byte the ETA field reads "- stalled -", as scp's does); silent otherwise. Units are scp's: sizes in KB, MB,
+// GB of 1024, the rate in MB/s of 2^20 bytes; the summary line, --json, bench and speed use MB/s = 10^6
+// bytes/s instead (docs/aesxfer.1, UNITS).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,9 @@
 
 namespace aesxfer::app {
 
+// A total that is not known before the transfer ends (the size of standard input, send -).
+constexpr uint64_t kUnknownTotal = UINT64_MAX;
+
 class Progress {
  public:
   Progress(std::string name, bool enabled, std::FILE* out = stdout,
@@ -22,8 +26,9 @@ class Progress {
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
-  // total: the file's size; from: bytes already at the receiver (a resumed transfer), which the
-  // rate and the ETA leave out.
+  // total: the file's size (kUnknownTotal: not known before the end, send -; the line then shows
+  // the bytes so far, the rate and the time elapsed, with no percentage or ETA); from: bytes
+  // already at the receiver (a resumed transfer), which the rate and the ETA leave out.
   void start(uint64_t total, uint64_t from = 0);
   void update(uint64_t done);  // cheap: the ticker draws
   // Draws the 100% line (on a terminal) and ends it.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <optional>
 
@@ -264,6 +265,16 @@ void Client::bye() noexcept {
   }
 }
 
+void Client::ask_put(const proto::Message& req) {
+  clean_failure_ = false;
+  try {
+    ask(req);
+  } catch (const Failure& f) {
+    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
+    throw;
+  }
+}
+
 FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                        const std::string& name) {
@@ -305,12 +316,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  try {
-    ask(req);
-  } catch (const Failure& f) {
-    if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
-    throw;
-  }
+  ask_put(req);
 
   FileResult r;
   r.file = local.string();
@@ -330,6 +336,45 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.bytes = req.size;
   r.record_size = conn_->record_size();
   r.resumed_from = req.offset;
+  r.verified = true;
+  return r;
+}
+
+FileResult Client::put_stream(int fd, const std::string& remote, const std::string& name,
+                              const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  clean_failure_ = true;  // until a request goes out
+  if (opt_.resume) throw Failure("standard input cannot be resumed (--resume): it is read only once");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Failure("standard input: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) throw Failure("standard input: is a directory");
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::put;
+  req.path = remote;
+  req.text = name;
+  req.flags = proto::kFlagUnsized;  // size 0: the end record carries it (docs/PROTOCOL.md 3.3)
+  // A regular file keeps its mode and time; a pipe or terminal gives 0600 and the time it starts.
+  req.mode = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0600;
+  req.mtime = S_ISREG(st.st_mode) ? st.st_mtim.tv_sec : ::time(nullptr);
+  if (opt_.preserve) req.flags |= proto::kFlagPreserve;
+  ask_put(req);
+  FileResult r;
+  r.file = name;
+  resume_offset_ = 0;
+  if (on_start) on_start(kUnknownSize);
+  const auto t0 = Clock::now();
+  try {
+    StreamOptions so{0, opt_.fine_progress};
+    so.unsized = true;
+    so.length = &r.bytes;
+    r.checksum = send_stream(*conn_, fd, 0, progress, so);
+  } catch (const Failure&) {
+    throw_receivers_reason(remote);
+    throw;
+  }
+  expect_ok_result(remote);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.record_size = conn_->record_size();
   r.verified = true;
   return r;
 }

@@ -32,6 +32,8 @@ using net::ProgressFn;
 using net::StreamOptions;
 
 constexpr uint16_t kDefaultPort = 7227;
+// What a put_stream's on_start is told: the size is known only at the end.
+constexpr uint64_t kUnknownSize = UINT64_MAX;
 // Where a get writes `local` (client.cpp): inside an open directory (dirfd, recv -r) by openat
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
@@ -103,10 +105,16 @@ class Client {
   // Sends local file `local` to `remote` (a file or directory on the server). Throws Failure.
   // `on_start` is told the size before the first byte moves.
   // `name`, when not empty, is the file's name on the server when `remote` is a directory (else
-  // local's own name): send - (standard input) sends a spooled copy under the name "stdin".
+  // local's own name).
   FileResult put(const std::filesystem::path& local, const std::string& remote,
                  const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
                  const std::string& name = "");
+  // Sends what fd yields until its end (send -: standard input, read as it comes, never spooled)
+  // as an unsized put (docs/PROTOCOL.md 3.3), named `name` when `remote` is a directory. One
+  // connection whatever --streams says; refused with --resume (the input cannot be read again).
+  // on_start is told kUnknownSize; the result holds the final size and checksum. Throws Failure.
+  FileResult put_stream(int fd, const std::string& remote, const std::string& name,
+                        const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
@@ -181,6 +189,8 @@ class Client {
   // commit: sent right behind the range's end record (part 0), answered once every part verified.
   // After a failed send: throws the receiver's Result when it said why it stopped (else returns).
   void throw_receivers_reason(const std::string& remote);
+  // Sends a put's request and reads its ok Response; a refusal (thrown) leaves the session usable.
+  void ask_put(const proto::Message& req);
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,

@@ -13,6 +13,7 @@
 // times on this hardware).
 #include "net/transfer.h"
 
+#include <poll.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -166,6 +167,36 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
   }
 }
 
+// An unsized stream's next record: up to cap bytes of fd as they come (StreamOptions::unsized).
+// Returns the bytes read, and sets eof once fd has ended; 0 bytes without eof: kKeepAlive passed
+// without input.
+size_t read_available(int fd, uint8_t* p, size_t cap, bool& eof) {
+  using Clock = std::chrono::steady_clock;
+  size_t got = 0;
+  Clock::time_point deadline{};
+  while (got < cap) {
+    auto wait = kKeepAlive;
+    if (got > 0) {
+      wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (wait.count() <= 0) break;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, int(wait.count()));
+    if (ready == 0) break;  // nothing more for now: send what is here
+    ssize_t r = ready < 0 ? -1 : ::read(fd, p + got, cap - got);
+    if (r > 0) {
+      if (got == 0) deadline = Clock::now() + kGatherWindow;
+      got += size_t(r);
+    } else if (r == 0) {
+      eof = true;
+      break;
+    } else if (errno != EINTR && errno != EAGAIN) {
+      throw Failure(std::string("read error: ") + std::strerror(errno));
+    }
+  }
+  return got;
+}
+
 // Resume: the checksum takes in the first opt.offset bytes (hashed here, or the caller's hash of
 // them), and the file position moves past them.
 void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
@@ -176,6 +207,50 @@ void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
   if (::lseek(fd, off_t(opt.offset), SEEK_SET) < 0)
     throw Failure(std::string("seek error: ") + std::strerror(errno));
 }
+
+// The sender's reading stage: fills a batch with payloads of the file (or of an unsized stream, as
+// its input comes) and hashes them before they are encrypted in place. `at`: bytes so far.
+struct BatchFiller {
+  int fd;
+  uint64_t size;
+  size_t rec_size, per_batch;
+  const StreamOptions& opt;
+  crypto::FileChecksum& hash;
+  uint64_t at;
+
+  void operator()(Batch* b) {
+    b->n = 0;
+    if (opt.unsized) return fill_unsized(b);
+    while (b->n < per_batch && at < size) {
+      size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
+      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
+      if (fd < 0)
+        std::memset(p, 0, n);
+      else if (opt.ranged)
+        pread_full(fd, p, n, opt.base + at);
+      else
+        read_full(fd, p, n, at, size);
+      add(b, p, n);
+    }
+    b->last = at >= size;
+  }
+  // A short record (the input paused, or ended) closes the batch, so that it is sent now.
+  void fill_unsized(Batch* b) {
+    bool eof = false;
+    for (size_t n = rec_size; b->n < per_batch && n == rec_size && !eof;) {
+      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
+      n = read_available(fd, p, rec_size, eof);
+      if (n == 0 && eof) break;
+      add(b, p, n);  // n == 0: an empty record, the keep-alive
+    }
+    b->last = eof;
+  }
+  void add(Batch* b, const uint8_t* p, size_t n) {
+    hash.update(p, n);
+    b->len[b->n++] = n;
+    at += n;
+  }
+};
 
 }  // namespace
 
@@ -200,27 +275,11 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
+  if (opt.unsized && (opt.ranged || opt.offset || fd < 0))
+    throw Failure("internal error: an unsized stream reads a descriptor from its start");
   if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
-  // Fills a batch with payloads and hashes them before they are encrypted in place.
-  uint64_t at = opt.offset;
-  auto fill = [&](Batch* b) {
-    b->n = 0;
-    while (b->n < per_batch && at < size) {
-      size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
-      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
-      if (fd < 0)
-        std::memset(p, 0, n);
-      else if (opt.ranged)
-        pread_full(fd, p, n, opt.base + at);
-      else
-        read_full(fd, p, n, at, size);
-      hash.update(p, n);
-      b->len[b->n++] = n;
-      at += n;
-    }
-    b->last = at >= size;
-  };
+  BatchFiller fill{fd, size, rec_size, per_batch, opt, hash, opt.offset};
   const bool threaded = pipeline_threads(c, opt.pipeline);
   std::thread reader;
   if (threaded)
@@ -265,8 +324,9 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (threaded) reader.join();
   h.rethrow();
 
-  proto::EndRecord end{size, hash.final()};
+  proto::EndRecord end{opt.unsized ? fill.at : size, hash.final()};
   c.send_record(RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));
+  if (opt.length) *opt.length = end.length;
   return end.checksum;
 }
 
@@ -361,12 +421,17 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
+  if (opt.unsized && (opt.ranged || opt.offset))
+    throw Failure("internal error: an unsized stream starts at 0");
   if (opt.offset && opt.prefix_hash)
     hash = *opt.prefix_hash;
   else if (opt.offset && fd >= 0)
     files::hash_prefix(hash, fd, opt.offset);
   proto::RecordOrder& order = c.in_order();
-  order.begin_stream(size, opt.offset);
+  if (opt.unsized)
+    order.begin_unsized();
+  else
+    order.begin_stream(size, opt.offset);
   StreamScope scope{order};
 
   if (opt.complete) *opt.complete = false;
@@ -423,6 +488,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::Checksum mine = hash.final();
   const auto v = order.close(mine);
   if (v != proto::RecordOrder::Verdict::ok) throw Failure(order.describe(v), proto::Status::integrity);
+  if (opt.length) *opt.length = order.end().length;
   return mine;
 }
 

@@ -3,6 +3,7 @@
 // the handshake agreed), or receive such a stream into a file.
 #pragma once
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -44,7 +45,21 @@ struct StreamOptions {
   // AESXFER_PIPELINE=threads|inline overrides it. The others are for measurement
   // (bench/pipeline_floor) and tests.
   enum class Pipeline { auto_choice, threads, inline_stage } pipeline = Pipeline::auto_choice;
+  // An unsized stream (send -, docs/PROTOCOL.md 3.3; not with offset or ranged). The sender reads
+  // fd until its end of file (`size` is ignored) and sends what it read as it comes: a record goes
+  // out when it is full, when no more input arrived within kGatherWindow of its first byte, or at
+  // the end; after kKeepAlive without input an empty data record keeps the connection alive. The
+  // receiver takes any number of bytes up to the end record, whose length is the stream's.
+  bool unsized = false;
+  // When set, receives the stream's length (the end record's): the one way to learn an unsized
+  // stream's size.
+  uint64_t* length = nullptr;
 };
+
+// Unsized streams (StreamOptions::unsized): how long a record waits for more input once it holds
+// some, and how long the sender waits for input before it sends an empty record instead.
+constexpr std::chrono::milliseconds kGatherWindow{50};
+constexpr std::chrono::milliseconds kKeepAlive{1000};
 
 // The choice `auto_choice` makes for this connection.
 bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p);

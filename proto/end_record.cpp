@@ -29,7 +29,13 @@ void RecordOrder::begin_stream(uint64_t size, uint64_t offset) noexcept {
   state_ = State::streaming;
   size_ = size;
   received_ = offset;
+  unsized_ = false;
   end_ = {};
+}
+
+void RecordOrder::begin_unsized() noexcept {
+  begin_stream(UINT64_MAX);  // the only bound on the count: it cannot wrap
+  unsized_ = true;
 }
 
 RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uint8_t> payload) noexcept {
@@ -57,7 +63,8 @@ RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uin
 RecordOrder::Verdict RecordOrder::close(const crypto::Checksum& mine) noexcept {
   if (state_ != State::ended) return Verdict::short_stream;
   state_ = State::between;
-  if (end_.length != size_ || received_ != size_) return Verdict::short_stream;
+  if (unsized_ && end_.length != received_) return Verdict::length_mismatch;
+  if (!unsized_ && (end_.length != size_ || received_ != size_)) return Verdict::short_stream;
   if (mine.alg != end_.checksum.alg || mine.len != end_.checksum.len ||
       !crypto::ct_equal(mine.bytes.data(), end_.checksum.bytes.data(), mine.len))
     return Verdict::digest_mismatch;
@@ -83,6 +90,9 @@ std::string RecordOrder::describe(Verdict v) const {
              " checksum, the session agreed on " + crypto::checksum_name(checksum_);
     case Verdict::short_stream:
       return "transfer ended early: " + std::to_string(received_) + " of " + std::to_string(size_) + " bytes";
+    case Verdict::length_mismatch:
+      return "end record says " + std::to_string(end_.length) + " bytes, " + std::to_string(received_) +
+             " arrived";
     case Verdict::digest_mismatch:
       return std::string("whole-file ") + crypto::checksum_name(checksum_) + " mismatch";
   }

@@ -34,7 +34,9 @@ std::optional<EndRecord> decode_end(std::span<const uint8_t> payload) noexcept;
 // at most the agreed record size and no more than the announced bytes in all, then one end record
 // carrying the session's checksum algorithm; close() then checks the end record's length and
 // digest, and control records follow again. A control record inside a stream, or a data or end
-// record outside one (after the end record of a file, say), is refused.
+// record outside one (after the end record of a file, say), is refused. An unsized stream (an
+// unsized put, new in protocol 4) announces no size: its data records (each still at most the
+// record size) run until the end record, whose length must be the bytes counted.
 class RecordOrder {
  public:
   enum class Verdict : uint8_t {
@@ -46,6 +48,7 @@ class RecordOrder {
     malformed_end,      // the end payload does not decode
     wrong_checksum,     // the end record's checksum algorithm is not the session's
     short_stream,       // close(): the end record's length or the data counted is not the size
+    length_mismatch,    // close(), unsized: the end record's length is not the data counted
     digest_mismatch,    // close(): the end record's digest is not the receiver's
   };
 
@@ -55,6 +58,8 @@ class RecordOrder {
   // A file stream of `size` bytes comes next; its first `offset` bytes are at the receiver
   // already (resume), the data records carry the rest.
   void begin_stream(uint64_t size, uint64_t offset = 0) noexcept;
+  // A file stream of unknown size comes next (an unsized put): it ends at its end record.
+  void begin_unsized() noexcept;
   // Back to between streams without closing (the stream failed; the connection is dropped).
   void abandon() noexcept { state_ = State::between; }
   bool in_stream() const noexcept { return state_ != State::between; }
@@ -81,6 +86,7 @@ class RecordOrder {
   size_t record_size_;
   State state_ = State::between;
   uint64_t size_ = 0, received_ = 0;
+  bool unsized_ = false;
   EndRecord end_;
 };
 

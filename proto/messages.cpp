@@ -4,6 +4,7 @@
 //              | u16 name_len | name (source base name, in Message::text) | u8 flags
 //              [ flags & kFlagRange: xfer_id[16] | u32 part | u32 nparts | u64 length ]
 //              [ flags & kFlagAhead: u32 tag ]
+//              (flags & kFlagUnsized: op put, size 0, no other flag but kFlagPreserve)
 //              [ op get with flags & kFlagResume: u8 digest_len (0 or 32) | digest ]
 //   response : 03 | u8 status | u64 size | u32 mode | i64 mtime | u16 text_len | text
 //              | u8 digest_len (0 or 32) | digest [ | u32 tag ]
@@ -110,6 +111,10 @@ void decode_request(WireReader& r, Message& m) {
       ((m.flags & (kFlagRange | kFlagResume)) ||
        (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat) ||
        (m.op == Op::put && m.size > kMaxAheadSize)))
+    r.fail();
+  // Unsized (protocol 4): a put alone, size 0, one stream bounded by nothing but its end record.
+  if ((m.flags & kFlagUnsized) &&
+      (m.op != Op::put || m.size != 0 || (m.flags & (kFlagResume | kFlagRange | kFlagAhead))))
     r.fail();
   if (r.ok() && (m.flags & kFlagRange)) decode_range(r, m);
   if (r.ok() && (m.flags & kFlagAhead)) {

@@ -38,7 +38,11 @@ constexpr uint8_t kFlagRange = 4;
 // this file's Result. Not with kFlagResume or kFlagRange; a put's size is at most kMaxAheadSize.
 // See docs/PROTOCOL.md, "Pipelining".
 constexpr uint8_t kFlagAhead = 8;
-constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange | kFlagAhead;
+// put (new in protocol 4): a stream whose size is not known in advance (send -, standard input).
+// `size` is 0; the data records run until the end record, whose `length` is the file's size. Not
+// with kFlagResume, kFlagRange or kFlagAhead. See docs/PROTOCOL.md 3.2 and 3.3.
+constexpr uint8_t kFlagUnsized = 16;
+constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange | kFlagAhead | kFlagUnsized;
 constexpr uint64_t kMaxAheadSize = uint64_t(1) << 20;
 constexpr uint32_t kMaxParts = 16;
 constexpr size_t kXferIdLen = 16;
@@ -72,7 +76,7 @@ struct Message {
   int64_t mtime = 0;     // request/response: seconds since the epoch
   uint64_t offset = 0;   // request: resume from here (0 = whole file)
   std::string text;      // response/result/welcome: human-readable detail; request: source base name
-  uint8_t flags = 0;     // request: kFlagPreserve | kFlagResume
+  uint8_t flags = 0;     // request: kFlag* (kRequestFlags)
   std::string digest;    // response: empty, or the kPrefixMacLen-byte keyed hash of a partial file (probe),
                          // or the server's own prefix hash when it resumes a get there; request (get with
                          // kFlagResume): empty, or the hash of the client's first `offset` bytes

@@ -132,7 +132,8 @@ struct Receiver {
   std::function<std::string(const Failure& e)> failed;
 };
 
-// After the ok response: receives `size` bytes into r.fd, finishes, and sends the Result.
+// After the ok response: receives `size` bytes (so.unsized: up to the end record) into r.fd,
+// finishes, and sends the Result.
 void receive(RequestContext& ctx, const Message& req, const std::string& shown, uint64_t size,
              const StreamOptions& so, Receiver& r, uint64_t resumed_from = 0) {
   const auto t0 = Clock::now();
@@ -140,8 +141,10 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   result.type = proto::MsgType::result;
   const bool ahead = req.flags & proto::kFlagAhead;
   bool complete = false;
+  uint64_t length = 0;  // the end record's: the file's (or range's) size
   try {
     StreamOptions o = so;
+    o.length = &length;
     // Pipelined: the file's own records are read to its end whatever happens to the file, so a
     // write error or a bad checksum fails this file alone and the next request follows.
     o.read_to_end = ahead;
@@ -165,7 +168,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   }
   answer(ctx, req, result);
   log_outcome(ctx, req, shown,
-              transfer_details(ctx, req, size - (so.offset),
+              transfer_details(ctx, req, length - so.offset,
                                std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
               "ok");
 }
@@ -285,7 +288,9 @@ void handle_put(RequestContext& ctx, const Message& req) {
     };
   }
   answer(ctx, req, response(Status::ok));
-  receive(ctx, req, shown, req.size, StreamOptions{}, r);
+  StreamOptions so;
+  so.unsized = req.flags & proto::kFlagUnsized;  // send -: the size comes in the end record
+  receive(ctx, req, shown, req.size, so, r);
 }
 
 // ---- get --------------------------------------------------------------------------------------

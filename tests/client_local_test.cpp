@@ -539,7 +539,7 @@ TEST_F(ClientLocal, DashIsStandardInputForSend) {
   write_random_file(ws.local / "src", 700000, 9);
   fs::create_directories(ws.root / "d");
   const std::string bin = AESXFER_BINARY, port = std::to_string(server->port());
-  // From a pipe (size unknown until EOF: spooled first), to a file name.
+  // From a pipe (size unknown until EOF: an unsized put, streamed), to a file name.
   auto r = run_process({"/bin/sh", "-c",
                         "cat '" + (ws.local / "src").string() + "' | '" + bin +
                             "' send - 127.0.0.1:piped.bin -P " + port + " -q"},

@@ -227,6 +227,63 @@ TEST(Messages, EncodeTruncatesToBounds) {
   EXPECT_EQ(d->mode, 0644u);
 }
 
+// Protocol 4: the unsized flag (bit 4) on a put of size 0, exactly; nothing else may carry it
+// (docs/PROTOCOL.md 3.2).
+TEST(Messages, UnsizedPutBounds) {
+  Message q;
+  q.type = MsgType::request;
+  q.op = Op::put;
+  q.path = "f";
+  q.text = "stdin";
+  q.mode = 0600;
+  q.flags = kFlagUnsized;
+  // Byte for byte: flags 0x10 is the last byte, nothing follows it.
+  EXPECT_EQ(test::to_hex(enc(q)),
+            "0201"
+            "000166"
+            "0000000000000000"
+            "00000180"
+            "0000000000000000"
+            "0000000000000000"
+            "0005737464696e"
+            "10");
+  auto d = decode(enc(q));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->flags, kFlagUnsized);
+  EXPECT_EQ(d->size, 0u);
+  q.flags = kFlagUnsized | kFlagPreserve;
+  EXPECT_TRUE(decode(enc(q)));
+  // A size: refused, whatever it is.
+  for (uint64_t size : {uint64_t(1), kMaxAheadSize, ~uint64_t(0)}) {
+    Message b = q;
+    b.size = size;
+    EXPECT_FALSE(decode(enc(b))) << size;
+  }
+  // Only put.
+  for (Op op : {Op::get, Op::mkdir, Op::probe, Op::commit, Op::stat, Op::list}) {
+    Message b = q;
+    b.op = op;
+    EXPECT_FALSE(decode(enc(b))) << int(op);
+  }
+  // Never with resume, range or ahead (a pipelined put stays bounded by its size).
+  for (uint8_t other : {kFlagResume, kFlagRange, kFlagAhead}) {
+    Message b = q;
+    b.flags = kFlagUnsized | other;
+    b.nparts = 1;
+    Bytes e = enc(b);
+    EXPECT_FALSE(decode(e)) << int(other);
+    // The same request without the unsized flag is well formed: the refusal is the flag's.
+    e.clear();
+    b.flags = other;
+    EXPECT_TRUE(decode(enc(b))) << int(other);
+  }
+  // Every truncation and a trailing byte, as for any message.
+  Bytes b = enc(q);
+  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode(std::span<const uint8_t>(b.data(), n))) << n;
+  b.push_back(0);
+  EXPECT_FALSE(decode(b));
+}
+
 TEST(Messages, StatusNames) {
   for (int s = 0; s <= int(Status::internal); ++s) EXPECT_STRNE(status_name(Status(s)), "unknown status");
   EXPECT_STREQ(status_name(Status::ok), "ok");

@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "app/pacing.h"
+
 namespace aesxfer::test {
 namespace {
 
@@ -81,6 +83,46 @@ TEST(Progress, ResumedRateCountsOnlyWhatMoved) {
   const double rate = std::stod(all.substr(b + 1, at - b - 1));
   EXPECT_GT(rate, 50) << all;  // about 100 MB/s (2^20 bytes), not 1000
   EXPECT_LT(rate, 200) << all;
+  std::fclose(f);
+}
+
+// send -: a stream of unknown size shows the bytes so far, the rate and the time elapsed, never a
+// percentage or an ETA; a stall still shows. Its JSON progress has "total_bytes":null until the
+// final line, which has the size.
+TEST(Progress, UnknownTotalShowsBytesRateAndElapsedTime) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    app::Progress p("stdin", true, f, std::chrono::milliseconds(1500));
+    p.start(app::kUnknownTotal);
+    p.update(5u << 20);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    const std::string mid = contents(f);
+    EXPECT_NE(mid.find("5120KB"), std::string::npos) << mid;
+    EXPECT_NE(mid.find("00:01    "), std::string::npos) << mid;  // elapsed, not an ETA
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    EXPECT_NE(contents(f).find("- stalled -"), std::string::npos) << contents(f);
+    p.finish(6u << 20, 3.1);
+  }
+  const std::string all = contents(f);
+  EXPECT_EQ(all.find('%'), std::string::npos) << all;
+  EXPECT_EQ(all.find("ETA"), std::string::npos) << all;
+  const std::string last = all.substr(all.rfind('\r') + 1);
+  EXPECT_EQ(last.rfind("stdin ", 0), 0u) << last;
+  EXPECT_NE(last.find("6144KB"), std::string::npos) << last;
+  EXPECT_NE(last.find("MB/s   00:03    \n"), std::string::npos) << last;
+
+  std::FILE* j = std::tmpfile();
+  ASSERT_NE(j, nullptr);
+  app::JsonProgress jp("-", true, j);
+  jp.start(app::kUnknownTotal);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  jp.update(100);
+  jp.finish(250);
+  const std::string lines = contents(j);
+  EXPECT_NE(lines.find("\"bytes\":100,\"total_bytes\":null"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("\"bytes\":250,\"total_bytes\":250"), std::string::npos) << lines;
+  std::fclose(j);
   std::fclose(f);
 }
 

@@ -2,6 +2,8 @@
 // (docs/PROTOCOL.md 3.1, 3.3), and the checks that close a file stream.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "crypto/checksum.h"
@@ -115,6 +117,51 @@ TEST(RecordOrder, AbandonedStreamRefusesItsLeftovers) {
   // close() without an end record never passes.
   o.begin_stream(0);
   EXPECT_EQ(o.close(checksum_of({})), V::short_stream);
+}
+
+// Protocol 4, an unsized put: no announced size; the stream ends at its end record, whose length
+// must be the bytes that came (else length_mismatch, an integrity failure), and the digest checks
+// as usual. The record size bound still holds per record.
+TEST(RecordOrder, UnsizedStreamEndsAtItsEndRecord) {
+  const Bytes file = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  RecordOrder o(kAlg, 4);
+  o.begin_unsized();
+  EXPECT_TRUE(o.in_stream());
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(file.begin(), file.begin() + 4)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{}), V::ok);  // an empty record: the sender's keep-alive
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(file.begin() + 4, file.begin() + 8)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(5)), V::over_record_size);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(file.begin() + 8, file.end())), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::control, Bytes{5}), V::control_in_stream);
+  EXPECT_EQ(o.received(), 9u);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(9, checksum_of(file))), V::ok);
+  EXPECT_EQ(o.close(checksum_of(file)), V::ok);
+  EXPECT_FALSE(o.in_stream());
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(1)), V::not_control);
+
+  // The end record claims more, or fewer, bytes than came.
+  for (uint64_t claimed : {uint64_t(10), uint64_t(8), uint64_t(0), ~uint64_t(0)}) {
+    o.begin_unsized();
+    for (size_t at = 0; at < file.size(); at += 4)
+      EXPECT_EQ(
+          o.on_record(RecordType::data, Bytes(file.begin() + at, file.begin() + std::min<size_t>(at + 4, 9))),
+          V::ok);
+    EXPECT_EQ(o.on_record(RecordType::end, end_payload(claimed, checksum_of(file))), V::ok);
+    EXPECT_EQ(o.close(checksum_of(file)), V::length_mismatch) << claimed;
+    EXPECT_EQ(o.describe(V::length_mismatch),
+              "end record says " + std::to_string(claimed) + " bytes, 9 arrived");
+  }
+  // Right length, other bytes; and an empty stream.
+  o.begin_unsized();
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{1, 2}), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(2, checksum_of({1, 3}))), V::ok);
+  EXPECT_EQ(o.close(checksum_of({1, 2})), V::digest_mismatch);
+  o.begin_unsized();
+  EXPECT_EQ(o.on_record(RecordType::end, end_payload(0, checksum_of({}))), V::ok);
+  EXPECT_EQ(o.close(checksum_of({})), V::ok);
+  // A sized stream after an unsized one is bounded by its size again.
+  o.begin_stream(2);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(3)), V::over_announced);
 }
 
 }  // namespace
