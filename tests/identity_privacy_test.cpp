@@ -15,6 +15,7 @@
 #include "files/keystore.h"
 #include "proto/handshake.h"
 #include "tests/harness.h"
+#include "tests/server_fixture.h"
 
 namespace aesxfer::test {
 namespace {
@@ -26,17 +27,7 @@ bool contains(const Bytes& hay, const Bytes& needle) {
 }
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
-class IdentityPrivacy : public testing::Test {
- protected:
-  Workspace ws;
-  std::unique_ptr<ServerProcess> server;
-  void SetUp() override { server = std::make_unique<ServerProcess>(ws.home, ws.root); }
-  void TearDown() override {
-    EXPECT_EQ(server->stop(), 0);
-    EXPECT_EQ(sanitizer_findings(server->log()), "");
-    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
-  }
-};
+using IdentityPrivacy = ServerTest;
 
 TEST_F(IdentityPrivacy, ClientKeyNeverCrossesTheWireInClear) {
   write_random_file(ws.local / "f.bin", 100000, 17);
