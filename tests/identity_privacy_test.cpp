@@ -73,6 +73,27 @@ TEST_F(IdentityPrivacy, ClientKeyNeverCrossesTheWireInClear) {
   }
 }
 
+// An unauthorized client: its key is not on the wire either, yet the server (which learns it by
+// opening ClientAuth) names it in its log, and the client reads the refusal inside the channel.
+TEST_F(IdentityPrivacy, UnauthorizedKeyIsNamedInTheServerLogOnly) {
+  TempDir other("aesxfer-other");
+  write_text_file(ws.local / "f", "x");
+  FaultSpec spec;
+  spec.capture_c2s = true;
+  Relay relay(server->port(), spec);
+  const ProcResult r = run_aesxfer(
+      {"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(relay.port()), "-q"},
+      other.path(), 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("not authorized"), std::string::npos) << r.err;
+  ASSERT_TRUE(relay.wait_done(10));
+  const proto::Identity id = files::load_identity(other.path() / "id_ed25519");
+  EXPECT_FALSE(contains(relay.captured_c2s(), Bytes(id.pk.begin(), id.pk.end())));
+  EXPECT_TRUE(server->wait_for_log("refused unauthorized client key " + proto::fingerprint(id.pk)))
+      << server->log();
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+}
+
 // A protocol-3 client (its ClientHello carries its key at body offset 76, 112 bytes) is told
 // the version by a ServerHello with status 3 and version 4, and the server logs both versions.
 TEST_F(IdentityPrivacy, Version3ClientHelloGetsTheVersionRefusal) {
