@@ -203,7 +203,8 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   proto::Step step = hs.confirm_host();
   if (step.ec) throw Failure("handshake with " + conn_->peer() + " failed: " + step.ec.message());
   conn_->write_all(step.send.data(), step.send.size());
-  log(1, "sent ClientAuth: signature by " + proto::fingerprint(id.pk) + " over the transcript");
+  log(1, "sent ClientAuth: signature by " + proto::fingerprint(id.pk) +
+             " over the transcript, key and signature sealed (AES-128-GCM handshake key)");
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
   write_keylog();
   conn_->start_records(*keys_, true, opt_.impl);

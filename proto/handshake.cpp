@@ -20,11 +20,13 @@ namespace {
 
 constexpr uint8_t kMagic[8] = {'A', 'E', 'S', 'X', 'F', 'E', 'R', '1'};
 constexpr uint8_t kClientHello = 1, kServerHello = 2, kClientAuth = 3;
-constexpr size_t kClientHelloBody = 8 + 1 + 1 + 1 + 1 + 32 + 32 + 32 + 4;  // 112
-constexpr size_t kServerHelloBody = 8 + 1 + 1 + 32 + 32 + 32 + 4 + 64;     // 174
-constexpr size_t kClientAuthBody = 64;
+constexpr size_t kClientHelloBody = 8 + 1 + 1 + 1 + 1 + 32 + 32 + 4;    // 80
+constexpr size_t kServerHelloBody = 8 + 1 + 1 + 32 + 32 + 32 + 4 + 64;  // 174
+constexpr size_t kClientAuthPlain = 32 + crypto_sign_BYTES;             // client key || signature
+constexpr size_t kAuthTag = 16;                                         // AES-128-GCM
+constexpr size_t kClientAuthBody = kClientAuthPlain + kAuthTag;         // 112
 constexpr std::string_view kHostSigLabel = "aesxfer-v1 host-sig";
-constexpr std::string_view kClientSigLabel = "aesxfer-v1 client-sig";
+constexpr std::string_view kClientSigLabel = "aesxfer-v4 client-sig";
 
 enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3, kStatusChecksum = 4 };
 
@@ -95,6 +97,33 @@ std::vector<uint8_t> sig_message(std::string_view label, const std::array<uint8_
   m.insert(m.end(), th.begin(), th.end());
   return m;
 }
+
+// "aesxfer-v4 client-sig" || TH2 || client key: the client's signature binds its key too.
+std::vector<uint8_t> client_sig_message(const std::array<uint8_t, 32>& th2, const PublicKey& pk) {
+  auto m = sig_message(kClientSigLabel, th2);
+  m.insert(m.end(), pk.begin(), pk.end());
+  return m;
+}
+
+// The handshake key of ClientAuth (docs/PROTOCOL.md 1.4): AES-128-GCM keyed from K_c2s and TH2.
+// The nonce is the first 12 bytes of `iv`; key and iv are wiped on destruction.
+struct AuthSeal {
+  uint8_t key[16]{}, iv[16]{};
+  AuthSeal(const uint8_t k_c2s[32], const std::array<uint8_t, 32>& th2) {
+    kdf(key, sizeof key, k_c2s, "aesxfer-v4 auth key", th2);
+    kdf(iv, sizeof iv, k_c2s, "aesxfer-v4 auth iv", th2);
+  }
+  ~AuthSeal() {
+    sodium_memzero(key, sizeof key);
+    sodium_memzero(iv, sizeof iv);
+  }
+  AuthSeal(const AuthSeal&) = delete;
+  AuthSeal& operator=(const AuthSeal&) = delete;
+  // The project's own AES-128-GCM (crypto table, best implementation), never libsodium's AEAD.
+  std::unique_ptr<crypto::Aead> aead() const {
+    return crypto::find_cipher("aes128-gcm")->make_aead(key, crypto::dispatch());
+  }
+};
 
 void derive_direction(DirectionKeys& d, const uint8_t k[32], const std::array<uint8_t, 32>& th2) {
   kdf(d.enc, sizeof d.enc, k, "aesxfer-v1 enc", th2);
@@ -171,6 +200,27 @@ std::string checksum_set_names(uint32_t bits) {
   return out.empty() ? "none at all" : out;
 }
 
+std::vector<uint8_t> seal_client_auth(const uint8_t k_c2s[32], const std::array<uint8_t, 32>& th2,
+                                      std::span<const uint8_t> plain) {
+  init_sodium();
+  const AuthSeal k(k_c2s, th2);
+  std::vector<uint8_t> body(plain.size() + kAuthTag);
+  k.aead()->seal(k.iv, nullptr, 0, plain.data(), body.data(), plain.size(), body.data() + plain.size());
+  return body;
+}
+
+std::optional<std::vector<uint8_t>> open_client_auth(const uint8_t k_c2s[32],
+                                                     const std::array<uint8_t, 32>& th2,
+                                                     std::span<const uint8_t> body) {
+  if (body.size() < kAuthTag) return std::nullopt;
+  init_sodium();
+  const AuthSeal k(k_c2s, th2);
+  std::vector<uint8_t> plain(body.size() - kAuthTag);
+  if (!k.aead()->open(k.iv, nullptr, 0, body.data(), plain.data(), plain.size(), body.data() + plain.size()))
+    return std::nullopt;
+  return plain;
+}
+
 DirectionKeys derive_direction_keys(const uint8_t kx_key[32],
                                     const std::array<uint8_t, 32>& transcript_hash) {
   init_sodium();
@@ -233,6 +283,7 @@ struct ClientHandshake::Impl {
   std::vector<uint8_t> client_hello;
   std::vector<uint8_t> server_hello;
   std::array<uint8_t, 32> th2{};
+  uint8_t k_c2s[32]{};  // kept from the ServerHello until ClientAuth is sealed
   FrameReader reader;
   std::error_code error;
   PublicKey host{};
@@ -244,7 +295,10 @@ struct ClientHandshake::Impl {
     keys.checksum = p.checksum;
     keys.record_size = p.record_size;
   }
-  ~Impl() { sodium_memzero(kx_sk, sizeof kx_sk); }
+  ~Impl() {
+    sodium_memzero(kx_sk, sizeof kx_sk);
+    sodium_memzero(k_c2s, sizeof k_c2s);
+  }
 
   Step failed(std::error_code ec, size_t consumed, std::string detail = {}) {
     state = State::failed;
@@ -324,6 +378,7 @@ struct ClientHandshake::Impl {
     if (ok) {
       derive_direction(keys.c2s, tx, th2);
       derive_direction(keys.s2c, rx, th2);
+      std::memcpy(k_c2s, tx, sizeof k_c2s);
       sodium_memzero(kx_sk, sizeof kx_sk);
     }
     sodium_memzero(rx, sizeof rx);
@@ -356,8 +411,7 @@ Step ClientHandshake::start() {
   w.u8(uint8_t(m.keys.checksum));
   w.bytes(m.kx_pk, 32);
   w.bytes(m.keys.client_random.data(), 32);
-  w.bytes(m.me.pk.data(), 32);
-  w.u32(m.keys.record_size);
+  w.u32(m.keys.record_size);  // no identity: it travels sealed in ClientAuth (1.4)
   m.client_hello = f;
   m.state = Impl::State::wait_server_hello;
   Step s;
@@ -395,13 +449,16 @@ std::optional<PublicKey> ClientHandshake::host_key() const {
 Step ClientHandshake::confirm_host() {
   Impl& m = *impl_;
   if (m.state != Impl::State::host_pending) return fail(errc::unexpected_message, 0);
-  auto msg = sig_message(kClientSigLabel, m.th2);
-  uint8_t sig[crypto_sign_BYTES];
-  crypto_sign_detached(sig, nullptr, msg.data(), msg.size(), m.me.sk.data());
+  const auto msg = client_sig_message(m.th2, m.me.pk);
+  uint8_t plain[kClientAuthPlain];  // client key || signature, sealed (1.4)
+  std::memcpy(plain, m.me.pk.data(), 32);
+  crypto_sign_detached(plain + 32, nullptr, msg.data(), msg.size(), m.me.sk.data());
+  const auto body = seal_client_auth(m.k_c2s, m.th2, plain);
+  sodium_memzero(m.k_c2s, sizeof m.k_c2s);
   std::vector<uint8_t> f;
   WireWriter w(f);
   frame_header(w, kClientAuth, kClientAuthBody);
-  w.bytes(sig, sizeof sig);
+  w.bytes(body.data(), body.size());
   m.state = Impl::State::done;
   Step s;
   s.send = std::move(f);
@@ -524,7 +581,8 @@ struct ServerHandshake::Impl {
     if (!read_magic(r, version)) return failed(errc::bad_magic, consumed);
     if (version != kVersion)
       return refuse(kStatusVersion, errc::bad_magic, consumed,
-                    "client speaks protocol version " + std::to_string(version));
+                    "client speaks protocol version " + std::to_string(version) + ", this server " +
+                        std::to_string(kVersion) + " (upgrade the older end)");
     if (r.remaining() != kClientHelloBody - 9) return failed(errc::bad_handshake, consumed);
     Hello h;
     h.cipher = r.u8();
@@ -532,14 +590,12 @@ struct ServerHandshake::Impl {
     h.checksum = r.u8();
     r.copy(client_kx, 32);
     r.copy(keys.client_random.data(), 32);
-    r.copy(keys.client_key.data(), 32);
     h.record_size = r.u32();
     if (!crypto::checksum_known(h.checksum) || h.record_size < kMinRecordSize ||
         h.record_size > kMaxRecordSize)
       return failed(errc::bad_handshake, consumed);
     if (auto refusal = choose(h, consumed)) return std::move(*refusal);
     keys.record_size = std::max(kMinRecordSize, std::min(h.record_size, policy.max_record_size));
-    have_client_key = true;
     keys.host_key = host.pk;
     client_hello = reader.frame();
     // The X25519 shared secret before anything is signed: a client value of low order (all-zero
@@ -586,10 +642,15 @@ struct ServerHandshake::Impl {
     if (reader.type() != kClientAuth) return failed(errc::unexpected_message, consumed);
     if (reader.body().size() != kClientAuthBody) return failed(errc::bad_handshake, consumed);
     auto th2 = hash2(client_hello, server_hello.data(), server_hello.size());
-    auto msg = sig_message(kClientSigLabel, th2);
-    if (crypto_sign_verify_detached(reader.body().data(), msg.data(), msg.size(), keys.client_key.data()) !=
-        0)
+    // Sealed with the handshake key only the two ends of the key exchange know (1.4).
+    const auto plain = open_client_auth(kx_rx, th2, reader.body());
+    if (!plain)
+      return failed(errc::bad_handshake, consumed, "ClientAuth does not open (tampered or wrong key)");
+    std::memcpy(keys.client_key.data(), plain->data(), 32);
+    const auto msg = client_sig_message(th2, keys.client_key);
+    if (crypto_sign_verify_detached(plain->data() + 32, msg.data(), msg.size(), keys.client_key.data()) != 0)
       return failed(errc::client_signature, consumed);
+    have_client_key = true;
     derive_direction(keys.c2s, kx_rx, th2);
     derive_direction(keys.s2c, kx_tx, th2);
     sodium_memzero(kx_rx, sizeof kx_rx);

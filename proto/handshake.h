@@ -1,11 +1,13 @@
 // The handshake as two pure state machines (no sockets). See docs/PROTOCOL.md, "Handshake".
 //
 //   C -> S  ClientHello  magic, version, cipher id, MAC id, checksum id, ephemeral X25519 key, random,
-//                        client Ed25519 key, the record size the client asks for
+//                        the record size the client asks for (no identity: it is sent sealed)
 //   S -> C  ServerHello  magic, version, status, ephemeral X25519 key, random, host Ed25519 key,
 //                        the agreed record size, signature by the host key over SHA-256 of the
 //                        transcript so far
-//   C -> S  ClientAuth   signature by the client key over SHA-256 of ClientHello and ServerHello
+//   C -> S  ClientAuth   sealed with AES-128-GCM under a handshake key from the key exchange and
+//                        TH2: the client Ed25519 key and its signature over SHA-256 of ClientHello
+//                        and ServerHello and that key (a passive observer never sees the key)
 // then both sides derive per-direction keys from crypto_kx session keys and the transcript hash,
 // and everything else travels in records. The server's verdict on the client key is its first
 // record (see messages.h), or a ServerHello/ClientAuth-level failure closes the connection.
@@ -17,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -28,7 +31,7 @@
 namespace aesxfer::proto {
 
 constexpr size_t kMaxFrame = 4096;
-constexpr uint8_t kVersion = 3;
+constexpr uint8_t kVersion = 4;
 // Bounds of the negotiated record size (payload bytes of a data record).
 constexpr uint32_t kMinRecordSize = 4096;
 constexpr uint32_t kMaxRecordSize = uint32_t(kMaxPayload);
@@ -70,6 +73,17 @@ struct Identity {
 // The key schedule for one direction (docs/PROTOCOL.md, "Key derivation"): kx_key is that
 // direction's crypto_kx session key, transcript_hash is TH2. Exposed for tests and interop checks.
 DirectionKeys derive_direction_keys(const uint8_t kx_key[32], const std::array<uint8_t, 32>& transcript_hash);
+
+// ClientAuth's body (docs/PROTOCOL.md 1.4): plain (client key || signature) sealed with
+// AES-128-GCM under key = kdf(16, K_c2s, "aesxfer-v4 auth key", TH2), nonce = the first 12 bytes
+// of kdf(16, K_c2s, "aesxfer-v4 auth iv", TH2), no AAD: ciphertext || 16-byte tag. Exposed for
+// tests and interop checks (tests seal chosen bytes); the handshake machines call them.
+std::vector<uint8_t> seal_client_auth(const uint8_t k_c2s[32], const std::array<uint8_t, 32>& th2,
+                                      std::span<const uint8_t> plain);
+// The plaintext, or nullopt when the tag does not match (checked in constant time first).
+std::optional<std::vector<uint8_t>> open_client_auth(const uint8_t k_c2s[32],
+                                                     const std::array<uint8_t, 32>& th2,
+                                                     std::span<const uint8_t> body);
 
 // "SHA256:<base64 without padding>" like ssh-keygen -l.
 std::string fingerprint(const PublicKey& pk);
@@ -159,7 +173,7 @@ class ServerHandshake final : public HandshakeMachine {
   Step feed(const uint8_t* data, size_t len) override;
   SessionKeys& keys();
   bool authorized() const;
-  // Set once the ClientHello is in (not yet proven: the client proves it with ClientAuth).
+  // Set once ClientAuth opened and its signature verified (the ClientHello carries no identity).
   std::optional<PublicKey> client_key() const;
   // Test seam, as ClientHandshake's (docs/PROTOCOL.md 6.3): the server's ephemeral X25519 secret
   // key and random. Call before feeding the ClientHello. The product never calls it.

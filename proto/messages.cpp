@@ -12,6 +12,7 @@
 //   bye      : 05
 #include "proto/messages.h"
 
+#include "proto/failure.h"
 #include "proto/wire.h"
 
 namespace aesxfer::proto {
@@ -60,6 +61,24 @@ void optional_tag(WireReader& r, Message& m) {
   if (r.remaining() == 0) return;
   m.tag = r.u32();
   m.tagged = true;
+}
+
+// A path goes whole or not at all (docs/PROTOCOL.md 3.2): cut, it would name another file.
+void must_fit(const std::string& p, size_t max) {
+  if (p.size() > max)
+    throw Failure("path too long (" + std::to_string(p.size()) + " bytes; the protocol carries " +
+                      std::to_string(max) + " at most)",
+                  Status::bad_path);
+}
+
+// The paths of a message: a Request's path and name, a Response ok's text (mkdir, list).
+void check_paths_whole(const Message& m) {
+  if (m.type == MsgType::request) {
+    must_fit(m.path, kMaxPath);
+    must_fit(m.text, kMaxPath);
+  } else if (m.type == MsgType::response && m.status == Status::ok) {
+    must_fit(m.text, kMaxMessage);
+  }
 }
 
 void encode_request(const Message& m, WireWriter& w) {
@@ -141,6 +160,7 @@ void decode_response(WireReader& r, Message& m) {
 
 void encode(const Message& m, std::vector<uint8_t>& out) {
   out.clear();
+  check_paths_whole(m);  // throws before anything is written
   WireWriter w(out);
   w.u8(uint8_t(m.type));
   switch (m.type) {
@@ -158,7 +178,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
       w.u64(m.size);
       w.u32(m.mode & kModeMask);
       w.u64(uint64_t(m.mtime));
-      w.str16(m.text, kMaxMessage);
+      w.str16(m.text, kMaxMessage);  // cut only when it is a refusal's reason (check_paths_whole)
       w.opt_bytes8(m.digest, kPrefixMacLen);
       if (m.tagged) w.u32(m.tag);
       break;

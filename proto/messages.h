@@ -64,7 +64,10 @@ enum class Status : uint8_t {
 const char* status_name(Status s) noexcept;
 
 constexpr size_t kMaxPath = 4096;
-constexpr size_t kMaxMessage = 1024;
+// The text of a Welcome, Response or Result (protocol 4; 1024 before). A path a server answers
+// with (a Response ok to mkdir or list: at most a kMaxPath request path, "/", a 255-byte name)
+// fits whole; encode() refuses to cut one (see there).
+constexpr size_t kMaxMessage = 8192;
 
 struct Message {
   MsgType type = MsgType::bye;
@@ -92,7 +95,10 @@ struct Message {
   uint32_t tag = 0;
 };
 
-// Encodes into out (cleared first). Never fails for valid inputs (lengths truncated to bounds).
+// Encodes into out (cleared first). Texts for people (Welcome, Result, a refusal's Response) are
+// cut to kMaxMessage; a path is never cut: a Request whose path or name is over kMaxPath, or a
+// Response ok (its text names a path: mkdir, list) over kMaxMessage, throws Failure (bad_path,
+// "path too long") and leaves nothing to send, so nobody acts on a path that is not whole.
 void encode(const Message& m, std::vector<uint8_t>& out);
 // Decodes a control record payload; nullopt when malformed (lengths are checked before use).
 std::optional<Message> decode(std::span<const uint8_t> payload);

@@ -203,13 +203,15 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
         "debug1: identity " + key.string() + " (SHA256:",
         "debug1: connected to 127.0.0.1 port " + port + " in ",
         std::string(
-            "debug1: sent ClientHello: protocol 3, cipher aes128-cbc, MAC hmac-sha256, checksum xxh128, "
+            "debug1: sent ClientHello: protocol 4, cipher aes128-cbc, MAC hmac-sha256, checksum xxh128, "
             "record size 262144\n"),
         std::string("debug1: received ServerHello ("), "debug1: host key for " + hp + " is known: SHA256:",
-        std::string("debug1: sent ClientAuth: signature by SHA256:"), std::string("debug1: login accepted"),
-        std::string("debug1: cipher aes128-cbc ["), std::string("MAC hmac-sha256 [sha256 "),
-        std::string("checksum xxh128 [xxh3 "), std::string("record size 262144 bytes\n"),
-        std::string("debug1: socket buffers: SO_SNDBUF "), std::string("debug1: round trip "),
+        std::string("debug1: sent ClientAuth: signature by SHA256:"),
+        std::string(" over the transcript, key and signature sealed (AES-128-GCM handshake key)\n"),
+        std::string("debug1: login accepted"), std::string("debug1: cipher aes128-cbc ["),
+        std::string("MAC hmac-sha256 [sha256 "), std::string("checksum xxh128 [xxh3 "),
+        std::string("record size 262144 bytes\n"), std::string("debug1: socket buffers: SO_SNDBUF "),
+        std::string("debug1: round trip "),
         std::string("debug1: streams: auto, 1 per large file (round trip below 10 ms)\n"),
         "debug1: " + f() + ": 1 stream, 1 records of up to 262144 bytes\n"})
     EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;

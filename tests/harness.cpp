@@ -564,6 +564,11 @@ bool Relay::wait_done(double timeout_s) const {
   return true;
 }
 
+std::vector<uint8_t> Relay::captured_c2s() const {
+  std::lock_guard<std::mutex> lock(captured_mu_);
+  return captured_;
+}
+
 void Relay::run() {
   int cfd = -1, sfd = -1;
   // Accept one client, checking stop_ every 100 ms.
@@ -719,6 +724,10 @@ void Relay::run() {
         client_open = false;
         ::shutdown(sfd, SHUT_WR);
       } else {
+        if (spec_.capture_c2s) {
+          std::lock_guard<std::mutex> lock(captured_mu_);
+          captured_.insert(captured_.end(), buf.data(), buf.data() + n);
+        }
         pending.insert(pending.end(), buf.data(), buf.data() + n);
         if (!process()) break;
       }

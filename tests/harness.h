@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -149,6 +150,8 @@ struct FaultSpec {
   uint64_t flip_s2c_at = 0;
   // Bytes of tag after each record's body: 16 for aes128-gcm, 32 for hmac-sha256, 0 for none.
   size_t tag_len = 16;
+  // Keep a copy of every byte the client sent (Relay::captured_c2s); for small sessions only.
+  bool capture_c2s = false;
 };
 
 // Listens on 127.0.0.1 (ephemeral port), accepts one client, connects it to
@@ -172,6 +175,8 @@ class Relay {
   uint64_t s2c_bytes() const { return s2c_total_.load(); }
   // Waits for the relay thread to end (true) or timeout_s (false).
   bool wait_done(double timeout_s) const;
+  // With spec.capture_c2s: every byte the client sent so far, as it came off the wire.
+  std::vector<uint8_t> captured_c2s() const;
 
  private:
   void run();
@@ -184,6 +189,8 @@ class Relay {
   std::atomic<bool> applied_{false};
   std::atomic<size_t> records_{0};
   std::atomic<uint64_t> s2c_total_{0};
+  mutable std::mutex captured_mu_;
+  std::vector<uint8_t> captured_;
   std::thread thread_;
 };
 

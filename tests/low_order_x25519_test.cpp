@@ -45,10 +45,10 @@ const char* const kLowOrder[] = {
 };
 
 // A ClientHello made by hand from the table of PROTOCOL.md 1.2.
-Bytes hand_made_client_hello(const Bytes& kx, const PublicKey& client_pk) {
+Bytes hand_made_client_hello(const Bytes& kx) {
   Bytes f;
-  f.reserve(117);
-  for (uint8_t b : {0, 0, 0, 113, 1}) f.push_back(b);  // length 113, type 1
+  f.reserve(85);
+  for (uint8_t b : {0, 0, 0, 81, 1}) f.push_back(b);  // length 81, type 1
   const std::string magic = "AESXFER1";
   f.insert(f.end(), magic.begin(), magic.end());
   f.push_back(kVersion);
@@ -57,10 +57,9 @@ Bytes hand_made_client_hello(const Bytes& kx, const PublicKey& client_pk) {
   f.push_back(uint8_t(crypto::ChecksumAlg::xxh128));
   f.insert(f.end(), kx.begin(), kx.end());
   f.insert(f.end(), 32, 0x5a);  // random
-  f.insert(f.end(), client_pk.begin(), client_pk.end());
   const Bytes rs = {0x00, 0x04, 0x00, 0x00};
   f.insert(f.end(), rs.begin(), rs.end());
-  EXPECT_EQ(f.size(), 117u);
+  EXPECT_EQ(f.size(), 85u);
   return f;
 }
 
@@ -72,7 +71,7 @@ TEST(LowOrderX25519, ServerRefusesBeforeSigning) {
     uint8_t pk[32], sk[32];
     crypto_kx_keypair(pk, sk);
     ServerHandshake s(host, [](const PublicKey&) { return true; });
-    const Bytes ch = hand_made_client_hello(Bytes(pk, pk + 32), client.pk);
+    const Bytes ch = hand_made_client_hello(Bytes(pk, pk + 32));
     const Step st = s.feed(ch.data(), ch.size());
     EXPECT_FALSE(st.ec) << st.detail;
     EXPECT_EQ(st.send.size(), 179u);
@@ -85,7 +84,7 @@ TEST(LowOrderX25519, ServerRefusesBeforeSigning) {
     ASSERT_EQ(-1, crypto_scalarmult(q, sk, kx.data())) << "not a low-order value";
     bool asked = false;
     ServerHandshake s(host, [&](const PublicKey&) { return asked = true; });
-    const Bytes ch = hand_made_client_hello(kx, client.pk);
+    const Bytes ch = hand_made_client_hello(kx);
     const Step st = s.feed(ch.data(), ch.size());
     EXPECT_EQ(st.ec, make_error_code(errc::bad_handshake));
     EXPECT_NE(st.detail.find("invalid client key exchange value"), std::string::npos) << st.detail;
@@ -107,7 +106,7 @@ TEST(LowOrderX25519, RealServerClosesWithoutAnswer) {
   const Identity client = Identity::generate();
   for (const char* x : {kLowOrder[0], kLowOrder[2], kLowOrder[5]}) {
     SCOPED_TRACE(x);
-    const Bytes ch = hand_made_client_hello(test::hex(x), client.pk);
+    const Bytes ch = hand_made_client_hello(test::hex(x));
     const int fd = test::connect_loopback(server.port());
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::send(fd, ch.data(), ch.size(), MSG_NOSIGNAL), ssize_t(ch.size()));

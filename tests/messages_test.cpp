@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/failure.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::proto {
@@ -210,21 +211,108 @@ TEST(Messages, BadFieldsAreRejected) {
   EXPECT_FALSE(decode(std::span<const uint8_t>()));
 }
 
-TEST(Messages, EncodeTruncatesToBounds) {
-  Message m;
-  m.type = MsgType::result;
-  m.text = std::string(kMaxMessage + 100, 'z');
-  auto d = decode(enc(m));
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->text.size(), kMaxMessage);
+TEST(Messages, EncodeCutsTextsForPeopleButNeverAPath) {
+  // Texts for people are cut to the bound: Welcome, Result, a refusal's Response.
+  for (MsgType t : {MsgType::welcome, MsgType::result, MsgType::response}) {
+    Message m;
+    m.type = t;
+    m.status = Status::refused;
+    m.text = std::string(kMaxMessage + 100, 'z');
+    auto d = decode(enc(m));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->text.size(), kMaxMessage);
+  }
+  // A path never is (protocol 4, issue 14 item 7): the encoder throws and writes nothing.
   Message q;
   q.type = MsgType::request;
-  q.path = std::string(kMaxPath + 5, 'p');
+  q.path = std::string(kMaxPath, 'p');
+  q.text = std::string(255, 'n');
   q.mode = 0100644;  // file type bits are dropped
-  d = decode(enc(q));
+  auto d = decode(enc(q));
   ASSERT_TRUE(d);
-  EXPECT_EQ(d->path.size(), kMaxPath);
+  EXPECT_EQ(d->path, q.path);
   EXPECT_EQ(d->mode, 0644u);
+  Bytes out;
+  q.path += 'p';
+  EXPECT_THROW(encode(q, out), Failure);
+  q.path.pop_back();
+  q.text = std::string(kMaxPath + 1, 'n');
+  EXPECT_THROW(encode(q, out), Failure);
+  try {
+    encode(q, out);
+  } catch (const Failure& f) {
+    EXPECT_EQ(f.status, Status::bad_path);
+    EXPECT_NE(std::string(f.what()).find("path too long"), std::string::npos) << f.what();
+  }
+  EXPECT_TRUE(out.empty());
+  // A Response ok names a path (mkdir, list): the longest a server can answer with, a kMaxPath
+  // request path, '/' and a 255-byte name, goes whole; over the bound it is refused, not cut.
+  Message r;
+  r.type = MsgType::response;
+  r.status = Status::ok;
+  r.text = std::string(kMaxPath, 'd') + "/" + std::string(255, 'n');
+  d = decode(enc(r));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->text, r.text);
+  r.text = std::string(kMaxMessage, 'd');
+  d = decode(enc(r));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->text, r.text);
+  r.text += 'd';
+  EXPECT_THROW(encode(r, out), Failure);
+  EXPECT_TRUE(out.empty());
+}
+
+// The bounds of protocol 4 (PROTOCOL.md 3.1, 3.2): every control message, at its largest, fits
+// the 8260-byte control record; the text bound is 8192 bytes (1024 in protocol 3).
+TEST(Messages, TextBoundOfProtocol4FitsTheControlRecord) {
+  EXPECT_EQ(kMaxMessage, 8192u);
+  EXPECT_GE(kMaxMessage, kMaxPath + 1 + 255);
+  Message resp;
+  resp.type = MsgType::response;
+  resp.status = Status::ok;
+  resp.text = std::string(kMaxMessage, 'x');
+  resp.digest = std::string(kPrefixMacLen, 'd');
+  resp.tagged = true;
+  EXPECT_LE(enc(resp).size(), 8260u);
+  Message get;
+  get.type = MsgType::request;
+  get.op = Op::get;
+  get.path = std::string(kMaxPath, 'p');
+  get.text = std::string(kMaxPath, 'n');
+  get.flags = kFlagResume;
+  get.digest = std::string(kPrefixMacLen, 'd');
+  EXPECT_EQ(enc(get).size(), 8260u);  // the largest control message
+  // The decoder takes a text of exactly 8192 bytes and refuses 8193 (with an honest length).
+  for (size_t n : {kMaxMessage - 1, kMaxMessage, kMaxMessage + 1}) {
+    Bytes b = {3,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               1,
+               0xa4,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               uint8_t(n >> 8),
+               uint8_t(n & 0xff)};
+    b.resize(b.size() + n, 'x');
+    b.push_back(0);  // digest_len
+    EXPECT_EQ(bool(decode(b)), n <= kMaxMessage) << n;
+  }
 }
 
 // Protocol 4: the unsized flag (bit 4) on a put of size 0, exactly; nothing else may carry it

@@ -2,7 +2,7 @@
 """docs/PROTOCOL.md section 6 computed from the document's formulas alone, with Python's hashlib
 and the `cryptography` package: a second implementation, independent of proto/ and libsodium.
 Prints the "label = hex" lines; tests/protocol_vectors_test.cpp checks the same values against the
-product. Usage: python3 tests/protocol_vectors.py [version]   (default 3)
+product. Usage: python3 tests/protocol_vectors.py [version]   (default 4)
        python3 tests/protocol_vectors.py --check docs/PROTOCOL.md [version]
 The second form compares every "label = hex" line of the document's section 6 with the values
 computed here and exits 1 on any value missing, extra or different (a ctest runs it).
@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 ARGS = sys.argv[1:]
 CHECK = ARGS[1] if len(ARGS) >= 2 and ARGS[0] == "--check" else None
 if CHECK: ARGS = ARGS[2:]
-VERSION = int(ARGS[0]) if ARGS else 3
+VERSION = int(ARGS[0]) if ARGS else 4
 out = []
 def emit(label, b): out.append((label, b.hex()))
 def run(start, n=32): return bytes((start + i) & 0xff for i in range(n))
@@ -97,15 +97,18 @@ cid, hid = Ed25519PrivateKey.from_private_bytes(run(0x00)), Ed25519PrivateKey.fr
 cid_pk, hid_pk = raw(cid.public_key()), raw(hid.public_key())
 emit("client Ed25519 public", cid_pk); emit("host Ed25519 public", hid_pk)
 def frame(t, body): return u32(1 + len(body)) + bytes([t]) + body
-ch = frame(1, b"AESXFER1" + bytes([VERSION, 3, 1, 2]) + cpk + run(0x80) + cid_pk + u32(262144))
+ch = frame(1, b"AESXFER1" + bytes([VERSION, 3, 1, 2]) + cpk + run(0x80) + u32(262144))
 sh_unsigned = frame(2, b"AESXFER1" + bytes([VERSION, 0]) + spk + run(0xa0) + hid_pk + u32(262144) + b"\0" * 64)[:-64]
 th1 = hashlib.sha256(ch + sh_unsigned).digest()
 hsig = hid.sign(b"aesxfer-v1 host-sig" + th1)
 sh = sh_unsigned + hsig
 th2 = hashlib.sha256(ch + sh).digest()
-csig = cid.sign(b"aesxfer-v1 client-sig" + th2)
+csig = cid.sign(b"aesxfer-v4 client-sig" + th2 + cid_pk)
+auth_key, auth_iv = b2b(16, K_c2s, b"aesxfer-v4 auth key" + th2), b2b(16, K_c2s, b"aesxfer-v4 auth iv" + th2)
+sealed = AESGCM(auth_key).encrypt(auth_iv[:12], cid_pk + csig, b"")
 emit("ClientHello", ch); emit("ServerHello", sh); emit("TH1", th1); emit("host signature", hsig)
-emit("TH2", th2); emit("ClientAuth", frame(3, csig)); emit("client signature", csig)
+emit("TH2", th2); emit("client signature", csig); emit("ClientAuth key", auth_key)
+emit("ClientAuth nonce", auth_iv[:12]); emit("ClientAuth", frame(3, sealed))
 keys = {}
 for d, K in (("C2S", K_c2s), ("S2C", K_s2c)):
     keys[d] = (b2b(32, K, b"aesxfer-v1 enc" + th2), b2b(32, K, b"aesxfer-v1 mac" + th2), b2b(16, K, b"aesxfer-v1 iv" + th2))

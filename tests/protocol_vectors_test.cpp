@@ -27,6 +27,7 @@
 #include "crypto/util.h"
 #include "files/resume.h"
 #include "proto/handshake.h"
+#include "proto/kdf.h"
 #include "proto/record.h"
 #include "proto/record_protection.h"
 #include "tests/harness.h"
@@ -286,9 +287,9 @@ std::vector<std::pair<std::string, std::string>> handshake_vectors() {
   EXPECT_TRUE(e.done);
   EXPECT_FALSE(e.ec) << e.detail;
   EXPECT_TRUE(s.authorized());
-  EXPECT_EQ(a.send.size(), 117u);
+  EXPECT_EQ(a.send.size(), 85u);
   EXPECT_EQ(b.send.size(), 179u);
-  EXPECT_EQ(d.send.size(), 69u);
+  EXPECT_EQ(d.send.size(), 117u);
   v.emplace_back("ClientHello", to_hex(a.send));
   v.emplace_back("ServerHello", to_hex(b.send));
   Bytes t = a.send;
@@ -299,25 +300,38 @@ std::vector<std::pair<std::string, std::string>> handshake_vectors() {
   v.emplace_back("TH2", to_hex(th2.data(), 32));
   EXPECT_EQ(to_hex(th2.data(), 32), to_hex(c.keys().transcript_hash.data(), 32));
   EXPECT_EQ(to_hex(th2.data(), 32), to_hex(s.keys().transcript_hash.data(), 32));
-  v.emplace_back("ClientAuth", to_hex(d.send));
-  v.emplace_back("client signature", to_hex(d.send.data() + 5, 64));
-  // Both signatures verify as 1.3 and 1.4 say (Ed25519 is deterministic: RFC 8032).
-  auto verify = [](const std::string& label, const std::array<uint8_t, 32>& th, const uint8_t* sig,
-                   const PublicKey& pk) {
-    Bytes msg(label.begin(), label.end());
-    msg.insert(msg.end(), th.begin(), th.end());
-    return crypto_sign_verify_detached(sig, msg.data(), msg.size(), pk.data()) == 0;
-  };
-  EXPECT_TRUE(verify("aesxfer-v1 host-sig", th1, b.send.data() + b.send.size() - 64, host.pk));
-  EXPECT_TRUE(verify("aesxfer-v1 client-sig", th2, d.send.data() + 5, client.pk));
-  // Both ends derived the same keys; K_c2s is the client's tx half (6.2).
-  const SessionKeys &ck = c.keys(), &sk = s.keys();
-  EXPECT_EQ(0, std::memcmp(&ck.c2s, &sk.c2s, sizeof ck.c2s));
-  EXPECT_EQ(0, std::memcmp(&ck.s2c, &sk.s2c, sizeof ck.s2c));
+  // ClientAuth (1.4): the handshake key and nonce from K_c2s (the client's tx half, 6.2) and TH2;
+  // the product's frame opens to client key || signature.
   uint8_t cpk[32], spk[32], rx[32], tx[32];
   crypto_scalarmult_base(cpk, kClientKx.data());
   crypto_scalarmult_base(spk, kServerKx.data());
   EXPECT_EQ(0, crypto_kx_client_session_keys(rx, tx, cpk, kClientKx.data(), spk));
+  const auto plain = open_client_auth(tx, th2, std::span(d.send).subspan(5));
+  const bool opened = plain && plain->size() == 96;
+  EXPECT_TRUE(opened);
+  const Bytes csig = opened ? Bytes(plain->begin() + 32, plain->end()) : Bytes(64);
+  EXPECT_TRUE(opened && std::memcmp(plain->data(), client.pk.data(), 32) == 0);
+  v.emplace_back("client signature", to_hex(csig));
+  uint8_t auth_key[16], auth_iv[16];
+  kdf(auth_key, 16, tx, "aesxfer-v4 auth key", th2);
+  kdf(auth_iv, 16, tx, "aesxfer-v4 auth iv", th2);
+  v.emplace_back("ClientAuth key", to_hex(auth_key, 16));
+  v.emplace_back("ClientAuth nonce", to_hex(auth_iv, 12));
+  v.emplace_back("ClientAuth", to_hex(d.send));
+  // Both signatures verify as 1.3 and 1.4 say (Ed25519 is deterministic: RFC 8032).
+  auto verify = [](const std::string& label, const std::array<uint8_t, 32>& th, const uint8_t* sig,
+                   const PublicKey& pk, bool with_key) {
+    Bytes msg(label.begin(), label.end());
+    msg.insert(msg.end(), th.begin(), th.end());
+    if (with_key) msg.insert(msg.end(), pk.begin(), pk.end());
+    return crypto_sign_verify_detached(sig, msg.data(), msg.size(), pk.data()) == 0;
+  };
+  EXPECT_TRUE(verify("aesxfer-v1 host-sig", th1, b.send.data() + b.send.size() - 64, host.pk, false));
+  EXPECT_TRUE(verify("aesxfer-v4 client-sig", th2, csig.data(), client.pk, true));
+  // Both ends derived the same keys; K_c2s is the client's tx half (6.2).
+  const SessionKeys &ck = c.keys(), &sk = s.keys();
+  EXPECT_EQ(0, std::memcmp(&ck.c2s, &sk.c2s, sizeof ck.c2s));
+  EXPECT_EQ(0, std::memcmp(&ck.s2c, &sk.s2c, sizeof ck.s2c));
   const DirectionKeys c2s = derive_direction_keys(tx, th2), s2c = derive_direction_keys(rx, th2);
   EXPECT_EQ(0, std::memcmp(&c2s, &ck.c2s, sizeof c2s));
   EXPECT_EQ(0, std::memcmp(&s2c, &ck.s2c, sizeof s2c));

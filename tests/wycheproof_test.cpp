@@ -464,8 +464,9 @@ INSTANTIATE_TEST_SUITE_P(Impl, WycheproofHmacMultiLane,
 // length | type | body; the ClientHello carries the client's X25519 value at body offset 12, the
 // ServerHello the server's at body offset 10; the ServerHello ends with the host's signature over
 // "aesxfer-v1 host-sig" || SHA-256(ClientHello || ServerHello without the signature); ClientAuth
-// (type 3) is the client's signature over "aesxfer-v1 client-sig" || SHA-256(ClientHello ||
-// ServerHello).
+// (type 3) is, sealed with AES-128-GCM under a key from K_c2s and TH2 = SHA-256(ClientHello ||
+// ServerHello), the client key and its signature over "aesxfer-v4 client-sig" || TH2 || client
+// key. The peer made here knows one end's ephemeral secret (the test seam), so it can seal.
 
 constexpr size_t kFrameHead = 5;
 constexpr size_t kClientKxAt = kFrameHead + 12, kServerKxAt = kFrameHead + 10;
@@ -498,18 +499,41 @@ Bytes with_signature(const Bytes& frame, const Bytes& sig) {
   return f;
 }
 
-// Server side: a client sends `kx` as its X25519 value and signs the transcript properly.
+const std::array<uint8_t, 32> kSeamKx = {0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47}, kSeamRandom{};
+
+// The ClientAuth frame for plain (client key || signature of any length), sealed as 1.4 says.
+Bytes client_auth_frame(const uint8_t k_c2s[32], const Bytes& th2, const Bytes& plain) {
+  std::array<uint8_t, 32> th{};
+  std::memcpy(th.data(), th2.data(), 32);
+  const Bytes body = proto::seal_client_auth(k_c2s, th, plain);
+  Bytes f(4);
+  crypto::store_be32(f.data(), uint32_t(1 + body.size()));
+  f.push_back(3);
+  f.insert(f.end(), body.begin(), body.end());
+  return f;
+}
+
+// Server side: a client sends `kx` as its X25519 value and signs the transcript properly. The
+// server's ephemeral secret is fixed, so the client's K_c2s (= the server's rx) is computable
+// without the secret of `kx`.
 proto::Step server_meets_client_kx(const Bytes& kx) {
   proto::Identity host = proto::Identity::generate(), client = proto::Identity::generate();
   proto::ClientHandshake c(client, gcm_cipher(), hmac_mac());
   proto::ServerHandshake s(host, [](const proto::PublicKey&) { return true; });
+  s.set_ephemeral_for_test(kSeamKx, kSeamRandom);
   Bytes ch = c.start().send;
   std::memcpy(ch.data() + kClientKxAt, kx.data(), 32);
   proto::Step sh = s.feed(ch.data(), ch.size());
   if (sh.ec) return sh;  // refused at the ClientHello: a low-order value (nothing signed, nothing sent)
-  Bytes auth = {0, 0, 0, 65, 3};
-  const Bytes sig = sign("aesxfer-v1 client-sig", sha256_of(ch, sh.send.data(), sh.send.size()), client);
-  auth.insert(auth.end(), sig.begin(), sig.end());
+  uint8_t spk[32], rx[32], tx[32];
+  crypto_scalarmult_base(spk, kSeamKx.data());
+  EXPECT_EQ(0, crypto_kx_server_session_keys(rx, tx, spk, kSeamKx.data(), kx.data()));
+  const Bytes th2 = sha256_of(ch, sh.send.data(), sh.send.size());
+  Bytes plain(client.pk.begin(), client.pk.end()), msg = th2;
+  msg.insert(msg.end(), client.pk.begin(), client.pk.end());
+  const Bytes sig = sign("aesxfer-v4 client-sig", msg, client);
+  plain.insert(plain.end(), sig.begin(), sig.end());
+  const Bytes auth = client_auth_frame(rx, th2, plain);
   return s.feed(auth.data(), auth.size());
 }
 
@@ -650,7 +674,8 @@ TEST(WycheproofX25519, EveryPublicKeyThroughTheHandshake) {
 //
 // The handshake verifies signatures over its own transcript, never over a Wycheproof message, so a
 // Wycheproof signature reaches it in one of two forms:
-//   - as it is, with the case's public key as the client key (ClientHello) or host key (ServerHello).
+//   - as it is, with the case's public key as the client key (sealed ClientAuth) or host key
+//     (ServerHello).
 //     That is a real attempt for every defect that does not depend on the message: wrong lengths
 //     (TruncatedSignature, SignatureWithGarbage, CompressedSignature: the frame length is refused,
 //     bad_handshake), special values of R and S (identity, 0, L...), S just above L, R with y = 1
@@ -733,6 +758,23 @@ struct SigAttempt {
   }
 };
 
+// A client's ClientAuth (its ephemeral secret kSeamKx) with the attempt applied to its signature:
+// opened with K_c2s (the client's tx), the signature changed, sealed again; empty if it does not open.
+Bytes with_client_signature(const Bytes& ch, const Bytes& sh, const Bytes& auth, const SigAttempt& a) {
+  uint8_t cpk[32], rx[32], tx[32];
+  crypto_scalarmult_base(cpk, kSeamKx.data());
+  if (crypto_kx_client_session_keys(rx, tx, cpk, kSeamKx.data(), sh.data() + kServerKxAt) != 0) return {};
+  const Bytes th2 = sha256_of(ch, sh.data(), sh.size());
+  std::array<uint8_t, 32> th{};
+  std::memcpy(th.data(), th2.data(), 32);
+  const auto opened = proto::open_client_auth(tx, th, std::span(auth).subspan(kFrameHead));
+  if (!opened) return {};
+  Bytes plain(opened->begin(), opened->begin() + 32);  // the client key (the case's, verbatim)
+  const Bytes attempt = a.apply(Bytes(opened->begin() + 32, opened->end()));
+  plain.insert(plain.end(), attempt.begin(), attempt.end());
+  return client_auth_frame(tx, th2, plain);
+}
+
 TEST(WycheproofEd25519, EveryInvalidSignatureIsRefusedByTheHandshake) {
   const Suite& s = load("ed25519_test.json");
   std::map<std::pair<std::string, std::string>, Bytes> valid;  // (pk, msg) -> a valid signature
@@ -768,14 +810,15 @@ TEST(WycheproofEd25519, EveryInvalidSignatureIsRefusedByTheHandshake) {
       if (!a.transplant) std::memcpy(me.pk.data(), hex(pk_hex).data(), 32);  // claim the case's key
       proto::ClientHandshake cl(me, gcm_cipher(), hmac_mac());
       proto::ServerHandshake sv(host, [](const proto::PublicKey&) { return true; });
+      cl.set_ephemeral_for_test(kSeamKx, kSeamRandom);
       proto::Step a1 = cl.start();
       proto::Step b1 = sv.feed(a1.send.data(), a1.send.size());
       ASSERT_FALSE(b1.ec);
       ASSERT_FALSE(cl.feed(b1.send.data(), b1.send.size()).ec);
       proto::Step d1 = cl.confirm_host();
       ASSERT_TRUE(d1.done);
-      const Bytes genuine(d1.send.end() - 64, d1.send.end());
-      const Bytes auth = with_signature(d1.send, a.apply(genuine));
+      const Bytes auth = with_client_signature(a1.send, b1.send, d1.send, a);
+      ASSERT_FALSE(auth.empty());
       proto::Step e1 = sv.feed(auth.data(), auth.size());
       EXPECT_EQ(expected_ec(make_error_code(proto::errc::client_signature)), e1.ec) << "ClientAuth accepted";
       EXPECT_FALSE(e1.done);
@@ -815,12 +858,14 @@ TEST(WycheproofEd25519, TransplantControlGenuineSignaturesStillPass) {
   proto::Identity host = proto::Identity::generate(), me = proto::Identity::generate();
   proto::ClientHandshake cl(me, gcm_cipher(), hmac_mac());
   proto::ServerHandshake sv(host, [](const proto::PublicKey&) { return true; });
+  cl.set_ephemeral_for_test(kSeamKx, kSeamRandom);
   proto::Step a = cl.start();
   proto::Step b = sv.feed(a.send.data(), a.send.size());
   const Bytes sh = with_signature(b.send, none.apply(Bytes(b.send.end() - 64, b.send.end())));
   ASSERT_FALSE(cl.feed(sh.data(), sh.size()).ec);
   proto::Step d = cl.confirm_host();
-  const Bytes auth = with_signature(d.send, none.apply(Bytes(d.send.end() - 64, d.send.end())));
+  const Bytes auth = with_client_signature(a.send, sh, d.send, none);
+  ASSERT_FALSE(auth.empty());
   proto::Step e = sv.feed(auth.data(), auth.size());
   EXPECT_FALSE(e.ec) << e.ec.message();
   EXPECT_TRUE(e.done);
