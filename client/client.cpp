@@ -297,7 +297,14 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     proto::Message probe = req;
     probe.op = proto::Op::probe;
     proto::Message pr = ask(probe);
-    if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
+    if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
+      FileResult done;
+      if (already_there(fd, pr, req.size, done, keepalive())) {
+        done.file = local.string();
+        if (on_start) on_start(req.size);
+        return done;
+      }
+    } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
       // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
       // continues from, so the server does not wait while the prefix is read a second time.
       scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
@@ -332,6 +339,36 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.resumed_from = req.offset;
   r.verified = true;
   return r;
+}
+
+bool Client::already_there(int fd, const proto::Message& pr, uint64_t size, FileResult& done,
+                           const std::function<void()>& tick) {
+  if (pr.text != proto::kProbeComplete || pr.size != size || pr.digest.size() != proto::kPrefixMacLen)
+    return false;
+  PrefixScan scan = scan_prefix(*keys_, fd, size, -1, tick);
+  if (!crypto::ct_equal(scan.mac.data(), pr.digest.data(), proto::kPrefixMacLen)) return false;
+  resume_offset_ = size;
+  done.bytes = size;
+  done.resumed_from = size;
+  done.checksum = scan.sum.final();
+  done.record_size = conn_->record_size();
+  done.verified = true;
+  return true;
+}
+
+Client::Kept Client::judge_probe(const std::filesystem::path& local, const proto::Message& pr,
+                                 FileResult& done) {
+  const UniqueFd fd(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Kept::nothing;  // put says why
+  const uint64_t size = uint64_t(st.st_size);
+  if (already_there(fd.get(), pr, size, done, size > proto::kMaxAheadSize ? keepalive() : nullptr)) {
+    done.file = local.string();
+    return Kept::complete;
+  }
+  if (pr.text.empty() && pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= size)
+    return Kept::partial;
+  return Kept::nothing;
 }
 
 std::string Client::mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,

@@ -107,6 +107,13 @@ class Client {
   FileResult put(const std::filesystem::path& local, const std::string& remote,
                  const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
                  const std::string& name = "");
+  // What a probe's answer (docs/PROTOCOL.md 3.6) says the server holds of `local`: the whole file,
+  // identical (size and keyed digest of every byte; `done` then describes it, nothing to send), a
+  // partial file worth a resumed put (its prefix is checked again by put), or nothing usable.
+  // send -r --resume judges its pipelined probes with it. A file above kMaxAheadSize is hashed
+  // with keep-alive requests: the caller's pipeline must be empty then.
+  enum class Kept { nothing, partial, complete };
+  Kept judge_probe(const std::filesystem::path& local, const proto::Message& probe_answer, FileResult& done);
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
@@ -193,6 +200,10 @@ class Client {
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.
   std::function<void()> keepalive();
+  // True when the probe answer `pr` is the server's whole copy of the open file fd (`size` bytes)
+  // and it hashes like ours; fills `done` (all but its name). tick as for prefix_mac.
+  bool already_there(int fd, const proto::Message& pr, uint64_t size, FileResult& done,
+                     const std::function<void()>& tick);
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const Failure& e) noexcept;

@@ -15,8 +15,9 @@ using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-bool Pipeline::can_put(uint64_t size) const {
-  return size <= proto::kMaxAheadSize && !c_.opt_.resume && !c_.opt_.paced && c_.streams_for(size) <= 1;
+bool Pipeline::can_put(uint64_t size, bool probed) const {
+  return size <= proto::kMaxAheadSize && (probed || !c_.opt_.resume) && !c_.opt_.paced &&
+         c_.streams_for(size) <= 1;
 }
 
 bool Pipeline::can_get(uint64_t size_hint) const {
@@ -102,13 +103,23 @@ void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool
 }
 
 void Pipeline::stat(const std::string& path, StatDone done) {
+  ask(request(proto::Op::stat, path), std::move(done));
+}
+
+void Pipeline::probe(const std::string& path, const std::string& name, uint64_t size, StatDone done) {
+  proto::Message req = request(proto::Op::probe, path);
+  req.text = name;
+  req.size = size;
+  ask(std::move(req), std::move(done));
+}
+
+void Pipeline::ask(proto::Message req, StatDone done) {
   make_room(0);
-  proto::Message req = request(proto::Op::stat, path);
   req.flags &= uint8_t(~proto::kFlagPreserve);
   Item it;
   it.kind = Kind::stat;
   it.tag = req.tag;
-  it.remote = path;
+  it.remote = req.path;
   it.stat_done = std::move(done);
   c_.conn_->send_message(req);
   q_.push_back(std::move(it));

@@ -36,7 +36,9 @@ class Pipeline {
 
   // True when a put of `size` bytes may be pipelined with this client's options (small, not
   // spread over parallel streams, and not --resume or -l, which keep their own exchanges).
-  bool can_put(uint64_t size) const;
+  // probed: send -r --resume asked first (probe) and found nothing worth resuming, so the file
+  // goes whole and may be pipelined despite --resume.
+  bool can_put(uint64_t size, bool probed = false) const;
   bool can_get(uint64_t size_hint) const;
 
   // Sends a put of `local` (opened and checked here; a local error is reported through done at
@@ -51,6 +53,9 @@ class Pipeline {
            std::shared_ptr<void> keep, Done done);
   // stat of `path` (size, mode and mtime, or the refusal), answered through done.
   void stat(const std::string& path, StatDone done);
+  // probe (protocol 4, docs/PROTOCOL.md 3.6) of where a put of `size` bytes to `path` (`name` as
+  // for put) would go: the Response (what the server keeps there) or the refusal.
+  void probe(const std::string& path, const std::string& name, uint64_t size, StatDone done);
   // Waits for every answer still due (before any request that is not pipelined, and at the end).
   void drain();
   size_t in_flight() const { return q_.size(); }
@@ -82,6 +87,7 @@ class Pipeline {
   proto::Message answer(const Item& it, proto::MsgType type);
   void finish_get(Item& it, const proto::Message& resp);
   proto::Message request(proto::Op op, const std::string& path);
+  void ask(proto::Message req, StatDone done);  // a request answered by one Response (stat, probe)
 };
 
 }  // namespace aesxfer::client

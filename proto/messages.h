@@ -36,8 +36,12 @@ constexpr uint8_t kFlagRange = 4;
 // end record follow the request at once, whatever the answer (a refused put's data is read and
 // discarded by the server); get: the server goes on with the next request without waiting for
 // this file's Result. Not with kFlagResume or kFlagRange; a put's size is at most kMaxAheadSize.
-// See docs/PROTOCOL.md, "Pipelining".
+// See docs/PROTOCOL.md, "Pipelining". Protocol 4 also pipelines probe (send -r --resume).
 constexpr uint8_t kFlagAhead = 8;
+// The text of a probe's Response (protocol 4) when there is no partial file and size and digest
+// describe the whole destination file, which has exactly the probed size (docs/PROTOCOL.md 3.6);
+// empty when they describe the kept partial file (or nothing is kept).
+inline constexpr const char* kProbeComplete = "complete";
 constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange | kFlagAhead;
 constexpr uint64_t kMaxAheadSize = uint64_t(1) << 20;
 constexpr uint32_t kMaxParts = 16;

@@ -356,16 +356,24 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
     UniqueFd fd = open_kept_partial(*dest);
     struct stat sb {};
+    bool whole = false;
+    if (!fd) {  // no partial file: the destination itself, when it has the probed size
+      fd.reset(::openat(dest->dir.get(), dest->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      whole = fd && ::fstat(fd.get(), &sb) == 0 && S_ISREG(sb.st_mode) && uint64_t(sb.st_size) == req.size;
+      if (!whole) fd.reset();
+    }
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);
       try {
         m.digest = prefix_mac(ctx.keys, fd.get(), m.size);
-      } catch (const Failure&) {
+        if (whole) m.text = proto::kProbeComplete;
+      } catch (const Failure&) {  // shrank meanwhile
         m.size = 0;
+        m.digest.clear();
       }
     }
   }
-  ctx.c.send_message(m);
+  answer(ctx, req, m);
 }
 
 void handle_commit(RequestContext& ctx, const Message& req) {
