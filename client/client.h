@@ -153,6 +153,7 @@ class Client {
   uint32_t rtt_us() const;
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
+  bool resuming() const { return opt_.resume; }
   // Offset the current or last put or get resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 

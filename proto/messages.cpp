@@ -107,7 +107,7 @@ void decode_request(WireReader& r, Message& m) {
   if (m.flags & ~kRequestFlags) r.fail();
   if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
   if ((m.flags & kFlagAhead) &&
-      ((m.flags & (kFlagRange | kFlagResume)) ||
+      ((m.flags & kFlagRange) || ((m.flags & kFlagResume) && m.op != Op::get) ||
        (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat && m.op != Op::probe) ||
        (m.op == Op::put && m.size > kMaxAheadSize)))
     r.fail();

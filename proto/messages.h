@@ -35,7 +35,8 @@ constexpr uint8_t kFlagRange = 4;
 // ones before it; it carries a u32 `tag` that its Response (and Result) echo. put: the data and
 // end record follow the request at once, whatever the answer (a refused put's data is read and
 // discarded by the server); get: the server goes on with the next request without waiting for
-// this file's Result. Not with kFlagResume or kFlagRange; a put's size is at most kMaxAheadSize.
+// this file's Result. Not with kFlagRange, nor with kFlagResume but on a get (protocol 4); a put's
+// size is at most kMaxAheadSize.
 // See docs/PROTOCOL.md, "Pipelining". Protocol 4 also pipelines probe (send -r --resume).
 constexpr uint8_t kFlagAhead = 8;
 // The text of a probe's Response (protocol 4) when there is no partial file and size and digest

@@ -186,7 +186,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
       log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, 0), std::string("failed: ") + e.what());
       throw;
     }
-    ctx.awaiting.push_back({req, shown, size, t0});
+    ctx.awaiting.push_back({req, shown, size, t0, so.offset});
     return;
   }
   try {
@@ -588,8 +588,9 @@ void take_result(RequestContext& ctx, const Message& res) {
   ctx.awaiting.pop_front();
   const double secs = std::chrono::duration<double>(Clock::now() - a.started).count();
   if (res.status == Status::ok)
-    return log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, a.bytes, secs, 0), "ok");
-  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, 0),
+    return log_outcome(ctx, a.req, a.shown,
+                       transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from), "ok");
+  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, a.resumed_from),
               std::string("failed: ") + proto::refusal(res, "client reported").what());
 }
 

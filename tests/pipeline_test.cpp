@@ -125,9 +125,18 @@ TEST(PipelineMessages, DecoderBoundsThePipelinedRequest) {
     EXPECT_TRUE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
   EXPECT_TRUE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize, 1))));
   EXPECT_FALSE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize + 1, 1))));
-  Message m = ahead_request(Op::get, "f", 0, 1);
+  Message m = ahead_request(Op::put, "f", 0, 1);
   m.flags |= proto::kFlagResume;
   EXPECT_FALSE(proto::decode(enc(m)));
+  // A get may be resumed and pipelined (protocol 4): its digest follows the tag.
+  m = ahead_request(Op::get, "f", 0, 1);
+  m.flags |= proto::kFlagResume;
+  m.offset = 5;
+  m.digest = std::string(proto::kPrefixMacLen, 'd');
+  auto g = proto::decode(enc(m));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->tag, 1u);
+  EXPECT_EQ(g->digest, m.digest);
   m = ahead_request(Op::put, "f", 10, 1);
   m.flags |= proto::kFlagRange;
   m.nparts = 2;
