@@ -260,6 +260,7 @@ void Client::bye() noexcept {
     proto::Message m;
     m.type = proto::MsgType::bye;
     conn_->send_message(m);
+    conn_->flush();  // a pipeline may still gather
   } catch (...) {
   }
 }

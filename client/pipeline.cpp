@@ -16,6 +16,15 @@ using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) { c_.conn_->set_gather(true); }
+
+Pipeline::~Pipeline() {
+  try {
+    c_.conn_->set_gather(false);
+  } catch (const Failure&) {  // the connection failed: whoever uses it next hears of it
+  }
+}
+
 bool Pipeline::can_put(uint64_t size, bool probed) const {
   return size <= proto::kMaxAheadSize && (probed || !c_.opt_.resume) && !c_.opt_.paced &&
          c_.streams_for(size) <= 1;

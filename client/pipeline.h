@@ -32,9 +32,10 @@ class Pipeline {
   // A stat's answer: the Response (size, mode, mtime), or the server's refusal.
   using StatDone = std::function<void(const proto::Message* ok, const Failure* failed)>;
 
-  explicit Pipeline(Client& c) : c_(c) {}
-  Pipeline(Client& c, Window w) : c_(c), w_(w) {}
-  ~Pipeline() = default;
+  // Gathers the connection's writes while it lives (net/conn.h: Conn::set_gather).
+  explicit Pipeline(Client& c) : Pipeline(c, Window{}) {}
+  Pipeline(Client& c, Window w);
+  ~Pipeline();
 
   // True when a put of `size` bytes may be pipelined with this client's options (small, not
   // spread over parallel streams, and not --resume or -l, which keep their own exchanges).
