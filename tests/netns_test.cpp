@@ -870,5 +870,69 @@ TEST_F(Netns, ResumedTreeOverFiftyMs) {
   EXPECT_EQ(delay->dropped(), 0u);
 }
 
+// The same for recv -r --resume: the client holds half of the server's 400-file tree. Its small
+// files go as pipelined gets that offer each complete destination (protocol 4).
+TEST_F(Netns, ResumedTreeRecvOverFiftyMs) {
+  auto delay = delay_path();
+  ASSERT_TRUE(delay);
+  fs::path src = small_tree(4, 100);
+  const char* base = std::getenv("AESXFER_BASELINE_BINARY");
+  uint16_t base_port = 0;
+  std::unique_ptr<NsProcess> base_server;
+  if (base && *base) {
+    base_server = start_baseline(base, ws.tmp / "base-root", &base_port);
+    ASSERT_TRUE(base_server) << read_text_file(ws.tmp / "base-server.log");
+  }
+  // Each server gets the tree; a local copy of it loses every other file.
+  auto prepare = [&](const fs::path& here, const std::string& bin, uint16_t p) {
+    auto r = client({"send", "-r", src.string(), "10.77.0.5:.", "-q"}, 300, "", bin, p);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    fs::remove_all(here);
+    fs::create_directories(here);  // every recv then goes into here/tree
+    r = client({"recv", "-r", "10.77.0.5:tree", here.string(), "-q"}, 300, "", bin, p);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    int i = 0;
+    for (const auto& [rel, sum] : tree_sums)
+      if (i++ % 2) fs::remove(here / "tree" / rel);
+  };
+  std::vector<double> after, before;
+  const fs::path here = ws.tmp / "down", there = ws.tmp / "down-base";
+  for (int round = 0; round < 3; ++round) {
+    ProcResult r;
+    prepare(here, AESXFER_BINARY, port);
+    if (HasFatalFailure()) return;
+    after.push_back(timed(
+        [&] {
+          return client({"recv", "-r", "--resume", "10.77.0.5:tree", here.string(), "-q"});
+        },
+        &r));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(check(here / "tree"), 0u);
+    if (!base_server) continue;
+    prepare(there, base, base_port);
+    if (HasFatalFailure()) return;
+    before.push_back(timed(
+        [&] {
+          return client({"recv", "-r", "--resume", "10.77.0.5:tree", there.string(), "-q"}, 300, "", base,
+                        base_port);
+        },
+        &r));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(check(there / "tree"), 0u);
+  }
+  std::sort(after.begin(), after.end());
+  std::printf(
+      "[ netns   ] recv -r --resume, 400 x 4 KiB, half here, 50 ms RTT: %.2f s (min %.2f, max %.2f)\n",
+      after[1], after[0], after[2]);
+  if (!before.empty()) {
+    std::sort(before.begin(), before.end());
+    std::printf("[ netns   ] the baseline build: %.2f s (min %.2f, max %.2f); after/before %.2f\n", before[1],
+                before[0], before[2], after[1] / before[1]);
+    base_server->stop();
+  }
+  EXPECT_LT(after[1], 40 * 0.05);
+  EXPECT_EQ(delay->dropped(), 0u);
+}
+
 }  // namespace
 }  // namespace aesxfer::test
