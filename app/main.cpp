@@ -382,11 +382,13 @@ struct SendSession {
     };
   }
 
-  // One file, pipelined when it is small; false when a failure stopped the connection.
-  bool send_file(const fs::path& local, const std::string& to) {
+  // One file, pipelined when it is small; false when a failure stopped the connection. probed:
+  // --resume found nothing to resume from (the file goes whole, pipelined when small).
+  bool send_file(const fs::path& local, const std::string& to, bool probed = false) {
     struct stat st {};
     try {
-      if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && pipeline.can_put(uint64_t(st.st_size))) {
+      if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          pipeline.can_put(uint64_t(st.st_size), probed)) {
         pipeline.put(local, to, "", verdict(local.string()));
         return true;
       }
@@ -453,6 +455,48 @@ struct SendSession {
            client.can_continue();
   }
 
+  // -r --resume (docs/PROTOCOL.md 3.6, protocol 4): the directories and a probe of every file
+  // pipelined first (one round trip for the tree), then only what the server lacks: a file it
+  // holds whole and identical is reported as resumed at its end and not sent, one with a kept
+  // partial file is resumed (put asks again and checks the prefix), the rest goes whole
+  // (pipelined when small). False when a failure stopped the connection.
+  bool send_resumed(const std::vector<app::TreeEntry>& entries, const std::string& base,
+                    const client::Pipeline::DirDone& dir_failed) {
+    std::vector<std::optional<proto::Message>> said(entries.size());
+    auto to = [&](const app::TreeEntry& e) { return base == "." ? e.rel : base + "/" + e.rel; };
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      struct stat st {};
+      if (e.dir)
+        pipeline.mkdir(to(e), e.mode, e.mtime, false, dir_failed);
+      else if (::stat(e.local.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // else the put says why
+        pipeline.probe(to(e), e.local.filename().string(), uint64_t(st.st_size),
+                       [&said, i](const proto::Message* m, const net::Failure*) {
+                         if (m) said[i] = *m;
+                       });
+    }
+    pipeline.drain();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      if (e.dir) continue;
+      client::FileResult done;
+      auto kept = client::Client::Kept::nothing;
+      if (said[i]) {
+        if (said[i]->size > proto::kMaxAheadSize) pipeline.drain();  // its hash pings the server
+        kept = client.judge_probe(e.local, *said[i], done);
+      }
+      if (kept == client::Client::Kept::complete) {
+        report(t, co, done, tty);
+      } else if (kept == client::Client::Kept::partial) {
+        pipeline.drain();
+        if (!send_one(e.local, to(e)) && !client.can_continue()) return false;
+      } else if (!send_file(e.local, to(e), true)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself. False when
   // a failure stopped the connection.
   bool send_tree(const fs::path& local, const std::string& dest) {
@@ -474,12 +518,16 @@ struct SendSession {
       }
     };
     try {
-      for (const auto& e : entries) {
-        std::string to = base == "." ? e.rel : base + "/" + e.rel;
-        if (e.dir)
-          pipeline.mkdir(to, e.mode, e.mtime, false, dir_failed);
-        else if (!send_file(e.local, to))
-          return false;
+      if (co.resume) {
+        if (!send_resumed(entries, base, dir_failed)) return false;
+      } else {
+        for (const auto& e : entries) {
+          std::string to = base == "." ? e.rel : base + "/" + e.rel;
+          if (e.dir)
+            pipeline.mkdir(to, e.mode, e.mtime, false, dir_failed);
+          else if (!send_file(e.local, to))
+            return false;
+        }
       }
       if (t.preserve) {  // directory modes and times last, deepest first
         for (auto it = entries.rbegin(); it != entries.rend(); ++it)

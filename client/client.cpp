@@ -262,6 +262,7 @@ void Client::bye() noexcept {
     proto::Message m;
     m.type = proto::MsgType::bye;
     conn_->send_message(m);
+    conn_->flush();  // a pipeline may still gather
   } catch (...) {
   }
 }
@@ -309,7 +310,14 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     proto::Message probe = req;
     probe.op = proto::Op::probe;
     proto::Message pr = ask(probe);
-    if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
+    if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
+      FileResult done;
+      if (already_there(fd, pr, req.size, done, keepalive())) {
+        done.file = local.string();
+        if (on_start) on_start(req.size);
+        return done;
+      }
+    } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
       // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
       // continues from, so the server does not wait while the prefix is read a second time.
       scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
@@ -364,6 +372,19 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   resume_offset_ = 0;
   if (on_start) on_start(kUnknownSize);
   const auto t0 = Clock::now();
+  // The input may pause for as long as its producer likes: nothing may wait in a pipeline's
+  // gathered writes meanwhile (the server would time out holding an empty stream).
+  struct NoGather {
+    net::Conn& c;
+    const bool was = c.gathering();
+    ~NoGather() {
+      try {
+        c.set_gather(was);
+      } catch (const Failure&) {  // the connection failed: whoever uses it next hears of it
+      }
+    }
+  } no_gather{*conn_};
+  conn_->set_gather(false);
   try {
     StreamOptions so{0, opt_.fine_progress};
     so.unsized = true;
@@ -378,6 +399,36 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   r.record_size = conn_->record_size();
   r.verified = true;
   return r;
+}
+
+bool Client::already_there(int fd, const proto::Message& pr, uint64_t size, FileResult& done,
+                           const std::function<void()>& tick) {
+  if (pr.text != proto::kProbeComplete || pr.size != size || pr.digest.size() != proto::kPrefixMacLen)
+    return false;
+  PrefixScan scan = scan_prefix(*keys_, fd, size, -1, tick);
+  if (!crypto::ct_equal(scan.mac.data(), pr.digest.data(), proto::kPrefixMacLen)) return false;
+  resume_offset_ = size;
+  done.bytes = size;
+  done.resumed_from = size;
+  done.checksum = scan.sum.final();
+  done.record_size = conn_->record_size();
+  done.verified = true;
+  return true;
+}
+
+Client::Kept Client::judge_probe(const std::filesystem::path& local, const proto::Message& pr,
+                                 FileResult& done) {
+  const UniqueFd fd(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Kept::nothing;  // put says why
+  const uint64_t size = uint64_t(st.st_size);
+  if (already_there(fd.get(), pr, size, done, size > proto::kMaxAheadSize ? keepalive() : nullptr)) {
+    done.file = local.string();
+    return Kept::complete;
+  }
+  if (pr.text.empty() && pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= size)
+    return Kept::partial;
+  return Kept::nothing;
 }
 
 std::string Client::mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,

@@ -115,6 +115,13 @@ class Client {
   // on_start is told kUnknownSize; the result holds the final size and checksum. Throws Failure.
   FileResult put_stream(int fd, const std::string& remote, const std::string& name,
                         const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+  // What a probe's answer (docs/PROTOCOL.md 3.6) says the server holds of `local`: the whole file,
+  // identical (size and keyed digest of every byte; `done` then describes it, nothing to send), a
+  // partial file worth a resumed put (its prefix is checked again by put), or nothing usable.
+  // send -r --resume judges its pipelined probes with it. A file above kMaxAheadSize is hashed
+  // with keep-alive requests: the caller's pipeline must be empty then.
+  enum class Kept { nothing, partial, complete };
+  Kept judge_probe(const std::filesystem::path& local, const proto::Message& probe_answer, FileResult& done);
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
@@ -154,6 +161,7 @@ class Client {
   uint32_t rtt_us() const;
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
+  bool resuming() const { return opt_.resume; }
   // Offset the current or last put or get resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 
@@ -203,6 +211,10 @@ class Client {
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.
   std::function<void()> keepalive();
+  // True when the probe answer `pr` is the server's whole copy of the open file fd (`size` bytes)
+  // and it hashes like ours; fills `done` (all but its name). tick as for prefix_mac.
+  bool already_there(int fd, const proto::Message& pr, uint64_t size, FileResult& done,
+                     const std::function<void()>& tick);
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const Failure& e) noexcept;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/io.h"
 #include "files/resume.h"
@@ -15,12 +16,22 @@ using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-bool Pipeline::can_put(uint64_t size) const {
-  return size <= proto::kMaxAheadSize && !c_.opt_.resume && !c_.opt_.paced && c_.streams_for(size) <= 1;
+Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) { c_.conn_->set_gather(true); }
+
+Pipeline::~Pipeline() {
+  try {
+    c_.conn_->set_gather(false);
+  } catch (const Failure&) {  // the connection failed: whoever uses it next hears of it
+  }
 }
 
-bool Pipeline::can_get(uint64_t size_hint) const {
-  return size_hint <= proto::kMaxAheadSize && !c_.opt_.resume && !c_.opt_.paced &&
+bool Pipeline::can_put(uint64_t size, bool probed) const {
+  return size <= proto::kMaxAheadSize && (probed || !c_.opt_.resume) && !c_.opt_.paced &&
+         c_.streams_for(size) <= 1;
+}
+
+bool Pipeline::can_get(uint64_t size_hint, bool resumable) const {
+  return size_hint <= proto::kMaxAheadSize && (resumable || !c_.opt_.resume) && !c_.opt_.paced &&
          c_.streams_for(size_hint) <= 1;
 }
 
@@ -102,24 +113,41 @@ void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool
 }
 
 void Pipeline::stat(const std::string& path, StatDone done) {
+  ask(request(proto::Op::stat, path), std::move(done));
+}
+
+void Pipeline::probe(const std::string& path, const std::string& name, uint64_t size, StatDone done) {
+  proto::Message req = request(proto::Op::probe, path);
+  req.text = name;
+  req.size = size;
+  ask(std::move(req), std::move(done));
+}
+
+void Pipeline::ask(proto::Message req, StatDone done) {
   make_room(0);
-  proto::Message req = request(proto::Op::stat, path);
   req.flags &= uint8_t(~proto::kFlagPreserve);
   Item it;
   it.kind = Kind::stat;
   it.tag = req.tag;
-  it.remote = path;
+  it.remote = req.path;
   it.stat_done = std::move(done);
   c_.conn_->send_message(req);
   q_.push_back(std::move(it));
 }
 
 void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t size_hint, int dir,
-                   std::shared_ptr<void> keep, Done done) {
+                   std::shared_ptr<void> keep, Done done, bool offer) {
+  std::shared_ptr<Offer> o = offer ? make_offer(local, dir, size_hint) : nullptr;
   make_room(size_hint);
   proto::Message req = request(proto::Op::get, remote);
   req.flags &= uint8_t(~proto::kFlagPreserve);  // the client applies mode and mtime itself
+  if (o) {
+    req.flags |= proto::kFlagResume;
+    req.offset = o->size;
+    req.digest = o->scan.mac;
+  }
   Item it;
+  it.offer = std::move(o);
   it.kind = Kind::get;
   it.tag = req.tag;
   it.remote = remote;
@@ -196,12 +224,46 @@ void Pipeline::complete_front() {
   }
 }
 
+std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int dir, uint64_t size) {
+  const fs::path at = dir == AT_FDCWD ? local : local.filename();
+  UniqueFd fd(::openat(dir, at.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != size || size == 0)
+    return nullptr;
+  auto o = std::make_shared<Offer>();
+  try {
+    o->scan = scan_prefix(*c_.keys_, fd.get(), size, -1, nullptr);  // small: no keep-alive needed
+  } catch (const Failure&) {                                        // shrank meanwhile: ask for it whole
+    return nullptr;
+  }
+  o->fd = std::move(fd);
+  o->size = size;
+  return o;
+}
+
+// Where the server resumes a get that offered our destination: at its end when it echoes our
+// digest (anything else it echoes is a protocol error), else 0.
+uint64_t Pipeline::agreed_start(const Item& it, const proto::Message& resp) const {
+  if (!it.offer || resp.digest.empty()) return 0;
+  if (resp.size < it.offer->size ||
+      !crypto::ct_equal(resp.digest.data(), it.offer->scan.mac.data(), proto::kPrefixMacLen))
+    throw Failure::link(
+        "protocol error from " + c_.peer() + ": resume point not agreed for " + printable(it.remote),
+        proto::Status::integrity);
+  return it.offer->size;
+}
+
 void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   const auto t0 = Clock::now();
+  const uint64_t start = agreed_start(it, resp);
   std::unique_ptr<AtomicFile> out;
   std::optional<Failure> failed;
   try {
-    out = open_local(it.local, it.dir);
+    if (start == 0 || start < resp.size) out = open_local(it.local, it.dir);  // else nothing to write
+    if (out && start > 0) {  // the server's file grew: ours, then the rest
+      copy_prefix(it.offer->fd.get(), out->fd(), start);
+      if (::lseek(out->fd(), off_t(start), SEEK_SET) < 0) throw Failure(errno_text(errno));
+    }
   } catch (const Failure& e) {
     failed = e;  // the data still comes: read it to its end record and drop it
   }
@@ -211,9 +273,14 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
     StreamOptions so;
     so.read_to_end = true;
     so.complete = &complete;
-    sum = recv_stream(*c_.conn_, out ? out->fd() : -1, resp.size, nullptr, so);
+    crypto::FileChecksum prefix = start ? it.offer->scan.sum : crypto::FileChecksum(c_.conn_->checksum());
+    so.offset = start;
+    if (start) so.prefix_hash = &prefix;
+    sum = recv_stream(*c_.conn_, out && !failed ? out->fd() : -1, resp.size, nullptr, so);
     if (out && !failed)
       out->commit(effective_mode(resp.mode, c_.opt_.preserve), effective_mtime(resp.mtime, c_.opt_.preserve));
+    else if (!failed && c_.opt_.preserve)  // verified as it is: only the attributes
+      apply_mode_mtime(it.offer->fd.get(), resp.mode, resp.mtime);
   } catch (const Failure& e) {
     // Only a failure that left the stream at the file's end lets the session go on.
     if (e.origin != Origin::local || !complete) throw;
@@ -233,6 +300,7 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   FileResult r;
   r.file = it.remote;
   r.bytes = resp.size;
+  r.resumed_from = start;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.checksum = sum;
   r.record_size = c_.conn_->record_size();

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "client/client.h"
+#include "files/resume.h"
+#include "files/unique_fd.h"
 
 namespace aesxfer::client {
 
@@ -30,14 +32,19 @@ class Pipeline {
   // A stat's answer: the Response (size, mode, mtime), or the server's refusal.
   using StatDone = std::function<void(const proto::Message* ok, const Failure* failed)>;
 
-  explicit Pipeline(Client& c) : c_(c) {}
-  Pipeline(Client& c, Window w) : c_(c), w_(w) {}
-  ~Pipeline() = default;
+  // Gathers the connection's writes while it lives (net/conn.h: Conn::set_gather).
+  explicit Pipeline(Client& c) : Pipeline(c, Window{}) {}
+  Pipeline(Client& c, Window w);
+  ~Pipeline();
 
   // True when a put of `size` bytes may be pipelined with this client's options (small, not
   // spread over parallel streams, and not --resume or -l, which keep their own exchanges).
-  bool can_put(uint64_t size) const;
-  bool can_get(uint64_t size_hint) const;
+  // probed: send -r --resume asked first (probe) and found nothing worth resuming, so the file
+  // goes whole and may be pipelined despite --resume.
+  bool can_put(uint64_t size, bool probed = false) const;
+  // resumable: recv -r --resume, for a file without a partial file here (protocol 4: the get may
+  // offer the existing destination, see get()).
+  bool can_get(uint64_t size_hint, bool resumable = false) const;
 
   // Sends a put of `local` (opened and checked here; a local error is reported through done at
   // once, nothing sent) to `remote` (`name` as for Client::put). The data goes out right behind
@@ -46,17 +53,29 @@ class Pipeline {
   // mkdir of `path` (no name: the caller knows its place), answered through done.
   void mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool apply_attrs, DirDone done);
   // A get of `remote` into `local` (inside dir, an open directory that `keep` holds open until
-  // the file is done; or dir = AT_FDCWD and a path). size_hint: the listed size.
+  // the file is done; or dir = AT_FDCWD and a path). size_hint: the listed size. offer (recv -r
+  // --resume, docs/PROTOCOL.md 3.8 and 3.10): when the destination is a regular file of exactly
+  // size_hint bytes, the get carries the resume flag and the keyed digest of all of it; if the
+  // server agrees only its end record comes (checked against our checksum; the file is left as it
+  // is, with -p it takes the server's mode and time), or the rest of a file that grew since.
   void get(const std::string& remote, const std::filesystem::path& local, uint64_t size_hint, int dir,
-           std::shared_ptr<void> keep, Done done);
+           std::shared_ptr<void> keep, Done done, bool offer = false);
   // stat of `path` (size, mode and mtime, or the refusal), answered through done.
   void stat(const std::string& path, StatDone done);
+  // probe (protocol 4, docs/PROTOCOL.md 3.6) of where a put of `size` bytes to `path` (`name` as
+  // for put) would go: the Response (what the server keeps there) or the refusal.
+  void probe(const std::string& path, const std::string& name, uint64_t size, StatDone done);
   // Waits for every answer still due (before any request that is not pipelined, and at the end).
   void drain();
   size_t in_flight() const { return q_.size(); }
 
  private:
   enum class Kind { put, get, mkdir, stat };
+  struct Offer {
+    files::UniqueFd fd;  // the destination, read only
+    uint64_t size = 0;
+    files::PrefixScan scan;
+  };
   struct Item {
     Kind kind = Kind::put;
     uint32_t tag = 0;
@@ -65,6 +84,7 @@ class Pipeline {
     uint64_t bytes = 0;
     int dir = -1;
     std::shared_ptr<void> keep;
+    std::shared_ptr<Offer> offer;  // get: the destination offered as the prefix
     crypto::Checksum sum;
     std::chrono::steady_clock::time_point started;
     Done done;
@@ -81,7 +101,10 @@ class Pipeline {
   void complete_front();
   proto::Message answer(const Item& it, proto::MsgType type);
   void finish_get(Item& it, const proto::Message& resp);
+  std::shared_ptr<Offer> make_offer(const std::filesystem::path& local, int dir, uint64_t size);
+  uint64_t agreed_start(const Item& it, const proto::Message& resp) const;
   proto::Message request(proto::Op op, const std::string& path);
+  void ask(proto::Message req, StatDone done);  // a request answered by one Response (stat, probe)
 };
 
 }  // namespace aesxfer::client

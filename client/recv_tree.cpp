@@ -40,6 +40,12 @@ int open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
   return fd;
 }
 
+// True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
+bool has_partial(int dirfd, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(dirfd, hidden_name(name, ".aesxfer-partial").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 std::string parent_of(const std::string& rel) {
   size_t slash = rel.rfind('/');
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
@@ -407,12 +413,16 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
           pipelined(base + e.path, local, nullptr, &f);  // this file alone; the others go on
           break;
         }
-        if (pipelined && pipeline.can_get(e.size)) {
+        // --resume: pipelined unless a partial file waits here (protocol 4, 3.8 and 3.10).
+        const bool resumable = client.resuming() && !has_partial(pfd, name);
+        if (pipelined && pipeline.can_get(e.size, resumable)) {
           std::string from = base + e.path;
-          pipeline.get(from, local, e.size, pfd, parent.empty() ? nullptr : walker.current(),
-                       [&pipelined, from, local](const FileResult* ok, const Failure* failed) {
-                         pipelined(from, local, ok, failed);
-                       });
+          pipeline.get(
+              from, local, e.size, pfd, parent.empty() ? nullptr : walker.current(),
+              [&pipelined, from, local](const FileResult* ok, const Failure* failed) {
+                pipelined(from, local, ok, failed);
+              },
+              resumable);
           break;
         }
         pipeline.drain();

@@ -37,7 +37,34 @@ Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
 }
 
 Conn::~Conn() {
+  try {
+    flush();  // a Bye held by gathering
+  } catch (const Failure&) {
+  }
   if (fd_ >= 0) ::close(fd_);
+}
+
+void Conn::set_gather(bool on) {
+  if (!on) flush();
+  gather_ = on;
+}
+
+void Conn::flush() {
+  if (gathered_.empty()) return;
+  std::vector<uint8_t> out;
+  out.swap(gathered_);  // empty even if the send throws
+  send_all(out.data(), out.size());
+  out.clear();
+  if (gathered_.capacity() == 0) gathered_.swap(out);  // keep the allocation
+}
+
+bool Conn::held(const uint8_t* p, size_t n) {
+  if (gather_ && gathered_.size() + n <= kGatherBytes) {
+    gathered_.insert(gathered_.end(), p, p + n);
+    return true;
+  }
+  flush();
+  return false;
 }
 
 void Conn::wait(short events) {
@@ -54,6 +81,10 @@ void Conn::wait(short events) {
 }
 
 void Conn::write_all(const uint8_t* p, size_t n) {
+  if (!held(p, n)) send_all(p, n);
+}
+
+void Conn::send_all(const uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL);
     if (w > 0) {
@@ -79,6 +110,15 @@ void Conn::unread(const uint8_t* p, size_t n) {
 }
 
 void Conn::writev_all(struct iovec* iov, int n) {
+  if (gather_) {
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+    if (gathered_.size() + total <= kGatherBytes) {
+      for (int i = 0; i < n; ++i) held(static_cast<const uint8_t*>(iov[i].iov_base), iov[i].iov_len);
+      return;
+    }
+  }
+  flush();
   while (n > 0) {
     // sendmsg, not writev: MSG_NOSIGNAL, so a peer that vanishes is an error message, not SIGPIPE.
     msghdr mh{};
@@ -119,6 +159,10 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
     ssize_t r = ::recv(fd_, p, n, 0);
     if (r >= 0) return size_t(r);
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!gathered_.empty()) {  // what is held goes out before this end waits for the peer
+        flush();
+        continue;
+      }
       wait(POLLIN);
       continue;
     }

@@ -54,6 +54,16 @@ class Conn {
   // Writes every iovec whole (one gather write per batch of records when the socket keeps up).
   void writev_all(struct iovec* iov, int n);
 
+  // Gathering (client/pipeline.h, pipelined small files): what is written is held here, up to
+  // kGatherBytes, and goes out in one send when that fills, before this connection waits for the
+  // peer (a read that finds nothing yet), and when gathering ends (flush). Several small files' request, data
+  // and end records then cost one send instead of three each. A write larger than what is left goes out
+  // directly (after what is held).
+  static constexpr size_t kGatherBytes = 128 << 10;
+  void set_gather(bool on);
+  bool gathering() const { return gather_; }
+  void flush();
+
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
   // bytes, framed by proto::RecordFramer: the header is bounds-checked before the rest is read,
   // and nothing past the record is read. Returns the wire length. The record is neither opened
@@ -96,6 +106,10 @@ class Conn {
   std::vector<uint8_t> msg_;
   std::vector<uint8_t> pending_;
   size_t pending_pos_ = 0;
+  std::vector<uint8_t> gathered_;
+  bool gather_ = false;
+  bool held(const uint8_t* p, size_t n);  // gathering: appended (true), or flushed first (false)
+  void send_all(const uint8_t* p, size_t n);
   bool loopback_ = false;
   crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
   size_t record_size_ = proto::kDefaultPayload;

@@ -263,7 +263,10 @@ bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
     return std::string_view(e) == "threads" ? 1 : std::string_view(e) == "inline" ? 0 : -1;
   }();
   if (forced >= 0) return forced == 1;
-  return !(c.loopback_peer() && std::thread::hardware_concurrency() < 4);
+  // Read once: every stream (each file of a tree) asks, and the library reads
+  // /sys/devices/system/cpu/online each time.
+  static const unsigned cores = std::thread::hardware_concurrency();
+  return !(c.loopback_peer() && cores < 4);
 }
 
 crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,

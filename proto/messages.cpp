@@ -127,8 +127,8 @@ void decode_request(WireReader& r, Message& m) {
   if (m.flags & ~kRequestFlags) r.fail();
   if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
   if ((m.flags & kFlagAhead) &&
-      ((m.flags & (kFlagRange | kFlagResume)) ||
-       (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat) ||
+      ((m.flags & kFlagRange) || ((m.flags & kFlagResume) && m.op != Op::get) ||
+       (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat && m.op != Op::probe) ||
        (m.op == Op::put && m.size > kMaxAheadSize)))
     r.fail();
   // Unsized (protocol 4): a put alone, size 0, one stream bounded by nothing but its end record.

@@ -35,13 +35,18 @@ constexpr uint8_t kFlagRange = 4;
 // ones before it; it carries a u32 `tag` that its Response (and Result) echo. put: the data and
 // end record follow the request at once, whatever the answer (a refused put's data is read and
 // discarded by the server); get: the server goes on with the next request without waiting for
-// this file's Result. Not with kFlagResume or kFlagRange; a put's size is at most kMaxAheadSize.
-// See docs/PROTOCOL.md, "Pipelining".
+// this file's Result. Not with kFlagRange, nor with kFlagResume but on a get (protocol 4); a put's
+// size is at most kMaxAheadSize.
+// See docs/PROTOCOL.md, "Pipelining". Protocol 4 also pipelines probe (send -r --resume).
 constexpr uint8_t kFlagAhead = 8;
 // put (new in protocol 4): a stream whose size is not known in advance (send -, standard input).
 // `size` is 0; the data records run until the end record, whose `length` is the file's size. Not
 // with kFlagResume, kFlagRange or kFlagAhead. See docs/PROTOCOL.md 3.2 and 3.3.
 constexpr uint8_t kFlagUnsized = 16;
+// The text of a probe's Response (protocol 4) when there is no partial file and size and digest
+// describe the whole destination file, which has exactly the probed size (docs/PROTOCOL.md 3.6);
+// empty when they describe the kept partial file (or nothing is kept).
+inline constexpr const char* kProbeComplete = "complete";
 constexpr uint8_t kRequestFlags = kFlagPreserve | kFlagResume | kFlagRange | kFlagAhead | kFlagUnsized;
 constexpr uint64_t kMaxAheadSize = uint64_t(1) << 20;
 constexpr uint32_t kMaxParts = 16;

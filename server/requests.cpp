@@ -189,7 +189,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
       log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, 0), std::string("failed: ") + e.what());
       throw;
     }
-    ctx.awaiting.push_back({req, shown, size, t0});
+    ctx.awaiting.push_back({req, shown, size, t0, so.offset});
     return;
   }
   try {
@@ -361,16 +361,24 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
     UniqueFd fd = open_kept_partial(*dest);
     struct stat sb {};
+    bool whole = false;
+    if (!fd) {  // no partial file: the destination itself, when it has the probed size
+      fd.reset(::openat(dest->dir.get(), dest->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      whole = fd && ::fstat(fd.get(), &sb) == 0 && S_ISREG(sb.st_mode) && uint64_t(sb.st_size) == req.size;
+      if (!whole) fd.reset();
+    }
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);
       try {
         m.digest = prefix_mac(ctx.keys, fd.get(), m.size);
-      } catch (const Failure&) {
+        if (whole) m.text = proto::kProbeComplete;
+      } catch (const Failure&) {  // shrank meanwhile
         m.size = 0;
+        m.digest.clear();
       }
     }
   }
-  ctx.c.send_message(m);
+  answer(ctx, req, m);
 }
 
 void handle_commit(RequestContext& ctx, const Message& req) {
@@ -585,8 +593,9 @@ void take_result(RequestContext& ctx, const Message& res) {
   ctx.awaiting.pop_front();
   const double secs = std::chrono::duration<double>(Clock::now() - a.started).count();
   if (res.status == Status::ok)
-    return log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, a.bytes, secs, 0), "ok");
-  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, 0),
+    return log_outcome(ctx, a.req, a.shown,
+                       transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from), "ok");
+  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, a.resumed_from),
               std::string("failed: ") + proto::refusal(res, "client reported").what());
 }
 

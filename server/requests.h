@@ -41,8 +41,9 @@ struct RequestContext {
   struct AwaitedResult {
     proto::Message req;
     std::string shown;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;  // the file's size
     std::chrono::steady_clock::time_point started;
+    uint64_t resumed_from = 0;  // a resumed get (protocol 4): where its data started
   };
   std::deque<AwaitedResult> awaiting{};
 };

@@ -118,16 +118,25 @@ TEST(PipelineMessages, AnswersEndWithTheOptionalTag) {
 }
 
 TEST(PipelineMessages, DecoderBoundsThePipelinedRequest) {
-  // Only put, get, mkdir and stat; not with resume or range; a put at most kMaxAheadSize.
-  for (Op op : {Op::probe, Op::commit, Op::list})
-    EXPECT_FALSE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
-  for (Op op : {Op::put, Op::get, Op::mkdir, Op::stat})
+  // Only put, get, mkdir, stat and (protocol 4) probe; not with resume or range; a put at most
+  // kMaxAheadSize.
+  for (Op op : {Op::commit, Op::list}) EXPECT_FALSE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
+  for (Op op : {Op::put, Op::get, Op::mkdir, Op::stat, Op::probe})
     EXPECT_TRUE(proto::decode(enc(ahead_request(op, "f", 0, 1))));
   EXPECT_TRUE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize, 1))));
   EXPECT_FALSE(proto::decode(enc(ahead_request(Op::put, "f", proto::kMaxAheadSize + 1, 1))));
-  Message m = ahead_request(Op::get, "f", 0, 1);
+  Message m = ahead_request(Op::put, "f", 0, 1);
   m.flags |= proto::kFlagResume;
   EXPECT_FALSE(proto::decode(enc(m)));
+  // A get may be resumed and pipelined (protocol 4): its digest follows the tag.
+  m = ahead_request(Op::get, "f", 0, 1);
+  m.flags |= proto::kFlagResume;
+  m.offset = 5;
+  m.digest = std::string(proto::kPrefixMacLen, 'd');
+  auto g = proto::decode(enc(m));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->tag, 1u);
+  EXPECT_EQ(g->digest, m.digest);
   m = ahead_request(Op::put, "f", 10, 1);
   m.flags |= proto::kFlagRange;
   m.nparts = 2;

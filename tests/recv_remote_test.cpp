@@ -569,6 +569,64 @@ TEST_F(RecvResume, DashRAgainSkipsWhatIsComplete) {
   EXPECT_LT(count.s2c_bytes(), uint64_t(64) << 10) << "complete files came again";
 }
 
+// Issue 16 item 4 (protocol 4): recv -r --resume when half the tree is here already. The small
+// files go as pipelined gets, each offering an existing destination of the listed size with its
+// keyed digest: an identical one costs only its end record and is left as it is; the missing ones
+// and the one that differs at the same size come whole. Counted in the server's get lines (bytes
+// that moved) and in records from the client (through a Relay).
+TEST_F(RecvResume, DashRPipelinedMovesOnlyTheMissingBytes) {
+  fs::path src = ws.root / "tree";
+  for (int d = 0; d < 2; ++d)
+    for (int i = 0; i < 6; ++i) {
+      fs::create_directories(src / ("d" + std::to_string(d)));
+      write_random_file(src / ("d" + std::to_string(d)) / ("f" + std::to_string(i)), 4096,
+                        uint64_t(d * 10 + i));
+    }
+  write_random_file(src / "big", uint64_t(2) << 20, 77);
+  fs::create_directories(ws.local / "copy");
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::path here = ws.local / "copy" / "tree";
+  const std::vector<std::string> missing{"d0/f1", "d0/f3", "d0/f5", "d1/f0", "d1/f2", "d1/f4"};
+  for (const auto& m : missing) fs::remove(here / m);
+  write_random_file(here / "d1" / "f1", 4096, 4242);  // same size, other contents
+  const std::string before = server->log();
+
+  FaultSpec none;
+  Relay count(server->port(), none);
+  r = run({"recv", "-r", "--resume", "127.0.0.1:tree", (ws.local / "copy").string(), "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const auto& e : fs::recursive_directory_iterator(src))
+    if (e.is_regular_file()) {
+      EXPECT_EQ(sha256_file(here / e.path().lexically_relative(src)), sha256_file(e.path())) << e.path();
+    }
+  size_t whole = 0, kept = 0;
+  for (const auto& l : nonempty_lines(r.out)) {
+    auto o = parse_flat_json(l);
+    ASSERT_TRUE(o) << l;
+    if ((*o)["resumed_from"] == "0")
+      ++whole;
+    else if ((*o)["resumed_from"] == (*o)["bytes"])
+      ++kept;
+    else
+      ADD_FAILURE() << l;
+  }
+  EXPECT_EQ(whole, missing.size() + 1);
+  EXPECT_EQ(kept, 13u - whole);
+  // The bytes that moved, as the server logged them: the 7 files that were missing or differed.
+  const std::string log = server->log().substr(before.size());
+  uint64_t moved = 0;
+  for (size_t at = 0; (at = log.find(" get file=", at)) != std::string::npos; ++at)
+    moved += std::stoull(log.substr(log.find(" bytes=", at) + 7));
+  EXPECT_EQ(moved, 7u * 4096u) << log;
+  count.wait_done(10);
+  // From the client: list, 12 pipelined gets and their Results, the large file's own exchange of
+  // 3.8 (stat, get, Result), bye.
+  EXPECT_EQ(count.records_seen(), 1u + 12u * 2u + 3u + 1u);
+  EXPECT_TRUE(temp_debris(here / "d0").empty());
+  EXPECT_TRUE(temp_debris(here / "d1").empty());
+}
+
 // A server that drops a session after 1.2 idle seconds, and a destination that takes the client
 // longer than that to hash (768 MiB, sparse; --no-aesni on the client makes its SHA-256 the
 // portable one, about 370 MB/s here): the client's keep-alives (a stat every half second while it

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "tests/harness.h"
@@ -265,6 +267,99 @@ TEST_F(Resume, PartialFileLongerThanTheSourceIsIgnored) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(sha256_file(ws.root / "s.bin"), sha256_file(f));
   EXPECT_FALSE(fs::exists(ws.root / ".s.bin.aesxfer-partial"));
+}
+
+// Issue 16 item 4 (protocol 4): send -r --resume of a tree that is half on the server already. The
+// files the server holds whole and identical are not sent (reported resumed at their end); the
+// missing ones, the one that differs at the same size and the large one go whole; a probe of
+// every file is pipelined first. Counted in records from the client (through a Relay) and in the
+// server's put lines.
+TEST_F(Resume, DashRSendsOnlyWhatTheServerLacks) {
+  fs::path top = ws.local / "tree";
+  std::map<std::string, std::string> sums;
+  for (int d = 0; d < 2; ++d)
+    for (int i = 0; i < 6; ++i) {
+      std::string rel = "d" + std::to_string(d) + "/f" + std::to_string(i);
+      fs::create_directories(top / ("d" + std::to_string(d)));
+      write_random_file(top / rel, 4096, uint64_t(100 + d * 10 + i));
+      sums[rel] = sha256_file(top / rel);
+    }
+  write_random_file(top / "big", uint64_t(3) << 20, 99);
+  sums["big"] = sha256_file(top / "big");
+  auto r = run({"send", "-r", top.string(), "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // Half the small files gone, one changed at the same size, the large one gone.
+  const std::vector<std::string> missing{"d0/f0", "d0/f2", "d0/f4", "d1/f1", "d1/f3", "d1/f5"};
+  for (const auto& m : missing) fs::remove(ws.root / "tree" / m);
+  write_random_file(ws.root / "tree" / "d1" / "f0", 4096, 7777);
+  fs::remove(ws.root / "tree" / "big");
+  const std::string before = server->log();
+
+  FaultSpec none;
+  Relay count(server->port(), none);
+  r = run({"send", "-r", "--resume", top.string(), "127.0.0.1:.", "--json"}, count.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::set<std::string> sent, skipped;
+  for (const auto& line : nonempty_lines(r.out)) {
+    auto o = parse_flat_json(line);
+    ASSERT_TRUE(o) << line;
+    std::string rel = fs::path((*o)["file"]).lexically_relative(top).generic_string();
+    if ((*o)["resumed_from"] == (*o)["bytes"])
+      skipped.insert(rel);
+    else if ((*o)["resumed_from"] == "0")
+      sent.insert(rel);
+    else
+      ADD_FAILURE() << line;
+  }
+  std::set<std::string> want_sent(missing.begin(), missing.end());
+  want_sent.insert({"d1/f0", "big"});
+  EXPECT_EQ(sent, want_sent);
+  EXPECT_EQ(skipped.size(), 12u + 1u - want_sent.size());
+  for (const auto& [rel, sum] : sums) EXPECT_EQ(sha256_file(ws.root / "tree" / rel), sum) << rel;
+  EXPECT_TRUE(temp_debris(ws.root / "tree" / "d0").empty());
+  count.wait_done(10);
+  // Records from the client after the handshake: the top's mkdir, 2 mkdirs, 13 probes, 7 small
+  // puts of 3 records (request, data, end), the large put with its own exchange of 3.6 (probe,
+  // request, 12 data records, end), bye.
+  EXPECT_EQ(count.records_seen(), 1u + 2u + 13u + 7u * 3u + 15u + 1u);
+  const std::string log = server->log().substr(before.size());
+  size_t puts = 0;
+  for (size_t at = 0; (at = log.find(" put file=", at)) != std::string::npos; ++at) ++puts;
+  EXPECT_EQ(puts, want_sent.size()) << log;
+
+  // Everything there now: a second resume sends no file data at all (probes, mkdirs, bye).
+  Relay again(server->port(), none);
+  r = run({"send", "-r", "--resume", top.string(), "127.0.0.1:.", "-q"}, again.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  again.wait_done(10);
+  EXPECT_EQ(again.records_seen(), 1u + 2u + 13u + 1u);
+}
+
+// A single file the server holds whole and identical: send --resume sends the probe and nothing
+// more; the same size with other contents goes whole.
+TEST_F(Resume, CompleteDestinationIsNotSentAgain) {
+  fs::path f = ws.local / "c.bin";
+  write_random_file(f, (uint64_t(2) << 20) + 5, 31);
+  fs::copy_file(f, ws.root / "c.bin");
+  FaultSpec none;
+  {
+    Relay count(server->port(), none);
+    auto r = run({"send", "--resume", f.string(), "127.0.0.1:c.bin", "--json"}, count.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    auto o = parse_flat_json(nonempty_lines(r.out).back());
+    ASSERT_TRUE(o) << r.out;
+    EXPECT_EQ((*o)["resumed_from"], (*o)["bytes"]);
+    EXPECT_EQ((*o)["verified"], "true");
+    count.wait_done(10);
+    EXPECT_EQ(count.records_seen(), 2u);  // probe, bye
+  }
+  write_random_file(ws.root / "c.bin", (uint64_t(2) << 20) + 5, 32);
+  auto r = run({"send", "--resume", f.string(), "127.0.0.1:c.bin", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto o = parse_flat_json(nonempty_lines(r.out).back());
+  ASSERT_TRUE(o) << r.out;
+  EXPECT_EQ((*o)["resumed_from"], "0");
+  EXPECT_EQ(sha256_file(ws.root / "c.bin"), sha256_file(f));
 }
 
 }  // namespace
