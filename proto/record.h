@@ -51,13 +51,16 @@ struct RecordHeader {
   uint8_t flags;
 };
 
-// One record of RecordSealer::seal_batch, laid out as for RecordSealer::seal.
+// One record of RecordSealer::seal_batch, laid out as for RecordSealer::seal; with src set, the
+// payload is read from src (payload_len bytes, not overlapping rec) instead of rec + kHeaderLen, so
+// a sender can seal straight from a file mapping with no copy into the record buffer.
 struct SealJob {
   RecordType type;
   uint8_t flags;
   uint8_t* rec;
   size_t payload_len;
-  size_t wire_len;  // out
+  size_t wire_len;               // out
+  const uint8_t* src = nullptr;  // the payload when it is not at rec + kHeaderLen
 };
 
 // One record of RecordOpener::open_batch.
