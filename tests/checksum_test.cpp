@@ -296,6 +296,101 @@ TEST(DataPlane, RecordLargerThanAgreedIsRefused) {
   tx.join();
 }
 
+// A temporary file (random bytes, or empty), removed at the end.
+struct Scratch {
+  std::string path;
+  int fd = -1;
+  explicit Scratch(const Bytes& data) {
+    char tmpl[] = "/tmp/aesxfer-dataplane-XXXXXX";
+    fd = ::mkstemp(tmpl);
+    path = tmpl;
+    EXPECT_EQ(::write(fd, data.data(), data.size()), ssize_t(data.size()));
+    ::lseek(fd, 0, SEEK_SET);
+  }
+  ~Scratch() {
+    ::close(fd);
+    ::unlink(path.c_str());
+  }
+  Bytes contents() const {
+    Bytes b(size_t(::lseek(fd, 0, SEEK_END)));
+    EXPECT_EQ(::pread(fd, b.data(), b.size(), 0), ssize_t(b.size()));
+    return b;
+  }
+};
+
+// A regular file is sealed straight from its mapping when the pipeline runs inline and read into
+// the record buffers on the threaded one: the same bytes and checksum either way, whole, resumed
+// from an offset, and as a range (--streams).
+TEST(DataPlane, MappedAndReadFilesArriveTheSame) {
+  using Pl = net::StreamOptions::Pipeline;
+  std::mt19937_64 rng(1201);
+  const Bytes data = random_bytes(rng, (3 << 20) + 12345);
+  const uint64_t offset = 1000003, base = 777777, range = (2 << 20) + 1;
+  for (Pl pl : {Pl::threads, Pl::inline_stage})
+    for (int kind = 0; kind < 3; ++kind) {  // whole, resumed, ranged
+      SCOPED_TRACE(std::to_string(kind) + (pl == Pl::threads ? " threads" : " inline"));
+      Pair p(ChecksumAlg::xxh128, 65536, ChecksumAlg::xxh128, 65536);
+      Scratch in(data), out(kind == 1 ? Bytes(data.begin(), data.begin() + offset) : Bytes());
+      net::StreamOptions so;
+      so.pipeline = pl;
+      so.offset = kind == 1 ? offset : 0;
+      so.ranged = kind == 2;
+      so.base = kind == 2 ? base : 0;
+      const uint64_t size = kind == 2 ? range : data.size();
+      if (kind == 1) ::lseek(out.fd, off_t(offset), SEEK_SET);
+      crypto::Checksum sent;
+      std::thread tx([&] { sent = net::send_stream(*p.client, in.fd, size, nullptr, so); });
+      crypto::Checksum got = net::recv_stream(*p.server, out.fd, size, nullptr, so);
+      tx.join();
+      EXPECT_EQ(got.hex(), sent.hex());
+      const Bytes want = kind == 2 ? Bytes(data.begin() + base, data.begin() + base + range) : data;
+      EXPECT_EQ(got.hex(), sum_hex(ChecksumAlg::xxh128, want.data(), want.size()));
+      Bytes arrived = out.contents();
+      if (kind == 2) arrived.erase(arrived.begin(), arrived.begin() + base);
+      EXPECT_EQ(arrived, want);
+      if (kind != 2) {
+        EXPECT_EQ(::lseek(in.fd, 0, SEEK_CUR), off_t(data.size()));  // as read() leaves it
+      }
+    }
+}
+
+// A file that shrinks while it is sent from its mapping fails the send before any record made
+// from the missing bytes leaves (no SIGBUS), and the receiver sees an incomplete transfer.
+TEST(DataPlane, FileThatShrinksUnderTheMappingFailsTheSend) {
+  std::mt19937_64 rng(1202);
+  const Bytes data = random_bytes(rng, 8 << 20);
+  Scratch in(data);
+  Pair p(ChecksumAlg::xxh128, 65536, ChecksumAlg::xxh128, 65536);
+  net::StreamOptions so;
+  so.pipeline = net::StreamOptions::Pipeline::inline_stage;
+  std::string sender_error;
+  uint64_t first = 0;
+  std::thread tx([&] {
+    try {
+      net::send_stream(
+          *p.client, in.fd, data.size(),
+          [&](uint64_t done) {
+            if (!first) {
+              first = done;
+              EXPECT_EQ(::ftruncate(in.fd, 4096), 0);  // the window already maps the whole file
+            }
+          },
+          so);
+    } catch (const net::Failure& e) {
+      sender_error = e.what();
+    }
+    p.client.reset();
+  });
+  uint64_t received = 0;
+  EXPECT_THROW(net::recv_stream(
+                   *p.server, -1, data.size(), [&](uint64_t d) { received = d; }, so),
+               net::Failure);
+  tx.join();
+  EXPECT_NE(sender_error.find("file shrank while being sent"), std::string::npos) << sender_error;
+  EXPECT_GT(first, 0u);
+  EXPECT_LE(received, first);
+}
+
 // End to end through the binary.
 class ChecksumCli : public ServerTest {};
 
