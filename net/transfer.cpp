@@ -181,7 +181,8 @@ void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
 
 // Whether the sender seals straight from a mapping of the file (files/FileWindow) rather than
 // reading it into the record buffer: for regular files of at least kMapMin bytes when the file
-// I/O runs in the sealing thread (inline), which then does one copy of every byte less. With the
+// I/O runs in the sealing thread (inline) and the record protection encrypts from the source
+// (RecordSealer::seals_from_source), which then does one copy of every byte less. With the
 // threaded pipeline the copy is the reader thread's, so read() stays. AESXFER_MMAP=0 turns it off
 // (measurement, and a way out should a file system misbehave under mmap).
 constexpr uint64_t kMapMin = uint64_t(1) << 20;
@@ -284,7 +285,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
 
   const bool threaded = pipeline_threads(c, opt.pipeline);
   PayloadSource source(fd, size, rec_size, per_batch, opt, hash,
-                       map_the_file(fd, size - opt.offset, threaded));
+                       c.sealer().seals_from_source() && map_the_file(fd, size - opt.offset, threaded));
   auto fill = [&](Batch* b) { source.fill(b); };
   std::thread reader;
   if (threaded)

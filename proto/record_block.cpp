@@ -61,6 +61,7 @@ class CbcRecords final : public EtmRecords {
   size_t max_pad() const noexcept override { return b_; }
   size_t body_len(size_t n) const noexcept override { return n + (b_ - n % b_); }
   bool body_len_ok(size_t n) const noexcept override { return n != 0 && n % b_ == 0; }
+  bool seals_from_source() const noexcept override { return true; }
 
  protected:
   size_t cipher_batch() const noexcept override { return 16; }

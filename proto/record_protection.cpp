@@ -48,6 +48,7 @@ class AeadRecords final : public RecordProtection {
   bool body_len_ok(size_t) const noexcept override { return true; }
   // Small batches keep the pipeline stages closer together (see RecordSealer::batch_records).
   size_t batch_records() const noexcept override { return 4; }
+  bool seals_from_source() const noexcept override { return true; }
 
   void seal(uint64_t seq, uint8_t* rec, size_t payload_len) noexcept override {
     uint8_t nonce[crypto::Aead::kNonceLen];

@@ -37,6 +37,8 @@ class RecordProtection {
   virtual bool body_len_ok(size_t body_len) const noexcept = 0;
   // Records worth sealing or opening together (see RecordSealer::batch_records).
   virtual size_t batch_records() const noexcept = 0;
+  // Whether seal_batch encrypts a job's src where it is (AEAD, CBC) rather than copying it in.
+  virtual bool seals_from_source() const noexcept { return false; }
 
   // Record seq at rec: the header (with body_len(payload_len)) is written and the payload is at
   // rec + kHeaderLen with room for max_pad() + tag_len() more bytes. Pads, encrypts, appends the tag.
