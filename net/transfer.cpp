@@ -28,7 +28,6 @@
 
 #include "crypto/checksum.h"
 #include "crypto/util.h"
-#include "files/file_window.h"
 #include "files/io.h"
 #include "files/resume.h"
 #include "proto/end_record.h"
@@ -52,8 +51,7 @@ struct Batch {
   size_t len[kSendSlots] = {};  // payload length (sender) / wire length (receiver) per slot
   RecordType type[kSendSlots] = {};
   std::span<uint8_t> payload[kSendSlots];
-  const uint8_t* src[kSendSlots] = {};  // sender: the payload in the file's mapping (or null)
-  bool last = false;                    // sender: the stream ends after this batch
+  bool last = false;  // sender: the stream ends after this batch
 
   Batch(size_t nslots, size_t cap) : slots(nslots) {
     stride = (cap + 4095) / 4096 * 4096;
@@ -179,85 +177,6 @@ void skip_prefix(crypto::FileChecksum& hash, int fd, const StreamOptions& opt) {
     throw Failure(std::string("seek error: ") + std::strerror(errno));
 }
 
-// Whether the sender seals straight from a mapping of the file (files/FileWindow) rather than
-// reading it into the record buffer: for regular files of at least kMapMin bytes when the file
-// I/O runs in the sealing thread (inline) and the record protection encrypts from the source
-// (RecordSealer::seals_from_source), which then does one copy of every byte less. With the
-// threaded pipeline the copy is the reader thread's, so read() stays. AESXFER_MMAP=0 turns it off
-// (measurement, and a way out should a file system misbehave under mmap).
-constexpr uint64_t kMapMin = uint64_t(1) << 20;
-constexpr size_t kMapSpan = size_t(64) << 20;  // bytes mapped at once
-
-bool map_the_file(int fd, uint64_t bytes, bool threaded) {
-  static const bool off = [] {
-    const char* e = std::getenv("AESXFER_MMAP");
-    return e && std::string_view(e) == "0";
-  }();
-  return !off && !threaded && bytes >= kMapMin && files::FileWindow::mappable(fd);
-}
-
-// The sender's payloads: read from fd into the record slots (zeros when fd < 0), or taken in
-// place from a mapping of the file, and hashed as they are taken.
-class PayloadSource {
- public:
-  PayloadSource(int fd, uint64_t size, size_t rec_size, size_t per_batch, const StreamOptions& opt,
-                crypto::FileChecksum& hash, bool mapped)
-      : fd_(fd), size_(size), rec_(rec_size), per_batch_(per_batch), opt_(opt), hash_(hash), at_(opt.offset) {
-    if (!mapped) return;
-    window_.emplace();
-    // A plain stream continues from fd's position, as read() would.
-    if (!opt.ranged) start_ = uint64_t(::lseek(fd, 0, SEEK_CUR)) - opt.offset;
-  }
-
-  // Fills a batch with the next payloads and hashes them before they are encrypted (in place, or
-  // from the window, which then holds the whole batch).
-  void fill(Batch* b) {
-    b->n = 0;
-    if (window_)
-      window_->at(fd_, pos(at_), size_t(std::min<uint64_t>(per_batch_ * rec_, size_ - at_)), kMapSpan);
-    while (b->n < per_batch_ && at_ < size_) {
-      const size_t n = size_t(std::min<uint64_t>(rec_, size_ - at_));
-      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
-      b->src[b->n] = window_ ? window_->at(fd_, pos(at_), n, kMapSpan) : read(p, n);
-      hash_.update(b->src[b->n] ? b->src[b->n] : p, n);
-      b->len[b->n++] = n;
-      at_ += n;
-    }
-    b->last = at_ >= size_;
-  }
-
-  // After a batch is sealed, before it is sent: a mapped file that shrank under the window was
-  // read as zeros, and none of them may leave.
-  void check_sealed() const {
-    if (window_ && window_->shrank()) throw Failure("file shrank while being sent");
-  }
-  // At the end: fd's position where read() would have left it.
-  void finish() const {
-    if (window_ && !opt_.ranged) ::lseek(fd_, off_t(pos(size_)), SEEK_SET);
-  }
-
- private:
-  int fd_;
-  uint64_t size_;
-  size_t rec_, per_batch_;
-  const StreamOptions& opt_;
-  crypto::FileChecksum& hash_;
-  uint64_t at_;         // the next stream byte
-  uint64_t start_ = 0;  // file offset of stream byte 0 (a plain stream)
-  std::optional<files::FileWindow> window_;
-  uint64_t pos(uint64_t at) const { return opt_.ranged ? opt_.base + at : start_ + at; }
-  // The next n bytes into p; returns null (the payload is in the slot).
-  const uint8_t* read(uint8_t* p, size_t n) {
-    if (fd_ < 0)
-      std::memset(p, 0, n);
-    else if (opt_.ranged)
-      pread_full(fd_, p, n, opt_.base + at_);
-    else
-      read_full(fd_, p, n, at_, size_);
-    return nullptr;
-  }
-};
-
 }  // namespace
 
 bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
@@ -283,10 +202,26 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
+  // Fills a batch with payloads and hashes them before they are encrypted in place.
+  uint64_t at = opt.offset;
+  auto fill = [&](Batch* b) {
+    b->n = 0;
+    while (b->n < per_batch && at < size) {
+      size_t n = size_t(std::min<uint64_t>(rec_size, size - at));
+      uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
+      if (fd < 0)
+        std::memset(p, 0, n);
+      else if (opt.ranged)
+        pread_full(fd, p, n, opt.base + at);
+      else
+        read_full(fd, p, n, at, size);
+      hash.update(p, n);
+      b->len[b->n++] = n;
+      at += n;
+    }
+    b->last = at >= size;
+  };
   const bool threaded = pipeline_threads(c, opt.pipeline);
-  PayloadSource source(fd, size, rec_size, per_batch, opt, hash,
-                       c.sealer().seals_from_source() && map_the_file(fd, size - opt.offset, threaded));
-  auto fill = [&](Batch* b) { source.fill(b); };
   std::thread reader;
   if (threaded)
     reader = std::thread([&] {
@@ -314,9 +249,8 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
       throw Failure("internal error: the file reader stopped");
     }
     if (!threaded) fill(b);
-    for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0, b->src[i]};
+    for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0};
     c.sealer().seal_batch(jobs, b->n);
-    source.check_sealed();
     for (size_t i = 0; i < b->n; ++i) {
       iov[i].iov_base = b->slot(i);
       iov[i].iov_len = jobs[i].wire_len;
@@ -330,7 +264,6 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   }
   if (threaded) reader.join();
   h.rethrow();
-  source.finish();
 
   proto::EndRecord end{size, hash.final()};
   c.send_record(RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));

@@ -92,7 +92,6 @@ size_t RecordSealer::max_overhead() const noexcept {
 }
 size_t RecordSealer::tag_len() const noexcept { return prot_->tag_len(); }
 size_t RecordSealer::batch_records() const noexcept { return prot_->batch_records(); }
-bool RecordSealer::seals_from_source() const noexcept { return prot_->seals_from_source(); }
 
 size_t RecordSealer::seal(RecordType type, uint8_t flags, uint8_t* rec, size_t payload_len) noexcept {
   if (seq_ == UINT64_MAX) std::abort();         // would wrap: never reached (2^64 records)

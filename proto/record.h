@@ -51,16 +51,13 @@ struct RecordHeader {
   uint8_t flags;
 };
 
-// One record of RecordSealer::seal_batch, laid out as for RecordSealer::seal; with src set, the
-// payload is read from src (payload_len bytes, not overlapping rec) instead of rec + kHeaderLen, so
-// a sender can seal straight from a file mapping with no copy into the record buffer.
+// One record of RecordSealer::seal_batch, laid out as for RecordSealer::seal.
 struct SealJob {
   RecordType type;
   uint8_t flags;
   uint8_t* rec;
   size_t payload_len;
-  size_t wire_len;               // out
-  const uint8_t* src = nullptr;  // the payload when it is not at rec + kHeaderLen
+  size_t wire_len;  // out
 };
 
 // One record of RecordOpener::open_batch.
@@ -90,9 +87,6 @@ class RecordSealer {
   // smaller batches keep the pipeline stages closer together (bench/pipeline_floor, aes128-gcm:
   // 1167-1212 MB/s with 4 against 1137-1158 with 16; CBC + HMAC with 4: 700 against 960).
   size_t batch_records() const noexcept;
-  // Whether seal_batch encrypts a job's src where it is (GCM, CBC); the other modes copy it into
-  // the record buffer first, which gains nothing over reading the file there.
-  bool seals_from_source() const noexcept;
 
   // Seals the next record in place. rec points to a buffer whose payload starts at rec + kHeaderLen
   // and which has room for payload_len + max_overhead() bytes in all. Writes the header, pads,

@@ -61,7 +61,6 @@ class CbcRecords final : public EtmRecords {
   size_t max_pad() const noexcept override { return b_; }
   size_t body_len(size_t n) const noexcept override { return n + (b_ - n % b_); }
   bool body_len_ok(size_t n) const noexcept override { return n != 0 && n % b_ == 0; }
-  bool seals_from_source() const noexcept override { return true; }
 
  protected:
   size_t cipher_batch() const noexcept override { return 16; }
@@ -113,36 +112,18 @@ class CbcRecords final : public EtmRecords {
     bc.encrypt_blocks(iv, iv, 1);
   }
 
-  // Pads and encrypts m <= kLanes records of one epoch as independent chains run together. A
-  // job with src: its whole blocks are encrypted from src into the body, then the last block (the
-  // payload's tail and the padding, assembled in the body) chains on from the body's last block.
+  // Pads and encrypts m <= kLanes records of one epoch as independent chains run together.
   void lanes(uint64_t seq, SealJob* jobs, size_t m) noexcept {
     const crypto::BlockCipher& bc = bc_.at(seq);
     crypto::CbcLane lane[kLanes];
     uint8_t ivs[kLanes][16];
-    size_t whole[kLanes];
     for (size_t i = 0; i < m; ++i) {
       uint8_t* body = jobs[i].rec + kHeaderLen;
-      const size_t len = jobs[i].payload_len;
-      whole[i] = jobs[i].src ? len / b_ * b_ : 0;
-      if (jobs[i].src) std::memcpy(body + whole[i], jobs[i].src + whole[i], len - whole[i]);
-      const size_t body_len = pad(body, len);
+      const size_t body_len = pad(body, jobs[i].payload_len);
       make_iv(bc, seq + i, ivs[i]);
-      lane[i] = jobs[i].src ? crypto::CbcLane{ivs[i], jobs[i].src, body, whole[i] / b_}
-                            : crypto::CbcLane{ivs[i], body, body, body_len / b_};
+      lane[i] = crypto::CbcLane{ivs[i], body, body, body_len / b_};
     }
     bc.cbc_encrypt_lanes(lane, m);
-    size_t tails = 0;
-    for (size_t i = 0; i < m; ++i) {
-      if (!jobs[i].src) continue;
-      uint8_t* tail = jobs[i].rec + kHeaderLen + whole[i];
-      if (whole[i] > 0)
-        std::memcpy(ivs[i], tail - b_, b_);  // the chain's value: the last ciphertext block
-      else
-        make_iv(bc, seq + i, ivs[i]);
-      lane[tails++] = crypto::CbcLane{ivs[i], tail, tail, 1};
-    }
-    if (tails > 0) bc.cbc_encrypt_lanes(lane, tails);
     crypto::secure_zero(ivs, sizeof ivs);
   }
 };

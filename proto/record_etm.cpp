@@ -34,11 +34,7 @@ size_t EtmRecords::batch_records() const noexcept {
 }
 
 void EtmRecords::encrypt_batch(uint64_t seq, SealJob* jobs, size_t n) noexcept {
-  for (size_t i = 0; i < n; ++i) {
-    uint8_t* body = jobs[i].rec + kHeaderLen;
-    if (jobs[i].src) std::memcpy(body, jobs[i].src, jobs[i].payload_len);
-    encrypt(seq + i, body, jobs[i].payload_len);
-  }
+  for (size_t i = 0; i < n; ++i) encrypt(seq + i, jobs[i].rec + kHeaderLen, jobs[i].payload_len);
 }
 
 // The MACs of m <= kLanes consecutive records, computed together: tags[i] for jobs[i] at seq + i.

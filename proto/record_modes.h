@@ -31,8 +31,7 @@ class EtmRecords : public RecordProtection {
  protected:
   // Pads the payload at body to body_len(payload_len) and encrypts it in place.
   virtual void encrypt(uint64_t seq, uint8_t* body, size_t payload_len) noexcept = 0;
-  // The bodies of records seq.. (headers written); the default encrypts them one by one (a job's
-  // src copied into its body first).
+  // The bodies of records seq.. (headers written); the default encrypts them one by one.
   virtual void encrypt_batch(uint64_t seq, SealJob* jobs, size_t n) noexcept;
   // Decrypts body_len bytes in place and removes the padding.
   virtual std::error_code decrypt(uint64_t seq, uint8_t* body, size_t body_len,

@@ -13,10 +13,7 @@
 namespace aesxfer::proto {
 
 void RecordProtection::seal_batch(uint64_t seq, SealJob* jobs, size_t n) noexcept {
-  for (size_t i = 0; i < n; ++i) {
-    if (jobs[i].src) std::memcpy(jobs[i].rec + kHeaderLen, jobs[i].src, jobs[i].payload_len);
-    seal(seq + i, jobs[i].rec, jobs[i].payload_len);
-  }
+  for (size_t i = 0; i < n; ++i) seal(seq + i, jobs[i].rec, jobs[i].payload_len);
 }
 
 std::error_code RecordProtection::open_batch(uint64_t seq, OpenJob* jobs, size_t n) noexcept {
@@ -48,24 +45,12 @@ class AeadRecords final : public RecordProtection {
   bool body_len_ok(size_t) const noexcept override { return true; }
   // Small batches keep the pipeline stages closer together (see RecordSealer::batch_records).
   size_t batch_records() const noexcept override { return 4; }
-  bool seals_from_source() const noexcept override { return true; }
 
   void seal(uint64_t seq, uint8_t* rec, size_t payload_len) noexcept override {
     uint8_t nonce[crypto::Aead::kNonceLen];
     make_nonce(seq, nonce);
     uint8_t* body = rec + kHeaderLen;
     aead_->seal(nonce, rec, kHeaderLen, body, body, payload_len, body + payload_len);
-  }
-
-  void seal_batch(uint64_t seq, SealJob* jobs, size_t n) noexcept override {
-    for (size_t i = 0; i < n; ++i) {
-      uint8_t nonce[crypto::Aead::kNonceLen];
-      make_nonce(seq + i, nonce);
-      uint8_t* rec = jobs[i].rec;
-      uint8_t* body = rec + kHeaderLen;
-      const size_t len = jobs[i].payload_len;
-      aead_->seal(nonce, rec, kHeaderLen, jobs[i].src ? jobs[i].src : body, body, len, body + len);
-    }
   }
 
   std::error_code open(uint64_t seq, uint8_t* rec, size_t& payload_len) noexcept override {

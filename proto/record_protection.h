@@ -37,14 +37,11 @@ class RecordProtection {
   virtual bool body_len_ok(size_t body_len) const noexcept = 0;
   // Records worth sealing or opening together (see RecordSealer::batch_records).
   virtual size_t batch_records() const noexcept = 0;
-  // Whether seal_batch encrypts a job's src where it is (AEAD, CBC) rather than copying it in.
-  virtual bool seals_from_source() const noexcept { return false; }
 
   // Record seq at rec: the header (with body_len(payload_len)) is written and the payload is at
   // rec + kHeaderLen with room for max_pad() + tag_len() more bytes. Pads, encrypts, appends the tag.
   virtual void seal(uint64_t seq, uint8_t* rec, size_t payload_len) noexcept = 0;
-  // Records seq .. seq + n - 1, headers written and wire_len set; equals n calls of seal() (a
-  // job's src, when set, is copied in first; the AEAD and CBC modes read it in place instead).
+  // Records seq .. seq + n - 1, headers written and wire_len set; equals n calls of seal().
   virtual void seal_batch(uint64_t seq, SealJob* jobs, size_t n) noexcept;
 
   // Record seq at rec, its header checked (parse_header) and its length matching: verifies the

@@ -760,39 +760,5 @@ TEST(RecordBatch, SealBatchEqualsSealAndOpenBatchOpens) {
   }
 }
 
-// A job's src (a sender sealing straight from a file mapping) gives the same records as the
-// payload copied into the record buffer, whatever else the batch holds; the record buffer's old
-// bytes where the payload would be are not read.
-TEST(RecordBatch, SealFromSourceEqualsSealInPlace) {
-  std::mt19937_64 rng(20261201);
-  for (const auto& c : crypto::ciphers()) {
-    for (const auto& m : crypto::macs()) {
-      SCOPED_TRACE(combo_name(c, m));
-      DirectionKeys k = pattern_keys(22);
-      RecordSealer one(c, m, k), batch(c, m, k);
-      for (size_t n : {size_t(1), size_t(3), size_t(16), size_t(19)}) {
-        std::vector<Bytes> payloads, expect, bufs(n);
-        std::vector<RecordSealer::Job> jobs(n);
-        for (size_t i = 0; i < n; ++i) {
-          size_t len = (i % 4 == 0) ? rng() % 40 : (i % 4 == 1) ? 4096 : rng() % 5000;
-          payloads.push_back(test::random_bytes(rng, len));
-          expect.push_back(seal_one(one, RecordType::data, payloads.back()));
-          bufs[i].assign(len + batch.max_overhead(), 0xa5);
-          jobs[i] = {RecordType::data, 0, bufs[i].data(), len, 0, payloads[i].data()};
-          if (i % 5 == 2) {  // some in place, in the same batch
-            std::memcpy(bufs[i].data() + kHeaderLen, payloads[i].data(), len);
-            jobs[i].src = nullptr;
-          }
-        }
-        batch.seal_batch(jobs.data(), n);
-        for (size_t i = 0; i < n; ++i) {
-          bufs[i].resize(jobs[i].wire_len);
-          ASSERT_EQ(bufs[i], expect[i]) << "record " << i << " of " << n;
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 }  // namespace aesxfer::proto
