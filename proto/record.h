@@ -86,7 +86,7 @@ class RecordSealer {
   // across records (CBC chains as lanes, 16-lane HMAC-SHA256), 3 for GCM and 4 for the others
   // (no MAC), where smaller batches keep the pipeline stages closer together (bench/pipeline_floor,
   // aes128-gcm: 1167-1212 MB/s with 4 against 1137-1158 with 16; CBC + HMAC with 4: 700 against
-  // 960). GCM with 3 (768 KiB of 256 KiB records, two batches in flight within a 2 MiB L2)
+  // 960). GCM with 3 (768 KiB of 256 KiB records; two in flight likely stay in a 2 MiB L2)
   // against 4: 2 GiB sends alternating, 11 rounds, 1862 against 2170 MB/s, every pair 1.13-1.22 x,
   // and the client's CPU per GB 13 % lower (docs/DESIGN.md, "Each end on its own").
   size_t batch_records() const noexcept;

@@ -44,7 +44,7 @@ class AeadRecords final : public RecordProtection {
   size_t body_len(size_t payload_len) const noexcept override { return payload_len; }
   bool body_len_ok(size_t) const noexcept override { return true; }
   // Small batches keep the pipeline stages closer together and a batch's buffers in the core's
-  // L2 (see RecordSealer::batch_records): 3, not 4.
+  // L2, likely (see RecordSealer::batch_records): 3, not 4.
   size_t batch_records() const noexcept override { return 3; }
 
   void seal(uint64_t seq, uint8_t* rec, size_t payload_len) noexcept override {
