@@ -123,7 +123,9 @@ class RecordOpener {
   RecordOpener& operator=(const RecordOpener&) = delete;
 
   size_t tag_len() const noexcept;
-  // Records a receiver should verify and decrypt together (the sealer's figure, same rule).
+  // Records a receiver should verify and decrypt together: the sealer's figure and rule, but 2 for
+  // GCM, whose receiver keeps up better reading 2 records at a time against a sender's 3 (2 GiB
+  // sends alternating, 9 rounds: 2432 against 2090 MB/s, every pair 1.06-1.22 x; docs/DESIGN.md).
   size_t batch_records() const noexcept;
 
   // Parses and bounds-checks a header before anything is allocated or read. On success returns

@@ -172,8 +172,8 @@ TEST(Record, LargeRecordsByteAtATime) {
 }
 
 TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
-  // 16 where CBC chains run as lanes or HMACs run 16 at a time, 3 for GCM, 4 otherwise; sealer and
-  // opener agree.
+  // 16 where CBC chains run as lanes or HMACs run 16 at a time, 3 for GCM (its opener: 2), 4
+  // otherwise; sealer and opener agree but for GCM.
   struct Case {
     const char* cipher;
     const char* mac;
@@ -190,7 +190,7 @@ TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
     ASSERT_TRUE(c && m);
     DirectionKeys k = pattern_keys(2);
     EXPECT_EQ(RecordSealer(*c, *m, k).batch_records(), t.want);
-    EXPECT_EQ(RecordOpener(*c, *m, k).batch_records(), t.want);
+    EXPECT_EQ(RecordOpener(*c, *m, k).batch_records(), t.cipher == std::string("aes128-gcm") ? 2 : t.want);
   }
 }
 
