@@ -7,7 +7,8 @@
 //             [writer thread] hash the plaintext, write it to the file
 //
 // Two batches circulate between the stages: 16 records each where the record crypto interleaves
-// records (CBC lanes, 16-lane HMAC), 4 otherwise (RecordSealer::batch_records). The buffers are
+// records (CBC lanes, 16-lane HMAC), 3 for GCM (2 when received), 4 otherwise
+// (RecordSealer::batch_records, RecordOpener::batch_records). The buffers are
 // allocated once per transfer and nothing is allocated per record. Slots are staggered so that
 // the lanes of a batch do not share a 4 KiB page offset (which slows interleaved AES several
 // times on this hardware).

@@ -121,7 +121,7 @@ RecordOpener::RecordOpener(const crypto::CipherDesc& cipher, const crypto::MacDe
     : prot_(make_record_protection(cipher, mac, keys, crypto::dispatch(impl))) {}
 RecordOpener::~RecordOpener() = default;
 size_t RecordOpener::tag_len() const noexcept { return prot_->tag_len(); }
-size_t RecordOpener::batch_records() const noexcept { return prot_->batch_records(); }
+size_t RecordOpener::batch_records() const noexcept { return prot_->open_batch_records(); }
 
 size_t RecordOpener::parse_header(const uint8_t hdr[kHeaderLen], RecordHeader& out,
                                   std::error_code& ec) const noexcept {

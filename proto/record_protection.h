@@ -37,6 +37,8 @@ class RecordProtection {
   virtual bool body_len_ok(size_t body_len) const noexcept = 0;
   // Records worth sealing or opening together (see RecordSealer::batch_records).
   virtual size_t batch_records() const noexcept = 0;
+  // Records worth opening together (see RecordOpener::batch_records); by default the same.
+  virtual size_t open_batch_records() const noexcept { return batch_records(); }
 
   // Record seq at rec: the header (with body_len(payload_len)) is written and the payload is at
   // rec + kHeaderLen with room for max_pad() + tag_len() more bytes. Pads, encrypts, appends the tag.

@@ -172,14 +172,15 @@ TEST(Record, LargeRecordsByteAtATime) {
 }
 
 TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
-  // 16 where CBC chains run as lanes or HMACs run 16 at a time, 4 otherwise; sealer and opener agree.
+  // 16 where CBC chains run as lanes or HMACs run 16 at a time, 3 for GCM (its opener: 2), 4
+  // otherwise; sealer and opener agree but for GCM.
   struct Case {
     const char* cipher;
     const char* mac;
     size_t want;
   };
   for (const Case& t :
-       {Case{"aes128-gcm", "hmac-sha256", 4}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
+       {Case{"aes128-gcm", "hmac-sha256", 3}, Case{"none", "none", 4}, Case{"arcfour", "none", 4},
         Case{"aes128-ctr", "none", 4}, Case{"aes128-cbc", "hmac-sha256", 16}, Case{"aes128-cbc", "none", 16},
         Case{"blowfish-cbc", "none", 16}, Case{"aes128-ctr", "hmac-sha256", 16},
         Case{"none", "hmac-sha256", 16}, Case{"arcfour", "hmac-sha256", 16}}) {
@@ -189,7 +190,7 @@ TEST(Record, BatchSizeFollowsWhatInterleavesAcrossRecords) {
     ASSERT_TRUE(c && m);
     DirectionKeys k = pattern_keys(2);
     EXPECT_EQ(RecordSealer(*c, *m, k).batch_records(), t.want);
-    EXPECT_EQ(RecordOpener(*c, *m, k).batch_records(), t.want);
+    EXPECT_EQ(RecordOpener(*c, *m, k).batch_records(), t.cipher == std::string("aes128-gcm") ? 2 : t.want);
   }
 }
 
