@@ -353,6 +353,14 @@ TEST_F(Resume, CompleteDestinationIsNotSentAgain) {
     count.wait_done(10);
     EXPECT_EQ(count.records_seen(), 2u);  // probe, bye
   }
+  {  // what a person reads: one line saying the file is up to date
+    auto r = run({"send", "--resume", f.string(), "127.0.0.1:c.bin"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.out),
+              std::vector<std::string>{
+                  f.string() + ": 2097157 bytes, up to date (size and checksum match), nothing moved"})
+        << r.out;
+  }
   write_random_file(ws.root / "c.bin", (uint64_t(2) << 20) + 5, 32);
   auto r = run({"send", "--resume", f.string(), "127.0.0.1:c.bin", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
