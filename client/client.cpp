@@ -372,19 +372,6 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   resume_offset_ = 0;
   if (on_start) on_start(kUnknownSize);
   const auto t0 = Clock::now();
-  // The input may pause for as long as its producer likes: nothing may wait in a pipeline's
-  // gathered writes meanwhile (the server would time out holding an empty stream).
-  struct NoGather {
-    net::Conn& c;
-    const bool was = c.gathering();
-    ~NoGather() {
-      try {
-        c.set_gather(was);
-      } catch (const Failure&) {  // the connection failed: whoever uses it next hears of it
-      }
-    }
-  } no_gather{*conn_};
-  conn_->set_gather(false);
   try {
     StreamOptions so{0, opt_.fine_progress};
     so.unsized = true;

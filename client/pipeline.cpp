@@ -16,7 +16,7 @@ using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) { c_.conn_->set_gather(true); }
+Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) {}
 
 Pipeline::~Pipeline() {
   try {
@@ -36,6 +36,7 @@ bool Pipeline::can_get(uint64_t size_hint, bool resumable) const {
 }
 
 proto::Message Pipeline::request(proto::Op op, const std::string& path) {
+  c_.conn_->set_gather(true);  // until drain(): only pipelined work is gathered
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = op;
@@ -53,6 +54,7 @@ void Pipeline::make_room(uint64_t bytes) {
 
 void Pipeline::drain() {
   while (!q_.empty()) complete_front();
+  c_.conn_->set_gather(false);  // what follows (a large file, standard input, bye) is not gathered
 }
 
 void Pipeline::put(const fs::path& local, const std::string& remote, const std::string& name, Done done) {

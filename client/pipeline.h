@@ -32,7 +32,8 @@ class Pipeline {
   // A stat's answer: the Response (size, mode, mtime), or the server's refusal.
   using StatDone = std::function<void(const proto::Message* ok, const Failure* failed)>;
 
-  // Gathers the connection's writes while it lives (net/conn.h: Conn::set_gather).
+  // Gathers the connection's writes from its first request until drain() (net/conn.h:
+  // Conn::set_gather), so only pipelined work is gathered.
   explicit Pipeline(Client& c) : Pipeline(c, Window{}) {}
   Pipeline(Client& c, Window w);
   ~Pipeline();

@@ -61,7 +61,6 @@ class Conn {
   // directly (after what is held).
   static constexpr size_t kGatherBytes = 128 << 10;
   void set_gather(bool on);
-  bool gathering() const { return gather_; }
   void flush();
 
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
