@@ -1,7 +1,5 @@
 #include "app/pacing.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -9,7 +7,6 @@
 #include "app/progress.h"
 
 namespace aesxfer::app {
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 RateLimiter::RateLimiter(double kbit_per_s) : bytes_per_s_(kbit_per_s > 0 ? kbit_per_s * 1000 / 8 : 0) {}
@@ -72,52 +69,6 @@ void JsonProgress::line(uint64_t done, bool final) {
   j["done"] = final;
   std::fputs(json_line(j).c_str(), out_);
   std::fflush(out_);
-}
-
-namespace {
-
-void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
-          std::vector<std::string>* skipped) {
-  std::vector<fs::path> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path());
-  std::sort(names.begin(), names.end());
-  for (const auto& p : names) {
-    std::string rel = prefix.empty() ? p.filename().string() : prefix + "/" + p.filename().string();
-    struct stat lst {
-    }, st{};
-    if (::lstat(p.c_str(), &lst) != 0) continue;
-    bool link = S_ISLNK(lst.st_mode);
-    if (::stat(p.c_str(), &st) != 0) {
-      if (skipped) skipped->push_back(rel + " (dangling symlink)");
-      continue;
-    }
-    TreeEntry t;
-    t.local = p;
-    t.rel = rel;
-    t.mode = st.st_mode & 07777;
-    t.mtime = st.st_mtim.tv_sec;
-    if (S_ISDIR(st.st_mode)) {
-      if (link) {
-        if (skipped) skipped->push_back(rel + " (symlink to a directory, not followed)");
-        continue;
-      }
-      t.dir = true;
-      out.push_back(t);
-      walk(p, rel, out, skipped);
-    } else if (S_ISREG(st.st_mode)) {
-      out.push_back(t);
-    } else if (skipped) {
-      skipped->push_back(rel + " (not a regular file)");
-    }
-  }
-}
-
-}  // namespace
-
-std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped) {
-  std::vector<TreeEntry> out;
-  walk(top, "", out, skipped);
-  return out;
 }
 
 }  // namespace aesxfer::app

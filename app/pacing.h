@@ -1,5 +1,5 @@
-// Client helpers for the CLI: the -l bandwidth limit, --json-progress lines, and the
-// directory walk of -r.
+// Client helpers for the CLI: the -l bandwidth limit and --json-progress lines (the directory
+// walk of -r is client/send_tree.h's walk_tree).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -48,17 +48,5 @@ class JsonProgress {
   uint64_t total_ = 0, base_ = 0;
   std::chrono::steady_clock::time_point t0_, last_;
 };
-
-// -r: the contents of a local directory, parents before their contents, names sorted.
-// Regular files (also through symlinks) and directories; symlinks to directories and special
-// files are listed in `skipped` (not followed: no loops).
-struct TreeEntry {
-  std::filesystem::path local;
-  std::string rel;  // relative to the walked directory, '/'-separated
-  bool dir = false;
-  uint32_t mode = 0;
-  int64_t mtime = 0;
-};
-std::vector<TreeEntry> walk_tree(const std::filesystem::path& top, std::vector<std::string>* skipped);
 
 }  // namespace aesxfer::app

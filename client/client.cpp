@@ -461,6 +461,21 @@ proto::Message Client::ask(const proto::Message& req, const char* what) {
   return resp;
 }
 
+proto::Message get_request(const std::string& remote, uint64_t size, uint8_t flags, uint64_t offset,
+                           const std::string& digest) {
+  proto::Message req;
+  req.type = proto::MsgType::request;
+  req.op = proto::Op::get;
+  req.path = remote;
+  req.size = size;
+  req.flags = flags;
+  if (flags & proto::kFlagResume) {
+    req.offset = offset;
+    req.digest = digest;
+  }
+  return req;
+}
+
 proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size, const char* what) {
   proto::Message req;
   req.type = proto::MsgType::request;
@@ -541,12 +556,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
     int n = streams_for(st.size);
     if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::get;
-  req.path = remote;
-  req.size = zero_size;
-  proto::Message resp = ask(req);
+  proto::Message resp = ask(get_request(remote, zero_size));
 
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = open_local(local, dirfd);

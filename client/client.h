@@ -39,6 +39,17 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
 
+// The one get request (docs/PROTOCOL.md 3.4), whichever way a file is fetched (alone, pipelined,
+// resumed, or in ranges): `remote`, `size` (what the /dev/zero source yields; for a ranged get the
+// file's size, which the server checks), and `flags` (kFlagAhead: pipelined, the caller tags it;
+// kFlagResume: the client holds `offset` bytes hashing to `digest`, empty when it holds none;
+// kFlagRange: see set_range).
+proto::Message get_request(const std::string& remote, uint64_t size, uint8_t flags = 0, uint64_t offset = 0,
+                           const std::string& digest = {});
+// Makes a put or get request one of `parts` byte ranges (--streams, docs/PROTOCOL.md "Parallel
+// streams") under a fresh random transfer id; each part then sets its part, offset and length.
+void set_range(proto::Message& req, size_t parts);
+
 struct ClientOptions {
   std::string host;
   uint16_t port = kDefaultPort;

@@ -215,6 +215,13 @@ crypto::Checksum Client::get_range(int fd, const proto::Message& req, const Prog
   return sum;
 }
 
+void set_range(proto::Message& req, size_t parts) {
+  req.flags |= proto::kFlagRange;
+  req.nparts = uint32_t(parts);
+  if (::getrandom(req.xfer_id.data(), req.xfer_id.size(), 0) != ssize_t(req.xfer_id.size()))
+    throw Failure("cannot get random bytes for the transfer id");
+}
+
 FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   n = open_extra(n);
@@ -234,10 +241,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   }
   ranges = split(req.size, int(std::min(ranges.size(), conns.size())));
   const size_t parts = ranges.size();
-  req.flags |= proto::kFlagRange;
-  req.nparts = uint32_t(parts);
-  if (::getrandom(req.xfer_id.data(), req.xfer_id.size(), 0) != ssize_t(req.xfer_id.size()))
-    throw Failure("cannot get random bytes for the transfer id");
+  set_range(req, parts);
 
   FileResult r;
   r.file = local.string();
@@ -290,15 +294,8 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   const size_t parts = std::max<size_t>(1, ranges.size());
   if (ranges.empty()) ranges.emplace_back(0, 0);
 
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::get;
-  req.path = remote;
-  req.size = st.size;
-  req.flags = proto::kFlagRange;
-  req.nparts = uint32_t(parts);
-  if (::getrandom(req.xfer_id.data(), req.xfer_id.size(), 0) != ssize_t(req.xfer_id.size()))
-    throw Failure("cannot get random bytes for the transfer id");
+  proto::Message req = get_request(remote, st.size);
+  set_range(req, parts);
 
   FileResult r;
   r.file = remote;

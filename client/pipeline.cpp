@@ -35,17 +35,21 @@ bool Pipeline::can_get(uint64_t size_hint, bool resumable) const {
          c_.streams_for(size_hint) <= 1;
 }
 
-proto::Message Pipeline::request(proto::Op op, const std::string& path) {
+proto::Message Pipeline::tagged(proto::Message req) {
   c_.conn_->set_gather(true);  // until drain(): only pipelined work is gathered
+  req.flags |= proto::kFlagAhead;
+  req.tag = next_tag_++;
+  req.tagged = true;
+  return req;
+}
+
+proto::Message Pipeline::request(proto::Op op, const std::string& path) {
   proto::Message req;
   req.type = proto::MsgType::request;
   req.op = op;
   req.path = path;
-  req.flags = proto::kFlagAhead;
   if (c_.opt_.preserve) req.flags |= proto::kFlagPreserve;
-  req.tag = next_tag_++;
-  req.tagged = true;
-  return req;
+  return tagged(std::move(req));
 }
 
 void Pipeline::make_room(uint64_t bytes) {
@@ -141,13 +145,9 @@ void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t si
                    std::shared_ptr<void> keep, Done done, bool offer) {
   std::shared_ptr<Offer> o = offer ? make_offer(local, dir, size_hint) : nullptr;
   make_room(size_hint);
-  proto::Message req = request(proto::Op::get, remote);
-  req.flags &= uint8_t(~proto::kFlagPreserve);  // the client applies mode and mtime itself
-  if (o) {
-    req.flags |= proto::kFlagResume;
-    req.offset = o->size;
-    req.digest = o->scan.mac;
-  }
+  // No preserve flag: the client applies mode and mtime itself.
+  proto::Message req = o ? tagged(get_request(remote, 0, proto::kFlagResume, o->size, o->scan.mac))
+                         : tagged(get_request(remote, 0));
   Item it;
   it.offer = std::move(o);
   it.kind = Kind::get;

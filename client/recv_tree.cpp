@@ -94,14 +94,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   if (have)
     scan = scan_prefix(*keys_, base.get() >= 0 ? base.get() : pf.fd(), have,
                        base.get() >= 0 && !whole ? pf.fd() : -1, keepalive());
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::get;
-  req.path = remote;
-  req.size = zero_size;
-  req.flags = proto::kFlagResume;
-  req.offset = have;
-  if (scan) req.digest = scan->mac;
+  const proto::Message req = get_request(remote, zero_size, proto::kFlagResume, have, scan ? scan->mac : "");
   proto::Message resp = ask(req);
   // The server echoes our prefix hash when it resumes at our offset, and sends none when it
   // starts from 0 (its file differs, or is shorter).

@@ -1,0 +1,313 @@
+#include "app/cli.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "app/host_config.h"
+#include "app/json.h"
+#include "client/config.h"
+#include "crypto/aes.h"
+#include "crypto/suite.h"
+#include "files/keystore.h"
+
+namespace aesxfer::app {
+
+namespace fs = std::filesystem;
+
+void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", msg.c_str()); }
+
+std::optional<Remote> parse_remote(const std::string& arg) {
+  std::string s = arg, user;
+  const size_t at = s.find('@'), colon0 = s.find(':'), slash0 = s.find('/');
+  if (at != std::string::npos && at > 0 && colon0 != std::string::npos && at < colon0 &&
+      (slash0 == std::string::npos || at < slash0)) {
+    user = s.substr(0, at);
+    s = s.substr(at + 1);
+  }
+  if (!s.empty() && s[0] == '[') {
+    size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
+    Remote r{s.substr(1, close - 1), s.substr(close + 2), user};
+    if (r.path.empty()) r.path = ".";
+    return r;
+  }
+  size_t colon = s.find(':');
+  size_t slash = s.find('/');
+  if (colon == std::string::npos || colon == 0 || (slash != std::string::npos && slash < colon))
+    return std::nullopt;
+  Remote r{s.substr(0, colon), s.substr(colon + 1), user};
+  if (r.path.empty()) r.path = ".";  // "host:" is the server's root, as scp's is the home directory
+  return r;
+}
+
+bool check_remote(const Remote& r, bool quiet) {
+  if (!r.user.empty() && !quiet)
+    std::fprintf(stderr,
+                 "aesxfer: note: '%s@' is ignored: the server has one root for every authorized key\n",
+                 net::printable(r.user).c_str());
+  if (!r.path.empty() && r.path[0] == '~') {
+    die_line(net::printable(r.host + ":" + r.path) +
+             ": '~' has no meaning here: paths are relative to the server's --root (write " +
+             net::printable(r.host) + ":" +
+             net::printable(r.path.substr(r.path.find('/') == std::string::npos ? r.path.size()
+                                                                                : r.path.find('/') + 1)) +
+             ")");
+    return false;
+  }
+  return true;
+}
+
+std::function<void(int, const std::string&)> debug_sink(int verbose) {
+  if (verbose <= 0) return nullptr;
+  return [verbose](int level, const std::string& line) {
+    if (level <= verbose) std::fprintf(stderr, "debug%d: %s\n", level, line.c_str());
+  };
+}
+
+bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& host) {
+  client::HostConfig c;
+  std::string from;
+  try {
+    c = app::load_host_config(t.config_file, files::aesxfer_home(), t.config_options, alias, &from);
+  } catch (const client::ConfigError& e) {
+    die_line(e.what());
+    return false;
+  }
+  const auto debug = debug_sink(t.verbose);
+  if (debug && !from.empty()) debug(1, "reading configuration " + net::printable(from));
+  if (debug)
+    for (const auto& a : c.applied) debug(1, a + ": applying options for " + net::printable(alias));
+  const auto cli = [&](const char* name) { return t.given.count(name) > 0; };
+  host = c.hostname.value_or(alias);
+  if (debug && c.hostname) debug(1, net::printable(alias) + ": HostName " + net::printable(host));
+  if (c.port && !cli("port")) t.port = *c.port;
+  if (c.cipher && !cli("cipher")) t.cipher = *c.cipher;
+  if (c.mac && !cli("mac")) t.mac = *c.mac;
+  if (c.streams && !cli("streams")) t.streams = *c.streams;
+  if (c.checksum && !cli("checksum")) t.checksum = *c.checksum;
+  if (c.record_size && !cli("record-size")) t.record_size = *c.record_size;
+  if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
+  if (c.strict_host_keys && !cli("strict-host-keys")) t.strict_host_keys = *c.strict_host_keys;
+  if (c.identity_file && !cli("identity")) t.identity = *c.identity_file;
+  if (!t.identity.empty()) t.identity = client::expand_tilde(t.identity, app::user_home());
+  return true;
+}
+
+bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
+  co.cipher = crypto::find_cipher(t.cipher);
+  if (!co.cipher) {
+    die_line("unknown cipher '" + t.cipher + "' (known: " + crypto::cipher_names() + ")");
+    return false;
+  }
+  std::string mac = t.mac.empty() ? (co.cipher->aead ? "none" : "hmac-sha256") : t.mac;
+  co.mac = crypto::find_mac(mac);
+  if (!co.mac) {
+    die_line("unknown MAC '" + mac + "' (known: " + crypto::mac_names() + ")");
+    return false;
+  }
+  if (co.cipher->aead && co.mac->tag_len && !t.mac.empty())
+    std::fprintf(stderr, "aesxfer: note: %s authenticates itself; -m %s is ignored\n", co.cipher->name,
+                 co.mac->name);
+  if (co.cipher->legacy && co.cipher->mode != crypto::CipherMode::none && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: %s is a legacy cipher, offered for comparison only\n",
+                 co.cipher->name);
+  if (co.cipher->mode == crypto::CipherMode::none && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: cipher none: data crosses the network unencrypted\n");
+  if (!co.cipher->aead && co.mac->tag_len == 0 && !t.quiet)
+    std::fprintf(stderr, "aesxfer: warning: MAC none: data is unauthenticated (raw speed test only)\n");
+  if (!crypto::find_checksum(t.checksum, co.checksum)) {
+    die_line("unknown checksum '" + t.checksum + "' (known: " + crypto::checksum_names() + ")");
+    return false;
+  }
+  if (co.checksum == crypto::ChecksumAlg::none && !t.quiet)
+    std::fprintf(stderr,
+                 "aesxfer: warning: checksum none: no end-to-end check of the file beyond the record %s\n",
+                 co.cipher->aead || co.mac->tag_len ? "authentication" : "layer (and MAC none: none at all)");
+  co.record_size = uint32_t(t.record_size);
+  co.port = t.port;
+  co.home = files::aesxfer_home();
+  co.identity = t.identity;
+  co.debug = debug_sink(t.verbose);
+  co.keylog = t.keylog;
+  co.strict_host_keys = t.strict_host_keys;
+  co.announce_new_host = !t.quiet;
+  co.timeout = std::chrono::milliseconds(int64_t(t.timeout * 1000));
+  co.preserve = t.preserve;
+  co.resume = t.resume;
+  co.fine_progress = t.limit_kbit > 0 || t.json_progress;
+  co.streams = t.streams;
+  co.paced = t.limit_kbit > 0;
+  return true;
+}
+
+namespace {
+
+// The file's checksum as --json shows it: {"alg", "hex"} for a file that moved as one stream (hex
+// is what xxh128sum / sha256sum print), {"alg", "ranges": [{offset, length, hex}]} for --streams.
+app::Json checksum_json(const client::ClientOptions& co, const client::FileResult& r) {
+  app::Json j;
+  j["alg"] = crypto::checksum_name(co.checksum);
+  if (r.ranges.empty()) {
+    j["hex"] = r.checksum.hex();
+    return j;
+  }
+  j["ranges"] = app::Json::array();
+  for (const auto& range : r.ranges)
+    j["ranges"].push_back(
+        {{"offset", range.offset}, {"length", range.length}, {"hex", range.checksum.hex()}});
+  return j;
+}
+
+}  // namespace
+
+static_assert(client::kUnknownSize == app::kUnknownTotal, "send -: the client's unknown size is the meter's");
+
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
+            bool tty_progress, std::FILE* out) {
+  const char* mac = co.cipher->aead ? "aead" : co.mac->name;
+  double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
+  if (t.json) {
+    app::Json j;
+    app::set_name(j, "file", r.file);
+    j["bytes"] = r.bytes;
+    j["seconds"] = app::rounded(r.seconds, 6);
+    j["mb_per_s"] = app::rounded(mbps, 2);
+    j["cipher"] = co.cipher->name;
+    j["mac"] = mac;
+    j["impl"] = crypto::cipher_impl_name(*co.cipher);
+    j["verified"] = r.verified;
+    j["resumed_from"] = r.resumed_from;
+    j["streams"] = r.streams;
+    j["record_size"] = r.record_size;
+    j["checksum"] = checksum_json(co, r);
+    std::fputs(app::json_line(j).c_str(), out);
+  } else if (!t.quiet) {
+    (void)tty_progress;
+    std::string sum;
+    if (t.verbose > 0) {
+      sum = std::string(", ") + crypto::checksum_name(co.checksum);
+      if (r.ranges.empty())
+        sum += r.checksum.len ? " " + r.checksum.hex() : "";
+      else
+        sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
+    }
+    // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
+    std::string resumed;
+    if (r.resumed_from > 0)
+      resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
+                std::to_string(r.bytes - r.resumed_from) + " moved";
+    // With --json-progress standard output carries JSON only: the summary line goes to stderr.
+    std::FILE* human = t.json_progress ? stderr : out;
+    if (r.bytes > 0 && r.resumed_from == r.bytes) {  // --resume found it whole and identical
+      std::fprintf(human, "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
+                   net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
+      std::fflush(human);
+      return;
+    }
+    std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
+                 net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
+                 mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+  }
+  std::fflush(out);
+  if (co.debug && r.record_size)
+    co.debug(1, net::printable(r.file) + ": " + std::to_string(r.streams) +
+                    (r.streams == 1 ? " stream" : " streams") + ", " +
+                    std::to_string((r.bytes - r.resumed_from + r.record_size - 1) / r.record_size) +
+                    " records of up to " + std::to_string(r.record_size) + " bytes");
+}
+
+void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                      const std::string& shown, const client::FileResult* r, const net::Failure* f, int& rc) {
+  if (f) {
+    die_line(f->what());
+    rc = kExitFail;
+    return;
+  }
+  client::FileResult res = *r;
+  res.file = shown;
+  app::Progress prog(net::printable(fs::path(shown).filename().string()), tty);
+  app::JsonProgress jp(shown, t.json_progress);
+  prog.start(res.bytes);
+  jp.start(res.bytes, 0);
+  prog.finish(res.bytes, res.seconds);
+  jp.finish(res.bytes);
+  report(t, co, res, tty);
+}
+
+CLI::Validator positive_seconds() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0') return "'" + v + "' is not a number of seconds";
+        return d > 0 && d <= 31536000 ? "" : "must be more than 0 and at most a year of seconds, got " + v;
+      },
+      "", "positive_seconds");
+}
+
+void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
+  sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")
+      ->type_name("CIPHER");
+  sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
+  sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
+  sub->add_option("-i,--identity", t.identity,
+                  "Client key to use instead of $AESXFER_HOME/id_ed25519 (must exist, readable by you only)")
+      ->type_name("FILE");
+  sub->add_option("-F,--config", t.config_file,
+                  "Config file instead of $AESXFER_HOME/config (\"none\": no config file)")
+      ->type_name("FILE");
+  sub->add_option(
+         "-o,--option", t.config_options,
+         "A config keyword for this run, e.g. -o Port=7300 (repeatable; see CONFIGURATION in aesxfer(1))")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
+  sub->add_flag("--json", t.json, "Print one JSON object per file");
+  sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
+      ->type_name("FILE");
+  sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
+      ->check(positive_seconds())
+      ->type_name("SECONDS");
+  sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  sub->add_flag(
+      "-p,--preserve", t.preserve,
+      "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
+  sub->add_option("-l,--limit", t.limit_kbit,
+                  "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
+                  "(80M = 80000)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
+                                        CLI::AsNumberWithUnit::CASE_INSENSITIVE)
+                      .description(""))
+      ->check(CLI::Range(0.0, 1e8).description(""))
+      ->type_name("KBIT/S");
+  sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
+  sub->add_option("--streams", t.streams,
+                  "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
+                  "round trip is 10 ms or more; 1 = never)")
+      ->check(CLI::Range(0, 16));
+  sub->add_option("--checksum", t.checksum,
+                  "Whole-file checksum in every end record: xxh128 (default), sha256 or none")
+      ->type_name("ALG");
+  sub->add_option("--record-size", t.record_size,
+                  "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->type_name("SIZE");
+  sub->add_flag(
+      "-v,--verbose", t.verbose,
+      "Say more on stderr (debug1: lines): the handshake, host key, cipher and implementation, streams, "
+      "socket buffers, round trip; the file's checksum on the summary line. -vv: more");
+  sub->add_flag("--strict-host-keys", t.strict_host_keys,
+                "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
+}
+
+std::set<std::string> given_options(const CLI::App* sub) {
+  std::set<std::string> out;
+  for (const CLI::Option* o : sub->get_options())
+    if (o->count() > 0)
+      for (const auto& n : o->get_lnames()) out.insert(n);
+  return out;
+}
+
+}  // namespace aesxfer::app

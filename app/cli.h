@@ -1,0 +1,137 @@
+// The pieces the CLI's commands share (app/main.cpp holds the table of commands): exit codes and
+// the one-line error, HOST:PATH arguments, the options of send and recv and how the config file
+// fills them in, and the lines that report a file. Each command is a setup function that declares
+// its options on its CLI11 subcommand and returns what runs it (send_cmd.cpp, recv_cmd.cpp,
+// server_cmd.cpp; the lab's commands in main.cpp).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/pacing.h"
+#include "app/progress.h"
+#include "client/client.h"
+
+namespace aesxfer::app {
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+
+// "aesxfer: MSG" on stderr: every error the CLI prints has this shape.
+void die_line(const std::string& msg);
+
+// What runs a command once the command line is parsed: its exit status.
+using CommandRun = std::function<int()>;
+// The commands of app/*_cmd.cpp: each declares its options on `sub` and returns what runs it.
+// no_aesni: the global --no-aesni, which the commands also take.
+CommandRun setup_send(CLI::App* sub, bool& no_aesni);
+CommandRun setup_recv(CLI::App* sub, bool& no_aesni);
+CommandRun setup_serve(CLI::App* sub, bool& no_aesni);
+CommandRun setup_keygen(CLI::App* sub, bool& no_aesni);
+CommandRun setup_authorize(CLI::App* sub, bool& no_aesni);
+
+struct Remote {
+  std::string host;
+  std::string path;
+  std::string user;  // "user@host:path": accepted for scp users' habits, and ignored (see below)
+};
+
+// "host:path", "[v6addr]:path", either with "user@" before it; nullopt when the argument names
+// no host (a local path).
+std::optional<Remote> parse_remote(const std::string& arg);
+
+// What scp users type that means nothing here. An aesxfer server serves one root to every
+// authorized key, so "user@" is ignored (with a note); "~" would be a file named "~" under the
+// root, so it is refused with the form that works. Returns false after printing the error.
+bool check_remote(const Remote& r, bool quiet);
+
+struct TransferOpts {
+  std::string cipher = "aes128-gcm";
+  std::string mac;
+  uint16_t port = client::kDefaultPort;
+  bool quiet = false;
+  bool json = false;
+  bool no_aesni = false;
+  std::string keylog;
+  double timeout = 30;
+  bool recursive = false;                         // -r
+  bool preserve = false;                          // -p
+  bool resume = false;                            // --resume
+  bool json_progress = false;                     // --json-progress
+  double limit_kbit = 0;                          // -l, Kbit/s (0: none)
+  int streams = 0;                                // --streams (0: auto)
+  std::string checksum = "xxh128";                // --checksum
+  uint64_t record_size = proto::kDefaultPayload;  // --record-size
+  int verbose = 0;                                // -v
+  bool strict_host_keys = false;                  // --strict-host-keys
+  std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
+  std::string config_file;                        // -F (else $AESXFER_HOME/config)
+  std::vector<std::string> config_options;        // -o, repeatable
+  std::set<std::string> given;                    // long names of the options on the command line
+};
+
+// -v: "debugN: line" on stderr for the lines of level N up to the -v count (-v, -vv).
+std::function<void(int, const std::string&)> debug_sink(int verbose);
+
+// The config file and -o for the host alias typed, under the command line: a value comes from
+// the command line when it is given there, else from -o, else from the config file (the first
+// value obtained). `host` becomes the address to connect to (HostName, else the alias); it also
+// names the server in known_hosts. False after printing the one-line error.
+bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& host);
+
+// Resolves -c/-m, prints the warnings weak choices deserve; exits on unknown names.
+bool pick_suite(const TransferOpts& t, client::ClientOptions& co);
+
+// What one file's transfer shows while it moves: the progress line, the JSON progress lines and
+// the rate limit, fed by the client's start and progress callbacks (bytes a resume skipped are
+// neither shown as moved nor paced).
+struct FileMeter {
+  app::Progress& prog;
+  app::JsonProgress& jp;
+  app::RateLimiter& limiter;
+  const client::Client& client;
+  uint64_t last = 0;
+
+  std::function<void(uint64_t)> on_start() {
+    return [this](uint64_t n) {
+      last = client.resume_offset();
+      prog.start(n, last);
+      jp.start(n, last);
+    };
+  }
+  net::ProgressFn on_progress() {
+    return [this](uint64_t d) {
+      limiter.consume(d - last);
+      last = d;
+      prog.update(d);
+      jp.update(d);
+    };
+  }
+  void finish(const client::FileResult& r) {
+    prog.finish(r.bytes, r.seconds);
+    jp.finish(r.bytes);
+  }
+};
+
+// The summary line of a file (or its JSON object with --json), and with -v its records.
+void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
+            bool tty_progress, std::FILE* out = stdout);
+
+// A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
+// report as `shown`, or its failure line (rc becomes 1; the other files go on).
+void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                      const std::string& shown, const client::FileResult* r, const net::Failure* f, int& rc);
+
+// send and recv share these options.
+void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);
+// A number of seconds greater than 0 (CLI11's PositiveNumber prints DBL_MAX as its bound).
+CLI::Validator positive_seconds();
+// The long names of the options given on sub's command line (so that the config file and -o
+// fill in only the others).
+std::set<std::string> given_options(const CLI::App* sub);
+
+}  // namespace aesxfer::app

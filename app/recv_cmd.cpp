@@ -1,0 +1,268 @@
+// aesxfer recv: one file, several files (pipelined when they are on one host and small), or a
+// tree (-r, client/recv_tree.h), shown and reported here.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "app/cli.h"
+#include "client/pipeline.h"
+#include "client/recv_tree.h"
+#include "files/atomic_file.h"
+
+namespace aesxfer::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t);
+
+int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in) {
+  auto remote = parse_remote(src);
+  if (!remote) {
+    die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
+    return kExitUsage;
+  }
+  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  if (t_in.recursive) {
+    if (dest == "-") {
+      die_line("recv: -r cannot write a directory to standard output");
+      return kExitUsage;
+    }
+    return cmd_recv_tree(src, dest, t_in);
+  }
+  TransferOpts t = t_in;
+  client::ClientOptions co;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
+  // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
+  fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
+  struct stat out_st {
+  }, dest_st{};
+  bool to_stdout =
+      dest == "-" || (::fstat(STDOUT_FILENO, &out_st) == 0 && ::stat(dest.c_str(), &dest_st) == 0 &&
+                      out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
+  std::FILE* msg = to_stdout ? stderr : stdout;
+  bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
+  std::unique_ptr<client::Client> client;
+  try {
+    client = std::make_unique<client::Client>(co);
+    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
+                       msg);
+    app::JsonProgress jp(remote->path, t.json_progress, msg);
+    app::RateLimiter limiter(t.limit_kbit);
+    FileMeter meter{prog, jp, limiter, *client};
+    auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
+    meter.finish(r);
+    report(t, co, r, tty, msg);
+    client->bye();
+  } catch (const net::Failure& f) {
+    if (tty) std::fputc('\n', msg);
+    std::string what = f.what();
+    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory) what += " (use -r)";
+    die_line(what);
+    if (client) client->bye();
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return 0;
+}
+
+// recv -r: the listing, then one get per file on the same connection (client/recv_tree.h).
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in) {
+  auto remote = parse_remote(src);
+  TransferOpts t = t_in;
+  client::ClientOptions co;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  app::RateLimiter limiter(t.limit_kbit);
+  std::unique_ptr<client::Client> client;
+  try {
+    client = std::make_unique<client::Client>(co);
+    auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
+      app::Progress prog(net::printable(to.filename().string()), tty);
+      app::JsonProgress jp(from, t.json_progress);
+      FileMeter meter{prog, jp, limiter, *client};
+      try {
+        auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
+        meter.finish(r);
+        report(t, co, r, tty);
+      } catch (const net::Failure&) {
+        if (tty) std::fputc('\n', stdout);
+        throw;
+      }
+    };
+    auto note = [&](const std::string& line) {
+      if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+    };
+    int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
+    auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
+                         const net::Failure* f) { report_pipelined(t, co, tty, from, r, f, rc); };
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
+    client->bye();
+    if (rc) return rc;
+  } catch (const net::Failure& f) {
+    std::string what = f.what();
+    if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
+      what += " (recv -r fetches directories; a file without -r)";
+    die_line(what);
+    if (client) client->bye();
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return 0;
+}
+
+// recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
+// pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
+// by one (parallel streams as for one file). nullopt when the sources name several hosts (the
+// caller then fetches each on its own connection).
+std::optional<int> recv_many(const std::vector<std::string>& args, const TransferOpts& t_in) {
+  const fs::path dest = args.back();
+  std::vector<std::string> paths;
+  std::optional<Remote> first;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    auto r = parse_remote(args[i]);
+    if (!r || r->path.empty() || r->path == "/dev/zero") return std::nullopt;
+    if (!first) first = r;
+    if (r->host != first->host) return std::nullopt;
+    paths.push_back(r->path);
+  }
+  if (!check_remote(*first, t_in.quiet)) return kExitUsage;
+  TransferOpts t = t_in;
+  client::ClientOptions co;
+  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  int rc = 0;
+  std::unique_ptr<client::Client> client;
+  try {
+    client = std::make_unique<client::Client>(co);
+    client::Pipeline pl(*client);
+    std::vector<std::optional<proto::Message>> st(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i)
+      pl.stat(paths[i], [&, i](const proto::Message* ok, const net::Failure* f) {
+        if (ok) {
+          st[i] = *ok;
+          return;
+        }
+        std::string what = f->what();
+        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory) what += " (use -r)";
+        die_line(what);
+        rc = kExitFail;
+      });
+    pl.drain();
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!st[i]) continue;
+      const fs::path local = dest / fs::path(paths[i]).filename();
+      if (pl.can_get(st[i]->size)) {
+        pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
+               [&, from = paths[i]](const client::FileResult* r, const net::Failure* f) {
+                 report_pipelined(t, co, tty, from, r, f, rc);
+               });
+        continue;
+      }
+      pl.drain();
+      app::Progress prog(net::printable(fs::path(paths[i]).filename().string()), tty);
+      app::JsonProgress jp(paths[i], t.json_progress);
+      try {
+        auto r = client->fetch(
+            paths[i], local, 0,
+            [&](uint64_t n) {
+              prog.start(n);
+              jp.start(n, 0);
+            },
+            [&](uint64_t d) {
+              prog.update(d);
+              jp.update(d);
+            },
+            st[i]->size);
+        prog.finish(r.bytes, r.seconds);
+        jp.finish(r.bytes);
+        report(t, co, r, tty);
+      } catch (const net::Failure& f) {
+        if (tty) std::fputc('\n', stdout);
+        if (f.origin != net::Origin::peer) throw;  // data was due: the session cannot go on
+        die_line(f.what());                        // refused before any data: the next file follows
+        rc = kExitFail;
+      }
+    }
+    pl.drain();
+    client->bye();
+  } catch (const net::Failure& f) {
+    die_line(f.what());
+    if (client) client->bye();
+    return kExitFail;
+  }
+  return rc;
+}
+
+// recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
+// existing local directory; each source is fetched in turn, one that fails is reported and the
+// others still come, and the exit status is 1 if any failed.
+int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const TransferOpts& t) {
+  const std::string dest = args.back();
+  const size_t n = args.size() - 1;
+  if (n > 1) {
+    std::error_code ec;
+    if (dest == "-" || !fs::is_directory(dest, ec)) {
+      die_line("recv: " + net::printable(dest) +
+               ": not a directory (several sources need an existing directory)");
+      return kExitUsage;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!parse_remote(args[i])) {
+        die_line("recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')");
+        return kExitUsage;
+      }
+  }
+  if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
+    if (auto rc = recv_many(args, t)) return *rc;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int r = cmd_recv(args[i], dest, zero_size, t);
+    if (r == kExitUsage) return r;
+    if (r != 0) rc = r;
+  }
+  return rc;
+}
+
+}  // namespace
+
+CommandRun setup_recv(CLI::App* recv, bool& no_aesni) {
+  struct Args {
+    TransferOpts t;
+    std::vector<std::string> args;
+    uint64_t zero_size = 0;
+  };
+  auto a = std::make_shared<Args>();
+  recv->add_option("args", a->args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("HOST:SRC... DEST");
+  recv->add_option("--size", a->zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
+  add_transfer_options(recv, a->t, no_aesni);
+  recv->add_flag("-r,--recursive", a->t.recursive,
+                 "Fetch a directory recursively (symlinks on the server are skipped)");
+  recv->add_flag("--resume", a->t.resume,
+                 "Continue an interrupted recv from the partial file kept beside DEST, or from DEST itself "
+                 "(complete files are not fetched again)");
+  return [a, recv] {
+    files::install_cleanup_on_signals();
+    a->t.given = given_options(recv);
+    return cmd_recv_all(a->args, a->zero_size, a->t);
+  };
+}
+
+}  // namespace aesxfer::app

@@ -1,0 +1,210 @@
+// aesxfer send: the command line's sources and destination checked, then the files of one send
+// over one connection (client/send_tree.h) shown and reported here.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "app/cli.h"
+#include "client/send_tree.h"
+#include "files/atomic_file.h"
+#include "files/io.h"
+#include "files/keystore.h"
+
+namespace aesxfer::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The local sources of a send, checked before connecting (scp semantics): one that is missing or
+// unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input,
+// read as it comes when its turn comes (an unsized put, docs/PROTOCOL.md 3.3); given once.
+std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t, int& rc) {
+  std::vector<std::string> sources;
+  bool dash = false;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "-") {
+      if (dash) {
+        die_line("send: - (standard input) given twice");
+        rc = kExitFail;
+        continue;
+      }
+      dash = true;
+      sources.push_back(args[i]);
+      continue;
+    }
+    struct stat st {};
+    if (::stat(args[i].c_str(), &st) != 0) {
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
+      rc = kExitFail;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode) && !t.recursive) {
+      die_line(net::printable(args[i]) + ": is a directory (use -r)");
+      rc = kExitFail;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) && ::access(args[i].c_str(), R_OK) != 0) {
+      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
+      rc = kExitFail;
+      continue;
+    }
+    sources.push_back(args[i]);
+  }
+  return sources;
+}
+
+// The files of one send over one connection: the tree sender (client/send_tree.h) moves them,
+// this shows and reports them (rc becomes 1 on any failure).
+struct SendSession {
+  const TransferOpts& t;
+  const client::ClientOptions& co;
+  client::Client& client;
+  bool tty;
+  app::RateLimiter limiter{t.limit_kbit};
+  int rc = 0;
+  client::TreeSender sender{client, hooks(), t.preserve};
+
+  client::TreeSender::Hooks hooks() {
+    client::TreeSender::Hooks h;
+    h.send_one = [this](const fs::path& local, const std::string& to) { return send_one(local, to); };
+    h.verdict = [this](const std::string& shown, const client::FileResult* r, const net::Failure* f) {
+      report_pipelined(t, co, tty, shown, r, f, rc);
+    };
+    h.up_to_date = [this](const client::FileResult& done) { report(t, co, done, tty); };
+    h.failed = [this](const net::Failure& f) {
+      die_line(f.what());
+      rc = kExitFail;
+    };
+    h.note = [](const std::string& line) { std::fprintf(stderr, "aesxfer: %s\n", line.c_str()); };
+    return h;
+  }
+
+  // One file moved by `put` (given the meter's callbacks) and reported; false after a failure (the
+  // connection may be mid-stream: stop there). The progress line is on `prog_out` when `shown`.
+  template <class Put>
+  bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out, const Put& put) {
+    FileMeter meter{prog, jp, limiter, client};
+    try {
+      client::FileResult r = put(meter);
+      meter.finish(r);
+      report(t, co, r, tty);
+      return true;
+    } catch (const net::Failure& f) {
+      if (shown) std::fputc('\n', prog_out);
+      die_line(f.what());
+      rc = kExitFail;
+      return false;
+    }
+  }
+
+  bool send_one(const fs::path& local, const std::string& to) {
+    app::Progress prog(net::printable(local.filename().string()), tty);
+    app::JsonProgress jp(local.string(), t.json_progress);
+    return metered(prog, jp, tty, stdout,
+                   [&](FileMeter& m) { return client.put(local, to, m.on_start(), m.on_progress()); });
+  }
+
+  // send -: standard input as it comes, under the name "stdin" in a directory; its progress line
+  // (bytes and rate, no total) goes to stderr. False when a failure stopped the connection.
+  bool send_stdin(const std::string& to) {
+    if (!sender.finish()) return false;
+    const bool err_tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDERR_FILENO);
+    app::Progress prog("stdin", err_tty, stderr);
+    app::JsonProgress jp("-", t.json_progress);
+    return metered(prog, jp, err_tty, stderr,
+                   [&](FileMeter& m) {
+                     client::FileResult r =
+                         client.put_stream(STDIN_FILENO, to, "stdin", m.on_start(), m.on_progress());
+                     r.file = "-";
+                     return r;
+                   }) ||
+           client.can_continue();
+  }
+};
+
+int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
+  if (args.size() < 2) {
+    die_line("send: usage: aesxfer send FILE... HOST:DEST");
+    return kExitUsage;
+  }
+  auto remote = parse_remote(args.back());
+  if (!remote) {
+    die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
+    return kExitUsage;
+  }
+  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  TransferOpts t = t_in;
+  client::ClientOptions co;
+  if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  const std::string dest = remote->path.empty() ? "." : remote->path;
+  const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
+  if (t.resume && std::find(args.begin(), args.end() - 1, "-") != args.end() - 1) {
+    die_line("send: - (standard input) cannot be resumed: it is read only once (drop --resume)");
+    return kExitUsage;
+  }
+  int rc = 0;
+  const std::vector<std::string> sources = check_sources(args, t, rc);
+  if (sources.empty()) return kExitFail;
+  try {
+    client::Client client(co);
+    // Several sources go into a directory: refused before anything is written when DEST is not
+    // an existing directory on the server (else each file would replace the one before).
+    if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
+      die_line(client.peer() + ":" + net::printable(dest) + ": not a directory");
+      client.bye();
+      return kExitFail;
+    }
+    SendSession s{t, co, client, tty};
+    bool stopped = false;  // after a failure mid-stream: the connection cannot go on
+    for (size_t i = 0; i < sources.size() && !stopped; ++i) {
+      fs::path local = sources[i];
+      std::error_code ec;
+      if (sources[i] == "-")
+        stopped = !s.send_stdin(dest);
+      else if (fs::is_directory(local, ec))
+        stopped = !s.sender.send_tree(local, dest);
+      else
+        stopped = !s.sender.send_file(local, dest);
+    }
+    if (!stopped) s.sender.finish();
+    client.bye();
+    if (s.rc) rc = s.rc;
+  } catch (const net::Failure& f) {
+    die_line(f.what());
+    return kExitFail;
+  } catch (const std::exception& e) {
+    die_line(e.what());
+    return kExitFail;
+  }
+  return rc;
+}
+
+}  // namespace
+
+CommandRun setup_send(CLI::App* send, bool& no_aesni) {
+  struct Args {
+    TransferOpts t;
+    std::vector<std::string> args;
+  };
+  auto a = std::make_shared<Args>();
+  send->add_option("args", a->args, "FILE... HOST:DEST")
+      ->required()
+      ->expected(2, -1)
+      ->type_name("FILE... HOST:DEST");
+  add_transfer_options(send, a->t, no_aesni);
+  send->add_flag("-r,--recursive", a->t.recursive, "Send directories recursively");
+  send->add_flag("--resume", a->t.resume,
+                 "Continue an interrupted send from what the server kept (docs/PROTOCOL.md)");
+  return [a, send] {
+    files::install_cleanup_on_signals();
+    a->t.given = given_options(send);
+    return cmd_send(a->args, a->t);
+  };
+}
+
+}  // namespace aesxfer::app

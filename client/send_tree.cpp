@@ -1,0 +1,170 @@
+#include "client/send_tree.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace aesxfer::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
+          std::vector<std::string>* skipped) {
+  std::vector<fs::path> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path());
+  std::sort(names.begin(), names.end());
+  for (const auto& p : names) {
+    std::string rel = prefix.empty() ? p.filename().string() : prefix + "/" + p.filename().string();
+    struct stat lst {
+    }, st{};
+    if (::lstat(p.c_str(), &lst) != 0) continue;
+    bool link = S_ISLNK(lst.st_mode);
+    if (::stat(p.c_str(), &st) != 0) {
+      if (skipped) skipped->push_back(rel + " (dangling symlink)");
+      continue;
+    }
+    TreeEntry t;
+    t.local = p;
+    t.rel = rel;
+    t.mode = st.st_mode & 07777;
+    t.mtime = st.st_mtim.tv_sec;
+    if (S_ISDIR(st.st_mode)) {
+      if (link) {
+        if (skipped) skipped->push_back(rel + " (symlink to a directory, not followed)");
+        continue;
+      }
+      t.dir = true;
+      out.push_back(t);
+      walk(p, rel, out, skipped);
+    } else if (S_ISREG(st.st_mode)) {
+      out.push_back(t);
+    } else if (skipped) {
+      skipped->push_back(rel + " (not a regular file)");
+    }
+  }
+}
+
+// Where an entry of the tree goes on the server, below the tree's place `base`.
+std::string below(const std::string& base, const std::string& rel) {
+  return base == "." ? rel : base + "/" + rel;
+}
+
+}  // namespace
+
+std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped) {
+  std::vector<TreeEntry> out;
+  walk(top, "", out, skipped);
+  return out;
+}
+
+bool TreeSender::send_file(const fs::path& local, const std::string& to, bool probed) {
+  struct stat st {};
+  try {
+    if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        pipeline_.can_put(uint64_t(st.st_size), probed)) {
+      pipeline_.put(local, to, "", [this, shown = local.string()](const FileResult* r, const Failure* f) {
+        hooks_.verdict(shown, r, f);
+      });
+      return true;
+    }
+    pipeline_.drain();
+  } catch (const Failure& f) {  // the connection failed: nothing more goes
+    hooks_.failed(f);
+    return false;
+  }
+  return hooks_.send_one(local, to) || c_.can_continue();
+}
+
+bool TreeSender::finish() {
+  try {
+    pipeline_.drain();
+    return true;
+  } catch (const Failure& f) {
+    hooks_.failed(f);
+    return false;
+  }
+}
+
+// -r --resume (docs/PROTOCOL.md 3.6, protocol 4): the directories and a probe of every file
+// pipelined first (one round trip for the tree), then only what the server lacks: a file it holds
+// whole and identical is reported as up to date and not sent, one with a kept partial file is
+// resumed (put asks again and checks the prefix), the rest goes whole (pipelined when small).
+// False when a failure stopped the connection.
+bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::string& base,
+                              const Pipeline::DirDone& dir_failed) {
+  std::vector<std::optional<proto::Message>> said(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    struct stat st {};
+    if (e.dir)
+      pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
+    else if (::stat(e.local.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // else the put says why
+      pipeline_.probe(below(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
+                      [&said, i](const proto::Message* m, const Failure*) {
+                        if (m) said[i] = *m;
+                      });
+  }
+  pipeline_.drain();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    if (e.dir) continue;
+    FileResult done;
+    auto kept = Client::Kept::nothing;
+    if (said[i]) {
+      if (said[i]->size > proto::kMaxAheadSize) pipeline_.drain();  // its hash pings the server
+      kept = c_.judge_probe(e.local, *said[i], done);
+    }
+    if (kept == Client::Kept::complete) {
+      hooks_.up_to_date(done);
+    } else if (kept == Client::Kept::partial) {
+      pipeline_.drain();
+      if (!hooks_.send_one(e.local, below(base, e.rel)) && !c_.can_continue()) return false;
+    } else if (!send_file(e.local, below(base, e.rel), true)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TreeSender::send_tree(const fs::path& local, const std::string& dest) {
+  std::vector<std::string> skipped;
+  auto entries = walk_tree(local, &skipped);
+  for (const auto& sk : skipped) hooks_.note("skipping " + sk);
+  struct stat st {};
+  ::stat(local.c_str(), &st);
+  std::string name = fs::absolute(local).lexically_normal().filename().string();
+  if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
+  // The top's place is the one answer waited for (it names where everything else goes); the
+  // directories and small files below it are pipelined.
+  if (!finish()) return false;
+  std::string base = c_.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
+  auto dir_failed = [this](const std::string*, const Failure* f) {
+    if (f) hooks_.failed(*f);
+  };
+  try {
+    if (c_.resuming()) {
+      if (!send_resumed(entries, base, dir_failed)) return false;
+    } else {
+      for (const auto& e : entries) {
+        if (e.dir)
+          pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
+        else if (!send_file(e.local, below(base, e.rel)))
+          return false;
+      }
+    }
+    if (preserve_) {  // directory modes and times last, deepest first
+      for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+        if (it->dir) pipeline_.mkdir(below(base, it->rel), it->mode, it->mtime, true, dir_failed);
+      pipeline_.mkdir(base, st.st_mode & 07777, st.st_mtim.tv_sec, true, dir_failed);
+    }
+  } catch (const Failure& f) {  // the connection failed
+    hooks_.failed(f);
+    return false;
+  }
+  return finish();
+}
+
+}  // namespace aesxfer::client
