@@ -24,6 +24,7 @@
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "net/handshake_driver.h"
+#include "proto/ops.h"
 
 namespace aesxfer::client {
 
@@ -290,15 +291,11 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   if (!S_ISREG(st.st_mode)) throw Failure(printable(local.string()) + ": not a regular file");
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::put;
-  req.path = remote;
+  proto::Message req = proto::request(proto::Op::put, remote, opt_.preserve ? proto::kFlagPreserve : 0);
   req.text = name.empty() ? local.filename().string() : name;
   req.size = uint64_t(st.st_size);
   req.mode = st.st_mode & 07777;
   req.mtime = st.st_mtim.tv_sec;
-  if (opt_.preserve) req.flags |= proto::kFlagPreserve;
   clean_failure_ = false;
   if (!opt_.resume && !opt_.paced) {
     int n = streams_for(req.size);
@@ -356,16 +353,13 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Failure("standard input: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) throw Failure("standard input: is a directory");
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::put;
-  req.path = remote;
+  // Size 0: the end record carries it (docs/PROTOCOL.md 3.3).
+  proto::Message req = proto::request(proto::Op::put, remote,
+                                      proto::kFlagUnsized | (opt_.preserve ? proto::kFlagPreserve : 0));
   req.text = name;
-  req.flags = proto::kFlagUnsized;  // size 0: the end record carries it (docs/PROTOCOL.md 3.3)
   // A regular file keeps its mode and time; a pipe or terminal gives 0600 and the time it starts.
   req.mode = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0600;
   req.mtime = S_ISREG(st.st_mode) ? st.st_mtim.tv_sec : ::time(nullptr);
-  if (opt_.preserve) req.flags |= proto::kFlagPreserve;
   ask_put(req);
   FileResult r;
   r.file = name;
@@ -420,14 +414,11 @@ Client::Kept Client::judge_probe(const std::filesystem::path& local, const proto
 
 std::string Client::mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
                           bool apply_attrs) {
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::mkdir;
-  req.path = remote.empty() ? "." : remote;
+  proto::Message req =
+      proto::request(proto::Op::mkdir, remote.empty() ? "." : remote, apply_attrs ? proto::kFlagPreserve : 0);
   req.text = name;
   req.mode = mode & 01777;  // never setuid/setgid (today's server applies mkdir modes as sent)
   req.mtime = mtime;
-  if (apply_attrs) req.flags |= proto::kFlagPreserve;
   proto::Message resp = ask(req);
   // A Response text holds at most kMaxMessage bytes (docs/PROTOCOL.md 3.2): an answer of that
   // length may have been cut, and a path built from it would name another directory.
@@ -463,12 +454,8 @@ proto::Message Client::ask(const proto::Message& req, const char* what) {
 
 proto::Message get_request(const std::string& remote, uint64_t size, uint8_t flags, uint64_t offset,
                            const std::string& digest) {
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::get;
-  req.path = remote;
+  proto::Message req = proto::request(proto::Op::get, remote, flags);
   req.size = size;
-  req.flags = flags;
   if (flags & proto::kFlagResume) {
     req.offset = offset;
     req.digest = digest;
@@ -477,10 +464,7 @@ proto::Message get_request(const std::string& remote, uint64_t size, uint8_t fla
 }
 
 proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size, const char* what) {
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::stat;
-  req.path = remote;
+  proto::Message req = proto::request(proto::Op::stat, remote);
   req.size = zero_size;
   return exchange(req, what);
 }

@@ -8,6 +8,7 @@
 #include "files/atomic_file.h"
 #include "files/io.h"
 #include "files/resume.h"
+#include "proto/ops.h"
 
 namespace aesxfer::client {
 
@@ -43,13 +44,8 @@ proto::Message Pipeline::tagged(proto::Message req) {
   return req;
 }
 
-proto::Message Pipeline::request(proto::Op op, const std::string& path) {
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = op;
-  req.path = path;
-  if (c_.opt_.preserve) req.flags |= proto::kFlagPreserve;
-  return tagged(std::move(req));
+proto::Message Pipeline::request(proto::Op op, const std::string& path, uint8_t flags) {
+  return tagged(proto::request(op, path, flags));
 }
 
 void Pipeline::make_room(uint64_t bytes) {
@@ -82,7 +78,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
 
   const uint64_t size = uint64_t(st.st_size);
   make_room(size);
-  proto::Message req = request(proto::Op::put, remote);
+  proto::Message req = request(proto::Op::put, remote, c_.opt_.preserve ? proto::kFlagPreserve : 0);
   req.text = name.empty() ? local.filename().string() : name;
   req.size = size;
   req.mode = st.st_mode & 07777;
@@ -105,8 +101,8 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
 
 void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool apply_attrs, DirDone done) {
   make_room(0);
-  proto::Message req = request(proto::Op::mkdir, path);
-  if (!apply_attrs) req.flags &= uint8_t(~proto::kFlagPreserve);
+  proto::Message req =
+      request(proto::Op::mkdir, path, apply_attrs && c_.opt_.preserve ? proto::kFlagPreserve : 0);
   req.mode = mode & 01777;  // never setuid/setgid
   req.mtime = mtime;
   Item it;
@@ -131,7 +127,6 @@ void Pipeline::probe(const std::string& path, const std::string& name, uint64_t 
 
 void Pipeline::ask(proto::Message req, StatDone done) {
   make_room(0);
-  req.flags &= uint8_t(~proto::kFlagPreserve);
   Item it;
   it.kind = Kind::stat;
   it.tag = req.tag;

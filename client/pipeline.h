@@ -104,7 +104,7 @@ class Pipeline {
   void finish_get(Item& it, const proto::Message& resp);
   std::shared_ptr<Offer> make_offer(const std::filesystem::path& local, int dir, uint64_t size);
   uint64_t agreed_start(const Item& it, const proto::Message& resp) const;
-  proto::Message request(proto::Op op, const std::string& path);
+  proto::Message request(proto::Op op, const std::string& path, uint8_t flags = 0);  // tagged
   proto::Message tagged(proto::Message req);    // pipelined: kFlagAhead and the next tag
   void ask(proto::Message req, StatDone done);  // a request answered by one Response (stat, probe)
 };

@@ -16,6 +16,7 @@
 #include "files/atomic_file.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
+#include "proto/ops.h"
 
 namespace aesxfer::client {
 
@@ -176,10 +177,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
 // ---- list ------------------------------------------------------------------------------------
 
 RemoteDir Client::list(const std::string& remote) {
-  proto::Message req;
-  req.type = proto::MsgType::request;
-  req.op = proto::Op::list;
-  req.path = remote.empty() ? "." : remote;
+  const proto::Message req = proto::request(proto::Op::list, remote.empty() ? "." : remote);
   proto::Message resp = ask(req);
   const std::string bad = "protocol error from " + conn_->peer() + ": bad listing";
   if (resp.size > proto::kMaxListEntries)

@@ -13,11 +13,12 @@
 #include "proto/messages.h"
 
 #include "proto/failure.h"
+#include "proto/ops.h"
 #include "proto/wire.h"
 
 namespace aesxfer::proto {
 
-bool valid_op(uint8_t op) noexcept { return op >= uint8_t(Op::put) && op <= uint8_t(Op::list); }
+bool valid_op(uint8_t op) noexcept { return find_op(op) != nullptr; }
 
 const char* status_name(Status s) noexcept {
   switch (s) {
@@ -124,16 +125,15 @@ void decode_request(WireReader& r, Message& m) {
   m.text = r.str16(kMaxPath);
   if (m.text.find('\0') != std::string::npos) r.fail();
   m.flags = r.u8();
-  if (m.flags & ~kRequestFlags) r.fail();
-  if ((m.flags & kFlagRange) && (m.flags & kFlagResume)) r.fail();
+  // The op's row (proto/ops.h): only the flags it accepts, every flag it needs. Then the rules
+  // between flags, the same for every op.
+  if (!flags_suit(m.op, m.flags)) r.fail();
+  if ((m.flags & kFlagRange) && (m.flags & (kFlagResume | kFlagAhead))) r.fail();
   if ((m.flags & kFlagAhead) &&
-      ((m.flags & kFlagRange) || ((m.flags & kFlagResume) && m.op != Op::get) ||
-       (m.op != Op::put && m.op != Op::get && m.op != Op::mkdir && m.op != Op::stat && m.op != Op::probe) ||
-       (m.op == Op::put && m.size > kMaxAheadSize)))
+      (((m.flags & kFlagResume) && m.op != Op::get) || (m.op == Op::put && m.size > kMaxAheadSize)))
     r.fail();
-  // Unsized (protocol 4): a put alone, size 0, one stream bounded by nothing but its end record.
-  if ((m.flags & kFlagUnsized) &&
-      (m.op != Op::put || m.size != 0 || (m.flags & (kFlagResume | kFlagRange | kFlagAhead))))
+  // Unsized (protocol 4): size 0, one stream bounded by nothing but its end record.
+  if ((m.flags & kFlagUnsized) && (m.size != 0 || (m.flags & (kFlagResume | kFlagRange | kFlagAhead))))
     r.fail();
   if (r.ok() && (m.flags & kFlagRange)) decode_range(r, m);
   if (r.ok() && (m.flags & kFlagAhead)) {

@@ -18,6 +18,7 @@
 #include "files/resume.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
+#include "proto/ops.h"
 
 namespace aesxfer::server {
 
@@ -61,32 +62,12 @@ Message response(Status st, const std::string& text = {}) {
   return m;
 }
 
-const char* op_name(proto::Op op) {
-  switch (op) {
-    case proto::Op::put:
-      return "put";
-    case proto::Op::get:
-      return "get";
-    case proto::Op::mkdir:
-      return "mkdir";
-    case proto::Op::probe:
-      return "probe";
-    case proto::Op::commit:
-      return "commit";
-    case proto::Op::stat:
-      return "stat";
-    case proto::Op::list:
-      return "list";
-  }
-  return "?";
-}
-
 // The one place a request's outcome is logged: "peer=P OP file=F[ details] result=R".
 void log_outcome(RequestContext& ctx, const Message& req, const std::string& shown,
                  const std::string& details, const std::string& result) {
   std::string r = result == "ok" ? result : "\"" + printable(result) + "\"";
   const char* what = req.op == proto::Op::list ? " dir=" : " file=";
-  ctx.log("peer=" + ctx.c.peer() + " " + op_name(req.op) + what + printable(shown) + details +
+  ctx.log("peer=" + ctx.c.peer() + " " + proto::op_info(req.op).name + what + printable(shown) + details +
           " result=" + r);
 }
 
@@ -382,8 +363,6 @@ void handle_probe(RequestContext& ctx, const Message& req) {
 }
 
 void handle_commit(RequestContext& ctx, const Message& req) {
-  if (!(req.flags & proto::kFlagRange))
-    return refuse(ctx, req, req.path, {Status::refused, "commit without a transfer id"});
   auto it =
       std::find_if(ctx.held.begin(), ctx.held.end(), [&](const auto& t) { return t->id == req.xfer_id; });
   if (it == ctx.held.end())
@@ -599,6 +578,25 @@ void take_result(RequestContext& ctx, const Message& res) {
               std::string("failed: ") + proto::refusal(res, "client reported").what());
 }
 
+// One handler per row of proto::kOps, in its order (the table's wire ids).
+struct Handler {
+  proto::Op op;
+  void (*handle)(RequestContext& ctx, const Message& req);
+};
+constexpr Handler kHandlers[] = {
+    {proto::Op::put, handle_put},     {proto::Op::get, handle_get},       {proto::Op::mkdir, handle_mkdir},
+    {proto::Op::probe, handle_probe}, {proto::Op::commit, handle_commit}, {proto::Op::stat, handle_stat},
+    {proto::Op::list, handle_list},
+};
+
+constexpr bool handlers_match_ops() {
+  if (std::size(kHandlers) != std::size(proto::kOps)) return false;
+  for (size_t i = 0; i < std::size(kHandlers); ++i)
+    if (kHandlers[i].op != proto::kOps[i].op) return false;
+  return true;
+}
+static_assert(handlers_match_ops(), "server: one handler for every row of proto::kOps, in its order");
+
 }  // namespace
 
 void serve_requests(RequestContext& ctx) {
@@ -617,34 +615,9 @@ void serve_requests(RequestContext& ctx) {
     if (!ctx.awaiting.empty() && !(req.flags & proto::kFlagAhead))
       throw Failure("protocol error: a request that waits for its answer while pipelined gets await results");
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
-    if ((req.flags & proto::kFlagRange) && req.op != proto::Op::put && req.op != proto::Op::get &&
-        req.op != proto::Op::commit && req.op != proto::Op::stat) {
-      refuse(ctx, req, req.path, {Status::refused, "byte ranges apply to put and get only"});
-      continue;
-    }
-    switch (req.op) {
-      case proto::Op::put:
-        handle_put(ctx, req);
-        break;
-      case proto::Op::get:
-        handle_get(ctx, req);
-        break;
-      case proto::Op::mkdir:
-        handle_mkdir(ctx, req);
-        break;
-      case proto::Op::list:
-        handle_list(ctx, req);
-        break;
-      case proto::Op::stat:
-        handle_stat(ctx, req);
-        break;
-      case proto::Op::probe:
-        handle_probe(ctx, req);
-        break;
-      case proto::Op::commit:
-        handle_commit(ctx, req);
-        break;
-    }
+    // The decoder checked the op's flags against its row (proto/ops.h): a handler sees only
+    // requests its op accepts.
+    kHandlers[uint8_t(req.op) - 1].handle(ctx, req);
   }
 }
 
