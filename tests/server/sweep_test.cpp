@@ -1,5 +1,5 @@
 // Expiry of kept partial files and temporary-file debris (server/sweep.h): unit tests of the
-// sweeper on a directory, and end to end through a server that sweeps when a put arrives.
+// sweeper on a directory. The server that sweeps when a put arrives: tests/e2e/sweep_e2e_test.cpp.
 #include "server/sweep.h"
 
 #include <fcntl.h>
@@ -73,25 +73,6 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   Sweeper keep(std::chrono::seconds(0));
   EXPECT_EQ(keep.sweep(d.path(), nullptr), 0u);
   EXPECT_TRUE(fs::exists(d / ".old2.bin.aesxfer-partial"));
-}
-
-TEST(Sweep, ServerSweepsWhereAPutLands) {
-  Workspace ws;
-  fs::create_directories(ws.root / "in");
-  write_text_file(ws.root / "in" / ".gone.aesxfer-partial", "x");
-  age(ws.root / "in" / ".gone.aesxfer-partial", 3);
-  write_text_file(ws.root / ".elsewhere.aesxfer-partial", "x");  // another directory: untouched
-  age(ws.root / ".elsewhere.aesxfer-partial", 3);
-  ServerProcess server(ws.home, ws.root, {"--partial-max-age", "2"});
-  fs::path src = ws.local / "a.bin";
-  write_random_file(src, 1000, 1);
-  auto r = run_aesxfer({"send", src.string(), "127.0.0.1:in/", "-q", "-P", std::to_string(server.port())},
-                       ws.home);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_FALSE(fs::exists(ws.root / "in" / ".gone.aesxfer-partial"));
-  EXPECT_TRUE(fs::exists(ws.root / ".elsewhere.aesxfer-partial"));
-  EXPECT_TRUE(server.wait_for_log("expired partial file")) << server.log();
-  EXPECT_EQ(sha256_file(ws.root / "in" / "a.bin"), sha256_file(src));
 }
 
 }  // namespace
