@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -669,6 +671,14 @@ void Relay::run() {
   ::close(cfd);
   ::close(sfd);
   done_ = true;
+}
+
+void make_old(const fs::path& p, long days) {
+  timespec ts[2];
+  ts[0].tv_sec = ts[1].tv_sec = std::time(nullptr) - days * 86400 - 60;
+  ts[0].tv_nsec = ts[1].tv_nsec = 0;
+  if (::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    throw std::runtime_error("make_old: cannot set the times of " + p.string());
 }
 
 std::string tool_hex(const std::string& tool, const fs::path& file) {

@@ -56,6 +56,9 @@ std::string read_text_file(const fs::path& p);
 std::vector<std::string> nonempty_lines(const std::string& s);
 // Files in dir (not recursive) whose name matches ".*.aesxfer-*": leftovers of a receiver.
 std::vector<fs::path> temp_debris(const fs::path& dir);
+// Sets a file's access and modification times `days` days (and a minute) into the past, without
+// following a symbolic link; throws when it cannot.
+void make_old(const fs::path& p, long days);
 
 // A JSON object ({"k":"v","n":1.5,"b":true}) as key -> text (strings unescaped, numbers and
 // literals as nlohmann-json prints them: integers exactly); a nested object's members also as

@@ -1,31 +1,19 @@
 // The server sweeps expired partial files where a put lands, end to end (the sweeper itself:
 // tests/server/sweep_test.cpp).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-
-#include <ctime>
 
 #include "tests/harness.h"
 
 namespace aesxfer::test {
 namespace {
 
-// Sets a file's times `days` (and a minute) into the past.
-void age(const fs::path& p, long days) {
-  timespec ts[2];
-  ts[0].tv_sec = ts[1].tv_sec = std::time(nullptr) - days * 86400 - 60;
-  ts[0].tv_nsec = ts[1].tv_nsec = 0;
-  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0) << p;
-}
-
 TEST(Sweep, ServerSweepsWhereAPutLands) {
   Workspace ws;
   fs::create_directories(ws.root / "in");
   write_text_file(ws.root / "in" / ".gone.aesxfer-partial", "x");
-  age(ws.root / "in" / ".gone.aesxfer-partial", 3);
+  make_old(ws.root / "in" / ".gone.aesxfer-partial", 3);
   write_text_file(ws.root / ".elsewhere.aesxfer-partial", "x");  // another directory: untouched
-  age(ws.root / ".elsewhere.aesxfer-partial", 3);
+  make_old(ws.root / ".elsewhere.aesxfer-partial", 3);
   ServerProcess server(ws.home, ws.root, {"--partial-max-age", "2"});
   fs::path src = ws.local / "a.bin";
   write_random_file(src, 1000, 1);

@@ -17,13 +17,6 @@ namespace {
 
 using server::Sweeper;
 
-void age(const fs::path& p, long days) {
-  timespec ts[2];
-  ts[0].tv_sec = ts[1].tv_sec = std::time(nullptr) - days * 86400 - 60;
-  ts[0].tv_nsec = ts[1].tv_nsec = 0;
-  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0) << p;
-}
-
 TEST(Sweep, NamePatterns) {
   EXPECT_TRUE(Sweeper::is_partial_name(".a.bin.aesxfer-partial"));
   EXPECT_FALSE(Sweeper::is_partial_name("a.bin.aesxfer-partial"));  // not hidden: a user's file
@@ -39,7 +32,7 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   TempDir d("aesxfer-sweep");
   auto make = [&](const std::string& n, long days) {
     write_text_file(d / n, "x");
-    age(d / n, days);
+    make_old(d / n, days);
   };
   make(".old.bin.aesxfer-partial", 8);
   make(".new.bin.aesxfer-partial", 1);
@@ -49,7 +42,7 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   make("old-user-file.bin", 400);
   make("old.bin.aesxfer-partial", 400);  // not hidden: not ours
   fs::create_directory(d / ".dir.aesxfer-partial");
-  age(d / ".dir.aesxfer-partial", 30);
+  make_old(d / ".dir.aesxfer-partial", 30);
   fs::create_symlink(d / "old-user-file.bin", d / ".link.aesxfer-partial");
   int lk = ::open((d / ".locked.bin.aesxfer-partial").c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(lk, 0);
