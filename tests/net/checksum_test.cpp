@@ -18,7 +18,6 @@
 #include "proto/end_record.h"
 #include "proto/handshake.h"
 #include "tests/harness.h"
-#include "tests/server_fixture.h"
 #include "tests/test_util.h"
 
 namespace aesxfer::test {
