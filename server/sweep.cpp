@@ -10,6 +10,8 @@
 #include <ctime>
 #include <vector>
 
+#include "files/unique_fd.h"
+
 namespace aesxfer::server {
 
 namespace fs = std::filesystem;
