@@ -165,7 +165,7 @@ static_assert(client::kUnknownSize == app::kUnknownTotal, "send -: the client's 
 
 void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
             bool tty_progress, std::FILE* out) {
-  const char* mac = co.cipher->aead ? "aead" : co.mac->name;
+  const char* mac = crypto::mac_label(co.cipher, co.mac);
   double mbps = r.seconds > 0 ? double(r.bytes - r.resumed_from) / r.seconds / 1e6 : 0;  // this run's rate
   if (t.json) {
     app::Json j;
@@ -218,7 +218,8 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 }
 
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const client::FileResult* r, const net::Failure* f, int& rc) {
+                      const std::string& shown, const client::FileResult* r, const proto::Failure* f,
+                      int& rc) {
   if (f) {
     die_line(f->what());
     rc = kExitFail;

@@ -124,7 +124,8 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 // A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
 // report as `shown`, or its failure line (rc becomes 1; the other files go on).
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const client::FileResult* r, const net::Failure* f, int& rc);
+                      const std::string& shown, const client::FileResult* r, const proto::Failure* f,
+                      int& rc);
 
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);

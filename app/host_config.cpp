@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "files/atomic_file.h"
+#include "files/unique_fd.h"
 #include "net/conn.h"
 
 namespace aesxfer::app {
@@ -24,36 +25,32 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 bool read_config(const fs::path& path, bool required, std::string& text) {
   const std::string name = net::printable(path.string());
   if (path == "/dev/null") return true;  // ssh -F /dev/null: an empty configuration
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
+  const files::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
     if (errno == ENOENT && !required) return false;
     throw client::ConfigError("cannot read config file " + name + ": " + files::errno_text(errno));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw client::ConfigError("config file " + name + " is not a regular file");
   }
   if ((st.st_uid != 0 && st.st_uid != ::getuid()) || (st.st_mode & 022)) {
-    ::close(fd);
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
     throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
                               "): it must belong to you and be writable by you only (chmod go-w it)");
   }
   if (uint64_t(st.st_size) > kMaxConfigBytes) {
-    ::close(fd);
     throw client::ConfigError("config file " + name + " is larger than 1 MiB");
   }
   text.assign(size_t(st.st_size), '\0');
   size_t got = 0;
   while (got < text.size()) {
-    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += size_t(n);
   }
-  ::close(fd);
   text.resize(got);
   return true;
 }

@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : commands)
       if (*sub) return run();
-  } catch (const std::exception& e) {  // net::Failure too: one line, as every error
+  } catch (const std::exception& e) {  // proto::Failure too: one line, as every error
     die_line(e.what());
     return kExitFail;
   }

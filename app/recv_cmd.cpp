@@ -61,7 +61,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     meter.finish(r);
     report(t, co, r, tty, msg);
     client->bye();
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     if (tty) std::fputc('\n', msg);
     std::string what = f.what();
     if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory) what += " (use -r)";
@@ -94,7 +94,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
         auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
         meter.finish(r);
         report(t, co, r, tty);
-      } catch (const net::Failure&) {
+      } catch (const proto::Failure&) {
         if (tty) std::fputc('\n', stdout);
         throw;
       }
@@ -104,11 +104,11 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     };
     int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
-                         const net::Failure* f) { report_pipelined(t, co, tty, from, r, f, rc); };
+                         const proto::Failure* f) { report_pipelined(t, co, tty, from, r, f, rc); };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
     client->bye();
     if (rc) return rc;
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     std::string what = f.what();
     if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
       what += " (recv -r fetches directories; a file without -r)";
@@ -149,7 +149,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
     client::Pipeline pl(*client);
     std::vector<std::optional<proto::Message>> st(paths.size());
     for (size_t i = 0; i < paths.size(); ++i)
-      pl.stat(paths[i], [&, i](const proto::Message* ok, const net::Failure* f) {
+      pl.stat(paths[i], [&, i](const proto::Message* ok, const proto::Failure* f) {
         if (ok) {
           st[i] = *ok;
           return;
@@ -165,7 +165,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
       const fs::path local = dest / fs::path(paths[i]).filename();
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
-               [&, from = paths[i]](const client::FileResult* r, const net::Failure* f) {
+               [&, from = paths[i]](const client::FileResult* r, const proto::Failure* f) {
                  report_pipelined(t, co, tty, from, r, f, rc);
                });
         continue;
@@ -188,7 +188,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
         prog.finish(r.bytes, r.seconds);
         jp.finish(r.bytes);
         report(t, co, r, tty);
-      } catch (const net::Failure& f) {
+      } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         if (f.origin != net::Origin::peer) throw;  // data was due: the session cannot go on
         die_line(f.what());                        // refused before any data: the next file follows
@@ -197,7 +197,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
     }
     pl.drain();
     client->bye();
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     die_line(f.what());
     if (client) client->bye();
     return kExitFail;

@@ -72,11 +72,11 @@ struct SendSession {
   client::TreeSender::Hooks hooks() {
     client::TreeSender::Hooks h;
     h.send_one = [this](const fs::path& local, const std::string& to) { return send_one(local, to); };
-    h.verdict = [this](const std::string& shown, const client::FileResult* r, const net::Failure* f) {
+    h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
       report_pipelined(t, co, tty, shown, r, f, rc);
     };
     h.up_to_date = [this](const client::FileResult& done) { report(t, co, done, tty); };
-    h.failed = [this](const net::Failure& f) {
+    h.failed = [this](const proto::Failure& f) {
       die_line(f.what());
       rc = kExitFail;
     };
@@ -94,7 +94,7 @@ struct SendSession {
       meter.finish(r);
       report(t, co, r, tty);
       return true;
-    } catch (const net::Failure& f) {
+    } catch (const proto::Failure& f) {
       if (shown) std::fputc('\n', prog_out);
       die_line(f.what());
       rc = kExitFail;
@@ -174,7 +174,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     if (!stopped) s.sender.finish();
     client.bye();
     if (s.rc) rc = s.rc;
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     die_line(f.what());
     return kExitFail;
   } catch (const std::exception& e) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "crypto/suite.h"
+#include "files/unique_fd.h"
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
@@ -48,7 +49,8 @@ double cpu_seconds() {
 
 // A connected 127.0.0.1 TCP pair, tuned like the product's sockets.
 std::pair<int, int> tcp_pair() {
-  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const files::UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // closed on return
+  const int l = listener.get();
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -64,7 +66,6 @@ std::pair<int, int> tcp_pair() {
     std::exit(1);
   }
   int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
-  ::close(l);
   net::tune_socket(c);
   net::tune_socket(s);
   return {c, s};
@@ -92,7 +93,8 @@ Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, co
   net::Conn server(sfd, std::chrono::milliseconds(30000), "server");
   client.start_records(keys, true);
   server.start_records(keys, false);
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const files::UniqueFd in(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = in.get();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   net::StreamOptions opt;
   opt.pipeline = pipeline;
@@ -103,7 +105,6 @@ Run one(const std::string& file, uint64_t size, const cr::CipherDesc* cipher, co
   rx.join();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = cpu_seconds() - c0;
-  ::close(fd);
   return {double(size) / secs / 1e6, cpu / (double(size) / 1e9)};
 }
 
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
   }
   const uint64_t size = size_mib << 20;
   char tmpl[] = "/tmp/aesxfer-floor-XXXXXX";
-  int fd = ::mkstemp(tmpl);
+  files::UniqueFd out(::mkstemp(tmpl));
+  const int fd = out.get();
   if (fd < 0) {
     std::perror("mkstemp");
     return 1;
@@ -161,13 +163,12 @@ int main(int argc, char** argv) {
       std::perror("write");
       return 1;
     }
-  ::close(fd);
+  out.reset();
   std::string file = tmpl;
   {  // into the page cache
-    int r = ::open(tmpl, O_RDONLY);
-    while (::read(r, chunk.data(), chunk.size()) > 0) {
+    const files::UniqueFd r(::open(tmpl, O_RDONLY));
+    while (::read(r.get(), chunk.data(), chunk.size()) > 0) {
     }
-    ::close(r);
   }
 
   std::printf(

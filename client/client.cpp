@@ -28,6 +28,8 @@
 
 namespace aesxfer::client {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
@@ -80,7 +82,7 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   proto::Step step = hs.start();
   conn_->write_all(step.send.data(), step.send.size());
   log(1, "sent ClientHello: protocol " + std::to_string(proto::kVersion) + ", cipher " + opt_.cipher->name +
-             ", MAC " + (opt_.cipher->aead ? std::string("aead") : opt_.mac->name) + ", checksum " +
+             ", MAC " + crypto::mac_label(opt_.cipher, opt_.mac) + ", checksum " +
              crypto::checksum_name(opt_.checksum) + ", record size " + std::to_string(opt_.record_size));
   log(2, "ClientHello is " + std::to_string(step.send.size()) + " bytes");
   HandshakeLimits lim;

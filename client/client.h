@@ -27,7 +27,6 @@ namespace aesxfer::client {
 using files::AtomicFile;
 using files::PartialFile;
 using net::Conn;
-using net::Failure;
 using net::ProgressFn;
 using net::StreamOptions;
 
@@ -228,7 +227,7 @@ class Client {
                      const std::function<void()>& tick);
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
-  void send_failure_result(const Failure& e) noexcept;
+  void send_failure_result(const proto::Failure& e) noexcept;
   // recv --resume once the server agreed where to start: the stream into the partial file (or,
   // when the destination already is the server's whole file, only its end record), the Result,
   // and the file's figures. base_fd: the destination offered as the prefix, or -1.

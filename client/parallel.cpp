@@ -35,6 +35,8 @@
 
 namespace aesxfer::client {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;

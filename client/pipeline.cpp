@@ -12,6 +12,8 @@
 
 namespace aesxfer::client {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // connections and streams
 using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;

@@ -26,11 +26,11 @@ class Pipeline {
   // A file's verdict: its result when it verified (and was renamed into place), else the failure
   // (origin peer: the server refused or reported it; local: this end could not write it). A
   // failure of the connection itself is thrown by the call that met it instead.
-  using Done = std::function<void(const FileResult* ok, const Failure* failed)>;
+  using Done = std::function<void(const FileResult* ok, const proto::Failure* failed)>;
   // A directory's answer: the server's path for it, or the failure.
-  using DirDone = std::function<void(const std::string* path, const Failure* failed)>;
+  using DirDone = std::function<void(const std::string* path, const proto::Failure* failed)>;
   // A stat's answer: the Response (size, mode, mtime), or the server's refusal.
-  using StatDone = std::function<void(const proto::Message* ok, const Failure* failed)>;
+  using StatDone = std::function<void(const proto::Message* ok, const proto::Failure* failed)>;
 
   // Gathers the connection's writes from its first request until drain() (net/conn.h:
   // Conn::set_gather), so only pipelined work is gathered.

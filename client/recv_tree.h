@@ -33,6 +33,6 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // fetch_one, and each one's verdict arrives here: its result, or the failure that stopped this
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
-                                        const FileResult* ok, const Failure* failed)>& pipelined = {});
+                                        const FileResult* ok, const proto::Failure* failed)>& pipelined = {});
 
 }  // namespace aesxfer::client

@@ -7,6 +7,8 @@
 
 namespace aesxfer::client {
 
+using proto::Failure;
+
 namespace fs = std::filesystem;
 
 namespace {

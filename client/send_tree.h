@@ -35,11 +35,11 @@ class TreeSender {
     std::function<bool(const std::filesystem::path& local, const std::string& to)> send_one;
     // A pipelined file's verdict, when its answers arrive: its result (shown as `shown`), or the
     // failure that stopped this file alone.
-    std::function<void(const std::string& shown, const FileResult* ok, const Failure* failed)> verdict;
+    std::function<void(const std::string& shown, const FileResult* ok, const proto::Failure* failed)> verdict;
     // --resume found the file whole and identical on the server: nothing moved.
     std::function<void(const FileResult& done)> up_to_date;
     // A failure outside any one file's verdict: the connection, or a directory the server refused.
-    std::function<void(const Failure& f)> failed;
+    std::function<void(const proto::Failure& f)> failed;
     // A line about the local tree ("skipping NAME (not a regular file)").
     std::function<void(const std::string& line)> note;
   };

@@ -11,6 +11,33 @@
 
 namespace aesxfer::crypto::detail {
 
+// Fills act (up to width lanes, na active now) from lanes[next..n), skipping empty chains;
+// returns the new count. Static for the same reason as retire_done_lanes below.
+static inline size_t refill_lanes(CbcLane* lanes, size_t n, size_t& next, CbcLane** act, size_t* done,
+                                  size_t na, size_t width) noexcept {
+  for (; na < width && next < n; ++next) {
+    if (lanes[next].blocks == 0) continue;
+    act[na] = &lanes[next];
+    done[na++] = 0;
+  }
+  return na;
+}
+
+// Drops the lanes whose chains are done (done[j] == blocks), keeping the order of the others;
+// returns how many remain. Internal linkage (static): every instruction-set file compiles its own
+// copy with its own flags, so no linker ever picks an AVX-512 build of it for an SSE file.
+static inline size_t retire_done_lanes(CbcLane** act, size_t* done, size_t na) noexcept {
+  size_t kept = 0;
+  for (size_t j = 0; j < na; ++j) {
+    if (done[j] < act[j]->blocks) {
+      act[kept] = act[j];
+      done[kept] = done[j];
+      ++kept;
+    }
+  }
+  return kept;
+}
+
 template <size_t N, typename Step>
 inline void run_lanes_of_width(size_t na, Step& step, CbcLane* const* act, size_t* done,
                                size_t steps) noexcept {
@@ -30,28 +57,13 @@ inline void schedule_cbc_lanes(CbcLane* lanes, size_t n, Step step) noexcept {
   size_t done[kWidth];
   size_t na = 0, next = 0;
   for (;;) {
-    while (na < kWidth && next < n) {
-      if (lanes[next].blocks > 0) {
-        act[na] = &lanes[next];
-        done[na] = 0;
-        ++na;
-      }
-      ++next;
-    }
+    na = refill_lanes(lanes, n, next, act, done, na, kWidth);
     if (na == 0) break;
     size_t steps = act[0]->blocks - done[0];
     for (size_t j = 1; j < na; ++j)
       if (act[j]->blocks - done[j] < steps) steps = act[j]->blocks - done[j];
     run_lanes_of_width<kWidth>(na, step, act, done, steps);
-    size_t kept = 0;
-    for (size_t j = 0; j < na; ++j) {
-      if (done[j] < act[j]->blocks) {
-        act[kept] = act[j];
-        done[kept] = done[j];
-        ++kept;
-      }
-    }
-    na = kept;
+    na = retire_done_lanes(act, done, na);
   }
 }
 

@@ -1,6 +1,5 @@
 // GHASH with PCLMULQDQ for AES-128-GCM (the CTR part runs on the AES-NI BlockCipher).
-// Same representation as the portable code in gcm.cpp: blocks are byte-reversed into 128-bit
-// integers, products are shifted left by one and reduced modulo x^128 + x^7 + x^2 + x + 1.
+// Same representation as the portable code in gcm.cpp, and the reduction of crypto/ghash_clmul.h.
 // Aggregated reduction: 8 (or 4) blocks are multiplied by H^8..H^1 (H^4..H^1), the 256-bit
 // products XORed together and reduced once.
 // Compiled with -maes -mpclmul -msse4.1 -mssse3 (file-name suffix).
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "crypto/ghash.h"
+#include "crypto/ghash_clmul.h"
 #include "crypto/util.h"
 
 namespace aesxfer::crypto::detail {
@@ -30,34 +30,10 @@ inline void mul_acc(__m128i a, __m128i b, __m128i& hi, __m128i& mid, __m128i& lo
   mid = _mm_xor_si128(mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10)));
 }
 
-// 128-bit shifts of a whole register.
-inline __m128i shl128_1(__m128i x) noexcept {
-  return _mm_or_si128(_mm_slli_epi64(x, 1), _mm_srli_epi64(_mm_slli_si128(x, 8), 63));
-}
-template <int S>
-inline __m128i shr128(__m128i x) noexcept {
-  return _mm_or_si128(_mm_srli_epi64(x, S), _mm_slli_epi64(_mm_srli_si128(x, 8), 64 - S));
-}
-
-inline __m128i reduce(__m128i hi, __m128i mid, __m128i lo) noexcept {
-  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
-  // Shift the 256-bit hi:lo left by one.
-  hi = _mm_or_si128(shl128_1(hi), _mm_srli_epi64(_mm_srli_si128(lo, 8), 63));
-  lo = shl128_1(lo);
-  // T = lo + the bits that lo >> {1, 2, 7} would drop; result = hi + T + T>>1 + T>>2 + T>>7.
-  const __m128i l0 = _mm_slli_si128(lo, 8);
-  const __m128i t = _mm_xor_si128(
-      lo,
-      _mm_xor_si128(_mm_slli_epi64(l0, 63), _mm_xor_si128(_mm_slli_epi64(l0, 62), _mm_slli_epi64(l0, 57))));
-  return _mm_xor_si128(_mm_xor_si128(hi, t),
-                       _mm_xor_si128(shr128<1>(t), _mm_xor_si128(shr128<2>(t), shr128<7>(t))));
-}
-
 inline __m128i gf_mul(__m128i a, __m128i b) noexcept {
   __m128i hi = _mm_setzero_si128(), mid = hi, lo = hi;
   mul_acc(a, b, hi, mid, lo);
-  return reduce(hi, mid, lo);
+  return ghash_reduce(hi, mid, lo);
 }
 
 inline const __m128i* powers(const GhashKey* k) noexcept { return reinterpret_cast<const __m128i*>(k->data); }
@@ -69,7 +45,7 @@ inline __m128i agg(const __m128i* hp, __m128i y, const uint8_t* in) noexcept {
   mul_acc(_mm_xor_si128(y, load_block(in)), hp[N - 1], hi, mid, lo);
 #pragma GCC unroll 8
   for (int j = 1; j < N; ++j) mul_acc(load_block(in + 16 * j), hp[N - 1 - j], hi, mid, lo);
-  return reduce(hi, mid, lo);
+  return ghash_reduce(hi, mid, lo);
 }
 
 }  // namespace

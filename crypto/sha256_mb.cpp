@@ -381,35 +381,37 @@ const char* sha256_mb_impl_name(ShaMbImpl impl) noexcept {
 
 const char* sha256_mb_impl_name() noexcept { return sha256_mb_impl_name(ShaMbImpl::best); }
 
-void sha256_many_with(ShaMbImpl impl, Sha256Job* jobs, size_t n) noexcept {
-  Batch batch;
-  batch.sjobs = jobs;
+namespace {
+
+// The one switch on the implementation: the lanes of the multi-buffer kernels, or one job at a
+// time (one_by_one(ShaImpl)) with SHA-NI or the portable code.
+template <class OneByOne>
+void run_with(ShaMbImpl impl, Batch& batch, size_t n, const OneByOne& one_by_one) noexcept {
   switch (resolve(impl)) {
     case ShaMbImpl::avx512x16:
       return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
     case ShaMbImpl::avx2x8:
       return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
     case ShaMbImpl::shani:
-      return sha256_one_by_one(ShaImpl::shani, jobs, n);
+      return one_by_one(ShaImpl::shani);
     default:
-      return sha256_one_by_one(ShaImpl::software, jobs, n);
+      return one_by_one(ShaImpl::software);
   }
+}
+
+}  // namespace
+
+void sha256_many_with(ShaMbImpl impl, Sha256Job* jobs, size_t n) noexcept {
+  Batch batch;
+  batch.sjobs = jobs;
+  run_with(impl, batch, n, [&](ShaImpl one) { sha256_one_by_one(one, jobs, n); });
 }
 
 void hmac_sha256_many_with(ShaMbImpl impl, const HmacSha256& key, HmacJob* jobs, size_t n) noexcept {
   Batch batch;
   batch.hjobs = jobs;
   batch.key = &key;
-  switch (resolve(impl)) {
-    case ShaMbImpl::avx512x16:
-      return run_lanes<16>(batch, n, &detail::sha256_x16_avx512);
-    case ShaMbImpl::avx2x8:
-      return run_lanes<8>(batch, n, &detail::sha256_x8_avx2);
-    case ShaMbImpl::shani:
-      return hmac_one_by_one(ShaImpl::shani, key, jobs, n);
-    default:
-      return hmac_one_by_one(ShaImpl::software, key, jobs, n);
-  }
+  run_with(impl, batch, n, [&](ShaImpl one) { hmac_one_by_one(one, key, jobs, n); });
 }
 
 void sha256_many(Sha256Job* jobs, size_t n) noexcept { sha256_many_with(ShaMbImpl::best, jobs, n); }

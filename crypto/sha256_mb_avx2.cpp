@@ -10,19 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crypto/sha256_k.h"
+
 namespace aesxfer::crypto::detail {
 
 namespace {
-
-constexpr uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 inline __m256i add(__m256i a, __m256i b) noexcept { return _mm256_add_epi32(a, b); }
 inline __m256i xor_(__m256i a, __m256i b) noexcept { return _mm256_xor_si256(a, b); }
@@ -102,7 +94,7 @@ void sha256_x8_avx2(uint32_t st[8][8], const uint8_t* const ptr[8], size_t nbloc
         const __m256i s1 = sigma_small(w[(t - 2) & 15], 17, 19, 10);
         wt = w[t & 15] = add(add(w[t & 15], s0), add(w[(t - 7) & 15], s1));
       }
-      const __m256i hkw = add(h, add(wt, _mm256_set1_epi32(int(kRound[t]))));
+      const __m256i hkw = add(h, add(wt, _mm256_set1_epi32(int(kSha256Round[t]))));
       const __m256i ch = xor_(_mm256_and_si256(xor_(f, g), e), g);
       const __m256i t1 = add(add(hkw, sigma3(e, 6, 11, 25)), ch);
       const __m256i ab = xor_(a, b);

@@ -145,6 +145,11 @@ const MacDesc* mac_by_wire_id(uint8_t id) noexcept {
   return nullptr;
 }
 
+const char* mac_label(const CipherDesc* c, const MacDesc* m) noexcept {
+  if (c && c->aead) return "aead";
+  return m ? m->name : "?";
+}
+
 std::string cipher_names() {
   std::string s;
   for (const auto& c : kCiphers) {

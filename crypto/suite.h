@@ -67,6 +67,10 @@ const MacDesc* find_mac(std::string_view name) noexcept;
 const CipherDesc* cipher_by_wire_id(uint8_t id) noexcept;
 const MacDesc* mac_by_wire_id(uint8_t id) noexcept;
 
+// The MAC as users read it (summary, --json, server log, key log): "aead" for a cipher that
+// authenticates itself (its MAC is ignored), else the MAC's name; "?" for a missing one.
+const char* mac_label(const CipherDesc* c, const MacDesc* m) noexcept;
+
 // "aes128-cbc,aes128-ctr,..." for error messages.
 std::string cipher_names();
 std::string mac_names();

@@ -116,15 +116,15 @@ void unregister_kept(int slot) noexcept { release(slot); }
 AtomicFile::AtomicFile(const std::filesystem::path& dest) : shown_(dest), name_(dest.filename().string()) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  dirfd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd_ < 0) throw Failure("cannot create a file in " + dir.string() + ": " + errno_text(errno));
+  dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirfd_) throw Failure("cannot create a file in " + dir.string() + ": " + errno_text(errno));
   create(dir.string());
 }
 
 AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
     : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
-  dirfd_ = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (dirfd_ < 0) throw Failure("cannot create " + shown.string() + ": " + errno_text(errno));
+  dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
+  if (!dirfd_) throw Failure("cannot create " + shown.string() + ": " + errno_text(errno));
   std::filesystem::path dir = shown.parent_path();
   create(dir.empty() ? std::string(".") : dir.string());
 }
@@ -137,31 +137,27 @@ void AtomicFile::create(const std::string& dir) {
     std::string suffix = ".aesxfer-";
     for (uint8_t b : r) suffix += kAlphabet[b % 62];
     std::string tmp = hidden_name(name_, suffix);
-    fd_ = ::openat(dirfd_, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd_ >= 0) {
+    fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd_) {
       tmp_ = tmp;
-      slot_ = claim(dirfd_, tmp_, shown_.string(), true);
+      slot_ = claim(dirfd_.get(), tmp_, shown_.string(), true);
       return;
     }
     if (errno != EEXIST) break;
   }
   int e = errno;
-  ::close(dirfd_);
-  dirfd_ = -1;
+  dirfd_.reset();
   throw Failure("cannot create a file in " + dir + ": " + errno_text(e));
 }
 
 std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {
   std::unique_ptr<AtomicFile> f(new AtomicFile());
-  f->fd_ = fd;
+  f->fd_.reset(fd);
   f->shown_ = shown;
   return f;
 }
 
-AtomicFile::~AtomicFile() {
-  discard();
-  if (dirfd_ >= 0) ::close(dirfd_);
-}
+AtomicFile::~AtomicFile() { discard(); }
 
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   // Never the set-user-ID or set-group-ID bit a peer sent (docs/SECURITY.md): on a file it would
@@ -177,24 +173,21 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
 }
 
 void AtomicFile::discard() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (!tmp_.empty()) ::unlinkat(dirfd_, tmp_.c_str(), 0);
+  fd_.reset();
+  if (!tmp_.empty()) ::unlinkat(dirfd_.get(), tmp_.c_str(), 0);
   tmp_.clear();
   release(slot_);
   slot_ = -1;
 }
 
 void AtomicFile::commit(unsigned mode, long long mtime) {
-  if (dirfd_ >= 0) apply_mode_mtime(fd_, mode, mtime);
-  if (::close(fd_) != 0) {
+  if (dirfd_) apply_mode_mtime(fd_.get(), mode, mtime);
+  if (fd_.close() != 0) {
     int e = errno;
-    fd_ = -1;
     throw Failure("cannot finish writing " + shown_.string() + ": " + errno_text(e));
   }
-  fd_ = -1;
-  if (dirfd_ < 0) return;  // written through
-  if (::renameat(dirfd_, tmp_.c_str(), dirfd_, name_.c_str()) != 0)
+  if (!dirfd_) return;  // written through
+  if (::renameat(dirfd_.get(), tmp_.c_str(), dirfd_.get(), name_.c_str()) != 0)
     throw Failure("cannot rename into " + shown_.string() + ": " + errno_text(errno));
   tmp_.clear();
   release(slot_);

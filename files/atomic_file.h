@@ -9,6 +9,7 @@
 #include <string>
 
 #include "files/io.h"
+#include "files/unique_fd.h"
 
 namespace aesxfer::files {
 
@@ -27,8 +28,8 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  int fd() const { return fd_; }
-  bool through() const { return dirfd_ < 0; }
+  int fd() const { return fd_.get(); }
+  bool through() const { return !dirfd_; }
   // Sets mode (and mtime when >= 0), closes and renames over the destination.
   void commit(unsigned mode, long long mtime = -1);
   void discard() noexcept;
@@ -38,8 +39,8 @@ class AtomicFile {
   void create(const std::string& name);
   std::filesystem::path shown_;
   std::string name_, tmp_;  // inside dirfd_
-  int dirfd_ = -1;
-  int fd_ = -1;
+  UniqueFd dirfd_;
+  UniqueFd fd_;
   int slot_ = -1;  // signal cleanup registration
 };
 

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "crypto/util.h"
+#include "files/unique_fd.h"
 #include "proto/failure.h"
 #include "proto/init.h"
 
@@ -123,22 +125,20 @@ std::string key_comment() {
 namespace {
 
 // The identity in the file open as fd (closed here): a regular file that only its owner may access.
-proto::Identity read_identity(int fd, const fs::path& path) {
+proto::Identity read_identity(UniqueFd fd, const fs::path& path) {
   proto::Identity id;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw Failure("identity file " + path.string() + " is not a regular file");
   }
   if (st.st_mode & 077) {
-    ::close(fd);
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
     throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
                   "); a secret key must be readable by its owner only: chmod 600 it");
   }
-  std::string data = read_fd(fd, path);
-  ::close(fd);
+  std::string data = read_fd(fd.get(), path);
+  fd.reset();
   std::string line = data.substr(0, data.find('\n'));
   bool ok = unb64(line, id.sk.data(), id.sk.size());
   crypto::secure_zero(line.data(), line.size());
@@ -152,21 +152,21 @@ proto::Identity read_identity(int fd, const fs::path& path) {
 
 proto::Identity load_identity(const fs::path& path) {
   proto::init();
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
     int e = errno;
     throw Failure("cannot read identity file " + path.string() + ": " +
                   (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
-  return read_identity(fd, path);
+  return read_identity(std::move(fd), path);
 }
 
 proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   proto::init();
   proto::Identity id;
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    id = read_identity(fd, path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd) {
+    id = read_identity(std::move(fd), path);
     if (created) *created = false;
     return id;
   }
@@ -181,17 +181,18 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   std::string secret = b64(id.sk.data(), id.sk.size()) + "\n";
   std::error_code ec;
   if (fs::create_directories(path.parent_path(), ec)) ::chmod(path.parent_path().c_str(), 0700);
-  fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
     int e = errno;
     crypto::secure_zero(secret.data(), secret.size());
     if (e == EEXIST) return load_or_create_identity(path, created);  // made meanwhile by another process
     throw Failure("cannot create identity file " + path.string() + ": " + os_error(e));
   }
-  bool ok = ::write(fd, secret.data(), secret.size()) == ssize_t(secret.size()) && ::fsync(fd) == 0;
+  bool ok =
+      ::write(fd.get(), secret.data(), secret.size()) == ssize_t(secret.size()) && ::fsync(fd.get()) == 0;
   int e = errno;
   crypto::secure_zero(secret.data(), secret.size());
-  if (::close(fd) != 0 && ok) {
+  if (fd.close() != 0 && ok) {
     ok = false;
     e = errno;
   }
@@ -262,11 +263,10 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
     if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());
   ::chmod(file.parent_path().c_str(), 0700);
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
   const std::string out = line + "\n";
-  const bool ok = ::write(fd, out.data(), out.size()) == ssize_t(out.size());
-  ::close(fd);
+  const bool ok = ::write(fd.get(), out.data(), out.size()) == ssize_t(out.size()) && fd.close() == 0;
   if (!ok) throw Failure("cannot write " + file.string());
   return Authorize::added;
 }

@@ -128,70 +128,61 @@ std::filesystem::path PartialFile::partial_path(const std::filesystem::path& des
 PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_(partial_path(dest)) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  dirfd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   open(dest.filename().string());
 }
 
 PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
     : dest_(shown), path_(partial_path(shown)) {
-  dirfd_ = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (dirfd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
+  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   open(name);
 }
 
 void PartialFile::open(const std::string& name) {
   name_ = name;
   pname_ = hidden_name(name, ".aesxfer-partial");
-  fd_ = ::openat(dirfd_, pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd_ < 0) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    fd_ = -1;
+  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fd_.reset();
     throw Failure(path_.filename().string() + ": not a regular file");
   }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd_);
-    fd_ = -1;
+  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    fd_.reset();
     throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
                   EWOULDBLOCK);
   }
-  slot_ = register_kept(dirfd_, pname_, path_.string());
+  slot_ = register_kept(dirfd_.get(), pname_, path_.string());
 }
 
-PartialFile::~PartialFile() {
-  unregister_kept(slot_);
-  if (fd_ >= 0) ::close(fd_);
-  if (dirfd_ >= 0) ::close(dirfd_);
-}
+PartialFile::~PartialFile() { unregister_kept(slot_); }
 
 uint64_t PartialFile::length() const {
   struct stat st {};
-  ::fstat(fd_, &st);
+  ::fstat(fd_.get(), &st);
   return uint64_t(st.st_size);
 }
 
 void PartialFile::truncate_to(uint64_t n) {
-  if (::ftruncate(fd_, off_t(n)) != 0 || ::lseek(fd_, off_t(n), SEEK_SET) < 0)
+  if (::ftruncate(fd_.get(), off_t(n)) != 0 || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0)
     throw Failure("cannot prepare " + path_.filename().string() + ": " + errno_text(errno));
 }
 
 void PartialFile::commit(unsigned mode, long long mtime) {
-  apply_mode_mtime(fd_, mode, mtime);
-  int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
-  if (::renameat(dirfd_, pname_.c_str(), dirfd_, name_.c_str()) != 0)
+  apply_mode_mtime(fd_.get(), mode, mtime);
+  if (fd_.close() != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
+  if (::renameat(dirfd_.get(), pname_.c_str(), dirfd_.get(), name_.c_str()) != 0)
     throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
   unregister_kept(slot_);
   slot_ = -1;
 }
 
 void PartialFile::discard() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  ::unlinkat(dirfd_, pname_.c_str(), 0);
+  fd_.reset();
+  ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
   unregister_kept(slot_);
   slot_ = -1;
 }

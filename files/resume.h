@@ -11,6 +11,7 @@
 #include <string>
 
 #include "crypto/checksum.h"
+#include "files/unique_fd.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::files {
@@ -56,7 +57,7 @@ class PartialFile {
   PartialFile& operator=(const PartialFile&) = delete;
 
   static std::filesystem::path partial_path(const std::filesystem::path& dest);
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   uint64_t length() const;
   // Keeps the first n bytes and positions the descriptor there for appending.
   void truncate_to(uint64_t n);
@@ -67,8 +68,8 @@ class PartialFile {
   void open(const std::string& name);
   std::filesystem::path dest_, path_;  // as shown in messages
   std::string name_, pname_;           // inside dirfd_
-  int dirfd_ = -1;
-  int fd_ = -1;
+  UniqueFd dirfd_;
+  UniqueFd fd_;
   int slot_ = -1;  // signal handler registration (kept, named)
 };
 

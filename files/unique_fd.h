@@ -1,4 +1,5 @@
-// An owned file descriptor: closed when it goes out of scope, moved, never copied.
+// An owned file descriptor: closed when it goes out of scope, moved, never copied. The one place
+// the product calls close(2).
 #pragma once
 #include <unistd.h>
 
@@ -28,8 +29,16 @@ class UniqueFd {
     return f;
   }
   void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
+    close();
     fd_ = fd;
+  }
+  // Closes now and returns close(2)'s answer (0 when empty), for the callers that must know: a
+  // written file whose close fails is not known to be complete.
+  int close() {
+    if (fd_ < 0) return 0;
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
   }
 
  private:

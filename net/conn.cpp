@@ -20,13 +20,15 @@
 
 namespace aesxfer::net {
 
+using proto::Failure;
+
 Conn::Conn(int fd, std::chrono::milliseconds timeout, std::string peer)
     : fd_(fd), timeout_(timeout), peer_(std::move(peer)) {
-  int fl = ::fcntl(fd_, F_GETFL);
-  ::fcntl(fd_, F_SETFL, fl | O_NONBLOCK);
+  int fl = ::fcntl(fd_.get(), F_GETFL);
+  ::fcntl(fd_.get(), F_SETFL, fl | O_NONBLOCK);
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+  if (::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
     if (ss.ss_family == AF_INET) {
       loopback_ = (ntohl(reinterpret_cast<sockaddr_in*>(&ss)->sin_addr.s_addr) >> 24) == 127;
     } else if (ss.ss_family == AF_INET6) {
@@ -41,7 +43,6 @@ Conn::~Conn() {
     flush();  // a Bye held by gathering
   } catch (const Failure&) {
   }
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void Conn::set_gather(bool on) {
@@ -68,7 +69,7 @@ bool Conn::held(const uint8_t* p, size_t n) {
 }
 
 void Conn::wait(short events) {
-  pollfd p{fd_, events, 0};
+  pollfd p{fd_.get(), events, 0};
   for (;;) {
     int r = ::poll(&p, 1, int(timeout_.count()));
     if (r > 0) return;
@@ -86,7 +87,7 @@ void Conn::write_all(const uint8_t* p, size_t n) {
 
 void Conn::send_all(const uint8_t* p, size_t n) {
   while (n > 0) {
-    ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL);
+    ssize_t w = ::send(fd_.get(), p, n, MSG_NOSIGNAL);
     if (w > 0) {
       p += w;
       n -= size_t(w);
@@ -124,7 +125,7 @@ void Conn::writev_all(struct iovec* iov, int n) {
     msghdr mh{};
     mh.msg_iov = iov;
     mh.msg_iovlen = size_t(std::min(n, IOV_MAX));
-    ssize_t w = ::sendmsg(fd_, &mh, MSG_NOSIGNAL);
+    ssize_t w = ::sendmsg(fd_.get(), &mh, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         wait(POLLOUT);
@@ -156,7 +157,7 @@ size_t Conn::read_some(uint8_t* p, size_t n) {
     return k;
   }
   for (;;) {
-    ssize_t r = ::recv(fd_, p, n, 0);
+    ssize_t r = ::recv(fd_.get(), p, n, 0);
     if (r >= 0) return size_t(r);
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (!gathered_.empty()) {  // what is held goes out before this end waits for the peer
@@ -314,8 +315,10 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
   if (rc != 0) throw Failure::link("cannot resolve " + host + ": " + gai_strerror(rc));
   std::string last = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
+    files::UniqueFd sock(
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+    if (!sock) continue;
+    const int fd = sock.get();
     int r = ::connect(fd, a->ai_addr, a->ai_addrlen);
     if (r < 0 && errno == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
@@ -338,10 +341,9 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
     if (r == 0) {
       ::freeaddrinfo(res);
       tune_socket(fd);
-      return fd;
+      return sock.release();
     }
     last = std::strerror(errno);
-    ::close(fd);
   }
   ::freeaddrinfo(res);
   throw Failure::link("cannot connect to " + host + " port " + std::to_string(port) + ": " + last);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "files/unique_fd.h"
 #include "proto/end_record.h"
 #include "proto/failure.h"
 #include "proto/handshake.h"
@@ -20,8 +21,7 @@
 
 namespace aesxfer::net {
 
-// The one failure type (proto/failure.h), and the rule that makes a peer's string printable.
-using proto::Failure;
+// The rule that makes a peer's string printable, and the origin of a failure (proto/failure.h).
 using proto::Origin;
 using proto::printable;
 
@@ -36,7 +36,7 @@ class Conn {
   const std::string& peer() const { return peer_; }
   // The peer is on this machine (127.0.0.0/8, ::1, or ::ffff:127.x): both ends share its cores.
   bool loopback_peer() const { return loopback_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
@@ -95,7 +95,7 @@ class Conn {
   proto::Message recv_message(const char* what);
 
  private:
-  int fd_;
+  files::UniqueFd fd_;
   std::chrono::milliseconds timeout_;
   std::string peer_;
   std::unique_ptr<proto::RecordSealer> sealer_;

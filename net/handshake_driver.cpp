@@ -6,6 +6,8 @@
 
 namespace aesxfer::net {
 
+using proto::Failure;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -36,6 +36,8 @@
 
 namespace aesxfer::net {
 
+using proto::Failure;
+
 using proto::RecordType;
 
 namespace {

@@ -261,7 +261,7 @@ std::string SessionKeys::keylog_lines() const {
     out += ' ';
     out += cipher ? cipher->name : "?";
     out += ' ';
-    out += cipher && cipher->aead ? "aead" : mac ? mac->name : "?";  // as the summary and server log say
+    out += crypto::mac_label(cipher, mac);  // as the summary and server log say
     out += " enc=" + hex(k.enc, sizeof k.enc);
     out += " mac=" + hex(k.mac, sizeof k.mac);
     out += " iv=" + hex(k.iv, sizeof k.iv);

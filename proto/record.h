@@ -84,11 +84,11 @@ class RecordSealer {
   size_t tag_len() const noexcept;
   // How many records a pipeline should hand to seal_batch at once: 16 when the work interleaves
   // across records (CBC chains as lanes, 16-lane HMAC-SHA256), 3 for GCM and 4 for the others
-  // (no MAC), where smaller batches keep the pipeline stages closer together (bench/pipeline_floor,
-  // aes128-gcm: 1167-1212 MB/s with 4 against 1137-1158 with 16; CBC + HMAC with 4: 700 against
-  // 960). GCM with 3 (768 KiB of 256 KiB records; two in flight likely stay in a 2 MiB L2)
-  // against 4: 2 GiB sends alternating, 11 rounds, 1862 against 2170 MB/s, every pair 1.13-1.22 x,
-  // and the client's CPU per GB 13 % lower (docs/DESIGN.md, "Each end on its own").
+  // (no MAC), where smaller batches keep the pipeline stages closer together.
+  // The record layer does not know which cipher it runs: the figure comes from the record
+  // protection of the mode (RecordProtection::batch_records), and the measurements that chose
+  // each figure are in docs/MEASUREMENTS.md, "Batch sizes", with their commands and the load
+  // of the machine at the time.
   size_t batch_records() const noexcept;
 
   // Seals the next record in place. rec points to a buffer whose payload starts at rec + kHeaderLen
@@ -124,8 +124,8 @@ class RecordOpener {
 
   size_t tag_len() const noexcept;
   // Records a receiver should verify and decrypt together: the sealer's figure and rule, but 2 for
-  // GCM, whose receiver keeps up better reading 2 records at a time against a sender's 3 (2 GiB
-  // sends alternating, 9 rounds: 2432 against 2090 MB/s, every pair 1.06-1.22 x; docs/DESIGN.md).
+  // GCM, whose receiver keeps up better reading 2 records at a time against a sender's 3
+  // (docs/MEASUREMENTS.md, "Batch sizes").
   size_t batch_records() const noexcept;
 
   // Parses and bounds-checks a header before anything is allocated or read. On success returns

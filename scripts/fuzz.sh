@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"handshake record messages"}
+targets=${FUZZ_TARGETS:-"handshake record batch messages"}
 jobs=$(nproc)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DAESXFER_FUZZ=ON -DAESXFER_SANITIZE=address,undefined -DAESXFER_WERROR=OFF \
@@ -21,7 +21,7 @@ for t in $targets; do
   work=build-fuzz/corpus-$t
   log=build-fuzz/fuzz_$t.log
   mkdir -p "$work"
-  case $t in record) max_len=65536 ;; *) max_len=8192 ;; esac
+  case $t in record | batch) max_len=65536 ;; *) max_len=8192 ;; esac
   if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=$max_len -print_final_stats=1 \
       -artifact_prefix=build-fuzz/ "$work" tests/fuzz/corpus/fuzz_$t >"$log" 2>&1; then
     tail -n 60 "$log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what aesxfer needs to build, test and benchmark on Debian 12. Idempotent.
 set -euo pipefail
-# openssh-client and openssh-server: `aesxfer bench --vs-scp` and its tests (tests/bench_test.cpp)
+# openssh-client and openssh-server: `aesxfer bench --vs-scp` and its tests (tests/e2e/bench_test.cpp)
 # run scp against a throwaway sshd on 127.0.0.1; the tests fail without them.
 # python3-cryptography: tests/protocol_vectors.py, the second derivation of PROTOCOL.md section 6.
 pkgs=(build-essential cmake ninja-build pkg-config git

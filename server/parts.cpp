@@ -8,6 +8,8 @@
 
 namespace aesxfer::server {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 using Clock = std::chrono::steady_clock;

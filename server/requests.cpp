@@ -22,6 +22,8 @@
 
 namespace aesxfer::server {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 using Clock = std::chrono::steady_clock;
@@ -78,8 +80,7 @@ std::string transfer_details(RequestContext& ctx, const Message& req, uint64_t b
   std::ostringstream os;
   os << " bytes=" << bytes;
   if (req.flags & proto::kFlagRange) os << " part=" << req.part << "/" << req.nparts;
-  os << " cipher=" << ctx.keys.cipher->name
-     << " mac=" << (ctx.keys.cipher->aead ? "aead" : ctx.keys.mac->name);
+  os << " cipher=" << ctx.keys.cipher->name << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
   if (req.flags & proto::kFlagResume) os << " resumed_from=" << resumed_from;
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(bytes) / secs / 1e6 : 0.0);
   return os.str();
@@ -372,7 +373,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   auto refused = PartsRegistry::commit(*t, req.path, ctx.c.timeout());
   std::ostringstream os;
   os << " bytes=" << t->size << " parts=" << t->nparts << " cipher=" << ctx.keys.cipher->name
-     << " mac=" << (ctx.keys.cipher->aead ? "aead" : ctx.keys.mac->name);
+     << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
   if (refused) {
     ctx.c.send_message(response(refused->status, refused->text));
     return log_outcome(ctx, req, t->shown, os.str(), "failed: " + refused->text);

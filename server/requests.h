@@ -20,8 +20,8 @@ namespace aesxfer::server {
 
 // Names from the layer below that the server's interface uses.
 using net::Conn;
-using net::Failure;
 using net::StreamOptions;
+using proto::Failure;
 
 struct RequestLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries

@@ -10,12 +10,15 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <utility>
 
 #include "crypto/sha256.h"
 #include "files/atomic_file.h"
 #include "net/conn.h"
 
 namespace aesxfer::server {
+
+using proto::Failure;
 
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
@@ -90,11 +93,8 @@ Root::Root(const fs::path& root, const fs::path& hidden, Resolver r) {
   if (!fd_) throw Failure("root " + root.string() + ": " + errno_text(errno));
   const char* off = std::getenv("AESXFER_NO_OPENAT2");
   if (r == Resolver::automatic && !(off && *off && std::string(off) != "0")) {
-    long probe = sys_openat2(fd_.get(), ".", kDirFlags);
-    if (probe >= 0) {
-      ::close(int(probe));
-      openat2_ = true;
-    }
+    const UniqueFd probe(int(sys_openat2(fd_.get(), ".", kDirFlags)));
+    openat2_ = bool(probe);
   }
   if (!hidden.empty()) {
     fs::path h = fs::canonical(hidden, ec);
@@ -167,26 +167,25 @@ int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {
   } else {
     // The fallback: one component at a time, never following a symlink (O_NOFOLLOW with
     // O_DIRECTORY reports a symlink as ENOTDIR; tell it apart so it gets kLeavesRoot).
-    fd = dup_fd(fd_.get());
-    for (size_t i = 0; i < n && fd >= 0; ++i) {
-      int next = ::openat(fd, parts[i].c_str(), kDirFlags | O_NOFOLLOW);
+    UniqueFd dir(dup_fd(fd_.get()));
+    for (size_t i = 0; i < n && dir; ++i) {
+      UniqueFd next(::openat(dir.get(), parts[i].c_str(), kDirFlags | O_NOFOLLOW));
       int e = errno;
-      if (next < 0 && e == ENOTDIR) {
+      if (!next && e == ENOTDIR) {
         struct stat st {};
-        if (::fstatat(fd, parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) e = ELOOP;
+        if (::fstatat(dir.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+          e = ELOOP;
       }
-      ::close(fd);
-      fd = next;
+      dir = std::move(next);
       errno = e;
     }
+    fd = dir.release();
   }
   if (fd < 0) return -errno;
+  UniqueFd dir(fd);
   struct stat st {};
-  if (hidden_ && ::fstat(fd, &st) == 0 && is_hidden(st)) {
-    ::close(fd);
-    return -EACCES;
-  }
-  return fd;
+  if (hidden_ && ::fstat(dir.get(), &st) == 0 && is_hidden(st)) return -EACCES;
+  return dir.release();
 }
 
 std::optional<Place> Root::place(const std::vector<std::string>& parts, const std::string& req,
@@ -288,11 +287,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
       why = {proto::Status::bad_path, "invalid directory name"};
       return std::nullopt;
     }
-    int d = open_dir(*parts, parts->size());
-    if (d >= 0) {
-      ::close(d);
-      parts->push_back(name);
-    }
+    if (const UniqueFd d(open_dir(*parts, parts->size())); d) parts->push_back(name);
   }
   if (parts->empty()) {  // the root itself
     *exists = true;
@@ -384,7 +379,7 @@ namespace {
 void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to,
                        unsigned mode, long long mtime) {
   apply_mode_mtime(fd.get(), mode, mtime);
-  if (::close(fd.release()) != 0) {
+  if (fd.close() != 0) {
     int e = errno;
     throw Failure("cannot finish writing: " + errno_text(e), proto::Status::io_error, e);
   }

@@ -39,6 +39,8 @@
 
 namespace aesxfer::server {
 
+using proto::Failure;
+
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
@@ -59,7 +61,7 @@ struct Server::Impl {
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
   struct Slot {
-    int fd = -1;
+    files::UniqueFd fd;
     bool busy = false;
     bool finished = false;  // under mu
     std::thread th;
@@ -119,9 +121,9 @@ struct Server::Impl {
 // runs a handshake on its own thread), so threads stay bounded: max_sessions + kMaxRefusing.
 constexpr size_t kMaxRefusing = 4;
 
-void Server::Impl::start_session(int fd, const std::string& peer) {
+void Server::Impl::start_session(int accepted, const std::string& peer) {
+  files::UniqueFd fd(accepted);  // closed here unless a slot takes it
   auto slot = std::make_unique<Slot>();
-  slot->fd = fd;
   {
     std::lock_guard<std::mutex> g(mu);
     if (sessions < opt.max_sessions) {
@@ -133,9 +135,11 @@ void Server::Impl::start_session(int fd, const std::string& peer) {
       slot.reset();
     }
   }
-  int conn_fd = slot ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-  if (!slot || conn_fd < 0) {
-    ::close(fd);
+  files::UniqueFd conn(slot ? ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0) : -1);
+  if (!slot || !conn) {
+    const int e = errno;
+    fd.reset();
+    errno = e;
     if (slot) {
       std::lock_guard<std::mutex> g(mu);
       --(slot->busy ? refusing : sessions);
@@ -146,24 +150,25 @@ void Server::Impl::start_session(int fd, const std::string& peer) {
         "\"");
     return;
   }
+  slot->fd = std::move(fd);
   Slot* sp = slot.get();
   std::lock_guard<std::mutex> g(mu);
+  const int conn_fd = conn.get();
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
       session(conn_fd, peer, sp->busy);  // closes conn_fd
       if (opt.on_session_end) opt.on_session_end(conn_fd);
       {
         std::lock_guard<std::mutex> lg(mu);
-        ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+        ::shutdown(sp->fd.get(), SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
         sp->finished = true;
         --(sp->busy ? refusing : sessions);
       }
       // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
       asio::post(io, [this] { reap(false); });
     });
-  } catch (const std::system_error& te) {  // no thread to be had: refuse this one
-    ::close(conn_fd);
-    ::close(fd);
+    conn.release();                        // the session owns it now
+  } catch (const std::system_error& te) {  // no thread to be had: refuse this one (both closed here)
     --(sp->busy ? refusing : sessions);
     log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
     return;
@@ -209,7 +214,7 @@ void Server::Impl::reap(bool all) {
   }
   for (auto& slot : done) {
     if (slot->th.joinable()) slot->th.join();
-    ::close(slot->fd);
+    slot->fd.reset();
   }
 }
 
@@ -261,11 +266,12 @@ static void write_port_file(const fs::path& path, uint16_t port) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd < 0) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  files::UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  if (!fd) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
   std::string text = std::to_string(port) + "\n";
-  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd, 0644) == 0;
-  ok = ::close(fd) == 0 && ok;
+  bool ok =
+      ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd.get(), 0644) == 0;
+  ok = fd.close() == 0 && ok;
   if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
@@ -423,7 +429,7 @@ void Server::run() {
   // them all: no session thread outlives run().
   {
     std::lock_guard<std::mutex> g(s.mu);
-    for (auto& slot : s.slots) ::shutdown(slot->fd, SHUT_RDWR);
+    for (auto& slot : s.slots) ::shutdown(slot->fd.get(), SHUT_RDWR);
   }
   s.reap(true);
 }

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <vector>
 
+#include "files/unique_fd.h"
+
 namespace aesxfer::server {
 
 namespace fs = std::filesystem;
@@ -53,22 +55,17 @@ void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
 }
 
 size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (dfd < 0) return 0;
-  size_t n = sweep(dfd, dir.string(), log);
-  ::close(dfd);
-  return n;
+  const files::UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  return dfd ? sweep(dfd.get(), dir.string(), log) : 0;
 }
 
 size_t Sweeper::sweep(int dirfd, const std::string& shown,
                       const std::function<void(const std::string&)>& log) {
-  int dfd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // fdopendir takes it over
-  if (dfd < 0) return 0;
-  DIR* d = ::fdopendir(dfd);
-  if (!d) {
-    ::close(dfd);
-    return 0;
-  }
+  files::UniqueFd owned(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!owned) return 0;
+  DIR* d = ::fdopendir(owned.get());
+  if (!d) return 0;
+  const int dfd = owned.release();  // the DIR owns it now: closedir closes it
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
@@ -83,17 +80,16 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     struct stat st {};
     if (::fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (now - st.st_mtim.tv_sec < max_age.count()) continue;
-    int fd = ::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) continue;
+    const files::UniqueFd fd(::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd) continue;
     // A partial file that a session holds is being resumed: leave it.
-    bool in_use = partial && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+    bool in_use = partial && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
     if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
       ++removed;
       if (log)
         log("expired " + std::string(partial ? "partial" : "temporary") + " file " +
             (fs::path(shown) / n).string());
     }
-    ::close(fd);
   }
   ::closedir(d);
   return removed;

@@ -109,7 +109,7 @@ class FakeServer {
     ok.mtime = mtime;
     c.send_message(ok);
     int fd = ::memfd_create("fake", MFD_CLOEXEC);
-    if (::write(fd, content.data(), content.size()) != ssize_t(content.size())) throw net::Failure("memfd");
+    if (::write(fd, content.data(), content.size()) != ssize_t(content.size())) throw proto::Failure("memfd");
     ::lseek(fd, 0, SEEK_SET);
     net::send_stream(c, fd, content.size(), nullptr, net::StreamOptions{});
     ::close(fd);

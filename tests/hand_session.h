@@ -36,7 +36,7 @@ inline proto::Message make_request(proto::Op op, const std::string& path, const 
 
 class HandSession {
  public:
-  // Throws net::Failure when the handshake fails (a refused cipher, say).
+  // Throws proto::Failure when the handshake fails (a refused cipher, say).
   HandSession(uint16_t port, const fs::path& identity, const std::string& cipher = "aes128-gcm",
               const std::string& mac = "none",
               std::chrono::milliseconds timeout = std::chrono::milliseconds(8000)) {
@@ -89,7 +89,7 @@ class HandSession {
     for (bool last = false; !last;) {
       net::Conn::Incoming in = conn_->recv_record("the listing");
       auto page = proto::decode_list_page(in.payload);
-      if (!page) throw net::Failure("bad listing page");
+      if (!page) throw proto::Failure("bad listing page");
       entries->insert(entries->end(), page->entries.begin(), page->entries.end());
       last = page->last;
     }
@@ -122,7 +122,7 @@ class HandSession {
     proto::Step step = hs.start();
     conn_->write_all(step.send.data(), step.send.size());
     step = net::drive_handshake(*conn_, hs);
-    if (step.ec) throw net::Failure("handshake: " + step.ec.message() + " " + step.detail);
+    if (step.ec) throw proto::Failure("handshake: " + step.ec.message() + " " + step.detail);
     step = hs.confirm_host();
     conn_->write_all(step.send.data(), step.send.size());
     keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
@@ -134,7 +134,7 @@ class HandSession {
   static int memfd(const std::string& data) {
     int fd = ::memfd_create("hand-session", MFD_CLOEXEC);
     if (fd < 0 || ::pwrite(fd, data.data(), data.size(), 0) != ssize_t(data.size()))
-      throw net::Failure("memfd failed");
+      throw proto::Failure("memfd failed");
     return fd;
   }
   std::unique_ptr<net::Conn> conn_;

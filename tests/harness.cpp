@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,8 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -59,126 +63,25 @@ std::vector<std::string> nonempty_lines(const std::string& s) {
   return out;
 }
 
-std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line) {
-  std::map<std::string, std::string> out;
-  size_t i = 0, n = line.size();
-  auto ws = [&] {
-    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')) ++i;
-  };
-  auto str = [&](std::string& s) -> bool {
-    if (i >= n || line[i] != '"') return false;
-    ++i;
-    while (i < n && line[i] != '"') {
-      char c = line[i++];
-      if (c == '\\') {
-        if (i >= n) return false;
-        char e = line[i++];
-        switch (e) {
-          case 'n':
-            s += '\n';
-            break;
-          case 't':
-            s += '\t';
-            break;
-          case 'r':
-            s += '\r';
-            break;
-          case 'b':
-            s += '\b';
-            break;
-          case 'f':
-            s += '\f';
-            break;
-          case 'u': {
-            if (i + 4 > n) return false;
-            unsigned v = unsigned(std::stoul(line.substr(i, 4), nullptr, 16));
-            i += 4;
-            if (v >= 0xd800 && v < 0xe000) return false;  // no surrogate pairs in these tests
-            if (v < 0x80) {
-              s += char(v);
-            } else if (v < 0x800) {
-              s += char(0xc0 | (v >> 6));
-              s += char(0x80 | (v & 0x3f));
-            } else {
-              s += char(0xe0 | (v >> 12));
-              s += char(0x80 | ((v >> 6) & 0x3f));
-              s += char(0x80 | (v & 0x3f));
-            }
-            break;
-          }
-          default:
-            s += e;
-        }
-      } else {
-        s += c;
-      }
-    }
-    if (i >= n) return false;
-    ++i;
-    return true;
-  };
-  ws();
-  if (i >= n || line[i] != '{') return std::nullopt;
-  ++i;
-  ws();
-  if (i < n && line[i] == '}') return out;
-  for (;;) {
-    ws();
-    std::string key, val;
-    if (!str(key)) return std::nullopt;
-    ws();
-    if (i >= n || line[i] != ':') return std::nullopt;
-    ++i;
-    ws();
-    if (i < n && line[i] == '"') {
-      if (!str(val)) return std::nullopt;
-    } else if (i < n && (line[i] == '{' || line[i] == '[')) {
-      // A nested object or array: kept raw; an object's members also appear as "key.member".
-      size_t b = i;
-      int depth = 0;
-      bool in_str = false;
-      for (; i < n; ++i) {
-        char c = line[i];
-        if (in_str) {
-          if (c == '\\')
-            ++i;
-          else if (c == '"')
-            in_str = false;
-        } else if (c == '"') {
-          in_str = true;
-        } else if (c == '{' || c == '[') {
-          ++depth;
-        } else if ((c == '}' || c == ']') && --depth == 0) {
-          ++i;
-          break;
-        }
-      }
-      if (depth != 0) return std::nullopt;
-      val = line.substr(b, i - b);
-      if (val[0] == '{') {
-        auto inner = parse_flat_json(val);
-        if (!inner) return std::nullopt;
-        for (const auto& [k, v] : *inner) out[key + "." + k] = v;
-      }
-    } else {
-      size_t b = i;
-      while (i < n && line[i] != ',' && line[i] != '}' && line[i] != ' ') ++i;
-      val = line.substr(b, i - b);
-      if (val.empty()) return std::nullopt;
-    }
-    out[key] = val;
-    ws();
-    if (i < n && line[i] == ',') {
-      ++i;
-      continue;
-    }
-    if (i < n && line[i] == '}') {
-      ++i;
-      ws();
-      return i == n ? std::optional(out) : std::nullopt;
-    }
-    return std::nullopt;
+namespace {
+
+// One object's members as text into out, nested objects' members also as "key.member".
+void flatten(const nlohmann::json& obj, const std::string& prefix, std::map<std::string, std::string>& out) {
+  for (const auto& [k, v] : obj.items()) {
+    const std::string key = prefix + k;
+    out[key] = v.is_string() ? v.get<std::string>() : v.dump();
+    if (v.is_object()) flatten(v, key + ".", out);
   }
+}
+
+}  // namespace
+
+std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line) {
+  auto j = parse_json_strict(line);
+  if (!j || !j->is_object()) return std::nullopt;
+  std::map<std::string, std::string> out;
+  flatten(*j, "", out);
+  return out;
 }
 
 namespace {
@@ -768,6 +671,20 @@ void Relay::run() {
   ::close(cfd);
   ::close(sfd);
   done_ = true;
+}
+
+void make_old(const fs::path& p, long days) {
+  timespec ts[2];
+  ts[0].tv_sec = ts[1].tv_sec = std::time(nullptr) - days * 86400 - 60;
+  ts[0].tv_nsec = ts[1].tv_nsec = 0;
+  if (::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    throw std::runtime_error("make_old: cannot set the times of " + p.string());
+}
+
+std::string tool_hex(const std::string& tool, const fs::path& file) {
+  ProcResult r = run_process({"/usr/bin/" + tool, file.string()}, {}, 60);
+  if (r.exit_code != 0) return "(" + tool + " failed: " + r.describe() + ")";
+  return r.out.substr(0, r.out.find(' '));
 }
 
 }  // namespace aesxfer::test

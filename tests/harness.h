@@ -46,6 +46,8 @@ struct Workspace {
 
 // Lower-case hex SHA-256 of a file's contents (OpenSSL); throws when it cannot be read.
 std::string sha256_file(const fs::path& p);
+// The first word a reference tool (/usr/bin/xxh128sum, sha256sum) prints for a file.
+std::string tool_hex(const std::string& tool, const fs::path& file);
 // Deterministic pseudo-random contents (seeded), written in chunks.
 void write_random_file(const fs::path& p, uint64_t size, uint64_t seed);
 void write_text_file(const fs::path& p, const std::string& text);
@@ -54,10 +56,14 @@ std::string read_text_file(const fs::path& p);
 std::vector<std::string> nonempty_lines(const std::string& s);
 // Files in dir (not recursive) whose name matches ".*.aesxfer-*": leftovers of a receiver.
 std::vector<fs::path> temp_debris(const fs::path& dir);
+// Sets a file's access and modification times `days` days (and a minute) into the past, without
+// following a symbolic link; throws when it cannot.
+void make_old(const fs::path& p, long days);
 
-// A JSON object ({"k":"v","n":1.5,"b":true}) as key -> raw value (strings unescaped, numbers and
-// literals as written); a nested object's members also as "key.member", and nested objects and
-// arrays as their raw text; nullopt when the line is not such an object.
+// A JSON object ({"k":"v","n":1.5,"b":true}) as key -> text (strings unescaped, numbers and
+// literals as nlohmann-json prints them: integers exactly); a nested object's members also as
+// "key.member", and nested objects and arrays as compact JSON; nullopt when the line is not one
+// strict JSON object (parse_json_strict in tests/test_util.h).
 std::optional<std::map<std::string, std::string>> parse_flat_json(const std::string& line);
 
 // The JSON naming scheme (docs/aesxfer.1, JSON OUTPUT) checked over a whole document, nested

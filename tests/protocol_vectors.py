@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs/PROTOCOL.md section 6 computed from the document's formulas alone, with Python's hashlib
 and the `cryptography` package: a second implementation, independent of proto/ and libsodium.
-Prints the "label = hex" lines; tests/protocol_vectors_test.cpp checks the same values against the
+Prints the "label = hex" lines; tests/proto/protocol_vectors_test.cpp checks the same values against the
 product. Usage: python3 tests/protocol_vectors.py [version]   (default 4)
        python3 tests/protocol_vectors.py --check docs/PROTOCOL.md [version]
 The second form compares every "label = hex" line of the document's section 6 with the values

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 namespace aesxfer::test {
@@ -94,112 +95,65 @@ Bytes random_bytes(std::mt19937_64& rng, size_t n) {
   return b;
 }
 
+namespace {
+
+// nlohmann's tree into the tests' Json; strings stay UTF-8 as nlohmann decoded them.
+void convert(const nlohmann::json& in, Json& out) {
+  using V = nlohmann::json::value_t;
+  switch (in.type()) {
+    case V::object:
+      out.kind = Json::Obj;
+      for (const auto& [k, v] : in.items()) convert(v, out.obj[k]);
+      break;
+    case V::array:
+      out.kind = Json::Arr;
+      out.arr.resize(in.size());
+      for (size_t i = 0; i < in.size(); ++i) convert(in[i], out.arr[i]);
+      break;
+    case V::string:
+      out.kind = Json::Str;
+      out.str = in.get<std::string>();
+      break;
+    case V::boolean:
+      out.kind = Json::Bool;
+      out.b = in.get<bool>();
+      break;
+    case V::number_integer:
+    case V::number_unsigned:
+    case V::number_float:
+      out.kind = Json::Num;
+      out.num = in.get<double>();
+      break;
+    default:
+      out.kind = Json::Null;
+  }
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> parse_json_strict(const std::string& text) {
+  // nlohmann keeps the last of two equal keys; a tool that printed one twice is wrong, so the
+  // parser's callback records the keys of each open object and refuses a repeated one.
+  std::vector<std::set<std::string>> open;
+  bool duplicate = false;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (ev == E::object_start) open.emplace_back();
+    if (ev == E::object_end && !open.empty()) open.pop_back();
+    if (ev == E::key && !open.empty() && !open.back().insert(parsed.get<std::string>()).second)
+      duplicate = true;
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(text, check, /*allow_exceptions=*/false);
+  if (j.is_discarded() || duplicate) return std::nullopt;
+  return j;
+}
+
 bool JsonParser::parse(Json& out) {
-  if (!value(out)) return false;
-  ws();
-  return i_ == s_.size();
-}
-
-void JsonParser::ws() {
-  while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-}
-
-bool JsonParser::lit(const char* w) {
-  size_t n = std::strlen(w);
-  if (s_.compare(i_, n, w) != 0) return false;
-  i_ += n;
-  return true;
-}
-
-bool JsonParser::string(std::string& out) {
-  if (i_ >= s_.size() || s_[i_] != '"') return false;
-  ++i_;
-  while (i_ < s_.size() && s_[i_] != '"') {
-    const char c = s_[i_++];
-    if (static_cast<unsigned char>(c) < 0x20) return false;
-    if (c != '\\') {
-      out += c;
-      continue;
-    }
-    if (i_ >= s_.size()) return false;
-    const char e = s_[i_++];
-    if (e == 'u') {
-      if (i_ + 4 > s_.size()) return false;
-      for (size_t k = 0; k < 4; ++k)
-        if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) return false;
-      long cp = std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16);
-      out += cp < 0x80 ? char(cp) : '?';
-      i_ += 4;
-      continue;
-    }
-    const std::string from = "\"\\/bfnrt", to = "\"\\/\b\f\n\r\t";
-    const size_t k = from.find(e);
-    if (k == std::string::npos) return false;
-    out += to[k];
-  }
-  if (i_ >= s_.size()) return false;
-  ++i_;
-  return true;
-}
-
-bool JsonParser::value(Json& v) {
-  ws();
-  if (i_ >= s_.size()) return false;
-  const char c = s_[i_];
-  if (c == '{') {
-    v.kind = Json::Obj;
-    ++i_;
-    ws();
-    if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-    for (;;) {
-      ws();
-      std::string k;
-      if (!string(k)) return false;
-      ws();
-      if (i_ >= s_.size() || s_[i_++] != ':') return false;
-      if (v.obj.count(k)) return false;  // duplicate key
-      if (!value(v.obj[k])) return false;
-      ws();
-      if (i_ >= s_.size()) return false;
-      if (s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (s_[i_] == '}') return ++i_, true;
-      return false;
-    }
-  }
-  if (c == '[') {
-    v.kind = Json::Arr;
-    ++i_;
-    ws();
-    if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-    for (;;) {
-      v.arr.emplace_back();
-      if (!value(v.arr.back())) return false;
-      ws();
-      if (i_ >= s_.size()) return false;
-      if (s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (s_[i_] == ']') return ++i_, true;
-      return false;
-    }
-  }
-  if (c == '"') {
-    v.kind = Json::Str;
-    return string(v.str);
-  }
-  if (lit("true")) return v.kind = Json::Bool, v.b = true, true;
-  if (lit("false")) return v.kind = Json::Bool, v.b = false, true;
-  if (lit("null")) return v.kind = Json::Null, true;
-  const char* start = s_.c_str() + i_;
-  char* end = nullptr;
-  v.num = std::strtod(start, &end);
-  if (end == start) return false;
-  v.kind = Json::Num;
-  i_ += size_t(end - start);
+  auto j = parse_json_strict(s_);
+  if (!j) return false;
+  out = Json{};
+  convert(*j, out);
   return true;
 }
 

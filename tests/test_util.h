@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,9 +22,11 @@ inline std::string to_hex(const Bytes& b) { return to_hex(b.data(), b.size()); }
 using Record = std::map<std::string, std::string>;
 std::vector<Record> load_vectors(const std::string& file_name);  // relative to tests/vectors
 
-// A minimal strict JSON reader for checking the tools' --json output: objects (duplicate keys are
-// an error), arrays, strings (escapes decoded; \uXXXX below 0x80 decoded, others become '?'),
-// numbers, true/false/null; nothing may follow the value.
+// The tools' --json output and the JSON vector files, read by nlohmann-json (strict: nothing may
+// follow the value, and a key repeated in one object is an error, which nlohmann itself allows).
+std::optional<nlohmann::json> parse_json_strict(const std::string& text);
+
+// The same as a plain tree for the tests that walk it field by field (strings UTF-8 decoded).
 struct Json {
   enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
   bool b = false;
@@ -34,15 +38,10 @@ struct Json {
 class JsonParser {
  public:
   explicit JsonParser(const std::string& s) : s_(s) {}
-  bool parse(Json& out);
+  bool parse(Json& out);  // false when the text is not one strict JSON value
 
  private:
   const std::string& s_;
-  size_t i_ = 0;
-  void ws();
-  bool lit(const char* w);
-  bool string(std::string& out);
-  bool value(Json& v);
 };
 
 // Deterministic random bytes for differential tests (seeded per test, printed on failure).

@@ -78,6 +78,7 @@
 #include "crypto/cpu.h"
 #include "crypto/suite.h"
 #include "files/keystore.h"
+#include "files/unique_fd.h"
 #include "proto/handshake.h"
 
 extern char** environ;
@@ -212,15 +213,14 @@ class DataFile {
     if (::statvfs("/dev/shm", &sv) == 0 && uint64_t(sv.f_bavail) * sv.f_frsize > size + (uint64_t(256) << 20))
       dir = "/dev/shm";
     std::string t = (dir / "aesxfer-bench-data-XXXXXX").string();
-    int fd = ::mkstemp(t.data());
-    if (fd < 0) throw std::runtime_error(t + ": " + std::strerror(errno));
+    const files::UniqueFd out(::mkstemp(t.data()));
+    if (!out) throw std::runtime_error(t + ": " + std::strerror(errno));
     path_ = t;
     if (t.size() < sizeof g_data_path) std::memcpy(g_data_path, t.c_str(), t.size() + 1);
     std::vector<uint64_t> buf(size_t(1) << 17);  // 1 MiB
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (uint64_t left = size; left > 0;) {
       if (g_interrupted) {
-        ::close(fd);
         throw std::runtime_error("interrupted");
       }
       for (auto& w : buf) {
@@ -232,11 +232,10 @@ class DataFile {
       const size_t n = size_t(std::min<uint64_t>(left, buf.size() * 8));
       const auto* p = reinterpret_cast<const char*>(buf.data());
       for (size_t off = 0; off < n;) {
-        const ssize_t w = ::write(fd, p + off, n - off);
+        const ssize_t w = ::write(out.get(), p + off, n - off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
           const int e = errno;
-          ::close(fd);
           ::unlink(path_.c_str());
           throw std::runtime_error(path_.string() + ": " + std::strerror(e));
         }
@@ -244,7 +243,6 @@ class DataFile {
       }
       left -= n;
     }
-    ::close(fd);
   }
   ~DataFile() { ::unlink(path_.c_str()); }
   DataFile(const DataFile&) = delete;
@@ -354,7 +352,7 @@ struct Row {
   const char* tool_name() const { return scp() ? "scp" : "aesxfer"; }
   std::string mac_name() const {
     if (scp()) return !ssh_mac.empty() ? ssh_mac : (!want_cipher.empty() && cipher->aead ? "aead" : "-");
-    return cipher->aead ? "aead" : mac->name;
+    return crypto::mac_label(cipher, mac);
   }
   // How the verdict lines and the chart name the row.
   std::string label() const {

@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "files/unique_fd.h"
+
 extern char** environ;
 
 namespace aesxfer::app::proc {
@@ -176,32 +178,27 @@ int run_capture(const std::vector<std::string>& argv, std::string& out, double t
   out.clear();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  files::UniqueFd in(fds[0]);
+  files::UniqueFd child_out(fds[1]);
   SpawnOptions so;
   so.argv = argv;
-  so.out_fd = fds[1];  // dup2'd to 1 and 2 in the child, which clears close-on-exec
-  pid_t pid = -1;
-  try {
-    pid = spawn(so);
-  } catch (...) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw;
-  }
-  ::close(fds[1]);
+  so.out_fd = child_out.get();  // dup2'd to 1 and 2 in the child, which clears close-on-exec
+  const pid_t pid = spawn(so);
+  child_out.reset();
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   char buf[4096];
   for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{in.get(), POLLIN, 0};
     const int left =
         int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     if (left <= 0) break;
     if (::poll(&p, 1, left) < 0 && errno != EINTR) break;
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    const ssize_t n = ::read(in.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (out.size() < (size_t(1) << 20)) out.append(buf, size_t(n));
   }
-  ::close(fds[0]);
+  in.reset();  // a child still writing gets EPIPE rather than blocking
   int st = 0;
   if (::waitpid(pid, &st, WNOHANG) == pid) return exit_status(st);
   if (Clock::now() < deadline) {  // output closed: the child is exiting

@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "app/lab/bench_proc.h"
+#include "files/unique_fd.h"
 
 namespace aesxfer::app {
 namespace {
@@ -92,19 +93,17 @@ std::string last_lines(const std::string& out, size_t n) {
 }
 
 uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  const files::UniqueFd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  const int fd = sock.get();
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(e));
+    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(errno));
   }
-  ::close(fd);
   return ntohs(a.sin_port);
 }
 
@@ -113,24 +112,6 @@ void write_file(const fs::path& p, const std::string& text) {
   f << text;
   if (!f.flush()) throw std::runtime_error(p.string() + ": write failed");
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -287,8 +268,8 @@ int open_pty_slave(int master) {
 }
 
 struct Pty {
-  Fd master{::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)};
-  Fd slave{open_pty_slave(master.get())};
+  files::UniqueFd master{::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)};
+  files::UniqueFd slave{open_pty_slave(master.get())};
 };
 
 // What watching one scp run saw: its output, when its meter started and when it ended, the CPU

@@ -12,20 +12,10 @@
 #include "crypto/suite.h"
 #include "proto/record.h"
 #include "proto/record_reader.h"
+#include "tests/fuzz/fixed_keys.h"
 
 using namespace aesxfer;
-
-namespace {
-
-proto::DirectionKeys fixed_keys() {
-  proto::DirectionKeys k{};
-  for (int i = 0; i < 32; ++i) k.enc[i] = uint8_t(i);
-  for (int i = 0; i < 32; ++i) k.mac[i] = uint8_t(0x20 + i);
-  for (int i = 0; i < 16; ++i) k.iv[i] = uint8_t(0x40 + i);
-  return k;
-}
-
-}  // namespace
+using fuzz::fixed_keys;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;

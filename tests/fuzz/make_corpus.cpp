@@ -11,6 +11,7 @@
 #include "proto/listing.h"
 #include "proto/messages.h"
 #include "proto/record.h"
+#include "tests/fuzz/fixed_keys.h"
 
 using namespace aesxfer;
 namespace fs = std::filesystem;
@@ -47,9 +48,7 @@ int main(int argc, char** argv) {
     put(root / "fuzz_handshake", std::string("client-") + cn, cin);
   }
   // Records: a control, a data and an end record for each cipher (MAC hmac-sha256 and none).
-  proto::DirectionKeys k{};
-  for (int i = 0; i < 32; ++i) k.enc[i] = uint8_t(i), k.mac[i] = uint8_t(0x20 + i);
-  for (int i = 0; i < 16; ++i) k.iv[i] = uint8_t(0x40 + i);
+  const proto::DirectionKeys k = fuzz::fixed_keys();
   auto ciphers = crypto::ciphers();
   auto macs = crypto::macs();
   for (size_t ci = 0; ci < ciphers.size(); ++ci)
@@ -67,6 +66,32 @@ int main(int argc, char** argv) {
       put(root / "fuzz_record", std::string("stream-") + ciphers[ci].name + "-" + macs[mi].name, stream);
       put(root / "fuzz_record", std::string("roundtrip-") + ciphers[ci].name + "-" + macs[mi].name,
           Bytes{uint8_t(ci), uint8_t(0x80 | mi), 0, 'h', 'e', 'l', 'l', 'o'});
+    }
+  // Batches (fuzz_batch): per cipher and MAC, 3 data records and an end record as the sender's
+  // seal_batch makes them, opened 4 at a time; and a round trip of 3 records, untouched and with
+  // one bit flipped.
+  for (size_t ci = 0; ci < ciphers.size(); ++ci)
+    for (size_t mi = 0; mi < macs.size(); ++mi) {
+      proto::RecordSealer s(ciphers[ci], macs[mi], k);
+      std::vector<Bytes> recs(4);
+      std::vector<proto::SealJob> jobs(4);
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t n = i == 3 ? 40 : 1000 + 300 * i;
+        recs[i].assign(proto::kHeaderLen + n + s.max_overhead(), uint8_t(i * 13));
+        jobs[i] = {i == 3 ? proto::RecordType::end : proto::RecordType::data,
+                   uint8_t(i == 3 ? proto::kFlagFinal : 0), recs[i].data(), n, 0};
+      }
+      s.seal_batch(jobs.data(), jobs.size());
+      Bytes stream{uint8_t(ci), uint8_t(mi), 3};
+      for (size_t i = 0; i < 4; ++i)
+        stream.insert(stream.end(), recs[i].begin(), recs[i].begin() + long(jobs[i].wire_len));
+      const std::string tag = std::string(ciphers[ci].name) + "-" + macs[mi].name;
+      put(root / "fuzz_batch", "stream-" + tag, stream);
+      Bytes rt{uint8_t(ci), uint8_t(0x80 | mi), 2, 0, 0, 0};
+      for (int i = 0; i < 300; ++i) rt.push_back(uint8_t(i * 7));
+      put(root / "fuzz_batch", "roundtrip-" + tag, rt);
+      rt[3] = 1, rt[5] = 77;  // flip bit 77 of record 1
+      put(root / "fuzz_batch", "tampered-" + tag, rt);
     }
   // Messages: one of each type.
   std::vector<proto::Message> ms(6);

@@ -197,7 +197,7 @@ TEST_F(ServerLimits, AcceptBacksOffWhenDescriptorsRunOut) {
   for (int i = 0; i < 50 && !s; ++i) {
     try {
       s = std::make_unique<HandSession>(server->port(), ws.home / "id_ed25519");
-    } catch (const net::Failure&) {
+    } catch (const proto::Failure&) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
@@ -292,7 +292,7 @@ TEST(ServerLimitsStop, RunReturnsOnlyOnceEverySessionThreadIsJoined) {
   // No session thread outlives run(): the count is back at once, not after a grace period.
   EXPECT_EQ(proc_threads(::getpid()), before);
   server.reset();  // nothing may refer to it any more (ASan/TSan would see a use after free)
-  for (auto& s : sessions) EXPECT_THROW(s->ask(make_request(Op::stat, "x")), net::Failure);
+  for (auto& s : sessions) EXPECT_THROW(s->ask(make_request(Op::stat, "x")), proto::Failure);
 }
 
 // A session ends and closes its descriptor; before it leaves the server's list of sessions, a new
@@ -407,7 +407,7 @@ TEST(ServerLimitsStop, ASessionOnTheNumberOfOneStillClosingIsShutDownOnStop) {
   EXPECT_LT(secs, 3.0) << "run() waited for a session that stop() did not shut down";
   EXPECT_EQ(proc_threads(::getpid()), before);
   // The second session's connection was shut down by the server, not left serving.
-  EXPECT_THROW(b.ask(make_request(Op::stat, "x")), net::Failure);
+  EXPECT_THROW(b.ask(make_request(Op::stat, "x")), proto::Failure);
   server.reset();
 }
 

@@ -15,6 +15,7 @@ namespace aesxfer::net {
 namespace {
 
 using namespace std::chrono_literals;
+using proto::Failure;
 
 struct Ends {
   std::unique_ptr<Conn> client, server;

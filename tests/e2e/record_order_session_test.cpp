@@ -24,7 +24,7 @@ class RecordOrderSession : public ServerTest {
     std::memset(p, 'x', 100);
     s.conn().send_record(proto::RecordType::data, 0, 100);
     EXPECT_TRUE(server->wait_for_log("expected a control message")) << server->log();
-    EXPECT_THROW(s.conn().recv_message("the test"), net::Failure) << "the server closed the session";
+    EXPECT_THROW(s.conn().recv_message("the test"), proto::Failure) << "the server closed the session";
   }
 };
 
@@ -48,7 +48,7 @@ TEST_F(RecordOrderSession, DataOrEndBeforeAnyRequest) {
   end.checksum.alg = crypto::ChecksumAlg::none;
   s.conn().send_record(proto::RecordType::end, proto::kFlagFinal,
                        proto::encode_end(s.conn().payload_buffer(), end));
-  EXPECT_THROW(s.conn().recv_message("the test"), net::Failure);
+  EXPECT_THROW(s.conn().recv_message("the test"), proto::Failure);
 }
 
 }  // namespace

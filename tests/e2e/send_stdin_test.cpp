@@ -265,7 +265,7 @@ TEST_F(UnsizedPutHostile, UnsizedWithASizeOrAnotherFlagIsAMalformedRequest) {
     m.flags |= c.flags;
     m.nparts = 1;
     s.conn().send_message(m);
-    EXPECT_THROW(s.conn().recv_message("the answer"), net::Failure) << int(c.flags);
+    EXPECT_THROW(s.conn().recv_message("the answer"), proto::Failure) << int(c.flags);
     EXPECT_FALSE(fs::exists(ws.root / "bad.bin"));
   }
   EXPECT_TRUE(server->wait_for_log("malformed control message")) << server->log();

@@ -130,7 +130,7 @@ TEST_P(RootResolver, FifoIsRefusedWithoutBlocking) {
   auto place = r.put_target("in/p.bin", "", why);
   ASSERT_TRUE(place) << why.text;
   EXPECT_FALSE(server::open_kept_partial(*place));
-  EXPECT_THROW(server::KeptPartial kp(*place), net::Failure);
+  EXPECT_THROW(server::KeptPartial kp(*place), proto::Failure);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
 }
 
@@ -269,7 +269,7 @@ TEST_P(ConfinementRace, DirectorySwappedForASymlinkNeverLeadsOut) {
           }
         }
         s.bye();
-      } catch (const net::Failure& f) {
+      } catch (const proto::Failure& f) {
         std::string w = f.what();
         if (w.find("timed out") != std::string::npos || w.find("timeout") != std::string::npos)
           ++hangs, problem(std::string("hang: ") + w);

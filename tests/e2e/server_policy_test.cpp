@@ -24,13 +24,13 @@ TEST_F(ServerPolicy, OnlyAllowedCiphersAndMacsGetASession) {
   try {
     HandSession s(server->port(), id, "arcfour", "hmac-sha256");
     ADD_FAILURE() << "arcfour was allowed";
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     EXPECT_NE(std::string(f.what()).find("allow cipher arcfour"), std::string::npos) << f.what();
   }
   try {
     HandSession s(server->port(), id, "aes128-ctr", "hmac-sha256");
     ADD_FAILURE() << "aes128-ctr was allowed";
-  } catch (const net::Failure& f) {
+  } catch (const proto::Failure& f) {
     EXPECT_NE(std::string(f.what()).find("cipher"), std::string::npos) << f.what();
   }
   EXPECT_TRUE(server->wait_for_log("which --ciphers does not allow")) << server->log();

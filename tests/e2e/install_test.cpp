@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <regex>
+#include <sstream>
 
 #include "tests/harness.h"
 
@@ -122,6 +123,33 @@ TEST(Install, BashCompletionCoversEveryOption) {
       {}, 10);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out, "aes128-gcm aes128-ctr aes128-cbc\nsend serve\nxxh128\n") << r.describe();
+}
+
+// The completion's cipher and MAC lists are kept by hand: they must name exactly what
+// `aesxfer --list-ciphers` lists (the cipher table), in its order, so a new row fails here until
+// the completion has it too.
+TEST(Install, BashCompletionCiphersAreTheListedOnes) {
+  const std::string text = read_text_file(fs::path(AESXFER_SOURCE_DIR) / "packaging/aesxfer.bash-completion");
+  auto r = run_aesxfer({"--list-ciphers"}, fs::temp_directory_path(), 10);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string ciphers, macs;
+  for (const std::string& line : nonempty_lines(r.out)) {
+    std::istringstream in(line);
+    std::string first, name;
+    in >> first;
+    std::string& list = first == "mac" ? macs : ciphers;
+    if (first == "mac")
+      in >> name;
+    else
+      name = first;
+    list += (list.empty() ? "" : " ") + name;
+  }
+  ASSERT_FALSE(ciphers.empty()) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("local ciphers=\"([^\"]*)\"")));
+  EXPECT_EQ(m[1].str(), ciphers) << "packaging/aesxfer.bash-completion against --list-ciphers";
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("local macs=\"([^\"]*)\"")));
+  EXPECT_EQ(m[1].str(), macs) << "packaging/aesxfer.bash-completion against --list-ciphers";
 }
 
 }  // namespace

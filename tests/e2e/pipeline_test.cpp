@@ -333,7 +333,7 @@ TEST_F(PipelineE2E, ServerRefusesOneGetInTheWindow) {
   for (int i = 0; i < 9; ++i) {
     std::string name = "f" + std::to_string(i);
     pl.get("g/" + name, ws.local / "out" / name, 5000, AT_FDCWD, nullptr,
-           [&, name](const client::FileResult* r, const net::Failure* f) {
+           [&, name](const client::FileResult* r, const proto::Failure* f) {
              if (r) ok.push_back(name);
              if (f) failed.push_back(name + ": " + f->what());
            });
@@ -433,7 +433,7 @@ TEST_F(PipelineHostileClient, RefusedPutOverrunningItsSizeEndsTheSession) {
       {
         for (int i = 0; i < 3; ++i) s.conn().recv_message("more");
       },
-      net::Failure);
+      proto::Failure);
   EXPECT_TRUE(server->wait_for_log("more data than announced"));
 }
 
@@ -456,7 +456,7 @@ TEST_F(PipelineHostileClient, ResultForTheWrongGetEndsTheSession) {
   res.tagged = true;
   res.tag = 2;  // the first result due is tag 1's
   s.conn().send_message(res);
-  EXPECT_THROW(s.conn().recv_message("anything"), net::Failure);
+  EXPECT_THROW(s.conn().recv_message("anything"), proto::Failure);
   EXPECT_TRUE(server->wait_for_log("answers no pipelined get in order"));
 }
 
