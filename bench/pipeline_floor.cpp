@@ -38,6 +38,7 @@ namespace {
 namespace net = aesxfer::net;
 namespace cr = aesxfer::crypto;
 namespace proto = aesxfer::proto;
+namespace files = aesxfer::files;
 using Clock = std::chrono::steady_clock;
 
 double cpu_seconds() {

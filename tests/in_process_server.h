@@ -100,7 +100,7 @@ class InProcessServer {
       net::Conn c(fd, std::chrono::milliseconds(10000), "client");
       proto::ServerHandshake hs(host(), [](const proto::PublicKey &) { return true; });
       proto::Step st = net::drive_handshake(c, hs);
-      if (st.ec) throw net::Failure("handshake failed: " + st.ec.message());
+      if (st.ec) throw proto::Failure("handshake failed: " + st.ec.message());
       c.start_records(hs.keys(), false);
       proto::Message w;
       w.type = proto::MsgType::welcome;

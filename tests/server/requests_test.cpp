@@ -108,10 +108,10 @@ TEST(OpTable, DecoderFollowsTheTableForEveryOpAndFlagCombination) {
 }
 
 TEST(OpTable, BuildersSendOnlyWhatTheOpTakes) {
-  EXPECT_THROW(proto::request(Op::list, "d", A), net::Failure);
+  EXPECT_THROW(proto::request(Op::list, "d", A), proto::Failure);
   EXPECT_THROW(proto::request(Op::commit, "f"),
-               net::Failure);  // commit needs the range
-  EXPECT_THROW(proto::request(Op::stat, "f", G), net::Failure);
+               proto::Failure);  // commit needs the range
+  EXPECT_THROW(proto::request(Op::stat, "f", G), proto::Failure);
   EXPECT_NO_THROW(proto::request(Op::get, "f", R | A));
   // The one get builder: the bytes a get always had (type, op, path, size, mode
   // 0644, mtime, offset, empty name, flags; a resumed get adds its digest's
@@ -165,7 +165,7 @@ TEST_F(RequestHandlers, WrongFlagEndsTheSessionForEveryOp) {
       Message m = request_with(e.op, f);
       if (e.op == Op::commit && !(f & G)) m.nparts = 0;
       EXPECT_THROW(s->ask(m),
-                   net::Failure);  // no answer: the server closed the session
+                   proto::Failure);  // no answer: the server closed the session
       ++sessions;
       ASSERT_TRUE(server.wait_ends(sessions));
       EXPECT_NE(server.ends().back().find("malformed control message"), std::string::npos)
@@ -245,7 +245,7 @@ TEST_F(ClientParts, PipelineBatchWithOneRefusalInTheMiddle) {
   client::Pipeline pl(c);
   int ok = 0;
   std::vector<std::string> failed;
-  auto done = [&](const client::FileResult *r, const net::Failure *f) {
+  auto done = [&](const client::FileResult *r, const proto::Failure *f) {
     if (r) ++ok;
     if (f) {
       failed.push_back(f->what());
@@ -256,7 +256,7 @@ TEST_F(ClientParts, PipelineBatchWithOneRefusalInTheMiddle) {
   pl.put(ws.local / "a", ".", "", done);
   pl.put(ws.local / "b", "../b", "", done);  // refused: outside the root
   pl.put(ws.local / "b", ".", "", done);
-  pl.stat("a", [&](const Message *m, const net::Failure *) {
+  pl.stat("a", [&](const Message *m, const proto::Failure *) {
     if (m) st = *m;
   });
   EXPECT_GT(pl.in_flight(), 0u);
@@ -293,12 +293,12 @@ TEST_F(ClientParts, TreeSenderThenResumedTree) {
       c.put(local, to, nullptr, nullptr);
       return true;
     };
-    h.verdict = [&](const std::string &, const client::FileResult *r, const net::Failure *f) {
+    h.verdict = [&](const std::string &, const client::FileResult *r, const proto::Failure *f) {
       if (r) ++seen.pipelined;
       if (f) seen.failures.push_back(f->what());
     };
     h.up_to_date = [&](const client::FileResult &) { ++seen.up_to_date; };
-    h.failed = [&](const net::Failure &f) { seen.failures.push_back(f.what()); };
+    h.failed = [&](const proto::Failure &f) { seen.failures.push_back(f.what()); };
     h.note = [&](const std::string &line) { seen.failures.push_back(line); };
     client::TreeSender sender(c, h, false);
     EXPECT_TRUE(sender.send_tree(ws.local / "src", "."));
@@ -359,7 +359,7 @@ TEST_F(ClientParts, RecvTreeFetchesTheListedTree) {
         c.fetch(from, to, 0, nullptr, nullptr, size, dirfd);
       },
       [](const std::string &) {},
-      [&](const std::string &, const fs::path &, const client::FileResult *r, const net::Failure *f) {
+      [&](const std::string &, const fs::path &, const client::FileResult *r, const proto::Failure *f) {
         EXPECT_TRUE(r) << (f ? f->what() : "");
         ++pipelined;
       });
