@@ -46,6 +46,8 @@ app::CommandRun setup_speed(CLI::App* speed, bool& no_aesni) {
       ->check(app::positive_seconds())
       ->type_name("S");
   speed->add_option("--multi", a->sp.multi, "Threads running at once (figures summed)");
+  speed->add_flag("--elapsed", a->sp.elapsed,
+                  "MB/s of wall time, not per CPU-second (openssl speed -elapsed)");
   speed->add_flag("--json", a->sp.json, "JSON output");
   speed->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   speed

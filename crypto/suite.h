@@ -37,7 +37,7 @@ struct CipherDesc {
   size_t block_len;      // 1 for stream ciphers and none
   size_t tag_len;        // AEAD tag; 0 otherwise
   bool aead;             // carries its own authentication: the MAC is ignored
-  bool legacy;           // weak: allowed only when named, prints a warning
+  bool legacy;           // weak: offered for comparison only; --list-ciphers and speed mark it
   uint64_t rekey_bytes;  // 0: never; otherwise new keys every this many bytes (Blowfish, Sweet32)
   const char* note;      // one line for --list-ciphers
   // The factory for the mode: make_block for cbc and ctr, make_aead for gcm, make_stream for
@@ -46,6 +46,12 @@ struct CipherDesc {
   MakeAeadFn make_aead = nullptr;
   MakeStreamFn make_stream = nullptr;
   const char* record_key_label = nullptr;  // stream: label of the per-record key (docs/PROTOCOL.md)
+  // OpenSSH's cipher of the same construction, for `bench --vs-scp` (scp -c): its name, or nullptr
+  // when OpenSSH never had one; and why a current OpenSSH lacks it, or nullptr.
+  struct {
+    const char* name = nullptr;
+    const char* gone = nullptr;
+  } openssh = {};
 };
 
 struct MacDesc {

@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -685,6 +686,68 @@ std::string tool_hex(const std::string& tool, const fs::path& file) {
   ProcResult r = run_process({"/usr/bin/" + tool, file.string()}, {}, 60);
   if (r.exit_code != 0) return "(" + tool + " failed: " + r.describe() + ")";
   return r.out.substr(0, r.out.find(' '));
+}
+
+std::vector<std::string> chart_encoding_problems(const std::vector<std::string>& docs) {
+  std::vector<std::string> problems;
+  std::map<std::string, std::string> colour_of;  // family -> colour
+  std::map<std::string, std::string> family_of;  // colour -> family
+  const std::regex tag("<(rect|polyline|line)\\b([^>]*)data-family=\"([^\"]*)\"([^>]*)>(<title>([^<]*))?");
+  auto attr = [](const std::string& t, const std::string& name) {
+    const std::regex a("\\b" + name + "=\"([^\"]*)\"");
+    std::smatch m;
+    return std::regex_search(t, m, a) ? m[1].str() : std::string();
+  };
+  for (size_t d = 0; d < docs.size(); ++d)
+    for (auto it = std::sregex_iterator(docs[d].begin(), docs[d].end(), tag); it != std::sregex_iterator();
+         ++it) {
+      const std::string kind = (*it)[1], family = (*it)[3], title = (*it)[6];
+      const std::string attrs = (*it)[2].str() + " " + (*it)[4].str();
+      const bool portable = attr(attrs, "data-portable") == "1";
+      const std::string where = "chart " + std::to_string(d) + " " + kind + " '" + family + "' " + title;
+      const std::string colour = kind == "rect" ? attr(attrs, "fill") : attr(attrs, "stroke");
+      if (!attr(attrs, "stroke-dasharray").empty() && !portable)
+        problems.push_back(where + ": dashed, not portable");
+      if (portable && !family.empty() && family.rfind("aes", 0) != 0)
+        problems.push_back(where + ": portable, not AES");
+      if (!portable && title.find("(no AES-NI)") != std::string::npos)
+        problems.push_back(where + ": titled (no AES-NI) but not dashed");
+      if (family.empty()) continue;  // the legend's generic "dashed: portable code" swatch
+      auto [c, fresh] = colour_of.emplace(family, colour);
+      if (!fresh && c->second != colour)
+        problems.push_back(where + ": colour " + colour + ", elsewhere " + c->second);
+      auto [f, fresh2] = family_of.emplace(colour, family);
+      if (!fresh2 && f->second != family)
+        problems.push_back(where + ": colour " + colour + " is also " + f->second + "'s");
+    }
+  if (colour_of.empty()) problems.push_back("no element carries data-family");
+  return problems;
+}
+
+BusyCore::BusyCore() {
+  cpu_set_t old;
+  CPU_ZERO(&old);
+  ::sched_getaffinity(0, sizeof old, &old);
+  old_set_.assign(reinterpret_cast<unsigned char*>(&old),
+                  reinterpret_cast<unsigned char*>(&old) + sizeof old);
+  cpu_ = std::max(0, ::sched_getcpu());
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu_, &one);
+  if (::sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+  spinner_ = std::thread([this, one] {
+    ::sched_setaffinity(0, sizeof one, &one);
+    volatile uint64_t n = 0;
+    while (!stop_.load(std::memory_order_relaxed)) n = n + 1;
+  });
+}
+
+BusyCore::~BusyCore() {
+  stop_ = true;
+  spinner_.join();
+  cpu_set_t old;
+  std::memcpy(&old, old_set_.data(), sizeof old);
+  ::sched_setaffinity(0, sizeof old, &old);
 }
 
 }  // namespace aesxfer::test

@@ -72,6 +72,31 @@ std::optional<std::map<std::string, std::string>> parse_flat_json(const std::str
 // per key that breaks it ("path.key: why"); `doc` is JSON text (it must parse).
 std::vector<std::string> json_scheme_problems(const std::string& doc);
 
+// The charts' one encoding (app/lab/svg.h) checked over several SVG documents: every element with
+// a data-family (bars, lines, legend keys) gives its family the same colour in every document, no
+// two families share a colour, a dash appears only on data-portable elements, only AES families
+// are portable, and a line or bar whose title says "(no AES-NI)" is portable. One entry per breach.
+std::vector<std::string> chart_encoding_problems(const std::vector<std::string>& docs);
+
+// A core made busy on purpose: the calling thread is pinned to the CPU it runs on, and a thread
+// spinning on that same CPU competes with it (and with the processes it starts, which inherit the
+// pinning) for as long as the object lives. The destructor stops the spinner and restores the
+// calling thread's CPU set.
+class BusyCore {
+ public:
+  BusyCore();
+  ~BusyCore();
+  BusyCore(const BusyCore&) = delete;
+  BusyCore& operator=(const BusyCore&) = delete;
+  int cpu() const { return cpu_; }
+
+ private:
+  int cpu_ = 0;
+  std::vector<unsigned char> old_set_;  // the caller's cpu_set_t before
+  std::atomic<bool> stop_{false};
+  std::thread spinner_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 

@@ -76,6 +76,7 @@
 #include "client/client.h"
 #include "crypto/aes.h"
 #include "crypto/cpu.h"
+#include "crypto/gcm.h"
 #include "crypto/suite.h"
 #include "files/keystore.h"
 #include "files/unique_fd.h"
@@ -336,8 +337,8 @@ struct Row {
   std::string want_cipher, want_mac, ssh_cipher, ssh_mac;
   std::string not_offered;    // scp rows that have no figures: why
   std::string history;        // scp rows: when OpenSSH dropped the cipher, if it did
-  std::vector<double> setup;  // scp rows: connection set-up of each run, seconds
-  bool metered = true;        // scp rows: every run's rate came from scp's progress meter
+  std::vector<double> setup;  // connection set-up of each run, seconds (scp: start to meter)
+  bool metered = true;  // scp rows: every run's rate came from scp's progress meter (and set-up was timed)
   std::vector<double> mbps;
   double wall = 0, client_cpu = 0, server_cpu = 0, client_wait = 0, server_wait = 0;
   bool server_known = true;
@@ -345,6 +346,11 @@ struct Row {
   double median = 0, min = 0, max = 0, client_pct = 0, server_pct = -1, speedup = 0, vs_scp = 0;
   double client_wait_pct = 0, server_wait_pct = -1, cpu_per_gb = -1;
   std::string verdict;
+  bool contended = false;                         // the verdict says the CPU was contended: "*"
+  double setup_median = -1, transfer_median = 0;  // seconds; setup < 0: not measured
+  bool setup_dominates = false;                   // set-up took longer than the transfer: "+"
+  // The marks after the row's figures.
+  std::string marks() const { return std::string(contended ? "*" : "") + (setup_dominates ? "+" : ""); }
 
   bool scp() const { return tool == Tool::scp; }
   bool measured() const { return not_offered.empty(); }
@@ -462,6 +468,15 @@ void add_sample(Row& r, const RunSample& s) {
   }
 }
 
+// The median rate of a row's runs with their set-up counted (bytes over set-up + transfer), as scp
+// without a progress meter is timed.
+double whole_run_median(const Row& r, uint64_t size) {
+  std::vector<double> v;
+  for (size_t i = 0; i < r.mbps.size() && i < r.setup.size(); ++i)
+    if (r.mbps[i] > 0) v.push_back(double(size) / (r.setup[i] + double(size) / (r.mbps[i] * 1e6)) / 1e6);
+  return v.empty() ? r.median : median_of(v);
+}
+
 void compute_figures(std::vector<Row>& rows, uint64_t size) {
   for (auto& r : rows) {
     if (!r.measured()) {
@@ -480,7 +495,12 @@ void compute_figures(std::vector<Row>& rows, uint64_t size) {
     r.server_wait_pct = r.server_pct < 0 ? -1 : (r.wall > 0 ? 100 * r.server_wait / r.wall : 0);
     if (r.server_known)
       r.cpu_per_gb = (r.client_cpu + r.server_cpu) / (double(size) * double(r.mbps.size()) / 1e9);
-    r.verdict = bench_verdict(BenchLoad{r.client_pct, r.client_wait_pct, r.server_pct, r.server_wait_pct});
+    const BenchLoad load{r.client_pct, r.client_wait_pct, r.server_pct, r.server_wait_pct};
+    r.verdict = bench_verdict(load);
+    r.contended = bench_contended(load);
+    if (!r.setup.empty() && r.metered) r.setup_median = median_of(r.setup);
+    r.transfer_median = r.median > 0 ? double(size) / (r.median * 1e6) : 0;
+    r.setup_dominates = r.setup_median > r.transfer_median;
   }
   for (size_t i = 0; i + 1 < rows.size(); ++i)
     if (!rows[i].scp() && !rows[i + 1].scp() && rows[i].cipher == rows[i + 1].cipher && !rows[i].no_aesni &&
@@ -493,7 +513,7 @@ void compute_figures(std::vector<Row>& rows, uint64_t size) {
     for (const auto& s : rows)
       if (s.scp() && s.cipher == a.cipher && s.measured() && s.median > 0 &&
           (a.record_size == 0 || a.record_size == proto::kDefaultPayload))
-        a.vs_scp = a.median / s.median;
+        a.vs_scp = (s.metered ? a.median : whole_run_median(a, size)) / s.median;
   }
 }
 
@@ -528,10 +548,10 @@ Json row_json(const Row& r) {
   j["speedup"] = figure(r.speedup, 2, r.speedup > 0);
   j["vs_scp"] = figure(r.vs_scp, 2, r.vs_scp > 0);
   j["record_size"] = !r.scp() && m ? Json(r.record_agreed) : Json(nullptr);
-  if (r.scp()) {
-    j["setup_seconds_median"] = figure(median_of(r.setup), 3, m && r.metered);
-    j["metered"] = m && r.metered;
-  }
+  j["setup_seconds_median"] = figure(r.setup_median, 3, m && r.setup_median >= 0);
+  j["setup_dominates"] = m && r.setup_dominates;
+  if (r.scp()) j["metered"] = m && r.metered;
+  j["contended"] = m && r.contended;
   j["verdict"] = r.verdict;
   return j;
 }
@@ -626,7 +646,7 @@ Row scp_row(const cr::CipherDesc* c, const ScpSetup& ssh, const std::vector<std:
   s.cipher = c;
   s.impl = "openssh";
   if (!c) return s;  // scp's defaults: no -c, no MACs
-  const ScpCipher* m = scp_cipher_for(c->name);
+  const std::optional<ScpCipher> m = scp_cipher_for(c->name);
   if (m && m->ssh_cipher) {
     s.want_cipher = s.ssh_cipher = m->ssh_cipher;
     if (m->ssh_mac) s.want_mac = s.ssh_mac = m->ssh_mac;
@@ -814,8 +834,10 @@ int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const B
   client::FileResult fr;
   LoadReading a, b;
   try {
+    const auto connect = Clock::now();  // set-up: TCP connect and the handshake, as scp's start to meter
     client::Client client(co);
     a = LoadReading::now(srv);
+    r.setup.push_back(std::chrono::duration<double>(a.t - connect).count());
     fr = client.put(data, "/dev/null", {}, {});
     // The end in the order of the start, the clock first: each figure covers the same window.
     b.t = Clock::now();
@@ -889,11 +911,12 @@ void stop_children(BenchChildren& k, std::ostream& err) {
 
 // What the scp rows' notes need: every set-up time, and whether every rate came from the meter.
 struct ScpTiming {
-  std::vector<double> setups;
+  std::vector<double> setups, aesxfer_setups;
   bool all_metered = true;
   explicit ScpTiming(const std::vector<Row>& rows) {
     for (const Row& r : rows) {
-      setups.insert(setups.end(), r.setup.begin(), r.setup.end());
+      auto& to = r.scp() ? setups : aesxfer_setups;
+      to.insert(to.end(), r.setup.begin(), r.setup.end());
       if (r.scp() && r.measured()) all_metered = all_metered && r.metered;
     }
   }
@@ -910,7 +933,9 @@ void print_csv(const std::vector<Row>& rows, std::ostream& out) {
         << num_or(r.server_pct, "%.1f", "n/a", r.server_pct >= 0) << "," << csv_field(r.verdict) << ","
         << r.tool_name() << "," << csv_field(r.ssh_cipher) << ","
         << num_or(r.vs_scp, "%.2f", "n/a", r.vs_scp > 0) << ","
-        << num_or(double(r.record_agreed), "%.0f", "n/a", !r.scp() && m) << "\n";
+        << num_or(double(r.record_agreed), "%.0f", "n/a", !r.scp() && m) << ","
+        << (m && r.contended ? "true" : "false") << "," << (m && r.setup_dominates ? "true" : "false")
+        << "\n";
   }
 }
 
@@ -919,9 +944,9 @@ std::string table_line(const Row* r, bool vs, bool sweep) {
   const int mw = vs ? 17 : 12;
   char line[320];
   if (!r) {
-    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s %9s %9s %7s %7s %8s%s\n", "cipher",
-                  vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median", "min",
-                  "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
+    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9s%-2s %9s %9s %7s %7s %8s%s\n", "cipher",
+                  vs ? "tool    " : "", mw, "mac", "impl", "AES-NI", sweep ? " record " : "", "median", "",
+                  "min", "max", "client", "server", "speed-up", vs ? "  vs scp" : "");
     return line;
   }
   const std::string tool = vs ? (r->scp() ? "scp     " : "aesxfer ") : "";
@@ -934,11 +959,11 @@ std::string table_line(const Row* r, bool vs, bool sweep) {
     rec = std::string(rec.size() < 7 ? 7 - rec.size() : 0, ' ') + rec + " ";
   }
   if (r->measured())
-    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f %9.1f %9.1f %7s %7s %8s%s\n",
+    std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s%9.1f%-2s %9.1f %9.1f %7s %7s %8s%s\n",
                   r->name().c_str(), tool.c_str(), mw, short_ssh_name(r->mac_name()).c_str(), r->impl.c_str(),
-                  r->scp() ? "-" : (r->no_aesni ? "off" : "on"), rec.c_str(), r->median, r->min, r->max,
-                  pct_text(r->client_pct).c_str(), pct_text(r->server_pct).c_str(), speed.c_str(),
-                  ratio.c_str());
+                  r->scp() ? "-" : (r->no_aesni ? "off" : "on"), rec.c_str(), r->median, r->marks().c_str(),
+                  r->min, r->max, pct_text(r->client_pct).c_str(), pct_text(r->server_pct).c_str(),
+                  speed.c_str(), ratio.c_str());
   else
     std::snprintf(line, sizeof line, "%-13s %s%-*s %-9s %-6s %s\n", r->name().c_str(), tool.c_str(), mw,
                   short_ssh_name(r->mac_name()).c_str(), "-", "-",
@@ -946,6 +971,22 @@ std::string table_line(const Row* r, bool vs, bool sweep) {
   std::string l = line;
   while (l.size() > 1 && l[l.size() - 2] == ' ') l.erase(l.size() - 2, 1);  // no trailing blanks
   return l;
+}
+
+// What "*" and "+" mean, under the table and in the charts.
+constexpr const char* kBenchContendedLegend =
+    "* CPU contended: a side waited for a core 15% of the time or more (other processes had it; see the "
+    "verdicts)";
+constexpr const char* kBenchSetupLegend =
+    "+ set-up (connect, key exchange, authentication) took longer than the transfer: too small to compare";
+
+void print_marks_legend(const std::vector<Row>& rows, std::ostream& out) {
+  const bool star =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.measured() && r.contended; });
+  const bool plus =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.measured() && r.setup_dominates; });
+  if (star) out << kBenchContendedLegend << "\n";
+  if (plus) out << kBenchSetupLegend << "; try --size 1G or more\n";
 }
 
 void print_verdicts(const std::vector<Row>& rows, std::ostream& out) {
@@ -959,7 +1000,11 @@ void print_verdicts(const std::vector<Row>& rows, std::ostream& out) {
     out << "  " << r.label() << ": limited by: " << r.verdict << " (client " << pct_text(r.client_pct)
         << " CPU + " << pct_text(r.client_wait_pct) << " wait, server " << pct_text(r.server_pct);
     if (r.server_pct >= 0) out << " CPU + " << pct_text(r.server_wait_pct) << " wait";
-    out << ")\n";
+    out << ")";
+    if (r.setup_dominates)
+      out << "; + set-up " << fmt("%.3f", r.setup_median) << " s > transfer "
+          << fmt("%.3f", r.transfer_median) << " s: too small to compare";
+    out << "\n";
   }
 }
 
@@ -967,14 +1012,14 @@ void print_verdicts(const std::vector<Row>& rows, std::ostream& out) {
 void print_scp_notes(const BenchPlan& p, const ScpTiming& timing, std::ostream& out) {
   if (timing.all_metered)
     out << "scp: MB/s is the rate on scp's own progress meter, which leaves out the connection set-up as "
-           "aesxfer's figure leaves out its handshake (set-up: median "
-        << fmt("%.2f", median_of(timing.setups))
-        << " s per scp run); its CPU is scp + ssh, and sshd + sftp-server "
+           "aesxfer's figure leaves out its connect and handshake (set-up: median "
+        << fmt("%.3f", median_of(timing.setups)) << " s per scp run, "
+        << fmt("%.3f", median_of(timing.aesxfer_setups))
+        << " s per aesxfer connection); its CPU is scp + ssh, and sshd + sftp-server "
         << (p.local ? "for the server" : "not measured (remote)") << ".\n";
   else
     out << "scp: no progress meter (--ssh-opts -q?): MB/s is the file size over the whole scp run, "
-           "connection "
-           "set-up included.\n";
+           "connection set-up included; vs scp divides aesxfer's whole run (set-up included) by it.\n";
   if (p.global_no_aesni || p.pairs)
     out << "vs scp: only for rows with AES-NI on (OpenSSH uses OpenSSL's code, with AES-NI where the CPU has "
            "it).\n";
@@ -991,6 +1036,7 @@ void print_table(const BenchOptions& opt, const BenchPlan& p, const ScpTiming& t
       << " runs); CPU % of one core over the transfers\n";
   out << table_line(nullptr, vs, p.sweep);
   for (const Row& r : p.rows) out << table_line(&r, vs, p.sweep);
+  print_marks_legend(p.rows, out);
   print_verdicts(p.rows, out);
   if (vs) print_scp_notes(p, timing, out);
 }
@@ -1001,19 +1047,26 @@ svg::LineChart sweep_chart(const BenchOptions& opt, const BenchPlan& p) {
   c.title = "aesxfer bench: MB/s by record size, " + human_bytes(opt.size) + " to " +
             (p.local ? "localhost" : opt.host) + ":/dev/null, median of " + std::to_string(opt.repeat);
   c.subtitle = p.cpu + "  \u00b7  " + p.date;
-  c.x_label = "record size (payload bytes per record)";
+  c.x_label =
+      "record size (payload bytes per record); MAC: " + std::string(p.mac->name) + " for non-AEAD ciphers";
   c.y_label = "MB/s (10^6 bytes/s)";
   c.log2_x = true;
+  c.mark_legend = {kBenchContendedLegend, kBenchSetupLegend};
   for (const Row& r : p.rows) {
     if (r.scp() || !r.measured()) continue;
-    const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "");
+    const std::string name = r.name() + (r.no_aesni ? " (no AES-NI)" : "") + " [" + r.impl + "]";
     auto it =
         std::find_if(c.series.begin(), c.series.end(), [&](const svg::Series& s) { return s.label == name; });
     if (it == c.series.end()) {
-      c.series.push_back({name, {}, r.name()});  // one colour per cipher, dashed without AES-NI
+      svg::Series se;
+      se.label = name;
+      se.family = r.name();
+      se.portable = aes_without_aesni(*r.cipher, r.impl);
+      c.series.push_back(se);
       it = c.series.end() - 1;
     }
     it->points.emplace_back(double(r.record_agreed), r.median);
+    it->marks.push_back(r.marks());
   }
   return c;
 }
@@ -1022,19 +1075,18 @@ svg::LineChart sweep_chart(const BenchOptions& opt, const BenchPlan& p) {
 svg::Bar bar_of(const Row& r, const BenchOptions& opt, const BenchPlan& p) {
   svg::Bar b;
   b.label = r.scp() && !r.cipher ? "scp defaults" : r.name();
-  // The colour says what did the work: AES in hardware, portable code (AES with
-  // --no-aesni, and Blowfish and RC4, which have no hardware), no cipher at all, or scp.
-  if (r.scp())
-    b.series = "scp (" + p.ssh.version_short + ")";
-  else if (r.cipher->mode == cr::CipherMode::none)
-    b.series = "no cipher";
-  else if (cr::has_portable_twin(*r.cipher) && !r.no_aesni)
-    b.series = "AES in hardware (AES-NI, VAES)";
-  else
-    b.series = "portable code";
-  b.contended = r.measured() && (r.verdict.find("contention") != std::string::npos ||
-                                 r.verdict.find("contended") != std::string::npos);
-  if (opt.vs_scp && !r.scp()) b.series = "aesxfer, " + b.series;
+  // The colour is the family (the cipher, or scp), the dashed outline AES without AES-NI (svg.h).
+  if (r.scp()) {
+    b.family = "scp";
+    b.legend = "scp (" + p.ssh.version_short + ")";
+  } else {
+    b.family = r.name();
+    b.legend = r.cipher->mode == cr::CipherMode::none ? "none (no cipher)" : r.name();
+    if (opt.vs_scp) b.legend = "aesxfer " + b.legend;
+    b.portable = aes_without_aesni(*r.cipher, r.impl);
+  }
+  b.contended = r.measured() && r.contended;
+  b.setup = r.measured() && r.setup_dominates;
   b.value = r.median;
   if (opt.repeat > 1 && r.measured()) {
     b.lo = r.min;
@@ -1058,6 +1110,8 @@ svg::BarChart bar_chart_of(const BenchOptions& opt, const BenchPlan& p) {
   c.x_label = "cipher (MAC: " + std::string(p.mac->name) + " for non-AEAD ciphers" +
               (opt.vs_scp ? "; scp: hmac-sha2-256-etm" : "") + ")";
   c.whisker_legend = opt.repeat > 1 ? "min\u2013max of " + std::to_string(opt.repeat) + " runs" : "";
+  c.contended_legend = kBenchContendedLegend;
+  c.setup_legend = kBenchSetupLegend;
   for (const Row& r : p.rows) c.bars.push_back(bar_of(r, opt, p));
   return c;
 }
@@ -1093,19 +1147,41 @@ int report_bench(const BenchOptions& opt, const BenchPlan& p, const BenchChildre
 }
 }  // namespace
 
+namespace {
+// Which side was busy, and how long each waited for a core (bench.h, bench_verdict).
+struct Busy {
+  bool known, client, server;
+  double server_wait;
+  explicit Busy(const BenchLoad& l)
+      : known(l.server_cpu >= 0), server_wait(known ? std::max(0.0, l.server_wait) : 0) {
+    client = l.client_cpu + l.client_wait >= kBenchBusyPct;
+    server = known && l.server_cpu + server_wait >= kBenchBusyPct;
+  }
+};
+}  // namespace
+
+bool bench_contended(const BenchLoad& l) {
+  const Busy b(l);
+  if (b.client || b.server)
+    return (b.client && l.client_wait >= kBenchContendedPct) ||
+           (b.server && b.server_wait >= kBenchContendedPct);
+  return l.client_wait + b.server_wait >= 2 * kBenchContendedPct;
+}
+
 std::string bench_verdict(const BenchLoad& l) {
-  const bool known = l.server_cpu >= 0;
-  const double sw = known ? std::max(0.0, l.server_wait) : 0;
-  const bool c = l.client_cpu + l.client_wait >= kBenchBusyPct;
-  const bool s = known && l.server_cpu + sw >= kBenchBusyPct;
-  const bool contended = (c && l.client_wait >= kBenchContendedPct) || (s && sw >= kBenchContendedPct);
-  const std::string suffix = contended ? " (CPU contended)" : "";
-  if (c && s) return "sender and receiver CPU" + suffix;
-  if (c) return "sender cipher CPU" + suffix;
-  if (s) return "receiver CPU" + suffix;
-  if (l.client_wait + sw >= 2 * kBenchContendedPct) return "CPU contention (other processes)";
-  if (!known) return "network or receiver (server CPU not measured)";
+  const Busy b(l);
+  const std::string suffix = bench_contended(l) ? " (CPU contended)" : "";
+  if (b.client && b.server) return "sender and receiver CPU" + suffix;
+  if (b.client) return "sender cipher CPU" + suffix;
+  if (b.server) return "receiver CPU" + suffix;
+  if (bench_contended(l)) return "CPU contention (other processes)";
+  if (!b.known) return "network or receiver (server CPU not measured)";
   return "network";
+}
+
+bool aes_without_aesni(const crypto::CipherDesc& c, const std::string& impl) {
+  const bool aes = c.make_block == crypto::make_aes128_block || c.make_aead == crypto::make_aes128_gcm_aead;
+  return aes && impl.rfind("aesni", 0) != 0 && impl.rfind("vaes", 0) != 0;
 }
 
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {

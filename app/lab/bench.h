@@ -13,7 +13,15 @@
 #include <string>
 #include <vector>
 
+namespace aesxfer::crypto {
+struct CipherDesc;
+}
+
 namespace aesxfer::app {
+
+// True when a row of cipher c running the implementation `impl` is AES without AES-NI (or VAES):
+// the portable code of a cipher that has hardware code, dashed in every chart (app/lab/svg.h).
+bool aes_without_aesni(const crypto::CipherDesc& c, const std::string& impl);
 
 struct BenchOptions {
   std::string host;                   // empty: local server child on 127.0.0.1
@@ -41,10 +49,12 @@ struct BenchOptions {
 // The CSV columns, in order (the first line of --csv output).
 // tool is "aesxfer" or "scp"; ssh_cipher the OpenSSH cipher of an scp row; vs_scp, on aesxfer
 // rows, the median over the median of the scp row of the same cipher. "n/a" where no figure.
+// contended: the row is marked "*" (bench_contended); setup_dominates: "+", the median set-up
+// (connect, key exchange, authentication) took longer than the median transfer.
 inline constexpr const char* kBenchCsvHeader =
     "cipher,mac,impl,no_aesni,mb_per_s_median,mb_per_s_min,mb_per_s_max,client_cpu_pct,server_cpu_pct,"
     "verdict,"
-    "tool,ssh_cipher,vs_scp,record_size";
+    "tool,ssh_cipher,vs_scp,record_size,contended,setup_dominates";
 
 // A side is "busy" (CPU-bound) at or above this share of one core, in percent.
 inline constexpr double kBenchBusyPct = 85.0;
@@ -64,6 +74,10 @@ struct BenchLoad {
 //   measured)" when the server is remote.
 std::string bench_verdict(const BenchLoad& load);
 inline constexpr double kBenchContendedPct = 15.0;
+
+// True when the verdict says the CPU was contended (either form above): the row is marked "*" in
+// the table, the charts, the JSON ("contended") and the CSV.
+bool bench_contended(const BenchLoad& load);
 
 // Runs the lab, prints the table (or JSON/CSV) on out and progress/errors on err; exit code:
 // 0 success, 1 a transfer or the local server failed, 2 bad options, 130 interrupted (SIGINT or

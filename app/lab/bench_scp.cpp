@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "app/lab/bench_proc.h"
+#include "crypto/suite.h"
 #include "files/unique_fd.h"
 
 namespace aesxfer::app {
@@ -54,15 +55,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-constexpr ScpCipher kScpCiphers[] = {
-    {"aes128-gcm", "aes128-gcm@openssh.com", nullptr, nullptr},
-    {"aes128-ctr", "aes128-ctr", "hmac-sha2-256-etm@openssh.com", nullptr},
-    {"aes128-cbc", "aes128-cbc", "hmac-sha2-256-etm@openssh.com", nullptr},
-    {"blowfish-cbc", "blowfish-cbc", "hmac-sha2-256-etm@openssh.com", "removed in OpenSSH 7.6"},
-    {"arcfour", "arcfour", "hmac-sha2-256-etm@openssh.com", "removed in OpenSSH 7.6"},
-    {"none", nullptr, nullptr, "OpenSSH has no unencrypted cipher"},
-};
 
 std::string read_all(const fs::path& p) {
   std::ifstream f(p);
@@ -115,10 +107,11 @@ void write_file(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-const ScpCipher* scp_cipher_for(const std::string& cipher) {
-  for (const auto& c : kScpCiphers)
-    if (cipher == c.cipher) return &c;
-  return nullptr;
+std::optional<ScpCipher> scp_cipher_for(const std::string& cipher) {
+  const crypto::CipherDesc* c = crypto::find_cipher(cipher);
+  if (!c) return std::nullopt;
+  const char* mac = c->openssh.name && !c->aead ? kScpMac : nullptr;
+  return ScpCipher{c->name, c->openssh.name, mac, c->openssh.gone};
 }
 
 bool parse_scp_meter(const std::string& out, double& mb_s) {

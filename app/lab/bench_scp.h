@@ -6,13 +6,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace aesxfer::app {
 
-// How an aesxfer cipher is sent with scp: OpenSSH's cipher and MAC of the same construction.
+// How an aesxfer cipher is sent with scp: OpenSSH's cipher of the same construction (the cipher
+// row's `openssh` field, crypto/suite.h) and, for a cipher that is not an AEAD, kScpMac.
 struct ScpCipher {
   const char* cipher;      // aesxfer's name
   const char* ssh_cipher;  // OpenSSH's name (scp -c), nullptr when OpenSSH never had one
@@ -20,8 +22,11 @@ struct ScpCipher {
   const char* history;     // why a current OpenSSH lacks it, or nullptr
 };
 
-// The entry for an aesxfer cipher name (aesxfer's canonical name, not an alias); nullptr if none.
-const ScpCipher* scp_cipher_for(const std::string& cipher);
+// OpenSSH's MAC of the construction of aesxfer's default MAC (HMAC-SHA256, encrypt-then-MAC).
+inline constexpr const char* kScpMac = "hmac-sha2-256-etm@openssh.com";
+
+// The entry for an aesxfer cipher name or alias; nullopt for a name the table does not know.
+std::optional<ScpCipher> scp_cipher_for(const std::string& cipher);
 
 // The rate on scp's last progress-meter line that reached 100% ("data 100% 256MB 182.3MB/s
 // 00:01", binary units as scp prints them), converted to MB/s of 10^6 bytes. False when the

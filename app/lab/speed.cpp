@@ -2,9 +2,13 @@
 //
 // What one cell measures: the raw primitive over ONE buffer of the column's size, called again and
 // again for `seconds` of wall-clock time (std::chrono::steady_clock), after a short warm-up. The
-// figure is payload bytes processed per second in MB/s, 1 MB = 10^6 bytes (openssl prints the
-// same quantity in "1000s of bytes per second"). Every call starts a new message with a fresh IV /
-// nonce / counter, so per-call set-up is part of the cost, as it is per record on the wire:
+// figure is payload bytes processed per CPU-second of the measuring thread (its
+// CLOCK_THREAD_CPUTIME_ID over the same window), in MB, 1 MB = 10^6 bytes, as `openssl speed`
+// divides by its process's CPU time; --elapsed divides by the wall time instead (`openssl speed
+// -elapsed`). A cell whose wall time exceeds its CPU time by kBenchContendedPct (15 %) of the wall
+// time or more is marked contended ("*"): other processes had the core, and the CPU figure is the
+// one to trust (the wall figure is low by about that share). Every call starts a new message with a fresh IV
+// / nonce / counter, so per-call set-up is part of the cost, as it is per record on the wire:
 //
 //   aes128-cbc   enc/dec   BlockCipher::cbc_encrypt / cbc_decrypt, in place, fresh IV per call
 //   aes128-cbc   enc xN lanes   BlockCipher::cbc_encrypt_lanes over N independent buffers of the
@@ -25,8 +29,8 @@
 // calls, the batch sized during warm-up so that one batch takes about 100 microseconds: small
 // buffers do not pay for clock reads, large ones do not overshoot the cell.
 // --multi N: N threads, each with its own cipher objects and buffers, released together by a
-// barrier; the bytes of all threads are summed and divided by the common wall time (from the
-// release to the last thread's end).
+// barrier; the bytes of all threads are summed and divided by the mean CPU time of a thread (or,
+// with --elapsed, by the common wall time from the release to the last thread's end).
 #include "app/lab/speed.h"
 
 #include <algorithm>
@@ -48,6 +52,7 @@
 #include <vector>
 
 #include "app/json.h"
+#include "app/lab/bench.h"
 #include "app/lab/svg.h"
 #include "crypto/aes.h"
 #include "crypto/checksum.h"
@@ -314,16 +319,24 @@ struct Row {
   std::string impl;
   bool legacy = false;
   bool no_aesni = false;  // --no-aesni-too: the portable code's run of an AES row
+  bool portable = false;  // the portable code of a cipher with hardware code (dashed in the chart)
   std::function<std::unique_ptr<Op>(size_t size)> make;
 
-  std::string label() const { return colour_key() + (no_aesni ? " (no AES-NI)" : ""); }
-  // The chart's colour: the same for a row and its --no-aesni-too twin.
-  std::string colour_key() const {
-    std::string s = cipher;
-    if (op == "enc" || op == "dec") s += " " + op;
-    if (op == "enc-lanes") s += " enc x" + std::to_string(lanes) + " lanes";
-    if (legacy) s += " (legacy)";
-    return s;
+  std::string label() const {
+    return cipher + (op_name().empty() ? "" : " " + op_name()) + (legacy ? " (legacy)" : "") +
+           (no_aesni ? " (no AES-NI)" : "");
+  }
+  // "enc", "dec", "enc x8 lanes"; empty for a MAC or a hash (the cipher names it).
+  std::string op_name() const {
+    if (op == "enc" || op == "dec") return op;
+    if (op == "enc-lanes") return "enc x" + std::to_string(lanes) + " lanes";
+    return "";
+  }
+  // The chart's marker: the operation (svg.h).
+  svg::Marker marker() const {
+    if (op == "dec") return svg::Marker::square;
+    if (op == "enc-lanes") return lanes > 8 ? svg::Marker::diamond : svg::Marker::triangle;
+    return svg::Marker::circle;
   }
 };
 
@@ -349,6 +362,7 @@ void add_cipher_rows(const cr::CipherDesc& c, const cr::Dispatch& d, std::vector
     r.lanes = lanes;
     r.impl = std::move(impl);
     r.legacy = c.legacy;
+    r.portable = aes_without_aesni(c, r.impl);
     r.make = std::move(make);
     rows.push_back(std::move(r));
   };
@@ -422,11 +436,31 @@ void add_checksum_rows(cr::ChecksumAlg a, std::vector<Row>& rows) {
 struct Cell {
   bool skipped = false;  // the size does not fit the cipher's block
   bool ok = true;        // self-check passed
-  double mb_per_s = 0;
+  double bytes = 0;      // payload bytes, all threads
+  double cpu = 0;        // CPU seconds of a measuring thread (the mean over threads)
+  double wall = 0;       // wall seconds, from the release to the last thread's end
+  bool contended = false;
+  double mb_per_s = 0;  // bytes / cpu (or wall with --elapsed) / 10^6
 };
 
+double thread_cpu_seconds() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
+// The cell's figures from what the threads measured.
+void finish_cell(Cell& cell, double bytes, double cpu_sum, int threads, double wall, bool elapsed) {
+  cell.bytes = bytes;
+  cell.cpu = cpu_sum / threads;
+  cell.wall = wall;
+  cell.contended = wall - cell.cpu >= wall * kBenchContendedPct / 100;
+  const double t = elapsed ? wall : cell.cpu;
+  cell.mb_per_s = t > 0 ? bytes / t / 1e6 : 0;
+}
+
 // Runs one cell on `threads` threads (the caller's thread is thread 0).
-Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
+Cell run_cell(const Row& row, size_t size, double seconds, int threads, bool elapsed) {
   std::vector<std::unique_ptr<Op>> ops;
   for (int t = 0; t < threads; ++t) ops.push_back(row.make(size));
   Cell cell;
@@ -444,6 +478,7 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
   std::barrier sync(threads, [&t0]() noexcept { t0 = Clock::now(); });
   std::vector<uint64_t> calls(size_t(threads), 0);
   std::vector<Clock::time_point> ends(static_cast<size_t>(threads));
+  std::vector<double> cpus(static_cast<size_t>(threads), 0);
 
   auto body = [&](int t) {
     Op& op = *ops[size_t(t)];
@@ -458,6 +493,7 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
       if (b1 >= warm_end) break;
     }
     sync.arrive_and_wait();  // all threads start together; the completion step stamped t0
+    const double cpu0 = thread_cpu_seconds();
     const auto deadline = t0 + run_for;
     uint64_t n = 0;
     Clock::time_point now;
@@ -466,6 +502,7 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
       n += batch;
       now = Clock::now();
     } while (now < deadline);
+    cpus[size_t(t)] = thread_cpu_seconds() - cpu0;
     ends[size_t(t)] = now;
     calls[size_t(t)] = n;
   };
@@ -477,12 +514,13 @@ Cell run_cell(const Row& row, size_t size, double seconds, int threads) {
 
   const auto last = *std::max_element(ends.begin(), ends.end());
   const double wall = std::chrono::duration<double>(last - t0).count();
-  double bytes = 0;
+  double bytes = 0, cpu = 0;
   for (int t = 0; t < threads; ++t) {
     bytes += double(calls[size_t(t)]) * double(ops[size_t(t)]->bytes());
+    cpu += cpus[size_t(t)];
     cell.ok = cell.ok && ops[size_t(t)]->ok();
   }
-  cell.mb_per_s = wall > 0 ? bytes / wall / 1e6 : 0;
+  finish_cell(cell, bytes, cpu, threads, wall, elapsed);
   return cell;
 }
 
@@ -622,7 +660,10 @@ void print_speed_heading(const SpeedOptions& opt, const SpeedImpls& impls, const
   if (impls.masked) out << "AES-NI masked (--no-aesni): AES-NI, VAES, PCLMULQDQ and SHA-NI are not used\n";
   out << "threads:  " << opt.multi << (opt.multi > 1 ? " (figures summed over threads)" : "") << "\n";
   out << "seconds:  " << opt.seconds << " per cell\n";
-  out << "The numbers are MB/s (1 MB = 10^6 bytes per second) of the raw operation on one buffer of\n"
+  out << (opt.elapsed ? "The numbers are MB per second of wall time (--elapsed; 1 MB = 10^6 bytes)"
+                      : "The numbers are MB per CPU-second of the measuring thread (1 MB = 10^6 bytes;\n"
+                        "--elapsed for wall time)")
+      << " of the raw operation on one buffer of\n"
          "the column's size, called repeatedly with a fresh IV/nonce per call (like openssl speed -evp);\n"
          "gcm includes the tag and a 13-byte AAD; \"xN lanes\" is the aggregate of N independent CBC\n"
          "chains of that size each.\n";
@@ -637,7 +678,14 @@ struct SpeedResults {
   std::vector<svg::Series> plot_series;  // --plot: one line per row
   Json json = Json::array();             // --json: one object per cell
   std::string failed;                    // the row whose self-check failed, or empty
+  bool contended = false;                // a cell was marked "*"
 };
+
+// What "*" means, under the table and in the chart's key.
+std::string contended_legend() {
+  return "* CPU contended: wall time exceeded CPU time by " + fmt("%g", kBenchContendedPct) +
+         "% or more (other processes had the core)";
+}
 
 Json cell_json(const Row& r, size_t size, const Cell& cell, bool masked) {
   Json j;
@@ -649,7 +697,26 @@ Json cell_json(const Row& r, size_t size, const Cell& cell, bool masked) {
   j["no_aesni"] = r.no_aesni || masked;
   j["block_size"] = size;
   j["mb_per_s"] = rounded(cell.mb_per_s, 3);
+  j["bytes"] = cell.bytes;
+  j["cpu_seconds"] = cell.cpu;
+  j["wall_seconds"] = cell.wall;
+  j["contended"] = cell.contended;
   return j;
+}
+
+// A row's line in the chart: its family's panel and colour, its operation's marker, dashed when
+// it runs AES without AES-NI (svg.h).
+svg::Series series_of(const Row& r) {
+  svg::Series se;
+  se.label = r.label() + " [" + r.impl + "]";
+  se.family = r.cipher;
+  se.panel = r.cipher + (r.legacy ? " (legacy)" : "");
+  se.portable = r.portable;
+  se.marker = r.marker();
+  se.op = r.op_name().empty() ? (r.op == "mac" ? "MAC" : "hash") : r.op_name();
+  if (r.op == "enc-lanes")
+    se.op = r.lanes > 8 ? "enc x" + std::to_string(r.lanes) + " lanes" : "enc xN lanes";
+  return se;
 }
 
 // Runs every cell, row by row; the text table is printed as it goes (without --json).
@@ -658,13 +725,19 @@ void run_table(const SpeedOptions& opt, const std::vector<Row>& rows, const Spee
   for (const auto& r : rows) {
     if (!opt.json)
       out << SpeedLayout::pad(r.label(), lay.label_w) << SpeedLayout::pad(r.impl, lay.impl_w) << std::flush;
-    res.plot_series.push_back(svg::Series{r.label() + " [" + r.impl + "]", {}, r.colour_key()});
+    res.plot_series.push_back(series_of(r));
     for (size_t s : opt.sizes) {
-      const Cell cell = run_cell(r, s, opt.seconds, opt.multi);
+      const Cell cell = run_cell(r, s, opt.seconds, opt.multi, opt.elapsed);
       if (!cell.ok) res.failed = r.label();
-      if (!cell.skipped) res.plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
+      res.contended = res.contended || cell.contended;
+      if (!cell.skipped) {
+        res.plot_series.back().points.emplace_back(double(s), cell.mb_per_s);
+        res.plot_series.back().marks.push_back(cell.contended ? "*" : "");
+      }
       if (!opt.json)
-        out << SpeedLayout::rpad(cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s), SpeedLayout::kCol)
+        out << SpeedLayout::rpad(
+                   cell.skipped ? "n/a" : fmt("%.2f", cell.mb_per_s) + (cell.contended ? "*" : " "),
+                   SpeedLayout::kCol)
             << std::flush;
       else if (!cell.skipped)
         res.json.push_back(cell_json(r, s, cell, impls.masked));
@@ -679,7 +752,9 @@ Json speed_json(const SpeedOptions& opt, const SpeedImpls& impls, Json results) 
   j["threads"] = opt.multi;
   j["seconds"] = opt.seconds;
   j["no_aesni"] = impls.masked;
-  j["unit"] = "MB/s (10^6 bytes per second)";
+  j["unit"] = opt.elapsed ? "MB/s (10^6 bytes per second of wall time)" : "MB per CPU-second (10^6 bytes)";
+  j["timed_by"] = opt.elapsed ? "wall time" : "thread CPU time";
+  j["contended_threshold_pct"] = kBenchContendedPct;
   j["impl"] = {{"aes", impls.aes},
                {"gcm", impls.gcm},
                {"ghash", impls.ghash},
@@ -693,8 +768,10 @@ Json speed_json(const SpeedOptions& opt, const SpeedImpls& impls, Json results) 
 bool write_speed_chart(const SpeedOptions& opt, bool masked, std::vector<svg::Series> series,
                        std::string& why) {
   svg::LineChart chart;
-  chart.title = std::string("aesxfer speed: MB/s by block size") + (masked ? " (--no-aesni)" : "") +
-                (opt.multi > 1 ? ", " + std::to_string(opt.multi) + " threads" : "");
+  chart.title =
+      std::string(opt.elapsed ? "aesxfer speed: MB/s (wall time)" : "aesxfer speed: MB per CPU-second") +
+      " by block size" + (masked ? " (--no-aesni)" : "") +
+      (opt.multi > 1 ? ", " + std::to_string(opt.multi) + " threads" : "");
   char date[64];
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -702,8 +779,9 @@ bool write_speed_chart(const SpeedOptions& opt, bool masked, std::vector<svg::Se
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
   chart.subtitle = std::string(cr::cpu_model()) + "  \u00b7  " + date + "  \u00b7  " +
                    fmt("%g", opt.seconds) + " s per cell";
-  chart.x_label = "block size (bytes, log2 scale)";
-  chart.y_label = "MB/s (10^6 bytes/s, log10 scale)";
+  chart.x_label = "block size (bytes, log2 scale); one panel per cipher, MAC and checksum";
+  chart.y_label = opt.elapsed ? "MB/s (wall time, log10 scale)" : "MB per CPU-second (log10 scale)";
+  chart.mark_legend = {contended_legend()};
   chart.log10_y = true;  // memcpy and RC4 are orders of magnitude apart
   chart.series = std::move(series);
   return svg::write_file(opt.plot, svg::line_chart(chart), why);
@@ -738,6 +816,7 @@ int run_speed(const SpeedOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   if (opt.json) out << json_line(speed_json(opt, impls, std::move(res.json)));
+  if (!opt.json && res.contended) out << contended_legend() << "\n";
   out.flush();
   std::string why;
   if (!opt.plot.empty() && !write_speed_chart(opt, impls.masked, std::move(res.plot_series), why)) {

@@ -14,6 +14,7 @@
 
 #include "crypto/aes.h"
 #include "crypto/checksum.h"
+#include "crypto/suite.h"
 #include "tests/harness.h"
 #include "tests/test_util.h"
 
@@ -34,7 +35,8 @@ const std::string* find_row(const std::vector<std::string>& lines, const std::st
   return nullptr;
 }
 
-// The last `n` whitespace-separated fields of the row, parsed as numbers (fails on garbage).
+// The last `n` whitespace-separated fields of the row, parsed as numbers after a contention mark
+// "*" (fails on garbage).
 std::vector<double> numbers_of(const std::string& row, size_t n) {
   std::istringstream in(row);
   std::vector<std::string> f;
@@ -42,6 +44,7 @@ std::vector<double> numbers_of(const std::string& row, size_t n) {
   std::vector<double> v;
   if (f.size() < n) return v;
   for (size_t i = f.size() - n; i < f.size(); ++i) {
+    if (!f[i].empty() && f[i].back() == '*') f[i].pop_back();  // the contention mark
     char* end = nullptr;
     const double d = std::strtod(f[i].c_str(), &end);
     if (end == f[i].c_str() || *end != '\0') return {};
@@ -91,11 +94,11 @@ TEST(Speed, TableHasEveryRowWithPositiveFigures) {
   EXPECT_EQ(find_row(lines, "aes128-cbc enc x16 lanes") != nullptr, vaes());
   // Not selected: no rows.
   EXPECT_EQ(find_row(lines, "aes128-ctr enc"), nullptr);
-  EXPECT_EQ(find_row(lines, "none enc (legacy)"), nullptr);
+  EXPECT_EQ(find_row(lines, "none enc"), nullptr);
   // Heading: CPU line, implementation lines, the unit, one column per size.
   EXPECT_NE(out.str().find("CPU:"), std::string::npos);
   EXPECT_NE(out.str().find("SHA-256:"), std::string::npos);
-  EXPECT_NE(out.str().find("MB/s"), std::string::npos);
+  EXPECT_NE(out.str().find("MB per CPU-second"), std::string::npos);
   EXPECT_NE(out.str().find("16 bytes"), std::string::npos);
   EXPECT_NE(out.str().find("1024 bytes"), std::string::npos);
 }
@@ -107,9 +110,9 @@ TEST(Speed, AllCiphersAndMacsWhenNoneNamed) {
   o.seconds = 0.005;
   ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
   const auto lines = lines_of(out.str());
-  for (const char* label : {"aes128-gcm enc", "aes128-ctr enc", "aes128-ctr dec", "aes128-cbc enc",
-                            "blowfish-cbc enc (legacy)", "arcfour enc (legacy)", "none enc (legacy)",
-                            "none dec (legacy)", "hmac-sha256", "sha256", "xxh128"}) {
+  for (const char* label :
+       {"aes128-gcm enc", "aes128-ctr enc", "aes128-ctr dec", "aes128-cbc enc", "blowfish-cbc enc (legacy)",
+        "arcfour enc (legacy)", "none enc", "none dec", "hmac-sha256", "sha256", "xxh128"}) {
     const std::string* row = find_row(lines, label);
     ASSERT_NE(row, nullptr) << label << " missing in:\n" << out.str();
     const auto v = numbers_of(*row, 1);
@@ -230,6 +233,109 @@ TEST(Speed, SizeSmallerThanABlockIsNotApplicableForCbc) {
   const auto v = numbers_of(*rc4, 1);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_GT(v[0], 0);
+}
+
+// Issue 27: the figure is MB per CPU-second of the measuring thread by default and per wall second
+// with --elapsed, and each cell says what it measured.
+TEST(Speed, CpuTimeByDefaultWallTimeWithElapsed) {
+  for (bool elapsed : {false, true}) {
+    SCOPED_TRACE(elapsed ? "--elapsed" : "cpu");
+    std::ostringstream out, err;
+    SpeedOptions o = quick({"aes128-ctr", "sha256"});
+    o.elapsed = elapsed;
+    o.json = true;
+    ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+    Json j;
+    ASSERT_TRUE(JsonParser(out.str()).parse(j)) << out.str();
+    EXPECT_EQ(test::json_scheme_problems(out.str()), std::vector<std::string>{});
+    EXPECT_EQ(j.obj["timed_by"].str, elapsed ? "wall time" : "thread CPU time");
+    EXPECT_EQ(j.obj["contended_threshold_pct"].num, 15);
+    ASSERT_FALSE(j.obj["results"].arr.empty());
+    for (auto& r : j.obj["results"].arr) {
+      const double bytes = r.obj["bytes"].num, cpu = r.obj["cpu_seconds"].num,
+                   wall = r.obj["wall_seconds"].num;
+      ASSERT_GT(bytes, 0);
+      ASSERT_GT(cpu, 0);
+      ASSERT_GT(wall, 0);
+      EXPECT_LE(cpu, wall * 1.02 + 1e-3) << "one thread cannot use more CPU than wall time";
+      const double want = bytes / (elapsed ? wall : cpu) / 1e6;
+      EXPECT_NEAR(r.obj["mb_per_s"].num, want, want * 1e-3 + 1e-3);
+      EXPECT_EQ(r.obj["contended"].b, wall - cpu >= wall * 0.15) << "cpu " << cpu << " wall " << wall;
+    }
+  }
+}
+
+// Issue 27: beside a busy loop on the same core, the CPU figure stays near the quiet one and every
+// cell is marked "*" in the table (with the legend line) and in the JSON.
+TEST(Speed, BusyCoreIsMarkedAndTheCpuFigureHolds) {
+  auto figures = [](const std::string& json) {
+    std::map<double, std::pair<double, bool>> v;  // block size -> (MB per CPU-s, contended)
+    Json j;
+    EXPECT_TRUE(JsonParser(json).parse(j)) << json;
+    for (auto& r : j.obj["results"].arr)
+      if (r.obj["op"].str == "enc")
+        v[r.obj["block_size"].num] = {r.obj["mb_per_s"].num, r.obj["contended"].b};
+    return v;
+  };
+  SpeedOptions o = quick({"aes128-ctr"});
+  o.seconds = 0.2;
+  o.json = true;
+  std::ostringstream quiet_out, busy_out, table, err;
+  std::map<double, std::pair<double, bool>> quiet, busy;
+  ASSERT_EQ(run_speed(o, quiet_out, err), 0) << err.str();
+  quiet = figures(quiet_out.str());
+  {
+    test::BusyCore busy_core;
+    ASSERT_EQ(run_speed(o, busy_out, err), 0) << err.str();
+    o.json = false;
+    o.seconds = 0.05;
+    ASSERT_EQ(run_speed(o, table, err), 0) << err.str();
+  }
+  busy = figures(busy_out.str());
+  ASSERT_EQ(busy.size(), 2u) << busy_out.str();
+  for (const auto& [size, f] : busy) {
+    EXPECT_TRUE(f.second) << size << ": half a core, not marked";
+    const double ratio = f.first / quiet[size].first;
+    EXPECT_GT(ratio, 0.6) << size << ": " << f.first << " busy vs " << quiet[size].first << " quiet";
+    EXPECT_LT(ratio, 1.7) << size;
+  }
+  const auto lines = lines_of(table.str());
+  const std::string* row = find_row(lines, "aes128-ctr enc");
+  ASSERT_NE(row, nullptr) << table.str();
+  EXPECT_NE(row->find('*'), std::string::npos) << *row;
+  EXPECT_NE(table.str().find("\n* CPU contended: wall time exceeded CPU time by 15%"), std::string::npos)
+      << table.str();
+}
+
+// Issue 27: `none` is not legacy; speed's JSON and labels say legacy exactly where the cipher table
+// (and so --list-ciphers) does.
+TEST(Speed, LegacyAgreesWithTheCipherTable) {
+  std::ostringstream out, err;
+  SpeedOptions o = quick({});
+  o.sizes = {64};
+  o.seconds = 0.002;
+  o.json = true;
+  ASSERT_EQ(run_speed(o, out, err), 0) << err.str();
+  Json j;
+  ASSERT_TRUE(JsonParser(out.str()).parse(j)) << out.str();
+  size_t ciphers = 0;
+  for (auto& r : j.obj["results"].arr) {
+    const auto* c = crypto::find_cipher(r.obj["cipher"].str);
+    if (!c || r.obj["op"].str == "mac") continue;
+    ++ciphers;
+    EXPECT_EQ(r.obj["legacy"].b, c->legacy) << c->name;
+  }
+  EXPECT_GE(ciphers, 6u);
+  EXPECT_FALSE(crypto::find_cipher("none")->legacy);
+  auto list = test::run_process({AESXFER_BINARY, "--list-ciphers"}, {}, 30);
+  ASSERT_EQ(list.exit_code, 0) << list.describe();
+  for (const auto& c : crypto::ciphers()) {
+    std::string line;
+    for (const auto& l : lines_of(list.out))
+      if (l.rfind(std::string(c.name) + " ", 0) == 0) line = l;
+    ASSERT_FALSE(line.empty()) << c.name << " missing in --list-ciphers:\n" << list.out;
+    EXPECT_EQ(line.find(" legacy ") != std::string::npos, c.legacy) << line;
+  }
 }
 
 }  // namespace
