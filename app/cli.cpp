@@ -10,6 +10,7 @@
 #include "crypto/aes.h"
 #include "crypto/suite.h"
 #include "files/keystore.h"
+#include "net/congestion.h"
 
 namespace aesxfer::app {
 
@@ -85,6 +86,7 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
   if (c.cipher && !cli("cipher")) t.cipher = *c.cipher;
   if (c.mac && !cli("mac")) t.mac = *c.mac;
   if (c.streams && !cli("streams")) t.streams = *c.streams;
+  if (c.congestion && !cli("congestion")) t.congestion = *c.congestion;
   if (c.checksum && !cli("checksum")) t.checksum = *c.checksum;
   if (c.record_size && !cli("record-size")) t.record_size = *c.record_size;
   if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
@@ -137,6 +139,11 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   co.resume = t.resume;
   co.fine_progress = t.limit_kbit > 0 || t.json_progress;
   co.streams = t.streams;
+  co.congestion = t.congestion;
+  if (std::string why = net::check_congestion(t.congestion); !why.empty()) {
+    die_line(why);
+    return false;
+  }
   co.paced = t.limit_kbit > 0;
   return true;
 }
@@ -180,6 +187,11 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     j["resumed_from"] = r.resumed_from;
     j["streams"] = r.streams;
     j["record_size"] = r.record_size;
+    if (!r.congestion.empty()) {
+      j["congestion"] = r.congestion;
+      j["congestion_why"] = r.congestion_why;
+      if (r.resent_percent >= 0) j["resent_percent"] = app::rounded(r.resent_percent, 3);
+    }
     j["checksum"] = checksum_json(co, r);
     std::fputs(app::json_line(j).c_str(), out);
   } else if (!t.quiet) {
@@ -208,6 +220,8 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    if (std::string note = client::slow_path_note(r); !note.empty())
+      std::fprintf(human, "aesxfer: note: %s\n", note.c_str());
   }
   std::fflush(out);
   if (co.debug && r.record_size)
@@ -287,6 +301,11 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
                   "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
                   "round trip is 10 ms or more; 1 = never)")
       ->check(CLI::Range(0, 16));
+  sub->add_option(
+         "--congestion", t.congestion,
+         "TCP congestion control for the data this side sends: auto (default: bbr where the kernel allows "
+         "it, else the host default; -v says which and why), system (the host default) or a name")
+      ->type_name("auto|system|NAME");
   sub->add_option("--checksum", t.checksum,
                   "Whole-file checksum in every end record: xxh128 (default), sha256 or none")
       ->type_name("ALG");

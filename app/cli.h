@@ -64,6 +64,7 @@ struct TransferOpts {
   bool json_progress = false;                     // --json-progress
   double limit_kbit = 0;                          // -l, Kbit/s (0: none)
   int streams = 0;                                // --streams (0: auto)
+  std::string congestion = "auto";                // --congestion
   std::string checksum = "xxh128";                // --checksum
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;                                // -v

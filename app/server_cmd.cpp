@@ -8,6 +8,7 @@
 #include "app/cli.h"
 #include "crypto/checksum.h"
 #include "files/keystore.h"
+#include "net/congestion.h"
 #include "proto/handshake.h"
 #include "server/server.h"
 
@@ -49,6 +50,10 @@ int cmd_serve(ServeArgs& a) {
       }
       so.policy.checksums |= 1u << uint8_t(alg);
     }
+  }
+  if (std::string why = net::check_congestion(so.congestion); !why.empty()) {
+    die_line(why);
+    return kExitUsage;
   }
   server::Server server(so);
   server.run();
@@ -132,6 +137,12 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
                    "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
+  serve
+      ->add_option(
+          "--congestion", a->so.congestion,
+          "TCP congestion control for the data this side sends: auto (default: bbr where the kernel allows "
+          "it, else the host default; -v says which and why), system (the host default) or a name")
+      ->type_name("auto|system|NAME");
   serve
       ->add_option("--checksums", a->checksums,
                    "File checksums clients may choose, comma-separated (default: xxh128,sha256,none)")

@@ -212,17 +212,21 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   write_keylog();
   conn_->start_records(*keys_, true, opt_.impl);
   tune_for_path(conn_->fd());
+  cc_ = net::set_congestion(conn_->fd(), opt_.congestion);
+  log(1, "congestion control " + cc_.name + " (" + cc_.why + "), for the data this side sends");
   await_welcome(id);
   log_session(Clock::now() - t0);
   if (!opt_.extra_stream) {
-    const uint32_t rtt = rtt_us();
+    const int n = auto_streams();  // decided here, once, from the handshake's round trips
+    const uint32_t rtt = base_rtt_us_;
     if (opt_.resume || opt_.paced)
       log(1, std::string("streams: 1 (") + (opt_.resume ? "--resume" : "-l") + " uses one connection)");
     else if (opt_.streams > 0)
       log(1, "streams: " + std::to_string(opt_.streams) +
                  " per file (--streams or Streams; fewer for small files)");
     else
-      log(1, "streams: auto, " + std::to_string(auto_streams()) + " per large file (round trip " +
+      log(1, "streams: auto, " + std::to_string(n) + " per large file, decided once (base round trip " +
+                 std::to_string(rtt / 1000) + "." + std::to_string(rtt % 1000 / 100) + " ms, " +
                  (rtt < kLongPathRttUs ? "below" : "at or above") + " " +
                  std::to_string(kLongPathRttUs / 1000) + " ms)");
   }
@@ -330,6 +334,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.file = local.string();
   resume_offset_ = req.offset;
   if (on_start) on_start(req.size);
+  const std::vector<net::TcpCounts> before{net::tcp_counts(conn_->fd())};
   auto t0 = Clock::now();
   try {
     StreamOptions so{req.offset, opt_.fine_progress};
@@ -345,7 +350,31 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.record_size = conn_->record_size();
   r.resumed_from = req.offset;
   r.verified = true;
+  note_send(r, {conn_->fd()}, before);
   return r;
+}
+
+void Client::note_send(FileResult& r, const std::vector<int>& fds,
+                       const std::vector<net::TcpCounts>& before) const {
+  r.congestion = cc_.name;
+  r.congestion_why = cc_.why;
+  uint64_t sent = 0, again = 0;
+  for (size_t i = 0; i < fds.size() && i < before.size(); ++i) {
+    net::TcpCounts now = net::tcp_counts(fds[i]);
+    sent += now.bytes_sent - before[i].bytes_sent;
+    again += now.bytes_retrans - before[i].bytes_retrans;
+  }
+  if (sent > 0) r.resent_percent = 100.0 * double(again) / double(sent);
+}
+
+std::string slow_path_note(const FileResult& r) {
+  if (r.resent_percent < 0.1 || (r.congestion != "cubic" && r.congestion != "reno")) return "";
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.2f", r.resent_percent);
+  return std::string("packet loss limits this path: ") + pct + " % of the data was sent again and " +
+         r.congestion + ", loss-based, backs off at every drop (" + r.congestion_why +
+         "); bbr keeps such a path full: as root, --congestion bbr, or let every user choose it with " +
+         net::kCongestionDropIn + " (aesxfer(1), CONGESTION CONTROL); more --streams also help";
 }
 
 FileResult Client::put_stream(int fd, const std::string& remote, const std::string& name,

@@ -12,6 +12,7 @@
 
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
+#include "net/congestion.h"
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
@@ -79,6 +80,9 @@ struct ClientOptions {
   uint32_t record_size = uint32_t(proto::kDefaultPayload);
   // The record layer's crypto code: the best, or the portable one (bench --no-aesni-too).
   crypto::Impl impl = crypto::Impl::best;
+  // --congestion / CongestionControl (net/congestion.h): auto, system or a name, set on every
+  // connection this client opens (it matters on the ones it sends on: send).
+  std::string congestion = "auto";
 };
 
 struct FileResult {
@@ -96,7 +100,15 @@ struct FileResult {
   uint64_t resumed_from = 0;  // --resume: bytes the receiver already had (not sent again)
   int streams = 1;            // connections the file moved over (--streams)
   uint64_t record_size = 0;   // payload bytes per record, as the handshake agreed
+  // send: the congestion control of the connections the file left on and why (net/congestion.h),
+  // and the share of the bytes they sent that TCP had to send again (-1: unknown).
+  std::string congestion, congestion_why;
+  double resent_percent = -1;
 };
+
+// send: one line saying why the path was slow and what would help, when the file's connections
+// lost packets (resent 0.1 % or more) under loss-based congestion control; "" otherwise.
+std::string slow_path_note(const FileResult& r);
 
 // The answer to list (recv -r): a directory on the server and everything under it.
 struct RemoteDir {
@@ -169,6 +181,8 @@ class Client {
   const std::string& peer() const { return conn_->peer(); }
   // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
   uint32_t rtt_us() const;
+  // The congestion control this connection got and why (--congestion).
+  const net::Congestion& congestion() const { return cc_; }
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
   bool resuming() const { return opt_.resume; }
@@ -182,6 +196,13 @@ class Client {
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
   bool clean_failure_ = false;
+  net::Congestion cc_;
+  // The path's base round trip (tcpi_min_rtt, else the smoothed one) and the auto number of
+  // connections decided from it, once per invocation (client/parallel.cpp); -1: not yet.
+  mutable int auto_streams_ = -1;
+  mutable uint32_t base_rtt_us_ = 0;
+  // send: fills r's congestion fields from the connections fds (their counters before the file).
+  void note_send(FileResult& r, const std::vector<int>& fds, const std::vector<net::TcpCounts>& before) const;
 
   // Parallel streams (client/parallel.cpp): the extra connections, opened on first use and kept
   // for the following files; a broken one is not reused.

@@ -103,6 +103,21 @@ void first(std::optional<T>& slot, const T& v, bool set) {
   if (set && !slot) slot = v;
 }
 
+std::string congestion_control(const std::string& v, HostConfig& c, bool set) {
+  if (v.empty() || v.size() > 15 ||
+      v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+    return "bad congestion control (auto, system or a name such as bbr)";
+  first(c.congestion, v, set);
+  return "";
+}
+
+std::string streams(const std::string& v, HostConfig& c, bool set) {
+  uint64_t n = 0;
+  if (!parse_uint(v, 16, n)) return "bad number of streams (0 = auto, 1 to 16)";
+  first(c.streams, int(n), set);
+  return "";
+}
+
 const std::vector<Keyword>& keywords() {
   static const std::vector<Keyword> k = {
       {"HostName",
@@ -137,13 +152,8 @@ const std::vector<Keyword>& keywords() {
          first(c.identity_file, v, set);
          return "";
        }},
-      {"Streams",
-       [](const std::string& v, HostConfig& c, bool set) -> std::string {
-         uint64_t n = 0;
-         if (!parse_uint(v, 16, n)) return "bad number of streams (0 = auto, 1 to 16)";
-         first(c.streams, int(n), set);
-         return "";
-       }},
+      {"CongestionControl", congestion_control},
+      {"Streams", streams},
       {"Checksum",
        [](const std::string& v, HostConfig& c, bool set) -> std::string {
          crypto::ChecksumAlg a;
@@ -211,6 +221,7 @@ void HostConfig::fill_from(const HostConfig& o) {
   if (!record_size) record_size = o.record_size;
   if (!timeout) timeout = o.timeout;
   if (!strict_host_keys) strict_host_keys = o.strict_host_keys;
+  if (!congestion) congestion = o.congestion;
   applied.insert(applied.end(), o.applied.begin(), o.applied.end());
 }
 

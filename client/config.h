@@ -26,6 +26,7 @@ struct HostConfig {
   std::optional<uint32_t> record_size;       // RecordSize (as --record-size, K and M suffixes)
   std::optional<double> timeout;             // Timeout (as --timeout, seconds)
   std::optional<bool> strict_host_keys;      // StrictHostKeyChecking yes | accept-new
+  std::optional<std::string> congestion;     // CongestionControl (as --congestion)
   // The lines ("FILE line N") of the Host blocks that matched, for -v.
   std::vector<std::string> applied;
 

@@ -12,7 +12,9 @@
 // covers kAutoRate * RTT, taking the window of one connection to be the smaller of this host's
 // tcp_wmem maximum and half its tcp_rmem maximum (the autotuning caps; about half a receive buffer
 // is advertised as window), at most kAutoMaxStreams, and only as many as give each part at least
-// kAutoMinPart bytes. On loopback and LAN paths this is always one.
+// kAutoMinPart bytes. On loopback and LAN paths this is always one. The round trip is the path's
+// base one (tcpi_min_rtt after the handshake), and the number is decided once per invocation: the
+// connections opened for the first large file serve every later one.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -74,6 +76,30 @@ std::vector<std::pair<uint64_t, uint64_t>> split(uint64_t size, int n) {
   return r;
 }
 
+// How many parts a file of `size` bytes goes in over `conns` connections: parts of kChunk bytes,
+// at least one per connection and at most what the wire allows (proto::kMaxParts). The parts are
+// handed out from a queue (PartQueue), so a connection that finishes early takes the next part
+// instead of idling while a slow one (a lossy path's unlucky stream) finishes a long range.
+constexpr uint64_t kChunk = 8u << 20;
+int parts_for(uint64_t size, size_t conns) {
+  return int(std::clamp<uint64_t>(size / kChunk, conns, proto::kMaxParts));
+}
+
+// The parts not yet taken, handed out in order to whichever connection asks first.
+class PartQueue {
+ public:
+  explicit PartQueue(size_t n) : n_(n) {}
+  bool next(size_t* i) {
+    *i = next_.fetch_add(1);
+    return *i < n_;
+  }
+  bool empty() const { return next_.load() >= n_; }
+
+ private:
+  size_t n_;
+  std::atomic<size_t> next_{0};
+};
+
 // Runs f(i) for i in [0, n) on n threads. The first failure wins; it shuts the other connections'
 // sockets so that their parts stop at once instead of running to the end.
 template <typename F>
@@ -131,14 +157,21 @@ class ProgressSum {
 uint32_t Client::rtt_us() const { return tcp_rtt_us(conn_->fd()); }
 
 int Client::auto_streams() const {
-  uint32_t rtt = rtt_us();
-  if (rtt < kLongPathRttUs) return 1;
+  if (auto_streams_ >= 0) return auto_streams_;
+  // The path's base round trip: the lowest the connection has seen (the handshake's), not the
+  // smoothed one, which a file's own queue inflates (the next file then opened more, issue 25).
+  const uint32_t min_rtt = net::tcp_counts(conn_->fd()).min_rtt_us;
+  const uint32_t rtt = min_rtt ? min_rtt : rtt_us();
+  base_rtt_us_ = rtt;
+  auto_streams_ = 1;
+  if (rtt < kLongPathRttUs) return auto_streams_;
   // What one connection can have in flight: the send buffer's cap, or about half the receive
   // buffer's (the kernel advertises roughly half of it as window, the rest covers skb overhead).
   uint64_t window = std::min(sysctl_max("/proc/sys/net/ipv4/tcp_wmem", 4u << 20),
                              sysctl_max("/proc/sys/net/ipv4/tcp_rmem", 6u << 20) / 2);
   double need = kAutoRate * (rtt / 1e6) / double(window);
-  return std::clamp(int(std::ceil(need)), 1, kAutoMaxStreams);
+  auto_streams_ = std::clamp(int(std::ceil(need)), 1, kAutoMaxStreams);
+  return auto_streams_;
 }
 
 int Client::streams_for(uint64_t size) {
@@ -241,7 +274,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
     } restore{opt_.streams, saved};
     return put(local, req.path, on_start, progress);
   }
-  ranges = split(req.size, int(std::min(ranges.size(), conns.size())));
+  const size_t nconn = std::min(ranges.size(), conns.size());
+  ranges = split(req.size, parts_for(req.size, nconn));
   const size_t parts = ranges.size();
   set_range(req, parts);
 
@@ -251,20 +285,31 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   if (on_start) on_start(req.size);
   auto t0 = Clock::now();
   std::vector<int> fds;
-  for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
+  std::vector<net::TcpCounts> before;
+  for (size_t i = 0; i < nconn; ++i) {
+    fds.push_back(conns[i]->conn_->fd());
+    before.push_back(net::tcp_counts(fds.back()));
+  }
   ProgressSum sum(parts, progress);
   proto::Message commit = req;
   commit.op = proto::Op::commit;
   r.ranges.resize(parts);
-  run_parts(conns, fds, parts, [&](size_t i) {
-    proto::Message part = req;
-    part.part = uint32_t(i);
-    part.offset = ranges[i].first;
-    part.length = ranges[i].second;
-    r.ranges[i] = {part.offset, part.length,
-                   conns[i]->put_range(fd, part, sum.part(i), i == 0 ? &commit : nullptr)};
+  PartQueue queue(parts);
+  run_parts(conns, fds, nconn, [&](size_t c) {
+    bool committed = false;
+    for (size_t i; queue.next(&i);) {
+      proto::Message part = req;
+      part.part = uint32_t(i);
+      part.offset = ranges[i].first;
+      part.length = ranges[i].second;
+      // The commit rides behind this connection's last part once every part is handed out.
+      committed = c == 0 && queue.empty();
+      r.ranges[i] = {part.offset, part.length,
+                     conns[c]->put_range(fd, part, sum.part(i), committed ? &commit : nullptr)};
+    }
+    if (c == 0 && !committed) conn_->send_message(commit);  // the others still move their last parts
   });
-  // Every part's Result was ok; the commit went out behind part 0 and is answered now.
+  // Every part's Result was ok; the commit went out on this connection and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw proto::refusal(resp, conn_->peer() + ":" + req.path);
@@ -272,7 +317,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   r.bytes = req.size;
   r.record_size = conn_->record_size();
   r.verified = true;
-  r.streams = int(parts);
+  r.streams = int(nconn);
+  note_send(r, fds, before);
   return r;
 }
 
@@ -282,7 +328,9 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   n = open_extra(n);
   std::vector<Client*> conns{this};
   for (auto& c : extra_) conns.push_back(c.get());
-  auto ranges = split(st.size, int(std::min<size_t>(size_t(n), conns.size())));
+  const size_t nconn =
+      std::max<size_t>(1, std::min({size_t(n), conns.size(), size_t(split(st.size, n).size())}));
+  auto ranges = split(st.size, parts_for(st.size, nconn));
   fs::path local = local_in;
   bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
   std::error_code ec;
@@ -304,16 +352,20 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   if (on_start) on_start(st.size);
   auto t0 = Clock::now();
   std::vector<int> fds;
-  for (size_t i = 0; i < parts; ++i) fds.push_back(conns[i]->conn_->fd());
+  for (size_t i = 0; i < nconn; ++i) fds.push_back(conns[i]->conn_->fd());
   ProgressSum sum(parts, progress);
   r.ranges.resize(parts);
+  PartQueue queue(parts);
   try {
-    run_parts(conns, fds, parts, [&](size_t i) {
-      proto::Message part = req;
-      part.part = uint32_t(i);
-      part.offset = ranges[i].first;
-      part.length = ranges[i].second;
-      r.ranges[i] = {part.offset, part.length, conns[i]->get_range(out ? out->fd() : -1, part, sum.part(i))};
+    run_parts(conns, fds, nconn, [&](size_t c) {
+      for (size_t i; queue.next(&i);) {
+        proto::Message part = req;
+        part.part = uint32_t(i);
+        part.offset = ranges[i].first;
+        part.length = ranges[i].second;
+        r.ranges[i] = {part.offset, part.length,
+                       conns[c]->get_range(out ? out->fd() : -1, part, sum.part(i))};
+      }
     });
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
@@ -323,7 +375,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   r.bytes = st.size;
   r.record_size = conn_->record_size();
   r.verified = true;
-  r.streams = int(parts);
+  r.streams = int(nconn);
   return r;
 }
 

@@ -92,6 +92,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   it.local = local;
   it.bytes = size;
   it.started = Clock::now();
+  it.before = net::tcp_counts(c_.conn_->fd());
   it.done = std::move(done);
   c_.conn_->send_message(req);
   // The data goes right behind the request (a file that shrinks meanwhile breaks the session,
@@ -216,6 +217,7 @@ void Pipeline::complete_front() {
       r.checksum = it.sum;
       r.record_size = c_.conn_->record_size();
       r.verified = true;
+      c_.note_send(r, {c_.conn_->fd()}, {it.before});
       return it.done(&r, nullptr);
     }
     case Kind::get:

@@ -88,6 +88,7 @@ class Pipeline {
     std::shared_ptr<Offer> offer;  // get: the destination offered as the prefix
     crypto::Checksum sum;
     std::chrono::steady_clock::time_point started;
+    net::TcpCounts before;  // put: the connection's counters when its data started (--json's resent_percent)
     Done done;
     DirDone dir_done;
     StatDone stat_done;

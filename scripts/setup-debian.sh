@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
       libssl-dev openssl iproute2 clang libclang-rt-14-dev valgrind
-      dpkg-dev lintian systemd openssh-client openssh-server librsvg2-bin python3 python3-cryptography nlohmann-json3-dev
+      dpkg-dev lintian systemd openssh-client openssh-server iperf3 librsvg2-bin python3 python3-cryptography nlohmann-json3-dev
       clang-format universal-ctags)
 # AESXFER_SETUP_MINIMAL=1 (scripts/demo.sh): only what building the binary needs.
 if [ "${AESXFER_SETUP_MINIMAL:-}" = 1 ]; then

@@ -28,6 +28,7 @@
 #include "crypto/suite.h"
 #include "files/atomic_file.h"
 #include "files/keystore.h"
+#include "net/congestion.h"
 #include "net/conn.h"
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
@@ -231,6 +232,7 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
     if (st.ec && st.ec != proto::errc::unauthorized)
       throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
     tune_for_path(fd);
+    set_congestion(fd, opt.congestion);
     proto::SessionKeys& keys = hs.keys();
     c.start_records(keys, false);
     proto::Message w;
@@ -346,6 +348,12 @@ void Server::Impl::open_acceptor(tcp::acceptor& acc) {
 void Server::Impl::log_start(uint16_t port) {
   log("listening on port " + std::to_string(port) + " root=" + root->real().string() + " resolver=" +
       (root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(host.pk));
+  if (int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      fd >= 0 || (fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+    const Congestion cc = set_congestion(fd, opt.congestion);  // what every connection will get
+    ::close(fd);
+    log("congestion control " + cc.name + " (" + cc.why + "), for the data this server sends");
+  }
   const fs::path ak = opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
   std::vector<std::string> problems;
   const size_t n = load_authorized_keys(ak, &problems).size();

@@ -40,6 +40,9 @@ struct ServerOptions {
   // Parallel-stream temporary files open at once over all sessions: at most this many, and never
   // more than RLIMIT_NOFILE leaves after what --max-sessions needs (checked at start).
   uint64_t max_part_files = UINT64_MAX;
+  // --congestion (net/congestion.h): auto, system or a name, set on every accepted connection
+  // (it matters on the ones this server sends on: the clients' recv).
+  std::string congestion = "auto";
   // Test seam: called on a session's thread once the session has ended and closed the descriptor
   // `fd` it worked on (so the number is free for a new accept), before its slot is released and
   // the accept loop hears of it. Tests block here to provoke that reuse; serve leaves it empty.

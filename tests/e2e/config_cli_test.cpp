@@ -212,7 +212,8 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
         std::string("MAC hmac-sha256 [sha256 "), std::string("checksum xxh128 [xxh3 "),
         std::string("record size 262144 bytes\n"), std::string("debug1: socket buffers: SO_SNDBUF "),
         std::string("debug1: round trip "),
-        std::string("debug1: streams: auto, 1 per large file (round trip below 10 ms)\n"),
+        std::string("debug1: streams: auto, 1 per large file, decided once (base round trip "),
+        std::string(" ms, below 10 ms)\n"),
         "debug1: " + f() + ": 1 stream, 1 records of up to 262144 bytes\n"})
     EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
   EXPECT_EQ(r.err.find("debug2:"), std::string::npos) << r.err;

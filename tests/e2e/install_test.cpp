@@ -27,10 +27,11 @@ TEST(Install, CmakeInstallPutsEveryFileInPlace) {
   TempDir prefix("aesxfer-install");
   auto r = run_process({cmake, "--install", AESXFER_BUILD_DIR, "--prefix", prefix.path().string()}, {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  for (const char* f : {"bin/aesxfer", "share/man/man1/aesxfer.1.gz", "share/doc/aesxfer/PROTOCOL.md",
-                        "share/doc/aesxfer/aesxfer.service", "share/doc/aesxfer/README.md",
-                        "share/doc/aesxfer/copyright", "share/doc/aesxfer/changelog.gz",
-                        "lib/systemd/system/aesxfer.service", "share/bash-completion/completions/aesxfer"})
+  for (const char* f :
+       {"bin/aesxfer", "share/man/man1/aesxfer.1.gz", "share/doc/aesxfer/PROTOCOL.md",
+        "share/doc/aesxfer/aesxfer.service", "share/doc/aesxfer/README.md", "share/doc/aesxfer/copyright",
+        "share/doc/aesxfer/changelog.gz", "share/doc/aesxfer/examples/60-aesxfer-bbr.conf",
+        "lib/systemd/system/aesxfer.service", "share/bash-completion/completions/aesxfer"})
     EXPECT_TRUE(fs::is_regular_file(prefix.path() / f)) << f;
   auto v = run_process({(prefix.path() / "bin/aesxfer").string(), "--version"}, {}, 10);
   EXPECT_EQ(v.exit_code, 0) << v.describe();
@@ -67,7 +68,8 @@ TEST(Install, CpackBuildsADebianPackage) {
   ASSERT_EQ(c.exit_code, 0) << c.describe();
   for (const char* f :
        {"./usr/bin/aesxfer", "./usr/share/man/man1/aesxfer.1.gz", "./usr/share/doc/aesxfer/copyright",
-        "./usr/lib/systemd/system/aesxfer.service", "./usr/share/bash-completion/completions/aesxfer"})
+        "./usr/lib/systemd/system/aesxfer.service", "./usr/share/bash-completion/completions/aesxfer",
+        "./usr/share/doc/aesxfer/examples/60-aesxfer-bbr.conf"})
     EXPECT_NE(c.out.find(f), std::string::npos) << f << "\n" << c.out;
   auto i =
       run_process({dpkg_deb, "-f", deb.string(), "Package", "Depends", "Maintainer", "Description"}, {}, 30);

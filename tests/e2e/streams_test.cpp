@@ -106,6 +106,27 @@ std::map<std::string, std::string> last_json(const std::string& out) {
 
 using Streams = ServerTest;
 
+// Issue 25 item 3: a file is cut into parts of 8 MiB or more, handed out from a queue, so two
+// connections carry five parts of a 40 MiB file (before: one fixed range each); every byte in
+// place both ways.
+TEST_F(Streams, PartsComeFromAQueueOverFewerConnections) {
+  fs::path src = ws.local / "src.bin";
+  write_random_file(src, uint64_t(40) << 20, 25);
+  const std::string want = sha256_file(src);
+  auto r = run({"send", src.string(), "127.0.0.1:dst.bin", "--streams", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << server->log();
+  EXPECT_EQ(last_json(r.out)["streams"], "2") << r.out;
+  EXPECT_TRUE(server->wait_for_log("parts=5")) << server->log();
+  EXPECT_EQ(sha256_file(ws.root / "dst.bin"), want);
+  fs::path back = ws.local / "back.bin";
+  auto g = run({"recv", "127.0.0.1:dst.bin", back.string(), "--streams", "2", "--json"});
+  ASSERT_EQ(g.exit_code, 0) << g.describe() << server->log();
+  EXPECT_EQ(last_json(g.out)["streams"], "2") << g.out;
+  EXPECT_NE(server->log().find("part=4/5"), std::string::npos) << server->log();
+  EXPECT_EQ(sha256_file(back), want);
+  EXPECT_TRUE(temp_debris(ws.root).empty());
+}
+
 TEST_F(Streams, PutAndGetInPartsEveryByteInPlace) {
   const uint64_t rec = proto::kDefaultPayload;
   struct Case {

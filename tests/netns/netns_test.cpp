@@ -34,6 +34,7 @@
 #include <thread>
 
 #include "tests/harness.h"
+#include "tests/tun_relay.h"
 
 namespace aesxfer::test {
 namespace {
@@ -103,97 +104,6 @@ class NsProcess {
  private:
   pid_t pid_ = -1;
 };
-
-// Delays IP packets between two TUN devices by `delay` in each direction.
-class TunDelay {
- public:
-  TunDelay(int a, int b, std::chrono::microseconds delay) : a_(a), b_(b), delay_(delay) {
-    t1_ = std::thread([this] { pump(a_, b_, &bytes_ab_); });
-    t2_ = std::thread([this] { pump(b_, a_, &bytes_ba_); });
-  }
-  ~TunDelay() {
-    stop_ = true;
-    t1_.join();
-    t2_.join();
-  }
-  uint64_t dropped() const { return dropped_; }
-
- private:
-  struct Pkt {
-    Clock::time_point due;
-    std::vector<uint8_t> data;
-  };
-  void pump(int from, int to, std::atomic<uint64_t>* counter) {
-    std::deque<Pkt> q;
-    size_t queued = 0;
-    const size_t cap = size_t(64) << 20;  // a deep router buffer: never the limit at 1 Gbit/s x 25 ms
-    std::vector<uint8_t> buf(70000);
-    while (!stop_) {
-      int timeout = 5;
-      if (!q.empty()) {
-        auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(q.front().due - Clock::now()).count();
-        timeout = int(std::max<int64_t>(0, std::min<int64_t>(left, 5)));
-      }
-      pollfd p{from, POLLIN, 0};
-      if (::poll(&p, 1, timeout) > 0 && (p.revents & POLLIN)) {
-        for (int i = 0; i < 64; ++i) {  // drain what is there
-          ssize_t n = ::read(from, buf.data(), buf.size());
-          if (n <= 0) break;
-          if (queued + size_t(n) > cap) {
-            ++dropped_;
-            continue;
-          }
-          q.push_back({Clock::now() + delay_, std::vector<uint8_t>(buf.data(), buf.data() + n)});
-          queued += size_t(n);
-        }
-      }
-      auto now = Clock::now();
-      while (!q.empty() && q.front().due <= now) {
-        ssize_t w = ::write(to, q.front().data.data(), q.front().data.size());
-        (void)w;  // a full queue on the other side drops, like a router
-        *counter += q.front().data.size();
-        queued -= q.front().data.size();
-        q.pop_front();
-      }
-    }
-  }
-  int a_, b_;
-  std::chrono::microseconds delay_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> bytes_ab_{0}, bytes_ba_{0}, dropped_{0};
-  std::thread t1_, t2_;
-};
-
-// Opens a TUN device named `name` inside namespace `ns` (from a short-lived thread that enters it).
-int make_tun(const std::string& ns, const std::string& name, std::string* err) {
-  int result = -1;
-  std::thread t([&] {
-    int nfd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (nfd < 0 || ::unshare(CLONE_FS) != 0 || ::setns(nfd, CLONE_NEWNET) != 0) {
-      *err = std::string("setns: ") + std::strerror(errno);
-      if (nfd >= 0) ::close(nfd);
-      return;
-    }
-    ::close(nfd);
-    int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-      *err = std::string("/dev/net/tun: ") + std::strerror(errno);
-      return;
-    }
-    ifreq ifr{};
-    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
-    std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
-    if (::ioctl(fd, TUNSETIFF, &ifr) != 0) {
-      *err = std::string("TUNSETIFF: ") + std::strerror(errno);
-      ::close(fd);
-      return;
-    }
-    result = fd;
-  });
-  t.join();
-  return result;
-}
 
 // Milliseconds a TCP connect from namespace `ns` to addr:port takes (SYN -> SYN-ACK: one RTT).
 double connect_rtt_ms(const std::string& ns, const std::string& addr, uint16_t port) {
@@ -318,26 +228,60 @@ class Netns : public testing::Test {
     }
   };
   TunFd tun_fd_c, tun_fd_s;
-  std::unique_ptr<TunDelay> delay_path() {
+  std::unique_ptr<TunRelay> delay_path() {
+    LinkParams p;
+    p.delay = std::chrono::milliseconds(25);
+    return wan_path(p, 65000, true);
+  }
+  // The WAN lab (issue 25 item 6): the same TUN pair, the relay given loss, a bottleneck rate and
+  // its bounded queue (`p`), MTU `mtu`; tbf on the devices only when `tbf` (the relay's bottleneck
+  // replaces it otherwise).
+  std::unique_ptr<TunRelay> wan_path(LinkParams p, int mtu, bool tbf = false) {
     std::string err;
-    tun_fd_c.fd = make_tun(ns_c, tun_c, &err);
+    tun_fd_c.fd = open_tun_in(ns_c, tun_c, &err);
     EXPECT_GE(tun_fd_c.fd, 0) << err;
-    tun_fd_s.fd = make_tun(ns_s, tun_s, &err);
+    tun_fd_s.fd = open_tun_in(ns_s, tun_s, &err);
     EXPECT_GE(tun_fd_s.fd, 0) << err;
     if (tun_fd_c.fd < 0 || tun_fd_s.fd < 0) return nullptr;
-    std::string q = "ip netns exec ";
-    for (const std::string& c :
-         {"ip -n " + ns_c + " link set " + tun_c + " mtu 65000 up",
-          "ip -n " + ns_s + " link set " + tun_s + " mtu 65000 up",
-          "ip -n " + ns_c + " addr add 10.77.0.6/32 peer 10.77.0.5/32 dev " + tun_c,
-          "ip -n " + ns_s + " addr add 10.77.0.5/32 peer 10.77.0.6/32 dev " + tun_s,
-          q + ns_c + " tc qdisc add dev " + tun_c + " root tbf rate 1gbit burst 256kb latency 50ms",
-          q + ns_s + " tc qdisc add dev " + tun_s + " root tbf rate 1gbit burst 256kb latency 50ms"}) {
+    std::string q = "ip netns exec ", m = std::to_string(mtu);
+    std::vector<std::string> cmds{"ip -n " + ns_c + " link set " + tun_c + " mtu " + m + " up",
+                                  "ip -n " + ns_s + " link set " + tun_s + " mtu " + m + " up",
+                                  "ip -n " + ns_c + " addr add 10.77.0.6/32 peer 10.77.0.5/32 dev " + tun_c,
+                                  "ip -n " + ns_s + " addr add 10.77.0.5/32 peer 10.77.0.6/32 dev " + tun_s};
+    if (tbf)
+      for (const auto& [ns, dev] : {std::pair{ns_c, tun_c}, std::pair{ns_s, tun_s}})
+        cmds.push_back(q + ns + " tc qdisc add dev " + dev + " root tbf rate 1gbit burst 256kb latency 50ms");
+    for (const std::string& c : cmds) {
       auto res = sh(c);
       EXPECT_EQ(res.exit_code, 0) << c << "\n" << res.describe();
       if (res.exit_code != 0) return nullptr;
     }
-    return std::make_unique<TunDelay>(tun_fd_c.fd, tun_fd_s.fd, std::chrono::milliseconds(25));
+    p.max_packet = uint32_t(mtu);
+    return std::make_unique<TunRelay>(tun_fd_c.fd, tun_fd_s.fd, p);
+  }
+  // Stops the relay and removes the TUN pair (they go with their file descriptors).
+  void close_wan(std::unique_ptr<TunRelay>& relay) {
+    relay.reset();
+    for (TunFd* t : {&tun_fd_c, &tun_fd_s}) {
+      if (t->fd >= 0) ::close(t->fd);
+      t->fd = -1;
+    }
+  }
+  // iperf3 from the client namespace to a one-shot iperf3 server in the server namespace
+  // (stopped by its PID): the bits per second received; -1 when iperf3 failed.
+  double iperf3(const std::string& extra, double seconds = 3) {
+    auto srv = std::make_unique<NsProcess>(
+        ns_s, std::vector<std::string>{"/usr/bin/iperf3", "-s", "-1", "-B", "10.77.0.5", "-p", "5299"},
+        std::map<std::string, std::string>{}, ws.tmp / "iperf3.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // probing the port would count as a run
+    auto r = sh("ip netns exec " + ns_c + " iperf3 -c 10.77.0.5 -p 5299 -t " + std::to_string(seconds) + " " +
+                    extra + " -J",
+                seconds + 60);
+    srv->stop();
+    auto at = r.out.find("\"sum_received\"");
+    if (r.exit_code != 0 || at == std::string::npos) return -1;
+    auto b = r.out.find("\"bits_per_second\"", at);
+    return b == std::string::npos ? -1 : std::stod(r.out.substr(r.out.find(':', b) + 1));
   }
 
   // A throwaway sshd in the server namespace (10.77.0.5:2222) with its own keys; nullptr when
@@ -534,7 +478,7 @@ TEST_F(Netns, Ipv4AndIpv6OverTheRateLimitedVeth) {
 TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   auto delay_p = delay_path();
   ASSERT_TRUE(delay_p);
-  TunDelay& delay = *delay_p;
+  TunRelay& delay = *delay_p;
   std::string q = "ip netns exec ";
   double rtt_ms = connect_rtt_ms(ns_c, "10.77.0.5", port);
   std::printf("[ netns   ] delay path: TCP connect (one RTT) %.1f ms\n", rtt_ms);
@@ -898,6 +842,159 @@ TEST_F(Netns, ResumedTreeRecvOverFiftyMs) {
   EXPECT_EQ(check(here(false) / "tree"), 0u);
   EXPECT_LT(median, 40 * 0.05);
   EXPECT_EQ(delay->dropped(), 0u);
+}
+
+// Relay CPU as a share of one core over `secs`, and per GB carried (both directions' threads).
+void print_relay_cost(const char* what, const TunRelay& r, double secs, double mbit) {
+  double cpu = double(r.a_to_b().cpu_us + r.b_to_a().cpu_us) / 1e6;
+  double gb = double(r.a_to_b().bytes + r.b_to_a().bytes) / 1e9;
+  std::printf("[ netns   ] relay %s: iperf3 %.0f Mbit/s, relay CPU %.0f%% of a core (%.2f CPU-s/GB)\n", what,
+              mbit, 100 * cpu / secs, gb > 0 ? cpu / gb : 0.0);
+}
+
+// Issue 25 item 6: the WAN lab's path does what it is asked. 20 ms RTT, a 200 Mbit/s bottleneck
+// with a 256 KiB buffer, 1 % random loss each way, MTU 1500: the round trip is there, the loss
+// rate is what was asked (within what chance allows over tens of thousands of packets), the queue
+// never holds more than its bound, nothing passes the rate cap, and a file still arrives whole.
+TEST_F(Netns, WanPathLossRateAndQueueAsAsked) {
+  LinkParams p;
+  p.delay = std::chrono::milliseconds(10);
+  p.rate_bps = 200e6;
+  p.loss = 0.01;
+  p.queue_bytes = 256 << 10;
+  auto relay = wan_path(p, 1500);
+  ASSERT_TRUE(relay);
+  double rtt_ms = connect_rtt_ms(ns_c, "10.77.0.5", port);
+  EXPECT_GE(rtt_ms, 19.0);
+  fs::path f = source(uint64_t(32) << 20);
+  auto r = client({"send", f.string(), "10.77.0.5:copy.bin"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << read_text_file(ws.tmp / "server.log");
+  EXPECT_EQ(sha256_file(ws.root / "copy.bin"), sha256_file(f));
+  auto t0 = Clock::now();
+  double bps = iperf3("-P 4 -C cubic", 3);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_GT(bps, 0) << read_text_file(ws.tmp / "iperf3.log");
+  relay->stop();
+  const LinkStats& up = relay->a_to_b();
+  double lost = double(up.lost) / double(up.packets + up.lost + up.overflow);
+  std::printf(
+      "[ netns   ] wan path 20 ms, 200 Mbit/s, 1%% loss: RTT %.1f ms, iperf3 -P 4 cubic %.0f Mbit/s; %s\n",
+      rtt_ms, bps / 1e6, relay->summary().c_str());
+  print_relay_cost("at 200 Mbit/s, MTU 1500", *relay, secs, bps / 1e6);
+  EXPECT_GT(up.packets, 20000u);
+  EXPECT_GT(lost, 0.006);
+  EXPECT_LT(lost, 0.014);
+  EXPECT_GT(relay->b_to_a().lost, 0u);  // both ways
+  EXPECT_LE(up.max_queue, p.queue_bytes);
+  EXPECT_GT(up.max_queue, 0u);
+  EXPECT_LT(bps, 1.02 * p.rate_bps);
+}
+
+// Issue 25 item 6: what the relay costs at 1 Gbit/s (no loss, 1 ms each way), MTU 9000 and 1500,
+// with iperf3 -P 2 through it. Printed; the bound asserted (20 CPU-s per GB carried, both
+// directions; the cost includes the kernel's receive path, which runs in the relay's write) is
+// loose enough for a machine loaded 10 times over its cores (measured there: 5.3 at MTU 9000,
+// 12.3 at 1500) and still fails a relay that spins.
+TEST_F(Netns, WanRelayCostAtOneGbit) {
+  for (int mtu : {9000, 1500}) {
+    SCOPED_TRACE(mtu);
+    LinkParams p;
+    p.delay = std::chrono::milliseconds(1);
+    p.rate_bps = 1e9;
+    auto relay = wan_path(p, mtu);
+    ASSERT_TRUE(relay);
+    auto t0 = Clock::now();
+    double bps = iperf3("-P 2", 3);
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    ASSERT_GT(bps, 0) << read_text_file(ws.tmp / "iperf3.log");
+    relay->stop();
+    print_relay_cost(mtu == 9000 ? "at 1 Gbit/s, MTU 9000" : "at 1 Gbit/s, MTU 1500", *relay, secs,
+                     bps / 1e6);
+    double cpu = double(relay->a_to_b().cpu_us + relay->b_to_a().cpu_us) / 1e6;
+    double gb = double(relay->a_to_b().bytes + relay->b_to_a().bytes) / 1e9;
+    EXPECT_LT(bps, 1.02e9);
+    EXPECT_GT(gb, 0.05);
+    EXPECT_LT(cpu / gb, 20.0);
+    close_wan(relay);
+  }
+}
+
+// Issue 25 item 1: on a long path with 1 % random loss, the default (--congestion auto) sends with
+// bbr and says so; cubic, what a host without bbr for its users runs, moves a fraction of it, and
+// its summary says that loss limits the path and what would help. Both byte-exact. (cubic is
+// forced with --congestion cubic: a namespace's default may only be a control the host allows to
+// every user, and this host may not list cubic.)
+TEST_F(Netns, LossyPathAutoCongestionAgainstCubic) {
+  LinkParams p;
+  p.delay = std::chrono::milliseconds(20);
+  p.rate_bps = 200e6;
+  p.loss = 0.01;
+  auto relay = wan_path(p, 1500);
+  ASSERT_TRUE(relay);
+  fs::path f = source(uint64_t(16) << 20);
+  const std::string want = sha256_file(f);
+  auto a = client({"send", f.string(), "10.77.0.5:auto.bin"});
+  ASSERT_EQ(a.exit_code, 0) << a.describe() << read_text_file(ws.tmp / "server.log");
+  EXPECT_EQ(sha256_file(ws.root / "auto.bin"), want);
+  EXPECT_EQ(json_field(a.out, "congestion"), "bbr") << a.out;
+  EXPECT_NE(json_field(a.out, "congestion_why").find("auto"), std::string::npos) << a.out;
+  // cubic, as a host without bbr for users would have it; no --json: the human summary.
+  auto c = run_process({kIp, "netns", "exec", ns_c, AESXFER_BINARY, "send", f.string(), "10.77.0.5:cubic.bin",
+                        "--congestion", "cubic", "-P", std::to_string(port), "--timeout", "60"},
+                       {{"AESXFER_HOME", ws.home.string()}}, 300);
+  ASSERT_EQ(c.exit_code, 0) << c.describe();
+  EXPECT_EQ(sha256_file(ws.root / "cubic.bin"), want);
+  EXPECT_NE(c.out.find("aesxfer: note: packet loss limits this path: "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("cubic, loss-based"), std::string::npos) << c.out;
+  auto cj = client({"send", f.string(), "10.77.0.5:/dev/null", "--congestion", "cubic"});
+  ASSERT_EQ(cj.exit_code, 0) << cj.describe();
+  double bbr = json_mbps(a.out), cubic = json_mbps(cj.out);
+  std::printf(
+      "[ netns   ] 40 ms, 200 Mbit/s, 1%% loss, hosts cubic: auto (bbr) %.1f MB/s, cubic %.1f MB/s (%s %% "
+      "resent), "
+      "%.1f x\n",
+      bbr, cubic, json_field(cj.out, "resent_percent").c_str(), bbr / cubic);
+  EXPECT_EQ(json_field(cj.out, "congestion"), "cubic");
+  EXPECT_GT(std::stod(json_field(cj.out, "resent_percent")), 0.3);
+  EXPECT_GT(bbr, 2 * cubic);
+  // recv: the server's auto sends with bbr; the file comes back whole.
+  fs::path back = ws.local / "back.bin";
+  auto g = client({"recv", "10.77.0.5:auto.bin", back.string()});
+  ASSERT_EQ(g.exit_code, 0) << g.describe();
+  EXPECT_EQ(sha256_file(back), want);
+}
+
+// Issue 25 item 4: the number of connections is decided once per invocation from the path's base
+// round trip. A 12 ms path with a 100 Mbit/s bottleneck and a deep (4 MB, 320 ms) buffer that
+// cubic (forced) fills: the smoothed round trip during and after a file is many times the base
+// one, and the old rule took its connections from it.
+TEST_F(Netns, AutoStreamsDecidedOnceFromBaseRtt) {
+  LinkParams p;
+  p.delay = std::chrono::milliseconds(6);
+  p.rate_bps = 100e6;
+  p.queue_bytes = 4u << 20;
+  auto relay = wan_path(p, 9000);
+  ASSERT_TRUE(relay);
+  fs::path f = source(uint64_t(48) << 20);
+  fs::path g = ws.local / "second.bin";
+  fs::copy_file(f, g);
+  auto r = client({"send", "--congestion", "cubic", f.string(), g.string(), "10.77.0.5:"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::vector<std::string> streams;
+  for (const auto& l : nonempty_lines(r.out))
+    if (auto o = parse_flat_json(l); o && o->count("streams")) streams.push_back((*o)["streams"]);
+  relay->stop();
+  std::printf("[ netns   ] 12 ms base RTT, 4 MB queue: streams per file %s, %s; max queue %llu bytes\n",
+              streams.size() > 0 ? streams[0].c_str() : "?", streams.size() > 1 ? streams[1].c_str() : "?",
+              (unsigned long long)relay->a_to_b().max_queue.load());
+  ASSERT_EQ(streams.size(), 2u) << r.out;
+  EXPECT_EQ(streams[0], streams[1]);
+  EXPECT_GE(std::stoi(streams[0]), 2);
+  // From the base round trip (12 ms: 2 connections of a 3 MiB window for 400 MB/s; 4 leaves room
+  // for a loaded relay). The old rule, on the smoothed round trip, took 6 for both files in a run
+  // by hand with the host's reno filling the same queue.
+  EXPECT_LE(std::stoi(streams[0]), 4);
+  EXPECT_GT(relay->a_to_b().max_queue, 1u << 20);  // the queue did fill (the RTT was inflated)
 }
 
 }  // namespace
