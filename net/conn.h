@@ -24,6 +24,7 @@ namespace aesxfer::net {
 using proto::Failure;
 using proto::Origin;
 using proto::printable;
+using proto::quoted;
 
 class Conn {
  public:

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <vector>
 
+#include "proto/failure.h"
+
 namespace aesxfer::server {
 
 namespace fs = std::filesystem;
@@ -90,8 +92,8 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
       ++removed;
       if (log)
-        log("expired " + std::string(partial ? "partial" : "temporary") + " file " +
-            (fs::path(shown) / n).string());
+        log("msg=\"expired " + std::string(partial ? "partial" : "temporary") +
+            " file\" file=" + proto::quoted((fs::path(shown) / n).string()));
     }
     ::close(fd);
   }

@@ -71,7 +71,7 @@ TEST_F(ConfigCli, HostBlockGivesHostNamePortCipherAndIdentityFile) {
   EXPECT_EQ(r.exit_code, 0) << r.describe() << server->log();
   EXPECT_EQ(read_text_file(ws.root / "g"), "hello");
   EXPECT_NE(r.out.find("(aes128-cbc, hmac-sha256,"), std::string::npos) << r.out;
-  EXPECT_TRUE(server->wait_for_log("file=g bytes=5 cipher=aes128-cbc")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("file=\"g\" bytes=5 cipher=aes128-cbc")) << server->log();
   EXPECT_FALSE(fs::exists(client / "id_ed25519")) << "the IdentityFile was used, no default key made";
   // known_hosts names the address connected to (HostName:Port), as ssh does.
   EXPECT_EQ(read_text_file(client / "known_hosts").rfind("127.0.0.1:" + port + " aesxfer-ed25519 ", 0), 0u);
