@@ -218,7 +218,7 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
   EXPECT_EQ(r.err.find("debug2:"), std::string::npos) << r.err;
   // The host key shown is the one the server prints at start.
   const std::string log = server->log();
-  const size_t at = log.find("host key SHA256:");
+  const size_t at = log.find("host_key=SHA256:");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string fp = log.substr(at + 9, log.find_first_of(" \n", at + 9) - at - 9);
   EXPECT_NE(r.err.find("is known: " + fp + " matches"), std::string::npos) << fp << "\n" << r.err;
