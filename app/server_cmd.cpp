@@ -23,6 +23,7 @@ struct ServeArgs {
   std::string listen_addr, root = ".", port_file, auth_keys;
   double timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool quiet = false;
+  std::string max_startups;
   std::vector<std::string> checksums;
   uint64_t max_record = proto::kMaxRecordSize;
 };
@@ -39,6 +40,11 @@ int cmd_serve(ServeArgs& a) {
   so.partial_max_age = std::chrono::seconds(int64_t(a.partial_days * 86400));
   so.log = a.quiet ? nullptr : &std::cerr;
   so.policy.max_record_size = uint32_t(a.max_record);
+  if (!a.max_startups.empty())
+    if (std::string why = server::parse_max_startups(a.max_startups, so); !why.empty()) {
+      die_line("serve: --max-startups: " + why);
+      return kExitUsage;
+    }
   if (!a.checksums.empty()) {
     so.policy.checksums = 0;
     for (const auto& name : a.checksums) {
@@ -118,8 +124,19 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
       ->add_option("--partial-max-age", a->partial_days,
                    "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
       ->check(CLI::NonNegativeNumber);
-  serve->add_option("--max-sessions", a->so.max_sessions,
-                    "Refuse clients beyond this many at once (default 64)");
+  serve->add_option(
+      "--max-sessions", a->so.max_sessions,
+      "Authenticated sessions at once; a client beyond them is told 'server busy' (default 64)");
+  serve
+      ->add_option("--max-startups", a->max_startups,
+                   "Unauthenticated connections, as sshd's MaxStartups: from START on, drop new ones with "
+                   "probability RATE% rising to 100% at FULL (default 10:30:100)")
+      ->type_name("START:RATE:FULL");
+  serve
+      ->add_option("--per-source-max-startups", a->so.per_source_max_startups,
+                   "Unauthenticated connections per source address, as sshd's PerSourceMaxStartups "
+                   "(default: no limit)")
+      ->type_name("N");
   serve->add_option("--timeout", a->timeout, "Idle seconds before a session is dropped (default 30)");
   serve->add_option("--handshake-timeout", a->handshake_timeout,
                     "Seconds a client has to complete the whole handshake (default 10)");

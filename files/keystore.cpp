@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -235,9 +236,11 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   return HostCheck::added;
 }
 
-std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::vector<std::string>* problems) {
+namespace {
+
+std::vector<proto::PublicKey> parse_authorized_keys(std::istream& in, const fs::path& file,
+                                                    std::vector<std::string>* problems) {
   std::vector<proto::PublicKey> keys;
-  std::ifstream in(file);
   std::string line;
   for (size_t n = 1; in && std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#')
@@ -253,11 +256,99 @@ std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::ve
   return keys;
 }
 
+std::string mode_text(mode_t m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", unsigned(m & 07777));
+  return b;
+}
+
+// Why `what` (the file or a directory above it) may not be trusted, or "".
+std::string owner_and_mode_problem(const std::string& what, const struct stat& st, bool dir) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0)
+    return what + " is owned by uid " + std::to_string(st.st_uid) + ", neither this user (uid " +
+           std::to_string(me) + ") nor root";
+  const bool sticky_root_dir = dir && st.st_uid == 0 && (st.st_mode & S_ISVTX);
+  if ((st.st_mode & 022) && !sticky_root_dir)
+    return what + " is writable by group or others (mode " + mode_text(st.st_mode) + ")";
+  return "";
+}
+
+}  // namespace
+
+std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::vector<std::string>* problems) {
+  std::ifstream in(file);
+  return parse_authorized_keys(in, file, problems);
+}
+
+std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
+  const std::string hint = "; fix with chmod go-w and chown (sshd's StrictModes rule)";
+  if (std::string p = owner_and_mode_problem(file.string(), st, false); !p.empty()) return p + hint;
+  std::error_code ec;
+  fs::path real = fs::canonical(file, ec);
+  if (ec) return "cannot resolve " + file.string() + ": " + ec.message();
+  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
+    struct stat ds {};
+    if (::stat(dir.c_str(), &ds) != 0)
+      return "cannot check directory " + dir.string() + ": " + os_error(errno);
+    if (std::string p = owner_and_mode_problem("directory " + dir.string(), ds, true); !p.empty())
+      return p + " (it holds " + file.string() + ")" + hint;
+    if (dir == dir.parent_path()) break;
+  }
+  return "";
+}
+
+std::vector<proto::PublicKey> load_trusted_keys(const fs::path& file, std::string& refused,
+                                                std::vector<std::string>* problems) {
+  refused.clear();
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT) refused = "cannot read " + file.string() + ": " + os_error(errno);
+    return {};
+  }
+  struct stat st {};
+  std::string data;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    refused = "cannot read " + file.string() + ": not a regular file";
+  } else if (std::string p = strict_modes_problem(file, st); !p.empty()) {
+    refused = p;
+  } else {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) refused = "cannot read " + file.string() + ": " + os_error(errno);
+      if (n <= 0) break;
+      data.append(buf, size_t(n));
+    }
+  }
+  ::close(fd);
+  if (!refused.empty()) return {};
+  std::istringstream in(data);
+  return parse_authorized_keys(in, file, problems);
+}
+
 Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   std::string line = line_in;
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  // Written as is, a control byte in the comment (CR, ESC, ...) would let `cat authorized_keys`
+  // show another line than the key let in: any of them refuses the line.
+  for (size_t i = 0; i < line.size(); ++i)
+    if (const auto ch = static_cast<unsigned char>(line[i]); ch < 0x20 || ch == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "0x%02x", ch);
+      throw Failure("the key line holds a control byte (" + std::string(b) + " at byte " +
+                    std::to_string(i + 1) + "); nothing written");
+    }
+  std::string plain = line;  // printable() escapes a backslash too, which is harmless here
+  std::erase(plain, '\\');
+  if (proto::printable(plain) != plain)
+    throw Failure(
+        "the key line holds characters a terminal does not show as they are (C1 controls, bidi or "
+        "invisible format characters, or invalid UTF-8): " +
+        proto::printable(line) + "; nothing written");
   proto::PublicKey pk{};
-  if (line.find('\n') != std::string::npos || !decode_public_key(line, pk))
+  if (!decode_public_key(line, pk))
     throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
   for (const auto& k : load_authorized_keys(file))
     if (k == pk) return Authorize::already;

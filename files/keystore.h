@@ -8,6 +8,8 @@
 //   authorized_keys    lines like id_ed25519.pub; the server also accepts the identity in its own
 //                      $AESXFER_HOME, so one user on one machine works out of the box
 #pragma once
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,7 +35,9 @@ std::string key_comment();
 
 // `aesxfer authorize`: appends a key line (as keygen prints it) to the authorized_keys file,
 // created 0600 in a 0700 directory, opened without following a symlink; a key already there is
-// not added twice. Throws Failure for a line that is not a key or a file it cannot write.
+// not added twice. Throws Failure for a line that is not a key, a line holding any control byte
+// (C0 with TAB and CR, DEL, C1) or anything else a terminal would not show as it is (bidi and
+// invisible format characters, invalid UTF-8; proto::printable's rule), or a file it cannot write.
 enum class Authorize { added, already };
 Authorize authorize_key(const std::filesystem::path& file, const std::string& line);
 
@@ -49,5 +53,19 @@ HostCheck check_known_host(const std::filesystem::path& file, const std::string&
 // reported in `problems` (when given) as "FILE:LINE: ..." and skipped.
 std::vector<proto::PublicKey> load_authorized_keys(const std::filesystem::path& file,
                                                    std::vector<std::string>* problems = nullptr);
+
+// sshd's StrictModes for a file the server trusts (authorized_keys): "" when the file (after
+// symlinks) and every directory above it up to / are owned by this user or root and not
+// writable by group or others, else why not ("FILE is writable by group or others (mode 0664)").
+// A root-owned directory with the sticky bit (such as /tmp) is accepted, as others cannot
+// rename or remove what is ours in it. `st` is the open file's fstat.
+std::string strict_modes_problem(const std::filesystem::path& file, const struct stat& st);
+
+// The keys of authorized_keys that the server may trust. None, with `refused` set to the reason,
+// when the file exists but cannot be read ("cannot read FILE: permission denied": never
+// reported as an empty file) or fails strict_modes_problem. A missing file has no keys and no
+// reason. Lines that are not keys go to `problems`, as in load_authorized_keys.
+std::vector<proto::PublicKey> load_trusted_keys(const std::filesystem::path& file, std::string& refused,
+                                                std::vector<std::string>* problems = nullptr);
 
 }  // namespace aesxfer::files

@@ -24,6 +24,7 @@ namespace aesxfer::net {
 // The rule that makes a peer's string printable, and the origin of a failure (proto/failure.h).
 using proto::Origin;
 using proto::printable;
+using proto::quoted;
 
 class Conn {
  public:

@@ -20,6 +20,8 @@ class Category final : public std::error_category {
         return "the server does not support the requested MAC";
       case errc::unsupported_checksum:
         return "the server does not allow the requested file checksum";
+      case errc::server_busy:
+        return "server busy: too many connections are waiting to log in";
       case errc::host_key_signature:
         return "the server's host key signature over the handshake does not verify (tampering or a broken "
                "server)";

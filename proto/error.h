@@ -24,6 +24,7 @@ enum class errc {
   bad_message,           // control message malformed
   sequence_exhausted,    // 2^64 records in one direction (never in practice)
   unsupported_checksum,  // the server does not allow the requested file checksum
+  server_busy,           // ServerHello status 5: too many connections waiting to log in (--max-startups)
 };
 
 const std::error_category& category() noexcept;

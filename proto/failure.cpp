@@ -17,6 +17,21 @@ Failure refusal(const Message& m, const std::string& what) {
   return Failure(printable(what + ": " + text), st, 0, Origin::peer);
 }
 
+namespace {
+
+// A well-formed 3-byte UTF-8 sequence that reorders or hides text: the bidi embeddings,
+// overrides and isolates (U+202A..U+202E, U+2066..U+2069, the "Trojan Source" class,
+// CVE-2021-42574), the zero-width and direction marks (U+200B..U+200F), the line and paragraph
+// separators (U+2028, U+2029) and the byte order mark / zero-width no-break space (U+FEFF).
+bool invisible_or_bidi(std::string_view u) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(u[k]); };
+  if (b(0) == 0xe2 && b(1) == 0x80) return (b(2) >= 0x8b && b(2) <= 0x8f) || (b(2) >= 0xa8 && b(2) <= 0xae);
+  if (b(0) == 0xe2 && b(1) == 0x81) return b(2) >= 0xa6 && b(2) <= 0xa9;
+  return b(0) == 0xef && b(1) == 0xbb && b(2) == 0xbf;
+}
+
+}  // namespace
+
 std::string printable(std::string_view s) {
   std::string out;
   auto esc = [&](unsigned char ch) {
@@ -51,10 +66,29 @@ std::string printable(std::string_view s) {
       ++i;
       continue;
     }
+    if (len == 3 && invisible_or_bidi(s.substr(i, 3))) {
+      for (size_t k = 0; k < 3; ++k) esc(static_cast<unsigned char>(s[i + k]));
+      i += 3;
+      continue;
+    }
     out.append(s.substr(i, len));
     i += len;
   }
   return out;
+}
+
+std::string quoted(std::string_view s) {
+  const std::string p = printable(s);
+  std::string out = "\"";
+  for (char ch : p) {
+    if (ch == '$' || ch == '`') {  // sh would expand them inside double quotes, shlex would not
+      out += ch == '$' ? "\\x24" : "\\x60";
+      continue;
+    }
+    if (ch == '"') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
 }
 
 }  // namespace aesxfer::proto

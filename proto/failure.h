@@ -44,7 +44,16 @@ Failure refusal(const Message& m, const std::string& what);
 // A peer-supplied string made safe for one terminal or log line: C0 controls, DEL, backslash,
 // C1 controls (as raw bytes and UTF-8-encoded, U+0080..U+009F) and every byte that is not part
 // of well-formed UTF-8 become \xNN, so a name can neither forge a second line nor send an
-// escape sequence to a terminal. Well-formed UTF-8 otherwise passes unchanged.
+// escape sequence to a terminal. The bidi controls (U+202A..U+202E, U+2066..U+2069) and the
+// invisible format characters (U+200B..U+200F, U+2028, U+2029, U+FEFF) are escaped byte by byte
+// too (\xe2\x80\xae for U+202E), so "invoice<U+202E>fdp.exe" cannot show as "invoiceexe.pdf".
+// Well-formed UTF-8 otherwise passes unchanged.
 std::string printable(std::string_view s);
+
+// printable(s) as one logfmt value: in double quotes, with '"' escaped as \" and '$' and '`' as
+// \x24 and \x60 (which sh would expand in double quotes). A shell-style splitter (POSIX sh
+// quoting, Python's shlex.split) reads it back as one word whatever s holds (spaces, '=', quotes,
+// newlines): printable(s) with those two characters escaped.
+std::string quoted(std::string_view s);
 
 }  // namespace aesxfer::proto

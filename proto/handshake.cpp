@@ -28,7 +28,14 @@ constexpr size_t kClientAuthBody = kClientAuthPlain + kAuthTag;         // 112
 constexpr std::string_view kHostSigLabel = "aesxfer-v1 host-sig";
 constexpr std::string_view kClientSigLabel = "aesxfer-v4 client-sig";
 
-enum : uint8_t { kStatusOk = 0, kStatusCipher = 1, kStatusMac = 2, kStatusVersion = 3, kStatusChecksum = 4 };
+enum : uint8_t {
+  kStatusOk = 0,
+  kStatusCipher = 1,
+  kStatusMac = 2,
+  kStatusVersion = 3,
+  kStatusChecksum = 4,
+  kStatusBusy = 5,  // too many connections waiting to log in: sent before the ClientHello is read
+};
 
 void init_sodium() { init(); }
 
@@ -238,6 +245,17 @@ Identity Identity::generate() {
   return id;
 }
 
+std::vector<uint8_t> busy_server_hello() {
+  std::vector<uint8_t> f;
+  WireWriter w(f);
+  frame_header(w, kServerHello, kServerHelloBody);
+  w.bytes(kMagic, sizeof kMagic);
+  w.u8(kVersion);
+  w.u8(kStatusBusy);
+  w.zeros(kServerHelloBody - 10);
+  return f;
+}
+
 std::string fingerprint(const PublicKey& pk) {
   uint8_t d[32];
   crypto::Sha256::digest(pk.data(), pk.size(), d);
@@ -326,6 +344,10 @@ struct ClientHandshake::Impl {
                       std::string("the server does not allow checksum ") +
                           crypto::checksum_name(keys.checksum) + " (it allows: " + checksum_set_names(info) +
                           ")");
+      case kStatusBusy:
+        return failed(errc::server_busy, consumed,
+                      "server busy: too many connections are waiting to log in (its --max-startups); "
+                      "try again later");
       default:
         return failed(errc::bad_handshake, consumed);
     }

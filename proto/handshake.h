@@ -154,6 +154,12 @@ class ClientHandshake final : public HandshakeMachine {
   std::unique_ptr<Impl> impl_;
 };
 
+// The ServerHello a server sends, without reading anything, to a connection it turns away before
+// the handshake because too many are waiting to log in (serve --max-startups,
+// --per-source-max-startups): status 5, every other field zero (docs/PROTOCOL.md 1.3). A client
+// reads it as errc::server_busy, "server busy: ...".
+std::vector<uint8_t> busy_server_hello();
+
 class ServerHandshake final : public HandshakeMachine {
  public:
   // is_authorized decides whether a client key may log in (authorized_keys).

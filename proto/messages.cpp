@@ -188,6 +188,7 @@ void encode(const Message& m, std::vector<uint8_t>& out) {
 }
 
 std::optional<Message> decode(std::span<const uint8_t> payload) {
+  if (payload.size() > kMaxControl) return std::nullopt;
   WireReader r(payload);
   Message m;
   const uint8_t t = r.u8();

@@ -64,13 +64,15 @@ Message response(Status st, const std::string& text = {}) {
   return m;
 }
 
-// The one place a request's outcome is logged: "peer=P OP file=F[ details] result=R".
+// The one place a request's outcome is logged, in logfmt: 'peer=P op=OP file="F"[ details]
+// result=R'; the path and a failure's text (both may hold what the peer sent) are quoted, the
+// details are the server's own numbers and names.
 void log_outcome(RequestContext& ctx, const Message& req, const std::string& shown,
                  const std::string& details, const std::string& result) {
-  std::string r = result == "ok" ? result : "\"" + printable(result) + "\"";
+  std::string r = result == "ok" ? result : proto::quoted(result);
   const char* what = req.op == proto::Op::list ? " dir=" : " file=";
-  ctx.log("peer=" + ctx.c.peer() + " " + proto::op_info(req.op).name + what + printable(shown) + details +
-          " result=" + r);
+  ctx.log("peer=" + ctx.c.peer() + " op=" + proto::op_info(req.op).name + what + proto::quoted(shown) +
+          details + " result=" + r);
 }
 
 // What a transfer's log line says besides its file: bytes, cipher, MAC, speed, and where it

@@ -20,6 +20,8 @@
 #include <iomanip>
 #include <iostream>
 #include <list>
+#include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -41,7 +43,6 @@
 namespace aesxfer::server {
 
 using proto::Failure;
-
 using namespace aesxfer::net;    // the layers below: connections and streams,
 using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
@@ -62,14 +63,21 @@ struct Server::Impl {
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
   struct Slot {
-    files::UniqueFd fd;
-    bool busy = false;
+    int fd = -1;
+    std::string source;     // the peer's address without the port (--per-source-max-startups)
+    bool in_pool = false;   // under mu: counted in startups (accepted, not yet authenticated)
+    bool counted = false;   // under mu: counted in sessions (authenticated and admitted)
     bool finished = false;  // under mu
     std::thread th;
   };
   std::list<std::unique_ptr<Slot>> slots;  // under mu
-  size_t sessions = 0;                     // counted at accept, at most opt.max_sessions
-  size_t refusing = 0;  // over-limit connections being told "server busy", at most kMaxRefusing
+  // The startups pool (sshd's MaxStartups): connections accepted whose client has not yet
+  // authenticated, in all and per source address. Under mu.
+  size_t startups = 0;
+  std::map<std::string, size_t> startups_from;
+  std::minstd_rand drop_dice{std::random_device{}()};  // random early drop; under mu
+  size_t sessions = 0;   // authenticated sessions, at most opt.max_sessions; under mu
+  size_t lingering = 0;  // busy refusals draining their socket; the io thread's alone
   std::mutex log_mu;
   PartsRegistry parts;               // files moving over several connections (--streams)
   std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
@@ -80,30 +88,51 @@ struct Server::Impl {
     std::tm tm{};
     gmtime_r(&t, &tm);
     std::lock_guard<std::mutex> g(log_mu);
-    *opt.log << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ") << " " << line << std::endl;
+    *opt.log << "time=" << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ") << " " << line << std::endl;
   }
 
-  bool authorized(const proto::PublicKey& pk) {
+  fs::path authorized_keys_file() const {
+    return opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
+  }
+  // Read at every login, so an edit counts at once. `refused` (when given) receives why the
+  // file's keys were not trusted (StrictModes, unreadable), or "".
+  bool authorized(const proto::PublicKey& pk, std::string* refused = nullptr) {
     for (const auto& k : own_keys)
       if (k == pk) return true;
-    fs::path ak = opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
-    for (const auto& k : load_authorized_keys(ak))
+    std::string why;
+    const auto keys = load_trusted_keys(authorized_keys_file(), why);
+    if (refused) *refused = why;
+    for (const auto& k : keys)
       if (k == pk) return true;
     return false;
   }
 
-  void session(int fd, std::string peer, bool busy);
-  // A line for the log, and for stderr when there is no log (serve -q).
+  void session(int fd, std::string peer, Slot& slot);
+  // Under mu: "" and the connection counted in the startups pool, or why it is turned away
+  // ("server busy: ..."): the per-source limit, a full pool, or the random early drop between
+  // START and FULL (the drop probability rises linearly from RATE% to 100%, as sshd's).
+  std::string enter_pool(const std::string& source);
+  void leave_pool(Slot& slot);  // under mu; once
+  // After authentication: leaves the pool and takes a session slot (true), or there is none.
+  bool admit(Slot& slot);
+  // Tells a connection turned away by enter_pool so (a busy ServerHello, nothing read first),
+  // then drains it for at most a second so that the close does not reset the connection before
+  // the client read the answer. At most kMaxLingering at once; beyond that, closed at once.
+  void refuse_busy(tcp::socket sock);
+  // Every log line is logfmt (key=value, values that may hold a peer's or an admin's text
+  // quoted); `line` is the text of one event, logged as msg="...".
+  void note(const std::string& line) { log("msg=" + proto::quoted(line)); }
+  // A line for the log (level=warning msg="..."), and for stderr when there is no log (serve -q).
   void warn(const std::string& line) {
     if (opt.log)
-      log(line);
+      log("level=warning msg=" + proto::quoted(line));
     else
       std::cerr << "aesxfer serve: " << line << std::endl;
   }
   // Compares RLIMIT_NOFILE with what --max-sessions can use, raises the soft limit where it can
   // and says so, and sets the global budget of parallel-stream files from what there is.
   void check_descriptors();
-  void start_session(int fd, const std::string& peer);
+  void start_session(int fd, const std::string& peer, const std::string& source);
   // Joins the threads of finished sessions (all: every session, waiting for them) and closes
   // their sockets.
   void reap(bool all);
@@ -118,60 +147,119 @@ struct Server::Impl {
   void accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, std::chrono::milliseconds& delay);
 };
 
-// Over-limit connections beyond this many at once are closed without a word (each busy refusal
-// runs a handshake on its own thread), so threads stay bounded: max_sessions + kMaxRefusing.
-constexpr size_t kMaxRefusing = 4;
+// Busy refusals draining at once (each a socket and a timer on the io thread, no thread).
+constexpr size_t kMaxLingering = 64;
 
-void Server::Impl::start_session(int accepted, const std::string& peer) {
-  files::UniqueFd fd(accepted);  // closed here unless a slot takes it
-  auto slot = std::make_unique<Slot>();
-  {
-    std::lock_guard<std::mutex> g(mu);
-    if (sessions < opt.max_sessions) {
-      ++sessions;
-    } else if (refusing < kMaxRefusing) {
-      ++refusing;
-      slot->busy = true;
-    } else {
-      slot.reset();
-    }
+std::string Server::Impl::enter_pool(const std::string& source) {
+  const size_t from = startups_from.count(source) ? startups_from[source] : 0;
+  const std::string spec = std::to_string(opt.startups_begin) + ":" + std::to_string(opt.startups_rate) +
+                           ":" + std::to_string(opt.max_startups);
+  if (opt.per_source_max_startups > 0 && from >= opt.per_source_max_startups)
+    return "server busy: " + std::to_string(from) + " unauthenticated connections from " + source +
+           " already (--per-source-max-startups " + std::to_string(opt.per_source_max_startups) + ")";
+  if (startups >= opt.max_startups)
+    return "server busy: " + std::to_string(startups) +
+           " unauthenticated connections already (--max-startups " + spec + ")";
+  if (startups >= opt.startups_begin) {
+    // max_startups > startups >= startups_begin here, so the span is not zero.
+    const size_t p = opt.startups_rate + (100 - opt.startups_rate) * (startups - opt.startups_begin) /
+                                             (opt.max_startups - opt.startups_begin);
+    if (drop_dice() % 100 < p)
+      return "server busy: random early drop at " + std::to_string(startups) +
+             " unauthenticated connections (--max-startups " + spec + ")";
   }
-  files::UniqueFd conn(slot ? ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0) : -1);
-  if (!slot || !conn) {
+  ++startups;
+  ++startups_from[source];
+  return "";
+}
+
+void Server::Impl::leave_pool(Slot& slot) {
+  if (!slot.in_pool) return;
+  slot.in_pool = false;
+  --startups;
+  if (--startups_from[slot.source] == 0) startups_from.erase(slot.source);
+}
+
+bool Server::Impl::admit(Slot& slot) {
+  std::lock_guard<std::mutex> g(mu);
+  leave_pool(slot);
+  if (sessions >= opt.max_sessions) return false;
+  ++sessions;
+  slot.counted = true;
+  return true;
+}
+
+void Server::Impl::refuse_busy(tcp::socket sock) {
+  static const std::vector<uint8_t> hello = proto::busy_server_hello();
+  // A fresh socket's send buffer takes the 179 bytes at once; the client reads them after its
+  // ClientHello, whenever that is.
+  (void)::send(sock.native_handle(), hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  boost::system::error_code ec;
+  sock.shutdown(tcp::socket::shutdown_send, ec);
+  if (lingering >= kMaxLingering) return;  // closed by sock's destructor
+  struct Drain {
+    tcp::socket sock;
+    asio::steady_timer timer;
+    std::array<char, 512> buf{};
+    Drain(tcp::socket s, asio::io_context& io) : sock(std::move(s)), timer(io) {}
+  };
+  auto d = std::make_shared<Drain>(std::move(sock), io);
+  ++lingering;
+  d->timer.expires_after(std::chrono::seconds(1));
+  d->timer.async_wait([d](const boost::system::error_code&) {
+    boost::system::error_code ce;
+    d->sock.close(ce);  // ends the read below
+  });
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [this, d, read] {
+    d->sock.async_read_some(asio::buffer(d->buf),
+                            [this, d, read](const boost::system::error_code& e, size_t) {
+                              if (!e) return (*read)();
+                              d->timer.cancel();
+                              --lingering;
+                              *read = nullptr;  // breaks the cycle
+                            });
+  };
+  (*read)();
+}
+
+void Server::Impl::start_session(int fd, const std::string& peer, const std::string& source) {
+  auto slot = std::make_unique<Slot>();
+  slot->fd = fd;
+  slot->source = source;
+  slot->in_pool = true;  // enter_pool counted it
+  int conn_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (conn_fd < 0) {
     const int e = errno;
-    fd.reset();
-    errno = e;
-    if (slot) {
+    ::close(fd);
+    {
       std::lock_guard<std::mutex> g(mu);
-      --(slot->busy ? refusing : sessions);
+      leave_pool(*slot);
     }
-    log("peer=" + peer + " error=\"" +
-        (slot ? "cannot start a session: " + errno_text(errno)
-              : "server busy: " + std::to_string(opt.max_sessions) + " sessions already; connection closed") +
-        "\"");
+    log("peer=" + peer + " error=" + proto::quoted("cannot start a session: " + errno_text(e)));
     return;
   }
-  slot->fd = std::move(fd);
   Slot* sp = slot.get();
   std::lock_guard<std::mutex> g(mu);
-  const int conn_fd = conn.get();
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
-      session(conn_fd, peer, sp->busy);  // closes conn_fd
+      session(conn_fd, peer, *sp);  // closes conn_fd
       if (opt.on_session_end) opt.on_session_end(conn_fd);
       {
         std::lock_guard<std::mutex> lg(mu);
-        ::shutdown(sp->fd.get(), SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+        ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
         sp->finished = true;
-        --(sp->busy ? refusing : sessions);
+        leave_pool(*sp);
+        if (sp->counted) --sessions;
       }
       // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
       asio::post(io, [this] { reap(false); });
     });
-    conn.release();                        // the session owns it now
-  } catch (const std::system_error& te) {  // no thread to be had: refuse this one (both closed here)
-    --(sp->busy ? refusing : sessions);
-    log("peer=" + peer + " error=\"cannot start a session: " + te.what() + "\"");
+  } catch (const std::system_error& te) {  // no thread to be had: refuse this one
+    ::close(conn_fd);
+    ::close(fd);
+    leave_pool(*sp);
+    log("peer=" + peer + " error=" + proto::quoted(std::string("cannot start a session: ") + te.what()));
     return;
   }
   slots.push_back(std::move(slot));
@@ -180,17 +268,18 @@ void Server::Impl::start_session(int accepted, const std::string& peer) {
 void Server::Impl::check_descriptors() {
   // Per session: the socket and its dup, a file, a directory fd or two; the parallel-stream
   // files are counted separately (kMaxParts per session at most, one budget for all).
-  constexpr uint64_t kBase = 64, kPerSession = 6;
-  const uint64_t sessions_max = opt.max_sessions + kMaxRefusing;
-  const uint64_t want = kBase + sessions_max * (kPerSession + proto::kMaxParts);
+  constexpr uint64_t kBase = 64, kPerSession = 6, kPerStartup = 2;
+  const uint64_t sessions_max = opt.max_sessions;
+  const uint64_t pool = kPerStartup * opt.max_startups + kMaxLingering;
+  const uint64_t want = kBase + pool + sessions_max * (kPerSession + proto::kMaxParts);
   rlimit rl{};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
     rlimit raised = rl;
     raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, rl.rlim_max);
     if (raised.rlim_cur > rl.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
-      log("raised the open-file limit (RLIMIT_NOFILE) from " + std::to_string(rl.rlim_cur) + " to " +
-          std::to_string(raised.rlim_cur) + " for --max-sessions " + std::to_string(opt.max_sessions));
+      note("raised the open-file limit (RLIMIT_NOFILE) from " + std::to_string(rl.rlim_cur) + " to " +
+           std::to_string(raised.rlim_cur) + " for --max-sessions " + std::to_string(opt.max_sessions));
       rl = raised;
     }
   }
@@ -199,7 +288,7 @@ void Server::Impl::check_descriptors() {
     warn("warning: the open-file limit (" + std::to_string(have) + ") is below the " + std::to_string(want) +
          " that --max-sessions " + std::to_string(opt.max_sessions) +
          " can use; parallel-stream files get what is left, and accepts back off when none is");
-  uint64_t fixed = kBase + sessions_max * kPerSession;
+  uint64_t fixed = kBase + pool + sessions_max * kPerSession;
   parts.set_max_files(std::min(opt.max_part_files, have > fixed ? have - fixed : 0));
 }
 
@@ -215,11 +304,11 @@ void Server::Impl::reap(bool all) {
   }
   for (auto& slot : done) {
     if (slot->th.joinable()) slot->th.join();
-    slot->fd.reset();
+    ::close(slot->fd);
   }
 }
 
-void Server::Impl::session(int fd, std::string peer, bool busy) {
+void Server::Impl::session(int fd, std::string peer, Slot& slot) {
   Conn c(fd, opt.timeout, peer);
   try {
     proto::ServerHandshake hs(
@@ -237,23 +326,22 @@ void Server::Impl::session(int fd, std::string peer, bool busy) {
     c.start_records(keys, false);
     proto::Message w;
     w.type = proto::MsgType::welcome;
-    if (!authorized(keys.client_key)) {
+    if (std::string why; !authorized(keys.client_key, &why)) {
       w.status = proto::Status::refused;
       w.text = "client key " + proto::fingerprint(keys.client_key) + " is not authorized on this server";
       c.send_message(w);
-      throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key));
+      throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key) +
+                    (why.empty() ? "" : "; no key of authorized_keys is trusted: " + why));
     }
-    if (busy) {
+    if (!admit(slot)) {
       w.status = proto::Status::busy;
       w.text = "server busy: " + std::to_string(opt.max_sessions) + " sessions already (--max-sessions)";
     }
     c.send_message(w);
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
     serve_requests(c, keys);
-  } catch (const Failure& f) {
-    log("peer=" + peer + " error=\"" + printable(f.what()) + "\"");
   } catch (const std::exception& e) {
-    log("peer=" + peer + " error=\"" + e.what() + "\"");
+    log("peer=" + peer + " error=" + proto::quoted(e.what()));
   }
 }
 
@@ -268,12 +356,11 @@ static void write_port_file(const fs::path& path, uint16_t port) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  files::UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
-  if (!fd) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
   std::string text = std::to_string(port) + "\n";
-  bool ok =
-      ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd.get(), 0644) == 0;
-  ok = fd.close() == 0 && ok;
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd, 0644) == 0;
+  ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
@@ -311,12 +398,14 @@ static proto::ServerPolicy allow_lists(const ServerOptions& opt) {
 
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
+  impl_->policy = allow_lists(opt);
+  // The keys first: they create $AESXFER_HOME on a first start, and the root hides the home only
+  // once it exists (it is found by device and inode), so `cd ~ && aesxfer serve` never serves it.
+  impl_->host = load_or_create_identity(opt.home / "host_ed25519");
+  impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
   impl_->root = std::make_unique<Root>(opt.root, opt.home);
   impl_->limits.max_list_entries = opt.max_list_entries;
-  impl_->policy = allow_lists(opt);
-  impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
-  impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
 }
 
 Server::~Server() = default;
@@ -346,20 +435,30 @@ void Server::Impl::open_acceptor(tcp::acceptor& acc) {
 }
 
 void Server::Impl::log_start(uint16_t port) {
-  log("listening on port " + std::to_string(port) + " root=" + root->real().string() + " resolver=" +
-      (root->uses_openat2() ? "openat2" : "walk") + " host key " + proto::fingerprint(host.pk));
+  log("msg=listening port=" + std::to_string(port) + " root=" + proto::quoted(root->real().string()) +
+      " resolver=" + (root->uses_openat2() ? "openat2" : "walk") +
+      " host_key=" + proto::fingerprint(host.pk) + " max_sessions=" + std::to_string(opt.max_sessions) +
+      " max_startups=" + std::to_string(opt.startups_begin) + ":" + std::to_string(opt.startups_rate) + ":" +
+      std::to_string(opt.max_startups) +
+      " per_source_max_startups=" + std::to_string(opt.per_source_max_startups));
   if (int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
       fd >= 0 || (fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
     const Congestion cc = set_congestion(fd, opt.congestion);  // what every connection will get
     ::close(fd);
-    log("congestion control " + cc.name + " (" + cc.why + "), for the data this server sends");
+    log("msg=\"congestion control, for the data this server sends\" congestion=" + cc.name +
+        " why=" + proto::quoted(cc.why));
   }
-  const fs::path ak = opt.authorized_keys.empty() ? opt.home / "authorized_keys" : opt.authorized_keys;
+  const fs::path ak = authorized_keys_file();
   std::vector<std::string> problems;
-  const size_t n = load_authorized_keys(ak, &problems).size();
+  std::string refused;
+  const size_t n = load_trusted_keys(ak, refused, &problems).size();
   std::error_code ec;
-  log("authorized_keys=" + ak.string() + " (" + std::to_string(n) + " key" + (n == 1 ? "" : "s") +
-      (fs::exists(ak, ec) ? "" : "; the file does not exist yet") + ", and this user's own identity)");
+  log("authorized_keys=" + proto::quoted(ak.string()) + " keys=" + std::to_string(n) + " note=" +
+      proto::quoted(std::string(!refused.empty()     ? "not trusted; "
+                                : fs::exists(ak, ec) ? ""
+                                                     : "the file does not exist yet; ") +
+                    "this user's own identity is accepted too"));
+  if (!refused.empty()) warn("no key of authorized_keys is trusted: " + refused);
   for (const auto& p : problems) warn(p);
   check_descriptors();
   auto join = [](const std::vector<std::string>& v) {
@@ -368,10 +467,10 @@ void Server::Impl::log_start(uint16_t port) {
     return r;
   };
   if (!opt.ciphers.empty() || !opt.macs.empty())
-    log("allowed ciphers: " + (opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
-        "; allowed MACs: " + (opt.macs.empty() ? std::string("all") : join(opt.macs)));
+    log("allowed_ciphers=" + proto::quoted(opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
+        " allowed_macs=" + proto::quoted(opt.macs.empty() ? std::string("all") : join(opt.macs)));
   if (root->hides_something())
-    warn("warning: $AESXFER_HOME (" + opt.home.string() +
+    warn("warning: AESXFER_HOME (" + opt.home.string() +
          ") lies under --root; it is never served, listed or overwritten");
 }
 
@@ -384,8 +483,8 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
       const int v = e.value();
       if (v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM) {
         if (delay == std::chrono::milliseconds(10))
-          log("accept failed: " + e.message() +
-              "; retrying with back-off (see --max-sessions and ulimit -n)");
+          note("accept failed: " + e.message() +
+               "; retrying with back-off (see --max-sessions and ulimit -n)");
         backoff.expires_after(delay);
         backoff.async_wait([&](const boost::system::error_code& te) {
           if (!te) accept_loop(acc, backoff, delay);
@@ -403,9 +502,20 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
         pe ? "?"
            : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
                  ":" + std::to_string(rep.port());
-    int fd = sock.release();
-    tune_socket(fd);
-    start_session(fd, peer);
+    const std::string source = pe ? "?" : rep.address().to_string();
+    std::string busy;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      busy = enter_pool(source);
+    }
+    if (!busy.empty()) {
+      log("peer=" + peer + " error=" + proto::quoted(busy + "; connection dropped before the handshake"));
+      refuse_busy(std::move(sock));
+    } else {
+      int fd = sock.release();
+      tune_socket(fd);
+      start_session(fd, peer, source);
+    }
     accept_loop(acc, backoff, delay);
   });
 }
@@ -423,7 +533,7 @@ void Server::run() {
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
     if (!e) {
-      s.log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      s.note(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
       stop();
     }
   });
@@ -437,11 +547,34 @@ void Server::run() {
   // them all: no session thread outlives run().
   {
     std::lock_guard<std::mutex> g(s.mu);
-    for (auto& slot : s.slots) ::shutdown(slot->fd.get(), SHUT_RDWR);
+    for (auto& slot : s.slots) ::shutdown(slot->fd, SHUT_RDWR);
   }
   s.reap(true);
 }
 
 void Server::stop() { impl_->io.stop(); }
+
+std::string parse_max_startups(const std::string& text, ServerOptions& opt) {
+  std::vector<uint64_t> v;
+  size_t at = 0;
+  for (;;) {
+    const size_t colon = text.find(':', at);
+    const std::string part = text.substr(at, colon == std::string::npos ? std::string::npos : colon - at);
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+      return "expected START:RATE:FULL or N (numbers, as sshd's MaxStartups), got '" + printable(text) + "'";
+    v.push_back(std::stoull(part));
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  if (v.size() == 1) v = {v[0], 100, v[0]};
+  if (v.size() != 3) return "expected START:RATE:FULL or N, got '" + printable(text) + "'";
+  if (v[2] == 0) return "FULL must be at least 1";
+  if (v[1] > 100) return "RATE is a percentage (0..100)";
+  if (v[0] > v[2]) return "START must not be above FULL";
+  opt.startups_begin = v[0];
+  opt.startups_rate = unsigned(v[1]);
+  opt.max_startups = v[2];
+  return "";
+}
 
 }  // namespace aesxfer::server

@@ -23,10 +23,18 @@ struct ServerOptions {
   std::string listen;    // address; empty: all addresses (IPv6 and IPv4)
   uint16_t port = 7227;  // 0: pick an ephemeral port
   std::filesystem::path root = ".";
-  std::filesystem::path home;                // $AESXFER_HOME: host key, authorized_keys
-  std::filesystem::path authorized_keys;     // default: home/authorized_keys
-  std::filesystem::path port_file;           // when set, the bound port is written there once listening
-  size_t max_sessions = 64;                  // counted at accept; clients beyond it are told "server busy"
+  std::filesystem::path home;             // $AESXFER_HOME: host key, authorized_keys
+  std::filesystem::path authorized_keys;  // default: home/authorized_keys
+  std::filesystem::path port_file;        // when set, the bound port is written there once listening
+  // Authenticated sessions at once; a client authenticated beyond it is told "server busy".
+  size_t max_sessions = 64;
+  // Unauthenticated connections (accepted, handshake not finished), as sshd's MaxStartups
+  // START:RATE:FULL: from `startups_begin` on, a new one is refused with probability RATE% rising
+  // linearly to 100% at `max_startups`; refused ones get a "busy" ServerHello (PROTOCOL.md 1.3).
+  size_t startups_begin = 10;
+  unsigned startups_rate = 30;
+  size_t max_startups = 100;
+  size_t per_source_max_startups = 0;        // unauthenticated connections per source address; 0: no limit
   std::chrono::milliseconds timeout{30000};  // per read/write
   std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
   std::ostream* log = nullptr;                         // one line per transfer
@@ -48,6 +56,10 @@ struct ServerOptions {
   // the accept loop hears of it. Tests block here to provoke that reuse; serve leaves it empty.
   std::function<void(int fd)> on_session_end;
 };
+
+// Parses sshd's MaxStartups syntax, "START:RATE:FULL" or "N" (= N:100:N), into opt. Returns the
+// reason it is not valid, or "" when it is.
+std::string parse_max_startups(const std::string& text, ServerOptions& opt);
 
 class Server {
  public:

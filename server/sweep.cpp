@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "files/unique_fd.h"
+#include "proto/failure.h"
 
 namespace aesxfer::server {
 
@@ -87,8 +88,8 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
       ++removed;
       if (log)
-        log("expired " + std::string(partial ? "partial" : "temporary") + " file " +
-            (fs::path(shown) / n).string());
+        log("msg=\"expired " + std::string(partial ? "partial" : "temporary") +
+            " file\" file=" + proto::quoted((fs::path(shown) / n).string()));
     }
   }
   ::closedir(d);

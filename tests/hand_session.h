@@ -34,6 +34,40 @@ inline proto::Message make_request(proto::Op op, const std::string& path, const 
   return m;
 }
 
+// The longest Request of kind `op` that a decoder takes (issue 24, F14): a kMaxPath path and
+// name, and of every combination of flags the one that encodes longest (a resumed get with a
+// digest, a ranged put, a pipelined request's tag).
+inline proto::Message longest_request(proto::Op op) {
+  proto::Message best;
+  size_t best_len = 0;
+  for (unsigned flags = 0; flags <= proto::kRequestFlags; ++flags) {
+    if (flags & ~unsigned(proto::kRequestFlags)) continue;
+    proto::Message m = make_request(op, std::string(proto::kMaxPath, 'p'), std::string(proto::kMaxPath, 'n'));
+    m.flags = uint8_t(flags);
+    m.size = (flags & proto::kFlagUnsized) ? 0 : 1000;
+    m.offset = (flags & proto::kFlagResume) ? 10 : 0;
+    if (op == proto::Op::get && (flags & proto::kFlagResume))
+      m.digest = std::string(proto::kPrefixMacLen, 'd');
+    if (flags & proto::kFlagRange) {
+      m.xfer_id.fill(0xa5);
+      m.nparts = 2;
+      m.length = 500;
+    }
+    m.tag = 0x01020304;
+    std::vector<uint8_t> b;
+    try {
+      proto::encode(m, b);
+    } catch (const net::Failure&) {
+      continue;
+    }
+    if (proto::decode(b) && b.size() > best_len) {
+      best = m;
+      best_len = b.size();
+    }
+  }
+  return best;
+}
+
 class HandSession {
  public:
   // Throws proto::Failure when the handshake fails (a refused cipher, say).

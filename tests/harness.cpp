@@ -438,6 +438,71 @@ int connect_loopback(uint16_t port) {
   return fd;
 }
 
+int connect_loopback_from(uint16_t port, const std::string& from) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  sockaddr_in a = loopback(port);
+  if (::inet_pton(AF_INET, from.c_str(), &src.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+IdleFlood::IdleFlood(uint16_t port, int n, const std::string& from) : port_(port), n_(n), from_(from) {
+  thread_ = std::thread([this] { run(); });
+}
+
+IdleFlood::~IdleFlood() {
+  stop_ = true;
+  thread_.join();
+}
+
+bool IdleFlood::wait_held(double timeout_s) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (held_.load() < n_) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void IdleFlood::run() {
+  std::vector<int> fds;
+  bool first = true;
+  while (!stop_) {
+    while (int(fds.size()) < n_ && !stop_) {
+      const int fd = connect_loopback_from(port_, from_);
+      if (fd < 0) break;  // try again after the poll below
+      fds.push_back(fd);
+      if (!first) ++renewed_;
+    }
+    if (int(fds.size()) >= n_) first = false;
+    held_ = int(fds.size());
+    std::vector<pollfd> pf;
+    for (int fd : fds) pf.push_back(pollfd{fd, POLLIN, 0});
+    if (::poll(pf.data(), pf.size(), 20) <= 0) continue;
+    std::vector<int> open;
+    for (const auto& p : pf) {
+      char buf[512];
+      ssize_t got = 1;
+      if (p.revents) got = ::recv(p.fd, buf, sizeof buf, MSG_DONTWAIT);  // a busy ServerHello, EOF or reset
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+        ::close(p.fd);
+      else
+        open.push_back(p.fd);
+    }
+    fds.swap(open);
+    held_ = int(fds.size());
+  }
+  for (int fd : fds) ::close(fd);
+  held_ = 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Relay
 

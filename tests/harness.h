@@ -155,6 +155,34 @@ uint16_t unused_port();
 // Connects to 127.0.0.1:port; returns the socket or -1.
 int connect_loopback(uint16_t port);
 
+// Connects to 127.0.0.1:port from the loopback address `from` (any of 127/8, "127.0.0.2" to be
+// another source than the real clients); returns the socket or -1.
+int connect_loopback_from(uint16_t port, const std::string& from);
+
+// A hostile client (issue 24, A1): holds `n` TCP connections to 127.0.0.1:port from `from` that
+// never send a byte, and reopens at once each one the server closes (its handshake deadline, a
+// busy refusal), on its own thread, until destroyed.
+class IdleFlood {
+ public:
+  IdleFlood(uint16_t port, int n, const std::string& from = "127.0.0.1");
+  ~IdleFlood();
+  IdleFlood(const IdleFlood&) = delete;
+  IdleFlood& operator=(const IdleFlood&) = delete;
+  int held() const { return held_.load(); }        // connections open now
+  int renewed() const { return renewed_.load(); }  // reopened after the server closed them
+  // Waits until `n` connections are open (true) or timeout_s passes.
+  bool wait_held(double timeout_s) const;
+
+ private:
+  void run();
+  uint16_t port_;
+  int n_;
+  std::string from_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> held_{0}, renewed_{0};
+  std::thread thread_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Relay
 

@@ -120,10 +120,11 @@ TEST(ServeStart, NamesHostKeyRootAuthorizedKeysAndBadLines) {
   Workspace ws;
   write_text_file(ws.home / "authorized_keys", "garbage line\n# a comment\n\naesxfer-ed25519 AAAA short\n");
   ServerProcess server(ws.home, ws.root);
-  EXPECT_TRUE(server.wait_for_log("authorized_keys=" + (ws.home / "authorized_keys").string() + " (0 keys"))
+  EXPECT_TRUE(
+      server.wait_for_log("authorized_keys=\"" + (ws.home / "authorized_keys").string() + "\" keys=0"))
       << server.log();
   const std::string log = server.log();
-  EXPECT_NE(log.find("host key SHA256:"), std::string::npos) << log;
+  EXPECT_NE(log.find("host_key=SHA256:"), std::string::npos) << log;
   EXPECT_NE(log.find("root="), std::string::npos) << log;
   EXPECT_NE(log.find("authorized_keys:1: not a key line"), std::string::npos) << log;
   EXPECT_NE(log.find("authorized_keys:4: not a key line"), std::string::npos) << log;

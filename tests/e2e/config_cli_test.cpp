@@ -71,7 +71,7 @@ TEST_F(ConfigCli, HostBlockGivesHostNamePortCipherAndIdentityFile) {
   EXPECT_EQ(r.exit_code, 0) << r.describe() << server->log();
   EXPECT_EQ(read_text_file(ws.root / "g"), "hello");
   EXPECT_NE(r.out.find("(aes128-cbc, hmac-sha256,"), std::string::npos) << r.out;
-  EXPECT_TRUE(server->wait_for_log("file=g bytes=5 cipher=aes128-cbc")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("file=\"g\" bytes=5 cipher=aes128-cbc")) << server->log();
   EXPECT_FALSE(fs::exists(client / "id_ed25519")) << "the IdentityFile was used, no default key made";
   // known_hosts names the address connected to (HostName:Port), as ssh does.
   EXPECT_EQ(read_text_file(client / "known_hosts").rfind("127.0.0.1:" + port + " aesxfer-ed25519 ", 0), 0u);
@@ -219,7 +219,7 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
   EXPECT_EQ(r.err.find("debug2:"), std::string::npos) << r.err;
   // The host key shown is the one the server prints at start.
   const std::string log = server->log();
-  const size_t at = log.find("host key SHA256:");
+  const size_t at = log.find("host_key=SHA256:");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string fp = log.substr(at + 9, log.find_first_of(" \n", at + 9) - at - 9);
   EXPECT_NE(r.err.find("is known: " + fp + " matches"), std::string::npos) << fp << "\n" << r.err;

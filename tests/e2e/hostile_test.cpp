@@ -248,11 +248,12 @@ TEST_F(Hostile, TruncatedHandshakeWithoutCloseDroppedAtDeadline) {
 }
 
 // Slowloris: clients trickling a valid ClientHello one byte every 300 ms (each gap well inside the
-// per-read --timeout) fill every session slot; the handshake deadline frees the slots, and a real
-// client that was refused "server busy" gets in afterwards. A client served meanwhile is unaffected.
+// per-read --timeout) fill the startups pool (--max-startups, issue 24); the handshake deadline
+// frees it, and a real client that was refused "server busy" gets in afterwards. A client served
+// meanwhile is unaffected.
 TEST_F(Hostile, SlowClientsLoseTheirSlotAtTheHandshakeDeadline) {
   constexpr int kSlots = 3;
-  start({"--timeout", "5", "--handshake-timeout", "2", "--max-sessions", std::to_string(kSlots)});
+  start({"--timeout", "5", "--handshake-timeout", "2", "--max-startups", std::to_string(kSlots)});
   Bytes hello = client_hello(me);
   std::atomic<bool> stop{false};
   std::vector<double> dropped_after(kSlots, -1);

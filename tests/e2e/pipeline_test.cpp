@@ -194,7 +194,7 @@ TEST_F(PipelineE2E, TreeOfManySmallFilesBothWays) {
   EXPECT_EQ(nonempty_lines(r.out).size(), files.size()) << r.out;
   expect_tree(ws.root / "tree", files, true);
   // Every file was pipelined or sent alone, and each one logged once.
-  EXPECT_TRUE(server->wait_for_log("file=tree/d3/f74"));
+  EXPECT_TRUE(server->wait_for_log("file=\"tree/d3/f74\""));
 
   r = run({"recv", "-r", "-p", "127.0.0.1:tree", (ws.local / "back").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -100,7 +100,7 @@ TEST_F(RecvTree, NewDestinationBecomesTheCopy) {
   for (const char* link : {"tree/out", "tree/secret", "tree/alink"})
     EXPECT_NE(r.err.find(std::string("skipping ") + link + " (symbolic link"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.local / "copy" / "out" / "x.txt"));
-  EXPECT_TRUE(server->wait_for_log("list dir=tree entries=11 result=ok")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("op=list dir=\"tree\" entries=11 result=ok")) << server->log();
 }
 
 TEST_F(RecvTree, ExistingDirectoryReceivesTheTreeUnderItsName) {
@@ -616,7 +616,7 @@ TEST_F(RecvResume, DashRPipelinedMovesOnlyTheMissingBytes) {
   // The bytes that moved, as the server logged them: the 7 files that were missing or differed.
   const std::string log = server->log().substr(before.size());
   uint64_t moved = 0;
-  for (size_t at = 0; (at = log.find(" get file=", at)) != std::string::npos; ++at)
+  for (size_t at = 0; (at = log.find(" op=get file=", at)) != std::string::npos; ++at)
     moved += std::stoull(log.substr(log.find(" bytes=", at) + 7));
   EXPECT_EQ(moved, 7u * 4096u) << log;
   count.wait_done(10);

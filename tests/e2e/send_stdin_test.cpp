@@ -78,7 +78,8 @@ TEST_F(SendStdin, APipeStreamsAsItComesWithoutSpooling) {
   EXPECT_EQ((*j)["file"], "-");
   EXPECT_EQ((*j)["checksum.alg"], "xxh128");
   EXPECT_EQ((*j)["checksum.hex"], reference_hex("xxh128sum", src));
-  EXPECT_TRUE(server->wait_for_log("put file=piped.bin bytes=" + std::to_string(size))) << server->log();
+  EXPECT_TRUE(server->wait_for_log("op=put file=\"piped.bin\" bytes=" + std::to_string(size)))
+      << server->log();
   EXPECT_TRUE(temp_debris(ws.root).empty());
 }
 
@@ -230,7 +231,7 @@ TEST_F(UnsizedPutHostile, EndRecordLengthDisagreeingWithTheDataIsRefusedAndLeave
   proto::Message res = s.conn().recv_message("the result");
   EXPECT_EQ(res.status, proto::Status::ok) << res.text;
   EXPECT_EQ(read_text_file(ws.root / "true.bin"), data);
-  EXPECT_TRUE(server->wait_for_log("put file=true.bin bytes=12 ")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("op=put file=\"true.bin\" bytes=12 ")) << server->log();
 }
 
 // A connection that drops mid-stream leaves nothing that looks complete.
@@ -245,7 +246,7 @@ TEST_F(UnsizedPutHostile, ConnectionDroppedMidStreamLeavesNothing) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_FALSE(temp_debris(ws.root).empty()) << "the server writes as the data comes";
   }  // closed without an end record
-  EXPECT_TRUE(server->wait_for_log("put file=cut.bin")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("op=put file=\"cut.bin\"")) << server->log();
   EXPECT_FALSE(fs::exists(ws.root / "cut.bin"));
   EXPECT_TRUE(temp_debris(ws.root).empty());
 }

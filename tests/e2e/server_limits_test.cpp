@@ -80,7 +80,7 @@ TEST(ServerHome, OwnHomeUnderTheRootIsNeverServedListedOrOverwritten) {
   Workspace ws;  // home/, root/ and local/ side by side: serve the directory holding all three
   write_text_file(ws.tmp / "plain.txt", "served");
   ServerProcess server(ws.home, ws.tmp.path());
-  EXPECT_TRUE(server.wait_for_log("warning: $AESXFER_HOME")) << server.log();
+  EXPECT_TRUE(server.wait_for_log("warning: AESXFER_HOME")) << server.log();
   const std::string host_key = read_text_file(ws.home / "host_ed25519");
   HandSession s(server.port(), ws.home / "id_ed25519");
   ASSERT_TRUE(s.welcome_ok);
@@ -110,6 +110,37 @@ TEST(ServerHome, OwnHomeUnderTheRootIsNeverServedListedOrOverwritten) {
   EXPECT_EQ(read_text_file(ws.home / "host_ed25519"), host_key);
   EXPECT_FALSE(fs::exists(ws.home / "sub"));
   EXPECT_TRUE(temp_debris(ws.home).empty());
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// Issue 24, E10: `cd ~ && aesxfer serve` on a first start, when $AESXFER_HOME
+// (~/.config/aesxfer) does not exist yet: the server makes it and hides it from the first
+// request on (before, the root was opened first and hid only a home that already existed).
+TEST(ServerHome, HomeCreatedAtThisStartIsHiddenFromTheFirstRequest) {
+  TempDir user("aesxfer-user");  // the user's home directory, served as the root
+  const fs::path home = user / ".config/aesxfer";
+  write_text_file(user / "plain.txt", "served");
+  ASSERT_FALSE(fs::exists(user / ".config"));
+  ServerProcess server(home, user.path());
+  ASSERT_TRUE(fs::exists(home / "host_ed25519"));
+  EXPECT_TRUE(server.wait_for_log("warning: AESXFER_HOME")) << server.log();
+  const std::string host_key = read_text_file(home / "host_ed25519");
+  HandSession s(server.port(), home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  std::string got;
+  for (const char* p :
+       {".config/aesxfer/host_ed25519", ".config/aesxfer/id_ed25519", ".config/aesxfer/id_ed25519.pub"})
+    EXPECT_NE(s.get(make_request(Op::get, p), &got).status, Status::ok) << p << " was served";
+  EXPECT_NE(
+      s.put(make_request(Op::put, ".config/aesxfer/authorized_keys", "x"), "aesxfer-ed25519 AAAA attacker\n")
+          .status,
+      Status::ok);
+  std::vector<proto::ListEntry> entries;
+  EXPECT_NE(s.list(make_request(Op::list, ".config/aesxfer"), &entries).status, Status::ok);
+  EXPECT_EQ(s.get(make_request(Op::get, "plain.txt"), &got).status, Status::ok);
+  s.bye();
+  EXPECT_FALSE(fs::exists(home / "authorized_keys"));
+  EXPECT_EQ(read_text_file(home / "host_ed25519"), host_key);
   EXPECT_EQ(server.stop(), 0);
 }
 
@@ -228,6 +259,30 @@ TEST(ServerLimitsStart, OpenFileLimitRaisedForMaxSessions) {
   ASSERT_EQ(::prlimit(server->pid(), RLIMIT_NOFILE, nullptr, &now), 0);
   EXPECT_GE(now.rlim_cur, rlim_t(64 * 16));
   EXPECT_EQ(server->stop(), 0);
+}
+
+// Issue 24, F14: the longest request of every kind (longest_request: up to 8264 bytes, the
+// control-record bound of PROTOCOL.md 3.1) reaches the server whole and is answered, with its
+// tag when pipelined; the session goes on.
+TEST_F(ServerLimits, LongestRequestOfEveryKindIsAnswered) {
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  for (Op op : {Op::put, Op::get, Op::mkdir, Op::probe, Op::commit, Op::stat, Op::list}) {
+    const Message m = longest_request(op);
+    SCOPED_TRACE(int(op));
+    const Message r = s.ask(m);
+    EXPECT_EQ(r.type, proto::MsgType::response);
+    EXPECT_NE(r.status, Status::ok) << r.text;  // a 4096-byte component is too long a name
+    EXPECT_EQ(r.tagged, (m.flags & proto::kFlagAhead) != 0);
+    if (r.tagged) {
+      EXPECT_EQ(r.tag, m.tag);
+    }
+  }
+  write_text_file(ws.root / "after.txt", "still here");
+  std::string got;
+  EXPECT_EQ(s.get(make_request(Op::get, "after.txt"), &got).status, Status::ok);
+  EXPECT_EQ(got, "still here");
+  s.bye();
 }
 
 TEST_F(ServerLimits, ParallelPutReservesNothingBeforeData) {

@@ -324,7 +324,7 @@ TEST_F(Resume, DashRSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(count.records_seen(), 1u + 2u + 13u + 7u * 3u + 15u + 1u);
   const std::string log = server->log().substr(before.size());
   size_t puts = 0;
-  for (size_t at = 0; (at = log.find(" put file=", at)) != std::string::npos; ++at) ++puts;
+  for (size_t at = 0; (at = log.find(" op=put file=", at)) != std::string::npos; ++at) ++puts;
   EXPECT_EQ(puts, want_sent.size()) << log;
 
   // Everything there now: a second resume sends no file data at all (probes, mkdirs, bye).

@@ -1,0 +1,195 @@
+// Issue 24, items D6 and D7: what a terminal or a log shows of a peer's strings.
+//
+//   Printable.EscapesBidiAndInvisibleFormatCharacters   U+202A..U+202E, U+2066..U+2069,
+//                                                       U+200B..U+200F, U+2028, U+2029, U+FEFF
+//   BidiNames.ReachTerminalAndLogEscaped           a server's name and refusal, a client's
+//                                                       path: escaped on the terminal and in the log
+//   ServerLog.EveryLineIsLogfmtWithPeerValuesQuoted     paths with spaces, quotes, '=' and
+//                                                       newlines: a shell-style splitter reads
+//                                                       exactly the expected fields of every line
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "proto/failure.h"
+#include "tests/fake_server.h"
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+const std::string kRlo = "\xe2\x80\xae";  // U+202E RIGHT-TO-LEFT OVERRIDE
+
+TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
+  auto utf8 = [](unsigned cp) {
+    std::string s;
+    s += char(0xe0 | (cp >> 12));
+    s += char(0x80 | ((cp >> 6) & 0x3f));
+    s += char(0x80 | (cp & 0x3f));
+    return s;
+  };
+  auto hex = [](const std::string& s) {
+    std::string out;
+    char b[8];
+    for (unsigned char c : s) {
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    }
+    return out;
+  };
+  std::vector<unsigned> hidden = {0x2028, 0x2029, 0xfeff};
+  for (unsigned cp = 0x202a; cp <= 0x202e; ++cp) hidden.push_back(cp);
+  for (unsigned cp = 0x2066; cp <= 0x2069; ++cp) hidden.push_back(cp);
+  for (unsigned cp = 0x200b; cp <= 0x200f; ++cp) hidden.push_back(cp);
+  for (unsigned cp : hidden)
+    EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << cp;
+  // Their neighbours are ordinary characters and pass.
+  for (unsigned cp : {0x200au, 0x2010u, 0x2027u, 0x202fu, 0x2065u, 0x206au, 0xfefeu, 0x20acu})
+    EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << cp;
+  EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
+}
+
+class BidiNames : public ServerTest {};
+
+TEST_F(BidiNames, ReachTerminalAndLogEscaped) {
+  using proto::EntryType;
+  // A server's names and texts on the client's terminal.
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree", {{EntryType::symlink, "invoice" + kRlo + "fdp.exe", 0, 0777, 0}});
+    else
+      c.send_message(response(proto::Status::refused, "invoice" + kRlo + "fdp.exe\xe2\x81\xa6 is gone"));
+  });
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"recv", "127.0.0.1:f", (ws.local / "f").string()},
+        {"recv", "-r", "127.0.0.1:tree", (ws.local / "t").string()}}) {
+    ProcResult r = run(args, fake.port());
+    for (const char* bad : {"\xe2\x80\xae", "\xe2\x81\xa6"})
+      EXPECT_EQ(r.err.find(bad), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("invoice\\xe2\\x80\\xaefdp.exe"), std::string::npos) << r.describe();
+  }
+  // A client's path in the server's log.
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const std::string name = "report" + kRlo + "txt.sh\xe2\x80\x8b";
+  EXPECT_EQ(s.put(make_request(proto::Op::put, name, name), "x").status, proto::Status::ok);
+  s.bye();
+  EXPECT_TRUE(server->wait_for_log("file=\"report\\xe2\\x80\\xaetxt.sh\\xe2\\x80\\x8b\"")) << server->log();
+  EXPECT_EQ(server->log().find(kRlo), std::string::npos);
+}
+
+// POSIX shell word splitting (Python's shlex.split in POSIX mode; sh would also expand '$' and
+// '`', which the log escapes): blanks
+// separate words; single quotes keep everything; in double quotes a backslash escapes only
+// '"', '\', '$', '`' and a newline; outside quotes it escapes any character.
+std::vector<std::string> shell_split(const std::string& s) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(cur);
+      cur.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\\' && i + 1 < s.size()) {
+      cur += s[++i];
+    } else if (c == '\'') {
+      const size_t end = s.find('\'', i + 1);
+      if (end == std::string::npos) throw std::runtime_error("unterminated ' in: " + s);
+      cur += s.substr(i + 1, end - i - 1);
+      i = end;
+    } else if (c == '"') {
+      for (++i;; ++i) {
+        if (i >= s.size()) throw std::runtime_error("unterminated \" in: " + s);
+        if (s[i] == '"') break;
+        if (s[i] == '\\' && i + 1 < s.size() && std::string("\"\\$`\n").find(s[i + 1]) != std::string::npos)
+          ++i;
+        cur += s[i];
+      }
+    } else {
+      cur += c;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+// The fields of one log line as a shell-style splitter reads it: every word is key=value, no key
+// twice. Empty when a word is not key=value.
+std::map<std::string, std::string> fields(const std::string& line) {
+  std::map<std::string, std::string> out;
+  for (const auto& w : shell_split(line)) {
+    const size_t eq = w.find('=');
+    if (eq == 0 || eq == std::string::npos || out.count(w.substr(0, eq))) return {};
+    out[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  return out;
+}
+
+TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::vector<std::string> names = {"with space.txt", "q\"uo\"te's.txt",
+                                          "k=v result=ok peer=203.0.113.9", "back\\slash $HOME `id`.txt"};
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (const auto& n : names)
+      EXPECT_EQ(s.put(make_request(proto::Op::put, n, n), "x").status, proto::Status::ok);
+    // A path with a newline is refused (its log line must still be one line of fields).
+    EXPECT_NE(s.put(make_request(proto::Op::put, "nl\nresult=ok x=\"y", "z"), "x").status, proto::Status::ok);
+    std::string got;
+    EXPECT_NE(s.get(make_request(proto::Op::get, "no such \"file\" =x"), &got).status, proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("no such")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  const auto lines = nonempty_lines(server.log());
+  std::vector<std::map<std::string, std::string>> ops;
+  for (const auto& l : lines) {
+    std::map<std::string, std::string> f;
+    try {
+      f = fields(l);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    ASSERT_FALSE(f.empty()) << "not logfmt: " << l;
+    EXPECT_EQ(f.count("time"), 1u) << l;
+    if (f.count("op")) ops.push_back(f);
+  }
+  ASSERT_EQ(ops.size(), names.size() + 2) << server.log();
+  const std::vector<std::string> ok_keys = {"MB/s", "bytes", "cipher", "file", "mac",
+                                            "op",   "peer",  "result", "time"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : ops[i]) keys.push_back(k);
+    EXPECT_EQ(keys, ok_keys) << names[i];
+    EXPECT_EQ(ops[i]["op"], "put");
+    std::string shown;  // printable, and '$', '`' escaped as a shell would not expand them
+    for (char c : proto::printable(names[i]))
+      shown += c == '$' ? std::string("\\x24") : c == '`' ? std::string("\\x60") : std::string(1, c);
+    EXPECT_EQ(ops[i]["file"], shown);
+    EXPECT_EQ(ops[i]["result"], "ok");
+    EXPECT_EQ(ops[i]["peer"].rfind("127.0.0.1:", 0), 0u) << ops[i]["peer"];
+    EXPECT_EQ(read_text_file(ws.root / names[i]), "x");
+  }
+  const std::vector<std::string> refused_keys = {"file", "op", "peer", "result", "time"};
+  for (size_t i = names.size(); i < ops.size(); ++i) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : ops[i]) keys.push_back(k);
+    EXPECT_EQ(keys, refused_keys);
+    EXPECT_NE(ops[i]["result"], "ok");
+  }
+  EXPECT_EQ(ops[names.size()]["file"], "nl\\x0aresult=ok x=\"y");
+  EXPECT_EQ(ops[names.size() + 1]["file"], "no such \"file\" =x");
+  EXPECT_EQ(ops[names.size() + 1]["op"], "get");
+}
+
+}  // namespace
+}  // namespace aesxfer::test

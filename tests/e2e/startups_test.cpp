@@ -1,0 +1,173 @@
+// Issue 24, item A1: connections that have not logged in have their own bounded pool, as sshd's
+// MaxStartups and PerSourceMaxStartups, and never take a --max-sessions slot:
+//
+//   Startups.IdleConnectionsDoNotLockOutAnAuthorizedClient   idle connections held open and renewed
+//                                                            (more than --max-sessions): a real
+//                                                            client gets in, every time
+//   Startups.FullPoolTellsTheClientServerBusy                 the pool full (FULL idle connections,
+//                                                            renewed): a client gets in or reads
+//                                                            "server busy: ...", never "is it an
+//                                                            aesxfer server?"
+//   Startups.RandomEarlyDropBetweenStartAndFull               between START and FULL some are
+//                                                            dropped, some get in
+//   Startups.PerSourceLimitSparesOtherSources                 --per-source-max-startups
+//   Startups.OptionIsCheckedAtStart                           a bad START:RATE:FULL is a usage error
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "proto/handshake.h"
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Startups : testing::Test {
+  Workspace ws;
+  std::unique_ptr<ServerProcess> server;
+  void start(const std::vector<std::string>& args) {
+    server = std::make_unique<ServerProcess>(ws.home, ws.root, args);
+    write_random_file(ws.local / "f.bin", 20000, 24);
+  }
+  void TearDown() override {
+    if (!server) return;
+    EXPECT_EQ(server->stop(), 0);
+    EXPECT_EQ(sanitizer_findings(server->log()), "");
+    if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
+  }
+  ProcResult send(const std::string& name) {
+    return run_aesxfer({"send", (ws.local / "f.bin").string(), "127.0.0.1:" + name, "-P",
+                        std::to_string(server->port()), "--timeout", "20", "-q"},
+                       ws.home, 60);
+  }
+};
+
+// What a connection from `from` is told before it says a word: true when the server answered
+// with a busy ServerHello (status 5) within `wait_ms`, false when it said nothing (admitted to
+// the pool: it waits for a ClientHello).
+bool refused_busy(uint16_t port, const std::string& from, int wait_ms) {
+  const int fd = connect_loopback_from(port, from);
+  if (fd < 0) return false;
+  std::vector<uint8_t> got;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+  while (got.size() < 179 && Clock::now() < deadline) {
+    pollfd pf{fd, POLLIN, 0};
+    if (::poll(&pf, 1, 50) <= 0) continue;
+    uint8_t b[256];
+    const ssize_t n = ::recv(fd, b, sizeof b, 0);
+    if (n <= 0) break;
+    got.insert(got.end(), b, b + n);
+  }
+  ::close(fd);
+  // u32 length 175, type 2, "AESXFER1", version, status 5.
+  return got.size() == 179 && got[4] == 2 && got[13] == proto::kVersion && got[14] == 5;
+}
+
+TEST_F(Startups, IdleConnectionsDoNotLockOutAnAuthorizedClient) {
+  // Eight idle connections, renewed as the 2 s handshake deadline closes them: more than the
+  // two sessions allowed (before issue 24 they took every slot and the four busy-refusal
+  // threads, and the client read "closed the connection during the handshake (is it an aesxfer
+  // server?)"), fewer than the pool's START (10), so nothing is dropped.
+  start({"--max-sessions", "2", "--handshake-timeout", "2", "--timeout", "10"});
+  IdleFlood flood(server->port(), 8);
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server accepted them all
+  const auto t0 = Clock::now();
+  int tries = 0;
+  while (tries < 6 || Clock::now() - t0 < std::chrono::milliseconds(2500)) {
+    ProcResult r = send("in" + std::to_string(tries) + ".bin");
+    EXPECT_EQ(r.exit_code, 0) << "try " << tries << ": " << r.describe();
+    ++tries;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GT(flood.renewed(), 0) << "the idle connections were never renewed";
+  EXPECT_EQ(sha256_file(ws.root / "in0.bin"), sha256_file(ws.local / "f.bin"));
+}
+
+TEST_F(Startups, FullPoolTellsTheClientServerBusy) {
+  start({"--max-startups", "4", "--handshake-timeout", "2", "--timeout", "10"});
+  IdleFlood flood(server->port(), 4);
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int busy = 0, in = 0;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 8 || Clock::now() - t0 < std::chrono::milliseconds(2500); ++i) {
+    ProcResult r = send("full" + std::to_string(i) + ".bin");
+    if (r.exit_code == 0) {
+      ++in;  // a moment when the server had closed an idle one and the flood had not reopened it
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("server busy: "), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("is it an aesxfer server"), std::string::npos) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+    EXPECT_FALSE(fs::exists(ws.root / ("full" + std::to_string(i) + ".bin")));
+    ++busy;
+  }
+  std::printf("[startups] pool full: %d refused busy, %d got in, %d idle connections renewed\n", busy, in,
+              flood.renewed());
+  EXPECT_GT(busy, 0);
+  EXPECT_GT(flood.renewed(), 0);
+  EXPECT_TRUE(server->wait_for_log("unauthenticated connections already (--max-startups 4:100:4)"))
+      << server->log();
+}
+
+TEST_F(Startups, RandomEarlyDropBetweenStartAndFull) {
+  // Two idle connections reach START: each new one is dropped with probability 50%, so 40 tries
+  // show both outcomes (all alike: 2^-39). A dropped one is told busy; one let in logs in.
+  start({"--max-startups", "2:50:6", "--timeout", "10"});
+  IdleFlood flood(server->port(), 2);
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int dropped = 0, in = 0;
+  for (int i = 0; i < 40; ++i) {
+    try {
+      HandSession s(server->port(), ws.home / "id_ed25519");
+      EXPECT_TRUE(s.welcome_ok);
+      ++in;
+      s.bye();
+    } catch (const net::Failure& f) {
+      EXPECT_NE(std::string(f.what()).find("server busy: "), std::string::npos) << f.what();
+      ++dropped;
+    }
+  }
+  std::printf("[startups] 2:50:6 with 2 idle: %d dropped, %d in\n", dropped, in);
+  EXPECT_GT(dropped, 0);
+  EXPECT_GT(in, 0);
+}
+
+TEST_F(Startups, PerSourceLimitSparesOtherSources) {
+  start({"--per-source-max-startups", "3", "--timeout", "10"});
+  IdleFlood flood(server->port(), 3, "127.0.0.2");
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // A fourth from the same source is told busy at once; other sources are let in.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(refused_busy(server->port(), "127.0.0.2", 3000)) << "try " << i;
+    ProcResult r = send("other" + std::to_string(i) + ".bin");
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+  EXPECT_FALSE(refused_busy(server->port(), "127.0.0.3", 500));
+  EXPECT_TRUE(server->wait_for_log("unauthenticated connections from 127.0.0.2 already")) << server->log();
+}
+
+TEST(StartupsOption, OptionIsCheckedAtStart) {
+  Workspace ws;
+  for (const char* bad : {"10:30", "10:130:100", "50:30:10", "0", "a:b:c", "10:30:100:5"}) {
+    ProcResult r =
+        run_aesxfer({"serve", "--max-startups", bad, "-P", "0", "--root", ws.root.string()}, ws.home, 20);
+    EXPECT_NE(r.exit_code, 0) << bad << ": " << r.describe();
+    EXPECT_NE(r.err.find("--max-startups"), std::string::npos) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+  }
+}
+
+}  // namespace
+}  // namespace aesxfer::test

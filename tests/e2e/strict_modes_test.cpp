@@ -1,0 +1,167 @@
+// Issue 24, items A2 and A3: what the server trusts in authorized_keys, and what `aesxfer
+// authorize` writes there.
+//
+//   StrictModes.WritableOrForeignAuthorizedKeysIsRefused   a group/other-writable file, a writable
+//                                                          directory above it, a file owned by
+//                                                          another user: no key of it lets anyone
+//                                                          in; the log says why at start and at
+//                                                          each refused login
+//   StrictModes.UnreadableFileIsReportedAsUnreadable       a file the server cannot open is logged
+//                                                          as unreadable, never as "0 keys"
+//   Authorize.EveryControlByteIsRefused                    CR, ESC, TAB, DEL, C1, bidi controls:
+//                                                          refused, nothing written
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "files/keystore.h"
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+// A client identity of its own (not the server's), and its authorized_keys line.
+struct OtherClient {
+  TempDir dir{"aesxfer-other"};
+  fs::path identity = dir / "id_ed25519";
+  std::string line;
+  OtherClient() {
+    const proto::Identity id = files::load_or_create_identity(identity);
+    line = files::encode_public_key(id.pk) + " other@test";
+  }
+  bool logs_in(uint16_t port) {
+    HandSession s(port, identity);
+    if (s.welcome_ok) s.bye();
+    return s.welcome_ok;
+  }
+};
+
+TEST(StrictModes, WritableOrForeignAuthorizedKeysIsRefused) {
+  Workspace ws;
+  OtherClient other;
+  const fs::path ak = ws.home / "authorized_keys";
+  write_text_file(ak, other.line + "\n");
+  ASSERT_EQ(::chmod(ak.c_str(), 0664), 0);
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(server.wait_for_log("writable by group or others (mode 0664)")) << server.log();
+  EXPECT_TRUE(server.wait_for_log("level=warning msg=\"no key of authorized_keys is trusted: " + ak.string()))
+      << server.log();
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(server.wait_for_log("refused unauthorized client key SHA256:")) << server.log();
+  EXPECT_TRUE(server.wait_for_log("; no key of authorized_keys is trusted: " + ak.string() +
+                                  " is writable by group or others (mode 0664)"))
+      << server.log();
+
+  // Fixed: read again at the next login, no restart needed.
+  ASSERT_EQ(::chmod(ak.c_str(), 0600), 0);
+  EXPECT_TRUE(other.logs_in(server.port()));
+
+  // A directory above it that others may write to (they could rename the file away and plant
+  // their own): refused the same way.
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0777), 0);
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(
+      server.wait_for_log("directory " + ws.home.string() + " is writable by group or others (mode 0777)"))
+      << server.log();
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0755), 0);
+  EXPECT_TRUE(other.logs_in(server.port()));
+
+  // Owned by another user (only root can give a file away to show it).
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(ak.c_str(), 65534, 65534), 0);
+    EXPECT_FALSE(other.logs_in(server.port()));
+    EXPECT_TRUE(server.wait_for_log(ak.string() + " is owned by uid 65534, neither this user"))
+        << server.log();
+    ASSERT_EQ(::chown(ak.c_str(), 0, 0), 0);
+    EXPECT_TRUE(other.logs_in(server.port()));
+  }
+  // The server's own identity is trusted throughout (its file is checked as ssh checks a key).
+  HandSession own(server.port(), ws.home / "id_ed25519");
+  EXPECT_TRUE(own.welcome_ok);
+  own.bye();
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(sanitizer_findings(server.log()), "");
+}
+
+// What load_trusted_keys says about `file` in a process that runs as uid/gid 65534 (a service
+// user that cannot open a root-owned 0600 file), or as this user when the tests do not run as
+// root (the file is then made unreadable by its mode).
+std::string refused_for_another_user(const fs::path& file) {
+  if (::geteuid() != 0) {
+    ::chmod(file.c_str(), 0);
+    std::string why;
+    files::load_trusted_keys(file, why);
+    return why;
+  }
+  int p[2];
+  if (::pipe(p) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(p[0]);
+    std::string why = "setuid failed";
+    if (::setgid(65534) == 0 && ::setuid(65534) == 0) files::load_trusted_keys(file, why);
+    (void)!::write(p[1], why.data(), why.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  std::string out;
+  char b[512];
+  for (ssize_t n; (n = ::read(p[0], b, sizeof b)) > 0;) out.append(b, size_t(n));
+  ::close(p[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return out;
+}
+
+TEST(StrictModes, UnreadableFileIsReportedAsUnreadable) {
+  Workspace ws;
+  OtherClient other;
+  const fs::path ak = ws.home / "authorized_keys";
+  write_text_file(ak, other.line + "\n");
+  ASSERT_EQ(::chmod(ak.c_str(), 0600), 0);
+  EXPECT_EQ(refused_for_another_user(ak), "cannot read " + ak.string() + ": permission denied");
+  ASSERT_EQ(::chmod(ak.c_str(), 0600), 0);
+
+  // The server's own view: an authorized_keys it cannot read as a file (here a directory) is
+  // named as unreadable at start and at the refused login, not counted as 0 keys.
+  const fs::path dir = ws.tmp / "ak-dir";
+  fs::create_directories(dir);
+  ServerProcess server(ws.home, ws.root, {"--authorized-keys", dir.string()});
+  EXPECT_TRUE(server.wait_for_log("no key of authorized_keys is trusted: cannot read " + dir.string() +
+                                  ": not a regular file"))
+      << server.log();
+  EXPECT_EQ(server.log().find("the file does not exist"), std::string::npos) << server.log();
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(server.wait_for_log("is trusted: cannot read " + dir.string())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Authorize, EveryControlByteIsRefused) {
+  Workspace ws;
+  OtherClient other;
+  const fs::path ak = ws.home / "authorized_keys";
+  for (const std::string& tail :
+       {std::string("\rssh-ed25519 AAAA forged"), std::string("\x1b[2K\x1b[1Ghidden"), std::string("a\tb"),
+        std::string("del\x7f"), std::string("nul\x01"),
+        std::string("c1 \xc2\x9b"
+                    "31m"),
+        std::string("bidi \xe2\x80\xae"
+                    "fdp.exe"),
+        std::string("zw \xe2\x80\x8b"), std::string("bad \xff")}) {
+    ProcResult r = run_aesxfer({"authorize", other.line + " " + tail}, ws.home, 30);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+    for (char c : {'\r', '\x1b', '\x7f'}) EXPECT_EQ(r.err.find(c), std::string::npos) << r.describe();
+    EXPECT_FALSE(fs::exists(ak)) << "written for: " << proto::printable(tail);
+  }
+  // The plain line (a trailing CR LF, as a line copied from a Windows file, is not part of it).
+  ProcResult r = run_aesxfer({"authorize", other.line + "\r\n"}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ak), other.line + "\n");
+}
+
+}  // namespace
+}  // namespace aesxfer::test
