@@ -246,6 +246,12 @@ std::set<std::string>& after_lower_p() {
 }
 }  // namespace
 
+std::string with_hint(const std::string& what, const std::string& hint) {
+  const size_t port = what.rfind(" (port ");
+  if (port == std::string::npos || what.back() != ')') return what + hint;
+  return what.substr(0, port) + hint + what.substr(port);
+}
+
 void note_words_after_lower_p(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string w = argv[i];

@@ -137,6 +137,9 @@ CLI::Validator timeout_seconds();
 // the line for a missing source that is such a number ("45201: no such file; the port is -P
 // 45201 ..."), or "".
 void note_words_after_lower_p(int argc, char** argv);
+// A failure's line with a hint ("(use -r)") after its reason, before the port that a remote
+// file's line ends with (client::Client::port_note()).
+std::string with_hint(const std::string& what, const std::string& hint);
 std::string port_after_lower_p(const std::string& arg);
 // The long names of the options given on sub's command line (so that the config file and -o
 // fill in only the others).

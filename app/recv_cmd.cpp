@@ -65,7 +65,8 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   } catch (const proto::Failure& f) {
     if (tty) std::fputc('\n', msg);
     std::string what = f.what();
-    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory) what += " (use -r)";
+    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory)
+      what = with_hint(what, " (use -r)");
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -112,7 +113,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   } catch (const proto::Failure& f) {
     std::string what = f.what();
     if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
-      what += " (recv -r fetches directories; a file without -r)";
+      what = with_hint(what, " (recv -r fetches directories; a file without -r)");
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -156,7 +157,8 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
           return;
         }
         std::string what = f->what();
-        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory) what += " (use -r)";
+        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory)
+          what = with_hint(what, " (use -r)");
         die_line(what);
         rc = kExitFail;
       });
