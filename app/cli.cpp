@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "app/cli_checks.h"
 #include "app/host_config.h"
 #include "app/json.h"
 #include "client/config.h"
@@ -245,27 +246,48 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
   app::JsonProgress jp(shown, t.json_progress);
   prog.start(res.bytes);
   jp.start(res.bytes, 0);
-  prog.finish(res.bytes, res.seconds);
-  jp.finish(res.bytes);
+  prog.finish(res.bytes, res.seconds, true);
+  jp.finish(res.bytes, res.seconds);
   report(t, co, res, tty);
 }
 
-CLI::Validator positive_seconds() {
-  return CLI::Validator(
-      [](std::string& v) -> std::string {
-        char* end = nullptr;
-        const double d = std::strtod(v.c_str(), &end);
-        if (end == v.c_str() || *end != '\0') return "'" + v + "' is not a number of seconds";
-        return d > 0 && d <= 31536000 ? "" : "must be more than 0 and at most a year of seconds, got " + v;
-      },
-      "", "positive_seconds");
+CLI::Validator timeout_seconds() { return real_number(0, 31536000, "seconds", true); }
+
+namespace {
+std::set<std::string>& after_lower_p() {
+  static std::set<std::string> words;
+  return words;
+}
+}  // namespace
+
+std::string with_hint(const std::string& what, const std::string& hint) {
+  const size_t port = what.rfind(" (port ");
+  if (port == std::string::npos || what.back() != ')') return what + hint;
+  return what.substr(0, port) + hint + what.substr(port);
+}
+
+void note_words_after_lower_p(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string w = argv[i];
+    if (w == "--") break;
+    if (w.size() >= 2 && w[0] == '-' && w[1] != '-' && w.back() == 'p') after_lower_p().insert(argv[i + 1]);
+  }
+}
+
+std::string port_after_lower_p(const std::string& arg) {
+  if (arg.empty() || arg.size() > 5 || arg.find_first_not_of("0123456789") != std::string::npos ||
+      !after_lower_p().count(arg))
+    return "";
+  return arg + ": no such file; the port is -P " + arg + " (as in scp); -p preserves times and modes";
 }
 
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
   sub->add_option("-c,--cipher", t.cipher, "Cipher (default aes128-gcm); see --list-ciphers")
       ->type_name("CIPHER");
   sub->add_option("-m,--mac", t.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
-  sub->add_option("-P,--port", t.port, "Server port (default 7227)")->type_name("PORT");
+  sub->add_option("-P,--port", t.port, "Server port (default 7227)")
+      ->check(whole_number(1, 65535, "a port number"))
+      ->type_name("PORT");
   sub->add_option("-i,--identity", t.identity,
                   "Client key to use instead of $AESXFER_HOME/id_ed25519 (must exist, readable by you only)")
       ->type_name("FILE");
@@ -282,25 +304,23 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
   sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
       ->type_name("FILE");
   sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
-      ->check(positive_seconds())
+      ->check(timeout_seconds())
       ->type_name("SECONDS");
   sub->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   sub->add_flag(
       "-p,--preserve", t.preserve,
       "Preserve modification time and mode (else: mode masked by the receiver's umask, time of arrival)");
   sub->add_option("-l,--limit", t.limit_kbit,
-                  "Limit the bandwidth to KBIT/S Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
+                  "Limit the bandwidth to RATE Kbit/s, like scp -l; M and G suffixes for Mbit/s and Gbit/s "
                   "(80M = 80000)")
-      ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"k", 1}, {"m", 1e3}, {"g", 1e6}},
-                                        CLI::AsNumberWithUnit::CASE_INSENSITIVE)
-                      .description(""))
-      ->check(CLI::Range(0.0, 1e8).description(""))
-      ->type_name("KBIT/S");
+      ->transform(kbit_rate(1e8))
+      ->type_name("RATE");
   sub->add_flag("--json-progress", t.json_progress, "JSON progress lines about every 0.5 s and a final one");
   sub->add_option("--streams", t.streams,
                   "TCP connections per file, by byte range (default 0 = auto: more than one only when the "
                   "round trip is 10 ms or more; 1 = never)")
-      ->check(CLI::Range(0, 16));
+      ->check(whole_number(0, 16))
+      ->type_name("N");
   sub->add_option(
          "--congestion", t.congestion,
          "TCP congestion control for the data this side sends: auto (default: bbr where the kernel allows "
@@ -311,8 +331,7 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
       ->type_name("ALG");
   sub->add_option("--record-size", t.record_size,
                   "Payload bytes per record, 4K to 1M (default 256K; the server may lower it)")
-      ->transform(CLI::AsSizeValue(false).description(""))
-      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->transform(byte_size(proto::kMinRecordSize, proto::kMaxRecordSize))
       ->type_name("SIZE");
   sub->add_flag(
       "-v,--verbose", t.verbose,

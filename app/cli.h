@@ -95,6 +95,7 @@ struct FileMeter {
   app::JsonProgress& jp;
   app::RateLimiter& limiter;
   const client::Client& client;
+  bool replaced = true;  // the summary line follows on the meter's stream and takes its line
   uint64_t last = 0;
 
   std::function<void(uint64_t)> on_start() {
@@ -113,8 +114,8 @@ struct FileMeter {
     };
   }
   void finish(const client::FileResult& r) {
-    prog.finish(r.bytes, r.seconds);
-    jp.finish(r.bytes);
+    prog.finish(r.bytes, r.seconds, replaced);
+    jp.finish(r.bytes, r.seconds);
   }
 };
 
@@ -130,8 +131,17 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);
-// A number of seconds greater than 0 (CLI11's PositiveNumber prints DBL_MAX as its bound).
-CLI::Validator positive_seconds();
+// A timeout or a duration: seconds, more than 0 and at most a year.
+CLI::Validator timeout_seconds();
+// scp's -p (preserve) followed by what was meant as a port (scp's is -P): main notes the words
+// right after -p (alone or ending a cluster of flags, -rp) before parsing; port_after_lower_p is
+// the line for a missing source that is such a number ("45201: no such file; the port is -P
+// 45201 ..."), or "".
+void note_words_after_lower_p(int argc, char** argv);
+// A failure's line with a hint ("(use -r)") after its reason, before the port that a remote
+// file's line ends with (client::Client::port_note()).
+std::string with_hint(const std::string& what, const std::string& hint);
+std::string port_after_lower_p(const std::string& arg);
 // The long names of the options given on sub's command line (so that the config file and -o
 // fill in only the others).
 std::set<std::string> given_options(const CLI::App* sub);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/cli_checks.h"
 #include "app/lab/bench.h"
 #include "app/lab/speed.h"
 #include "crypto/suite.h"
@@ -43,9 +44,11 @@ app::CommandRun setup_speed(CLI::App* speed, bool& no_aesni) {
       ->add_option("--seconds", a->sp.seconds,
                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
                    "a whole table takes rows x sizes x this)")
-      ->check(app::positive_seconds())
-      ->type_name("S");
-  speed->add_option("--multi", a->sp.multi, "Threads running at once (figures summed)");
+      ->check(app::timeout_seconds())
+      ->type_name("SECONDS");
+  speed->add_option("--multi", a->sp.multi, "Threads running at once (figures summed)")
+      ->check(app::whole_number(1, 1024))
+      ->type_name("N");
   speed->add_flag("--elapsed", a->sp.elapsed,
                   "MB/s of wall time, not per CPU-second (openssl speed -elapsed)");
   speed->add_flag("--json", a->sp.json, "JSON output");
@@ -76,27 +79,33 @@ app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
   bench->add_option("-c,--cipher", a->list, "Comma-separated ciphers (default: all)")->type_name("LIST");
   bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
   bench->add_option("--size", bo.size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)")
-      ->transform(CLI::AsSizeValue(false).description(""))
-      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 50).description(""))
+      ->transform(app::byte_size(1, uint64_t(1) << 50))
       ->type_name("SIZE");
-  bench->add_option("--repeat", bo.repeat, "Transfers per cipher; median, min and max are shown (default 3)");
+  bench->add_option("--repeat", bo.repeat, "Transfers per cipher; median, min and max are shown (default 3)")
+      ->check(app::whole_number(1, 1000))
+      ->type_name("N");
   bench->add_flag("--no-aesni-too", bo.no_aesni_too,
                   "Run every AES cipher with and without AES-NI, show the speed-up");
   auto* bench_json = bench->add_flag("--json", bo.json, "One JSON object with rows");
   bench->add_flag("--csv", bo.csv, "CSV: " + std::string(app::kBenchCsvHeader))->excludes(bench_json);
-  bench->add_option(
-      "--plot", bo.plot,
-      "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
-      "record size");
+  bench
+      ->add_option(
+          "--plot", bo.plot,
+          "Also write an SVG chart to FILE: bars per cipher, or with --record-size lines of MB/s against "
+          "record size")
+      ->type_name("FILE");
   bench
       ->add_option("--record-size", bo.record_sizes,
                    "Sweep: every cipher once per record size, comma-separated (e.g. 4K,16K,64K,256K,1M)")
       ->delimiter(',')
-      ->transform(CLI::AsSizeValue(false).description(""))
-      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->transform(app::byte_size(proto::kMinRecordSize, proto::kMaxRecordSize))
       ->type_name("LIST");
-  bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)");
-  bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)");
+  bench->add_option("-P,--port", bo.port, "Remote server port (default 7227)")
+      ->check(app::whole_number(1, 65535, "a port number"))
+      ->type_name("PORT");
+  bench->add_option("--timeout", bo.timeout, "Seconds to wait on the network before giving up (default 60)")
+      ->check(app::timeout_seconds())
+      ->type_name("SECONDS");
   bench->add_flag("-q,--quiet", bo.quiet, "No progress lines on stderr");
   bench->add_flag("--no-aesni", no_aesni,
                   "Use the portable crypto code (both sides when the server is local)");
@@ -104,10 +113,13 @@ app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
       "--vs-scp", bo.vs_scp,
       "Also send with scp -c (matching cipher and MAC) and scp's defaults; without HOST to a throwaway "
       "sshd on 127.0.0.1");
-  bench->add_option("--ssh-opts", bo.ssh_opts, "Options for scp with --vs-scp, split at spaces (repeatable)")
-      ->allow_extra_args(false);
-  bench->add_option("--sshd", bo.sshd,
-                    "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)");
+  bench
+      ->add_option("--ssh-opts", bo.ssh_opts,
+                   "Options for scp with --vs-scp, split at spaces (repeatable; write --ssh-opts=\"-o ...\")")
+      ->allow_extra_args(false)
+      ->type_name("OPTIONS");
+  bench->add_option("--sshd", bo.sshd, "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)")
+      ->type_name("FILE");
   return [a, &no_aesni] {
     a->bo.ciphers = split_list(a->list);
     a->bo.no_aesni = no_aesni;
@@ -135,36 +147,19 @@ constexpr Command kCommands[] = {
     {"bench", "Transfer throughput and CPU per cipher, against HOST or a local server", setup_bench},
 };
 
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The first word when it is not an option and not a command: one line naming it, with the
 // The first word when it is not an option and not a command: one line naming it, with the
 // nearest command when one is close (as git does).
 std::string unknown_command(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return "";
   const std::string word = argv[1];
-  std::string best, names;
-  size_t best_d = 3;  // suggest only within two edits
+  std::string names;
+  std::vector<std::string> candidates;
   for (const Command& c : kCommands) {
     if (word == c.name) return "";
-    const size_t d = edit_distance(word, c.name);
-    if (d < best_d) best_d = d, best = c.name;
+    candidates.push_back(c.name);
     names += names.empty() ? c.name : std::string(", ") + c.name;
   }
+  const std::string best = app::nearest(word, candidates);
   return "unknown command '" + net::printable(word) + "'" +
          (best.empty() ? "" : " (did you mean " + best + "?)") + "; commands: " + names + " (see --help)";
 }
@@ -176,7 +171,8 @@ void list_ciphers() {
   for (const auto& m : crypto::macs()) std::printf("mac %-10s         %s\n", m.name, m.note);
 }
 
-// Checks made before CLI11 parses: no arguments, an unknown command, serve -p. Returns the exit
+// Checks made before CLI11 parses: no arguments, an unknown command, serve -p, an unknown option
+// (with the nearest known one). Returns the exit
 // status for a usage error, or -1 to go on.
 int precheck(const CLI::App& app, int argc, char** argv) {
   if (argc < 2) {  // no arguments: usage on stderr, like a usage error
@@ -194,6 +190,10 @@ int precheck(const CLI::App& app, int argc, char** argv) {
         die_line("serve: the port option is -P (or --port); -p means --preserve in send and recv");
         return kExitUsage;
       }
+  if (std::string u = app::unknown_option(app, {argv + 1, argv + argc}); !u.empty()) {
+    die_line(u);
+    return kExitUsage;
+  }
   return -1;
 }
 
@@ -215,12 +215,15 @@ int main(int argc, char** argv) {
   }
 
   if (int rc = precheck(app, argc, argv); rc >= 0) return rc;
+  app::note_words_after_lower_p(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::string what = e.what();
-    die_line(what.empty() ? "bad command line (see --help)" : what + " (see --help)");
+    std::string cmd;
+    for (const Command& c : kCommands)
+      if (argc > 1 && std::string(argv[1]) == c.name) cmd = c.name;
+    die_line(app::parse_error_line(e, cmd));
     return kExitUsage;
   }
   try {

@@ -49,12 +49,12 @@ void JsonProgress::update(uint64_t done) {
   line(done, false);
 }
 
-void JsonProgress::finish(uint64_t done) {
-  if (enabled_) line(done, true);
+void JsonProgress::finish(uint64_t done, double seconds) {
+  if (enabled_) line(done, true, seconds);
 }
 
-void JsonProgress::line(uint64_t done, bool final) {
-  const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
+void JsonProgress::line(uint64_t done, bool final, double seconds) {
+  const double secs = seconds >= 0 ? seconds : std::chrono::duration<double>(Clock::now() - t0_).count();
   const double moved = done > base_ ? double(done - base_) : 0;
   Json j;
   set_name(j, "file", name_);

@@ -33,15 +33,17 @@ class RateLimiter {
 // bytes counts the whole file (a resumed transfer starts at its offset); mb_per_s is the rate of
 // this run (bytes moved since start / seconds since start). A stream of unknown size (send -,
 // started with kUnknownTotal) has "total_bytes":null until its final line, which has the size.
+// The final line's seconds are the transfer's own when given (the ones --json and the summary line
+// divide by), so that every output states one rate for the file, a tiny pipelined one included.
 class JsonProgress {
  public:
   JsonProgress(std::string name, bool enabled, std::FILE* out = stdout);
   void start(uint64_t total, uint64_t base = 0);
   void update(uint64_t done);
-  void finish(uint64_t done);
+  void finish(uint64_t done, double seconds = -1);
 
  private:
-  void line(uint64_t done, bool final);
+  void line(uint64_t done, bool final, double seconds = -1);
   std::string name_;
   bool enabled_;
   std::FILE* out_;

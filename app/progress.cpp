@@ -3,6 +3,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cmath>
+
 namespace aesxfer::app {
 using Clock = std::chrono::steady_clock;
 
@@ -50,12 +52,13 @@ void Progress::stop_ticker() {
   if (ticker_.joinable()) ticker_.join();
 }
 
-void Progress::finish(uint64_t done, double) {
+void Progress::finish(uint64_t done, double, bool replaced) {
   stop_ticker();
-  if (enabled_) {
-    std::lock_guard<std::mutex> g(mu_);
-    draw(done, true);
-  }
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> g(mu_);
+  if (!replaced) return draw(done, true);
+  std::fputs("\r\033[K", out_);  // the summary line is written where the meter was
+  std::fflush(out_);
 }
 
 // Called with mu_ held.
@@ -75,7 +78,7 @@ void Progress::draw(uint64_t done, bool final) {
   } else if (now - moved_ >= stall_after_) {
     std::snprintf(eta, sizeof eta, "- stalled -");
   } else if (rate > 0 && total_ > done) {
-    const int left = int(double(total_ - done) / rate);
+    const int left = int(std::ceil(double(total_ - done) / rate));  // 00:00 only at the end
     std::snprintf(eta, sizeof eta, "%02d:%02d ETA", left / 60, left % 60);
   } else {
     std::snprintf(eta, sizeof eta, "--:-- ETA");

@@ -1,9 +1,11 @@
 // scp-style progress meter: "name  45%  123MB 456.7MB/s   00:03 ETA" (of a stream of unknown
 // size, send -: "name  123MB 456.7MB/s   00:03" with the time elapsed, like rsync's), redrawn once a second
 // on a terminal by a ticker thread (so a transfer that makes no progress still shows it: after 5 s without a
-// byte the ETA field reads "- stalled -", as scp's does); silent otherwise. Units are scp's: sizes in KB, MB,
-// GB of 1024, the rate in MB/s of 2^20 bytes; the summary line, --json, bench and speed use MB/s = 10^6
-// bytes/s instead (docs/aesxfer.1, UNITS).
+// byte the ETA field reads "- stalled -", as scp's does); silent otherwise. The ETA is rounded up: it reads
+// 00:00 only at the end. Units are scp's: sizes in KB, MB, GB of 1024, the rate in MB/s of 2^20 bytes; the
+// summary line, --json, bench and speed use MB/s = 10^6 bytes/s instead (docs/aesxfer.1, UNITS). When the
+// summary line follows on the same terminal it takes the meter's place, so each file leaves one line in one
+// convention.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -31,8 +33,9 @@ class Progress {
   // already at the receiver (a resumed transfer), which the rate and the ETA leave out.
   void start(uint64_t total, uint64_t from = 0);
   void update(uint64_t done);  // cheap: the ticker draws
-  // Draws the 100% line (on a terminal) and ends it.
-  void finish(uint64_t done, double seconds);
+  // Ends the meter (on a terminal): `replaced`: clears its line for the summary line that follows
+  // on the same stream; else draws the 100% line and ends it.
+  void finish(uint64_t done, double seconds, bool replaced = false);
 
  private:
   void draw(uint64_t done, bool final);

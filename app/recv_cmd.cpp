@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "app/cli.h"
+#include "app/cli_checks.h"
 #include "client/pipeline.h"
 #include "client/recv_tree.h"
 #include "files/atomic_file.h"
@@ -64,7 +65,8 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   } catch (const proto::Failure& f) {
     if (tty) std::fputc('\n', msg);
     std::string what = f.what();
-    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory) what += " (use -r)";
+    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory)
+      what = with_hint(what, " (use -r)");
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -111,7 +113,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   } catch (const proto::Failure& f) {
     std::string what = f.what();
     if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
-      what += " (recv -r fetches directories; a file without -r)";
+      what = with_hint(what, " (recv -r fetches directories; a file without -r)");
     die_line(what);
     if (client) client->bye();
     return kExitFail;
@@ -155,7 +157,8 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
           return;
         }
         std::string what = f->what();
-        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory) what += " (use -r)";
+        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory)
+          what = with_hint(what, " (use -r)");
         die_line(what);
         rc = kExitFail;
       });
@@ -185,8 +188,8 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
               jp.update(d);
             },
             st[i]->size);
-        prog.finish(r.bytes, r.seconds);
-        jp.finish(r.bytes);
+        prog.finish(r.bytes, r.seconds, true);
+        jp.finish(r.bytes, r.seconds);
         report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
@@ -205,25 +208,55 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
   return rc;
 }
 
+// The usage errors of a recv, found before anything moves: the number of arguments, a source that
+// is not HOST:PATH (a port given after -p among them) or that means nothing here ('~'),
+// /dev/zero without --size, several sources into what is not a directory. Returns the exit status
+// after printing the line, or 0.
+int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t) {
+  const char* usage = " (aesxfer recv HOST:SRC... DEST)";
+  if (args.size() < 2) {
+    if (args.empty())
+      die_line(std::string("recv: nothing to fetch") + usage);
+    else if (parse_remote(args[0]))
+      die_line("recv: " + net::printable(args[0]) +
+               " needs a destination after it: a file, a directory or - for standard output" + usage);
+    else
+      die_line("recv: nothing to fetch into '" + net::printable(args[0]) + "'" + usage);
+    return kExitUsage;
+  }
+  const std::string& dest = args.back();
+  const size_t n = args.size() - 1;
+  for (size_t i = 0; i < n; ++i) {
+    const auto r = parse_remote(args[i]);
+    if (!r) {
+      const std::string p = port_after_lower_p(args[i]);
+      die_line(p.empty() ? "recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')"
+                         : "recv: " + p);
+      return kExitUsage;
+    }
+    if (!check_remote(*r, true)) return kExitUsage;
+    if (r->path == "/dev/zero" && !t.given.count("size") && !t.recursive) {
+      die_line("recv: " + net::printable(args[i]) +
+               " is not a regular file: give --size (e.g. --size 1G) for the number of bytes to read");
+      return kExitUsage;
+    }
+  }
+  std::error_code ec;
+  if (n > 1 && (dest == "-" || !fs::is_directory(dest, ec))) {
+    die_line("recv: " + net::printable(dest) +
+             ": not a directory (several sources need an existing directory)");
+    return kExitUsage;
+  }
+  return 0;
+}
+
 // recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
 // existing local directory; each source is fetched in turn, one that fails is reported and the
 // others still come, and the exit status is 1 if any failed.
 int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const TransferOpts& t) {
+  if (int usage = check_recv_usage(args, t)) return usage;
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
-  if (n > 1) {
-    std::error_code ec;
-    if (dest == "-" || !fs::is_directory(dest, ec)) {
-      die_line("recv: " + net::printable(dest) +
-               ": not a directory (several sources need an existing directory)");
-      return kExitUsage;
-    }
-    for (size_t i = 0; i < n; ++i)
-      if (!parse_remote(args[i])) {
-        die_line("recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')");
-        return kExitUsage;
-      }
-  }
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
     if (auto rc = recv_many(args, t)) return *rc;
   }
@@ -246,11 +279,10 @@ CommandRun setup_recv(CLI::App* recv, bool& no_aesni) {
   };
   auto a = std::make_shared<Args>();
   recv->add_option("args", a->args, "HOST:SRC... DEST (several sources need DEST to be a directory)")
-      ->required()
-      ->expected(2, -1)
-      ->type_name("HOST:SRC... DEST");
-  recv->add_option("--size", a->zero_size, "Bytes to read when SRC is /dev/zero (K, M, G suffixes of 1024)")
-      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("HOST:SRC... DEST");  // counted in check_recv_usage
+  recv->add_option("--size", a->zero_size,
+                   "Bytes to read when SRC is /dev/zero, which needs it (K, M, G suffixes of 1024)")
+      ->transform(byte_size(0, uint64_t(1) << 60))
       ->type_name("SIZE");
   add_transfer_options(recv, a->t, no_aesni);
   recv->add_flag("-r,--recursive", a->t.recursive,

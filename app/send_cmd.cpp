@@ -20,20 +20,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The usage errors among a send's sources, found before anything moves: "-" given twice or with
+// --resume, a port given after -p. Returns the exit status after printing the line, or 0.
+int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t) {
+  if (std::count(args.begin(), args.end() - 1, "-") > 1) {
+    die_line("send: - (standard input) given twice");
+    return kExitUsage;
+  }
+  if (t.resume && std::find(args.begin(), args.end() - 1, "-") != args.end() - 1) {
+    die_line("send: - (standard input) cannot be resumed: it is read only once (drop --resume)");
+    return kExitUsage;
+  }
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    struct stat st {};
+    if (std::string p = port_after_lower_p(args[i]); !p.empty() && ::stat(args[i].c_str(), &st) != 0) {
+      die_line("send: " + p);
+      return kExitUsage;
+    }
+  }
+  return 0;
+}
+
 // The local sources of a send, checked before connecting (scp semantics): one that is missing or
 // unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input,
-// read as it comes when its turn comes (an unsized put, docs/PROTOCOL.md 3.3); given once.
+// read as it comes when its turn comes (an unsized put, docs/PROTOCOL.md 3.3).
 std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t, int& rc) {
   std::vector<std::string> sources;
-  bool dash = false;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "-") {
-      if (dash) {
-        die_line("send: - (standard input) given twice");
-        rc = kExitFail;
-        continue;
-      }
-      dash = true;
       sources.push_back(args[i]);
       continue;
     }
@@ -88,7 +102,7 @@ struct SendSession {
   // connection may be mid-stream: stop there). The progress line is on `prog_out` when `shown`.
   template <class Put>
   bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out, const Put& put) {
-    FileMeter meter{prog, jp, limiter, client};
+    FileMeter meter{prog, jp, limiter, client, prog_out == stdout};
     try {
       client::FileResult r = put(meter);
       meter.finish(r);
@@ -129,7 +143,13 @@ struct SendSession {
 
 int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   if (args.size() < 2) {
-    die_line("send: usage: aesxfer send FILE... HOST:DEST");
+    const char* usage = " (aesxfer send FILE... HOST:DEST)";
+    if (args.empty())
+      die_line(std::string("send: nothing to send") + usage);
+    else if (parse_remote(args[0]))
+      die_line("send: no file to send to " + net::printable(args[0]) + usage);
+    else
+      die_line("send: '" + net::printable(args[0]) + "' needs a destination after it" + usage);
     return kExitUsage;
   }
   auto remote = parse_remote(args.back());
@@ -138,15 +158,12 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     return kExitUsage;
   }
   if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  if (int usage = check_send_usage(args, t_in)) return usage;
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   const std::string dest = remote->path.empty() ? "." : remote->path;
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
-  if (t.resume && std::find(args.begin(), args.end() - 1, "-") != args.end() - 1) {
-    die_line("send: - (standard input) cannot be resumed: it is read only once (drop --resume)");
-    return kExitUsage;
-  }
   int rc = 0;
   const std::vector<std::string> sources = check_sources(args, t, rc);
   if (sources.empty()) return kExitFail;
@@ -155,7 +172,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     // Several sources go into a directory: refused before anything is written when DEST is not
     // an existing directory on the server (else each file would replace the one before).
     if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
-      die_line(client.peer() + ":" + net::printable(dest) + ": not a directory");
+      die_line(client.remote_name(net::printable(dest)) + ": not a directory" + client.port_note());
       client.bye();
       return kExitFail;
     }
@@ -193,9 +210,7 @@ CommandRun setup_send(CLI::App* send, bool& no_aesni) {
   };
   auto a = std::make_shared<Args>();
   send->add_option("args", a->args, "FILE... HOST:DEST")
-      ->required()
-      ->expected(2, -1)
-      ->type_name("FILE... HOST:DEST");
+      ->type_name("FILE... HOST:DEST");  // counted in cmd_send
   add_transfer_options(send, a->t, no_aesni);
   send->add_flag("-r,--recursive", a->t.recursive, "Send directories recursively");
   send->add_flag("--resume", a->t.resume,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "app/cli.h"
+#include "app/cli_checks.h"
 #include "crypto/checksum.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
@@ -84,6 +85,11 @@ int cmd_keygen() {
 }
 
 int cmd_authorize(const std::string& what) {
+  if (what.empty()) {
+    die_line(
+        "authorize: give the line aesxfer keygen printed, or its .pub file (aesxfer authorize KEYLINE|FILE)");
+    return kExitUsage;
+  }
   std::string line = what;
   std::error_code ec;
   if (fs::is_regular_file(what, ec)) {  // a .pub file: its first key line
@@ -114,19 +120,29 @@ int cmd_authorize(const std::string& what) {
 
 CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
   auto a = std::make_shared<ServeArgs>();
-  serve->add_option("--listen", a->listen_addr, "Address to listen on (default: all, IPv6 and IPv4)");
-  serve->add_option("-P,--port", a->so.port, "Port (default 7227; 0 picks a free one)")->type_name("PORT");
-  serve->add_option("--root", a->root, "Directory that files are read from and written to (default: .)");
-  serve->add_option("--port-file", a->port_file, "Write the bound port to FILE once listening");
-  serve->add_option("--authorized-keys", a->auth_keys,
-                    "Client keys to accept (default $AESXFER_HOME/authorized_keys)");
+  serve->add_option("--listen", a->listen_addr, "Address to listen on (default: all, IPv6 and IPv4)")
+      ->type_name("ADDRESS");
+  serve->add_option("-P,--port", a->so.port, "Port (default 7227; 0 picks a free one)")
+      ->check(whole_number(0, 65535, "a port number"))
+      ->type_name("PORT");
+  serve->add_option("--root", a->root, "Directory that files are read from and written to (default: .)")
+      ->type_name("DIR");
+  serve->add_option("--port-file", a->port_file, "Write the bound port to FILE once listening")
+      ->type_name("FILE");
+  serve
+      ->add_option("--authorized-keys", a->auth_keys,
+                   "Client keys to accept (default $AESXFER_HOME/authorized_keys)")
+      ->type_name("FILE");
   serve
       ->add_option("--partial-max-age", a->partial_days,
                    "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
-      ->check(CLI::NonNegativeNumber);
-  serve->add_option(
-      "--max-sessions", a->so.max_sessions,
-      "Authenticated sessions at once; a client beyond them is told 'server busy' (default 64)");
+      ->check(real_number(0, 36500, "days"))
+      ->type_name("DAYS");
+  serve
+      ->add_option("--max-sessions", a->so.max_sessions,
+                   "Authenticated sessions at once; a client beyond them is told 'server busy' (default 64)")
+      ->check(whole_number(1, 1000000))
+      ->type_name("N");
   serve
       ->add_option("--max-startups", a->max_startups,
                    "Unauthenticated connections, as sshd's MaxStartups: from START on, drop new ones with "
@@ -136,23 +152,32 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
       ->add_option("--per-source-max-startups", a->so.per_source_max_startups,
                    "Unauthenticated connections per source address, as sshd's PerSourceMaxStartups "
                    "(default: no limit)")
+      ->check(whole_number(0, 1000000))
       ->type_name("N");
-  serve->add_option("--timeout", a->timeout, "Idle seconds before a session is dropped (default 30)");
-  serve->add_option("--handshake-timeout", a->handshake_timeout,
-                    "Seconds a client has to complete the whole handshake (default 10)");
+  serve->add_option("--timeout", a->timeout, "Idle seconds before a session is dropped (default 30)")
+      ->check(timeout_seconds())
+      ->type_name("SECONDS");
+  serve
+      ->add_option("--handshake-timeout", a->handshake_timeout,
+                   "Seconds a client has to complete the whole handshake (default 10)")
+      ->check(timeout_seconds())
+      ->type_name("SECONDS");
   serve
       ->add_option("--ciphers", a->so.ciphers,
                    "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->type_name("LIST");
   serve
       ->add_option("--macs", a->so.macs,
                    "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->type_name("LIST");
   serve->add_flag("-q,--quiet", a->quiet, "No log lines");
   serve
       ->add_option("--max-list", a->so.max_list_entries,
                    "Entries one recv -r listing may have (default 200000)")
-      ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
+      ->check(whole_number(1, int64_t(proto::kMaxListEntries)))
+      ->type_name("N");
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   serve
       ->add_option(
@@ -168,8 +193,7 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
   serve
       ->add_option("--max-record-size", a->max_record,
                    "Largest record payload the server agrees to (default 1M)")
-      ->transform(CLI::AsSizeValue(false).description(""))
-      ->check(CLI::Range(uint64_t(proto::kMinRecordSize), uint64_t(proto::kMaxRecordSize)).description(""))
+      ->transform(byte_size(proto::kMinRecordSize, proto::kMaxRecordSize))
       ->type_name("SIZE");
   return [a] { return cmd_serve(*a); };
 }
@@ -179,8 +203,7 @@ CommandRun setup_keygen(CLI::App*, bool&) { return cmd_keygen; }
 CommandRun setup_authorize(CLI::App* authorize, bool&) {
   auto what = std::make_shared<std::string>();
   authorize->add_option("key", *what, "The line aesxfer keygen printed, or a .pub file holding it")
-      ->required()
-      ->type_name("KEYLINE|FILE");
+      ->type_name("KEYLINE|FILE");  // its absence is said in cmd_authorize
   return [what] { return cmd_authorize(*what); };
 }
 

@@ -54,9 +54,33 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 
 }  // namespace
 
+std::string Client::remote_name(const std::string& path) const {
+  const std::string& h = opt_.host;
+  return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + path;
+}
+
+std::string Client::port_note() const {
+  return opt_.port == kDefaultPort ? "" : " (port " + std::to_string(opt_.port) + ")";
+}
+
+Failure Client::refused(const proto::Message& m, const std::string& path) const {
+  const Failure f = proto::refusal(m, remote_name(path));
+  return Failure(f.what() + port_note(), f.status, f.err, f.origin);
+}
+
 proto::Identity Client::load_client_identity() const {
-  const proto::Identity id = opt_.identity.empty() ? load_or_create_identity(opt_.home / "id_ed25519")
-                                                   : load_identity(opt_.identity);
+  bool created = false;
+  const proto::Identity id = opt_.identity.empty()
+                                 ? load_or_create_identity(opt_.home / "id_ed25519", &created)
+                                 : load_identity(opt_.identity);
+  // The first send or recv made this user's key: say where it is, once, as keygen does (the
+  // server must authorize it before a session can start).
+  if (created && opt_.announce_new_host)
+    std::fprintf(
+        stderr,
+        "aesxfer: created identity %s (%s); its public key, for the server's authorized_keys: %s.pub\n",
+        printable((opt_.home / "id_ed25519").string()).c_str(), proto::fingerprint(id.pk).c_str(),
+        printable((opt_.home / "id_ed25519").string()).c_str());
   log(1, "identity " +
              (opt_.identity.empty() ? (opt_.home / "id_ed25519").string() : opt_.identity.string()) + " (" +
              proto::fingerprint(id.pk) + ")");
@@ -239,8 +263,7 @@ void Client::throw_receivers_reason(const std::string& remote) {
   try {
     conn_->set_timeout(std::chrono::milliseconds(2000));
     proto::Message m = conn_->recv_message("the transfer");
-    if (m.type == proto::MsgType::result && m.status != proto::Status::ok)
-      throw proto::refusal(m, conn_->peer() + ":" + remote);
+    if (m.type == proto::MsgType::result && m.status != proto::Status::ok) throw refused(m, remote);
   } catch (const Failure& reason) {
     if (reason.origin == Origin::peer) throw;
   }
@@ -249,7 +272,7 @@ void Client::throw_receivers_reason(const std::string& remote) {
 void Client::expect_ok_result(const std::string& remote) {
   proto::Message res = conn_->recv_message("the transfer");
   if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-  if (res.status != proto::Status::ok) throw proto::refusal(res, conn_->peer() + ":" + remote);
+  if (res.status != proto::Status::ok) throw refused(res, remote);
 }
 
 void Client::send_failure_result(const Failure& e) noexcept {
@@ -454,9 +477,9 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   // A Response text holds at most kMaxMessage bytes (docs/PROTOCOL.md 3.2): an answer of that
   // length may have been cut, and a path built from it would name another directory.
   if (resp.text.size() >= proto::kMaxMessage)
-    throw Failure(conn_->peer() + ":" + printable(req.path) + (name.empty() ? "" : "/" + printable(name)) +
+    throw Failure(remote_name(printable(req.path)) + (name.empty() ? "" : "/" + printable(name)) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
-                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")" + port_note());
   return resp.text.empty() ? req.path : resp.text;
 }
 
@@ -479,7 +502,7 @@ proto::Message Client::exchange(const proto::Message& req, const char* what) {
 
 proto::Message Client::ask(const proto::Message& req, const char* what) {
   proto::Message resp = exchange(req, what);
-  if (resp.status != proto::Status::ok) throw proto::refusal(resp, conn_->peer() + ":" + req.path);
+  if (resp.status != proto::Status::ok) throw refused(resp, req.path);
   return resp;
 }
 
@@ -567,7 +590,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
       (size_hint == UINT64_MAX || streams_for(size_hint) > 1)) {
     // Ask the size first: a file big enough goes over several connections.
     proto::Message st = stat_remote(remote, zero_size);
-    if (st.status != proto::Status::ok) throw proto::refusal(st, conn_->peer() + ":" + remote);
+    if (st.status != proto::Status::ok) throw refused(st, remote);
     int n = streams_for(st.size);
     if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }

@@ -65,13 +65,15 @@ struct ClientOptions {
   std::function<void(int level, const std::string& line)> debug;
   bool extra_stream = false;  // one of the extra connections of --streams (no "streams:" line)
   std::chrono::milliseconds timeout{30000};
-  std::string keylog;              // file to append session keys to (every connection), or empty
-  bool strict_host_keys = false;   // --strict-host-keys: refuse a host not yet in known_hosts
-  bool announce_new_host = false;  // say "Permanently added" on first contact (the CLI, unless -q)
-  bool preserve = false;           // -p: the receiver applies mode exactly and mtime
-  bool resume = false;             // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
-  bool fine_progress = false;      // progress after every record (-l, --json-progress), not per batch
-  bool paced = false;              // -l: a rate limiter paces the progress callback (one stream only)
+  std::string keylog;             // file to append session keys to (every connection), or empty
+  bool strict_host_keys = false;  // --strict-host-keys: refuse a host not yet in known_hosts
+  // Say "Permanently added" on first contact, and "created identity" when this run made the
+  // user's key (the CLI, unless -q).
+  bool announce_new_host = false;
+  bool preserve = false;       // -p: the receiver applies mode exactly and mtime
+  bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
+  bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
+  bool paced = false;          // -l: a rate limiter paces the progress callback (one stream only)
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of
   // 10 ms or more) for big files; see client/parallel.cpp. Not with resume or -l (paced).
   int streams = 0;
@@ -177,8 +179,16 @@ class Client {
   bool is_remote_dir(const std::string& remote);
 
   const proto::SessionKeys& keys() const { return *keys_; }
-  // "host:port" of the server, for messages.
+  // "host:port" of the server, for messages about the connection.
   const std::string& peer() const { return conn_->peer(); }
+  // A remote file named as the user writes it, "host:path" ("[v6]:path"), for messages; the port
+  // goes apart, at the end of the line (port_note()), so that nothing reads as HOST:PORT:PATH.
+  std::string remote_name(const std::string& path) const;
+  // " (port 45201)", or "" for the default port.
+  std::string port_note() const;
+  // A refusal of `path` in the peer's Response or Result, as proto::refusal names it, with the
+  // file as remote_name() writes it: "host:path: reason (port N)".
+  Failure refused(const proto::Message& m, const std::string& path) const;
   // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
   uint32_t rtt_us() const;
   // The congestion control this connection got and why (--congestion).
@@ -256,7 +266,7 @@ class Client {
                             PartialFile& pf, int base_fd, bool whole, const std::filesystem::path& local,
                             const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // Sends a request on this connection and returns the server's Response, which is ok: a refusal
-  // is thrown as the peer's Failure ("HOST:PORT:path: reason"). Throws Failure when the connection
+  // is thrown as the peer's Failure (refused()). Throws Failure when the connection
   // fails or something else arrives.
   proto::Message ask(const proto::Message& req, const char* what = "the request");
   // The same exchange with the Response's status unchecked (a caller that reads a refusal).

@@ -237,7 +237,7 @@ crypto::Checksum Client::get_range(int fd, const proto::Message& req, const Prog
   crypto::Checksum sum;
   proto::Message resp = ask(req);
   if (resp.size != req.size)
-    throw Failure(conn_->peer() + ":" + req.path + ": file changed size during the transfer");
+    throw Failure(remote_name(printable(req.path)) + ": file changed size during the transfer" + port_note());
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
@@ -312,7 +312,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   // Every part's Result was ok; the commit went out on this connection and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
-  if (resp.status != proto::Status::ok) throw proto::refusal(resp, conn_->peer() + ":" + req.path);
+  if (resp.status != proto::Status::ok) throw refused(resp, req.path);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
   r.record_size = conn_->record_size();

@@ -186,7 +186,7 @@ void Pipeline::complete_front() {
   bytes_ -= it.bytes;
   proto::Message resp = answer(it, proto::MsgType::response);
   if (resp.status != proto::Status::ok) {
-    Failure f = proto::refusal(resp, c_.peer() + ":" + it.remote);
+    Failure f = c_.refused(resp, it.remote);
     if (it.kind == Kind::mkdir) return it.dir_done(nullptr, &f);
     if (it.kind == Kind::stat) return it.stat_done(nullptr, &f);
     return it.done(nullptr, &f);
@@ -196,9 +196,9 @@ void Pipeline::complete_front() {
       return it.stat_done(&resp, nullptr);
     case Kind::mkdir: {
       if (resp.text.size() >= proto::kMaxMessage) {
-        Failure f(c_.peer() + ":" + printable(it.remote) +
+        Failure f(c_.remote_name(printable(it.remote)) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
-                  " bytes)");
+                  " bytes)" + c_.port_note());
         return it.dir_done(nullptr, &f);
       }
       std::string path = resp.text.empty() ? it.remote : resp.text;
@@ -207,7 +207,7 @@ void Pipeline::complete_front() {
     case Kind::put: {
       proto::Message res = answer(it, proto::MsgType::result);
       if (res.status != proto::Status::ok) {
-        Failure f = proto::refusal(res, c_.peer() + ":" + it.remote);
+        Failure f = c_.refused(res, it.remote);
         return it.done(nullptr, &f);
       }
       FileResult r;

@@ -277,9 +277,9 @@ namespace {
 // The listing must name the directory asked for, and no entry may hold a control byte.
 void check_listing(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked) {
   if (d.path != asked && d.path.size() >= proto::kMaxMessage)
-    throw Failure(client.peer() + ":" + printable(remote) +
+    throw Failure(client.remote_name(printable(remote)) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
-                  " bytes in protocol " + std::to_string(proto::kVersion) + ")");
+                  " bytes in protocol " + std::to_string(proto::kVersion) + ")" + client.port_note());
   if (d.path != asked)
     throw Failure("protocol error from " + client.peer() + ": listing of " + printable(asked) +
                   " answered for " + printable(d.path));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <iomanip>
 #include <optional>
@@ -52,6 +53,14 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     if (why) throw *why;
     throw;
   }
+}
+
+std::string failure_text(const std::atomic<int>* stop_signal, const Failure& f) {
+  const int sig = stop_signal ? stop_signal->load() : 0;
+  if (sig == 0) return f.what();
+  return std::string("the server was stopped") + (sig == SIGINT    ? " (SIGINT)"
+                                                  : sig == SIGTERM ? " (SIGTERM)"
+                                                                   : "");
 }
 
 namespace {
@@ -126,6 +135,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   const bool ahead = req.flags & proto::kFlagAhead;
   bool complete = false;
   uint64_t length = 0;  // the end record's: the file's (or range's) size
+  uint64_t got = 0;     // data bytes received so far: what a failure's log line says moved
   try {
     StreamOptions o = so;
     o.length = &length;
@@ -133,7 +143,8 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     // write error or a bad checksum fails this file alone and the next request follows.
     o.read_to_end = ahead;
     o.complete = &complete;
-    recv_stream(ctx.c, r.fd, size, nullptr, o);
+    recv_stream(
+        ctx.c, r.fd, size, [&got](uint64_t d) { got = d; }, o);
     if (r.finish) r.finish();
   } catch (const Failure& e) {
     // The other direction may still be intact (a MAC failure, say): tell the client why.
@@ -146,7 +157,10 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     } catch (...) {
       if (goes_on) throw;
     }
-    log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, resumed_from), label + ": " + e.what());
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    log_outcome(ctx, req, shown,
+                transfer_details(ctx, req, got > so.offset ? got - so.offset : 0, secs, resumed_from),
+                label + ": " + failure_text(ctx.stop_signal, e));
     if (goes_on) return;
     throw;
   }
@@ -170,7 +184,8 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     try {
       send_stream(ctx.c, fd, size, nullptr, so);
     } catch (const Failure& e) {
-      log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, 0), std::string("failed: ") + e.what());
+      log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, 0),
+                  "failed: " + failure_text(ctx.stop_signal, e));
       throw;
     }
     ctx.awaiting.push_back({req, shown, size, t0, so.offset});
@@ -180,7 +195,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     send_file_await_result(ctx.c, fd, size, so);
   } catch (const Failure& e) {
     log_outcome(ctx, req, shown, transfer_details(ctx, req, 0, 0, so.offset),
-                std::string("failed: ") + e.what());
+                "failed: " + failure_text(ctx.stop_signal, e));
     throw;
   }
   log_outcome(ctx, req, shown,

@@ -4,6 +4,7 @@
 // transfers share one receive path and one send path; every file is reached through the Root
 // (server/root.h). See docs/PROTOCOL.md for the messages and docs/DESIGN.md for the server map.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -46,7 +47,15 @@ struct RequestContext {
     uint64_t resumed_from = 0;  // a resumed get (protocol 4): where its data started
   };
   std::deque<AwaitedResult> awaiting{};
+  // The signal that is stopping the server (SIGINT, SIGTERM; -1 for Server::stop()), 0 while it
+  // runs: a transfer that fails then is logged as stopped, not as the connection failure the stop
+  // caused.
+  const std::atomic<int>* stop_signal = nullptr;
 };
+
+// Why a request or session failed, as the log says: "the server was stopped (SIGTERM)" once the
+// server is stopping, else the failure's own text.
+std::string failure_text(const std::atomic<int>* stop_signal, const Failure& f);
 
 // Pipelined gets a session may leave unconfirmed at once (a client's window is far smaller); one
 // more is a protocol error.

@@ -58,6 +58,7 @@ struct Server::Impl {
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   asio::io_context io;
+  std::atomic<int> stop_signal{0};  // RequestContext::stop_signal
   std::mutex mu;
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
@@ -340,6 +341,8 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     c.send_message(w);
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
     serve_requests(c, keys);
+  } catch (const Failure& f) {
+    log("peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f)));
   } catch (const std::exception& e) {
     log("peer=" + peer + " error=" + proto::quoted(e.what()));
   }
@@ -347,6 +350,7 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
+  ctx.stop_signal = &stop_signal;
   server::serve_requests(ctx);
 }
 
@@ -534,6 +538,7 @@ void Server::run() {
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
     if (!e) {
       s.note(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      s.stop_signal = sig;
       stop();
     }
   });
@@ -541,6 +546,8 @@ void Server::run() {
   auto delay = std::chrono::milliseconds(10);
   s.accept_loop(acc, backoff, delay);
   s.io.run();
+  int running = 0;
+  s.stop_signal.compare_exchange_strong(running, -1);  // stopped by stop(), not a signal
   boost::system::error_code ec;
   acc.close(ec);
   // Wake every session still running (each removes its temporary file as it unwinds), then join

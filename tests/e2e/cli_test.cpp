@@ -58,7 +58,7 @@ TEST(Cli, HelpShowsPlaceholders) {
   auto r = run_aesxfer({"send", "--help"}, home.path(), 10);
   ASSERT_EQ(r.exit_code, 0);
   for (const char* p : {"FILE... HOST:DEST", "-c,--cipher CIPHER", "-P,--port PORT", "--timeout SECONDS",
-                        "-l,--limit KBIT/S", "--record-size SIZE", "--checksum ALG", "--keylog FILE"})
+                        "-l,--limit RATE", "--record-size SIZE", "--checksum ALG", "--keylog FILE"})
     EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
   for (const char* bad : {" TEXT", " FLOAT", "179769313"})
     EXPECT_EQ(r.out.find(bad), std::string::npos) << bad;

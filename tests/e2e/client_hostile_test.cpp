@@ -207,8 +207,10 @@ TEST_F(HostileServer, RefusalTextsReachTheTerminalPrintable) {
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     for (char bad : {'\x1b', '\x07', '\r', '\x9b'}) EXPECT_EQ(r.err.find(bad), std::string::npos) << int(bad);
     EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos);
-    // First run: "Permanently added" and the refusal; second: the skip note and the refusal.
-    EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
+    // First run: the identity it created, "Permanently added" and the refusal; second: the skip
+    // note and the refusal.
+    EXPECT_EQ(nonempty_lines(r.err).size(), args[1] != "-r" ? 3u : 2u) << r.err;
+    EXPECT_EQ(r.err.find("created identity") != std::string::npos, args[1] != "-r") << r.err;
     EXPECT_EQ(r.err.find("Permanently added") != std::string::npos, args[1] != "-r") << r.err;
   }
 }

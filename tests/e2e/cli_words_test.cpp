@@ -1,0 +1,376 @@
+// Issue 27, items 5-8: what the command line says. Messages a user can act on instead of CLI11's
+// words, named value types in --help, "did you mean" for options; ssh's and scp's habits (-p is not
+// the port, HOST:PATH with the port apart); usage errors found before any byte moves; what happened
+// said once and in one convention (a new identity, /dev/zero without --size, one line per file,
+// one rate per file, the server's log of a failed put and of its own stop).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// CLI11's own words, which no message may show.
+const char* const kRawWords[] = {"is required",    "At least",          "not in range", "unit not recognized",
+                                 "Allowed values", "Could not convert", "not expected", "179769",
+                                 "required",       "The following"};
+
+void expect_plain_usage_error(const ProcResult& r, const std::string& want, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 2) << what << "\n" << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << what << "\n" << r.err;
+  EXPECT_TRUE(has(r.err, want)) << what << ": wanted '" << want << "' in\n" << r.err;
+  EXPECT_LT(r.err.size(), 220u) << what << ": " << r.err;
+  for (const char* raw : kRawWords)
+    EXPECT_FALSE(has(r.err, raw)) << what << ": CLI11's '" << raw << "'\n" << r.err;
+}
+
+// ---- item 5 -------------------------------------------------------------------------------------
+
+TEST(CliWords, UsageErrorsSayWhatToDo) {
+  TempDir home;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"send"}, "send: nothing to send (aesxfer send FILE... HOST:DEST)"},
+      {{"send", "a"}, "send: 'a' needs a destination after it (aesxfer send FILE... HOST:DEST)"},
+      {{"send", "h:x"}, "send: no file to send to h:x (aesxfer send FILE... HOST:DEST)"},
+      {{"recv"}, "recv: nothing to fetch (aesxfer recv HOST:SRC... DEST)"},
+      {{"recv", "h:x"}, "recv: h:x needs a destination after it"},
+      {{"send", "a", "h:x", "--streams", "x"}, "--streams: expected a whole number from 0 to 16, got 'x'"},
+      {{"serve", "--partial-max-age", "-1"}, "--partial-max-age: expected a number of days, 0 or more"},
+      {{"send", "a", "h:x", "-l", "5mb"},
+       "--limit: '5mb' is not a rate: give Kbit/s, or a number with K, M or G"},
+      {{"serve", "--max-sessions", "-1"}, "--max-sessions: expected a whole number from 1 to"},
+      {{"serve", "--max-sessions", "0"}, "--max-sessions: expected a whole number from 1 to"},
+      {{"serve", "--timeout", "-3"}, "--timeout: expected a number of seconds, more than 0"},
+      {{"send", "a", "h:x", "-P", "70000"}, "--port: expected a port number from 1 to 65535, got '70000'"},
+      {{"send", "a", "h:x", "-P", "x"}, "--port: expected a port number from 1 to 65535, got 'x'"},
+      {{"speed", "--multi", "x"}, "--multi: expected a whole number from 1 to"},
+      {{"send", "a", "h:x", "--record-size", "1Q"}, "--record-size: '1Q' is not a size"},
+      {{"send", "a", "h:x", "--record-size", "2M"}, "--record-size: expected a size from 4K to 1M, got '2M'"},
+      {{"send", "a", "h:x", "-c"}, "send: --cipher needs a value (CIPHER)"},
+      {{"keygen", "extra"}, "keygen: unexpected argument 'extra'"},
+      {{"send", "--resum", "a", "h:x"}, "send: unknown option --resum (did you mean --resume?)"},
+      {{"recv", "h:x", "y", "--recursiv"}, "recv: unknown option --recursiv (did you mean --recursive?)"},
+      {{"send", "a", "h:x", "-resume"}, "send: unknown option -resume (did you mean --resume?)"},
+      {{"send", "-rx", "a", "h:x"}, "send: unknown option -x"},
+      {{"serve", "--max-sesions", "4"}, "serve: unknown option --max-sesions (did you mean --max-sessions?)"},
+      {{"--list-cipher"}, "unknown option --list-cipher (did you mean --list-ciphers?)"},
+  };
+  for (const auto& [args, want] : cases) {
+    std::string what;
+    for (const auto& a : args) what += a + " ";
+    expect_plain_usage_error(run_aesxfer(args, home.path(), 10), want, what);
+  }
+  // What is valid still parses: option values that look like options, clusters, -P7300, --k=v.
+  auto ok = run_aesxfer({"send", "-rp", "-P7300", "--timeout=5", "-o", "Port=7300", "--", "-h", "h:x"},
+                        home.path(), 10);
+  EXPECT_FALSE(has(ok.err, "unknown option")) << ok.err;
+  EXPECT_TRUE(has(ok.err, "-h: no such file")) << ok.err;
+}
+
+TEST(CliWords, HelpNamesEveryValueType) {
+  TempDir home;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> want = {
+      {"send",
+       {"--streams N", "--timeout SECONDS", "-l,--limit RATE", "--record-size SIZE", "-P,--port PORT"}},
+      {"recv", {"--size SIZE", "--streams N"}},
+      {"serve",
+       {"--listen ADDRESS", "--root DIR", "--port-file FILE", "--authorized-keys FILE",
+        "--partial-max-age DAYS", "--max-sessions N", "--timeout SECONDS", "--handshake-timeout SECONDS",
+        "--ciphers LIST", "--macs LIST", "--max-list N", "--max-record-size SIZE", "-P,--port PORT"}},
+      {"speed", {"--seconds SECONDS", "--multi N", "--plot FILE"}},
+      {"bench",
+       {"--repeat N", "--timeout SECONDS", "--plot FILE", "--ssh-opts OPTIONS", "--sshd FILE",
+        "-P,--port PORT"}},
+  };
+  for (const auto& [cmd, names] : want) {
+    auto r = run_aesxfer({cmd, "--help"}, home.path(), 10);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    for (const auto& n : names) EXPECT_TRUE(has(r.out, n)) << cmd << ": " << n << "\n" << r.out;
+    for (const char* raw : {" TEXT", " INT", " UINT", " FLOAT", "NONNEGATIVE", "POSITIVE", " in ["})
+      EXPECT_FALSE(has(r.out, raw)) << cmd << ": CLI11's type '" << raw << "'\n" << r.out;
+  }
+}
+
+// ---- item 6 -------------------------------------------------------------------------------------
+
+// scp's -p (preserve) after which a port number was meant: said, and nothing is sent anywhere.
+TEST(CliWords, APortAfterLowerPIsExplainedAndNothingMoves) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  write_text_file(ws.local / "a.txt", "A");
+  const std::string port = std::to_string(server.port());
+  auto r = run_aesxfer({"send", "-p", port, (ws.local / "a.txt").string(), "127.0.0.1:x"}, ws.home, 30);
+  expect_plain_usage_error(
+      r, port + ": no such file; the port is -P " + port + " (as in scp); -p preserves times and modes",
+      "send -p PORT");
+  EXPECT_FALSE(fs::exists(ws.root / "x"));
+  EXPECT_FALSE(has(server.log(), "peer=")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// A remote file is HOST:PATH, as typed; the port stands apart, never HOST:PORT:PATH.
+TEST(CliWords, RemoteFilesAreHostColonPathWithThePortApart) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::string port = std::to_string(server.port());
+  auto r = run_aesxfer({"recv", "127.0.0.1:nope.bin", (ws.local / "x").string(), "-P", port}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(has(r.err, "127.0.0.1:nope.bin: no such file or directory (port " + port + ")")) << r.err;
+  EXPECT_FALSE(has(r.err, "127.0.0.1:" + port + ":")) << r.err;
+  write_text_file(ws.local / "a", "A");
+  write_text_file(ws.local / "b", "B");
+  write_text_file(ws.root / "file", "F");
+  r = run_aesxfer(
+      {"send", "-q", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:file", "-P", port},
+      ws.home, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(has(r.err, "127.0.0.1:file: not a directory (port " + port + ")")) << r.err;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// ---- item 7 -------------------------------------------------------------------------------------
+
+TEST(CliWords, EveryArgumentIsCheckedBeforeAnyByteMoves) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::string bin = AESXFER_BINARY, port = std::to_string(server.port());
+  fs::create_directories(ws.root / "d");
+  auto r = run_process({"/bin/sh", "-c", "echo x | '" + bin + "' send - - 127.0.0.1:d -P " + port},
+                       {{"AESXFER_HOME", ws.home.string()}}, 30);
+  expect_plain_usage_error(r, "send: - (standard input) given twice", "send - -");
+  EXPECT_TRUE(fs::is_empty(ws.root / "d"));
+  // recv: a later source that cannot be fetched as written stops the command before the first.
+  write_text_file(ws.root / "a", "A");
+  fs::create_directories(ws.local / "in");
+  r = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:~/b", (ws.local / "in").string(), "-P", port}, ws.home,
+                  30);
+  expect_plain_usage_error(r, "'~' has no meaning here", "recv a ~/b");
+  r = run_aesxfer({"recv", "127.0.0.1:a", "127.0.0.1:/dev/zero", (ws.local / "in").string(), "-P", port},
+                  ws.home, 30);
+  expect_plain_usage_error(r, "/dev/zero", "recv a /dev/zero");
+  EXPECT_TRUE(fs::is_empty(ws.local / "in"));
+  EXPECT_FALSE(has(server.log(), "peer=")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// ---- item 8 -------------------------------------------------------------------------------------
+
+// The identity a first send makes is announced once, with its path and fingerprint, as keygen does.
+TEST(CliWords, TheIdentityAFirstSendMakesIsAnnouncedOnce) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  TempDir client_home("aesxfer-client");
+  write_text_file(ws.local / "f", "x");
+  const std::string port = std::to_string(server.port());
+  auto r =
+      run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", port}, client_home.path(), 30);
+  EXPECT_EQ(r.exit_code, 1) << "not authorized yet\n" << r.describe();
+  const fs::path id = client_home.path() / "id_ed25519";
+  ASSERT_TRUE(fs::exists(id));
+  auto k = run_aesxfer({"keygen"}, client_home.path(), 30);  // the same key, and its fingerprint
+  ASSERT_EQ(k.exit_code, 0) << k.describe();
+  const std::string fp =
+      k.err.substr(k.err.find("(SHA256:") + 1, k.err.find(')') - k.err.find("(SHA256:") - 1);
+  EXPECT_TRUE(has(r.err, "aesxfer: created identity " + id.string() + " (" + fp + ")")) << r.err << "\n"
+                                                                                        << fp;
+  EXPECT_TRUE(has(r.err, id.string() + ".pub")) << r.err;
+  ASSERT_EQ(run_aesxfer({"authorize", id.string() + ".pub"}, ws.home, 30).exit_code, 0);
+  r = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", port}, client_home.path(), 30);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(has(r.err, "created identity")) << r.err;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(CliWords, DevZeroWithoutSizeIsRefused) {
+  TempDir home;
+  auto r = run_aesxfer({"recv", "127.0.0.1:/dev/zero", (home / "out").string(), "-P", "1"}, home.path(), 10);
+  expect_plain_usage_error(r, "127.0.0.1:/dev/zero is not a regular file: give --size", "recv /dev/zero");
+  EXPECT_FALSE(fs::exists(home / "out"));
+}
+
+// The terminal as a user sees it: each '\n'-separated line after carriage returns and "erase to end
+// of line" (ESC [ K) did their work, trailing blanks dropped.
+std::vector<std::string> screen_lines(const std::string& raw) {
+  std::vector<std::string> out;
+  std::string line;
+  size_t col = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '\n') {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      if (!line.empty()) out.push_back(line);
+      line.clear();
+      col = 0;
+    } else if (c == '\r') {
+      col = 0;
+    } else if (c == '\033' && raw.compare(i, 3, "\033[K") == 0) {
+      line.resize(col);
+      i += 2;
+    } else {
+      if (col < line.size())
+        line[col] = c;
+      else
+        line.push_back(c);
+      ++col;
+    }
+  }
+  if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// Runs the aesxfer binary with its stdout and stderr on a pseudo-terminal; returns what it wrote.
+std::string run_on_terminal(const std::vector<std::string>& args, const fs::path& home, int& status) {
+  int master = -1;
+  winsize w{};
+  w.ws_col = 100;
+  w.ws_row = 30;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &w);
+  if (pid == 0) {
+    ::setenv("AESXFER_HOME", home.c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(AESXFER_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(AESXFER_BINARY, argv.data());
+    ::_exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) out.append(buf, size_t(n));  // EIO at the end
+  ::close(master);
+  ::waitpid(pid, &status, 0);
+  return out;
+}
+
+class CliWordsServer : public ServerTest {};
+
+TEST_F(CliWordsServer, EachFileEndsAsOneLineInOneConvention) {
+  write_random_file(ws.local / "f.bin", 3000000, 5);
+  write_random_file(ws.root / "g.bin", 3000000, 6);
+  const std::string port = std::to_string(server->port());
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"send", (ws.local / "f.bin").string(), "127.0.0.1:f.bin", "-P", port},
+           {"recv", "127.0.0.1:g.bin", (ws.local / "g.bin").string(), "-P", port}}) {
+    int status = -1;
+    const std::string raw = run_on_terminal(args, ws.home, status);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << raw;
+    const std::string name = args[0] == "send" ? "f.bin" : "g.bin";
+    std::vector<std::string> file_lines;
+    for (const auto& l : screen_lines(raw))
+      if (has(l, name)) file_lines.push_back(l);
+    ASSERT_EQ(file_lines.size(), 1u) << "one line per file at the end:\n" << raw;
+    EXPECT_TRUE(
+        std::regex_search(file_lines[0], std::regex(name + ": 3000000 bytes in [0-9.]+ s, [0-9.]+ MB/s")))
+        << file_lines[0];
+  }
+}
+
+// The final --json-progress line and --json state one rate for a file, a tiny pipelined one too.
+TEST_F(CliWordsServer, JsonProgressAndJsonAgreeOnTheRate) {
+  for (uint64_t size : {uint64_t(10), uint64_t(5000), uint64_t(200000)}) {
+    const std::string name = "t" + std::to_string(size);
+    write_random_file(ws.local / name, size, size);
+    auto r = run({"send", "--json", "--json-progress", (ws.local / name).string(), "127.0.0.1:" + name});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    nlohmann::json progress, summary;
+    for (const auto& l : nonempty_lines(r.out)) {
+      auto j = nlohmann::json::parse(l);
+      if (j.contains("verified"))
+        summary = j;
+      else if (j.value("done", false))
+        progress = j;
+    }
+    ASSERT_FALSE(progress.is_null()) << r.out;
+    ASSERT_FALSE(summary.is_null()) << r.out;
+    EXPECT_DOUBLE_EQ(progress["mb_per_s"].get<double>(), summary["mb_per_s"].get<double>()) << r.out;
+    EXPECT_NEAR(progress["seconds"].get<double>(), summary["seconds"].get<double>(), 0.0006) << r.out;
+  }
+}
+
+// The bytes= of the put line whose file is `name` in a server log, or -1.
+long long logged_bytes(const std::string& log, const std::string& name) {
+  std::smatch m;
+  const std::regex re("put file=" + name + " bytes=([0-9]+)[^\n]*result=\"([^\"\n]*)\"");
+  return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
+}
+
+// Waits until the server's temporary file for a put in `dir` holds at least `bytes`.
+bool wait_for_temp(const fs::path& dir, uintmax_t bytes, double timeout_s) {
+  const auto until = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (Clock::now() < until) {
+    for (const auto& p : temp_debris(dir)) {
+      std::error_code ec;
+      if (fs::file_size(p, ec) >= bytes && !ec) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// `aesxfer send` of `file` to 127.0.0.1:`to` in the background of a shell that writes the client's
+// PID to `pid_file` and waits for it.
+ProcResult background_send(const Workspace& ws, const fs::path& file, const std::string& to, uint16_t port,
+                           const fs::path& pid_file) {
+  const std::string bin = AESXFER_BINARY;
+  return run_process(
+      {"/bin/sh", "-c",
+       "'" + bin + "' send -q -l 40M '" + file.string() + "' 127.0.0.1:" + to + " -P " +
+           std::to_string(port) + " --timeout 20 & echo $! > '" + pid_file.string() + "'; wait $!"},
+      {{"AESXFER_HOME", ws.home.string()}}, 120);
+}
+
+// A put that fails after MBs arrived says how many; a put cut by the server's own SIGTERM is logged
+// as stopped by it, not as a connection closed during the transfer.
+TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
+  Workspace ws;
+  write_random_file(ws.local / "big", 80u << 20, 7);
+  ServerProcess server(ws.home, ws.root);
+  {
+    ProcResult r;
+    std::thread client(
+        [&] { r = background_send(ws, ws.local / "big", "big", server.port(), ws.local / "pid"); });
+    const bool moving = wait_for_temp(ws.root, 4u << 20, 60);
+    const pid_t pid = pid_t(std::stol("0" + read_text_file(ws.local / "pid")));
+    if (pid > 0) ::kill(pid, SIGKILL);  // the client dies mid-file
+    client.join();
+    ASSERT_TRUE(moving) << r.describe();
+    ASSERT_TRUE(server.wait_for_log("put file=big ", 20)) << server.log();
+    const long long bytes = logged_bytes(server.log(), "big");
+    EXPECT_GE(bytes, 4ll << 20) << server.log();
+    EXPECT_LT(bytes, 80ll << 20) << server.log();
+  }
+  ProcResult r;
+  std::thread client(
+      [&] { r = background_send(ws, ws.local / "big", "big2", server.port(), ws.local / "pid2"); });
+  const bool moving = wait_for_temp(ws.root, 4u << 20, 60);
+  EXPECT_EQ(server.stop(), 0);
+  client.join();
+  ASSERT_TRUE(moving) << r.describe();
+  const std::string log = server.log();
+  EXPECT_TRUE(has(log, "stopping on SIGTERM")) << log;
+  EXPECT_TRUE(
+      std::regex_search(log, std::regex("put file=big2 bytes=[1-9][0-9]* [^\n]*result=\"failed: the server "
+                                        "was stopped \\(SIGTERM\\)\"")))
+      << log;
+  EXPECT_FALSE(has(log.substr(log.find("stopping on SIGTERM")), "closed during")) << log;
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+}
+
+}  // namespace
+}  // namespace aesxfer::test
