@@ -205,12 +205,24 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
   return rc;
 }
 
+// True when a local destination is written as a directory ("iso/", "iso/."): it must be one.
+bool names_directory(const std::string& dest) {
+  const size_t slash = dest.rfind('/');
+  return slash != std::string::npos &&
+         (slash + 1 == dest.size() || dest.compare(slash + 1, std::string::npos, ".") == 0);
+}
+
 // recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
 // existing local directory; each source is fetched in turn, one that fails is reported and the
 // others still come, and the exit status is 1 if any failed.
 int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const TransferOpts& t) {
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
+  std::error_code dir_ec;
+  if (!t.recursive && names_directory(dest) && !fs::is_directory(dest, dir_ec)) {
+    die_line("recv: " + net::printable(dest) + ": not a directory");  // as cp: "iso/" is never a file
+    return kExitFail;
+  }
   if (n > 1) {
     std::error_code ec;
     if (dest == "-" || !fs::is_directory(dest, ec)) {

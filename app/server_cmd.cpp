@@ -131,6 +131,12 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
       ->add_option("--max-list", a->so.max_list_entries,
                    "Entries one recv -r listing may have (default 200000)")
       ->check(CLI::Range(uint64_t(1), proto::kMaxListEntries));
+  serve
+      ->add_option("--max-probe-hash", a->so.max_probe_hash,
+                   "Bytes one session may have the server hash for send --resume probes and resumed "
+                   "gets (default 64G; each file is hashed once per session)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   serve
       ->add_option("--checksums", a->checksums,

@@ -267,10 +267,10 @@ void Client::bye() noexcept {
   }
 }
 
-void Client::ask_put(const proto::Message& req) {
+proto::Message Client::ask_put(const proto::Message& req) {
   clean_failure_ = false;
   try {
-    ask(req);
+    return ask(req);
   } catch (const Failure& f) {
     if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
     throw;
@@ -325,7 +325,15 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  ask_put(req);
+  const proto::Message ok = ask_put(req);
+  // From here the server keeps what arrives of a resumable put: a Ctrl-C says so, and where.
+  struct ServerKept {
+    int slot = -1;
+    ~ServerKept() { unregister_kept(slot); }
+  } kept;
+  if (req.flags & proto::kFlagResume)
+    kept.slot = register_server_kept("what arrived of " + local.filename().string() + " in " + conn_->peer() +
+                                     ":" + (ok.text.empty() ? "the partial file beside " + remote : ok.text));
 
   FileResult r;
   r.file = local.string();

@@ -357,7 +357,7 @@ struct Made {
 void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve) {
   for (auto it = made.rbegin(); it != made.rend(); ++it) {
     int fd = walker.dir_of(it->rel);
-    ::fchmod(fd, effective_mode(it->mode, preserve));
+    ::fchmod(fd, effective_mode(it->mode, preserve).bits);
     if (preserve) {
       timespec ts[2];
       ts[0].tv_sec = ts[1].tv_sec = it->mtime;

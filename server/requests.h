@@ -12,6 +12,7 @@
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
+#include "server/digests.h"
 #include "server/parts.h"
 #include "server/root.h"
 #include "server/sweep.h"
@@ -25,6 +26,7 @@ using net::StreamOptions;
 
 struct RequestLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
+  uint64_t max_probe_hash = uint64_t(64) << 30;  // bytes hashed per session (serve --max-probe-hash)
 };
 
 struct RequestContext {
@@ -46,6 +48,10 @@ struct RequestContext {
     uint64_t resumed_from = 0;  // a resumed get (protocol 4): where its data started
   };
   std::deque<AwaitedResult> awaiting{};
+  // The digests this session had the server compute for probes and resumed gets, and what it may
+  // still have hashed (server/digests.h).
+  PrefixDigests digests{limits.max_probe_hash};
+  bool told_budget = false;  // the log said once that the budget is spent
 };
 
 // Pipelined gets a session may leave unconfirmed at once (a client's window is far smaller); one

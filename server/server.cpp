@@ -305,6 +305,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
   impl_->root = std::make_unique<Root>(opt.root, opt.home);
   impl_->limits.max_list_entries = opt.max_list_entries;
+  impl_->limits.max_probe_hash = opt.max_probe_hash;
   impl_->policy = allow_lists(opt);
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);

@@ -356,6 +356,37 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
   }
 }
 
+// Issue 24 item E13: send --resume stopped by a signal says what the server keeps and where (its
+// partial file, named from the server's answer), never that nothing was left behind.
+TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
+  write_random_file(ws.local / "big.bin", 64 << 20, 6);
+  fs::create_directories(ws.root / "in");
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig);
+    fs::path partial = ws.root / "in" / ".big.bin.aesxfer-partial";
+    fs::remove(partial);
+    pid_t pid = spawn_aesxfer({"send", "-q", "--resume", (ws.local / "big.bin").string(), "127.0.0.1:in/",
+                               "-l", "40000", "--timeout", "20", "-P", std::to_string(server->port())},
+                              ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!(fs::exists(partial) && fs::file_size(partial) > 0) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(fs::exists(partial) && fs::file_size(partial) > 0);
+    ASSERT_EQ(::kill(pid, sig), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + sig);
+    std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
+    EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
+    EXPECT_NE(err.find("aesxfer: interrupted: the server keeps what arrived of big.bin in 127.0.0.1:" +
+                       std::to_string(server->port()) + ":in/.big.bin.aesxfer-partial for --resume"),
+              std::string::npos)
+        << err;
+    ASSERT_TRUE(server->wait_for_log("partial file kept", 10)) << server->log();
+    EXPECT_TRUE(fs::exists(partial));
+  }
+}
+
 // ---- B13 ---------------------------------------------------------------------------------------
 
 TEST_F(ClientLocal, NamesOfNameMaxBytesMoveBothWays) {
