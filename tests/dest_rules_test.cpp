@@ -1,12 +1,17 @@
 // Issue 24, section E: ordinary commands that must not lose data or change what they overwrite.
-// E8: a destination written with a trailing slash names a directory that must exist. E11: an
+// E8: a destination written with a trailing slash names a directory that must exist. E9: recv
+// host:f - writes to the descriptor the process got. E11: an
 // overwritten file keeps its mode without -p, a new one gets the source's mode less the umask,
 // -p gives the source's mode; on both ends, for every way a file is written.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/harness.h"
@@ -89,6 +94,64 @@ TEST_F(DestRules, RecvToATrailingSlashNeedsADirectory) {
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy/").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(ws.local / "copy" / "t.txt"), "t\n");
+}
+
+// ---- E9 ------------------------------------------------------------------------------------------
+
+// Runs the aesxfer binary with `out_fd` as its standard output (stderr to `err`); returns its exit
+// status.
+int run_with_stdout(const std::vector<std::string>& args, const fs::path& home, int out_fd,
+                    const fs::path& err) {
+  std::vector<std::string> argv{AESXFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> av;
+  for (auto& a : argv) av.push_back(a.data());
+  av.push_back(nullptr);
+  std::string henv = "AESXFER_HOME=" + home.string();
+  std::vector<char*> ev{henv.data(), nullptr};
+  const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(efd, 2);
+    ::execve(av[0], av.data(), ev.data());
+    ::_exit(127);
+  }
+  ::close(efd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// recv host:f - writes to descriptor 1 as the process got it: `>> log` appends (nothing of the
+// log is lost), and standard output on a socket works.
+TEST_F(DestRules, RecvToDashWritesToTheDescriptorItGot) {
+  write_random_file(ws.root / "f.bin", 300000, 9);
+  const std::string want = read_text_file(ws.root / "f.bin");
+  const std::vector<std::string> args = {
+      "recv", "127.0.0.1:f.bin", "-", "-q", "-P", std::to_string(server->port())};
+  const fs::path log = ws.local / "log";
+  write_text_file(log, "earlier lines\n");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(run_with_stdout(args, ws.home, fd, ws.local / "err.txt"), 0)
+      << read_text_file(ws.local / "err.txt");
+  ::close(fd);
+  EXPECT_TRUE(read_text_file(log) == "earlier lines\n" + want) << "the log was not appended to";
+
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(sv[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+  });
+  const int rc = run_with_stdout(args, ws.home, sv[1], ws.local / "err.txt");
+  ::close(sv[1]);
+  reader.join();
+  ::close(sv[0]);
+  EXPECT_EQ(rc, 0) << read_text_file(ws.local / "err.txt");
+  EXPECT_TRUE(got == want) << "standard output on a socket: " << got.size() << " bytes of " << want.size();
 }
 
 // ---- E11 -----------------------------------------------------------------------------------------
