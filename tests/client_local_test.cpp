@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -277,8 +278,9 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
 
 // ---- B11 ---------------------------------------------------------------------------------------
 
-// Starts the aesxfer binary with stdout and stderr going to files; returns its PID.
-pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+// Starts the aesxfer binary with standard output on out_fd (as it is: appending, a socket, ...)
+// and stderr going to a file; returns its PID.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, int out_fd,
                     const fs::path& err) {
   std::vector<std::string> argv{AESXFER_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -287,17 +289,24 @@ pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, 
   av.push_back(nullptr);
   std::string henv = "AESXFER_HOME=" + home.string();
   std::vector<char*> ev{henv.data(), nullptr};
-  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::dup2(ofd, 1);
+    ::dup2(out_fd, 1);
     ::dup2(efd, 2);
     ::execve(av[0], av.data(), ev.data());
     ::_exit(127);
   }
-  ::close(ofd);
   ::close(efd);
+  return pid;
+}
+
+// The same with stdout going to a file.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+                    const fs::path& err) {
+  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = spawn_aesxfer(args, home, ofd, err);
+  ::close(ofd);
   return pid;
 }
 
@@ -385,6 +394,37 @@ TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
     ASSERT_TRUE(server->wait_for_log("partial file kept", 10)) << server->log();
     EXPECT_TRUE(fs::exists(partial));
   }
+}
+
+// Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
+// appends (nothing of the log is lost), and standard output on a socket works.
+TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
+  write_random_file(ws.root / "f.bin", 300000, 9);
+  const std::string want = read_text_file(ws.root / "f.bin");
+  const std::vector<std::string> args = {
+      "recv", "127.0.0.1:f.bin", "-", "-q", "-P", std::to_string(server->port())};
+  const fs::path log = ws.local / "log";
+  write_text_file(log, "earlier lines\n");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(wait_exit(spawn_aesxfer(args, ws.home, fd, ws.local / "err.txt")), 0)
+      << read_text_file(ws.local / "err.txt");
+  ::close(fd);
+  EXPECT_TRUE(read_text_file(log) == "earlier lines\n" + want) << "the log was not appended to";
+
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(sv[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+  });
+  const int rc = wait_exit(spawn_aesxfer(args, ws.home, sv[1], ws.local / "err.txt"));
+  ::close(sv[1]);
+  reader.join();
+  ::close(sv[0]);
+  EXPECT_EQ(rc, 0) << read_text_file(ws.local / "err.txt");
+  EXPECT_TRUE(got == want) << "standard output on a socket: " << got.size() << " bytes of " << want.size();
 }
 
 // ---- B13 ---------------------------------------------------------------------------------------

@@ -1,17 +1,12 @@
 // Issue 24, section E: ordinary commands that must not lose data or change what they overwrite.
-// E8: a destination written with a trailing slash names a directory that must exist. E9: recv
-// host:f - writes to the descriptor the process got. E11: an
+// E8: a destination written with a trailing slash names a directory that must exist. E11: an
 // overwritten file keeps its mode without -p, a new one gets the source's mode less the umask,
 // -p gives the source's mode; on both ends, for every way a file is written.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/harness.h"
@@ -96,134 +91,54 @@ TEST_F(DestRules, RecvToATrailingSlashNeedsADirectory) {
   EXPECT_EQ(read_text_file(ws.local / "copy" / "t.txt"), "t\n");
 }
 
-// ---- E9 ------------------------------------------------------------------------------------------
-
-// Runs the aesxfer binary with `out_fd` as its standard output (stderr to `err`); returns its exit
-// status.
-int run_with_stdout(const std::vector<std::string>& args, const fs::path& home, int out_fd,
-                    const fs::path& err) {
-  std::vector<std::string> argv{AESXFER_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> av;
-  for (auto& a : argv) av.push_back(a.data());
-  av.push_back(nullptr);
-  std::string henv = "AESXFER_HOME=" + home.string();
-  std::vector<char*> ev{henv.data(), nullptr};
-  const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_fd, 1);
-    ::dup2(efd, 2);
-    ::execve(av[0], av.data(), ev.data());
-    ::_exit(127);
-  }
-  ::close(efd);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// recv host:f - writes to descriptor 1 as the process got it: `>> log` appends (nothing of the
-// log is lost), and standard output on a socket works.
-TEST_F(DestRules, RecvToDashWritesToTheDescriptorItGot) {
-  write_random_file(ws.root / "f.bin", 300000, 9);
-  const std::string want = read_text_file(ws.root / "f.bin");
-  const std::vector<std::string> args = {
-      "recv", "127.0.0.1:f.bin", "-", "-q", "-P", std::to_string(server->port())};
-  const fs::path log = ws.local / "log";
-  write_text_file(log, "earlier lines\n");
-  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  EXPECT_EQ(run_with_stdout(args, ws.home, fd, ws.local / "err.txt"), 0)
-      << read_text_file(ws.local / "err.txt");
-  ::close(fd);
-  EXPECT_TRUE(read_text_file(log) == "earlier lines\n" + want) << "the log was not appended to";
-
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  std::string got;
-  std::thread reader([&] {
-    char buf[65536];
-    for (ssize_t n; (n = ::read(sv[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
-  });
-  const int rc = run_with_stdout(args, ws.home, sv[1], ws.local / "err.txt");
-  ::close(sv[1]);
-  reader.join();
-  ::close(sv[0]);
-  EXPECT_EQ(rc, 0) << read_text_file(ws.local / "err.txt");
-  EXPECT_TRUE(got == want) << "standard output on a socket: " << got.size() << " bytes of " << want.size();
-}
-
 // ---- E11 -----------------------------------------------------------------------------------------
 
-// send: an existing file on the server keeps its mode when overwritten without -p (pipelined,
-// a single large put, a resumed put), a new one gets the source's mode less the server's umask,
-// -p gives the source's mode.
-TEST_F(DestRules, SendKeepsTheModeOfWhatItOverwrites) {
-  const unsigned um = process_umask();  // the server's too: it inherits the test's
-  write_text_file(ws.local / "small.txt", "new contents\n");
-  write_random_file(ws.local / "big.bin", 3 << 20, 2);
-  fs::permissions(ws.local / "small.txt", fs::perms(0664));
-  fs::permissions(ws.local / "big.bin", fs::perms(0664));
-  for (const std::string name : {"small.txt", "big.bin"}) {
-    for (bool resume : {false, true}) {
-      SCOPED_TRACE(name + (resume ? " --resume" : ""));
-      const fs::path there = ws.root / name;
-      write_text_file(there, "old\n");
-      fs::permissions(there, fs::perms(0600));
-      std::vector<std::string> args = {"send", "-q", (ws.local / name).string(), "127.0.0.1:" + name};
-      if (resume) args.push_back("--resume");
-      auto r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(sha256_file(there), sha256_file(ws.local / name));
-      EXPECT_EQ(mode_of(there), 0600u) << "the overwritten file's mode changed";
-      fs::remove(there);
-      r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(mode_of(there), 0664u & ~um) << "a new file: the source's mode less the umask";
-      write_text_file(there, "old\n");  // else --resume finds it whole and moves nothing
-      fs::permissions(there, fs::perms(0600));
-      args.push_back("-p");
-      r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(mode_of(there), 0664u) << "-p: the source's mode";
-      fs::remove(there);
+class ModeRules : public ServerTest {
+ protected:
+  // For a small (pipelined) and a large file, plain and with --resume: `from` (0664) overwrites
+  // a 0600 file in `to_dir` with `verb` ("send": local to server, "recv": server to local), which
+  // keeps 0600; a new file gets 0664 less the umask (the server's too: it inherits the test's);
+  // -p gives 0664.
+  void check(const std::string& verb, const fs::path& from_dir, const fs::path& to_dir) {
+    const unsigned um = process_umask();
+    write_text_file(from_dir / "small.txt", "new contents\n");
+    write_random_file(from_dir / "big.bin", 3 << 20, 2);
+    for (const std::string name : {"small.txt", "big.bin"}) {
+      fs::permissions(from_dir / name, fs::perms(0664));
+      for (bool resume : {false, true}) {
+        SCOPED_TRACE(verb + " " + name + (resume ? " --resume" : ""));
+        const fs::path there = to_dir / name;
+        std::vector<std::string> args = {verb, "-q", (ws.local / name).string(), "127.0.0.1:" + name};
+        if (verb == "recv") args = {verb, "-q", "127.0.0.1:" + name, (ws.local / name).string()};
+        if (resume) args.push_back("--resume");
+        struct Case {
+          bool existing, preserve;
+          unsigned want;
+        };
+        for (Case c : {Case{true, false, 0600u}, Case{false, false, 0664u & ~um}, Case{true, true, 0664u}}) {
+          if (c.preserve) args.push_back("-p");
+          if (c.existing) {  // old contents: else --resume finds it whole and moves nothing
+            write_text_file(there, "old\n");
+            fs::permissions(there, fs::perms(0600));
+          }
+          auto r = run(args);
+          ASSERT_EQ(r.exit_code, 0) << r.describe();
+          EXPECT_EQ(sha256_file(there), sha256_file(from_dir / name));
+          EXPECT_EQ(mode_of(there), c.want)
+              << (c.existing ? "overwritten" : "new") << (c.preserve ? ", -p" : "");
+          fs::remove(there);
+        }
+      }
     }
   }
-}
+};
 
-// recv: the same on the client (a single get, a large one, a resumed one, recv -r into a tree).
-TEST_F(DestRules, RecvKeepsTheModeOfWhatItOverwrites) {
-  const unsigned um = process_umask();
-  write_text_file(ws.root / "small.txt", "new contents\n");
-  write_random_file(ws.root / "big.bin", 3 << 20, 3);
-  fs::permissions(ws.root / "small.txt", fs::perms(0664));
-  fs::permissions(ws.root / "big.bin", fs::perms(0664));
-  for (const std::string name : {"small.txt", "big.bin"}) {
-    for (bool resume : {false, true}) {
-      SCOPED_TRACE(name + (resume ? " --resume" : ""));
-      const fs::path here = ws.local / name;
-      write_text_file(here, "old\n");
-      fs::permissions(here, fs::perms(0600));
-      std::vector<std::string> args = {"recv", "-q", "127.0.0.1:" + name, here.string()};
-      if (resume) args.push_back("--resume");
-      auto r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(sha256_file(here), sha256_file(ws.root / name));
-      EXPECT_EQ(mode_of(here), 0600u) << "the overwritten file's mode changed";
-      fs::remove(here);
-      r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(mode_of(here), 0664u & ~um) << "a new file: the source's mode less the umask";
-      write_text_file(here, "old\n");
-      fs::permissions(here, fs::perms(0600));
-      args.push_back("-p");
-      r = run(args);
-      ASSERT_EQ(r.exit_code, 0) << r.describe();
-      EXPECT_EQ(mode_of(here), 0664u) << "-p: the source's mode";
-      fs::remove(here);
-    }
-  }
+// send: on the server (pipelined, a single large put, a resumed put).
+TEST_F(ModeRules, SendKeepsTheModeOfWhatItOverwrites) { check("send", ws.local, ws.root); }
+
+// recv: on the client (a single get, a large one, a resumed one, recv -r into a tree).
+TEST_F(ModeRules, RecvKeepsTheModeOfWhatItOverwrites) {
+  check("recv", ws.root, ws.local);
   fs::create_directories(ws.root / "tree");
   write_text_file(ws.root / "tree" / "t.txt", "t\n");
   fs::permissions(ws.root / "tree" / "t.txt", fs::perms(0664));
