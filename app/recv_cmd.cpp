@@ -250,6 +250,13 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
   return 0;
 }
 
+// True when a local destination is written as a directory ("iso/", "iso/."): it must be one.
+bool names_directory(const std::string& dest) {
+  const size_t slash = dest.rfind('/');
+  return slash != std::string::npos &&
+         (slash + 1 == dest.size() || dest.compare(slash + 1, std::string::npos, ".") == 0);
+}
+
 // recv HOST:SRC... DEST, as scp takes several sources: with more than one, DEST must be an
 // existing local directory; each source is fetched in turn, one that fails is reported and the
 // others still come, and the exit status is 1 if any failed.
@@ -257,6 +264,11 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   if (int usage = check_recv_usage(args, t)) return usage;
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
+  std::error_code dir_ec;
+  if (!t.recursive && names_directory(dest) && !fs::is_directory(dest, dir_ec)) {
+    die_line("recv: " + net::printable(dest) + ": not a directory");  // as cp: "iso/" is never a file
+    return kExitFail;
+  }
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
     if (auto rc = recv_many(args, t)) return *rc;
   }

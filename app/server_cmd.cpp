@@ -178,6 +178,12 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
                    "Entries one recv -r listing may have (default 200000)")
       ->check(whole_number(1, int64_t(proto::kMaxListEntries)))
       ->type_name("N");
+  serve
+      ->add_option("--max-probe-hash", a->so.max_probe_hash,
+                   "Bytes one session may have the server hash for send --resume probes and resumed "
+                   "gets (default 64G; each file is hashed once per session)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   serve
       ->add_option(

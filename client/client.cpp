@@ -297,10 +297,10 @@ void Client::bye() noexcept {
   }
 }
 
-void Client::ask_put(const proto::Message& req) {
+proto::Message Client::ask_put(const proto::Message& req) {
   clean_failure_ = false;
   try {
-    ask(req);
+    return ask(req);
   } catch (const Failure& f) {
     if (f.origin == Origin::peer) clean_failure_ = true;  // refused before any data: the session goes on
     throw;
@@ -351,7 +351,15 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     }
     req.flags |= proto::kFlagResume;
   }
-  ask_put(req);
+  const proto::Message ok = ask_put(req);
+  // From here the server keeps what arrives of a resumable put: a Ctrl-C says so, and where.
+  struct ServerKept {
+    int slot = -1;
+    ~ServerKept() { unregister_kept(slot); }
+  } kept;
+  if (req.flags & proto::kFlagResume)
+    kept.slot = register_server_kept("what arrived of " + local.filename().string() + " in " + conn_->peer() +
+                                     ":" + (ok.text.empty() ? "the partial file beside " + remote : ok.text));
 
   FileResult r;
   r.file = local.string();
@@ -536,6 +544,28 @@ std::function<void()> Client::keepalive() {
   };
 }
 
+// The descriptor of this process a destination names (/dev/stdout, /dev/fd/N, /proc/self/fd/N),
+// or -1. Such a name is written through that descriptor as the process got it (recv host:f -
+// >> log appends; a socket or pipe works), never reopened, which would truncate or fail.
+static int named_descriptor(const fs::path& local) {
+  std::error_code ec;
+  const fs::path own = fs::canonical("/proc/self/fd", ec);
+  if (ec) return -1;
+  fs::path p = local;
+  for (int hops = 0; hops < 8; ++hops) {
+    const fs::path dir = fs::canonical(p.parent_path().empty() ? "." : p.parent_path(), ec);
+    const std::string n = p.filename().string();
+    if (!ec && dir == own && !n.empty() && n.size() < 8 &&
+        n.find_first_not_of("0123456789") == std::string::npos)
+      return std::stoi(n);
+    if (!fs::is_symlink(p, ec)) return -1;
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) return -1;
+    p = t.is_absolute() ? t : p.parent_path() / t;
+  }
+  return -1;
+}
+
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
 // with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
@@ -543,6 +573,11 @@ std::function<void()> Client::keepalive() {
 // target), anything else gets the temporary file and the rename.
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  if (const int n = named_descriptor(local); n >= 0) {
+    const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
+    return AtomicFile::write_through(fd, local);
+  }
   struct stat st {};
   bool exists = ::stat(local.c_str(), &st) == 0;
   if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
@@ -571,6 +606,7 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
 // True when a get into `local` must be written through (no temporary file, no resume, one stream).
 static bool writes_through(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return false;
+  if (named_descriptor(local) >= 0) return true;
   struct stat st {};
   if (::stat(local.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return true;
   std::error_code ec;

@@ -238,8 +238,8 @@ class Client {
   // commit: sent right behind the range's end record (part 0), answered once every part verified.
   // After a failed send: throws the receiver's Result when it said why it stopped (else returns).
   void throw_receivers_reason(const std::string& remote);
-  // Sends a put's request and reads its ok Response; a refusal (thrown) leaves the session usable.
-  void ask_put(const proto::Message& req);
+  // Sends a put's request and returns its ok Response; a refusal (thrown) leaves the session usable.
+  proto::Message ask_put(const proto::Message& req);
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,

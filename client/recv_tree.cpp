@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <unordered_set>
 #include <vector>
 
 #include "client/pipeline.h"
+#include "client/tree_resume.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/resume.h"
@@ -291,13 +293,28 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
 
 // The top: DEST/NAME when DEST is an existing directory (NAME the last component of the request;
 // the root's contents go into DEST itself), else DEST, created here. Sets top and top_created.
+// recv -r --resume: true when the local directory dest already is the copy of the listed tree
+// (client/tree_resume.h), so that it is continued rather than nested.
+bool continues_copy(const fs::path& dest, const RemoteDir& d) {
+  std::set<std::string> source;
+  for (const auto& e : d.entries)
+    if (e.path.find('/') == std::string::npos) source.insert(e.path);
+  std::vector<std::string> there;
+  std::error_code ec;
+  for (fs::directory_iterator it(dest, ec), end; !ec && it != end; it.increment(ec))
+    there.push_back(it->path().filename().string());
+  return !ec && is_copy_of(there, source);
+}
+
+// The local top of recv -r: dest/NAME when dest is a directory (scp), else dest; with
+// `continue_dest` (--resume, dest already the copy) dest itself.
 UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::string& remote, uint32_t mode,
-                  fs::path& top, bool& top_created) {
+                  bool continue_dest, fs::path& top, bool& top_created) {
   struct stat dst {};
   const bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
   top = dest;
   top_created = false;
-  if (dest_dir && asked != ".") {
+  if (dest_dir && asked != "." && !continue_dest) {
     std::string name = fs::path(asked).filename().string();
     if (name == "..")
       throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
@@ -357,7 +374,7 @@ struct Made {
 void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve) {
   for (auto it = made.rbegin(); it != made.rend(); ++it) {
     int fd = walker.dir_of(it->rel);
-    ::fchmod(fd, effective_mode(it->mode, preserve));
+    ::fchmod(fd, effective_mode(it->mode, preserve).bits);
     if (preserve) {
       timespec ts[2];
       ts[0].tv_sec = ts[1].tv_sec = it->mtime;
@@ -380,7 +397,8 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   check_listing(client, d, remote, asked);
   fs::path top;
   bool top_created = false;
-  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, top, top_created);
+  const bool continue_dest = client.resuming() && asked != "." && continues_copy(dest, d);
+  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first

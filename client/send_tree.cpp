@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+
+#include "client/tree_resume.h"
 
 namespace aesxfer::client {
 
@@ -52,6 +55,23 @@ void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>
 // Where an entry of the tree goes on the server, below the tree's place `base`.
 std::string below(const std::string& base, const std::string& rel) {
   return base == "." ? rel : base + "/" + rel;
+}
+
+// -r --resume: true when DEST on the server already is this tree's copy (client/tree_resume.h),
+// so that it is continued rather than nested. The server's root always existed: never.
+bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries) {
+  if (dest.empty() || dest == "." || dest == "./" || dest == "/" || dest == "/dev/null") return false;
+  std::set<std::string> source;
+  for (const auto& e : entries)
+    if (e.rel.find('/') == std::string::npos) source.insert(e.rel);
+  std::vector<std::string> there;
+  try {
+    for (const auto& e : c.list(dest).entries) there.push_back(e.path);
+  } catch (const Failure& f) {
+    if (f.origin != proto::Origin::peer) throw;
+    return false;  // no directory there, or too large to list: scp's rule
+  }
+  return is_copy_of(top_names(there), source);
 }
 
 }  // namespace
@@ -142,7 +162,8 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest) {
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
-  std::string base = c_.mkdir(dest, name, st.st_mode & 07777, st.st_mtim.tv_sec);
+  const bool continued = c_.resuming() && continues_copy(c_, dest, entries);
+  std::string base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };

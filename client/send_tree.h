@@ -48,8 +48,9 @@ class TreeSender {
   // One file, pipelined when it is small; false when a failure stopped the connection. probed:
   // --resume found nothing to resume from (the file goes whole, pipelined when small).
   bool send_file(const std::filesystem::path& local, const std::string& to, bool probed = false);
-  // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself. False when
-  // a failure stopped the connection.
+  // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself; with
+  // --resume, DEST itself when it already is the copy (client/tree_resume.h). False when a
+  // failure stopped the connection.
   bool send_tree(const std::filesystem::path& local, const std::string& dest);
   // Waits for the answers still due; false when the connection failed meanwhile.
   bool finish();

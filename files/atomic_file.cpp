@@ -36,9 +36,11 @@ std::string hidden_name(const std::string& name, const std::string& suffix) {
 
 namespace {
 
+enum class Kind { temporary, kept, remote };  // removed; kept here; kept by the server
+
 struct Slot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active
-  bool remove = false;        // a temporary file (removed) or a partial file (kept)
+  Kind kind = Kind::temporary;
   int dirfd = -1;
   char name[NAME_MAX + 1];
   char shown[1024];
@@ -46,12 +48,12 @@ struct Slot {
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
 
-int claim(int dirfd, const std::string& name, const std::string& shown, bool remove) {
+int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind) {
   for (int i = 0; i < kSlots; ++i) {
     int expect = 0;
     if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
     Slot& s = g_slots[i];
-    s.remove = remove;
+    s.kind = kind;
     s.dirfd = dirfd;
     std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
     std::snprintf(s.shown, sizeof s.shown, "%s", printable(shown).c_str());
@@ -81,14 +83,15 @@ extern "C" void on_stop_signal(int sig) {
   put("aesxfer: interrupted");
   for (auto& s : g_slots) {
     if (s.state.load() != 2) continue;
-    if (s.remove) {
+    put(any ? "; " : ": ");
+    if (s.kind == Kind::temporary) {
       ::unlinkat(s.dirfd, s.name, 0);
-      put(any ? "; removed the temporary file of " : ": removed the temporary file of ");
+      put("removed the temporary file of ");
     } else {
-      put(any ? "; kept " : ": kept ");
+      put(s.kind == Kind::kept ? "kept " : "the server keeps ");
     }
     put(s.shown);
-    if (!s.remove) put(" for --resume");
+    if (s.kind != Kind::temporary) put(" for --resume");
     any = true;
   }
   if (!any) put(": nothing was left behind");
@@ -106,8 +109,10 @@ void install_cleanup_on_signals() {
 }
 
 int register_kept(int dirfd, const std::string& name, const std::string& shown) {
-  return claim(dirfd, name, shown, false);
+  return claim(dirfd, name, shown, Kind::kept);
 }
+
+int register_server_kept(const std::string& shown) { return claim(-1, "", shown, Kind::remote); }
 
 void unregister_kept(int slot) noexcept { release(slot); }
 
@@ -140,7 +145,7 @@ void AtomicFile::create(const std::string& dir) {
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd_) {
       tmp_ = tmp;
-      slot_ = claim(dirfd_.get(), tmp_, shown_.string(), true);
+      slot_ = claim(dirfd_.get(), tmp_, shown_.string(), Kind::temporary);
       return;
     }
     if (errno != EEXIST) break;
@@ -158,6 +163,13 @@ std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesys
 }
 
 AtomicFile::~AtomicFile() { discard(); }
+
+unsigned FileMode::resolve(int dirfd, const std::string& name) const {
+  struct stat st {};
+  if (keep_existing && ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    return st.st_mode & 07777;
+  return bits;
+}
 
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   // Never the set-user-ID or set-group-ID bit a peer sent (docs/SECURITY.md): on a file it would
@@ -180,8 +192,8 @@ void AtomicFile::discard() noexcept {
   slot_ = -1;
 }
 
-void AtomicFile::commit(unsigned mode, long long mtime) {
-  if (dirfd_) apply_mode_mtime(fd_.get(), mode, mtime);
+void AtomicFile::commit(FileMode mode, long long mtime) {
+  if (dirfd_) apply_mode_mtime(fd_.get(), mode.resolve(dirfd_.get(), name_), mtime);
   if (fd_.close() != 0) {
     int e = errno;
     throw Failure("cannot finish writing " + shown_.string() + ": " + errno_text(e));

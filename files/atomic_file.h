@@ -13,6 +13,19 @@
 
 namespace aesxfer::files {
 
+// The permission bits a receiver gives a file it writes (docs/PROTOCOL.md 3.4): `bits`, or,
+// with keep_existing, the mode of the regular file the new one replaces, when there is one
+// (without -p an overwritten destination keeps its mode, as with scp, cp and rsync; a new file
+// gets `bits`). Resolved at the rename, from the directory's fd, without following a symlink.
+struct FileMode {
+  unsigned bits = 0644;
+  bool keep_existing = false;
+  FileMode(unsigned b) : bits(b) {}  // NOLINT(google-explicit-constructor): exactly these bits
+  FileMode(unsigned b, bool keep) : bits(b), keep_existing(keep) {}
+  // What to apply to `name` in dirfd before it is replaced.
+  unsigned resolve(int dirfd, const std::string& name) const;
+};
+
 class AtomicFile {
  public:
   // Throws Failure when the temporary file cannot be created (the message says why).
@@ -31,7 +44,7 @@ class AtomicFile {
   int fd() const { return fd_.get(); }
   bool through() const { return !dirfd_; }
   // Sets mode (and mtime when >= 0), closes and renames over the destination.
-  void commit(unsigned mode, long long mtime = -1);
+  void commit(FileMode mode, long long mtime = -1);
   void discard() noexcept;
 
  private:
@@ -55,11 +68,16 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 
 // Client side (app/main.cpp calls it once): on SIGINT, SIGTERM or SIGHUP, remove every
 // AtomicFile's temporary file, keep every registered partial file, print one line on stderr
-// saying what was left ("aesxfer: interrupted: ..."), and exit with 128 + the signal number.
+// saying what was left here and on the server ("aesxfer: interrupted: ..."), and exit with
+// 128 + the signal number.
 void install_cleanup_on_signals();
 // Registers a file the signal handler leaves in place and names ("kept ... for --resume");
 // returns a slot for unregister_kept (-1 when none is free). Used by PartialFile.
 int register_kept(int dirfd, const std::string& name, const std::string& shown);
+// The same for what the server keeps of a resumable put (send --resume): the handler names it
+// ("the server keeps <shown> for --resume") instead of saying nothing was left behind. Released
+// with unregister_kept.
+int register_server_kept(const std::string& shown);
 void unregister_kept(int slot) noexcept;
 
 }  // namespace aesxfer::files

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -119,6 +120,21 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   return out;
 }
 
+std::string partial_distrust(const struct stat& st) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(me) +
+           ")";
+  if (st.st_nlink != 1)
+    return "has " + std::to_string(st.st_nlink) + " links (another name would receive the data)";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char m[8];
+    std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("writable by group or others (mode ") + m + ")";
+  }
+  return "";
+}
+
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
@@ -150,6 +166,12 @@ void PartialFile::open(const std::string& name) {
     fd_.reset();
     throw Failure(path_.filename().string() + ": not a regular file");
   }
+  if (std::string why = partial_distrust(st); !why.empty()) {
+    fd_.reset();
+    throw Failure(proto::printable(path_.string()) + ": not resuming from this partial file: " + why +
+                      " (remove it to start over)",
+                  proto::Status::permission, EPERM);
+  }
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     fd_.reset();
     throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
@@ -171,8 +193,8 @@ void PartialFile::truncate_to(uint64_t n) {
     throw Failure("cannot prepare " + path_.filename().string() + ": " + errno_text(errno));
 }
 
-void PartialFile::commit(unsigned mode, long long mtime) {
-  apply_mode_mtime(fd_.get(), mode, mtime);
+void PartialFile::commit(FileMode mode, long long mtime) {
+  apply_mode_mtime(fd_.get(), mode.resolve(dirfd_.get(), name_), mtime);
   if (fd_.close() != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
   if (::renameat(dirfd_.get(), pname_.c_str(), dirfd_.get(), name_.c_str()) != 0)
     throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
@@ -195,12 +217,12 @@ unsigned current_umask() {
   return 022;
 }
 
-unsigned effective_mode(unsigned mode, bool preserve) {
+FileMode effective_mode(unsigned mode, bool preserve) {
   // Never setuid or setgid: a peer's bits would hand its choice of program the receiver's
   // identity (docs/SECURITY.md). The sticky bit stays with -p.
-  if (preserve) return mode & 01777;
+  if (preserve) return FileMode(mode & 01777);
   static const unsigned um = current_umask();
-  return mode & 0777 & ~um;
+  return FileMode(mode & 0777 & ~um, true);
 }
 
 long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : -1; }

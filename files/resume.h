@@ -4,6 +4,8 @@
 // is fed to the file checksum so the end record still covers the whole file. See
 // docs/PROTOCOL.md, "Resume".
 #pragma once
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "crypto/checksum.h"
+#include "files/atomic_file.h"
 #include "files/unique_fd.h"
 #include "proto/handshake.h"
 
@@ -42,13 +45,20 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
 // shorter than len, or a write error).
 void copy_prefix(int from, int to, uint64_t len);
 
+// StrictModes for a kept partial file (docs/SECURITY.md, "Partial files"): why an existing
+// ".NAME.aesxfer-partial" must not be adopted, or "" when it may be. Adopted only when owned by
+// the effective user, with one link, and not writable by group or others: another local user
+// could have planted such a file (and would read or rewrite what is written into it), and a
+// second link would carry the data to a name somebody else chose.
+std::string partial_distrust(const struct stat& st);
+
 // "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the
 // resume flag. Kept when the transfer breaks (the destructor closes it without removing it); renamed into
 // place by commit(). Opened without following symlinks and locked (flock) so two sessions cannot write the
-// same partial file.
+// same partial file; an existing one that partial_distrust() rejects is refused, never written.
 class PartialFile {
  public:
-  // Throws Failure (busy when another session holds it).
+  // Throws Failure (busy when another session holds it; permission when partial_distrust refuses it).
   explicit PartialFile(const std::filesystem::path& dest);
   // `name` inside the directory open as `dirfd` (openat, O_NOFOLLOW); `shown` for messages.
   PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown);
@@ -61,7 +71,7 @@ class PartialFile {
   uint64_t length() const;
   // Keeps the first n bytes and positions the descriptor there for appending.
   void truncate_to(uint64_t n);
-  void commit(unsigned mode, long long mtime);
+  void commit(FileMode mode, long long mtime);
   void discard() noexcept;  // removes the partial file (its contents are known bad)
 
  private:
@@ -76,9 +86,9 @@ class PartialFile {
 // Process umask, read from /proc/self/status (umask(2) cannot be read without changing it).
 unsigned current_umask();
 // The mode and mtime a receiver applies: with preserve, exactly what the sender said; without,
-// mode & ~umask and the time of arrival (-1), as scp does. The setuid and setgid bits are never
-// applied, in either direction.
-unsigned effective_mode(unsigned mode, bool preserve);
+// the mode of the file it replaces, or for a new file mode & ~umask, and the time of arrival
+// (-1), as scp does. The setuid and setgid bits are never applied, in either direction.
+FileMode effective_mode(unsigned mode, bool preserve);
 long long effective_mtime(long long mtime, bool preserve);
 
 }  // namespace aesxfer::files

@@ -209,6 +209,44 @@ std::string parent_shown(const std::string& shown) {
   return slash == std::string::npos ? "." : shown.substr(0, slash);
 }
 
+// A put with the resume flag: into the kept partial file (adopted only when partial_distrust
+// allows), from the client's offset; kept when the connection breaks.
+void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown) {
+  const bool preserve = req.flags & proto::kFlagPreserve;
+  Receiver r;
+  std::unique_ptr<KeptPartial> pf;
+  try {
+    pf = std::make_unique<KeptPartial>(dest);
+  } catch (const Failure& f) {
+    return refuse(ctx, req, shown,
+                  f.err ? refusal_for(req.path, f.err) : Refusal{f.status, req.path + ": " + f.what()});
+  }
+  if (req.offset > pf->length() || req.offset > req.size)
+    return refuse(ctx, req, shown,
+                  {Status::integrity, req.path + ": resume point beyond the kept partial file"});
+  try {
+    pf->truncate_to(req.offset);
+  } catch (const Failure& f) {
+    return refuse(ctx, req, shown, refusal_for(req.path, f.err));
+  }
+  Message ok = response(Status::ok);
+  ok.size = req.offset;
+  // Where what arrives is kept, for the client's word after an interrupt (docs/PROTOCOL.md 3.6).
+  const std::string dir = parent_shown(shown);
+  ok.text = (dir == "." ? "" : dir + "/") + partial_name(dest.name);
+  ctx.c.send_message(ok);
+  r.fd = pf->fd();
+  r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+  // Known bad data: start over next time. A lost connection keeps the partial file.
+  r.failed = [&](const Failure& e) {
+    if (e.origin != proto::Origin::local || e.status != Status::integrity)
+      return std::string("failed (partial file kept)");
+    pf->discard();
+    return std::string("failed");
+  };
+  return receive(ctx, req, shown, req.size, StreamOptions{req.offset, false}, r, req.offset);
+}
+
 // ---- put --------------------------------------------------------------------------------------
 
 void handle_put(RequestContext& ctx, const Message& req) {
@@ -242,35 +280,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     return receive(ctx, req, shown, req.length, StreamOptions{0, false, true, req.offset}, r);
   }
 
-  if (resume && dest) {
-    std::unique_ptr<KeptPartial> pf;
-    try {
-      pf = std::make_unique<KeptPartial>(*dest);
-    } catch (const Failure& f) {
-      return refuse(ctx, req, shown, refusal_for(req.path, f.err));
-    }
-    if (req.offset > pf->length() || req.offset > req.size)
-      return refuse(ctx, req, shown,
-                    {Status::integrity, req.path + ": resume point beyond the kept partial file"});
-    try {
-      pf->truncate_to(req.offset);
-    } catch (const Failure& f) {
-      return refuse(ctx, req, shown, refusal_for(req.path, f.err));
-    }
-    Message ok = response(Status::ok);
-    ok.size = req.offset;
-    ctx.c.send_message(ok);
-    r.fd = pf->fd();
-    r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
-    // Known bad data: start over next time. A lost connection keeps the partial file.
-    r.failed = [&](const Failure& e) {
-      if (e.origin != proto::Origin::local || e.status != Status::integrity)
-        return std::string("failed (partial file kept)");
-      pf->discard();
-      return std::string("failed");
-    };
-    return receive(ctx, req, shown, req.size, StreamOptions{req.offset, false}, r, req.offset);
-  }
+  if (resume && dest) return put_resumed(ctx, req, *dest, shown);
 
   std::unique_ptr<TempFile> out;
   if (dest) {
@@ -290,6 +300,21 @@ void handle_put(RequestContext& ctx, const Message& req) {
   StreamOptions so;
   so.unsized = req.flags & proto::kFlagUnsized;  // send -: the size comes in the end record
   receive(ctx, req, shown, req.size, so, r);
+}
+
+// The keyed digest of fd's first len bytes for a probe or a resumed get, remembered for the
+// session; nullopt once the session's hashing budget is spent (logged once per session).
+std::optional<std::string> session_digest(RequestContext& ctx, const Message& req, const std::string& shown,
+                                          int fd, const struct stat& st, uint64_t len) {
+  auto d = ctx.digests.get(ctx.keys, fd, st, len);
+  if (!d && !ctx.told_budget) {
+    ctx.told_budget = true;
+    log_outcome(ctx, req, shown, "",
+                "not hashed: the session's probe hashing budget (" +
+                    std::to_string(ctx.limits.max_probe_hash >> 20) +
+                    " MiB, serve --max-probe-hash) is spent; answered as if nothing were kept");
+  }
+  return d;
 }
 
 // ---- get --------------------------------------------------------------------------------------
@@ -319,13 +344,14 @@ void handle_get(RequestContext& ctx, const Message& req) {
     return send(ctx, req, src->shown, resp, fd, req.length, StreamOptions{0, false, true, req.offset});
   }
   uint64_t start = 0;
-  // Resume only where the client's prefix hashes like ours; otherwise from 0.
+  // Resume only where the client's prefix hashes like ours (and the session's hashing budget
+  // allows); otherwise from 0.
   if (resume && req.offset > 0 && req.offset <= resp.size && req.digest.size() == proto::kPrefixMacLen) {
     try {
-      std::string mine = prefix_mac(ctx.keys, fd, req.offset);
-      if (crypto::ct_equal(mine.data(), req.digest.data(), proto::kPrefixMacLen)) {
+      auto mine = session_digest(ctx, req, src->shown, fd, src->st, req.offset);
+      if (mine && crypto::ct_equal(mine->data(), req.digest.data(), proto::kPrefixMacLen)) {
         start = req.offset;
-        resp.digest = mine;
+        resp.digest = *mine;
       }
     } catch (const Failure&) {  // shrank meanwhile: from 0
     }
@@ -358,7 +384,10 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     auto dest = ctx.root.put_target(req.path, req.text, why);
     if (!dest) return refuse(ctx, req, req.path, why);
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
-    UniqueFd fd = open_kept_partial(*dest);
+    std::string distrust;
+    UniqueFd fd = open_kept_partial(*dest, distrust);
+    if (!distrust.empty())
+      return refuse(ctx, req, dest->shown, {Status::permission, req.path + ": " + distrust});
     struct stat sb {};
     bool whole = false;
     if (!fd) {  // no partial file: the destination itself, when it has the probed size
@@ -369,9 +398,11 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);
       try {
-        m.digest = prefix_mac(ctx.keys, fd.get(), m.size);
+        auto digest = session_digest(ctx, req, dest->shown, fd.get(), sb, m.size);
+        if (!digest) throw Failure("over the budget");  // answered as if nothing were kept
+        m.digest = *digest;
         if (whole) m.text = proto::kProbeComplete;
-      } catch (const Failure&) {  // shrank meanwhile
+      } catch (const Failure&) {  // shrank meanwhile, or over the budget
         m.size = 0;
         m.digest.clear();
       }

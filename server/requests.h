@@ -13,6 +13,7 @@
 #include "net/conn.h"
 #include "net/transfer.h"
 #include "proto/handshake.h"
+#include "server/digests.h"
 #include "server/parts.h"
 #include "server/root.h"
 #include "server/sweep.h"
@@ -26,6 +27,7 @@ using proto::Failure;
 
 struct RequestLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
+  uint64_t max_probe_hash = uint64_t(64) << 30;  // bytes hashed per session (serve --max-probe-hash)
 };
 
 struct RequestContext {
@@ -51,6 +53,10 @@ struct RequestContext {
   // runs: a transfer that fails then is logged as stopped, not as the connection failure the stop
   // caused.
   const std::atomic<int>* stop_signal = nullptr;
+  // The digests this session had the server compute for probes and resumed gets, and what it may
+  // still have hashed (server/digests.h).
+  PrefixDigests digests{limits.max_probe_hash};
+  bool told_budget = false;  // the log said once that the budget is spent
 };
 
 // Why a request or session failed, as the log says: "the server was stopped (SIGTERM)" once the

@@ -14,6 +14,7 @@
 
 #include "crypto/sha256.h"
 #include "files/atomic_file.h"
+#include "files/resume.h"
 #include "net/conn.h"
 
 namespace aesxfer::server {
@@ -144,6 +145,12 @@ std::optional<std::vector<std::string>> Root::split(const std::string& req, Refu
   return parts;
 }
 
+bool Root::names_directory(const std::string& req) {
+  const size_t slash = req.rfind('/');
+  return slash != std::string::npos &&
+         (slash + 1 == req.size() || req.compare(slash + 1, std::string::npos, ".") == 0);
+}
+
 bool Root::under_hidden(const std::vector<std::string>& parts) const {
   if (!hidden_) return false;
   if (hidden_parts_.empty()) return true;
@@ -249,6 +256,10 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   if (!parts) return std::nullopt;
   std::optional<Place> p;
   int d = open_dir(*parts, parts->size());
+  if (d < 0 && names_directory(req)) {  // "iso/": a directory that must exist, as cp and scp say
+    why = refusal_for(req, -d == ENOENT ? ENOTDIR : -d);
+    return std::nullopt;
+  }
   if (d >= 0) {  // a directory: the file goes in it under the sender's name
     UniqueFd dir(d);
     if (bad_leaf(basename)) {
@@ -377,8 +388,8 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
 namespace {
 // Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws Failure (err set).
 void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to,
-                       unsigned mode, long long mtime) {
-  apply_mode_mtime(fd.get(), mode, mtime);
+                       FileMode mode, long long mtime) {
+  apply_mode_mtime(fd.get(), mode.resolve(dir.get(), to), mtime);
   if (fd.close() != 0) {
     int e = errno;
     throw Failure("cannot finish writing: " + errno_text(e), proto::Status::io_error, e);
@@ -390,7 +401,7 @@ void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& fro
 }
 }  // namespace
 
-void TempFile::commit(unsigned mode, long long mtime) {
+void TempFile::commit(FileMode mode, long long mtime) {
   finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
   tmp_.clear();
 }
@@ -402,6 +413,13 @@ void TempFile::discard() noexcept {
 }
 
 // ---- KeptPartial -----------------------------------------------------------------------------
+
+namespace {
+std::string partial_refusal(const std::string& partial, const std::string& why) {
+  return "not resuming from the kept partial file " + printable(partial) + ": " + why +
+         " (remove it, or send without --resume)";
+}
+}  // namespace
 
 KeptPartial::KeptPartial(const Place& dest)
     : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(partial_name(dest.name)) {
@@ -416,6 +434,10 @@ KeptPartial::KeptPartial(const Place& dest)
   }
   if (!S_ISREG(st.st_mode))
     throw Failure("the partial file is not a regular file", proto::Status::io_error, EINVAL);
+  if (std::string why = partial_distrust(st); !why.empty()) {
+    fd_.reset();
+    throw Failure(partial_refusal(partial_, why), proto::Status::permission, 0);
+  }
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
     throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
 }
@@ -433,7 +455,7 @@ void KeptPartial::truncate_to(uint64_t n) {
   }
 }
 
-void KeptPartial::commit(unsigned mode, long long mtime) {
+void KeptPartial::commit(FileMode mode, long long mtime) {
   finish_and_rename(fd_, dir_, partial_, name_, mode, mtime);
 }
 
@@ -442,11 +464,16 @@ void KeptPartial::discard() noexcept {
   ::unlinkat(dir_.get(), partial_.c_str(), 0);
 }
 
-UniqueFd open_kept_partial(const Place& dest) {
-  UniqueFd fd(::openat(dest.dir.get(), partial_name(dest.name).c_str(),
-                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
+  distrust.clear();
+  const std::string name = partial_name(dest.name);
+  UniqueFd fd(::openat(dest.dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();
+  if (fd && !(distrust = partial_distrust(st)).empty()) {
+    distrust = partial_refusal(name, distrust);
+    fd.reset();
+  }
   return fd;
 }
 

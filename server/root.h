@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "files/atomic_file.h"
 #include "files/unique_fd.h"
 #include "net/conn.h"
 #include "proto/messages.h"
@@ -77,10 +78,15 @@ class Root {
   // LF, or a component longer than NAME_MAX. "." and empty components are dropped.
   static std::optional<std::vector<std::string>> split(const std::string& req, Refusal& why);
 
+  // True when req ends in "/" or "/.": it names a directory, which a put or probe requires to
+  // exist (docs/PROTOCOL.md 3.3), where split() alone would drop the empty component.
+  static bool names_directory(const std::string& req);
+
   // get, stat: a regular file, open for reading. /dev/zero is not handled here.
   std::optional<Source> open_source(const std::string& req, Refusal& why) const;
   // put, probe: where the file goes (req itself, or req/basename when req is a directory). An
-  // existing entry there must be a regular file.
+  // existing entry there must be a regular file. A req written as a directory ("iso/") that is
+  // not one is refused (not_directory), never taken as a file name.
   std::optional<Place> put_target(const std::string& req, const std::string& basename, Refusal& why) const;
   // mkdir: the directory to create or reuse (req, or req/name when req is a directory and name is
   // not empty); *exists says it is there already (a directory).
@@ -123,7 +129,7 @@ class TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   int fd() const { return fd_.get(); }
-  void commit(unsigned mode, long long mtime);  // throws Failure
+  void commit(files::FileMode mode, long long mtime);  // throws Failure
   void discard() noexcept;
 
  private:
@@ -132,23 +138,27 @@ class TempFile {
 };
 
 // ".NAME.aesxfer-partial" beside a Place: kept when a resumable put breaks, renamed over the
-// destination by commit(). Locked (flock) so two sessions cannot write it at once.
+// destination by commit(). Locked (flock) so two sessions cannot write it at once. An existing one
+// that files::partial_distrust() rejects (another owner, a second link, group or other writable)
+// is refused, never written.
 class KeptPartial {
  public:
-  // Throws Failure, errno set (EWOULDBLOCK: another session holds it).
+  // Throws Failure, errno set (EWOULDBLOCK: another session holds it); a distrusted partial file:
+  // status permission, errno 0, the text names the file and the reason.
   explicit KeptPartial(const Place& dest);
   int fd() const { return fd_.get(); }
   uint64_t length() const;
-  void truncate_to(uint64_t n);                 // throws Failure
-  void commit(unsigned mode, long long mtime);  // throws Failure
-  void discard() noexcept;                      // its contents are known bad
+  void truncate_to(uint64_t n);                        // throws Failure
+  void commit(files::FileMode mode, long long mtime);  // throws Failure
+  void discard() noexcept;                             // its contents are known bad
 
  private:
   UniqueFd dir_, fd_;
   std::string name_, partial_;
 };
 
-// The kept partial file of a Place, open for reading, or an invalid UniqueFd when there is none.
-UniqueFd open_kept_partial(const Place& dest);
+// The kept partial file of a Place, open for reading, or an invalid UniqueFd when there is none
+// or when it is distrusted (then `distrust` says which file and why, else it is empty).
+UniqueFd open_kept_partial(const Place& dest, std::string& distrust);
 
 }  // namespace aesxfer::server

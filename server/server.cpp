@@ -409,6 +409,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
   impl_->root = std::make_unique<Root>(opt.root, opt.home);
   impl_->limits.max_list_entries = opt.max_list_entries;
+  impl_->limits.max_probe_hash = opt.max_probe_hash;
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
 }
 

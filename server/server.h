@@ -42,7 +42,9 @@ struct ServerOptions {
   // written to (server/sweep.h); 0 keeps them for ever.
   std::chrono::seconds partial_max_age{7 * 24 * 3600};
   uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
-  proto::ServerPolicy policy;          // --checksums, --max-record-size
+  // Bytes one session may have the server hash for probes and resumed gets (server/digests.h).
+  uint64_t max_probe_hash = uint64_t(64) << 30;
+  proto::ServerPolicy policy;  // --checksums, --max-record-size
   // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
   std::vector<std::string> ciphers, macs;
   // Parallel-stream temporary files open at once over all sessions: at most this many, and never

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -277,8 +278,9 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
 
 // ---- B11 ---------------------------------------------------------------------------------------
 
-// Starts the aesxfer binary with stdout and stderr going to files; returns its PID.
-pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+// Starts the aesxfer binary with standard output on out_fd (as it is: appending, a socket, ...)
+// and stderr going to a file; returns its PID.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, int out_fd,
                     const fs::path& err) {
   std::vector<std::string> argv{AESXFER_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -287,17 +289,24 @@ pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, 
   av.push_back(nullptr);
   std::string henv = "AESXFER_HOME=" + home.string();
   std::vector<char*> ev{henv.data(), nullptr};
-  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::dup2(ofd, 1);
+    ::dup2(out_fd, 1);
     ::dup2(efd, 2);
     ::execve(av[0], av.data(), ev.data());
     ::_exit(127);
   }
-  ::close(ofd);
   ::close(efd);
+  return pid;
+}
+
+// The same with stdout going to a file.
+pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
+                    const fs::path& err) {
+  int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = spawn_aesxfer(args, home, ofd, err);
+  ::close(ofd);
   return pid;
 }
 
@@ -354,6 +363,68 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
           << err;
     }
   }
+}
+
+// Issue 24 item E13: send --resume stopped by a signal says what the server keeps and where (its
+// partial file, named from the server's answer), never that nothing was left behind.
+TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
+  write_random_file(ws.local / "big.bin", 64 << 20, 6);
+  fs::create_directories(ws.root / "in");
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig);
+    fs::path partial = ws.root / "in" / ".big.bin.aesxfer-partial";
+    fs::remove(partial);
+    pid_t pid = spawn_aesxfer({"send", "-q", "--resume", (ws.local / "big.bin").string(), "127.0.0.1:in/",
+                               "-l", "40000", "--timeout", "20", "-P", std::to_string(server->port())},
+                              ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!(fs::exists(partial) && fs::file_size(partial) > 0) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(fs::exists(partial) && fs::file_size(partial) > 0);
+    ASSERT_EQ(::kill(pid, sig), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + sig);
+    std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
+    EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
+    EXPECT_NE(err.find("aesxfer: interrupted: the server keeps what arrived of big.bin in 127.0.0.1:" +
+                       std::to_string(server->port()) + ":in/.big.bin.aesxfer-partial for --resume"),
+              std::string::npos)
+        << err;
+    ASSERT_TRUE(server->wait_for_log("partial file kept", 10)) << server->log();
+    EXPECT_TRUE(fs::exists(partial));
+  }
+}
+
+// Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
+// appends (nothing of the log is lost), and standard output on a socket works.
+TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
+  write_random_file(ws.root / "f.bin", 300000, 9);
+  const std::string want = read_text_file(ws.root / "f.bin");
+  const std::vector<std::string> args = {
+      "recv", "127.0.0.1:f.bin", "-", "-q", "-P", std::to_string(server->port())};
+  const fs::path log = ws.local / "log";
+  write_text_file(log, "earlier lines\n");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(wait_exit(spawn_aesxfer(args, ws.home, fd, ws.local / "err.txt")), 0)
+      << read_text_file(ws.local / "err.txt");
+  ::close(fd);
+  EXPECT_TRUE(read_text_file(log) == "earlier lines\n" + want) << "the log was not appended to";
+
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(sv[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+  });
+  const int rc = wait_exit(spawn_aesxfer(args, ws.home, sv[1], ws.local / "err.txt"));
+  ::close(sv[1]);
+  reader.join();
+  ::close(sv[0]);
+  EXPECT_EQ(rc, 0) << read_text_file(ws.local / "err.txt");
+  EXPECT_TRUE(got == want) << "standard output on a socket: " << got.size() << " bytes of " << want.size();
 }
 
 // ---- B13 ---------------------------------------------------------------------------------------

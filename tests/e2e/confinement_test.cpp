@@ -129,7 +129,8 @@ TEST_P(RootResolver, FifoIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo((root / "in" / server::partial_name("p.bin")).c_str(), 0600), 0);
   auto place = r.put_target("in/p.bin", "", why);
   ASSERT_TRUE(place) << why.text;
-  EXPECT_FALSE(server::open_kept_partial(*place));
+  std::string distrust;
+  EXPECT_FALSE(server::open_kept_partial(*place, distrust));
   EXPECT_THROW(server::KeptPartial kp(*place), proto::Failure);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
 }

@@ -1,0 +1,45 @@
+// The hashing a client can make the server do without sending data: a probe (send --resume)
+// hashes the server's copy of a file, a get with the resume flag hashes the prefix it offers.
+// Each costs the server a read of up to a whole file for about a hundred bytes sent, so a
+// session remembers what it hashed, keyed by the file's identity and state (device, inode,
+// size, modification and change times) and the length hashed, and has a budget of bytes it may
+// hash at all (serve --max-probe-hash); past it a probe answers as if nothing were kept and a
+// resumed get starts from 0, which costs the client bandwidth and never correctness
+// (docs/SECURITY.md, "The cost of a probe").
+#pragma once
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "proto/handshake.h"
+
+namespace aesxfer::server {
+
+class PrefixDigests {
+ public:
+  explicit PrefixDigests(uint64_t budget) : left_(budget) {}
+  // The keyed digest of the first len bytes of fd (files::prefix_mac), whose fstat is st: from
+  // this session's memory when the same file in the same state was hashed to the same length
+  // before; nullopt when hashing it would overrun the session's budget (nothing is read then).
+  // Throws Failure as prefix_mac does (the file shrank meanwhile).
+  std::optional<std::string> get(const proto::SessionKeys& keys, int fd, const struct stat& st, uint64_t len);
+  uint64_t bytes_hashed() const { return hashed_; }
+  uint64_t hits() const { return hits_; }
+
+ private:
+  struct Key {
+    uint64_t dev, ino, size;
+    int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+    uint64_t len;
+    auto operator<=>(const Key&) const = default;
+  };
+  static constexpr size_t kMemo = 4096;  // entries remembered; the oldest key order gives way
+  std::map<Key, std::string> memo_;
+  uint64_t left_;
+  uint64_t hashed_ = 0, hits_ = 0;
+};
+
+}  // namespace aesxfer::server

@@ -1,0 +1,155 @@
+// Issue 24, section E: ordinary commands that must not lose data or change what they overwrite.
+// E8: a destination written with a trailing slash names a directory that must exist. E11: an
+// overwritten file keeps its mode without -p, a new one gets the source's mode less the umask,
+// -p gives the source's mode; on both ends, for every way a file is written.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using DestRules = ServerTest;
+
+unsigned mode_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+unsigned process_umask() {
+  const mode_t um = ::umask(0);
+  ::umask(um);
+  return unsigned(um);
+}
+
+// ---- E8 ------------------------------------------------------------------------------------------
+
+// send FILE host:iso/ with no directory iso: "not a directory", exit 1, nothing named iso; the
+// same when iso/ names an existing file (which stays as it was), with several sources, with
+// --resume (the probe), and a file too large to be pipelined. An existing iso/ takes the file.
+TEST_F(DestRules, SendToATrailingSlashNeedsADirectory) {
+  write_text_file(ws.local / "a.txt", "a\n");
+  write_text_file(ws.local / "b.txt", "b\n");
+  write_random_file(ws.local / "big.bin", 3 << 20, 1);
+  write_text_file(ws.root / "renamed.txt", "keep me\n");
+  const std::vector<std::vector<std::string>> cases = {
+      {"send", (ws.local / "a.txt").string(), "127.0.0.1:iso/"},
+      {"send", (ws.local / "a.txt").string(), "127.0.0.1:iso/."},
+      {"send", (ws.local / "big.bin").string(), "127.0.0.1:iso/"},
+      {"send", "--resume", (ws.local / "big.bin").string(), "127.0.0.1:iso/"},
+      {"send", (ws.local / "a.txt").string(), (ws.local / "b.txt").string(), "127.0.0.1:iso/"},
+      {"send", (ws.local / "b.txt").string(), "127.0.0.1:renamed.txt/"},
+      {"send", "--resume", (ws.local / "b.txt").string(), "127.0.0.1:renamed.txt/"},
+  };
+  for (const auto& args : cases) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(": not a directory"), std::string::npos) << r.describe();
+    EXPECT_FALSE(fs::exists(ws.root / "iso")) << args.back();
+    EXPECT_EQ(read_text_file(ws.root / "renamed.txt"), "keep me\n") << args.back();
+    EXPECT_TRUE(temp_debris(ws.root).empty());
+  }
+  fs::create_directories(ws.root / "iso");
+  auto r = run({"send", (ws.local / "a.txt").string(), "127.0.0.1:iso/", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "iso" / "a.txt"), "a\n");
+  r = run({"send", (ws.local / "big.bin").string(), "127.0.0.1:iso/.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "iso" / "big.bin"), sha256_file(ws.local / "big.bin"));
+}
+
+// recv host:f dir/ with no local dir (or dir/ an existing file): "not a directory", exit 1,
+// nothing written; -r keeps cp's rule (the top directory is created).
+TEST_F(DestRules, RecvToATrailingSlashNeedsADirectory) {
+  write_text_file(ws.root / "a.txt", "a\n");
+  write_text_file(ws.local / "file.txt", "keep me\n");
+  for (const std::string& dest :
+       {(ws.local / "iso/").string(), (ws.local / "iso/.").string(), (ws.local / "file.txt/").string()}) {
+    for (bool two : {false, true}) {
+      std::vector<std::string> args = {"recv", "127.0.0.1:a.txt"};
+      if (two) args.push_back("127.0.0.1:a.txt");
+      args.push_back(dest);
+      auto r = run(args);
+      EXPECT_EQ(r.exit_code, 1) << r.describe();
+      EXPECT_NE(r.err.find(": not a directory"), std::string::npos) << r.describe();
+      EXPECT_FALSE(fs::exists(ws.local / "iso"));
+      EXPECT_EQ(read_text_file(ws.local / "file.txt"), "keep me\n");
+      EXPECT_TRUE(temp_debris(ws.local).empty());
+    }
+  }
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "t.txt", "t\n");
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "copy/").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "copy" / "t.txt"), "t\n");
+}
+
+// ---- E11 -----------------------------------------------------------------------------------------
+
+class ModeRules : public ServerTest {
+ protected:
+  // For a small (pipelined) and a large file, plain and with --resume: `from` (0664) overwrites
+  // a 0600 file in `to_dir` with `verb` ("send": local to server, "recv": server to local), which
+  // keeps 0600; a new file gets 0664 less the umask (the server's too: it inherits the test's);
+  // -p gives 0664.
+  void check(const std::string& verb, const fs::path& from_dir, const fs::path& to_dir) {
+    const unsigned um = process_umask();
+    write_text_file(from_dir / "small.txt", "new contents\n");
+    write_random_file(from_dir / "big.bin", 3 << 20, 2);
+    for (const std::string name : {"small.txt", "big.bin"}) {
+      fs::permissions(from_dir / name, fs::perms(0664));
+      for (bool resume : {false, true}) {
+        SCOPED_TRACE(verb + " " + name + (resume ? " --resume" : ""));
+        const fs::path there = to_dir / name;
+        std::vector<std::string> args = {verb, "-q", (ws.local / name).string(), "127.0.0.1:" + name};
+        if (verb == "recv") args = {verb, "-q", "127.0.0.1:" + name, (ws.local / name).string()};
+        if (resume) args.push_back("--resume");
+        struct Case {
+          bool existing, preserve;
+          unsigned want;
+        };
+        for (Case c : {Case{true, false, 0600u}, Case{false, false, 0664u & ~um}, Case{true, true, 0664u}}) {
+          if (c.preserve) args.push_back("-p");
+          if (c.existing) {  // old contents: else --resume finds it whole and moves nothing
+            write_text_file(there, "old\n");
+            fs::permissions(there, fs::perms(0600));
+          }
+          auto r = run(args);
+          ASSERT_EQ(r.exit_code, 0) << r.describe();
+          EXPECT_EQ(sha256_file(there), sha256_file(from_dir / name));
+          EXPECT_EQ(mode_of(there), c.want)
+              << (c.existing ? "overwritten" : "new") << (c.preserve ? ", -p" : "");
+          fs::remove(there);
+        }
+      }
+    }
+  }
+};
+
+// send: on the server (pipelined, a single large put, a resumed put).
+TEST_F(ModeRules, SendKeepsTheModeOfWhatItOverwrites) { check("send", ws.local, ws.root); }
+
+// recv: on the client (a single get, a large one, a resumed one, recv -r into a tree).
+TEST_F(ModeRules, RecvKeepsTheModeOfWhatItOverwrites) {
+  check("recv", ws.root, ws.local);
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "t.txt", "t\n");
+  fs::permissions(ws.root / "tree" / "t.txt", fs::perms(0664));
+  fs::create_directories(ws.local / "tree");
+  write_text_file(ws.local / "tree" / "t.txt", "old\n");
+  fs::permissions(ws.local / "tree" / "t.txt", fs::perms(0600));
+  auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", ws.local.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "tree" / "t.txt"), "t\n");
+  EXPECT_EQ(mode_of(ws.local / "tree" / "t.txt"), 0600u);
+}
+
+}  // namespace
+}  // namespace aesxfer::test

@@ -1,0 +1,122 @@
+// Issue 24 item B4: --resume adopts a kept partial file (".NAME.aesxfer-partial") only when it is
+// owned by the effective user, has one link and is not writable by group or others, on both ends
+// (docs/SECURITY.md, "Partial files"). A file planted by another local user, a hard link to a file
+// elsewhere, or a group-writable one is refused with a line naming the file and the reason, and
+// nothing is written through it. The tests run as root, so "another user" is uid 65534 (nobody).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+class PartialStrictModes : public ServerTest {
+ protected:
+  // The first `n` bytes of `from`, written to `to` (a prefix that would otherwise be resumed).
+  static void write_prefix(const fs::path& from, const fs::path& to, size_t n) {
+    std::string head(n, '\0');
+    std::ifstream(from, std::ios::binary).read(head.data(), std::streamsize(n));
+    std::ofstream(to, std::ios::binary).write(head.data(), std::streamsize(n));
+  }
+  enum class Plant { other_owner, hard_link, group_writable };
+  // Plants a partial file at `partial` holding the first half of `src`, made untrustworthy as
+  // `how` says; returns the string the refusal must contain. `elsewhere` is where a hard link's
+  // other name goes.
+  static std::string plant(Plant how, const fs::path& src, const fs::path& partial,
+                           const fs::path& elsewhere) {
+    const size_t half = size_t(fs::file_size(src) / 2);
+    switch (how) {
+      case Plant::other_owner:
+        write_prefix(src, partial, half);
+        EXPECT_EQ(::chown(partial.c_str(), 65534, 65534), 0);
+        return "owned by uid 65534";
+      case Plant::hard_link:
+        write_prefix(src, elsewhere, half);
+        fs::create_hard_link(elsewhere, partial);
+        return "has 2 links";
+      case Plant::group_writable:
+        write_prefix(src, partial, half);
+        fs::permissions(partial, fs::perms(0664));
+        return "writable by group or others (mode 0664)";
+    }
+    return "";
+  }
+};
+
+// send --resume: the server refuses the planted partial file, writes nothing through it and
+// creates no destination; once the file is gone the same command sends the file whole.
+TEST_F(PartialStrictModes, ServerRefusesAPartialFileItCannotTrust) {
+  fs::path f = ws.local / "p.bin";
+  write_random_file(f, (1 << 20) + 77, 3);
+  const fs::path partial = ws.root / ".p.bin.aesxfer-partial";
+  const fs::path elsewhere = ws.root / "victim.bin";
+  for (Plant how : {Plant::other_owner, Plant::hard_link, Plant::group_writable}) {
+    std::string reason = plant(how, f, partial, elsewhere);
+    const std::string before = sha256_file(partial);
+    auto r = run({"send", "--resume", f.string(), "127.0.0.1:p.bin", "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(".p.bin.aesxfer-partial"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+    EXPECT_EQ(sha256_file(partial), before) << "written through a distrusted partial file";
+    EXPECT_FALSE(fs::exists(ws.root / "p.bin"));
+    fs::remove(partial);
+    fs::remove(elsewhere);
+  }
+  auto r = run({"send", "--resume", f.string(), "127.0.0.1:p.bin", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "p.bin"), sha256_file(f));
+}
+
+// send -r --resume probes every file: a distrusted partial file is not adopted (the file goes
+// whole, the planted file keeps what it had).
+TEST_F(PartialStrictModes, TreeResumeNeverAdoptsAForeignPartialFile) {
+  fs::create_directories(ws.local / "t");
+  fs::create_directories(ws.root / "t");
+  fs::path f = ws.local / "t" / "p.bin";
+  write_random_file(f, 300000, 4);
+  const fs::path partial = ws.root / "t" / ".p.bin.aesxfer-partial";
+  plant(Plant::other_owner, f, partial, {});
+  const std::string before = sha256_file(partial);
+  auto r = run({"send", "-r", "--resume", (ws.local / "t").string(), "127.0.0.1:.", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(fs::exists(partial)) << "the planted file was adopted (renamed into place)";
+  EXPECT_EQ(sha256_file(partial), before) << "written through a distrusted partial file";
+  struct stat st {};
+  ASSERT_EQ(::stat((ws.root / "t" / "p.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "the destination is the other user's file";
+  EXPECT_EQ(sha256_file(ws.root / "t" / "p.bin"), sha256_file(f));
+}
+
+// recv --resume: the client refuses its own planted partial file the same way.
+TEST_F(PartialStrictModes, ClientRefusesAPartialFileItCannotTrust) {
+  write_random_file(ws.root / "p.bin", (1 << 20) + 77, 5);
+  const fs::path partial = ws.local / ".p.bin.aesxfer-partial";
+  const fs::path elsewhere = ws.local / "victim.bin";
+  const fs::path dest = ws.local / "p.bin";
+  for (Plant how : {Plant::other_owner, Plant::hard_link, Plant::group_writable}) {
+    std::string reason = plant(how, ws.root / "p.bin", partial, elsewhere);
+    const std::string before = sha256_file(partial);
+    auto r = run({"recv", "--resume", "127.0.0.1:p.bin", dest.string(), "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(".p.bin.aesxfer-partial"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+    EXPECT_EQ(sha256_file(partial), before) << "written through a distrusted partial file";
+    EXPECT_FALSE(fs::exists(dest));
+    fs::remove(partial);
+    fs::remove(elsewhere);
+  }
+  auto r = run({"recv", "--resume", "127.0.0.1:p.bin", dest.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "p.bin"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test

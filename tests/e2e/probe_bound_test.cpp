@@ -1,0 +1,117 @@
+// Issue 24 item C5: a probe (send --resume) makes the server hash its copy of a file, a hundred
+// bytes asking for a read of up to a whole file. A session remembers each digest (by device,
+// inode, size, times and the length hashed) and has a budget of bytes it may hash at all (serve
+// --max-probe-hash): measured here in the server's own read bytes (/proc/PID/io, rchar, which
+// counts page-cache reads too) while one session pipelines its probes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/hand_session.h"
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using proto::Message;
+using proto::Op;
+using proto::Status;
+
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+constexpr uint64_t kFile = 16 * kMiB;
+
+// Bytes the process has read so far, by any read or pread, from /proc/PID/io.
+uint64_t rchar_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  uint64_t v = 0;
+  while (f >> key >> v)
+    if (key == "rchar:") return v;
+  ADD_FAILURE() << "no rchar in /proc/" << pid << "/io";
+  return 0;
+}
+
+// Sends one pipelined probe per path (tags 1, 2, ...) and reads every answer, in order.
+std::vector<Message> probe_all(HandSession& s, const std::vector<std::string>& paths) {
+  uint32_t tag = 1;
+  for (const auto& p : paths) {
+    Message m = make_request(Op::probe, p, p, kFile);
+    m.flags = proto::kFlagAhead;
+    m.tag = tag++;
+    m.tagged = true;
+    s.conn().send_message(m);
+  }
+  std::vector<Message> out;
+  for (size_t i = 0; i < paths.size(); ++i) out.push_back(s.conn().recv_message("a probe's answer"));
+  return out;
+}
+
+using ProbeBound = ServerTest;
+
+// Twenty pipelined probes of one 16 MiB file: the server hashes it once (about 16 MiB read, not
+// 320), and every answer carries the same digest of the whole file.
+TEST_F(ProbeBound, RepeatedProbesOfOneFileHashItOnce) {
+  write_random_file(ws.root / "big.bin", kFile, 1);
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const uint64_t before = rchar_of(server->pid());
+  auto answers = probe_all(s, std::vector<std::string>(20, "big.bin"));
+  const uint64_t read = rchar_of(server->pid()) - before;
+  for (const auto& a : answers) {
+    ASSERT_EQ(a.status, Status::ok) << a.text;
+    EXPECT_EQ(a.text, proto::kProbeComplete);
+    EXPECT_EQ(a.size, kFile);
+    ASSERT_EQ(a.digest.size(), proto::kPrefixMacLen);
+    EXPECT_EQ(a.digest, answers[0].digest);
+  }
+  std::printf("[ probes  ] 20 probes of a 16 MiB file: the server read %.1f MiB\n", double(read) / kMiB);
+  EXPECT_GE(read, kFile);
+  EXPECT_LT(read, kFile + 4 * kMiB) << "the file was hashed more than once";
+  s.bye();
+}
+
+class ProbeBudget : public ServerTest {
+  std::vector<std::string> server_args() const override { return {"--max-probe-hash", "40M"}; }
+};
+
+// With a 40 MiB budget, probes of four different 16 MiB files hash two of them; the other two are
+// answered as if nothing were kept (no digest: the client sends the file whole), and a probe of
+// a file already hashed still gets its digest from memory.
+TEST_F(ProbeBudget, ProbesOfManyFilesStopAtTheSessionsBudget) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("f" + std::to_string(i) + ".bin");
+    write_random_file(ws.root / names.back(), kFile, uint64_t(10 + i));
+  }
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const uint64_t before = rchar_of(server->pid());
+  auto first = probe_all(s, names);
+  auto again = probe_all(s, {names[0]});
+  const uint64_t read = rchar_of(server->pid()) - before;
+  int hashed = 0;
+  for (const auto& a : first) {
+    ASSERT_EQ(a.status, Status::ok) << a.text;
+    if (a.digest.size() == proto::kPrefixMacLen) {
+      ++hashed;
+    } else {
+      EXPECT_TRUE(a.digest.empty());
+      EXPECT_EQ(a.size, 0u);
+      EXPECT_TRUE(a.text.empty());
+    }
+  }
+  EXPECT_EQ(hashed, 2);
+  ASSERT_EQ(again[0].digest.size(), proto::kPrefixMacLen);
+  EXPECT_EQ(again[0].digest, first[0].digest);
+  std::printf("[ probes  ] 4 files of 16 MiB, budget 40 MiB: the server read %.1f MiB\n",
+              double(read) / kMiB);
+  EXPECT_LT(read, 40 * kMiB) << "hashed beyond the session's budget";
+  EXPECT_TRUE(server->wait_for_log("probe hashing budget")) << server->log();
+  s.bye();
+}
+
+}  // namespace
+}  // namespace aesxfer::test

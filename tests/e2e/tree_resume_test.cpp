@@ -1,0 +1,91 @@
+// Issue 24 item E12: `-r --resume` after an interrupted `-r` continues the destination the
+// interrupted run was writing (host:tree, not host:tree/tree; local tree, not tree/tree), and
+// running the same command again lands in the same place, as rsync does. A destination that holds
+// anything else (a directory the user already had) still gets the tree inside it, as scp does.
+// Both ways, each interrupted by a Relay that cuts the connection inside the large file.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+using TreeResume = ServerTest;
+
+// tree/{a.txt, b.txt, sub/c.txt, z.bin (6 MiB)}: the small files go (and land) first.
+void make_tree(const fs::path& top) {
+  fs::create_directories(top / "sub");
+  write_text_file(top / "a.txt", "a\n");
+  write_text_file(top / "b.txt", "b\n");
+  write_text_file(top / "sub" / "c.txt", "c\n");
+  write_random_file(top / "z.bin", 6 << 20, 4);
+}
+
+void expect_copy(const fs::path& src, const fs::path& dst) {
+  for (const char* f : {"a.txt", "b.txt", "sub/c.txt", "z.bin"}) {
+    ASSERT_TRUE(fs::is_regular_file(dst / f)) << dst / f;
+    EXPECT_EQ(sha256_file(dst / f), sha256_file(src / f)) << f;
+  }
+  EXPECT_FALSE(fs::exists(dst / "tree")) << "the resumed tree was nested in its own copy";
+}
+
+TEST_F(TreeResume, SendDashRResumeContinuesTheInterruptedDestination) {
+  const fs::path src = ws.local / "tree";
+  make_tree(src);
+  {
+    FaultSpec cut;
+    cut.kind = FaultKind::cut;
+    cut.cut_after = uint64_t(2) << 20;  // inside z.bin
+    Relay relay(server->port(), cut);
+    auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:tree"}, relay.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(relay.fault_applied());
+  }
+  ASSERT_TRUE(fs::is_directory(ws.root / "tree"));
+  EXPECT_FALSE(fs::exists(ws.root / "tree" / "z.bin"));
+  for (int run_no = 0; run_no < 2; ++run_no) {  // and once more: the same place again
+    auto r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:tree"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    expect_copy(src, ws.root / "tree");
+  }
+  // A directory that holds something else: the tree goes inside it, as scp puts it.
+  fs::create_directories(ws.root / "backups");
+  write_text_file(ws.root / "backups" / "other.txt", "mine\n");
+  auto r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:backups"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_copy(src, ws.root / "backups" / "tree");
+  EXPECT_FALSE(fs::exists(ws.root / "backups" / "a.txt"));
+}
+
+TEST_F(TreeResume, RecvDashRResumeContinuesTheInterruptedDestination) {
+  make_tree(ws.root / "tree");
+  const fs::path dest = ws.local / "tree";
+  {
+    FaultSpec cut;
+    cut.cut_s2c_after = uint64_t(2) << 20;  // inside z.bin
+    Relay relay(server->port(), cut);
+    auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", dest.string()}, relay.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(relay.fault_applied());
+  }
+  ASSERT_TRUE(fs::is_directory(dest));
+  EXPECT_FALSE(fs::exists(dest / "z.bin"));
+  for (int run_no = 0; run_no < 2; ++run_no) {
+    auto r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", dest.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    expect_copy(ws.root / "tree", dest);
+  }
+  fs::create_directories(ws.local / "backups");
+  write_text_file(ws.local / "backups" / "other.txt", "mine\n");
+  auto r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", (ws.local / "backups").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_copy(ws.root / "tree", ws.local / "backups" / "tree");
+  EXPECT_FALSE(fs::exists(ws.local / "backups" / "a.txt"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
