@@ -188,7 +188,7 @@ class Client {
   std::string port_note() const;
   // A refusal of `path` in the peer's Response or Result, as proto::refusal names it, with the
   // file as remote_name() writes it: "host:path: reason (port N)".
-  Failure refused(const proto::Message& m, const std::string& path) const;
+  proto::Failure refused(const proto::Message& m, const std::string& path) const;
   // Smoothed round-trip time of the connection (TCP_INFO), in microseconds; 0 when unknown.
   uint32_t rtt_us() const;
   // The congestion control this connection got and why (--congestion).

@@ -57,7 +57,7 @@ inline proto::Message longest_request(proto::Op op) {
     std::vector<uint8_t> b;
     try {
       proto::encode(m, b);
-    } catch (const net::Failure&) {
+    } catch (const proto::Failure&) {
       continue;
     }
     if (proto::decode(b) && b.size() > best_len) {

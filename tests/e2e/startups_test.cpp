@@ -133,7 +133,7 @@ TEST_F(Startups, RandomEarlyDropBetweenStartAndFull) {
       EXPECT_TRUE(s.welcome_ok);
       ++in;
       s.bye();
-    } catch (const net::Failure& f) {
+    } catch (const proto::Failure& f) {
       EXPECT_NE(std::string(f.what()).find("server busy: "), std::string::npos) << f.what();
       ++dropped;
     }
