@@ -450,7 +450,7 @@ void Server::Impl::log_start(uint16_t port) {
       fd >= 0 || (fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
     const Congestion cc = set_congestion(fd, opt.congestion);  // what every connection will get
     ::close(fd);
-    log("msg=\"congestion control, for the data this server sends\" congestion=" + cc.name +
+    log("msg=\"congestion control for the data this server sends\" congestion=" + cc.name +
         " why=" + proto::quoted(cc.why));
   }
   const fs::path ak = authorized_keys_file();

@@ -306,7 +306,7 @@ TEST_F(CliWordsServer, JsonProgressAndJsonAgreeOnTheRate) {
 // The bytes= of the put line whose file is `name` in a server log, or -1.
 long long logged_bytes(const std::string& log, const std::string& name) {
   std::smatch m;
-  const std::regex re("put file=" + name + " bytes=([0-9]+)[^\n]*result=\"([^\"\n]*)\"");
+  const std::regex re("op=put file=\"" + name + "\" bytes=([0-9]+)[^\n]*result=\"([^\"\n]*)\"");
   return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
 }
 
@@ -350,7 +350,7 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
     if (pid > 0) ::kill(pid, SIGKILL);  // the client dies mid-file
     client.join();
     ASSERT_TRUE(moving) << r.describe();
-    ASSERT_TRUE(server.wait_for_log("put file=big ", 20)) << server.log();
+    ASSERT_TRUE(server.wait_for_log("op=put file=\"big\" ", 20)) << server.log();
     const long long bytes = logged_bytes(server.log(), "big");
     EXPECT_GE(bytes, 4ll << 20) << server.log();
     EXPECT_LT(bytes, 80ll << 20) << server.log();
@@ -365,7 +365,7 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
   const std::string log = server.log();
   EXPECT_TRUE(has(log, "stopping on SIGTERM")) << log;
   EXPECT_TRUE(
-      std::regex_search(log, std::regex("put file=big2 bytes=[1-9][0-9]* [^\n]*result=\"failed: the server "
+      std::regex_search(log, std::regex("op=put file=\"big2\" bytes=[1-9][0-9]* [^\n]*result=\"failed: the server "
                                         "was stopped \\(SIGTERM\\)\"")))
       << log;
   EXPECT_FALSE(has(log.substr(log.find("stopping on SIGTERM")), "closed during")) << log;

@@ -320,7 +320,7 @@ TEST_F(ClientParts, TreeSenderThenResumedTree) {
   EXPECT_EQ(again.up_to_date, 3);
   EXPECT_EQ(again.pipelined + again.alone, 0);
   for (size_t i = lines; i < server.log().size(); ++i)
-    EXPECT_EQ(server.log()[i].find(" put "), std::string::npos) << server.log()[i];
+    EXPECT_EQ(server.log()[i].find("op=put "), std::string::npos) << server.log()[i];
 }
 
 // --streams (client/parallel.cpp): a put and a get in two ranges over two
@@ -339,7 +339,7 @@ TEST_F(ClientParts, ParallelPutAndGetInRanges) {
   EXPECT_EQ(sha256_file(ws.local / "back"), sha256_file(ws.local / "big"));
   c.bye();
   bool committed = false;
-  for (const auto &l : server.log()) committed |= l.find(" commit ") != std::string::npos;
+  for (const auto &l : server.log()) committed |= l.find("op=commit ") != std::string::npos;
   EXPECT_TRUE(committed);
 }
 
