@@ -118,26 +118,10 @@ int cmd_authorize(const std::string& what) {
 
 }  // namespace
 
-CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
-  auto a = std::make_shared<ServeArgs>();
-  serve->add_option("--listen", a->listen_addr, "Address to listen on (default: all, IPv6 and IPv4)")
-      ->type_name("ADDRESS");
-  serve->add_option("-P,--port", a->so.port, "Port (default 7227; 0 picks a free one)")
-      ->check(whole_number(0, 65535, "a port number"))
-      ->type_name("PORT");
-  serve->add_option("--root", a->root, "Directory that files are read from and written to (default: .)")
-      ->type_name("DIR");
-  serve->add_option("--port-file", a->port_file, "Write the bound port to FILE once listening")
-      ->type_name("FILE");
-  serve
-      ->add_option("--authorized-keys", a->auth_keys,
-                   "Client keys to accept (default $AESXFER_HOME/authorized_keys)")
-      ->type_name("FILE");
-  serve
-      ->add_option("--partial-max-age", a->partial_days,
-                   "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
-      ->check(real_number(0, 36500, "days"))
-      ->type_name("DAYS");
+// serve's bounds on what clients may take: sessions, unauthenticated connections, time, listings
+// and the hashing done for probes.
+static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
+  ServeArgs* a = &args;
   serve
       ->add_option("--max-sessions", a->so.max_sessions,
                    "Authenticated sessions at once; a client beyond them is told 'server busy' (default 64)")
@@ -163,17 +147,6 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
       ->check(timeout_seconds())
       ->type_name("SECONDS");
   serve
-      ->add_option("--ciphers", a->so.ciphers,
-                   "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
-      ->delimiter(',')
-      ->type_name("LIST");
-  serve
-      ->add_option("--macs", a->so.macs,
-                   "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
-      ->delimiter(',')
-      ->type_name("LIST");
-  serve->add_flag("-q,--quiet", a->quiet, "No log lines");
-  serve
       ->add_option("--max-list", a->so.max_list_entries,
                    "Entries one recv -r listing may have (default 200000)")
       ->check(whole_number(1, int64_t(proto::kMaxListEntries)))
@@ -184,6 +157,40 @@ CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
                    "gets (default 64G; each file is hashed once per session)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->type_name("SIZE");
+}
+
+CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {
+  auto a = std::make_shared<ServeArgs>();
+  serve->add_option("--listen", a->listen_addr, "Address to listen on (default: all, IPv6 and IPv4)")
+      ->type_name("ADDRESS");
+  serve->add_option("-P,--port", a->so.port, "Port (default 7227; 0 picks a free one)")
+      ->check(whole_number(0, 65535, "a port number"))
+      ->type_name("PORT");
+  serve->add_option("--root", a->root, "Directory that files are read from and written to (default: .)")
+      ->type_name("DIR");
+  serve->add_option("--port-file", a->port_file, "Write the bound port to FILE once listening")
+      ->type_name("FILE");
+  serve
+      ->add_option("--authorized-keys", a->auth_keys,
+                   "Client keys to accept (default $AESXFER_HOME/authorized_keys)")
+      ->type_name("FILE");
+  serve
+      ->add_option("--partial-max-age", a->partial_days,
+                   "Days to keep partial files of interrupted --resume sends (default 7; 0 = for ever)")
+      ->check(real_number(0, 36500, "days"))
+      ->type_name("DAYS");
+  add_serve_limits(serve, *a);
+  serve
+      ->add_option("--ciphers", a->so.ciphers,
+                   "Ciphers clients may use, comma-separated (default: all; see --list-ciphers)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  serve
+      ->add_option("--macs", a->so.macs,
+                   "MACs clients may use with a non-AEAD cipher, comma-separated (default: all)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  serve->add_flag("-q,--quiet", a->quiet, "No log lines");
   serve->add_flag("--no-aesni", no_aesni, "Use the portable crypto code");
   serve
       ->add_option(

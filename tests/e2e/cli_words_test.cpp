@@ -364,9 +364,9 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
   ASSERT_TRUE(moving) << r.describe();
   const std::string log = server.log();
   EXPECT_TRUE(has(log, "stopping on SIGTERM")) << log;
-  EXPECT_TRUE(
-      std::regex_search(log, std::regex("op=put file=\"big2\" bytes=[1-9][0-9]* [^\n]*result=\"failed: the server "
-                                        "was stopped \\(SIGTERM\\)\"")))
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("op=put file=\"big2\" bytes=[1-9][0-9]* [^\n]*result=\"failed: the server "
+                      "was stopped \\(SIGTERM\\)\"")))
       << log;
   EXPECT_FALSE(has(log.substr(log.find("stopping on SIGTERM")), "closed during")) << log;
   EXPECT_EQ(r.exit_code, 1) << r.describe();
