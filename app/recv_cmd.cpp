@@ -261,14 +261,17 @@ bool names_directory(const std::string& dest) {
 // existing local directory; each source is fetched in turn, one that fails is reported and the
 // others still come, and the exit status is 1 if any failed.
 int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const TransferOpts& t) {
+  // "iso/" names a directory that must exist, one source or several (as cp): checked first, since
+  // it is not a usage error but a missing directory (exit 1).
+  std::error_code dir_ec;
+  if (args.size() >= 2 && !t.recursive && names_directory(args.back()) &&
+      !fs::is_directory(args.back(), dir_ec)) {
+    die_line("recv: " + net::printable(args.back()) + ": not a directory");
+    return kExitFail;
+  }
   if (int usage = check_recv_usage(args, t)) return usage;
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
-  std::error_code dir_ec;
-  if (!t.recursive && names_directory(dest) && !fs::is_directory(dest, dir_ec)) {
-    die_line("recv: " + net::printable(dest) + ": not a directory");  // as cp: "iso/" is never a file
-    return kExitFail;
-  }
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
     if (auto rc = recv_many(args, t)) return *rc;
   }

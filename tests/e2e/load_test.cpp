@@ -98,7 +98,10 @@ const std::vector<CipherChoice> kCiphers = {
 TEST(Load, ThirtyTwoClientsMixedCiphersNothingLost) {
   constexpr int kClients = 32, kFiles = 3;
   Workspace ws;
-  ServerProcess server(ws.home, ws.root, {"--timeout", "60", "--max-sessions", "64"});
+  // The 32 clients connect at once: the startups pool holds them all (the default 10:30:100 drops
+  // some of them early, as sshd's MaxStartups would; Startups.* tests that).
+  ServerProcess server(ws.home, ws.root,
+                       {"--timeout", "60", "--max-sessions", "64", "--max-startups", "64:30:128"});
   // Sizes: empty, one byte, record boundaries +-1, and random ones up to 4 MiB.
   std::mt19937_64 rng(20261129);
   const uint64_t kRec = 256 * 1024;

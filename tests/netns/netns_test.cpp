@@ -480,7 +480,10 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
   ASSERT_TRUE(delay_p);
   TunRelay& delay = *delay_p;
   std::string q = "ip netns exec ";
+  // The path's RTT is the least of three connects: a first SYN lost while the relay's path is new
+  // (seen once: 797 ms, a SYN retransmission) is not the path's delay.
   double rtt_ms = connect_rtt_ms(ns_c, "10.77.0.5", port);
+  for (int i = 0; i < 2; ++i) rtt_ms = std::min(rtt_ms, connect_rtt_ms(ns_c, "10.77.0.5", port));
   std::printf("[ netns   ] delay path: TCP connect (one RTT) %.1f ms\n", rtt_ms);
   EXPECT_GE(rtt_ms, 49.0);
   EXPECT_LT(rtt_ms, 80.0);
@@ -577,7 +580,10 @@ TEST_F(Netns, FiftyMsRttThroughputAndScp) {
 TEST_F(Netns, ManySmallFilesOverFiftyMs) {
   auto delay = delay_path();
   ASSERT_TRUE(delay);
+  // The path's RTT is the least of three connects: a first SYN lost while the relay's path is new
+  // (seen once: 797 ms, a SYN retransmission) is not the path's delay.
   double rtt_ms = connect_rtt_ms(ns_c, "10.77.0.5", port);
+  for (int i = 0; i < 2; ++i) rtt_ms = std::min(rtt_ms, connect_rtt_ms(ns_c, "10.77.0.5", port));
   std::printf("[ netns   ] delay path: TCP connect (one RTT) %.1f ms\n", rtt_ms);
   EXPECT_GE(rtt_ms, 49.0);
 
