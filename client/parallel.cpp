@@ -159,7 +159,7 @@ uint32_t Client::rtt_us() const { return tcp_rtt_us(conn_->fd()); }
 int Client::auto_streams() const {
   if (auto_streams_ >= 0) return auto_streams_;
   // The path's base round trip: the lowest the connection has seen (the handshake's), not the
-  // smoothed one, which a file's own queue inflates (the next file then opened more, issue 25).
+  // smoothed one, which a file's own queue inflates (so the count is the same for every file).
   const uint32_t min_rtt = net::tcp_counts(conn_->fd()).min_rtt_us;
   const uint32_t rtt = min_rtt ? min_rtt : rtt_us();
   base_rtt_us_ = rtt;

@@ -1,4 +1,4 @@
-// -r --resume continues the destination the interrupted run was writing (issue 24 item E12).
+// -r --resume continues the destination the interrupted run was writing.
 // scp's rule for a tree (DEST/NAME when DEST is a directory, else DEST) depends on whether DEST
 // exists, and the interrupted run created it: a resume would nest the tree one level deeper and
 // start a second copy from zero. With --resume a DEST that already is the copy is continued

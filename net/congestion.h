@@ -1,4 +1,4 @@
-// The TCP congestion control of a connection (issue 25 item 1): --congestion auto|system|NAME,
+// The TCP congestion control of a connection: --congestion auto|system|NAME,
 // config key CongestionControl. On a long path with random loss, loss-based control (cubic, reno)
 // halves its window at every drop and moves a fraction of what bbr, which models the path's rate
 // and round trip, keeps moving; the control matters on the side that sends the data.

@@ -74,9 +74,8 @@ constexpr size_t kMaxPath = 4096;
 // fits whole; encode() refuses to cut one (see there).
 constexpr size_t kMaxMessage = 8192;
 // The largest control message (PROTOCOL.md 3.1): a pipelined resumed get with a kMaxPath path and
-// name, its tag and a prefix digest, 8264 bytes (protocol 4 said 8260 before issue 24, four bytes
-// short: the tag); the longest Response (an 8192-byte text, a digest and a tag) is 8253. decode()
-// refuses a longer payload before reading it.
+// name, its tag and a prefix digest, 8264 bytes; the longest Response (an 8192-byte text, a digest and a tag)
+// is 8253. decode() refuses a longer payload before reading it.
 constexpr size_t kMaxControl = 8264;
 
 struct Message {

@@ -34,7 +34,7 @@ inline proto::Message make_request(proto::Op op, const std::string& path, const 
   return m;
 }
 
-// The longest Request of kind `op` that a decoder takes (issue 24, F14): a kMaxPath path and
+// The longest Request of kind `op` that a decoder takes: a kMaxPath path and
 // name, and of every combination of flags the one that encodes longest (a resumed get with a
 // digest, a ranged put, a pipelined request's tag).
 inline proto::Message longest_request(proto::Op op) {

@@ -159,7 +159,7 @@ int connect_loopback(uint16_t port);
 // another source than the real clients); returns the socket or -1.
 int connect_loopback_from(uint16_t port, const std::string& from);
 
-// A hostile client (issue 24, A1): holds `n` TCP connections to 127.0.0.1:port from `from` that
+// A hostile client for the startups pool: holds `n` TCP connections to 127.0.0.1:port from `from` that
 // never send a byte, and reopens at once each one the server closes (its handshake deadline, a
 // busy refusal), on its own thread, until destroyed.
 class IdleFlood {

@@ -1,4 +1,4 @@
-// The WAN lab's path (issue 25 item 6): a user-space relay between two TUN devices, one per
+// The WAN lab's path: a user-space relay between two TUN devices, one per
 // network namespace, that emulates a long, lossy link (this kernel has no netem). Per direction:
 // random loss, a bottleneck of `rate_bps` with a bounded FIFO in front of it (tail drop, as a
 // router's buffer), then `delay` of propagation. Packets live in one preallocated ring per direction

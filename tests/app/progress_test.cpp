@@ -126,7 +126,7 @@ TEST(Progress, UnknownTotalShowsBytesRateAndElapsedTime) {
   std::fclose(f);
 }
 
-// The ETA is rounded up: 40 % still to go reads 00:01, never 00:00 (issue 27 item 8). A meter whose
+// The ETA is rounded up: 40 % still to go reads 00:01, never 00:00. A meter whose
 // line the summary takes (replaced) leaves no 100% line of its own.
 TEST(Progress, EtaReadsZeroOnlyAtTheEndAndTheSummaryTakesTheLine) {
   std::FILE* f = std::tmpfile();

@@ -248,7 +248,7 @@ TEST_F(Hostile, TruncatedHandshakeWithoutCloseDroppedAtDeadline) {
 }
 
 // Slowloris: clients trickling a valid ClientHello one byte every 300 ms (each gap well inside the
-// per-read --timeout) fill the startups pool (--max-startups, issue 24); the handshake deadline
+// per-read --timeout) fill the startups pool (--max-startups); the handshake deadline
 // frees it, and a real client that was refused "server busy" gets in afterwards. A client served
 // meanwhile is unaffected.
 TEST_F(Hostile, SlowClientsLoseTheirSlotAtTheHandshakeDeadline) {

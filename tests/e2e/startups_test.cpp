@@ -72,9 +72,9 @@ bool refused_busy(uint16_t port, const std::string& from, int wait_ms) {
 
 TEST_F(Startups, IdleConnectionsDoNotLockOutAnAuthorizedClient) {
   // Eight idle connections, renewed as the 2 s handshake deadline closes them: more than the
-  // two sessions allowed (before issue 24 they took every slot and the four busy-refusal
-  // threads, and the client read "closed the connection during the handshake (is it an aesxfer
-  // server?)"), fewer than the pool's START (10), so nothing is dropped.
+  // two sessions allowed (were they counted at accept, they would take every slot and the client
+  // would read "closed the connection during the handshake"), fewer than the pool's START (10), so nothing is
+  // dropped.
   start({"--max-sessions", "2", "--handshake-timeout", "2", "--timeout", "10"});
   IdleFlood flood(server->port(), 8);
   ASSERT_TRUE(flood.wait_held(5));

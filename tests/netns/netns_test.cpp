@@ -233,7 +233,7 @@ class Netns : public testing::Test {
     p.delay = std::chrono::milliseconds(25);
     return wan_path(p, 65000, true);
   }
-  // The WAN lab (issue 25 item 6): the same TUN pair, the relay given loss, a bottleneck rate and
+  // The WAN lab: the same TUN pair, the relay given loss, a bottleneck rate and
   // its bounded queue (`p`), MTU `mtu`; tbf on the devices only when `tbf` (the relay's bottleneck
   // replaces it otherwise).
   std::unique_ptr<TunRelay> wan_path(LinkParams p, int mtu, bool tbf = false) {
