@@ -21,6 +21,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A recv that ends on a failure: its line (with `hint` added when the peer refused with
+// `hinted`), a Bye while the session still carries messages, exit 1.
+int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hinted = proto::Status::ok,
+                   const char* hint = "") {
+  die_line(f.origin == net::Origin::peer && f.status == hinted ? with_hint(f.what(), hint) : f.what());
+  if (c) c->bye();
+  return kExitFail;
+}
+
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t);
 
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in) {
@@ -64,12 +73,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     client->bye();
   } catch (const proto::Failure& f) {
     if (tty) std::fputc('\n', msg);
-    std::string what = f.what();
-    if (f.origin == net::Origin::peer && f.status == proto::Status::is_directory)
-      what = with_hint(what, " (use -r)");
-    die_line(what);
-    if (client) client->bye();
-    return kExitFail;
+    return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
   } catch (const std::exception& e) {
     die_line(e.what());
     return kExitFail;
@@ -111,12 +115,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     client->bye();
     if (rc) return rc;
   } catch (const proto::Failure& f) {
-    std::string what = f.what();
-    if (f.origin == net::Origin::peer && f.status == proto::Status::not_directory)
-      what = with_hint(what, " (recv -r fetches directories; a file without -r)");
-    die_line(what);
-    if (client) client->bye();
-    return kExitFail;
+    return end_on_failure(f, client.get(), proto::Status::not_directory,
+                          " (recv -r fetches directories; a file without -r)");
   } catch (const std::exception& e) {
     die_line(e.what());
     return kExitFail;
@@ -148,6 +148,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
   std::unique_ptr<client::Client> client;
   try {
     client = std::make_unique<client::Client>(co);
+    app::RateLimiter unlimited(0);  // --limit takes the one-by-one path (the caller's rule)
     client::Pipeline pl(*client);
     std::vector<std::optional<proto::Message>> st(paths.size());
     for (size_t i = 0; i < paths.size(); ++i)
@@ -156,11 +157,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
           st[i] = *ok;
           return;
         }
-        std::string what = f->what();
-        if (f->origin == net::Origin::peer && f->status == proto::Status::is_directory)
-          what = with_hint(what, " (use -r)");
-        die_line(what);
-        rc = kExitFail;
+        rc = end_on_failure(*f, nullptr, proto::Status::is_directory, " (use -r)");
       });
     pl.drain();
     for (size_t i = 0; i < paths.size(); ++i) {
@@ -176,20 +173,10 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
       pl.drain();
       app::Progress prog(net::printable(fs::path(paths[i]).filename().string()), tty);
       app::JsonProgress jp(paths[i], t.json_progress);
+      FileMeter meter{prog, jp, unlimited, *client};
       try {
-        auto r = client->fetch(
-            paths[i], local, 0,
-            [&](uint64_t n) {
-              prog.start(n);
-              jp.start(n, 0);
-            },
-            [&](uint64_t d) {
-              prog.update(d);
-              jp.update(d);
-            },
-            st[i]->size);
-        prog.finish(r.bytes, r.seconds, true);
-        jp.finish(r.bytes, r.seconds);
+        auto r = client->fetch(paths[i], local, 0, meter.on_start(), meter.on_progress(), st[i]->size);
+        meter.finish(r);
         report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
@@ -201,9 +188,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
     pl.drain();
     client->bye();
   } catch (const proto::Failure& f) {
-    die_line(f.what());
-    if (client) client->bye();
-    return kExitFail;
+    return end_on_failure(f, client.get());
   }
   return rc;
 }
