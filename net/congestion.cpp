@@ -1,15 +1,16 @@
 #include "net/congestion.h"
 
-#include <linux/tcp.h>  // the whole tcp_info (glibc's stops before tcpi_min_rtt)
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "files/unique_fd.h"
 
 namespace aesxfer::net {
 namespace {
@@ -47,6 +48,12 @@ std::string refusal(const std::string& name, int err) {
   return name + " unavailable: " + std::strerror(err);
 }
 
+// A socket to try a control on before any connection exists (IPv6, else IPv4); -1 when neither.
+int tcp_socket() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  return fd >= 0 ? fd : ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
 // Sets name on fd: 0, or the errno.
 int try_set(int fd, const std::string& name) {
   return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), socklen_t(name.size())) == 0 ? 0 : errno;
@@ -57,11 +64,16 @@ int try_set(int fd, const std::string& name) {
 std::string check_congestion(const std::string& want) {
   if (want == "auto" || want == "system") return "";
   if (want.empty() || want.size() > 15) return "--congestion '" + want + "': not a congestion control name";
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";  // no TCP here at all: the connection will say so
-  int err = try_set(fd, want);
-  ::close(fd);
+  const files::UniqueFd fd(tcp_socket());
+  if (!fd) return "";  // no TCP here at all: the connection will say so
+  const int err = try_set(fd.get(), want);
   return err ? "--congestion " + refusal(want, err) : "";
+}
+
+Congestion preview_congestion(const std::string& want) {
+  const files::UniqueFd fd(tcp_socket());
+  if (!fd) return Congestion{"?", "no TCP socket to try it on"};
+  return set_congestion(fd.get(), want);
 }
 
 Congestion set_congestion(int fd, const std::string& want, const std::string& auto_pick) {
@@ -88,19 +100,6 @@ Congestion set_congestion(int fd, const std::string& want, const std::string& au
                         ? "allowed to every user by net.ipv4.tcp_allowed_congestion_control"
                         : "privileged (CAP_NET_ADMIN)";
   c.why = (want == "auto" ? "auto: " : "--congestion: ") + how;
-  return c;
-}
-
-TcpCounts tcp_counts(int fd) {
-  struct tcp_info ti {};
-  socklen_t len = sizeof ti;
-  TcpCounts c;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return c;
-  if (len >= offsetof(struct tcp_info, tcpi_min_rtt) + sizeof ti.tcpi_min_rtt) c.min_rtt_us = ti.tcpi_min_rtt;
-  if (len >= offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans) {
-    c.bytes_sent = ti.tcpi_bytes_sent;
-    c.bytes_retrans = ti.tcpi_bytes_retrans;
-  }
   return c;
 }
 

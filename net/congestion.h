@@ -28,15 +28,8 @@ std::string check_congestion(const std::string& want);
 // reports what it got. Never throws: a name refused here leaves the host default, said in `why`.
 // auto_pick: what auto tries (bbr; the tests pick a control the host does not allow).
 Congestion set_congestion(int fd, const std::string& want, const std::string& auto_pick = "bbr");
-
-// A connection's counters from TCP_INFO (Linux's full struct, newer than glibc's): what it sent,
-// what of that it sent again, and the lowest round trip it has seen (the path's base RTT, not
-// inflated by its own queue). Zeros where the kernel does not report them.
-struct TcpCounts {
-  uint64_t bytes_sent = 0, bytes_retrans = 0;
-  uint32_t min_rtt_us = 0;
-};
-TcpCounts tcp_counts(int fd);
+// What every new connection will get: set_congestion on a throwaway socket (serve's start line).
+Congestion preview_congestion(const std::string& want);
 
 // The sysctl drop-in that lets every user choose bbr (packaging/, offered, not installed active).
 constexpr const char* kCongestionDropIn = "/usr/share/doc/aesxfer/examples/60-aesxfer-bbr.conf";

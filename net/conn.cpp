@@ -1,9 +1,9 @@
 #include "net/conn.h"
 
 #include <fcntl.h>
+#include <linux/tcp.h>  // the whole tcp_info (glibc's stops before tcpi_min_rtt)
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -285,11 +286,18 @@ void tune_socket(int fd) {
   size_buffer(fd, SO_RCVBUF, "/proc/sys/net/core/rmem_max", "/proc/sys/net/ipv4/tcp_rmem");
 }
 
-uint32_t tcp_rtt_us(int fd) {
+TcpCounts tcp_counts(int fd) {
   struct tcp_info ti {};
   socklen_t len = sizeof ti;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
-  return ti.tcpi_rtt;
+  TcpCounts c;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return c;
+  c.rtt_us = ti.tcpi_rtt;
+  if (len >= offsetof(struct tcp_info, tcpi_min_rtt) + sizeof ti.tcpi_min_rtt) c.min_rtt_us = ti.tcpi_min_rtt;
+  if (len >= offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof ti.tcpi_bytes_retrans) {
+    c.bytes_sent = ti.tcpi_bytes_sent;
+    c.bytes_retrans = ti.tcpi_bytes_retrans;
+  }
+  return c;
 }
 
 void pin_receive_buffer(int fd) {

@@ -116,9 +116,16 @@ class Conn {
   void wait(short events);
 };
 
-// Connects to host:port (names resolved, IPv6 and IPv4 tried in turn); throws Failure.
+// A connection's counters from TCP_INFO (Linux's full struct, newer than glibc's): the smoothed
+// round trip, the lowest one it has seen (the path's base RTT, not inflated by its own queue),
+// what it sent and what of that it sent again. Zeros where the kernel does not report them.
+struct TcpCounts {
+  uint64_t bytes_sent = 0, bytes_retrans = 0;
+  uint32_t rtt_us = 0, min_rtt_us = 0;
+};
+TcpCounts tcp_counts(int fd);
 // Smoothed round-trip time of a TCP connection (TCP_INFO) in microseconds; 0 when unknown.
-uint32_t tcp_rtt_us(int fd);
+inline uint32_t tcp_rtt_us(int fd) { return tcp_counts(fd).rtt_us; }
 // Round trips from this long on count as a long path (parallel streams, pinned receive buffers).
 constexpr uint32_t kLongPathRttUs = 10000;
 // On a long path: a receive buffer of net.core.rmem_max from the start instead of autotuning,

@@ -446,13 +446,9 @@ void Server::Impl::log_start(uint16_t port) {
       " max_startups=" + std::to_string(opt.startups_begin) + ":" + std::to_string(opt.startups_rate) + ":" +
       std::to_string(opt.max_startups) +
       " per_source_max_startups=" + std::to_string(opt.per_source_max_startups));
-  if (int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      fd >= 0 || (fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
-    const Congestion cc = set_congestion(fd, opt.congestion);  // what every connection will get
-    ::close(fd);
-    log("msg=\"congestion control for the data this server sends\" congestion=" + cc.name +
-        " why=" + proto::quoted(cc.why));
-  }
+  const Congestion cc = preview_congestion(opt.congestion);
+  log("msg=\"congestion control for the data this server sends\" congestion=" + cc.name +
+      " why=" + proto::quoted(cc.why));
   const fs::path ak = authorized_keys_file();
   std::vector<std::string> problems;
   std::string refused;
