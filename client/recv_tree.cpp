@@ -363,6 +363,18 @@ class DirWalker {
   std::shared_ptr<UniqueFd> cur_ = std::make_shared<UniqueFd>();
 };
 
+// Directories of the tree that could not be made or entered here (a local symbolic link or file in
+// their place): each subtree is skipped with one message naming it, the rest is fetched, and the
+// command fails at the end as for any other bad file. Without a pipelined reporter the tree stops.
+struct SkippedTrees {
+  std::vector<std::string> trees;
+  bool covers(const std::string& path) const {
+    for (const auto& t : trees)
+      if (path.size() > t.size() && path[t.size()] == '/' && path.compare(0, t.size(), t) == 0) return true;
+    return false;
+  }
+};
+
 struct Made {
   std::string rel;
   uint32_t mode;
@@ -404,14 +416,24 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   std::vector<Made> made;  // directories this command created, parents first
   if (top_created) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
+  SkippedTrees skipped;
   for (const auto& e : d.entries) {
+    if (skipped.covers(e.path)) continue;
     fs::path local = top / e.path;
     std::string parent = parent_of(e.path);
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
       case proto::EntryType::dir: {
         bool created = false;
-        make_dir_at(walker.dir_of(parent), name, local, e.mode, created);
+        try {
+          make_dir_at(walker.dir_of(parent), name, local, e.mode, created);
+        } catch (const Failure& f) {
+          if (!pipelined) throw;
+          skipped.trees.push_back(e.path);
+          Failure why(std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it");
+          pipelined(base + e.path, local, nullptr, &why);
+          break;
+        }
         if (created) made.push_back({e.path, e.mode, e.mtime});
         break;
       }

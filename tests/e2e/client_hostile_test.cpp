@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -144,6 +145,43 @@ TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {
   // The file link was replaced by the received file, not written through.
   EXPECT_FALSE(fs::is_symlink(top / "flink"));
   EXPECT_EQ(read_text_file(top / "flink"), "evil");
+}
+
+// recv -r meets a local symbolic link where a directory of the tree goes: that subtree alone is
+// skipped with one line naming it, every other file is fetched, and the command exits 1 at the end.
+TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
+  using proto::EntryType;
+  fs::path top = ws.local / "dest" / "tree";
+  fs::create_directories(top);
+  fs::create_directories(outside.path() / "dir");
+  fs::create_directory_symlink(outside.path() / "dir", top / "dlink");
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree",
+                               {{EntryType::dir, "a", 0, 0755, 0},
+                                {EntryType::file, "a/f1", 2, 0644, 0},
+                                {EntryType::dir, "dlink", 0, 0755, 0},
+                                {EntryType::file, "dlink/evil", 2, 0644, 0},
+                                {EntryType::dir, "dlink/sub", 0, 0755, 0},
+                                {EntryType::file, "dlink/sub/x", 2, 0644, 0},
+                                {EntryType::file, "f2", 2, 0644, 0},
+                                {EntryType::dir, "dlinked", 0, 0755, 0},
+                                {EntryType::file, "dlinked/f3", 2, 0644, 0}});
+    else if (m.op == proto::Op::get)
+      FakeServer::send_file(c, "ok");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(read_text_file(top / "a" / "f1"), "ok");
+  EXPECT_EQ(read_text_file(top / "f2"), "ok");
+  EXPECT_EQ(read_text_file(top / "dlinked" / "f3"), "ok");  // a name that starts like the skipped one
+  EXPECT_TRUE(fs::is_empty(outside.path() / "dir"));
+  EXPECT_TRUE(fs::is_symlink(top / "dlink"));
+  EXPECT_EQ(fake.seen_text().find("dlink/"), std::string::npos) << fake.seen_text();
+  EXPECT_NE(r.err.find("dlink: is a symbolic link (not followed); skipping tree/dlink and all below it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line for the subtree:\n" << r.err;
 }
 
 TEST_F(HostileServer, NamesWithControlBytesAreRefused) {
