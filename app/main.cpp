@@ -11,9 +11,11 @@
 
 #include "app/cli.h"
 #include "app/cli_checks.h"
+#include "app/host_config.h"
 #include "app/lab/bench.h"
 #include "app/lab/speed.h"
 #include "crypto/suite.h"
+#include "files/keystore.h"
 #include "proto/init.h"
 
 using namespace aesxfer;
@@ -66,6 +68,22 @@ app::CommandRun setup_speed(CLI::App* speed, bool& no_aesni) {
   };
 }
 
+// bench HOST reads the config file as send and recv do ($AESXFER_HOME/config): HostName gives the
+// address the aesxfer rows connect to, Port the port unless -P was given. The scp rows keep HOST
+// as typed, which ssh resolves through its own config.
+bool resolve_bench_host(app::BenchOptions& bo, bool port_given) {
+  client::HostConfig c;
+  try {
+    c = app::load_host_config("", files::aesxfer_home(), {}, bo.host);
+  } catch (const client::ConfigError& e) {
+    die_line(e.what());
+    return false;
+  }
+  bo.address = c.hostname.value_or(bo.host);
+  if (c.port && !port_given) bo.port = *c.port;
+  return true;
+}
+
 // `aesxfer bench`: the cipher lab (app/lab/bench.h).
 app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
   struct BenchArgs {
@@ -74,7 +92,10 @@ app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
   };
   auto a = std::make_shared<BenchArgs>();
   app::BenchOptions& bo = a->bo;
-  bench->add_option("host", bo.host, "Server to send to (default: start a local server child on 127.0.0.1)")
+  bench
+      ->add_option("host", bo.host,
+                   "Server to send to, or an alias of the config file (default: start a local server child "
+                   "on 127.0.0.1)")
       ->type_name("HOST");
   bench->add_option("-c,--cipher", a->list, "Comma-separated ciphers (default: all)")->type_name("LIST");
   bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
@@ -120,9 +141,11 @@ app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
       ->type_name("OPTIONS");
   bench->add_option("--sshd", bo.sshd, "The sshd that --vs-scp without HOST starts (default: /usr/sbin/sshd)")
       ->type_name("FILE");
-  return [a, &no_aesni] {
+  auto* port = bench->get_option("--port");
+  return [a, &no_aesni, port] {
     a->bo.ciphers = split_list(a->list);
     a->bo.no_aesni = no_aesni;
+    if (!a->bo.host.empty() && !resolve_bench_host(a->bo, port->count() > 0)) return kExitUsage;
     return app::run_bench(a->bo, std::cout, std::cerr);
   };
 }

@@ -823,7 +823,7 @@ int measure_aesxfer(Row& r, const BenchOptions& opt, const BenchPlan& p, const B
   const LocalServer* srv =
       !p.local ? nullptr : (r.no_aesni && !p.global_no_aesni ? k.server_sw.get() : k.server_hw.get());
   client::ClientOptions co;
-  co.host = p.local ? "127.0.0.1" : opt.host;
+  co.host = p.local ? "127.0.0.1" : (opt.address.empty() ? opt.host : opt.address);
   co.port = p.local ? srv->port() : opt.port;
   co.cipher = r.cipher;
   co.mac = r.mac;

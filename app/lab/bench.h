@@ -25,6 +25,8 @@ bool aes_without_aesni(const crypto::CipherDesc& c, const std::string& impl);
 
 struct BenchOptions {
   std::string host;                   // empty: local server child on 127.0.0.1
+  std::string address;                // HOST after the config file's HostName (the aesxfer rows connect
+                                      // here; scp gets HOST as typed and reads ssh's own config)
   uint16_t port = 7227;               // remote HOST's port (the local server picks its own)
   std::vector<std::string> ciphers;   // names or aliases; empty = every cipher of the table
   std::string mac;                    // for non-AEAD ciphers; empty = hmac-sha256

@@ -523,6 +523,31 @@ TEST(BenchCli, RemoteHostHasNoServerCpu) {
   EXPECT_TRUE(server.running()) << "bench leaves a remote server running";
 }
 
+// bench HOST reads $AESXFER_HOME/config as send does: an alias's HostName and Port take the aesxfer
+// rows to the server, and a broken config file is one line and exit 2.
+TEST(BenchCli, HostAliasFromTheConfigFile) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  write_text_file(ws.home / "config",
+                  "Host srv\n  HostName 127.0.0.1\n  Port " + std::to_string(server.port()) + "\n");
+  fs::permissions(ws.home / "config", fs::perms::owner_read | fs::perms::owner_write);
+  auto r = run_aesxfer({"bench", "srv", "--size", "1M", "--repeat", "1", "-c", "none", "--json", "-q"},
+                       ws.home, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\nserver log:\n" << server.log();
+  Json j;
+  ASSERT_TRUE(JsonParser(r.out).parse(j)) << r.out;
+  EXPECT_EQ(j.obj["host"].str, "srv");
+  ASSERT_EQ(j.obj["rows"].arr.size(), 1u);
+  EXPECT_GT(j.obj["rows"].arr[0].obj["mb_per_s_median"].num, 0);
+  EXPECT_NE(server.log().find("op=put"), std::string::npos) << server.log();
+
+  write_text_file(ws.home / "config", "Host srv\n  HostName 127.0.0.1\n  Prot 1\n");
+  r = run_aesxfer({"bench", "srv", "--size", "1M", "--repeat", "1", "-c", "none", "-q"}, ws.home, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("Prot"), std::string::npos) << r.err;
+}
+
 TEST(BenchCli, UnreachableHostFailsWithOneLine) {
   Workspace ws;
   auto r = run_aesxfer({"bench", "127.0.0.1", "-P", std::to_string(unused_port()), "--size", "1M", "--repeat",
