@@ -161,7 +161,7 @@ struct Command {
 // Every command, in the order --help lists them.
 constexpr Command kCommands[] = {
     {"send", "Send files: aesxfer send FILE... HOST:DEST", app::setup_send},
-    {"recv", "Fetch a file or (-r) a directory: aesxfer recv HOST:SRC DEST", app::setup_recv},
+    {"recv", "Fetch files or (-r) a directory: aesxfer recv HOST:SRC... DEST", app::setup_recv},
     {"serve", "Run the server", app::setup_serve},
     {"keygen", "Create this user's identity (and show it)", app::setup_keygen},
     {"authorize", "On the server: let a client key in (appends it to $AESXFER_HOME/authorized_keys)",
