@@ -498,8 +498,12 @@ void compute_figures(std::vector<Row>& rows, uint64_t size) {
     const BenchLoad load{r.client_pct, r.client_wait_pct, r.server_pct, r.server_wait_pct};
     r.verdict = bench_verdict(load);
     r.contended = bench_contended(load);
-    if (!r.setup.empty() && r.metered) r.setup_median = median_of(r.setup);
+    if (!r.setup.empty() && std::all_of(r.setup.begin(), r.setup.end(), [](double v) { return v >= 0; }))
+      r.setup_median = median_of(r.setup);
+    // Without a meter scp's rate is over the whole run: its transfer is that less the set-up.
     r.transfer_median = r.median > 0 ? double(size) / (r.median * 1e6) : 0;
+    if (!r.metered && r.setup_median > 0)
+      r.transfer_median = std::max(0.0, r.transfer_median - r.setup_median);
     r.setup_dominates = r.setup_median > r.transfer_median;
   }
   for (size_t i = 0; i + 1 < rows.size(); ++i)

@@ -9,7 +9,9 @@
 //               10^6 bytes/s. It leaves out the connection set-up (ssh's key exchange and
 //               authentication, and sshd forking and re-executing itself) as aesxfer's figure
 //               leaves out its handshake; that set-up time is reported apart (setup_s). Without a
-//               meter (an -q in --ssh-opts, say) the rate is the file size over the whole scp run.
+//               meter (an -q in --ssh-opts, or a run too short or too starved for scp to draw one)
+//               the rate is the file size over the whole scp run, and the set-up ends where ssh -v
+//               says "Authenticated to" (unknown only when -q hides that too).
 //   client CPU  user + system time of scp and its ssh child: wait4()'s rusage of scp (which reaps
 //               its ssh) minus what /proc said the two had used when the meter appeared.
 //   server CPU  with the throwaway sshd only: its listener's utime + stime + cutime + cstime plus
@@ -269,8 +271,8 @@ struct Pty {
 // figures at the meter's start, and how it exited.
 struct ScpWatch {
   std::string out;
-  bool metered = false, exited = false, eof = false, timed_out = false;
-  Clock::time_point t_start, t0, t1, last_output, last_sample;
+  bool metered = false, exited = false, eof = false, timed_out = false, authed = false;
+  Clock::time_point t_start, t0, t1, t_auth, last_output, last_sample;
   double s_start = 0, s0 = 0, c0 = 0;  // server tree CPU at the start and at the meter; scp's at the meter
   int status = 0;
   rusage ru{};
@@ -284,6 +286,12 @@ void read_scp_output(int master, pid_t pid, pid_t server, Clock::time_point now,
   if (n > 0) {
     if (w.out.size() < (size_t(4) << 20)) w.out.append(buf, size_t(n));
     w.last_output = now;
+    // ssh -v's "Authenticated to HOST" ends the set-up (connect, key exchange, authentication)
+    // whether or not a meter follows; the meter's start is the later, closer mark when there is one.
+    if (!w.authed && w.out.find("Authenticated to ") != std::string::npos) {
+      w.authed = true;
+      w.t_auth = now;
+    }
     if (!w.metered && w.out.find("B/s") != std::string::npos) {  // the meter's first line
       w.metered = true;
       w.t0 = now;
@@ -351,7 +359,9 @@ void scp_figures(ScpWatch& w, const ScpJob& j, ScpRun& r) {
   }
   r.window = std::chrono::duration<double>(w.t1 - w.t0).count();
   r.mb_s = r.metered ? mb : (r.window > 0 ? double(j.bytes) / r.window / 1e6 : 0);
-  r.setup_s = r.metered ? std::chrono::duration<double>(w.t0 - w.t_start).count() : 0;
+  r.setup_s = r.metered  ? std::chrono::duration<double>(w.t0 - w.t_start).count()
+              : w.authed ? std::chrono::duration<double>(w.t_auth - w.t_start).count()
+                         : -1;
   const double cpu = double(w.ru.ru_utime.tv_sec + w.ru.ru_stime.tv_sec) +
                      double(w.ru.ru_utime.tv_usec + w.ru.ru_stime.tv_usec) / 1e6;
   r.client_cpu = std::max(0.0, cpu - w.c0);

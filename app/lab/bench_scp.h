@@ -78,7 +78,7 @@ struct ScpJob {
 struct ScpRun {
   double mb_s = 0;      // from the progress meter, else bytes over the whole run
   bool metered = true;  // false: no meter, the time includes the connection set-up
-  double setup_s = 0;   // scp started to its meter started (connect, key exchange, authentication)
+  double setup_s = -1;  // scp started to its meter started, else to ssh's "Authenticated to"; -1 unknown
   double window = 0;    // seconds the CPU figures cover: meter start to scp's exit
   double client_cpu = 0, client_wait = -1;   // scp and its ssh, seconds
   double server_cpu = -1, server_wait = -1;  // the local sshd and its children, seconds
