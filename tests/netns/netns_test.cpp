@@ -818,7 +818,9 @@ TEST_F(Netns, ResumedTreeOverFiftyMs) {
   };
   double median = resumed_rounds("send -r --resume, 400 x 4 KiB, half on the server", prepare, resume);
   EXPECT_EQ(check(ws.root / "tree"), 0u);
-  EXPECT_LT(median, 40 * 0.05);
+  // 200 files fetched one round trip each would take 200 RTTs (10 s); pipelined, a few RTTs plus
+  // the CPU, which two busy loops beside the suite stretch past 2 s: 80 RTTs keeps a factor 2.5.
+  EXPECT_LT(median, 80 * 0.05);
   EXPECT_EQ(delay->dropped(), 0u);
 }
 
@@ -846,7 +848,7 @@ TEST_F(Netns, ResumedTreeRecvOverFiftyMs) {
   };
   double median = resumed_rounds("recv -r --resume, 400 x 4 KiB, half here", prepare, resume);
   EXPECT_EQ(check(here(false) / "tree"), 0u);
-  EXPECT_LT(median, 40 * 0.05);
+  EXPECT_LT(median, 80 * 0.05);  // as above: one round trip per file would be 200 RTTs
   EXPECT_EQ(delay->dropped(), 0u);
 }
 
