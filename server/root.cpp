@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -86,7 +87,7 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 
 }  // namespace
 
-Root::Root(const fs::path& root, const fs::path& hidden, Resolver r) {
+Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r) {
   std::error_code ec;
   real_ = fs::canonical(root, ec);
   if (ec) throw Failure("root " + root.string() + ": " + ec.message());
@@ -97,18 +98,21 @@ Root::Root(const fs::path& root, const fs::path& hidden, Resolver r) {
     const UniqueFd probe(int(sys_openat2(fd_.get(), ".", kDirFlags)));
     openat2_ = bool(probe);
   }
-  if (!hidden.empty()) {
-    fs::path h = fs::canonical(hidden, ec);
+  for (const auto& one : hidden) {
+    if (one.empty()) continue;
+    fs::path h = fs::canonical(one, ec);
     struct stat st {};
-    if (!ec && ::stat(h.c_str(), &st) == 0) {
-      fs::path relp = h.lexically_relative(real_);
-      if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
-        hidden_ = std::make_pair(st.st_dev, st.st_ino);
-        for (const auto& c : relp) hidden_parts_.push_back(c.string());
-      } else if (h == real_) {
-        hidden_ = std::make_pair(st.st_dev, st.st_ino);  // the root itself: nothing at all is served
-      }
-    }
+    if (ec || ::stat(h.c_str(), &st) != 0) continue;
+    fs::path relp = h.lexically_relative(real_);
+    Hidden entry{st.st_dev, st.st_ino, {}};
+    if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
+      for (const auto& c : relp) entry.parts.push_back(c.string());
+    } else if (h != real_) {
+      continue;  // outside the root: nothing to hide
+    }            // else the root itself: nothing at all is served
+    if (!hidden_.empty() && under_hidden(entry.parts)) continue;  // inside one hidden already
+    hidden_.push_back(std::move(entry));
+    hidden_paths_.push_back(one);
   }
 }
 
@@ -152,12 +156,10 @@ bool Root::names_directory(const std::string& req) {
 }
 
 bool Root::under_hidden(const std::vector<std::string>& parts) const {
-  if (!hidden_) return false;
-  if (hidden_parts_.empty()) return true;
-  if (parts.size() < hidden_parts_.size()) return false;
-  for (size_t i = 0; i < hidden_parts_.size(); ++i)
-    if (parts[i] != hidden_parts_[i]) return false;
-  return true;
+  for (const auto& h : hidden_)
+    if (parts.size() >= h.parts.size() && std::equal(h.parts.begin(), h.parts.end(), parts.begin()))
+      return true;
+  return false;
 }
 
 int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {
@@ -191,7 +193,7 @@ int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {
   if (fd < 0) return -errno;
   UniqueFd dir(fd);
   struct stat st {};
-  if (hidden_ && ::fstat(dir.get(), &st) == 0 && is_hidden(st)) return -EACCES;
+  if (!hidden_.empty() && ::fstat(dir.get(), &st) == 0 && is_hidden(st)) return -EACCES;
   return dir.release();
 }
 

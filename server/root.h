@@ -65,14 +65,15 @@ struct Source {
 class Root {
  public:
   enum class Resolver { automatic, walk };  // walk: never use openat2 (tests force the fallback)
-  // Opens root; `hidden` ($AESXFER_HOME) is never served when it lies under it. Throws Failure.
-  explicit Root(const std::filesystem::path& root, const std::filesystem::path& hidden = {},
+  // Opens root; each of `hidden` ($AESXFER_HOME, an authorized_keys file kept elsewhere) is never
+  // served, listed or overwritten when it lies under it. Throws Failure.
+  explicit Root(const std::filesystem::path& root, const std::vector<std::filesystem::path>& hidden = {},
                 Resolver r = Resolver::automatic);
   const std::filesystem::path& real() const { return real_; }
   int fd() const { return fd_.get(); }
   bool uses_openat2() const { return openat2_; }
-  // True when `hidden` lies under the root (serve warns at start).
-  bool hides_something() const { return hidden_.has_value(); }
+  // The hidden paths that lie under the root (serve warns at start).
+  const std::vector<std::filesystem::path>& hides() const { return hidden_paths_; }
 
   // A request's path split into components: refused when empty, absolute, with "..", NUL, CR or
   // LF, or a component longer than NAME_MAX. "." and empty components are dropped.
@@ -95,9 +96,11 @@ class Root {
   // list: the directory itself, open.
   std::optional<Place> open_directory(const std::string& req, Refusal& why) const;
 
-  // True for the hidden directory's entry (listings leave it out).
+  // True for a hidden entry (listings leave it out).
   bool is_hidden(const struct stat& st) const {
-    return hidden_ && st.st_dev == hidden_->first && st.st_ino == hidden_->second;
+    for (const auto& h : hidden_)
+      if (st.st_dev == h.dev && st.st_ino == h.ino) return true;
+    return false;
   }
 
   // The directory of components [0, n) beneath the root (n = 0: the root), or -errno.
@@ -107,8 +110,13 @@ class Root {
   std::filesystem::path real_;
   UniqueFd fd_;
   bool openat2_ = false;
-  std::optional<std::pair<dev_t, ino_t>> hidden_;
-  std::vector<std::string> hidden_parts_;
+  struct Hidden {
+    dev_t dev;
+    ino_t ino;
+    std::vector<std::string> parts;  // its components under the root (none: the root itself)
+  };
+  std::vector<Hidden> hidden_;
+  std::vector<std::filesystem::path> hidden_paths_;
   bool under_hidden(const std::vector<std::string>& parts) const;
   std::optional<Place> place(const std::vector<std::string>& parts, const std::string& req,
                              Refusal& why) const;

@@ -407,7 +407,9 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   // once it exists (it is found by device and inode), so `cd ~ && aesxfer serve` never serves it.
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
-  impl_->root = std::make_unique<Root>(opt.root, opt.home);
+  // The home and, when it is kept elsewhere, the authorized_keys file (found if it exists now).
+  impl_->root =
+      std::make_unique<Root>(opt.root, std::vector<std::filesystem::path>{opt.home, opt.authorized_keys});
   impl_->limits.max_list_entries = opt.max_list_entries;
   impl_->limits.max_probe_hash = opt.max_probe_hash;
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
@@ -470,8 +472,8 @@ void Server::Impl::log_start(uint16_t port) {
   if (!opt.ciphers.empty() || !opt.macs.empty())
     log("allowed_ciphers=" + proto::quoted(opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
         " allowed_macs=" + proto::quoted(opt.macs.empty() ? std::string("all") : join(opt.macs)));
-  if (root->hides_something())
-    warn("warning: AESXFER_HOME (" + opt.home.string() +
+  for (const auto& h : root->hides())
+    warn("warning: " + std::string(h == opt.home ? "AESXFER_HOME" : "--authorized-keys") + " (" + h.string() +
          ") lies under --root; it is never served, listed or overwritten");
 }
 

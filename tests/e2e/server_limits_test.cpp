@@ -144,6 +144,37 @@ TEST(ServerHome, HomeCreatedAtThisStartIsHiddenFromTheFirstRequest) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// An authorized_keys file kept under the root with --authorized-keys is hidden as the home is:
+// never served, listed or overwritten (an authorized client must not edit who else gets in).
+TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
+  Workspace ws;
+  fs::create_directories(ws.root / "keys");
+  fs::permissions(ws.root / "keys", fs::perms::owner_all);
+  const std::string line = "aesxfer-ed25519 +epo/at0a8JNoTWTXVp8V8Q9YQMC8/fJ38TsdDmxEUI= other@box\n";
+  write_text_file(ws.root / "keys" / "ak", line);
+  fs::permissions(ws.root / "keys" / "ak", fs::perms::owner_read | fs::perms::owner_write);
+  write_text_file(ws.root / "keys" / "plain.txt", "served");
+  ServerProcess server(ws.home, ws.root, {"--authorized-keys", (ws.root / "keys" / "ak").string()});
+  EXPECT_TRUE(server.wait_for_log("warning: --authorized-keys")) << server.log();
+  HandSession s(server.port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  std::string got;
+  for (const char* p : {"keys/ak", "./keys/ak", "keys//ak"})
+    EXPECT_NE(s.get(make_request(Op::get, p), &got).status, Status::ok) << p << " was served";
+  EXPECT_NE(s.put(make_request(Op::put, "keys/ak", "x"), "aesxfer-ed25519 AAAA attacker\n").status,
+            Status::ok);
+  EXPECT_NE(s.put(make_request(Op::put, "keys", "ak"), "aesxfer-ed25519 AAAA attacker\n").status, Status::ok);
+  std::vector<proto::ListEntry> entries;
+  ASSERT_EQ(s.list(make_request(Op::list, "keys"), &entries).status, Status::ok);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].path, "plain.txt");
+  EXPECT_EQ(s.get(make_request(Op::get, "keys/plain.txt"), &got).status, Status::ok);
+  EXPECT_EQ(got, "served");
+  s.bye();
+  EXPECT_EQ(read_text_file(ws.root / "keys" / "ak"), line);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // ---- item 5 ------------------------------------------------------------------------------------
 
 class ServerNames : public ServerTest {};
