@@ -100,11 +100,14 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
   }
   for (const auto& one : hidden) {
     if (one.empty()) continue;
-    fs::path h = fs::canonical(one, ec);
+    // A path that does not exist yet (an --authorized-keys file that `authorize` makes later) is
+    // hidden by its name, so that no client can create it; one that exists also by its inode.
+    fs::path h = fs::weakly_canonical(one, ec);
+    if (ec) continue;
     struct stat st {};
-    if (ec || ::stat(h.c_str(), &st) != 0) continue;
+    const bool exists = ::stat(h.c_str(), &st) == 0;
     fs::path relp = h.lexically_relative(real_);
-    Hidden entry{st.st_dev, st.st_ino, {}};
+    Hidden entry{exists, st.st_dev, st.st_ino, {}};
     if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
       for (const auto& c : relp) entry.parts.push_back(c.string());
     } else if (h != real_) {

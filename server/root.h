@@ -99,7 +99,7 @@ class Root {
   // True for a hidden entry (listings leave it out).
   bool is_hidden(const struct stat& st) const {
     for (const auto& h : hidden_)
-      if (st.st_dev == h.dev && st.st_ino == h.ino) return true;
+      if (h.exists && st.st_dev == h.dev && st.st_ino == h.ino) return true;
     return false;
   }
 
@@ -111,6 +111,7 @@ class Root {
   UniqueFd fd_;
   bool openat2_ = false;
   struct Hidden {
+    bool exists;  // at the start: dev and ino are known
     dev_t dev;
     ino_t ino;
     std::vector<std::string> parts;  // its components under the root (none: the root itself)

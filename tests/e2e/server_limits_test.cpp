@@ -173,6 +173,18 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
   s.bye();
   EXPECT_EQ(read_text_file(ws.root / "keys" / "ak"), line);
   EXPECT_EQ(server.stop(), 0);
+
+  // A file that does not exist at the start (authorize makes it later) cannot be made by a client.
+  ServerProcess later(ws.home, ws.root, {"--authorized-keys", (ws.root / "keys" / "later").string()});
+  HandSession t(later.port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(t.welcome_ok);
+  EXPECT_NE(t.put(make_request(Op::put, "keys/later", "x"), "aesxfer-ed25519 AAAA attacker\n").status,
+            Status::ok);
+  EXPECT_NE(t.put(make_request(Op::put, "keys", "later"), "aesxfer-ed25519 AAAA attacker\n").status,
+            Status::ok);
+  t.bye();
+  EXPECT_FALSE(fs::exists(ws.root / "keys" / "later"));
+  EXPECT_EQ(later.stop(), 0);
 }
 
 // ---- item 5 ------------------------------------------------------------------------------------
