@@ -287,14 +287,18 @@ std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
   std::error_code ec;
   fs::path real = fs::canonical(file, ec);
   if (ec) return "cannot resolve " + file.string() + ": " + ec.message();
-  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
-    struct stat ds {};
-    if (::stat(dir.c_str(), &ds) != 0)
-      return "cannot check directory " + dir.string() + ": " + os_error(errno);
-    if (std::string p = owner_and_mode_problem("directory " + dir.string(), ds, true); !p.empty())
-      return p + " (it holds " + file.string() + ")" + hint;
-    if (dir == dir.parent_path()) break;
-  }
+  // The directories above the file as named and above the file it leads to: a symbolic link in a
+  // writable directory could be swapped for one to another file, whatever that file's own modes.
+  fs::path named = fs::absolute(file, ec).lexically_normal();
+  for (const fs::path& start : {named.parent_path(), real.parent_path()})
+    for (fs::path dir = start;; dir = dir.parent_path()) {
+      struct stat ds {};
+      if (::stat(dir.c_str(), &ds) != 0)
+        return "cannot check directory " + dir.string() + ": " + os_error(errno);
+      if (std::string p = owner_and_mode_problem("directory " + dir.string(), ds, true); !p.empty())
+        return p + " (it holds " + file.string() + ")" + hint;
+      if (dir == dir.parent_path()) break;
+    }
   return "";
 }
 

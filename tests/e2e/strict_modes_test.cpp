@@ -6,6 +6,7 @@
 //                                                          another user: no key of it lets anyone
 //                                                          in; the log says why at start and at
 //                                                          each refused login
+//   StrictModes.ALinkInAWritableDirectoryIsRefused         a symbolic link's own directory counts
 //   StrictModes.UnreadableFileIsReportedAsUnreadable       a file the server cannot open is logged
 //                                                          as unreadable, never as "0 keys"
 //   Authorize.EveryControlByteIsRefused                    CR, ESC, TAB, DEL, C1, bidi controls:
@@ -84,6 +85,29 @@ TEST(StrictModes, WritableOrForeignAuthorizedKeysIsRefused) {
   own.bye();
   EXPECT_EQ(server.stop(), 0);
   EXPECT_EQ(sanitizer_findings(server.log()), "");
+}
+
+// authorized_keys as a symbolic link to a safe file: the directory that holds the link counts
+// too, since another user who may write there could point the link at a file holding their key.
+TEST(StrictModes, ALinkInAWritableDirectoryIsRefused) {
+  Workspace ws;
+  OtherClient other;
+  TempDir safe("aesxfer-safe");
+  const fs::path target = safe / "keys";
+  write_text_file(target, other.line + "\n");
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  const fs::path ak = ws.home / "authorized_keys";
+  fs::create_symlink(target, ak);
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0777), 0);
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(
+      server.wait_for_log("directory " + ws.home.string() + " is writable by group or others (mode 0777)"))
+      << server.log();
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0700), 0);
+  EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
 }
 
 // What load_trusted_keys says about `file` in a process that runs as uid/gid 65534 (a service
