@@ -133,6 +133,32 @@ class ModeRules : public ServerTest {
   }
 };
 
+// An overwritten file that another user owned (planted 0666 in a shared directory) does not lend
+// its mode to the data: the new-file rule applies, both ways.
+TEST_F(ModeRules, AnotherUsersFileLendsNoMode) {
+  if (::geteuid() != 0) GTEST_SKIP() << "planting another user's file needs root";
+  const unsigned um = process_umask();
+  for (const std::string verb : {"send", "recv"}) {
+    SCOPED_TRACE(verb);
+    const fs::path from = (verb == "send" ? ws.local : ws.root) / "s.txt";
+    const fs::path there = (verb == "send" ? ws.root : ws.local) / "s.txt";
+    write_text_file(from, "secret\n");
+    fs::permissions(from, fs::perms(0640));
+    write_text_file(there, "planted\n");
+    fs::permissions(there, fs::perms(0666));
+    ASSERT_EQ(::chown(there.c_str(), 65534, 65534), 0);
+    auto r = verb == "send" ? run({"send", "-q", from.string(), "127.0.0.1:s.txt"})
+                            : run({"recv", "-q", "127.0.0.1:s.txt", there.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(read_text_file(there), "secret\n");
+    EXPECT_EQ(mode_of(there), 0640u & ~um);
+    struct stat st {};
+    ASSERT_EQ(::stat(there.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    fs::remove(there);
+  }
+}
+
 // send: on the server (pipelined, a single large put, a resumed put).
 TEST_F(ModeRules, SendKeepsTheModeOfWhatItOverwrites) { check("send", ws.local, ws.root); }
 
