@@ -1,5 +1,6 @@
 #include "proto/failure.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace aesxfer::proto {
@@ -19,15 +20,31 @@ Failure refusal(const Message& m, const std::string& what) {
 
 namespace {
 
-// A well-formed 3-byte UTF-8 sequence that reorders or hides text: the bidi embeddings,
-// overrides and isolates (U+202A..U+202E, U+2066..U+2069, the "Trojan Source" class,
-// CVE-2021-42574), the zero-width and direction marks (U+200B..U+200F), the line and paragraph
-// separators (U+2028, U+2029) and the byte order mark / zero-width no-break space (U+FEFF).
-bool invisible_or_bidi(std::string_view u) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(u[k]); };
-  if (b(0) == 0xe2 && b(1) == 0x80) return (b(2) >= 0x8b && b(2) <= 0x8f) || (b(2) >= 0xa8 && b(2) <= 0xae);
-  if (b(0) == 0xe2 && b(1) == 0x81) return b(2) >= 0xa6 && b(2) <= 0xa9;
-  return b(0) == 0xef && b(1) == 0xbb && b(2) == 0xbf;
+// A code point that reorders or hides text: Unicode's Default_Ignorable_Code_Point set (soft
+// hyphen, combining grapheme joiner, Hangul fillers, Mongolian variation selectors, the zero-width
+// and direction marks U+200B..U+200F, word joiner and invisible operators U+2060..U+206F,
+// variation selectors, the tag characters U+E0000..), the bidi controls among them or beside
+// them (U+061C, the embeddings, overrides and isolates U+202A..U+202E and U+2066..U+2069: the
+// "Trojan Source" class, CVE-2021-42574), the line and paragraph separators U+2028 and U+2029,
+// and the interlinear annotation marks U+FFF9..U+FFFB.
+bool invisible_or_bidi(uint32_t cp) {
+  static constexpr uint32_t kRanges[][2] = {
+      {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x061c, 0x061c}, {0x115f, 0x1160}, {0x17b4, 0x17b5},
+      {0x180b, 0x180f},   {0x200b, 0x200f},   {0x2028, 0x202e}, {0x2060, 0x206f}, {0x3164, 0x3164},
+      {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},   {0xffa0, 0xffa0}, {0xfff0, 0xfffb}, {0x1bca0, 0x1bca3},
+      {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+  };
+  for (const auto& r : kRanges)
+    if (cp >= r[0] && cp <= r[1]) return true;
+  return false;
+}
+
+// The code point of a well-formed UTF-8 sequence of `len` bytes.
+uint32_t code_point(std::string_view u, size_t len) {
+  const auto b = [&](size_t k) { return uint32_t(static_cast<unsigned char>(u[k])); };
+  if (len == 2) return (b(0) & 0x1f) << 6 | (b(1) & 0x3f);
+  if (len == 3) return (b(0) & 0x0f) << 12 | (b(1) & 0x3f) << 6 | (b(2) & 0x3f);
+  return (b(0) & 0x07) << 18 | (b(1) & 0x3f) << 12 | (b(2) & 0x3f) << 6 | (b(3) & 0x3f);
 }
 
 }  // namespace
@@ -66,9 +83,9 @@ std::string printable(std::string_view s) {
       ++i;
       continue;
     }
-    if (len == 3 && invisible_or_bidi(s.substr(i, 3))) {
-      for (size_t k = 0; k < 3; ++k) esc(static_cast<unsigned char>(s[i + k]));
-      i += 3;
+    if (invisible_or_bidi(code_point(s.substr(i, len), len))) {
+      for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
+      i += len;
       continue;
     }
     out.append(s.substr(i, len));

@@ -25,8 +25,16 @@ const std::string kRlo = "\xe2\x80\xae";  // U+202E RIGHT-TO-LEFT OVERRIDE
 TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   auto utf8 = [](unsigned cp) {
     std::string s;
-    s += char(0xe0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3f));
+    if (cp < 0x800) {
+      s += char(0xc0 | (cp >> 6));
+    } else if (cp < 0x10000) {
+      s += char(0xe0 | (cp >> 12));
+      s += char(0x80 | ((cp >> 6) & 0x3f));
+    } else {
+      s += char(0xf0 | (cp >> 18));
+      s += char(0x80 | ((cp >> 12) & 0x3f));
+      s += char(0x80 | ((cp >> 6) & 0x3f));
+    }
     s += char(0x80 | (cp & 0x3f));
     return s;
   };
@@ -39,15 +47,21 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
     }
     return out;
   };
-  std::vector<unsigned> hidden = {0x2028, 0x2029, 0xfeff};
+  // The bidi controls and Unicode's default-ignorable code points (an independent re-attack found
+  // U+061C, U+2060.., U+00AD and the tag characters passing as they were).
+  std::vector<unsigned> hidden = {0x2028, 0x2029, 0xfeff, 0x061c, 0x00ad, 0x034f,  0x115f,  0x1160,  0x17b4,
+                                  0x180e, 0x3164, 0xffa0, 0xfff9, 0xfffb, 0x1d173, 0xe0001, 0xe0041, 0xe0fff};
   for (unsigned cp = 0x202a; cp <= 0x202e; ++cp) hidden.push_back(cp);
-  for (unsigned cp = 0x2066; cp <= 0x2069; ++cp) hidden.push_back(cp);
+  for (unsigned cp = 0x2060; cp <= 0x206f; ++cp) hidden.push_back(cp);
   for (unsigned cp = 0x200b; cp <= 0x200f; ++cp) hidden.push_back(cp);
+  for (unsigned cp = 0xfe00; cp <= 0xfe0f; ++cp) hidden.push_back(cp);
   for (unsigned cp : hidden)
-    EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << cp;
+    EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
   // Their neighbours are ordinary characters and pass.
-  for (unsigned cp : {0x200au, 0x2010u, 0x2027u, 0x202fu, 0x2065u, 0x206au, 0xfefeu, 0x20acu})
-    EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << cp;
+  for (unsigned cp :
+       {0x200au, 0x2010u, 0x2027u, 0x202fu, 0x205fu, 0x2070u, 0xfefeu, 0x20acu, 0x00acu, 0x00aeu, 0x061bu,
+        0x061du, 0xfe10u, 0xfffcu, 0x1d172u, 0x1d17bu, 0xdffffu, 0xe1000u, 0x1f600u})
+    EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << std::hex << cp;
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
 }
 
