@@ -276,8 +276,10 @@ bool has_control_byte(const std::string& s) {
 
 namespace {
 
-// The listing must name the directory asked for, and no entry may hold a control byte.
-void check_listing(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked) {
+// The listing must name the directory asked for; with no reporter for single files, no entry may
+// hold a control byte (with one, such an entry is skipped alone: see recv_tree).
+void check_listing(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked,
+                   bool skip_bad_names) {
   if (d.path != asked && d.path.size() >= proto::kMaxMessage)
     throw Failure(client.remote_name(printable(remote)) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
@@ -286,7 +288,7 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
     throw Failure("protocol error from " + client.peer() + ": listing of " + printable(asked) +
                   " answered for " + printable(d.path));
   for (const auto& e : d.entries)
-    if (has_control_byte(e.path))
+    if (!skip_bad_names && has_control_byte(e.path))
       throw Failure("protocol error from " + client.peer() + ": bad listing (" + printable(e.path) +
                     ": control byte in a name)");
 }
@@ -366,12 +368,24 @@ class DirWalker {
 // Directories of the tree that could not be made or entered here (a local symbolic link or file in
 // their place): each subtree is skipped with one message naming it, the rest is fetched, and the
 // command fails at the end as for any other bad file. Without a pipelined reporter the tree stops.
+// So is a name with a control byte, which no terminal or local file should get: that entry (and
+// what lies below it) alone.
 struct SkippedTrees {
   std::vector<std::string> trees;
   bool covers(const std::string& path) const {
     for (const auto& t : trees)
       if (path.size() > t.size() && path[t.size()] == '/' && path.compare(0, t.size(), t) == 0) return true;
     return false;
+  }
+  template <class Report>
+  bool bad_name(const proto::ListEntry& e, const std::string& base, const fs::path& top,
+                const Report& report) {
+    if (!has_control_byte(e.path)) return false;
+    trees.push_back(e.path);
+    Failure why(printable(base + e.path) + ": a control byte in the name; skipped" +
+                (e.type == proto::EntryType::dir ? " with all below it" : ""));
+    report(base + e.path, top, nullptr, &why);
+    return true;
   }
 };
 
@@ -406,7 +420,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   RemoteDir d = client.list(remote);
   // The local name comes from the request alone (scp semantics), never from the reply.
   const std::string asked = normal_request(remote.empty() ? "." : remote);
-  check_listing(client, d, remote, asked);
+  check_listing(client, d, remote, asked, bool(pipelined));
   fs::path top;
   bool top_created = false;
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(dest, d);
@@ -418,7 +432,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   std::string base = d.path == "." ? std::string() : d.path + "/";
   SkippedTrees skipped;
   for (const auto& e : d.entries) {
-    if (skipped.covers(e.path)) continue;
+    if (skipped.covers(e.path) || skipped.bad_name(e, base, top, pipelined)) continue;
     fs::path local = top / e.path;
     std::string parent = parent_of(e.path);
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);

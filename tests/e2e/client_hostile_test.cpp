@@ -184,20 +184,37 @@ TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line for the subtree:\n" << r.err;
 }
 
-TEST_F(HostileServer, NamesWithControlBytesAreRefused) {
+// A name with a control byte is skipped alone with one escaped line (one bad name must not keep
+// the rest of a tree from arriving); a directory so named is skipped with all below it.
+TEST_F(HostileServer, NamesWithControlBytesAreSkippedAlone) {
   using proto::EntryType;
   FakeServer fake([&](net::Conn& c, const proto::Message& m) {
     if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree", {{EntryType::file, "a\x1b]0;pwned\x07", 4, 0644, 0}});
+      FakeServer::send_listing(c, "tree",
+                               {{EntryType::file, "a\x1b]0;pwned\x07", 4, 0644, 0},
+                                {EntryType::dir, "d\x01", 0, 0755, 0},
+                                {EntryType::file, "d\x01/inner", 4, 0644, 0},
+                                {EntryType::file, "good", 4, 0644, 0}});
     else if (m.op == proto::Op::get)
       FakeServer::send_file(c, "evil");
   });
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("control byte"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tree/a\\x1b]0;pwned\\x07: a control byte in the name; skipped\n"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("tree/d\\x01: a control byte in the name; skipped with all below it\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
-  EXPECT_EQ(fake.seen_text(), "list tree\n");
-  EXPECT_FALSE(fs::exists(ws.local / "dest"));
+  EXPECT_EQ(r.err.find('\x01'), std::string::npos);
+  EXPECT_EQ(fake.seen_text(), "list tree\nget tree/good\n");
+  EXPECT_EQ(read_text_file(ws.local / "dest" / "good"), "evil");
+  size_t n = 0;
+  for (auto it = fs::recursive_directory_iterator(ws.local / "dest");
+       it != fs::recursive_directory_iterator(); ++it)
+    ++n;
+  EXPECT_EQ(n, 1u) << "only the good file";
 }
 
 // ---- A5: every peer string printable ----------------------------------------------------------
