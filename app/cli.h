@@ -15,6 +15,7 @@
 #include "app/pacing.h"
 #include "app/progress.h"
 #include "client/client.h"
+#include "client/remote.h"
 
 namespace aesxfer::app {
 
@@ -34,15 +35,9 @@ CommandRun setup_serve(CLI::App* sub, bool& no_aesni);
 CommandRun setup_keygen(CLI::App* sub, bool& no_aesni);
 CommandRun setup_authorize(CLI::App* sub, bool& no_aesni);
 
-struct Remote {
-  std::string host;
-  std::string path;
-  std::string user;  // "user@host:path": accepted for scp users' habits, and ignored (see below)
-};
-
-// "host:path", "[v6addr]:path", either with "user@" before it; nullopt when the argument names
-// no host (a local path).
-std::optional<Remote> parse_remote(const std::string& arg);
+// HOST:PATH on the command line (client/remote.h).
+using client::parse_remote;
+using client::Remote;
 
 // What scp users type that means nothing here. An aesxfer server serves one root to every
 // authorized key, so "user@" is ignored (with a note); "~" would be a file named "~" under the

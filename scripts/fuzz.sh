@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"handshake record batch messages"}
+targets=${FUZZ_TARGETS:-"handshake record batch messages parsers"}
 jobs=$(nproc)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DAESXFER_FUZZ=ON -DAESXFER_SANITIZE=address,undefined -DAESXFER_WERROR=OFF \

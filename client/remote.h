@@ -1,0 +1,19 @@
+// The HOST:PATH argument of send and recv, as scp reads it.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace aesxfer::client {
+
+struct Remote {
+  std::string host;
+  std::string path;
+  std::string
+      user;  // "user@host:path": accepted for scp users' habits, and ignored (app/cli.h, check_remote)
+};
+
+// "host:path", "[v6addr]:path", either with "user@" before it; nullopt when the argument names
+// no host (a local path).
+std::optional<Remote> parse_remote(const std::string& arg);
+
+}  // namespace aesxfer::client
