@@ -166,10 +166,11 @@ AtomicFile::~AtomicFile() { discard(); }
 
 unsigned FileMode::resolve(int dirfd, const std::string& name) const {
   struct stat st {};
-  // Only a file of this user's own: the mode of one another user planted (0666 in a shared
-  // directory) would let them read or rewrite the data once it is renamed into place.
+  // Only a file of this user's own with one link: the mode of one another user planted (0666 in
+  // a shared directory, or a hard link to some 0666 file of this user's) would let them read or
+  // rewrite the data once it is renamed into place.
   if (keep_existing && ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-      st.st_uid == ::geteuid())
+      st.st_uid == ::geteuid() && st.st_nlink == 1)
     return st.st_mode & 07777;
   return bits;
 }

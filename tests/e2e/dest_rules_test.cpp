@@ -144,18 +144,34 @@ TEST_F(ModeRules, AnotherUsersFileLendsNoMode) {
     const fs::path there = (verb == "send" ? ws.root : ws.local) / "s.txt";
     write_text_file(from, "secret\n");
     fs::permissions(from, fs::perms(0640));
-    write_text_file(there, "planted\n");
-    fs::permissions(there, fs::perms(0666));
-    ASSERT_EQ(::chown(there.c_str(), 65534, 65534), 0);
-    auto r = verb == "send" ? run({"send", "-q", from.string(), "127.0.0.1:s.txt"})
-                            : run({"recv", "-q", "127.0.0.1:s.txt", there.string()});
-    ASSERT_EQ(r.exit_code, 0) << r.describe();
-    EXPECT_EQ(read_text_file(there), "secret\n");
-    EXPECT_EQ(mode_of(there), 0640u & ~um);
-    struct stat st {};
-    ASSERT_EQ(::stat(there.c_str(), &st), 0);
-    EXPECT_EQ(st.st_uid, ::geteuid());
-    fs::remove(there);
+    // Planted as another user's file, and as a hard link to a 0666 file of this user's.
+    const fs::path shared = ws.tmp / "shared-0666";
+    for (bool link : {false, true}) {
+      SCOPED_TRACE(link ? "hard link" : "other owner");
+      if (link) {
+        write_text_file(shared, "mine, for everyone\n");
+        fs::permissions(shared, fs::perms(0666));
+        fs::create_hard_link(shared, there);
+      } else {
+        write_text_file(there, "planted\n");
+        fs::permissions(there, fs::perms(0666));
+        ASSERT_EQ(::chown(there.c_str(), 65534, 65534), 0);
+      }
+      auto r = verb == "send" ? run({"send", "-q", from.string(), "127.0.0.1:s.txt"})
+                              : run({"recv", "-q", "127.0.0.1:s.txt", there.string()});
+      ASSERT_EQ(r.exit_code, 0) << r.describe();
+      EXPECT_EQ(read_text_file(there), "secret\n");
+      EXPECT_EQ(mode_of(there), 0640u & ~um);
+      struct stat st {};
+      ASSERT_EQ(::stat(there.c_str(), &st), 0);
+      EXPECT_EQ(st.st_uid, ::geteuid());
+      EXPECT_EQ(st.st_nlink, 1u);
+      if (link) {
+        EXPECT_EQ(read_text_file(shared), "mine, for everyone\n") << "never written through the link";
+      }
+      fs::remove(there);
+      fs::remove(shared);
+    }
   }
 }
 
