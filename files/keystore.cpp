@@ -290,6 +290,17 @@ std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
   // The directories above the file as named and above the file it leads to: a symbolic link in a
   // writable directory could be swapped for one to another file, whatever that file's own modes.
   fs::path named = fs::absolute(file, ec).lexically_normal();
+  // Every symbolic link on the way as named must be this user's or root's: in a sticky directory
+  // (/tmp) another user may own a link that only they can re-point.
+  fs::path prefix;
+  for (const auto& part : named) {
+    prefix /= part;
+    struct stat ls {};
+    if (::lstat(prefix.c_str(), &ls) == 0 && S_ISLNK(ls.st_mode) && ls.st_uid != ::geteuid() &&
+        ls.st_uid != 0)
+      return "symbolic link " + prefix.string() + " is owned by uid " + std::to_string(ls.st_uid) +
+             ", neither this user nor root (it leads to " + file.string() + ")" + hint;
+  }
   for (const fs::path& start : {named.parent_path(), real.parent_path()})
     for (fs::path dir = start;; dir = dir.parent_path()) {
       struct stat ds {};

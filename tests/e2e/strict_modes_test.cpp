@@ -107,6 +107,16 @@ TEST(StrictModes, ALinkInAWritableDirectoryIsRefused) {
       << server.log();
   ASSERT_EQ(::chmod(ws.home.c_str(), 0700), 0);
   EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  // A link another user owns (as in a sticky /tmp, where only its owner may re-point it): refused
+  // whatever the directories' modes (only root can give a link away to show it).
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::lchown(ak.c_str(), 65534, 65534), 0);
+    EXPECT_FALSE(other.logs_in(server.port()));
+    EXPECT_TRUE(server.wait_for_log("symbolic link " + ak.string() + " is owned by uid 65534"))
+        << server.log();
+    ASSERT_EQ(::lchown(ak.c_str(), 0, 0), 0);
+    EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  }
   EXPECT_EQ(server.stop(), 0);
 }
 
