@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "files/resume.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::server {
@@ -21,11 +22,15 @@ namespace aesxfer::server {
 class PrefixDigests {
  public:
   explicit PrefixDigests(uint64_t budget) : left_(budget) {}
-  // The keyed digest of the first len bytes of fd (files::prefix_mac), whose fstat is st: from
-  // this session's memory when the same file in the same state was hashed to the same length
-  // before; nullopt when hashing it would overrun the session's budget (nothing is read then).
-  // Throws Failure as prefix_mac does (the file shrank meanwhile).
-  std::optional<std::string> get(const proto::SessionKeys& keys, int fd, const struct stat& st, uint64_t len);
+  // The keyed digest of the first len bytes of fd (files::prefix_mac) and the file checksum's
+  // state after them (files::scan_prefix), whose fstat is st: from this session's memory when the
+  // same file in the same state was hashed to the same length before; nullopt when hashing it
+  // would overrun the session's budget (nothing is read then). Throws Failure as prefix_mac does
+  // (the file shrank meanwhile).
+  std::optional<files::PrefixScan> get(const proto::SessionKeys& keys, int fd, const struct stat& st,
+                                       uint64_t len);
+  // What get() hashed for the same file, state and length in this session, without reading.
+  std::optional<files::PrefixScan> remembered(const struct stat& st, uint64_t len) const;
   uint64_t bytes_hashed() const { return hashed_; }
   uint64_t hits() const { return hits_; }
 
@@ -36,8 +41,9 @@ class PrefixDigests {
     uint64_t len;
     auto operator<=>(const Key&) const = default;
   };
+  static Key key_of(const struct stat& st, uint64_t len);
   static constexpr size_t kMemo = 4096;  // entries remembered; the oldest key order gives way
-  std::map<Key, std::string> memo_;
+  std::map<Key, files::PrefixScan> memo_;
   uint64_t left_;
   uint64_t hashed_ = 0, hits_ = 0;
 };

@@ -224,6 +224,11 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
   if (req.offset > pf->length() || req.offset > req.size)
     return refuse(ctx, req, shown,
                   {Status::integrity, req.path + ": resume point beyond the kept partial file"});
+  // The probe of this session read the prefix: its checksum state spares a second read.
+  struct stat st {};
+  std::optional<files::PrefixScan> probed;
+  if (req.offset == pf->length() && ::fstat(pf->fd(), &st) == 0)
+    probed = ctx.digests.remembered(st, req.offset);
   try {
     pf->truncate_to(req.offset);
   } catch (const Failure& f) {
@@ -244,7 +249,9 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
     pf->discard();
     return std::string("failed");
   };
-  return receive(ctx, req, shown, req.size, StreamOptions{req.offset, false}, r, req.offset);
+  StreamOptions so{req.offset, false};
+  if (probed) so.prefix_hash = &probed->sum;
+  return receive(ctx, req, shown, req.size, so, r, req.offset);
 }
 
 // ---- put --------------------------------------------------------------------------------------
@@ -304,8 +311,9 @@ void handle_put(RequestContext& ctx, const Message& req) {
 
 // The keyed digest of fd's first len bytes for a probe or a resumed get, remembered for the
 // session; nullopt once the session's hashing budget is spent (logged once per session).
-std::optional<std::string> session_digest(RequestContext& ctx, const Message& req, const std::string& shown,
-                                          int fd, const struct stat& st, uint64_t len) {
+std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
+                                                const std::string& shown, int fd, const struct stat& st,
+                                                uint64_t len) {
   auto d = ctx.digests.get(ctx.keys, fd, st, len);
   if (!d && !ctx.told_budget) {
     ctx.told_budget = true;
@@ -343,21 +351,23 @@ void handle_get(RequestContext& ctx, const Message& req) {
     ::posix_fadvise(fd, off_t(req.offset), off_t(req.length), POSIX_FADV_SEQUENTIAL);
     return send(ctx, req, src->shown, resp, fd, req.length, StreamOptions{0, false, true, req.offset});
   }
-  uint64_t start = 0;
+  StreamOptions so{0, false};
+  std::optional<files::PrefixScan> mine;
   // Resume only where the client's prefix hashes like ours (and the session's hashing budget
-  // allows); otherwise from 0.
+  // allows); otherwise from 0. The checksum starts from the scan's state: no second read.
   if (resume && req.offset > 0 && req.offset <= resp.size && req.digest.size() == proto::kPrefixMacLen) {
     try {
-      auto mine = session_digest(ctx, req, src->shown, fd, src->st, req.offset);
-      if (mine && crypto::ct_equal(mine->data(), req.digest.data(), proto::kPrefixMacLen)) {
-        start = req.offset;
-        resp.digest = *mine;
+      mine = session_digest(ctx, req, src->shown, fd, src->st, req.offset);
+      if (mine && crypto::ct_equal(mine->mac.data(), req.digest.data(), proto::kPrefixMacLen)) {
+        so.offset = req.offset;
+        so.prefix_hash = &mine->sum;
+        resp.digest = mine->mac;
       }
     } catch (const Failure&) {  // shrank meanwhile: from 0
     }
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  send(ctx, req, src->shown, resp, fd, resp.size, StreamOptions{start, false});
+  send(ctx, req, src->shown, resp, fd, resp.size, so);
 }
 
 // ---- stat, probe, commit ----------------------------------------------------------------------
@@ -400,7 +410,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
       try {
         auto digest = session_digest(ctx, req, dest->shown, fd.get(), sb, m.size);
         if (!digest) throw Failure("over the budget");  // answered as if nothing were kept
-        m.digest = *digest;
+        m.digest = digest->mac;
         if (whole) m.text = proto::kProbeComplete;
       } catch (const Failure&) {  // shrank meanwhile, or over the budget
         m.size = 0;

@@ -73,6 +73,31 @@ TEST_F(ProbeBound, RepeatedProbesOfOneFileHashItOnce) {
   s.bye();
 }
 
+// recv --resume of a 16 MiB file whose first 15 MiB are here: the server reads the prefix once
+// (its digest and the whole-file checksum's state come from one pass), then the last MiB; before,
+// the checksum read the prefix a second time (31 MiB for 1 MiB sent).
+TEST_F(ProbeBound, ResumedGetReadsItsPrefixOnce) {
+  write_random_file(ws.root / "big.bin", kFile, 3);
+  const fs::path partial = ws.local / ".big.bin.aesxfer-partial";
+  {
+    std::ifstream in(ws.root / "big.bin", std::ios::binary);
+    std::string prefix(kFile - kMiB, '\0');
+    in.read(prefix.data(), std::streamsize(prefix.size()));
+    write_text_file(partial, prefix);
+    fs::permissions(partial, fs::perms(0600));
+  }
+  const uint64_t before = rchar_of(server->pid());
+  auto r = run({"recv", "--resume", "-q", "127.0.0.1:big.bin", (ws.local / "big.bin").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const uint64_t read = rchar_of(server->pid()) - before;
+  EXPECT_EQ(sha256_file(ws.local / "big.bin"), sha256_file(ws.root / "big.bin"));
+  EXPECT_TRUE(server->wait_for_log("resumed_from=")) << server->log();
+  std::printf("[ probes  ] recv --resume, 15 of 16 MiB here: the server read %.1f MiB\n",
+              double(read) / kMiB);
+  EXPECT_GE(read, kFile);
+  EXPECT_LT(read, kFile + 4 * kMiB) << "the prefix was read more than once";
+}
+
 class ProbeBudget : public ServerTest {
   std::vector<std::string> server_args() const override { return {"--max-probe-hash", "40M"}; }
 };
