@@ -6,12 +6,12 @@
 
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
-#include "net/conn.h"
+#include "proto/failure.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::client {
 
-using namespace aesxfer::net;  // the layer below
+using proto::printable;  // proto/failure.h (the config parser needs nothing else of net/)
 
 namespace {
 

@@ -5,7 +5,7 @@
 #   build        the normal build with -Werror, and its whole test suite (ctest)
 #   ct-check     the constant-time check (secrets marked undefined for valgrind's memcheck)
 #   asan         the same tests built with AddressSanitizer and UndefinedBehaviorSanitizer
-#   fuzz         the libFuzzer targets (clang, FUZZ_SECONDS each, default 30 in this script)
+#   fuzz         the libFuzzer targets (clang, FUZZ_SECONDS each, default 20 in this script)
 #   tsan         the concurrent tests (server, load, hostile clients, data plane) under TSan
 # Every stage runs even when an earlier one failed; the end is one summary table (stage, passed,
 # failed, skipped, seconds, and what was skipped) and the exit status is non-zero if any stage
@@ -68,7 +68,7 @@ stage_asan() {
     AESXFER_PIPELINE=threads ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" \
       -E 'Large|Netns'
 }
-stage_fuzz() { FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh; }
+stage_fuzz() { FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh; }
 # -Wno-tsan: GCC warns that TSan does not model Asio's atomic_thread_fence (in the accept loop).
 # Only the binaries that hold the concurrent suites are built (e2e, net, and server's in-process
 # handlers and parallel parts); the others' tests show as *_NOT_BUILT and are outside the filter.
