@@ -162,15 +162,16 @@ std::vector<std::string> marks_used(const LineChart& c) {
   return out;
 }
 
-// One plot, the legend to its right: per series its line, marker and label, then the "*" note.
+// One plot, the legend to its right (per series its line, marker and label), the "*" and "+"
+// notes under the plot: long sentences beside the legend would widen the canvas and shrink it all.
 std::string single_plot(const LineChart& c) {
   const std::vector<std::string> notes = marks_used(c);
   double legend_w = 0;
-  for (const auto& n : notes) legend_w = std::max(legend_w, text_width(n));
   for (const auto& se : c.series) legend_w = std::max(legend_w, text_width(se.label) + 36);
-  const double x0 = 90, x1 = 700, top = 70, bottom = 570, lstep = 18;
+  const double x0 = 90, x1 = 700, top = 70, bottom = 570, lstep = 18, notes_y = bottom + 66;
   const double w = std::max(1000.0, x1 + 24 + legend_w + 24);
-  const double h = std::max(650.0, top + 6 + lstep * double(c.series.size() + notes.size() + 1) + 24);
+  const double h = std::max({650.0, top + 6 + lstep * double(c.series.size() + 1) + 24,
+                             notes_y + lstep * double(notes.size()) + 8});
   const XScale xpos = x_scale(c, x0, x1);
   std::string s = header(w, h);
   titles(s, w, c.title, c.subtitle);
@@ -187,11 +188,12 @@ std::string single_plot(const LineChart& c) {
     s += text(x1 + 60, ly + 4, se.label, "");
     ly += lstep;
   }
-  for (const auto& n : notes) {
-    s += text(x1 + 24, ly + 8, n, "class=\"mark-note\"");
-    ly += lstep;
-  }
   s += "</g>\n";
+  double ny = notes_y;
+  for (const auto& n : notes) {
+    s += text(x0, ny, n, "class=\"mark-note\" font-size=\"12\" fill=\"#222222\"");
+    ny += lstep;
+  }
   return s;
 }
 
