@@ -154,12 +154,13 @@ void Client::write_keylog() const {
   if (opt_.keylog.empty()) return;
   // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
   // extra connections of --streams add their lines whole.
-  int kfd = ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (kfd < 0) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
+  files::UniqueFd kfd(
+      ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!kfd) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
   std::string lines = keys_->keylog_lines();
-  bool ok = ::write(kfd, lines.data(), lines.size()) == ssize_t(lines.size());
+  bool ok = ::write(kfd.get(), lines.data(), lines.size()) == ssize_t(lines.size());
   crypto::secure_zero(lines.data(), lines.size());
-  ::close(kfd);
+  ok = kfd.close() == 0 && ok;
   if (!ok) throw Failure("cannot write key log " + opt_.keylog);
   log(2, "session keys appended to " + opt_.keylog);
 }

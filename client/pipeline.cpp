@@ -61,12 +61,7 @@ void Pipeline::drain() {
 
 void Pipeline::put(const fs::path& local, const std::string& remote, const std::string& name, Done done) {
   int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd >= 0) ::close(fd);
-    }
-  } closer{fd};
+  const files::UniqueFd owned(fd);  // closed when put() returns
   struct stat st {};
   std::optional<Failure> bad;
   if (fd < 0)

@@ -316,7 +316,8 @@ std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
 std::vector<proto::PublicKey> load_trusted_keys(const fs::path& file, std::string& refused,
                                                 std::vector<std::string>* problems) {
   refused.clear();
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const int fd = owned.get();
   if (fd < 0) {
     if (errno != ENOENT) refused = "cannot read " + file.string() + ": " + os_error(errno);
     return {};
@@ -337,7 +338,6 @@ std::vector<proto::PublicKey> load_trusted_keys(const fs::path& file, std::strin
       data.append(buf, size_t(n));
     }
   }
-  ::close(fd);
   if (!refused.empty()) return {};
   std::istringstream in(data);
   return parse_authorized_keys(in, file, problems);
