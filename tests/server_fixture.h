@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -26,12 +27,16 @@ class ServerTest : public testing::Test {
     EXPECT_EQ(sanitizer_findings(server->log()), "");
     if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
-  // The aesxfer binary with args, against this server (or `port`), with a 20 s network timeout.
+  // The aesxfer binary with args, against this server (or `port`), with a 20 s network timeout
+  // unless args give one.
   ProcResult run(std::vector<std::string> a, uint16_t port = 0, double timeout_s = 120) {
+    const bool timeout_given = std::find(a.begin(), a.end(), "--timeout") != a.end();
     a.push_back("-P");
     a.push_back(std::to_string(port ? port : server->port()));
-    a.push_back("--timeout");
-    a.push_back("20");
+    if (!timeout_given) {
+      a.push_back("--timeout");
+      a.push_back("20");
+    }
     return run_aesxfer(a, ws.home, timeout_s);
   }
 };

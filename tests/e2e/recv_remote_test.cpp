@@ -665,7 +665,11 @@ TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
   sparse(dest);
   expect_slow_client_hash();
   if (HasFatalFailure()) return;
-  auto r = run({"recv", "--resume", "--no-aesni", "127.0.0.1:huge.bin", dest.string(), "--json"});
+  // --timeout 60: the server hashes its own 768 MiB before it answers and sends nothing meanwhile;
+  // beside other work that took longer than the client's default 20 s (the client's keep-alives,
+  // not its patience, are what this test is about).
+  auto r = run(
+      {"recv", "--resume", "--no-aesni", "--timeout", "60", "127.0.0.1:huge.bin", dest.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
@@ -685,7 +689,8 @@ TEST_F(ResumeIdle, LargeSendHashKeepsTheSessionAlive) {
   sparse(ws.root / ".huge.bin.aesxfer-partial");
   expect_slow_client_hash();
   if (HasFatalFailure()) return;
-  auto r = run({"send", "--resume", "--no-aesni", src.string(), "127.0.0.1:huge.bin", "--json"});
+  auto r = run(
+      {"send", "--resume", "--no-aesni", "--timeout", "60", src.string(), "127.0.0.1:huge.bin", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto o = parse_flat_json(nonempty_lines(r.out).back());
   ASSERT_TRUE(o) << r.out;
