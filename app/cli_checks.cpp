@@ -241,6 +241,10 @@ std::string parse_error_line(const CLI::ParseError& e, const std::string& cmd) {
     const size_t colon = what.find(": "), req = what.find(" required "), miss = what.rfind(" missing");
     if (colon != std::string::npos && req != std::string::npos && miss != std::string::npos && req < miss)
       line = what.substr(0, colon) + " needs a value (" + what.substr(req + 10, miss - req - 10) + ")";
+    // "NAME: At Most 1 required but received N": an option that takes one value, given twice.
+    const std::string twice = ": At Most 1 required but received ";
+    if (const size_t at = what.find(twice); line.empty() && at != std::string::npos)
+      line = what.substr(0, at) + " is given " + what.substr(at + twice.size()) + " times: give it once";
   } else if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
     const size_t colon = what.find(": ");
     const std::string words = colon == std::string::npos ? what : what.substr(colon + 2);

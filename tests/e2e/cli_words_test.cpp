@@ -71,6 +71,8 @@ TEST(CliWords, UsageErrorsSayWhatToDo) {
       {{"send", "-rx", "a", "h:x"}, "send: unknown option -x"},
       {{"serve", "--max-sesions", "4"}, "serve: unknown option --max-sesions (did you mean --max-sessions?)"},
       {{"--list-cipher"}, "unknown option --list-cipher (did you mean --list-ciphers?)"},
+      {{"send", "a", "h:x", "--timeout", "5", "--timeout", "6"},
+       "send: --timeout is given 2 times: give it once"},
   };
   for (const auto& [args, want] : cases) {
     std::string what;
