@@ -78,7 +78,7 @@ stage_tsan() {
     -DAESXFER_SANITIZE=thread -DAESXFER_BUILD_BENCH=OFF -DAESXFER_ALL_TESTS_BINARY=OFF -DCMAKE_CXX_FLAGS=-Wno-tsan &&
     cmake --build build-tsan -j "$jobs" --target aesxfer aesxfer_tests_e2e aesxfer_tests_net aesxfer_tests_server &&
     AESXFER_PIPELINE=threads TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-      -R '^(ClientParts|RequestHandlers|Load|Hostile|Startups|E2e|Streams|StreamsBusy|PartsHostile|DataPlane|Confinement|ServerHome|ServerNames|ServerPortFile|ServerLimits|ServerLimitsStart|ServerLimitsStop|ServerPartsBudget|ServerPolicy|HandshakeDriver|RecordOrderSession|LowOrderX25519|PipelineE2E|PipelineHostileClient|PipelineFakeServer)\.|^Both/(ConfinementRace|RootResolver)\.'
+      -R '^(ClientParts|RequestHandlers|Load|Hostile|Startups|E2e|Streams|StreamsBusy|PartsHostile|PartsHostileShortTimeout|DataPlane|Confinement|ServerHome|ServerNames|ServerPortFile|ServerLimits|ServerLimitsStart|ServerLimitsStop|ServerPartsBudget|ServerPolicy|HandshakeDriver|RecordOrderSession|LowOrderX25519|PipelineE2E|PipelineHostileClient|PipelineFakeServer)\.|^Both/(ConfinementRace|RootResolver)\.'
 }
 
 run_stage style stage_style
