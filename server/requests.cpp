@@ -481,6 +481,11 @@ class TreeLister {
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
+  // An entry's path from the root: the listed directory's, then rel and name.
+  std::string from_root(const std::string& rel, const std::string& name) const {
+    return (shown_ == "." ? std::string() : shown_ + "/") + (rel.empty() ? std::string() : rel + "/") + name;
+  }
+
   void walk(const std::string& rel) {
     struct Item {
       std::string name;
@@ -504,7 +509,7 @@ class TreeLister {
         if (name == "." || name == "..") continue;
         Item it{name, {}};
         if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
-        if (root_.is_hidden(it.st)) continue;
+        if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
         items.push_back(std::move(it));
         if (items.size() > max_entries_) too_many();
       }

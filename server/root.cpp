@@ -165,6 +165,18 @@ bool Root::under_hidden(const std::vector<std::string>& parts) const {
   return false;
 }
 
+bool Root::hides_name(const std::string& path) const {
+  std::vector<std::string> parts;
+  for (size_t start = 0; start <= path.size();) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    std::string part = path.substr(start, slash - start);
+    if (!part.empty() && part != ".") parts.push_back(std::move(part));
+    start = slash + 1;
+  }
+  return !parts.empty() && under_hidden(parts);
+}
+
 int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {
   int fd = -1;
   if (n == 0) {

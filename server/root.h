@@ -96,6 +96,9 @@ class Root {
   // list: the directory itself, open.
   std::optional<Place> open_directory(const std::string& req, Refusal& why) const;
 
+  // True for a path (relative to the root, as a listing names it) at or below a hidden one: a
+  // hidden file made after the start has no known inode, only its name.
+  bool hides_name(const std::string& path) const;
   // True for a hidden entry (listings leave it out).
   bool is_hidden(const struct stat& st) const {
     for (const auto& h : hidden_)

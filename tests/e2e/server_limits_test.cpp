@@ -182,8 +182,15 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
             Status::ok);
   EXPECT_NE(t.put(make_request(Op::put, "keys", "later"), "aesxfer-ed25519 AAAA attacker\n").status,
             Status::ok);
-  t.bye();
   EXPECT_FALSE(fs::exists(ws.root / "keys" / "later"));
+  // Made after the start (as `aesxfer authorize` would): not listed, from the root or from keys/.
+  write_text_file(ws.root / "keys" / "later", line);
+  for (const char* dir : {".", "keys", "./keys/"}) {
+    ASSERT_EQ(t.list(make_request(Op::list, dir), &entries).status, Status::ok) << dir;
+    for (const auto& e : entries) EXPECT_EQ(e.path.find("later"), std::string::npos) << dir << ": " << e.path;
+  }
+  EXPECT_NE(t.get(make_request(Op::get, "keys/later"), &got).status, Status::ok);
+  t.bye();
   EXPECT_EQ(later.stop(), 0);
 }
 
