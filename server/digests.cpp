@@ -12,25 +12,33 @@ PrefixDigests::Key PrefixDigests::key_of(const struct stat& st, uint64_t len) {
 }
 
 std::optional<files::PrefixScan> PrefixDigests::remembered(const struct stat& st, uint64_t len) const {
-  if (auto it = memo_.find(key_of(st, len)); it != memo_.end()) return it->second;
-  return std::nullopt;
+  const Key k = key_of(st, len);
+  const auto m = macs_.find(k);
+  const auto c = sums_.find(k);
+  if (m == macs_.end() || c == sums_.end()) return std::nullopt;
+  return files::PrefixScan{m->second, c->second};
 }
 
 std::optional<files::PrefixScan> PrefixDigests::get(const proto::SessionKeys& keys, int fd,
-                                                    const struct stat& st, uint64_t len) {
+                                                    const struct stat& st, uint64_t len, bool need_sum) {
   const Key k = key_of(st, len);
-  if (auto it = memo_.find(k); it != memo_.end()) {
-    ++hits_;
-    return it->second;
-  }
+  if (auto m = macs_.find(k); m != macs_.end()) {
+    const auto c = sums_.find(k);
+    if (!need_sum || c != sums_.end()) {
+      ++hits_;
+      return files::PrefixScan{m->second, c != sums_.end() ? c->second : crypto::FileChecksum(keys.checksum)};
+    }
+  }  // a state given way: scanned again, within the budget like any other scan
   if (len > left_) return std::nullopt;
   left_ -= len;  // charged before the read: a file that fails half way still cost it
   hashed_ += len;
   // One pass gives the digest and the file checksum's state after the prefix, which a resumed
   // get starts from: the prefix is read once per session, never a second time to checksum it.
   files::PrefixScan scan = files::scan_prefix(keys, fd, len, -1, nullptr);
-  if (memo_.size() >= kMemo) memo_.erase(memo_.begin());
-  memo_.emplace(k, scan);
+  if (macs_.size() >= kMemo && !macs_.count(k)) macs_.erase(macs_.begin());
+  macs_[k] = scan.mac;
+  if (sums_.size() >= kSums && !sums_.count(k)) sums_.erase(sums_.begin());
+  sums_.insert_or_assign(k, scan.sum);
   return scan;
 }
 

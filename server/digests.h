@@ -22,14 +22,15 @@ namespace aesxfer::server {
 class PrefixDigests {
  public:
   explicit PrefixDigests(uint64_t budget) : left_(budget) {}
-  // The keyed digest of the first len bytes of fd (files::prefix_mac) and the file checksum's
-  // state after them (files::scan_prefix), whose fstat is st: from this session's memory when the
-  // same file in the same state was hashed to the same length before; nullopt when hashing it
-  // would overrun the session's budget (nothing is read then). Throws Failure as prefix_mac does
-  // (the file shrank meanwhile).
+  // The keyed digest of the first len bytes of fd (files::prefix_mac) and, with need_sum, the
+  // file checksum's state after them (files::scan_prefix; else `sum` is a fresh state), whose
+  // fstat is st: from this session's memory when the same file in the same state was hashed to
+  // the same length before; nullopt when hashing it would overrun the session's budget (nothing
+  // is read then). Throws Failure as prefix_mac does (the file shrank meanwhile).
   std::optional<files::PrefixScan> get(const proto::SessionKeys& keys, int fd, const struct stat& st,
-                                       uint64_t len);
-  // What get() hashed for the same file, state and length in this session, without reading.
+                                       uint64_t len, bool need_sum);
+  // What get() hashed for the same file, state and length in this session, without reading:
+  // a resumed put after its probe starts its checksum there.
   std::optional<files::PrefixScan> remembered(const struct stat& st, uint64_t len) const;
   uint64_t bytes_hashed() const { return hashed_; }
   uint64_t hits() const { return hits_; }
@@ -42,8 +43,12 @@ class PrefixDigests {
     auto operator<=>(const Key&) const = default;
   };
   static Key key_of(const struct stat& st, uint64_t len);
-  static constexpr size_t kMemo = 4096;  // entries remembered; the oldest key order gives way
-  std::map<Key, files::PrefixScan> memo_;
+  // Digests remembered (about 100 bytes each; the oldest key order gives way), and the checksum
+  // states of the latest scans (770 bytes each: a resumed get or put uses one right after its
+  // scan, so a few suffice, and a client cannot make a session hold megabytes of them).
+  static constexpr size_t kMemo = 4096, kSums = 64;
+  std::map<Key, std::string> macs_;
+  std::map<Key, crypto::FileChecksum> sums_;
   uint64_t left_;
   uint64_t hashed_ = 0, hits_ = 0;
 };

@@ -313,8 +313,8 @@ void handle_put(RequestContext& ctx, const Message& req) {
 // session; nullopt once the session's hashing budget is spent (logged once per session).
 std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
                                                 const std::string& shown, int fd, const struct stat& st,
-                                                uint64_t len) {
-  auto d = ctx.digests.get(ctx.keys, fd, st, len);
+                                                uint64_t len, bool need_sum) {
+  auto d = ctx.digests.get(ctx.keys, fd, st, len, need_sum);
   if (!d && !ctx.told_budget) {
     ctx.told_budget = true;
     log_outcome(ctx, req, shown, "",
@@ -357,7 +357,7 @@ void handle_get(RequestContext& ctx, const Message& req) {
   // allows); otherwise from 0. The checksum starts from the scan's state: no second read.
   if (resume && req.offset > 0 && req.offset <= resp.size && req.digest.size() == proto::kPrefixMacLen) {
     try {
-      mine = session_digest(ctx, req, src->shown, fd, src->st, req.offset);
+      mine = session_digest(ctx, req, src->shown, fd, src->st, req.offset, true);
       if (mine && crypto::ct_equal(mine->mac.data(), req.digest.data(), proto::kPrefixMacLen)) {
         so.offset = req.offset;
         so.prefix_hash = &mine->sum;
@@ -408,7 +408,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);
       try {
-        auto digest = session_digest(ctx, req, dest->shown, fd.get(), sb, m.size);
+        auto digest = session_digest(ctx, req, dest->shown, fd.get(), sb, m.size, false);
         if (!digest) throw Failure("over the budget");  // answered as if nothing were kept
         m.digest = digest->mac;
         if (whole) m.text = proto::kProbeComplete;
