@@ -377,14 +377,22 @@ struct SkippedTrees {
       if (path.size() > t.size() && path[t.size()] == '/' && path.compare(0, t.size(), t) == 0) return true;
     return false;
   }
+  // Leaves `path` (and all below it) out, reported once as a failure of that file.
+  template <class Report>
+  void skip(const std::string& path, const std::string& shown, const fs::path& local, const std::string& why,
+            const Report& report) {
+    trees.push_back(path);
+    const Failure f(why);
+    report(shown, local, nullptr, &f);
+  }
   template <class Report>
   bool bad_name(const proto::ListEntry& e, const std::string& base, const fs::path& top,
                 const Report& report) {
     if (!has_control_byte(e.path)) return false;
-    trees.push_back(e.path);
-    Failure why(printable(base + e.path) + ": a control byte in the name; skipped" +
-                (e.type == proto::EntryType::dir ? " with all below it" : ""));
-    report(base + e.path, top, nullptr, &why);
+    skip(e.path, base + e.path, top,
+         printable(base + e.path) + ": a control byte in the name; skipped" +
+             (e.type == proto::EntryType::dir ? " with all below it" : ""),
+         report);
     return true;
   }
 };
@@ -443,9 +451,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
           make_dir_at(walker.dir_of(parent), name, local, e.mode, created);
         } catch (const Failure& f) {
           if (!pipelined) throw;
-          skipped.trees.push_back(e.path);
-          Failure why(std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it");
-          pipelined(base + e.path, local, nullptr, &why);
+          skipped.skip(e.path, base + e.path, local,
+                       std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it",
+                       pipelined);
           break;
         }
         if (created) made.push_back({e.path, e.mode, e.mtime});
