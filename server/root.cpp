@@ -85,6 +85,33 @@ long sys_openat2(int dirfd, const char* path, uint64_t flags) {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 
+// Every name under which `p` may be opened: its directories resolved, then the name itself and,
+// while that name is a symbolic link, the link's target, which may not exist yet (an
+// --authorized-keys link to a file `authorize` makes later must hide the name the file will have,
+// not only the link's). Bounded like the kernel's 40 links.
+std::vector<fs::path> names_of(const fs::path& p) {
+  std::vector<fs::path> out;
+  fs::path at = p;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    const fs::path leaf = at.filename();
+    if (leaf.empty() || leaf == "." || leaf == "..") {
+      if (fs::path h = fs::weakly_canonical(at, ec); !ec) out.push_back(h);
+      break;
+    }
+    const fs::path dir = fs::weakly_canonical(at.has_parent_path() ? at.parent_path() : fs::path("."), ec);
+    if (ec) break;
+    const fs::path named = dir / leaf;
+    out.push_back(named);
+    struct stat st {};
+    if (::lstat(named.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    const fs::path target = fs::read_symlink(named, ec);
+    if (ec) break;
+    at = target.is_absolute() ? target : dir / target;
+  }
+  return out;
+}
+
 }  // namespace
 
 Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r) {
@@ -100,22 +127,24 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
   }
   for (const auto& one : hidden) {
     if (one.empty()) continue;
-    // A path that does not exist yet (an --authorized-keys file that `authorize` makes later) is
-    // hidden by its name, so that no client can create it; one that exists also by its inode.
-    fs::path h = fs::weakly_canonical(one, ec);
-    if (ec) continue;
-    struct stat st {};
-    const bool exists = ::stat(h.c_str(), &st) == 0;
-    fs::path relp = h.lexically_relative(real_);
-    Hidden entry{exists, st.st_dev, st.st_ino, {}};
-    if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
-      for (const auto& c : relp) entry.parts.push_back(c.string());
-    } else if (h != real_) {
-      continue;  // outside the root: nothing to hide
-    }            // else the root itself: nothing at all is served
-    if (!hidden_.empty() && under_hidden(entry.parts)) continue;  // inside one hidden already
-    hidden_.push_back(std::move(entry));
-    hidden_paths_.push_back(one);
+    bool added = false;
+    for (const auto& h : names_of(one)) {
+      // A path that does not exist yet (an --authorized-keys file that `authorize` makes later) is
+      // hidden by its name, so that no client can create it; one that exists also by its inode.
+      struct stat st {};
+      const bool exists = ::stat(h.c_str(), &st) == 0;
+      fs::path relp = h.lexically_relative(real_);
+      Hidden entry{exists, st.st_dev, st.st_ino, {}};
+      if (!relp.empty() && *relp.begin() != ".." && relp != ".") {
+        for (const auto& c : relp) entry.parts.push_back(c.string());
+      } else if (h != real_) {
+        continue;  // outside the root: nothing to hide
+      }            // else the root itself: nothing at all is served
+      if (!hidden_.empty() && under_hidden(entry.parts)) continue;  // inside one hidden already
+      hidden_.push_back(std::move(entry));
+      added = true;
+    }
+    if (added) hidden_paths_.push_back(one);
   }
 }
 

@@ -231,7 +231,8 @@ TEST(Printable, EscapesC0DelC1AndInvalidUtf8) {
                            "31m"),
             "\\x9b31m");                                // raw C1 CSI
   EXPECT_EQ(net::printable("\xc2\x85"), "\\xc2\\x85");  // NEL
-  EXPECT_EQ(net::printable("\xc2\xa0"), "\xc2\xa0");    // U+00A0 is printable
+  EXPECT_EQ(net::printable("\xc2\xa1"), "\xc2\xa1");    // U+00A1 is printable
+  EXPECT_EQ(net::printable("\xc2\xa0"), "\\xc2\\xa0");  // U+00A0 looks like a space: escaped
   EXPECT_EQ(net::printable("\xff\xfe"), "\\xff\\xfe");
   EXPECT_EQ(net::printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(net::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate

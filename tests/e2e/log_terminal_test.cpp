@@ -1,7 +1,8 @@
 // Issue 24, items D6 and D7: what a terminal or a log shows of a peer's strings.
 //
 //   Printable.EscapesBidiAndInvisibleFormatCharacters   U+202A..U+202E, U+2066..U+2069,
-//                                                       U+200B..U+200F, U+2028, U+2029, U+FEFF
+//                                                       U+200B..U+200F, U+2028, U+2029, U+FEFF,
+//                                                       the other Cf, spaces other than U+0020
 //   BidiNames.ReachTerminalAndLogEscaped           a server's name and refusal, a client's
 //                                                       path: escaped on the terminal and in the log
 //   ServerLog.EveryLineIsLogfmtWithPeerValuesQuoted     paths with spaces, quotes, '=' and
@@ -55,12 +56,18 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   for (unsigned cp = 0x2060; cp <= 0x206f; ++cp) hidden.push_back(cp);
   for (unsigned cp = 0x200b; cp <= 0x200f; ++cp) hidden.push_back(cp);
   for (unsigned cp = 0xfe00; cp <= 0xfe0f; ++cp) hidden.push_back(cp);
+  // A third re-attack: the other format characters (Cf) and the space look-alikes (Zs but U+0020).
+  for (unsigned cp :
+       {0x0600u, 0x0605u, 0x06ddu, 0x070fu, 0x0890u, 0x0891u, 0x08e2u, 0x110bdu, 0x110cdu, 0x13430u, 0x1343fu,
+        0x00a0u, 0x1680u, 0x2000u, 0x2007u, 0x200au, 0x202fu, 0x205fu, 0x3000u})
+    hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
   // Their neighbours are ordinary characters and pass.
-  for (unsigned cp :
-       {0x200au, 0x2010u, 0x2027u, 0x202fu, 0x205fu, 0x2070u, 0xfefeu, 0x20acu, 0x00acu, 0x00aeu, 0x061bu,
-        0x061du, 0xfe10u, 0xfffcu, 0x1d172u, 0x1d17bu, 0xdffffu, 0xe1000u, 0x1f600u})
+  for (unsigned cp : {0x1fffu, 0x2010u,  0x2027u,  0x2030u,  0x205eu,  0x2070u,  0xfefeu,  0x20acu,
+                      0x00a1u, 0x00acu,  0x00aeu,  0x05ffu,  0x0606u,  0x061bu,  0x061du,  0x06dcu,
+                      0x06deu, 0x167fu,  0x1681u,  0x2fffu,  0x3001u,  0x13429u, 0x13440u, 0xfe10u,
+                      0xfffcu, 0x1d172u, 0x1d17bu, 0xdffffu, 0xe1000u, 0x1f600u, 0x00e9u,  0x4e2du})
     EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << std::hex << cp;
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
 }

@@ -194,6 +194,54 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
   EXPECT_EQ(later.stop(), 0);
 }
 
+// A third re-attack (N4): --authorized-keys names a link, outside the root or in it, to a file
+// under the root that does not exist yet. The file the server will read is hidden under its own
+// name (before, only the link's name was, and a client could create the target and let itself or
+// anyone in); the link inside the root is hidden too.
+TEST(ServerHome, AuthorizedKeysThroughALinkHidesTheNameItPointsTo) {
+  Workspace ws;
+  fs::create_directories(ws.root / "keys");
+  fs::permissions(ws.root / "keys", fs::perms::owner_all);
+  write_text_file(ws.root / "keys" / "plain.txt", "served");
+  fs::create_symlink(ws.root / "keys" / "next", ws.tmp / "ak-link");  // outside -> inside, dangling
+  fs::create_symlink("deeper", ws.root / "keys" / "inner");           // inside, relative, a chain
+  fs::create_symlink("../keys/final", ws.root / "keys" / "deeper");
+  struct Case {
+    fs::path named;                  // what --authorized-keys says
+    std::string target;              // the file the server would read, under the root
+    std::vector<std::string> links;  // links in the root on the way, hidden too
+  };
+  const std::string line = "aesxfer-ed25519 +epo/at0a8JNoTWTXVp8V8Q9YQMC8/fJ38TsdDmxEUI= other@box\n";
+  for (const Case& c : {Case{ws.tmp / "ak-link", "next", {}},
+                        Case{ws.root / "keys" / "inner", "final", {"inner", "deeper"}}}) {
+    ServerProcess server(ws.home, ws.root, {"--authorized-keys", c.named.string()});
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok) << c.named;
+    EXPECT_NE(s.put(make_request(Op::put, "keys/" + c.target, "x"), "aesxfer-ed25519 AAAA attacker\n").status,
+              Status::ok)
+        << c.named;
+    EXPECT_NE(s.put(make_request(Op::put, "keys", c.target), "aesxfer-ed25519 AAAA attacker\n").status,
+              Status::ok)
+        << c.named;
+    EXPECT_FALSE(fs::exists(ws.root / "keys" / c.target)) << c.named;
+    // Made after the start, as `aesxfer authorize` would through the link: neither served nor listed.
+    write_text_file(ws.root / "keys" / c.target, line);
+    std::string got;
+    EXPECT_NE(s.get(make_request(Op::get, "keys/" + c.target), &got).status, Status::ok) << c.named;
+    std::vector<proto::ListEntry> entries;
+    ASSERT_EQ(s.list(make_request(Op::list, "keys"), &entries).status, Status::ok);
+    for (const auto& e : entries) {
+      EXPECT_NE(e.path, c.target) << c.named << ": listed";
+      for (const auto& l : c.links) EXPECT_NE(e.path, l) << c.named << ": listed";
+    }
+    EXPECT_EQ(s.get(make_request(Op::get, "keys/plain.txt"), &got).status, Status::ok);
+    s.bye();
+    EXPECT_EQ(server.stop(), 0);
+    EXPECT_EQ(read_text_file(ws.root / "keys" / c.target), line);
+    fs::remove(ws.root / "keys" / c.target);
+  }
+}
+
 // ---- item 5 ------------------------------------------------------------------------------------
 
 class ServerNames : public ServerTest {};
