@@ -125,8 +125,12 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
       pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
     else if (::stat(e.local.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // else the put says why
       pipeline_.probe(below(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
-                      [&said, i](const proto::Message* m, const Failure*) {
+                      [this, &said, i](const proto::Message* m, const Failure* f) {
                         if (m) said[i] = *m;
+                        // A kept partial file the server does not trust (another user's, linked
+                        // or writable by others) is left alone: say so, the file goes whole.
+                        if (f && f->status == proto::Status::permission)
+                          hooks_.note(std::string(f->what()) + "; sending it whole");
                       });
   }
   pipeline_.drain();

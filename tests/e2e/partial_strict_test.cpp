@@ -75,7 +75,7 @@ TEST_F(PartialStrictModes, ServerRefusesAPartialFileItCannotTrust) {
 }
 
 // send -r --resume probes every file: a distrusted partial file is not adopted (the file goes
-// whole, the planted file keeps what it had).
+// whole, the planted file keeps what it had) and one line says so.
 TEST_F(PartialStrictModes, TreeResumeNeverAdoptsAForeignPartialFile) {
   fs::create_directories(ws.local / "t");
   fs::create_directories(ws.root / "t");
@@ -86,6 +86,11 @@ TEST_F(PartialStrictModes, TreeResumeNeverAdoptsAForeignPartialFile) {
   const std::string before = sha256_file(partial);
   auto r = run({"send", "-r", "--resume", (ws.local / "t").string(), "127.0.0.1:.", "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
+  // Not silent: one line names the file, the reason and what was done instead.
+  ASSERT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(".p.bin.aesxfer-partial"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sending it whole"), std::string::npos) << r.err;
   ASSERT_TRUE(fs::exists(partial)) << "the planted file was adopted (renamed into place)";
   EXPECT_EQ(sha256_file(partial), before) << "written through a distrusted partial file";
   struct stat st {};
