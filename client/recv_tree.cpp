@@ -33,14 +33,10 @@ namespace {
 
 // The existing destination as a resume base: a regular, non-empty file opened without following
 // a symbolic link, or -1.
-int open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
-  int fd = ::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return -1;
+UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
+  UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-    ::close(fd);
-    return -1;
-  }
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return UniqueFd();
   size = uint64_t(st.st_size);
   return fd;
 }
@@ -84,7 +80,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   bool whole = false;
   if (have == 0) {
     uint64_t dsize = 0;
-    base.reset(open_destination_base(dirfd, at, dsize));
+    base = open_destination_base(dirfd, at, dsize);
     if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Style the build does not check: every C++ file as .clang-format has it, and no product function
-# (crypto, proto, files, net, client, server, app) longer than 80 lines. Run by scripts/test.sh
+# (crypto, proto, files, net, client, server, app) longer than 80 lines, no raw ::close. Run by scripts/test.sh
 # (stage "style"); needs clang-format and universal-ctags (scripts/setup-debian.sh installs them).
 cd "$(dirname "$0")/.." || exit 2
 bad=0
@@ -20,5 +20,13 @@ if [ -n "$long" ]; then
   echo "$long"
   bad=1
 fi
-[ $bad -eq 0 ] && echo "style: every file formatted, no product function over 80 lines"
+# Descriptors are owned by files::UniqueFd, the one place the product calls close(2).
+raw=$(grep -n '[^A-Za-z_]::close(' $(git ls-files crypto proto files net client server app 2>/dev/null) /dev/null |
+  grep -v '^files/unique_fd.h:')
+if [ -n "$raw" ]; then
+  echo "raw ::close outside files/unique_fd.h (own the descriptor with UniqueFd):"
+  echo "$raw" | sed 's/^/  /'
+  bad=1
+fi
+[ $bad -eq 0 ] && echo "style: every file formatted, no product function over 80 lines, close(2) only in UniqueFd"
 exit $bad

@@ -493,13 +493,10 @@ class TreeLister {
     };
     std::vector<Item> items;
     {
-      int fd = open_dir(rel);
-      DIR* d = ::fdopendir(fd);
-      if (!d) {
-        int e = errno;
-        ::close(fd);
-        fail_errno(rel, e);
-      }
+      UniqueFd fd = open_dir(rel);
+      DIR* d = ::fdopendir(fd.get());
+      if (!d) fail_errno(rel, errno);
+      fd.release();  // the DIR owns it now
       struct Closer {
         DIR* d;
         ~Closer() { ::closedir(d); }
@@ -566,18 +563,16 @@ class TreeLister {
     fail(refusal_for(where, e));
   }
   // The directory `rel` below top, opened one component at a time without following symlinks.
-  int open_dir(const std::string& rel) {
-    int fd = ::fcntl(top_, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) fail_errno(rel, errno);
+  UniqueFd open_dir(const std::string& rel) {
+    UniqueFd fd(::fcntl(top_, F_DUPFD_CLOEXEC, 0));
+    if (!fd) fail_errno(rel, errno);
     size_t start = 0;
     while (start < rel.size()) {
       size_t slash = rel.find('/', start);
       std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      int next = ::openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      int e = errno;
-      ::close(fd);
-      if (next < 0) fail_errno(rel, e);
-      fd = next;
+      UniqueFd next(::openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!next) fail_errno(rel, errno);
+      fd = std::move(next);
       start = slash == std::string::npos ? rel.size() : slash + 1;
     }
     return fd;

@@ -64,7 +64,7 @@ struct Server::Impl {
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
   struct Slot {
-    int fd = -1;
+    UniqueFd fd;
     std::string source;     // the peer's address without the port (--per-source-max-startups)
     bool in_pool = false;   // under mu: counted in startups (accepted, not yet authenticated)
     bool counted = false;   // under mu: counted in sessions (authenticated and admitted)
@@ -226,13 +226,13 @@ void Server::Impl::refuse_busy(tcp::socket sock) {
 
 void Server::Impl::start_session(int fd, const std::string& peer, const std::string& source) {
   auto slot = std::make_unique<Slot>();
-  slot->fd = fd;
+  slot->fd.reset(fd);
   slot->source = source;
   slot->in_pool = true;  // enter_pool counted it
   int conn_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (conn_fd < 0) {
     const int e = errno;
-    ::close(fd);
+    slot->fd.reset();
     {
       std::lock_guard<std::mutex> g(mu);
       leave_pool(*slot);
@@ -241,6 +241,7 @@ void Server::Impl::start_session(int fd, const std::string& peer, const std::str
     return;
   }
   Slot* sp = slot.get();
+  UniqueFd conn(conn_fd);  // the session's thread owns it once it runs
   std::lock_guard<std::mutex> g(mu);
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
@@ -248,7 +249,7 @@ void Server::Impl::start_session(int fd, const std::string& peer, const std::str
       if (opt.on_session_end) opt.on_session_end(conn_fd);
       {
         std::lock_guard<std::mutex> lg(mu);
-        ::shutdown(sp->fd, SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
+        ::shutdown(sp->fd.get(), SHUT_RDWR);  // the peer sees the end now; the descriptor closes at reap
         sp->finished = true;
         leave_pool(*sp);
         if (sp->counted) --sessions;
@@ -256,9 +257,9 @@ void Server::Impl::start_session(int fd, const std::string& peer, const std::str
       // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
       asio::post(io, [this] { reap(false); });
     });
+    conn.release();
   } catch (const std::system_error& te) {  // no thread to be had: refuse this one
-    ::close(conn_fd);
-    ::close(fd);
+    sp->fd.reset();                        // conn closes its duplicate
     leave_pool(*sp);
     log("peer=" + peer + " error=" + proto::quoted(std::string("cannot start a session: ") + te.what()));
     return;
@@ -305,7 +306,7 @@ void Server::Impl::reap(bool all) {
   }
   for (auto& slot : done) {
     if (slot->th.joinable()) slot->th.join();
-    ::close(slot->fd);
+    slot->fd.reset();
   }
 }
 
@@ -360,11 +361,12 @@ static void write_port_file(const fs::path& path, uint16_t port) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd < 0) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  if (!fd) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
   std::string text = std::to_string(port) + "\n";
-  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd, 0644) == 0;
-  ok = ::close(fd) == 0 && ok;
+  bool ok =
+      ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd.get(), 0644) == 0;
+  ok = fd.close() == 0 && ok;
   if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
@@ -553,7 +555,7 @@ void Server::run() {
   // them all: no session thread outlives run().
   {
     std::lock_guard<std::mutex> g(s.mu);
-    for (auto& slot : s.slots) ::shutdown(slot->fd, SHUT_RDWR);
+    for (auto& slot : s.slots) ::shutdown(slot->fd.get(), SHUT_RDWR);
   }
   s.reap(true);
 }
