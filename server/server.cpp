@@ -532,9 +532,6 @@ void Server::run() {
   tcp::acceptor acc(s.io);
   s.open_acceptor(acc);
   port_ = acc.local_endpoint().port();
-  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
-  s.log_start(port_);
-
   asio::signal_set signals(s.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& e, int sig) {
     if (!e) {
@@ -543,6 +540,10 @@ void Server::run() {
       stop();
     }
   });
+  s.log_start(port_);
+  // The port file last: whoever waits for it (a test, a service script) finds the start lines
+  // written and SIGTERM already handled (before, a stop sent at once killed the process mid-start).
+  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
   asio::steady_timer backoff(s.io);
   auto delay = std::chrono::milliseconds(10);
   s.accept_loop(acc, backoff, delay);

@@ -127,7 +127,7 @@ TEST_F(Streams, PartsComeFromAQueueOverFewerConnections) {
   auto g = run({"recv", "127.0.0.1:dst.bin", back.string(), "--streams", "2", "--json"});
   ASSERT_EQ(g.exit_code, 0) << g.describe() << server->log();
   EXPECT_EQ(last_json(g.out)["streams"], "2") << g.out;
-  EXPECT_NE(server->log().find("part=4/5"), std::string::npos) << server->log();
+  EXPECT_TRUE(server->wait_for_log("part=4/5")) << server->log();
   EXPECT_EQ(sha256_file(back), want);
   EXPECT_TRUE(temp_debris(ws.root).empty());
 }
