@@ -196,6 +196,8 @@ class Client {
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
   bool resuming() const { return opt_.resume; }
+  // $AESXFER_HOME (recv -r records the trees it created there: client/tree_resume.h).
+  const std::filesystem::path& home() const { return opt_.home; }
   // Offset the current or last put or get resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 

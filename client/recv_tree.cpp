@@ -32,11 +32,15 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // The existing destination as a resume base: a regular, non-empty file opened without following
-// a symbolic link, or -1.
+// a symbolic link (nor blocking on a FIFO planted there), of this user and with one link (another
+// user's file, or a link to one, is replaced whole: never kept as "up to date" nor appended to), or
+// none.
 UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
-  UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return UniqueFd();
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      st.st_uid != ::geteuid() || st.st_nlink != 1)
+    return UniqueFd();
   size = uint64_t(st.st_size);
   return fd;
 }
@@ -291,17 +295,12 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
 
 // The top: DEST/NAME when DEST is an existing directory (NAME the last component of the request;
 // the root's contents go into DEST itself), else DEST, created here. Sets top and top_created.
-// recv -r --resume: true when the local directory dest already is the copy of the listed tree
-// (client/tree_resume.h), so that it is continued rather than nested.
-bool continues_copy(const fs::path& dest, const RemoteDir& d) {
-  std::set<std::string> source;
-  for (const auto& e : d.entries)
-    if (e.path.find('/') == std::string::npos) source.insert(e.path);
-  std::vector<std::string> there;
-  std::error_code ec;
-  for (fs::directory_iterator it(dest, ec), end; !ec && it != end; it.increment(ec))
-    there.push_back(it->path().filename().string());
-  return !ec && is_copy_of(there, source);
+// recv -r --resume: true when the local directory dest is the copy an earlier recv -r of the same
+// source created (recorded in $AESXFER_HOME, client/tree_resume.h: never decided from the
+// server's listing), so that it is continued rather than nested.
+bool continues_copy(const Client& client, const fs::path& dest, const std::string& source) {
+  struct stat st {};
+  return ::stat(dest.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && is_tree_copy(client.home(), st, source);
 }
 
 // The local top of recv -r: dest/NAME when dest is a directory (scp), else dest; with
@@ -427,8 +426,12 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   check_listing(client, d, remote, asked, bool(pipelined));
   fs::path top;
   bool top_created = false;
-  const bool continue_dest = client.resuming() && asked != "." && continues_copy(dest, d);
+  const std::string source = client.remote_name(asked);
+  const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
+  struct stat top_st {};
+  if (top_created && top == dest && asked != "." && ::fstat(top_fd.get(), &top_st) == 0)
+    remember_tree_copy(client.home(), top_st, source);  // DEST itself is the copy: --resume continues it
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first

@@ -1,6 +1,15 @@
 #include "client/tree_resume.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "files/unique_fd.h"
+
 namespace aesxfer::client {
+
+using files::UniqueFd;
 
 namespace {
 
@@ -33,6 +42,64 @@ bool is_copy_of(const std::vector<std::string>& there, const std::set<std::strin
     any = true;
   }
   return any;
+}
+
+namespace {
+
+constexpr size_t kMaxRecords = 1000;
+constexpr const char* kRecordFile = "tree_copies";
+
+std::string record_of(const struct stat& st, const std::string& source) {
+  return std::to_string(uint64_t(st.st_dev)) + " " + std::to_string(uint64_t(st.st_ino)) + " " + source;
+}
+
+// The records of home/tree_copies (at most 1 MiB of it is read): the file of this user only.
+std::vector<std::string> read_records(const std::filesystem::path& home) {
+  std::vector<std::string> out;
+  const UniqueFd fd(::open((home / kRecordFile).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 022))
+    return out;
+  std::string text(size_t(std::min<off_t>(st.st_size, 1 << 20)), '\0');
+  const ssize_t n = ::pread(fd.get(), text.data(), text.size(), 0);
+  text.resize(n > 0 ? size_t(n) : 0);
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) break;  // a line cut short is no record
+    out.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void remember_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source) {
+  if (home.empty() || source.find('\n') != std::string::npos) return;
+  const std::string mine = record_of(st, source);
+  const std::string inode = mine.substr(0, mine.find(' ', mine.find(' ') + 1) + 1);  // "dev ino "
+  std::vector<std::string> keep;
+  for (auto& r : read_records(home))
+    if (r.compare(0, inode.size(), inode) != 0) keep.push_back(std::move(r));  // an old directory's inode
+  if (keep.size() >= kMaxRecords) keep.erase(keep.begin(), keep.end() - (kMaxRecords - 1));
+  keep.push_back(mine);
+  std::string text;
+  for (const auto& r : keep) text += r + "\n";
+  const std::filesystem::path tmp = home / (std::string(".") + kRecordFile + ".tmp");
+  ::unlink(tmp.c_str());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return;
+  const bool ok = ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && fd.close() == 0;
+  if (!ok || ::rename(tmp.c_str(), (home / kRecordFile).c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+bool is_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source) {
+  if (home.empty()) return false;
+  const std::string mine = record_of(st, source);
+  for (const auto& r : read_records(home))
+    if (r == mine) return true;
+  return false;
 }
 
 std::vector<std::string> top_names(const std::vector<std::string>& there) {

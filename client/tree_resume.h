@@ -1,4 +1,6 @@
 // -r --resume continues the destination the interrupted run was writing.
+//
+// send -r --resume (the rule below, applied to the server's DEST):
 // scp's rule for a tree (DEST/NAME when DEST is a directory, else DEST) depends on whether DEST
 // exists, and the interrupted run created it: a resume would nest the tree one level deeper and
 // start a second copy from zero. With --resume a DEST that already is the copy is continued
@@ -6,7 +8,17 @@
 // the source (a kept partial file ".X.aesxfer-partial" counts as X; a receiver's temporary files
 // are left out). So running the same `-r --resume` command again always lands in the same place,
 // as rsync does (docs/aesxfer.1, send and recv --resume).
+//
+// recv -r --resume cannot use that rule: the names would come from the server, and a hostile one
+// lists a victim directory's own names (.bashrc, .ssh, ...) to make `recv -r --resume host:x ~`
+// write into ~ itself (scp's CVE-2019-6111 class). Its evidence is local: each recv -r that
+// creates DEST itself as the copy records DEST (device and inode) with the source it copies
+// ("host:path (port N)") in $AESXFER_HOME/tree_copies; --resume continues an existing DEST only
+// when it is recorded there for the same source, else scp's rule (DEST/NAME) holds.
 #pragma once
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,5 +31,12 @@ bool is_copy_of(const std::vector<std::string>& there, const std::set<std::strin
 
 // The names in `there` (paths relative to a listed directory, '/'-separated) that are at its top.
 std::vector<std::string> top_names(const std::vector<std::string>& there);
+
+// recv -r: records the directory `st` (just created as the copy of `source`) in home/tree_copies;
+// the file keeps the latest 1000 records. Quietly does nothing when it cannot (a later --resume
+// then nests, as scp would).
+void remember_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source);
+// recv -r --resume: true when the directory `st` is recorded as the copy of `source`.
+bool is_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source);
 
 }  // namespace aesxfer::client

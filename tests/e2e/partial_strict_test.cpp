@@ -123,5 +123,24 @@ TEST_F(PartialStrictModes, ClientRefusesAPartialFileItCannotTrust) {
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "p.bin"));
 }
 
+// A third re-attack (N11): recv --resume took another user's planted destination (0666, same
+// bytes) for "up to date" and left it, theirs and writable by them. Such a file is no resume
+// base: the file comes whole and replaces it, owned by this user.
+TEST_F(PartialStrictModes, AnotherUsersDestinationIsNotUpToDate) {
+  write_random_file(ws.root / "d.bin", 300000, 6);
+  const fs::path dest = ws.local / "d.bin";
+  fs::copy_file(ws.root / "d.bin", dest);
+  ASSERT_EQ(::chown(dest.c_str(), 65534, 65534), 0);
+  fs::permissions(dest, fs::perms(0666));
+  auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
+  struct stat st {};
+  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "the destination is still the other user's file";
+  EXPECT_EQ(st.st_mode & 022, 0u) << std::oct << st.st_mode;
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
+}
+
 }  // namespace
 }  // namespace aesxfer::test

@@ -4,6 +4,7 @@
 // anything else (a directory the user already had) still gets the tree inside it, as scp does.
 // Both ways, each interrupted by a Relay that cuts the connection inside the large file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <string>
 #include <vector>
@@ -85,6 +86,48 @@ TEST_F(TreeResume, RecvDashRResumeContinuesTheInterruptedDestination) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   expect_copy(ws.root / "tree", ws.local / "backups" / "tree");
   EXPECT_FALSE(fs::exists(ws.local / "backups" / "a.txt"));
+}
+
+// A third re-attack (N1): the old rule took DEST for the copy when it held only names the server
+// listed, so a server whose tree held .bashrc and .profile made `recv -r --resume host:backup DIR`
+// write into DIR itself (scp's CVE-2019-6111 class). Only a DEST that an earlier recv -r of the
+// same source created is continued (recorded in $AESXFER_HOME); any other goes DEST/NAME.
+TEST_F(TreeResume, RecvResumeNeverTakesTheListingsWordForTheDestination) {
+  fs::create_directories(ws.root / "backup" / ".ssh");
+  write_text_file(ws.root / "backup" / ".bashrc", "echo PWNED\n");
+  write_text_file(ws.root / "backup" / ".profile", "server\n");
+  write_text_file(ws.root / "backup" / ".ssh" / "authorized_keys", "ssh-ed25519 AAAA attacker\n");
+  const fs::path victim = ws.local / "victim";
+  fs::create_directories(victim / ".ssh");
+  write_text_file(victim / ".bashrc", "original\n");
+  write_text_file(victim / ".ssh" / "authorized_keys", "ssh-ed25519 AAAA victim\n");
+  auto r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:backup", victim.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(victim / ".bashrc"), "original\n");
+  EXPECT_EQ(read_text_file(victim / ".ssh" / "authorized_keys"), "ssh-ed25519 AAAA victim\n");
+  EXPECT_FALSE(fs::exists(victim / ".profile"));
+  EXPECT_EQ(read_text_file(victim / "backup" / ".bashrc"), "echo PWNED\n");
+  // A copy made by recv -r of another source is not continued either.
+  const fs::path made = ws.local / "made";
+  r = run({"recv", "-r", "-q", "127.0.0.1:backup/.ssh", made.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:backup", made.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::exists(made / "backup" / ".bashrc"));
+  EXPECT_FALSE(fs::exists(made / ".bashrc"));
+}
+
+// N5: a FIFO where a file of a tree goes does not hang recv -r --resume (the destination is opened
+// non-blocking, and is no resume base); it is replaced like any other non-file. (A FIFO the user
+// names as the destination of one file is written through, as cp does: that waits for a reader.)
+TEST_F(TreeResume, AFifoAtTheDestinationDoesNotHangAResume) {
+  fs::create_directories(ws.root / "t");
+  write_random_file(ws.root / "t" / "f.bin", 200000, 3);
+  fs::create_directories(ws.local / "t");
+  ASSERT_EQ(::mkfifo((ws.local / "t" / "f.bin").c_str(), 0600), 0);
+  auto r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:t", ws.local.string(), "--timeout", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "t" / "f.bin"), sha256_file(ws.root / "t" / "f.bin"));
 }
 
 }  // namespace
