@@ -281,6 +281,56 @@ std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::ve
   return parse_authorized_keys(in, file, problems);
 }
 
+namespace {
+
+// Resolves `file` one component at a time as the kernel does, through every symbolic link of the
+// chain (in the name as given and in each link's target): each link must be this user's or
+// root's, and the directory that holds it must pass the directory rule (in a sticky directory
+// such as /tmp another user may own a link only they can re-point; in a writable one anyone can
+// swap it). "" when all hold.
+std::string chain_problem(const fs::path& file, const std::string& hint) {
+  std::vector<std::string> todo;  // components still to resolve, the next one last
+  auto push = [&todo](const fs::path& p) {
+    std::vector<std::string> parts;
+    for (const auto& c : p.relative_path()) parts.push_back(c.string());
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  std::error_code ec;
+  push(fs::absolute(file, ec));
+  fs::path at = "/";
+  for (int links = 0; !todo.empty();) {
+    const std::string c = todo.back();
+    todo.pop_back();
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      at = at.parent_path();
+      continue;
+    }
+    const fs::path next = at / c;
+    struct stat ls {};
+    if (::lstat(next.c_str(), &ls) != 0 || !S_ISLNK(ls.st_mode)) {
+      at = next;
+      continue;
+    }
+    if (++links > 40) return "too many symbolic links on the way to " + file.string();
+    if (ls.st_uid != ::geteuid() && ls.st_uid != 0)
+      return "symbolic link " + next.string() + " is owned by uid " + std::to_string(ls.st_uid) +
+             ", neither this user nor root (it leads to " + file.string() + ")" + hint;
+    struct stat ds {};
+    if (::stat(at.c_str(), &ds) != 0) return "cannot check directory " + at.string() + ": " + os_error(errno);
+    if (std::string p = owner_and_mode_problem("directory " + at.string(), ds, true); !p.empty())
+      return p + " (it holds the symbolic link " + next.string() + " on the way to " + file.string() + ")" +
+             hint;
+    const fs::path target = fs::read_symlink(next, ec);
+    if (ec) return "cannot read symbolic link " + next.string() + ": " + ec.message();
+    if (target.is_absolute()) at = "/";
+    push(target);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
   const std::string hint = "; fix with chmod go-w and chown (sshd's StrictModes rule)";
   if (std::string p = owner_and_mode_problem(file.string(), st, false); !p.empty()) return p + hint;
@@ -290,17 +340,7 @@ std::string strict_modes_problem(const fs::path& file, const struct stat& st) {
   // The directories above the file as named and above the file it leads to: a symbolic link in a
   // writable directory could be swapped for one to another file, whatever that file's own modes.
   fs::path named = fs::absolute(file, ec).lexically_normal();
-  // Every symbolic link on the way as named must be this user's or root's: in a sticky directory
-  // (/tmp) another user may own a link that only they can re-point.
-  fs::path prefix;
-  for (const auto& part : named) {
-    prefix /= part;
-    struct stat ls {};
-    if (::lstat(prefix.c_str(), &ls) == 0 && S_ISLNK(ls.st_mode) && ls.st_uid != ::geteuid() &&
-        ls.st_uid != 0)
-      return "symbolic link " + prefix.string() + " is owned by uid " + std::to_string(ls.st_uid) +
-             ", neither this user nor root (it leads to " + file.string() + ")" + hint;
-  }
+  if (std::string p = chain_problem(file, hint); !p.empty()) return p;
   for (const fs::path& start : {named.parent_path(), real.parent_path()})
     for (fs::path dir = start;; dir = dir.parent_path()) {
       struct stat ds {};

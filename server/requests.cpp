@@ -211,6 +211,10 @@ std::string parent_shown(const std::string& shown) {
 
 // A put with the resume flag: into the kept partial file (adopted only when partial_distrust
 // allows), from the client's offset; kept when the connection breaks.
+std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
+                                                const std::string& shown, int fd, const struct stat& st,
+                                                uint64_t len, bool need_sum);
+
 void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown) {
   const bool preserve = req.flags & proto::kFlagPreserve;
   Receiver r;
@@ -229,6 +233,19 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
   std::optional<files::PrefixScan> probed;
   if (req.offset == pf->length() && ::fstat(pf->fd(), &st) == 0)
     probed = ctx.digests.remembered(st, req.offset);
+  // Without that state (no probe, or its state gave way) the prefix is read here, charged to the
+  // same budget as probes; past it the resume is refused rather than read for free.
+  if (!probed && req.offset > 0) {
+    try {
+      if (::fstat(pf->fd(), &st) == 0)
+        probed = session_digest(ctx, req, shown, pf->fd(), st, req.offset, true);
+    } catch (const Failure&) {  // shrank meanwhile: the stream finds out
+    }
+    if (!probed)
+      return refuse(ctx, req, shown,
+                    {Status::busy, req.path + ": not resumed: this session's hashing budget (serve "
+                                              "--max-probe-hash) is spent; send it again in a new session"});
+  }
   try {
     pf->truncate_to(req.offset);
   } catch (const Failure& f) {
@@ -456,6 +473,11 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
       return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
   } else if (preserve && !target->name.empty()) {
+    if (ctx.root.holds_hidden(target->shown))
+      return refuse(ctx, req, target->shown,
+                    {Status::permission, target->shown +
+                                             ": keeps its mode and times (it holds the server's own keys or "
+                                             "authorized_keys)"});
     UniqueFd d(
         ::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);

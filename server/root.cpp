@@ -194,7 +194,8 @@ bool Root::under_hidden(const std::vector<std::string>& parts) const {
   return false;
 }
 
-bool Root::hides_name(const std::string& path) const {
+namespace {
+std::vector<std::string> components(const std::string& path) {
   std::vector<std::string> parts;
   for (size_t start = 0; start <= path.size();) {
     size_t slash = path.find('/', start);
@@ -203,7 +204,20 @@ bool Root::hides_name(const std::string& path) const {
     if (!part.empty() && part != ".") parts.push_back(std::move(part));
     start = slash + 1;
   }
+  return parts;
+}
+}  // namespace
+
+bool Root::hides_name(const std::string& path) const {
+  const auto parts = components(path);
   return !parts.empty() && under_hidden(parts);
+}
+
+bool Root::holds_hidden(const std::string& path) const {
+  const auto parts = components(path);
+  for (const auto& h : hidden_)
+    if (h.parts.size() > parts.size() && std::equal(parts.begin(), parts.end(), h.parts.begin())) return true;
+  return false;
 }
 
 int Root::open_dir(const std::vector<std::string>& parts, size_t n) const {

@@ -99,6 +99,10 @@ class Root {
   // True for a path (relative to the root, as a listing names it) at or below a hidden one: a
   // hidden file made after the start has no known inode, only its name.
   bool hides_name(const std::string& path) const;
+  // True for a directory (relative to the root, as Place::shown names it) that holds a hidden path
+  // somewhere below it: its mode and times are not a client's to change (mkdir -p would open the
+  // directory of an --authorized-keys file, or one above $AESXFER_HOME, to other local users).
+  bool holds_hidden(const std::string& path) const;
   // True for a hidden entry (listings leave it out).
   bool is_hidden(const struct stat& st) const {
     for (const auto& h : hidden_)

@@ -57,6 +57,7 @@ struct Server::Impl {
   proto::ServerPolicy policy;  // opt.policy with the allow-lists of --ciphers, --macs
   proto::Identity host;
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
+  std::string own_refused;                 // why it is not (StrictModes), or empty
   asio::io_context io;
   std::atomic<int> stop_signal{0};  // RequestContext::stop_signal
   std::mutex mu;
@@ -402,13 +403,27 @@ static proto::ServerPolicy allow_lists(const ServerOptions& opt) {
   return p;
 }
 
+// strict_modes_problem for a key file of the server's home, or "".
+static std::string key_file_problem(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return "cannot check " + file.string() + ": " + errno_text(errno);
+  return strict_modes_problem(file, st);
+}
+
 Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->opt = opt;
   impl_->policy = allow_lists(opt);
   // The keys first: they create $AESXFER_HOME on a first start, and the root hides the home only
   // once it exists (it is found by device and inode), so `cd ~ && aesxfer serve` never serves it.
+  // Both are checked as authorized_keys is (sshd's StrictModes): a host key another local user
+  // could have planted or can replace is refused (as sshd refuses an unprotected host key), and
+  // an own identity such a user could swap is not trusted for logins.
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
-  impl_->own_keys.push_back(load_or_create_identity(opt.home / "id_ed25519").pk);
+  if (std::string p = key_file_problem(opt.home / "host_ed25519"); !p.empty())
+    throw Failure("host key: " + p);
+  const proto::PublicKey own = load_or_create_identity(opt.home / "id_ed25519").pk;
+  impl_->own_refused = key_file_problem(opt.home / "id_ed25519");
+  if (impl_->own_refused.empty()) impl_->own_keys.push_back(own);
   // The home and, when it is kept elsewhere, the authorized_keys file (found if it exists now).
   impl_->root =
       std::make_unique<Root>(opt.root, std::vector<std::filesystem::path>{opt.home, opt.authorized_keys});
@@ -462,8 +477,10 @@ void Server::Impl::log_start(uint16_t port) {
       proto::quoted(std::string(!refused.empty()     ? "not trusted; "
                                 : fs::exists(ak, ec) ? ""
                                                      : "the file does not exist yet; ") +
-                    "this user's own identity is accepted too"));
+                    (own_refused.empty() ? "this user's own identity is accepted too"
+                                         : "this user's own identity is not accepted")));
   if (!refused.empty()) warn("no key of authorized_keys is trusted: " + refused);
+  if (!own_refused.empty()) warn("this user's own identity is not trusted for logins: " + own_refused);
   for (const auto& p : problems) warn(p);
   check_descriptors();
   auto join = [](const std::vector<std::string>& v) {

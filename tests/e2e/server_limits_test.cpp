@@ -194,6 +194,49 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
   EXPECT_EQ(later.stop(), 0);
 }
 
+// A third re-attack (N2): `send -r -p` made an existing directory 0777 on the server, and the
+// directory of an --authorized-keys file under the root (or one above $AESXFER_HOME) is one: every
+// key in it was then refused (StrictModes) and other local users could swap the file. A directory
+// that holds a hidden path keeps its mode and times; other directories still take -p.
+TEST(ServerHome, DirectoriesAboveTheKeysKeepTheirModes) {
+  Workspace ws;
+  fs::create_directories(ws.root / "etc" / "keys");
+  fs::create_directories(ws.root / "other");
+  fs::permissions(ws.root / "etc" / "keys", fs::perms(0700));
+  fs::permissions(ws.root / "etc", fs::perms(0755));
+  const std::string line = "aesxfer-ed25519 +epo/at0a8JNoTWTXVp8V8Q9YQMC8/fJ38TsdDmxEUI= other@box\n";
+  write_text_file(ws.root / "etc" / "keys" / "ak", line);
+  fs::permissions(ws.root / "etc" / "keys" / "ak", fs::perms(0600));
+  ServerProcess server(ws.home, ws.root, {"--authorized-keys", (ws.root / "etc" / "keys" / "ak").string()});
+  HandSession s(server.port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  for (const char* dir : {"etc/keys", "etc", "./etc/keys/"}) {
+    Message m = make_request(Op::mkdir, dir);
+    m.flags |= proto::kFlagPreserve;
+    m.mode = 0777;
+    m.mtime = 1000000000;
+    const Message r = s.ask(m);
+    EXPECT_EQ(r.status, Status::permission) << dir;
+    EXPECT_NE(r.text.find("keeps its mode"), std::string::npos) << r.text;
+  }
+  Message m = make_request(Op::mkdir, "other");
+  m.flags |= proto::kFlagPreserve;
+  m.mode = 0750;
+  m.mtime = 1000000000;
+  EXPECT_EQ(s.ask(m).status, Status::ok);
+  s.bye();
+  EXPECT_EQ(server.stop(), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((ws.root / "etc" / "keys").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_NE(st.st_mtime, 1000000000);
+  ASSERT_EQ(::stat((ws.root / "etc").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(::stat((ws.root / "other").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  EXPECT_EQ(st.st_mtime, 1000000000);
+}
+
 // A third re-attack (N4): --authorized-keys names a link, outside the root or in it, to a file
 // under the root that does not exist yet. The file the server will read is hidden under its own
 // name (before, only the link's name was, and a client could create the target and let itself or

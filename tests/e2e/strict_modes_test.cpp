@@ -7,6 +7,8 @@
 //                                                          in; the log says why at start and at
 //                                                          each refused login
 //   StrictModes.ALinkInAWritableDirectoryIsRefused         a symbolic link's own directory counts
+//   StrictModes.ALinkInTheMiddleOfTheChainCounts           every link of the chain, and its directory
+//   StrictModes.OwnIdentityAndHostKeyAreCheckedToo         the server's id_ed25519 and host key
 //   StrictModes.UnreadableFileIsReportedAsUnreadable       a file the server cannot open is logged
 //                                                          as unreadable, never as "0 keys"
 //   Authorize.EveryControlByteIsRefused                    CR, ESC, TAB, DEL, C1, bidi controls:
@@ -118,6 +120,67 @@ TEST(StrictModes, ALinkInAWritableDirectoryIsRefused) {
     EXPECT_TRUE(other.logs_in(server.port())) << server.log();
   }
   EXPECT_EQ(server.stop(), 0);
+}
+
+// A third re-attack (N4): only the links of the name as given were checked. A link in the middle
+// of the chain (authorized_keys -> /tmp/x -> keys), owned by another user in a sticky directory,
+// let that user re-point the server at another file of keys. Every link of the chain counts now.
+TEST(StrictModes, ALinkInTheMiddleOfTheChainCounts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give a link away to another user";
+  Workspace ws;
+  OtherClient other;
+  TempDir safe("aesxfer-safe");
+  TempDir sticky("aesxfer-sticky");  // as /tmp: root's, mode 1777
+  ASSERT_EQ(::chmod(sticky.path().c_str(), 01777), 0);
+  const fs::path target = safe / "keys";
+  write_text_file(target, other.line + "\n");
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  const fs::path middle = sticky / "middle";
+  fs::create_symlink(target, middle);
+  fs::create_symlink(middle, ws.home / "authorized_keys");
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(other.logs_in(server.port())) << server.log();  // every link root's: trusted
+  ASSERT_EQ(::lchown(middle.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(server.wait_for_log("symbolic link " + middle.string() + " is owned by uid 65534"))
+      << server.log();
+  // A root-owned middle link in a directory others may write to (not sticky): refused too.
+  ASSERT_EQ(::lchown(middle.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(sticky.path().c_str(), 0777), 0);
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(server.wait_for_log("(it holds the symbolic link " + middle.string())) << server.log();
+  ASSERT_EQ(::chmod(sticky.path().c_str(), 0755), 0);
+  EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// A third re-attack (N3): the server's own identity (a login credential) and its host key were
+// trusted whatever their owner and directories. Another user's identity planted in a writable
+// home is not trusted for logins; a host key such a user could have planted stops the start.
+TEST(StrictModes, OwnIdentityAndHostKeyAreCheckedToo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give a file away to another user";
+  Workspace ws;
+  {
+    ServerProcess server(ws.home, ws.root);  // makes the keys
+    EXPECT_EQ(server.stop(), 0);
+  }
+  ASSERT_EQ(::chown((ws.home / "id_ed25519").c_str(), 65534, 65534), 0);
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(server.wait_for_log("this user's own identity is not trusted for logins: " +
+                                  (ws.home / "id_ed25519").string() + " is owned by uid 65534"))
+      << server.log();
+  HandSession own(server.port(), ws.home / "id_ed25519");
+  EXPECT_FALSE(own.welcome_ok) << "another user's planted identity logged in";
+  EXPECT_EQ(server.stop(), 0);
+  ASSERT_EQ(::chown((ws.home / "id_ed25519").c_str(), 0, 0), 0);
+
+  ASSERT_EQ(::chown((ws.home / "host_ed25519").c_str(), 65534, 65534), 0);
+  auto r =
+      run_aesxfer({"serve", "--root", ws.root.string(), "--listen", "127.0.0.1", "--port", "0"}, ws.home, 20);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host key: " + (ws.home / "host_ed25519").string() + " is owned by uid 65534"),
+            std::string::npos)
+      << r.err;
 }
 
 // What load_trusted_keys says about `file` in a process that runs as uid/gid 65534 (a service
