@@ -35,9 +35,21 @@ std::optional<files::PrefixScan> PrefixDigests::get(const proto::SessionKeys& ke
   // One pass gives the digest and the file checksum's state after the prefix, which a resumed
   // get starts from: the prefix is read once per session, never a second time to checksum it.
   files::PrefixScan scan = files::scan_prefix(keys, fd, len, -1, nullptr);
-  if (macs_.size() >= kMemo && !macs_.count(k)) macs_.erase(macs_.begin());
+  if (!macs_.count(k)) {
+    if (macs_.size() >= kMemo) {
+      macs_.erase(mac_order_.front());
+      mac_order_.pop_front();
+    }
+    mac_order_.push_back(k);
+  }
   macs_[k] = scan.mac;
-  if (sums_.size() >= kSums && !sums_.count(k)) sums_.erase(sums_.begin());
+  if (!sums_.count(k)) {
+    if (sums_.size() >= kSums) {
+      sums_.erase(sum_order_.front());
+      sum_order_.pop_front();
+    }
+    sum_order_.push_back(k);
+  }
   sums_.insert_or_assign(k, scan.sum);
   return scan;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,7 @@ class PrefixDigests {
   static constexpr size_t kMemo = 4096, kSums = 64;
   std::map<Key, std::string> macs_;
   std::map<Key, crypto::FileChecksum> sums_;
+  std::deque<Key> mac_order_, sum_order_;  // oldest first: the oldest gives way
   uint64_t left_;
   uint64_t hashed_ = 0, hits_ = 0;
 };

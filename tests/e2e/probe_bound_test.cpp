@@ -138,5 +138,48 @@ TEST_F(ProbeBudget, ProbesOfManyFilesStopAtTheSessionsBudget) {
   s.bye();
 }
 
+// A third re-attack (N9): a resumed put without this session's probe state (no probe at all, or
+// its state gave way) read the kept prefix again outside the budget: four resumed puts of 16 MiB
+// prefixes read 64 MiB under a 40 MiB budget. Now that read is charged: two are read, the other
+// two refused (busy, naming the budget), and the server reads under the budget.
+TEST_F(ProbeBudget, ResumedPutsWithoutAProbeAreChargedToo) {
+  std::vector<std::string> data;
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "p" + std::to_string(i) + ".bin";
+    write_random_file(ws.local / name, kFile + kMiB, uint64_t(20 + i));
+    data.push_back(read_text_file(ws.local / name));
+    const fs::path partial = ws.root / ("." + name + ".aesxfer-partial");
+    std::ofstream(partial, std::ios::binary).write(data.back().data(), std::streamsize(kFile));
+    fs::permissions(partial, fs::perms(0600));
+  }
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const uint64_t before = rchar_of(server->pid());
+  int done = 0, refused = 0;
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "p" + std::to_string(i) + ".bin";
+    Message m = make_request(Op::put, name, name);
+    m.flags = proto::kFlagResume;
+    m.offset = kFile;
+    const Message r = s.put(m, data[size_t(i)]);
+    if (r.status == Status::ok) {
+      ++done;
+      EXPECT_EQ(read_text_file(ws.root / name), data[size_t(i)]) << name;
+    } else {
+      ++refused;
+      EXPECT_EQ(r.status, Status::busy) << r.text;
+      EXPECT_NE(r.text.find("hashing budget"), std::string::npos) << r.text;
+    }
+  }
+  const uint64_t read = rchar_of(server->pid()) - before;
+  std::printf(
+      "[ probes  ] 4 resumed puts of 16 MiB prefixes, no probe, budget 40 MiB: the server read %.1f MiB\n",
+      double(read) / kMiB);
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(refused, 2);
+  EXPECT_LT(read, 40 * kMiB + 4 * kMiB) << "read beyond the session's budget (the puts' data is 2 MiB)";
+  s.bye();
+}
+
 }  // namespace
 }  // namespace aesxfer::test
