@@ -1,6 +1,9 @@
 #include "app/json.h"
 
 #include <cmath>
+#include <cstdio>
+
+#include "proto/failure.h"
 
 namespace aesxfer::app {
 
@@ -67,6 +70,42 @@ double rounded(double v, int decimals) {
   return std::round(v * scale) / scale;
 }
 
-std::string json_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
+// The dump, with every code point that printable() would escape on a terminal (C1 controls, bidi
+// controls, invisible and format characters, space look-alikes) written as \uXXXX: the value
+// stays exact for a JSON reader, and a terminal or log showing the line sees no control (a
+// server-chosen name with U+202E cannot reorder the line). Such a code point occurs only inside
+// JSON strings, where the escape is valid.
+std::string json_line(const Json& j) {
+  const std::string raw = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size() + 1);
+  auto u16 = [&out](uint32_t v) {
+    char b[8];
+    std::snprintf(b, sizeof b, "\\u%04x", unsigned(v));
+    out += b;
+  };
+  for (size_t i = 0; i < raw.size();) {
+    const size_t n = utf8_len(raw, i);
+    if (n <= 1) {  // ASCII (the dump holds nothing else than well-formed UTF-8)
+      out += raw[i++];
+      continue;
+    }
+    const auto b = [&](size_t k) { return uint32_t(static_cast<unsigned char>(raw[i + k])); };
+    const uint32_t cp = n == 2 ? (b(0) & 0x1f) << 6 | (b(1) & 0x3f)
+                        : n == 3
+                            ? (b(0) & 0x0f) << 12 | (b(1) & 0x3f) << 6 | (b(2) & 0x3f)
+                            : (b(0) & 0x07) << 18 | (b(1) & 0x3f) << 12 | (b(2) & 0x3f) << 6 | (b(3) & 0x3f);
+    if (!proto::escaped_code_point(cp)) {
+      out.append(raw, i, n);
+    } else if (cp < 0x10000) {
+      u16(cp);
+    } else {  // a surrogate pair
+      u16(0xd800 + ((cp - 0x10000) >> 10));
+      u16(0xdc00 + ((cp - 0x10000) & 0x3ff));
+    }
+    i += n;
+  }
+  return out + "\n";
+}
 
 }  // namespace aesxfer::app

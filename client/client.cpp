@@ -153,10 +153,25 @@ void Client::check_host_key(const proto::PublicKey& key) {
 void Client::write_keylog() const {
   if (opt_.keylog.empty()) return;
   // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
-  // extra connections of --streams add their lines whole.
+  // extra connections of --streams add their lines whole. An existing file takes the keys only
+  // when it is this user's regular file with one link that nobody else may read or write (another
+  // user could have made it, in a shared or sticky directory, to read the keys).
   files::UniqueFd kfd(
-      ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!kfd) throw Failure("cannot write key log " + opt_.keylog + ": " + errno_text(errno));
+      ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!kfd) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(kfd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw Failure("key log " + printable(opt_.keylog) + ": not a regular file");
+  if (st.st_uid != ::geteuid() || st.st_nlink != 1 || (st.st_mode & 077))
+    throw Failure("key log " + printable(opt_.keylog) + ": refused: it must be this user's file (uid " +
+                  std::to_string(::geteuid()) + "), with one link and mode 0600 (it is uid " +
+                  std::to_string(st.st_uid) + ", " + std::to_string(st.st_nlink) + " links, mode 0" +
+                  [&] {
+                    char b[8];
+                    std::snprintf(b, sizeof b, "%03o", unsigned(st.st_mode & 0777));
+                    return std::string(b);
+                  }() +
+                  ")");
   std::string lines = keys_->keylog_lines();
   bool ok = ::write(kfd.get(), lines.data(), lines.size()) == ssize_t(lines.size());
   crypto::secure_zero(lines.data(), lines.size());

@@ -30,15 +30,17 @@ namespace {
 // of general category Cf (the Arabic number signs U+0600..U+0605, U+06DD, U+070F, U+0890, U+0891,
 // U+08E2, the Kaithi number signs U+110BD and U+110CD, the Egyptian hieroglyph format controls
 // U+13430..U+1343F), and every space separator but U+0020 (U+00A0, U+1680, U+2000..U+200A,
-// U+202F, U+205F, U+3000: "a b" with a no-break space is another name than "a b").
+// U+202F, U+205F, U+3000: "a b" with a no-break space is another name than "a b"), and the two
+// symbols that render as blank, U+2800 BRAILLE PATTERN BLANK and U+1D159 MUSICAL SYMBOL NULL
+// NOTEHEAD.
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
       {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},   {0x115f, 0x1160},
       {0x1680, 0x1680},   {0x17b4, 0x17b5},   {0x180b, 0x180f},   {0x2000, 0x200f},   {0x2028, 0x202f},
-      {0x205f, 0x206f},   {0x3000, 0x3000},   {0x3164, 0x3164},   {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},
-      {0xffa0, 0xffa0},   {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd}, {0x13430, 0x1343f},
-      {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+      {0x205f, 0x206f},   {0x2800, 0x2800},   {0x3000, 0x3000},   {0x3164, 0x3164},   {0xfe00, 0xfe0f},
+      {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+      {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d159, 0x1d159}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
@@ -54,6 +56,8 @@ uint32_t code_point(std::string_view u, size_t len) {
 }
 
 }  // namespace
+
+bool escaped_code_point(uint32_t cp) noexcept { return (cp >= 0x80 && cp <= 0x9f) || invisible_or_bidi(cp); }
 
 std::string printable(std::string_view s) {
   std::string out;

@@ -49,6 +49,10 @@ Failure refusal(const Message& m, const std::string& what);
 // too (\xe2\x80\xae for U+202E), so "invoice<U+202E>fdp.exe" cannot show as "invoiceexe.pdf".
 // Well-formed UTF-8 otherwise passes unchanged.
 std::string printable(std::string_view s);
+// True for a code point that printable() escapes although it is well-formed UTF-8: the C1
+// controls U+0080..U+009F and the invisible, format, bidi and space look-alike code points (see
+// proto/failure.cpp). JSON output writes these as \uXXXX (app/json.cpp).
+bool escaped_code_point(uint32_t cp) noexcept;
 
 // printable(s) as one logfmt value: in double quotes, with '"' escaped as \" and '$' and '`' as
 // \x24 and \x60 (which sh would expand in double quotes). A shell-style splitter (POSIX sh

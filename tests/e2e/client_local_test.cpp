@@ -562,6 +562,26 @@ TEST_F(ClientLocal, KeylogIsPrivateAndHoldsEveryConnection) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("cannot write key log"), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(ws.local / "victim"), "keep");
+  // A third re-attack (N12): an existing file that others may read, or another user's (made in a
+  // shared directory to collect the keys), takes nothing.
+  const fs::path open_log = ws.local / "open.log";
+  write_text_file(open_log, "");
+  fs::permissions(open_log, fs::perms(0644));
+  r = run(
+      {"send", (ws.local / "big.bin").string(), "127.0.0.1:big3.bin", "--keylog", open_log.string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("mode 0644"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(open_log), "");
+  if (::geteuid() == 0) {
+    fs::permissions(open_log, fs::perms(0600));
+    ASSERT_EQ(::chown(open_log.c_str(), 65534, 65534), 0);
+    r = run(
+        {"send", (ws.local / "big.bin").string(), "127.0.0.1:big3.bin", "--keylog", open_log.string(), "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("it is uid 65534"), std::string::npos) << r.err;
+    EXPECT_EQ(read_text_file(open_log), "");
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "big3.bin"));
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "proto/failure.h"
 #include "tests/fake_server.h"
@@ -59,20 +61,50 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   // A third re-attack: the other format characters (Cf) and the space look-alikes (Zs but U+0020).
   for (unsigned cp :
        {0x0600u, 0x0605u, 0x06ddu, 0x070fu, 0x0890u, 0x0891u, 0x08e2u, 0x110bdu, 0x110cdu, 0x13430u, 0x1343fu,
-        0x00a0u, 0x1680u, 0x2000u, 0x2007u, 0x200au, 0x202fu, 0x205fu, 0x3000u})
+        0x00a0u, 0x1680u, 0x2000u, 0x2007u, 0x200au, 0x202fu, 0x205fu, 0x3000u,  0x2800u,  0x1d159u})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
   // Their neighbours are ordinary characters and pass.
-  for (unsigned cp : {0x1fffu, 0x2010u,  0x2027u,  0x2030u,  0x205eu,  0x2070u,  0xfefeu,  0x20acu,
-                      0x00a1u, 0x00acu,  0x00aeu,  0x05ffu,  0x0606u,  0x061bu,  0x061du,  0x06dcu,
-                      0x06deu, 0x167fu,  0x1681u,  0x2fffu,  0x3001u,  0x13429u, 0x13440u, 0xfe10u,
-                      0xfffcu, 0x1d172u, 0x1d17bu, 0xdffffu, 0xe1000u, 0x1f600u, 0x00e9u,  0x4e2du})
+  for (unsigned cp : {0x1fffu,  0x2010u,  0x2027u,  0x2030u,  0x205eu,  0x2070u, 0xfefeu, 0x20acu,  0x00a1u,
+                      0x00acu,  0x00aeu,  0x05ffu,  0x0606u,  0x061bu,  0x061du, 0x06dcu, 0x06deu,  0x167fu,
+                      0x1681u,  0x2fffu,  0x3001u,  0x13429u, 0x13440u, 0xfe10u, 0xfffcu, 0x1d172u, 0x1d17bu,
+                      0xdffffu, 0xe1000u, 0x1f600u, 0x00e9u,  0x4e2du,  0x2801u, 0x1d158u})
     EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << std::hex << cp;
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
 }
 
 class BidiNames : public ServerTest {};
+
+// A third re-attack (N6): --json wrote a server's names with raw C1 controls and bidi overrides
+// (nlohmann-json escapes only U+0000..U+001F), which a terminal showing the line obeys. Every code
+// point printable() escapes goes out as \uXXXX: the line holds none raw, and a JSON reader gets
+// the exact name back.
+TEST_F(BidiNames, JsonLinesCarryThemEscapedAndExact) {
+  const std::string bidi = "bidi" + kRlo + "fdp.exe";
+  const std::string c1 =
+      "c1\xc2\x9b"
+      "2J\xc2\x9d"
+      "0;x\xc2\x9c";
+  const std::string braille =
+      "a\xe2\xa0\x80"
+      "b\xf0\x9d\x85\x99";  // U+2800, U+1D159
+  fs::create_directories(ws.root / "t");
+  for (const auto& n : {bidi, c1, braille, std::string("caf\xc3\xa9")})
+    write_text_file(ws.root / "t" / n, "hi\n");
+  auto r = run({"recv", "-r", "--json", "127.0.0.1:t", (ws.local / "got").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find(kRlo), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xe2\xa0\x80"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\u202e"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\ud834\\udd59"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("caf\xc3\xa9"), std::string::npos) << "ordinary letters stay as they are\n" << r.out;
+  std::set<std::string> files;
+  for (const auto& line : nonempty_lines(r.out))
+    files.insert(nlohmann::json::parse(line).at("file").get<std::string>());
+  for (const auto& n : {bidi, c1, braille}) EXPECT_EQ(files.count("t/" + n), 1u) << n;
+}
 
 TEST_F(BidiNames, ReachTerminalAndLogEscaped) {
   using proto::EntryType;
