@@ -301,6 +301,10 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
     why = refusal_for(req, errno);
     return std::nullopt;
   }
+  if (is_hidden(s.st)) {  // reached by another name (a case-folding file system, a hard link)
+    why = refusal_for(req, EACCES);
+    return std::nullopt;
+  }
   if (!S_ISREG(s.st.st_mode)) {  // a FIFO or device would block or never end
     why = S_ISDIR(s.st.st_mode) ? refusal_for(req, EISDIR)
                                 : Refusal{proto::Status::bad_path, req + ": not a regular file"};
@@ -345,6 +349,12 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   }
   bool found = false;
   if (!existing_is(*p, req, S_IFREG, &found, why)) return std::nullopt;
+  struct stat st {};
+  if (found && !hidden_.empty() && ::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      is_hidden(st)) {  // a hidden file reached by another name: never overwritten
+    why = refusal_for(req, EACCES);
+    return std::nullopt;
+  }
   return p;
 }
 

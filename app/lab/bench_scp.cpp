@@ -272,7 +272,7 @@ struct Pty {
 struct ScpWatch {
   std::string out;
   bool metered = false, exited = false, eof = false, timed_out = false, authed = false;
-  Clock::time_point t_start, t0, t1, t_auth, last_output, last_sample;
+  Clock::time_point t_start, t0, t1, t_auth, last_output, last_sample, t_exit;
   double s_start = 0, s0 = 0, c0 = 0;  // server tree CPU at the start and at the meter; scp's at the meter
   int status = 0;
   rusage ru{};
@@ -325,9 +325,14 @@ void watch_scp(int master, pid_t pid, const ScpJob& j, ScpWatch& w) {
     }
     if (!w.exited && ::wait4(pid, &w.status, w.eof ? 0 : WNOHANG, &w.ru) == pid) {
       w.exited = true;
+      w.t_exit = now;
       if (!w.eof) w.t1 = now;
     }
-    if (w.exited && (w.eof || pr == 0)) break;  // output drained (or held open by a daemonized child)
+    // Output drained: the end of the terminal (EIO), or, when a daemonized child holds it open,
+    // quiet for a while after scp's exit. Not the first quiet 50 ms: the kernel moves a pty's
+    // output to the reader asynchronously, and on a loaded machine scp's last meter line ("100%")
+    // arrived later than that after its exit (the row was then taken for unmetered).
+    if (w.exited && (w.eof || (pr == 0 && now - w.t_exit > std::chrono::seconds(2)))) break;
     if (!w.exited && !w.timed_out && now - w.last_output > std::chrono::duration<double>(j.timeout)) {
       w.timed_out = true;
       ::kill(pid, SIGTERM);

@@ -170,8 +170,14 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
   EXPECT_EQ(entries[0].path, "plain.txt");
   EXPECT_EQ(s.get(make_request(Op::get, "keys/plain.txt"), &got).status, Status::ok);
   EXPECT_EQ(got, "served");
+  // Under another name of the same file (a hard link; a case-folding file system would be the
+  // same): found by its inode, neither served nor overwritten (third re-attack, R4).
+  fs::create_hard_link(ws.root / "keys" / "ak", ws.root / "alias");
+  EXPECT_NE(s.get(make_request(Op::get, "alias"), &got).status, Status::ok);
+  EXPECT_NE(s.put(make_request(Op::put, "alias", "x"), "aesxfer-ed25519 AAAA attacker\n").status, Status::ok);
   s.bye();
   EXPECT_EQ(read_text_file(ws.root / "keys" / "ak"), line);
+  fs::remove(ws.root / "alias");
   EXPECT_EQ(server.stop(), 0);
 
   // A file that does not exist at the start (authorize makes it later) cannot be made by a client.

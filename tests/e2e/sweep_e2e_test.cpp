@@ -11,6 +11,7 @@ TEST(Sweep, ServerSweepsWhereAPutLands) {
   Workspace ws;
   fs::create_directories(ws.root / "in");
   write_text_file(ws.root / "in" / ".gone.aesxfer-partial", "x");
+  fs::permissions(ws.root / "in" / ".gone.aesxfer-partial", fs::perms(0600));  // as the server makes them
   make_old(ws.root / "in" / ".gone.aesxfer-partial", 3);
   write_text_file(ws.root / ".elsewhere.aesxfer-partial", "x");  // another directory: untouched
   make_old(ws.root / ".elsewhere.aesxfer-partial", 3);

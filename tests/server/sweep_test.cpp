@@ -32,6 +32,7 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   TempDir d("aesxfer-sweep");
   auto make = [&](const std::string& n, long days) {
     write_text_file(d / n, "x");
+    fs::permissions(d / n, fs::perms(0600));  // as the server makes its temporary and partial files
     make_old(d / n, days);
   };
   make(".old.bin.aesxfer-partial", 8);
@@ -44,6 +45,17 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   fs::create_directory(d / ".dir.aesxfer-partial");
   make_old(d / ".dir.aesxfer-partial", 30);
   fs::create_symlink(d / "old-user-file.bin", d / ".link.aesxfer-partial");
+  // A third re-attack (R3): a user's file with a temporary file's shape, but not its marks (0644;
+  // another user's; a second link) is no debris.
+  make(".db.aesxfer-backup", 400);
+  fs::permissions(d / ".db.aesxfer-backup", fs::perms(0644));
+  make(".linked.aesxfer-Zz9Yy8", 400);
+  fs::create_hard_link(d / ".linked.aesxfer-Zz9Yy8", d / "second-name");
+  make(".theirs.aesxfer-partial", 400);
+  if (::geteuid() == 0)
+    EXPECT_EQ(::chown((d / ".theirs.aesxfer-partial").c_str(), 65534, 65534), 0);
+  else
+    fs::permissions(d / ".theirs.aesxfer-partial", fs::perms(0660));
   int lk = ::open((d / ".locked.bin.aesxfer-partial").c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(lk, 0);
   ASSERT_EQ(::flock(lk, LOCK_EX | LOCK_NB), 0);  // a session resuming it right now
@@ -56,7 +68,8 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-Q1w2E3"));
   for (const char* kept :
        {".new.bin.aesxfer-partial", ".locked.bin.aesxfer-partial", ".new.bin.aesxfer-R4t5Y6",
-        "old-user-file.bin", "old.bin.aesxfer-partial", ".dir.aesxfer-partial"})
+        "old-user-file.bin", "old.bin.aesxfer-partial", ".dir.aesxfer-partial", ".db.aesxfer-backup",
+        ".linked.aesxfer-Zz9Yy8", ".theirs.aesxfer-partial"})
     EXPECT_TRUE(fs::exists(d / kept)) << kept;
   EXPECT_TRUE(fs::is_symlink(d / ".link.aesxfer-partial"));
   EXPECT_EQ(logged.size(), 2u);
