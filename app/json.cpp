@@ -86,8 +86,12 @@ std::string json_line(const Json& j) {
   };
   for (size_t i = 0; i < raw.size();) {
     const size_t n = utf8_len(raw, i);
-    if (n <= 1) {  // ASCII (the dump holds nothing else than well-formed UTF-8)
-      out += raw[i++];
+    if (n <= 1) {          // ASCII (the dump holds nothing else than well-formed UTF-8); DEL, which
+      if (raw[i] == 0x7f)  // printable() escapes, as \u007f
+        u16(0x7f);
+      else
+        out += raw[i];
+      ++i;
       continue;
     }
     const auto b = [&](size_t k) { return uint32_t(static_cast<unsigned char>(raw[i + k])); };

@@ -299,8 +299,8 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
 // source created (recorded in $AESXFER_HOME, client/tree_resume.h: never decided from the
 // server's listing), so that it is continued rather than nested.
 bool continues_copy(const Client& client, const fs::path& dest, const std::string& source) {
-  struct stat st {};
-  return ::stat(dest.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && is_tree_copy(client.home(), st, source);
+  const UniqueFd d(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return d && is_tree_copy(client.home(), d.get(), source);
 }
 
 // The local top of recv -r: dest/NAME when dest is a directory (scp), else dest; with
@@ -429,9 +429,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   const std::string source = client.remote_name(asked);
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
-  struct stat top_st {};
-  if (top_created && top == dest && asked != "." && ::fstat(top_fd.get(), &top_st) == 0)
-    remember_tree_copy(client.home(), top_st, source);  // DEST itself is the copy: --resume continues it
+  if (top_created && top == dest && asked != ".")
+    remember_tree_copy(client.home(), top_fd.get(),
+                       source);  // DEST itself is the copy: --resume continues it
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first

@@ -1,6 +1,7 @@
 #include "client/tree_resume.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,8 +50,17 @@ namespace {
 constexpr size_t kMaxRecords = 1000;
 constexpr const char* kRecordFile = "tree_copies";
 
-std::string record_of(const struct stat& st, const std::string& source) {
-  return std::to_string(uint64_t(st.st_dev)) + " " + std::to_string(uint64_t(st.st_ino)) + " " + source;
+// "dev ino btime source" of the directory open as dirfd, or "" when the file system does not
+// keep birth times: an inode number alone is given again to the next directory made after a
+// removal (a fourth re-attack made `rm -r dl; mkdir work` "the copy" that way), its birth time is
+// not.
+std::string record_of(int dirfd, const std::string& source) {
+  struct statx sx {};
+  if (::statx(dirfd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME))
+    return "";
+  return std::to_string((uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor) + " " +
+         std::to_string(sx.stx_ino) + " " + std::to_string(sx.stx_btime.tv_sec) + "." +
+         std::to_string(sx.stx_btime.tv_nsec) + " " + source;
 }
 
 // The records of home/tree_copies (at most 1 MiB of it is read): the file of this user only.
@@ -75,9 +85,10 @@ std::vector<std::string> read_records(const std::filesystem::path& home) {
 
 }  // namespace
 
-void remember_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source) {
+void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
   if (home.empty() || source.find('\n') != std::string::npos) return;
-  const std::string mine = record_of(st, source);
+  const std::string mine = record_of(dirfd, source);
+  if (mine.empty()) return;
   const std::string inode = mine.substr(0, mine.find(' ', mine.find(' ') + 1) + 1);  // "dev ino "
   std::vector<std::string> keep;
   for (auto& r : read_records(home))
@@ -94,9 +105,10 @@ void remember_tree_copy(const std::filesystem::path& home, const struct stat& st
   if (!ok || ::rename(tmp.c_str(), (home / kRecordFile).c_str()) != 0) ::unlink(tmp.c_str());
 }
 
-bool is_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source) {
+bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
   if (home.empty()) return false;
-  const std::string mine = record_of(st, source);
+  const std::string mine = record_of(dirfd, source);
+  if (mine.empty()) return false;
   for (const auto& r : read_records(home))
     if (r == mine) return true;
   return false;

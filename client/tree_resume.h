@@ -12,8 +12,9 @@
 // recv -r --resume cannot use that rule: the names would come from the server, and a hostile one
 // lists a victim directory's own names (.bashrc, .ssh, ...) to make `recv -r --resume host:x ~`
 // write into ~ itself (scp's CVE-2019-6111 class). Its evidence is local: each recv -r that
-// creates DEST itself as the copy records DEST (device and inode) with the source it copies
-// ("host:path (port N)") in $AESXFER_HOME/tree_copies; --resume continues an existing DEST only
+// creates DEST itself as the copy records DEST (device, inode and birth time: an inode number is
+// reused by the next directory made after a removal) with the source it copies ("host:path") in
+// $AESXFER_HOME/tree_copies; --resume continues an existing DEST only
 // when it is recorded there for the same source, else scp's rule (DEST/NAME) holds.
 #pragma once
 #include <sys/stat.h>
@@ -32,11 +33,12 @@ bool is_copy_of(const std::vector<std::string>& there, const std::set<std::strin
 // The names in `there` (paths relative to a listed directory, '/'-separated) that are at its top.
 std::vector<std::string> top_names(const std::vector<std::string>& there);
 
-// recv -r: records the directory `st` (just created as the copy of `source`) in home/tree_copies;
-// the file keeps the latest 1000 records. Quietly does nothing when it cannot (a later --resume
-// then nests, as scp would).
-void remember_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source);
-// recv -r --resume: true when the directory `st` is recorded as the copy of `source`.
-bool is_tree_copy(const std::filesystem::path& home, const struct stat& st, const std::string& source);
+// recv -r: records the directory open as dirfd (just created as the copy of `source`) in
+// home/tree_copies, by device, inode and birth time; the file keeps the latest 1000 records.
+// Quietly does nothing when it cannot (no birth time on the file system: a later --resume then
+// nests, as scp would).
+void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source);
+// recv -r --resume: true when the directory open as dirfd is recorded as the copy of `source`.
+bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source);
 
 }  // namespace aesxfer::client

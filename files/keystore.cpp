@@ -316,11 +316,17 @@ std::string chain_problem(const fs::path& file, const std::string& hint) {
     if (ls.st_uid != ::geteuid() && ls.st_uid != 0)
       return "symbolic link " + next.string() + " is owned by uid " + std::to_string(ls.st_uid) +
              ", neither this user nor root (it leads to " + file.string() + ")" + hint;
-    struct stat ds {};
-    if (::stat(at.c_str(), &ds) != 0) return "cannot check directory " + at.string() + ": " + os_error(errno);
-    if (std::string p = owner_and_mode_problem("directory " + at.string(), ds, true); !p.empty())
-      return p + " (it holds the symbolic link " + next.string() + " on the way to " + file.string() + ")" +
-             hint;
+    // The directory that holds the link, and every one above it (a fourth re-attack: a writable
+    // directory above it let another user swap the whole branch).
+    for (fs::path dir = at;; dir = dir.parent_path()) {
+      struct stat ds {};
+      if (::stat(dir.c_str(), &ds) != 0)
+        return "cannot check directory " + dir.string() + ": " + os_error(errno);
+      if (std::string p = owner_and_mode_problem("directory " + dir.string(), ds, true); !p.empty())
+        return p + " (it holds the symbolic link " + next.string() + " on the way to " + file.string() + ")" +
+               hint;
+      if (dir == dir.parent_path()) break;
+    }
     const fs::path target = fs::read_symlink(next, ec);
     if (ec) return "cannot read symbolic link " + next.string() + ": " + ec.message();
     if (target.is_absolute()) at = "/";

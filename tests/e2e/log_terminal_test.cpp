@@ -104,6 +104,17 @@ TEST_F(BidiNames, JsonLinesCarryThemEscapedAndExact) {
   for (const auto& line : nonempty_lines(r.out))
     files.insert(nlohmann::json::parse(line).at("file").get<std::string>());
   for (const auto& n : {bidi, c1, braille}) EXPECT_EQ(files.count("t/" + n), 1u) << n;
+  // A local name with DEL (another user's file in a tree being sent): \u007f, as printable()
+  // escapes it (a fourth re-attack).
+  const fs::path del = ws.local /
+                       "a\x7f"
+                       "b.txt";
+  write_text_file(del, "x\n");
+  r = run({"send", "--json", del.string(), "127.0.0.1:"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find('\x7f'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a\\u007fb.txt"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(nonempty_lines(r.out).back()).at("file").get<std::string>(), del.string());
 }
 
 TEST_F(BidiNames, ReachTerminalAndLogEscaped) {

@@ -151,6 +151,20 @@ TEST(StrictModes, ALinkInTheMiddleOfTheChainCounts) {
   EXPECT_TRUE(server.wait_for_log("(it holds the symbolic link " + middle.string())) << server.log();
   ASSERT_EQ(::chmod(sticky.path().c_str(), 0755), 0);
   EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  // A fourth re-attack: a writable directory above the one that holds the middle link (others
+  // could rename the whole branch and plant their own link).
+  const fs::path above = sticky / "x";
+  fs::create_directories(above / "y");
+  fs::rename(middle, above / "y" / "middle");
+  fs::remove(ws.home / "authorized_keys");
+  fs::create_symlink(above / "y" / "middle", ws.home / "authorized_keys");
+  EXPECT_TRUE(other.logs_in(server.port())) << server.log();
+  ASSERT_EQ(::chmod(above.c_str(), 0777), 0);
+  EXPECT_FALSE(other.logs_in(server.port()));
+  EXPECT_TRUE(server.wait_for_log("directory " + above.string() +
+                                  " is writable by group or others (mode 0777) (it holds the symbolic link " +
+                                  (above / "y" / "middle").string()))
+      << server.log();
   EXPECT_EQ(server.stop(), 0);
 }
 

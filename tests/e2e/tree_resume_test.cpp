@@ -17,6 +17,11 @@ namespace {
 
 using TreeResume = ServerTest;
 
+ino_t inode_of(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
 // tree/{a.txt, b.txt, sub/c.txt, z.bin (6 MiB)}: the small files go (and land) first.
 void make_tree(const fs::path& top) {
   fs::create_directories(top / "sub");
@@ -115,6 +120,37 @@ TEST_F(TreeResume, RecvResumeNeverTakesTheListingsWordForTheDestination) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(fs::exists(made / "backup" / ".bashrc"));
   EXPECT_FALSE(fs::exists(made / ".bashrc"));
+}
+
+// A fourth re-attack: the record held device and inode only, and a directory made right after
+// the copy was removed got the same inode number (ext4, tmpfs): `rm -r dl; mkdir work` made
+// `work` "the copy" and the server's files replaced the user's. The birth time tells them apart.
+TEST_F(TreeResume, ADirectoryOnAReusedInodeIsNotTheCopy) {
+  make_tree(ws.root / "tree");
+  const fs::path dl = ws.local / "dl";
+  auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", dl.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const ino_t ino = inode_of(dl);
+  fs::remove_all(dl);
+  // Whatever inode the new directory gets (tried until it is the old one, where the file system
+  // gives it back), it is not the recorded copy.
+  fs::path work;
+  for (int i = 0; i < 50; ++i) {
+    const fs::path w = ws.local / ("work" + std::to_string(i));
+    fs::create_directory(w);
+    if (inode_of(w) == ino) {
+      work = w;
+      break;
+    }
+  }
+  if (work.empty()) work = ws.local / "work0";
+  write_text_file(work / "a.txt", "the user's own\n");
+  r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", work.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(work / "a.txt"), "the user's own\n");
+  EXPECT_TRUE(fs::exists(work / "tree" / "z.bin")) << "not nested: taken for the copy";
+  std::printf("[ resume  ] the new directory %s the removed copy's inode\n",
+              inode_of(work) == ino ? "got" : "did not get");
 }
 
 // N5: a FIFO where a file of a tree goes does not hang recv -r --resume (the destination is opened
