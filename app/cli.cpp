@@ -1,8 +1,11 @@
 #include "app/cli.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "app/cli_checks.h"
 #include "app/host_config.h"
@@ -164,6 +167,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     j["resumed_from"] = r.resumed_from;
     j["streams"] = r.streams;
     j["record_size"] = r.record_size;
+    j["retries"] = t.retried;
     if (!r.congestion.empty()) {
       j["congestion"] = r.congestion;
       j["congestion_why"] = r.congestion_why;
@@ -183,9 +187,10 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     }
     // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
     std::string resumed;
+    if (t.retried > 0) resumed = ", " + std::to_string(t.retried) + (t.retried == 1 ? " retry" : " retries");
     if (r.resumed_from > 0)
-      resumed = ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
-                std::to_string(r.bytes - r.resumed_from) + " moved";
+      resumed += ", resumed at byte " + std::to_string(r.resumed_from) + ", " +
+                 std::to_string(r.bytes - r.resumed_from) + " moved";
     // With --json-progress standard output carries JSON only: the summary line goes to stderr.
     std::FILE* human = t.json_progress ? stderr : out;
     if (r.bytes > 0 && r.resumed_from == r.bytes) {  // --resume found it whole and identical
@@ -225,6 +230,14 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
   prog.finish(res.bytes, res.seconds, true);
   jp.finish(res.bytes, res.seconds);
   report(t, co, res, tty);
+}
+
+void Retrier::wait(const proto::Failure& f) {
+  ++used_;
+  const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
+  std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, resuming\n", f.what(), used_, max_, delay);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(delay));
 }
 
 CLI::Validator timeout_seconds() { return real_number(0, 31536000, "seconds", true); }
@@ -313,6 +326,12 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
       "-v,--verbose", t.verbose,
       "Say more on stderr (debug1: lines): the handshake, host key, cipher and implementation, streams, "
       "socket buffers, round trip; the file's checksum on the summary line. -vv: more");
+  sub->add_option(
+         "--retries", t.retries,
+         "New connections after a lost one (reset, closed, timed out) in this command, each after "
+         "1, 2, 4 ... s; the transfer resumes as with --resume (default 5; 0 = end at the first loss)")
+      ->check(whole_number(0, 100))
+      ->type_name("N");
   sub->add_flag("--strict-host-keys", t.strict_host_keys,
                 "Refuse a server whose key is not yet in known_hosts (else it is added, and said so)");
 }

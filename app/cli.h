@@ -64,10 +64,37 @@ struct TransferOpts {
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;                                // -v
   bool strict_host_keys = false;                  // --strict-host-keys
+  int retries = 5;                                // --retries: new connections after a lost one
+  int retried = 0;                                // retries used so far (the summary counts them)
   std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
   std::string config_file;                        // -F (else $AESXFER_HOME/config)
   std::vector<std::string> config_options;        // -o, repeatable
   std::set<std::string> given;                    // long names of the options on the command line
+};
+
+// --retries: a connection lost after login (reset, closed, timed out) is replaced by a new one
+// and the transfer goes on as --resume would, verifying what the other end kept: at most
+// t.retries times in a command, after 1, 2, 4 ... (at most 30) seconds, each said on stderr. A
+// refusal, a local error or a failed first connection is never retried.
+// One Retrier serves a whole command (all its sources share the count); the caller copies used()
+// into TransferOpts::retried before a summary.
+class Retrier {
+ public:
+  explicit Retrier(int max) : max_(max) {}
+  void logged_in() { logged_in_ = true; }
+  // True when `f` ended a connection worth replacing: a link failure after a login, with retries
+  // left.
+  bool worth(const proto::Failure& f) const {
+    return logged_in_ && f.origin == proto::Origin::link && used_ < max_;
+  }
+  // Says what was lost and waits before the next attempt (used() counts it).
+  void wait(const proto::Failure& f);
+  int used() const { return used_; }
+
+ private:
+  int max_;
+  int used_ = 0;
+  bool logged_in_ = false;
 };
 
 // -v: "debugN: line" on stderr for the lines of level N up to the -v count (-v, -vv).

@@ -30,9 +30,24 @@ int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hin
   return kExitFail;
 }
 
-int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t);
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
+int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
+                      const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
+                      int& rc, std::optional<proto::Failure>& lost);
 
-int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in) {
+// recv_many's answer when its connection was lost and --retries takes over: the caller fetches
+// the sources one by one, resuming.
+constexpr int kLostTryOneByOne = -1;
+
+// True when a lost get into `dest` may be tried again: a file, or nothing yet, there (a FIFO, a
+// device or standard output takes the bytes as they come: a second attempt would repeat them).
+bool retryable_destination(const std::string& dest, bool to_stdout) {
+  struct stat st {};
+  return !to_stdout && (::stat(dest.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+}
+
+int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in,
+             Retrier& retry) {
   auto remote = parse_remote(src);
   if (!remote) {
     die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
@@ -44,7 +59,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       die_line("recv: -r cannot write a directory to standard output");
       return kExitUsage;
     }
-    return cmd_recv_tree(src, dest, t_in);
+    return cmd_recv_tree(src, dest, t_in, retry);
   }
   TransferOpts t = t_in;
   client::ClientOptions co;
@@ -59,39 +74,63 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
                       out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
-  std::unique_ptr<client::Client> client;
-  try {
-    client = std::make_unique<client::Client>(co);
-    app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
-                       msg);
-    app::JsonProgress jp(remote->path, t.json_progress, msg);
-    app::RateLimiter limiter(t.limit_kbit);
-    FileMeter meter{prog, jp, limiter, *client};
-    auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
-    meter.finish(r);
-    report(t, co, r, tty, msg);
-    client->bye();
-  } catch (const proto::Failure& f) {
-    if (tty) std::fputc('\n', msg);
-    return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
-  } catch (const std::exception& e) {
-    die_line(e.what());
-    return kExitFail;
+  const bool may_retry = retryable_destination(dest, to_stdout);
+  for (;;) {
+    std::unique_ptr<client::Client> client;
+    try {
+      client = std::make_unique<client::Client>(co);
+      retry.logged_in();
+      app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
+                         msg);
+      app::JsonProgress jp(remote->path, t.json_progress, msg);
+      app::RateLimiter limiter(t.limit_kbit);
+      FileMeter meter{prog, jp, limiter, *client};
+      auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
+      meter.finish(r);
+      t.retried = retry.used();
+      report(t, co, r, tty, msg);
+      client->bye();
+      return 0;
+    } catch (const proto::Failure& f) {
+      if (tty) std::fputc('\n', msg);
+      if (!may_retry || !retry.worth(f))
+        return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
+      retry.wait(f);
+      co.resume = true;  // what arrived is kept beside DEST and verified before the rest comes
+    } catch (const std::exception& e) {
+      die_line(e.what());
+      return kExitFail;
+    }
   }
-  return 0;
 }
 
 // recv -r: the listing, then one get per file on the same connection (client/recv_tree.h).
-int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in) {
+int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t_in, Retrier& retry) {
   auto remote = parse_remote(src);
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
+  int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
+  for (;;) {
+    std::optional<proto::Failure> lost;
+    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost); !lost) return r;
+    retry.wait(*lost);
+    t.retried = retry.used();
+    co.resume = true;  // the copy goes on where it stopped (client/tree_resume.h)
+  }
+}
+
+// One session of recv -r; a lost connection that --retries takes over comes back in `lost`.
+int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
+                      const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
+                      int& rc, std::optional<proto::Failure>& lost) {
+  auto remote = parse_remote(src);
   std::unique_ptr<client::Client> client;
   try {
     client = std::make_unique<client::Client>(co);
+    retry.logged_in();
     auto fetch_one = [&](const std::string& from, const fs::path& to, uint64_t size, int dirfd) {
       app::Progress prog(net::printable(to.filename().string()), tty);
       app::JsonProgress jp(from, t.json_progress);
@@ -108,13 +147,19 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     auto note = [&](const std::string& line) {
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
-    int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
-                         const proto::Failure* f) { report_pipelined(t, co, tty, from, r, f, rc); };
+                         const proto::Failure* f) {
+      if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // the retry fetches it
+      report_pipelined(t, co, tty, from, r, f, rc);
+    };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
     client->bye();
     if (rc) return rc;
   } catch (const proto::Failure& f) {
+    if (retry.worth(f)) {
+      lost = f;
+      return kExitFail;
+    }
     return end_on_failure(f, client.get(), proto::Status::not_directory,
                           " (recv -r fetches directories; a file without -r)");
   } catch (const std::exception& e) {
@@ -128,7 +173,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
 // by one (parallel streams as for one file). nullopt when the sources name several hosts (the
 // caller then fetches each on its own connection).
-std::optional<int> recv_many(const std::vector<std::string>& args, const TransferOpts& t_in) {
+std::optional<int> recv_many(const std::vector<std::string>& args, const TransferOpts& t_in, Retrier& retry) {
   const fs::path dest = args.back();
   std::vector<std::string> paths;
   std::optional<Remote> first;
@@ -148,6 +193,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
   std::unique_ptr<client::Client> client;
   try {
     client = std::make_unique<client::Client>(co);
+    retry.logged_in();
     app::RateLimiter unlimited(0);  // --limit takes the one-by-one path (the caller's rule)
     client::Pipeline pl(*client);
     std::vector<std::optional<proto::Message>> st(paths.size());
@@ -166,6 +212,7 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, from = paths[i]](const client::FileResult* r, const proto::Failure* f) {
+                 if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // fetched again
                  report_pipelined(t, co, tty, from, r, f, rc);
                });
         continue;
@@ -188,7 +235,9 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
     pl.drain();
     client->bye();
   } catch (const proto::Failure& f) {
-    return end_on_failure(f, client.get());
+    if (!retry.worth(f)) return end_on_failure(f, client.get());
+    retry.wait(f);
+    return kLostTryOneByOne;
   }
   return rc;
 }
@@ -257,12 +306,16 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   if (int usage = check_recv_usage(args, t)) return usage;
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
+  Retrier retry(t.retries);
+  TransferOpts one_by_one = t;
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
-    if (auto rc = recv_many(args, t)) return *rc;
+    const auto rc = recv_many(args, t, retry);
+    if (rc && *rc != kLostTryOneByOne) return *rc;
+    if (rc) one_by_one.resume = true;  // what the lost connection fetched is kept or verified
   }
   int rc = 0;
   for (size_t i = 0; i < n; ++i) {
-    const int r = cmd_recv(args[i], dest, zero_size, t);
+    const int r = cmd_recv(args[i], dest, zero_size, one_by_one, retry);
     if (r == kExitUsage) return r;
     if (r != 0) rc = r;
   }

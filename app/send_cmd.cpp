@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "app/cli.h"
 #include "client/send_tree.h"
@@ -79,18 +82,38 @@ struct SendSession {
   const client::ClientOptions& co;
   client::Client& client;
   bool tty;
+  Retrier* retry = nullptr;                  // --retries: a lost connection is kept here, not reported
+  std::set<std::string>* settled = nullptr;  // sources reported (sent, up to date or failed alone)
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
+  std::optional<proto::Failure> lost{};  // the connection failure a retry may make good
   client::TreeSender sender{client, hooks(), t.preserve};
+
+  // True when `f` is a lost connection that --retries takes over: kept (the first one) and not
+  // reported; the transfer goes on in a new session.
+  bool keep_for_retry(const proto::Failure& f) {
+    if (!retry || !retry->worth(f)) return false;
+    if (!lost) lost = f;
+    return true;
+  }
+  void settle(const std::string& shown) {
+    if (settled) settled->insert(shown);
+  }
 
   client::TreeSender::Hooks hooks() {
     client::TreeSender::Hooks h;
     h.send_one = [this](const fs::path& local, const std::string& to) { return send_one(local, to); };
     h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
+      if (f && keep_for_retry(*f)) return;
       report_pipelined(t, co, tty, shown, r, f, rc);
+      settle(shown);
     };
-    h.up_to_date = [this](const client::FileResult& done) { report(t, co, done, tty); };
+    h.up_to_date = [this](const client::FileResult& done) {
+      report(t, co, done, tty);
+      settle(done.file);
+    };
     h.failed = [this](const proto::Failure& f) {
+      if (keep_for_retry(f)) return;
       die_line(f.what());
       rc = kExitFail;
     };
@@ -107,9 +130,11 @@ struct SendSession {
       client::FileResult r = put(meter);
       meter.finish(r);
       report(t, co, r, tty);
+      settle(r.file);
       return true;
     } catch (const proto::Failure& f) {
       if (shown) std::fputc('\n', prog_out);
+      if (keep_for_retry(f)) return false;
       die_line(f.what());
       rc = kExitFail;
       return false;
@@ -119,14 +144,18 @@ struct SendSession {
   bool send_one(const fs::path& local, const std::string& to) {
     app::Progress prog(net::printable(local.filename().string()), tty);
     app::JsonProgress jp(local.string(), t.json_progress);
-    return metered(prog, jp, tty, stdout,
-                   [&](FileMeter& m) { return client.put(local, to, m.on_start(), m.on_progress()); });
+    const bool ok = metered(prog, jp, tty, stdout, [&](FileMeter& m) {
+      return client.put(local, to, m.on_start(), m.on_progress());
+    });
+    if (!ok && !lost) settle(local.string());  // failed alone, reported: not sent again by a retry
+    return ok;
   }
 
   // send -: standard input as it comes, under the name "stdin" in a directory; its progress line
   // (bytes and rate, no total) goes to stderr. False when a failure stopped the connection.
   bool send_stdin(const std::string& to) {
     if (!sender.finish()) return false;
+    retry = nullptr;  // standard input is read once: its loss cannot be made good
     const bool err_tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDERR_FILENO);
     app::Progress prog("stdin", err_tty, stderr);
     app::JsonProgress jp("-", t.json_progress);
@@ -140,6 +169,55 @@ struct SendSession {
            client.can_continue();
   }
 };
+
+// What a send has done across its sessions (--retries): the sources reported, and where each
+// tree went on the server.
+struct SendProgress {
+  std::set<std::string> settled;
+  std::map<std::string, std::string> placed;
+};
+
+// One session of a send: the sources not yet settled, over one connection. A lost connection that
+// --retries takes over comes back in `lost`, unreported; any other failure is reported. Returns the
+// exit status so far (0 or kExitFail). Throws Failure when the session cannot start.
+int send_session(const std::vector<std::string>& sources, const std::string& dest, bool check_dir,
+                 const TransferOpts& t, const client::ClientOptions& co, bool tty, Retrier& retry,
+                 SendProgress& done, std::optional<proto::Failure>& lost) {
+  client::Client client(co);
+  retry.logged_in();
+  // Several sources go into a directory: refused before anything is written when DEST is not
+  // an existing directory on the server (else each file would replace the one before).
+  if (check_dir && dest != "/dev/null" && !client.is_remote_dir(dest)) {
+    die_line(client.remote_name(net::printable(dest)) + ": not a directory" + client.port_note());
+    client.bye();
+    return kExitFail;
+  }
+  SendSession s{t, co, client, tty, &retry, &done.settled};
+  std::vector<std::string> trees;
+  bool stopped = false;  // after a failure mid-stream: the connection cannot go on
+  for (size_t i = 0; i < sources.size() && !stopped; ++i) {
+    if (done.settled.count(sources[i])) continue;
+    const fs::path local = sources[i];
+    std::error_code ec;
+    if (sources[i] == "-") {
+      stopped = !s.send_stdin(dest);
+      if (!s.lost) s.settle("-");
+    } else if (fs::is_directory(local, ec)) {
+      stopped = !s.sender.send_tree(local, dest, &done.placed[sources[i]]);
+      trees.push_back(sources[i]);
+    } else {
+      stopped = !s.sender.send_file(local, dest);
+    }
+  }
+  if (!stopped) s.sender.finish();
+  if (s.lost) {
+    lost = s.lost;
+    return s.rc;
+  }
+  for (const auto& tr : trees) s.settle(tr);
+  client.bye();
+  return s.rc;
+}
 
 int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   if (args.size() < 2) {
@@ -167,36 +245,27 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   int rc = 0;
   const std::vector<std::string> sources = check_sources(args, t, rc);
   if (sources.empty()) return kExitFail;
-  try {
-    client::Client client(co);
-    // Several sources go into a directory: refused before anything is written when DEST is not
-    // an existing directory on the server (else each file would replace the one before).
-    if (args.size() > 2 && dest != "/dev/null" && !client.is_remote_dir(dest)) {
-      die_line(client.remote_name(net::printable(dest)) + ": not a directory" + client.port_note());
-      client.bye();
+  Retrier retry(t.retries);
+  SendProgress done;
+  for (bool first = true;; first = false) {
+    std::optional<proto::Failure> lost;
+    try {
+      if (const int r = send_session(sources, dest, first && args.size() > 2, t, co, tty, retry, done, lost))
+        rc = r;
+    } catch (const proto::Failure& f) {
+      if (!retry.worth(f)) {
+        die_line(f.what());
+        return kExitFail;
+      }
+      lost = f;
+    } catch (const std::exception& e) {
+      die_line(e.what());
       return kExitFail;
     }
-    SendSession s{t, co, client, tty};
-    bool stopped = false;  // after a failure mid-stream: the connection cannot go on
-    for (size_t i = 0; i < sources.size() && !stopped; ++i) {
-      fs::path local = sources[i];
-      std::error_code ec;
-      if (sources[i] == "-")
-        stopped = !s.send_stdin(dest);
-      else if (fs::is_directory(local, ec))
-        stopped = !s.sender.send_tree(local, dest);
-      else
-        stopped = !s.sender.send_file(local, dest);
-    }
-    if (!stopped) s.sender.finish();
-    client.bye();
-    if (s.rc) rc = s.rc;
-  } catch (const proto::Failure& f) {
-    die_line(f.what());
-    return kExitFail;
-  } catch (const std::exception& e) {
-    die_line(e.what());
-    return kExitFail;
+    if (!lost) break;
+    retry.wait(*lost);
+    t.retried = retry.used();
+    co.resume = true;  // from here on, what the server kept is verified and continued
   }
   return rc;
 }

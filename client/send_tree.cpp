@@ -155,7 +155,7 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
   return true;
 }
 
-bool TreeSender::send_tree(const fs::path& local, const std::string& dest) {
+bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::string* placed) {
   std::vector<std::string> skipped;
   auto entries = walk_tree(local, &skipped);
   for (const auto& sk : skipped) hooks_.note("skipping " + sk);
@@ -166,8 +166,14 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest) {
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
-  const bool continued = c_.resuming() && continues_copy(c_, dest, entries);
-  std::string base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
+  std::string base;
+  if (placed && !placed->empty()) {
+    base = *placed;  // a retry: the copy the lost connection was writing
+  } else {
+    const bool continued = c_.resuming() && continues_copy(c_, dest, entries);
+    base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
+    if (placed) *placed = base;
+  }
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };

@@ -51,7 +51,9 @@ class TreeSender {
   // -r: like scp, DEST/NAME when DEST is a directory on the server, else DEST itself; with
   // --resume, DEST itself when it already is the copy (client/tree_resume.h). False when a
   // failure stopped the connection.
-  bool send_tree(const std::filesystem::path& local, const std::string& dest);
+  // `placed`, when given: where the tree went on the server; empty on the first call, which
+  // fills it in, and given back by a retry (--retries) so that the same copy is continued.
+  bool send_tree(const std::filesystem::path& local, const std::string& dest, std::string* placed = nullptr);
   // Waits for the answers still due; false when the connection failed meanwhile.
   bool finish();
 

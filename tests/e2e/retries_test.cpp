@@ -1,0 +1,211 @@
+// Issue 25 item 5: a connection lost mid-transfer is replaced (--retries, default 5) and the
+// transfer goes on from what the other end kept, verified as --resume verifies it; the summary
+// counts the retries; nothing is lost, and a destination that a second attempt cannot rewrite
+// (standard output) is never retried.
+//
+//   Retries.SendSurvivesThreeCuts          one file, cut three times on the way to the server
+//   Retries.RecvSurvivesThreeCuts          one file, cut three times on the way back
+//   Retries.TreesBothWaysSurviveACut       send -r and recv -r: the same copy is continued
+//   Retries.ZeroEndsAtTheFirstLoss         --retries 0: today's behaviour, exit 1
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <list>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/harness.h"
+#include "tests/server_fixture.h"
+
+namespace aesxfer::test {
+namespace {
+
+// A relay on 127.0.0.1 for any number of connections, each joined to the server; the first `cuts`
+// connections are reset (both sides, SO_LINGER 0) once `after` bytes went through in the chosen
+// direction. Stopped and joined on destruction.
+class CuttingRelay {
+ public:
+  CuttingRelay(uint16_t server_port, int cuts, uint64_t after, bool s2c)
+      : server_port_(server_port), cuts_(cuts), after_(after), s2c_(s2c) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(listen_fd_, 16) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("CuttingRelay: cannot listen on 127.0.0.1");
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  ~CuttingRelay() {
+    stop_ = true;
+    acceptor_.join();
+    for (auto& t : pipes_) t.join();
+    ::close(listen_fd_);
+  }
+  uint16_t port() const { return port_; }
+  int cut() const { return cut_.load(); }
+  int connections() const { return accepted_.load(); }
+
+ private:
+  void accept_loop() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int cfd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (cfd < 0) continue;
+      const int n = accepted_++;
+      pipes_.emplace_back([this, cfd, n] { pipe(cfd, n < cuts_); });
+    }
+  }
+  static void reset(int fd) {
+    linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+  }
+  void pipe(int cfd, bool to_cut) {
+    const int sfd = connect_loopback(server_port_);
+    if (sfd < 0) {
+      ::close(cfd);
+      return;
+    }
+    uint64_t counted = 0;
+    char buf[65536];
+    bool open = true;
+    while (open && !stop_) {
+      pollfd p[2] = {{cfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+      if (::poll(p, 2, 50) <= 0) continue;
+      for (int k = 0; k < 2 && open; ++k) {
+        if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const int from = k == 0 ? cfd : sfd, to = k == 0 ? sfd : cfd;
+        const ssize_t n = ::read(from, buf, sizeof buf);
+        if (n <= 0) {
+          open = false;
+          break;
+        }
+        const bool counts = (k == 1) == s2c_;
+        size_t pass = size_t(n);
+        if (to_cut && counts && counted + pass >= after_) pass = size_t(after_ - counted);
+        for (size_t off = 0; off < pass;) {
+          const ssize_t w = ::write(to, buf + off, pass - off);
+          if (w <= 0) {
+            open = false;
+            break;
+          }
+          off += size_t(w);
+        }
+        if (counts) counted += pass;
+        if (to_cut && counts && counted >= after_) {
+          ++cut_;
+          reset(cfd);
+          reset(sfd);
+          return;
+        }
+      }
+    }
+    ::close(cfd);
+    ::close(sfd);
+  }
+
+  uint16_t server_port_;
+  int cuts_;
+  uint64_t after_;
+  bool s2c_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0}, cut_{0};
+  std::thread acceptor_;
+  std::list<std::thread> pipes_;  // only the acceptor adds; joined after it
+};
+
+using Retries = ServerTest;
+
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+
+int retry_lines(const std::string& err) {
+  int n = 0;
+  for (const auto& l : nonempty_lines(err)) n += l.find("; retry ") != std::string::npos;
+  return n;
+}
+
+TEST_F(Retries, SendSurvivesThreeCuts) {
+  const fs::path src = ws.local / "big.bin";
+  write_random_file(src, 24 * kMiB, 31);
+  CuttingRelay relay(server->port(), 3, 6 * kMiB, false);
+  auto r = run({"send", src.string(), "127.0.0.1:big.bin", "--json"}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 3);
+  EXPECT_EQ(relay.connections(), 4);
+  EXPECT_EQ(retry_lines(r.err), 3) << r.err;
+  EXPECT_NE(r.err.find("retry 3 of 5"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(nonempty_lines(r.out).back());
+  EXPECT_EQ(j.at("retries").get<int>(), 3) << r.out;
+  EXPECT_GT(j.at("resumed_from").get<uint64_t>(), 0u) << "the last attempt went on from what was kept";
+  EXPECT_EQ(sha256_file(ws.root / "big.bin"), sha256_file(src));
+  EXPECT_TRUE(temp_debris(ws.root).empty());
+}
+
+TEST_F(Retries, RecvSurvivesThreeCuts) {
+  write_random_file(ws.root / "big.bin", 24 * kMiB, 32);
+  const fs::path dest = ws.local / "big.bin";
+  CuttingRelay relay(server->port(), 3, 6 * kMiB, true);
+  auto r = run({"recv", "127.0.0.1:big.bin", dest.string()}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::printf("[ retries ] what the user reads:\n%s%s", r.err.c_str(), r.out.c_str());
+  EXPECT_EQ(relay.cut(), 3);
+  EXPECT_EQ(retry_lines(r.err), 3) << r.err;
+  EXPECT_NE(r.out.find(", 3 retries, resumed at byte "), std::string::npos) << r.out;
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "big.bin"));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+TEST_F(Retries, TreesBothWaysSurviveACut) {
+  const fs::path src = ws.local / "tree";
+  fs::create_directories(src / "sub");
+  write_text_file(src / "a.txt", "a\n");
+  write_random_file(src / "sub" / "z.bin", 8 * kMiB, 33);
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, false);
+    auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:tree"}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(retry_lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(sha256_file(ws.root / "tree" / "sub" / "z.bin"), sha256_file(src / "sub" / "z.bin"));
+  EXPECT_EQ(read_text_file(ws.root / "tree" / "a.txt"), "a\n");
+  EXPECT_FALSE(fs::exists(ws.root / "tree" / "tree")) << "the retry nested the tree in its own copy";
+  const fs::path back = ws.local / "back";
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+    auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", back.string()}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(retry_lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(sha256_file(back / "sub" / "z.bin"), sha256_file(src / "sub" / "z.bin"));
+  EXPECT_EQ(read_text_file(back / "a.txt"), "a\n");
+  EXPECT_FALSE(fs::exists(back / "tree")) << "the retry nested the tree in its own copy";
+}
+
+TEST_F(Retries, ZeroEndsAtTheFirstLoss) {
+  const fs::path src = ws.local / "big.bin";
+  write_random_file(src, 8 * kMiB, 34);
+  CuttingRelay relay(server->port(), 1, 2 * kMiB, false);
+  auto r = run({"send", src.string(), "127.0.0.1:big.bin", "-q", "--retries", "0"}, relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(retry_lines(r.err), 0) << r.err;
+  EXPECT_EQ(relay.connections(), 1);
+  EXPECT_FALSE(fs::exists(ws.root / "big.bin"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
