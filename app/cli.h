@@ -64,7 +64,7 @@ struct TransferOpts {
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;                                // -v
   bool strict_host_keys = false;                  // --strict-host-keys
-  int retries = 5;                                // --retries: new connections after a lost one
+  int retries = 0;                                // --retries: new connections after a lost one
   int retried = 0;                                // retries used so far (the summary counts them)
   std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
   std::string config_file;                        // -F (else $AESXFER_HOME/config)
