@@ -326,10 +326,9 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
       "-v,--verbose", t.verbose,
       "Say more on stderr (debug1: lines): the handshake, host key, cipher and implementation, streams, "
       "socket buffers, round trip; the file's checksum on the summary line. -vv: more");
-  sub->add_option(
-         "--retries", t.retries,
-         "New connections after a lost one (reset, closed, timed out) in this command, each after "
-         "1, 2, 4 ... s; the transfer resumes as with --resume (default 0: end at the first loss)")
+  sub->add_option("--retries", t.retries,
+                  "New connections after a lost one (reset, closed, timed out) in this command, each after "
+                  "1, 2, 4 ... s; the transfer resumes as with --resume (default 0: end at the first loss)")
       ->check(whole_number(0, 100))
       ->type_name("N");
   sub->add_flag("--strict-host-keys", t.strict_host_keys,
