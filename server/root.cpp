@@ -194,29 +194,21 @@ bool Root::under_hidden(const std::vector<std::string>& parts) const {
   return false;
 }
 
-namespace {
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> parts;
-  for (size_t start = 0; start <= path.size();) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    std::string part = path.substr(start, slash - start);
-    if (!part.empty() && part != ".") parts.push_back(std::move(part));
-    start = slash + 1;
-  }
-  return parts;
-}
-}  // namespace
-
+// Both take paths the server itself made (a listing's entries, a Place's shown path), split as a
+// request is; one split() refuses is taken as hidden (left out, kept as it is).
 bool Root::hides_name(const std::string& path) const {
-  const auto parts = components(path);
-  return !parts.empty() && under_hidden(parts);
+  Refusal why;
+  const auto parts = split(path, why);
+  return !parts || (!parts->empty() && under_hidden(*parts));
 }
 
 bool Root::holds_hidden(const std::string& path) const {
-  const auto parts = components(path);
+  Refusal why;
+  const auto parts = split(path, why);
+  if (!parts) return true;
   for (const auto& h : hidden_)
-    if (h.parts.size() > parts.size() && std::equal(parts.begin(), parts.end(), h.parts.begin())) return true;
+    if (h.parts.size() > parts->size() && std::equal(parts->begin(), parts->end(), h.parts.begin()))
+      return true;
   return false;
 }
 
