@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "client/part_queue.h"
 #include "files/atomic_file.h"
 #include "files/resume.h"
 
@@ -78,27 +79,11 @@ std::vector<std::pair<uint64_t, uint64_t>> split(uint64_t size, int n) {
 
 // How many parts a file of `size` bytes goes in over `conns` connections: parts of kChunk bytes,
 // at least one per connection and at most what the wire allows (proto::kMaxParts). The parts are
-// handed out from a queue (PartQueue), so a connection that finishes early takes the next part
-// instead of idling while a slow one (a lossy path's unlucky stream) finishes a long range.
+// handed out from a queue (client/part_queue.h).
 constexpr uint64_t kChunk = 8u << 20;
 int parts_for(uint64_t size, size_t conns) {
   return int(std::clamp<uint64_t>(size / kChunk, conns, proto::kMaxParts));
 }
-
-// The parts not yet taken, handed out in order to whichever connection asks first.
-class PartQueue {
- public:
-  explicit PartQueue(size_t n) : n_(n) {}
-  bool next(size_t* i) {
-    *i = next_.fetch_add(1);
-    return *i < n_;
-  }
-  bool empty() const { return next_.load() >= n_; }
-
- private:
-  size_t n_;
-  std::atomic<size_t> next_{0};
-};
 
 // Runs f(i) for i in [0, n) on n threads. The first failure wins; it shuts the other connections'
 // sockets so that their parts stop at once instead of running to the end.
@@ -297,7 +282,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   PartQueue queue(parts);
   run_parts(conns, fds, nconn, [&](size_t c) {
     bool committed = false;
-    for (size_t i; queue.next(&i);) {
+    for (size_t i; queue.next(c, &i);) {
       proto::Message part = req;
       part.part = uint32_t(i);
       part.offset = ranges[i].first;
@@ -358,7 +343,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   PartQueue queue(parts);
   try {
     run_parts(conns, fds, nconn, [&](size_t c) {
-      for (size_t i; queue.next(&i);) {
+      for (size_t i; queue.next(c, &i);) {
         proto::Message part = req;
         part.part = uint32_t(i);
         part.offset = ranges[i].first;
