@@ -69,6 +69,10 @@ class Conn {
   // and nothing past the record is read. Returns the wire length. The record is neither opened
   // nor checked against in_order() (the data plane opens and checks a batch at a time).
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
+  // The same into `room` bytes: a longer record is refused (integrity) with `too_long` before
+  // its body is read.
+  size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what, size_t room,
+                     const std::string& too_long);
 
   // What the handshake agreed for every transfer on this connection.
   crypto::ChecksumAlg checksum() const { return checksum_; }

@@ -338,11 +338,35 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
 
 namespace {
 
+// Room for one record of a stream: the agreed record size, or what is left of the stream when
+// that is less (RecordOrder refuses a data record past either), and at least kMinRoom for the end
+// record. A receive buffer is then 2 x 16 slots of this, not of proto::kMaxRecord: a tree of small
+// files no longer maps (and, under the sanitizers, poisons) 33 MiB per file. A longer record is
+// refused before its body is read, with the words RecordOrder would have used.
+struct RecordRoom {
+  size_t bytes;
+  std::string too_long;
+};
+
+RecordRoom record_room(Conn& c, uint64_t size, const StreamOptions& opt) {
+  constexpr size_t kMinRoom = 4096;
+  using V = proto::RecordOrder::Verdict;
+  size_t payload = std::min(c.record_size(), proto::kMaxPayload);
+  V verdict = V::over_record_size;
+  if (!opt.unsized && size - opt.offset < payload) {
+    payload = size_t(size - opt.offset);
+    verdict = V::over_announced;
+  }
+  return {proto::kHeaderLen + std::max(payload, kMinRoom) + 16 + proto::kMaxTag,
+          c.in_order().describe(verdict)};
+}
+
 // The receiving side of one stream: up to a batch of records read into a batch's slots, their
 // tags verified together, their order checked by the connection's RecordOrder.
 class BatchReader {
  public:
-  BatchReader(Conn& c, size_t per_batch) : c_(c), order_(c.in_order()), per_batch_(per_batch) {}
+  BatchReader(Conn& c, size_t per_batch, const RecordRoom& room)
+      : c_(c), order_(c.in_order()), per_batch_(per_batch), room_(room) {}
 
   // Reads up to a batch of whole records into b's slots (an end or control record closes the
   // batch early), opens them together and queues the data payloads in b. Returns true once the
@@ -355,7 +379,7 @@ class BatchReader {
     try {
       for (proto::RecordHeader hdr{}; nrec < per_batch_;) {
         uint8_t* rec = b->slot(nrec);
-        const size_t wire = c_.read_record(rec, hdr, "the transfer");
+        const size_t wire = c_.read_record(rec, hdr, "the transfer", room_.bytes, room_.too_long);
         jobs_[nrec++] = {rec, wire, {}, {}};
         if (hdr.type != RecordType::data) break;
       }
@@ -383,6 +407,7 @@ class BatchReader {
   Conn& c_;
   proto::RecordOrder& order_;
   size_t per_batch_;
+  const RecordRoom& room_;
   proto::RecordOpener::Job jobs_[kRecvSlots];
 };
 
@@ -423,9 +448,10 @@ struct StreamScope {
 crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt) {
   const size_t per_batch = opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records());
-  Handoff h(per_batch, proto::kMaxRecord);
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
+  const RecordRoom room = record_room(c, size, opt);
+  Handoff h(per_batch, room.bytes);
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.unsized && (opt.ranged || opt.offset))
     throw Failure("internal error: an unsized stream starts at 0");
@@ -466,7 +492,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   };
   Joiner joiner{h, writer};
 
-  BatchReader reader(c, per_batch);
+  BatchReader reader(c, per_batch, room);
   for (bool ended = false; !ended;) {
     Batch* b = h.take_free();
     if (!b) {

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -127,7 +128,9 @@ std::string sha256_file(const fs::path& p) {
   if (fd < 0) throw std::runtime_error("sha256_file: cannot open " + p.string());
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::vector<uint8_t> buf(1 << 20);
+  // One buffer per thread: a fresh 1 MiB per file cost more than the hashing for trees of small
+  // files under the sanitizers (each large allocation is mapped and poisoned anew).
+  static thread_local std::vector<uint8_t> buf(1 << 20);
   for (;;) {
     ssize_t r = ::read(fd, buf.data(), buf.size());
     if (r < 0 && errno == EINTR) continue;
@@ -155,7 +158,8 @@ void write_random_file(const fs::path& p, uint64_t size, uint64_t seed) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   if (!f) throw std::runtime_error("cannot create " + p.string());
   std::mt19937_64 rng(seed);
-  std::vector<uint64_t> buf(1 << 17);  // 1 MiB
+  // 1 MiB at a time; a smaller file draws only the words it needs (the same bytes either way).
+  std::vector<uint64_t> buf(size_t(std::clamp<uint64_t>((size + 7) / 8, 1, 1 << 17)));
   uint64_t left = size;
   while (left > 0) {
     for (auto& w : buf) w = rng();
