@@ -796,8 +796,8 @@ TEST_F(Netns, ManySmallFilesLoopbackBeforeAndAfter) {
 
 // Issue 16 item 4: send -r --resume of a 400-file tree (4 KiB each) over the 50 ms path when the
 // server holds half of it already. Pipelined probes make it about one round trip plus the missing
-// data; one exchange per file would be at least 2 x 400 round trips (40 s). The bound asserted (40
-// round trips) is structural, not a speed target. With AESXFER_BASELINE_BINARY the same resumed
+// data; one exchange per file would be at least 400 + 200 round trips (30 s). The bound asserted
+// (120 round trips) is structural, not a speed target. With AESXFER_BASELINE_BINARY the same resumed
 // send by the baseline build (its own server, same state) is timed beside it, three rounds each.
 TEST_F(Netns, ResumedTreeOverFiftyMs) {
   auto delay = delay_path();
@@ -818,9 +818,11 @@ TEST_F(Netns, ResumedTreeOverFiftyMs) {
   };
   double median = resumed_rounds("send -r --resume, 400 x 4 KiB, half on the server", prepare, resume);
   EXPECT_EQ(check(ws.root / "tree"), 0u);
-  // 200 files fetched one round trip each would take 200 RTTs (10 s); pipelined, a few RTTs plus
-  // the CPU, which two busy loops beside the suite stretch past 2 s: 80 RTTs keeps a factor 2.5.
-  EXPECT_LT(median, 80 * 0.05);
+  // One exchange per file would take at least 400 probes + 200 puts = 600 RTTs (30 s); pipelined,
+  // a few RTTs plus the CPU: 1.56 s quiet, 2.4-2.7 s beside two busy loops, and more beside them
+  // and a parallel ctest (one loaded run failed a 4 s bound). 120 RTTs (6 s) is still 5 x under
+  // one exchange per file, which is what this bound tells apart.
+  EXPECT_LT(median, 120 * 0.05);
   EXPECT_EQ(delay->dropped(), 0u);
 }
 
@@ -848,7 +850,7 @@ TEST_F(Netns, ResumedTreeRecvOverFiftyMs) {
   };
   double median = resumed_rounds("recv -r --resume, 400 x 4 KiB, half here", prepare, resume);
   EXPECT_EQ(check(here(false) / "tree"), 0u);
-  EXPECT_LT(median, 80 * 0.05);  // as above: one round trip per file would be 200 RTTs
+  EXPECT_LT(median, 120 * 0.05);  // as above: one exchange per file would be 600 RTTs
   EXPECT_EQ(delay->dropped(), 0u);
 }
 
