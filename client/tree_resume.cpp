@@ -6,7 +6,9 @@
 
 #include <algorithm>
 
+#include "files/atomic_file.h"
 #include "files/unique_fd.h"
+#include "proto/failure.h"
 
 namespace aesxfer::client {
 
@@ -26,9 +28,7 @@ std::string stands_for(const std::string& name) {
     std::string x = name.substr(1, name.size() - 1 - partial.size());
     return x.find('~') == std::string::npos ? x : std::string();  // a shortened name: unknown
   }
-  const size_t infix = name.rfind(".aesxfer-");
-  if (name[0] == '.' && infix != std::string::npos && name.size() == infix + 9 + 6) return "";
-  return name;
+  return files::is_temp_name(name) ? std::string() : name;
 }
 
 }  // namespace
@@ -97,12 +97,14 @@ void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std:
   keep.push_back(mine);
   std::string text;
   for (const auto& r : keep) text += r + "\n";
-  const std::filesystem::path tmp = home / (std::string(".") + kRecordFile + ".tmp");
-  ::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return;
-  const bool ok = ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && fd.close() == 0;
-  if (!ok || ::rename(tmp.c_str(), (home / kRecordFile).c_str()) != 0) ::unlink(tmp.c_str());
+  // Best effort: without the record, a later --resume of this tree nests a copy instead of
+  // continuing this one, which loses nothing.
+  try {
+    files::AtomicFile out(home / kRecordFile);
+    files::write_full(out.fd(), reinterpret_cast<const uint8_t*>(text.data()), text.size());
+    out.commit(0600);
+  } catch (const proto::Failure&) {
+  }
 }
 
 bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -30,6 +31,26 @@ std::string hidden_name(const std::string& name, const std::string& suffix) {
   std::snprintf(tag, sizeof tag, "~%08x", h);
   size_t keep = NAME_MAX - 1 - std::strlen(tag) - suffix.size();
   return "." + name.substr(0, keep) + tag + suffix;
+}
+
+std::string random_temp_name(const std::string& name) {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  uint8_t r[kTempRandom];
+  if (::getrandom(r, sizeof r, 0) != ssize_t(sizeof r))
+    throw Failure("getrandom failed: " + errno_text(errno), proto::Status::io_error, errno);
+  std::string suffix = kTempInfix;
+  for (uint8_t b : r) suffix += kAlphabet[b % 62];
+  return hidden_name(name, suffix);
+}
+
+bool is_temp_name(const std::string& n) {
+  const size_t infix = std::strlen(kTempInfix);
+  if (n.size() < 2 + infix + kTempRandom || n[0] != '.') return false;
+  const size_t at = n.size() - kTempRandom - infix;
+  if (n.compare(at, infix, kTempInfix) != 0) return false;
+  for (size_t i = at + infix; i < n.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(n[i]))) return false;
+  return true;
 }
 
 // ---- signal cleanup ------------------------------------------------------------------------
@@ -135,13 +156,8 @@ AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem
 }
 
 void AtomicFile::create(const std::string& dir) {
-  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   for (int attempt = 0; attempt < 100; ++attempt) {
-    uint8_t r[6];
-    if (::getrandom(r, sizeof r, 0) != ssize_t(sizeof r)) break;
-    std::string suffix = ".aesxfer-";
-    for (uint8_t b : r) suffix += kAlphabet[b % 62];
-    std::string tmp = hidden_name(name_, suffix);
+    std::string tmp = random_temp_name(name_);
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd_) {
       tmp_ = tmp;

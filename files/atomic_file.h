@@ -1,5 +1,5 @@
 // A destination file that appears only when complete: data goes to a temporary file beside the
-// destination ("<dir>/.<name>.aesxfer-XXXXXX", the name part shortened so that the whole stays
+// destination ("<dir>/.<name>.aesxfer-tmp-XXXXXXXXXX", the name part shortened so that the whole stays
 // within NAME_MAX), renamed into place by commit(); destroyed without commit(), the temporary
 // file is removed and an existing destination is untouched. While it exists, a client stopped by
 // SIGINT, SIGTERM or SIGHUP removes it (install_cleanup_on_signals).
@@ -62,6 +62,18 @@ class AtomicFile {
 // too long keeps its first bytes and gains "~" and 8 hex digits of a hash of the whole name, so
 // the result stays the same for the same name (a kept partial file is found again).
 std::string hidden_name(const std::string& name, const std::string& suffix);
+
+// Temporary files beside a destination NAME, on both ends: hidden_name(NAME, kTempInfix + kTempRandom
+// characters of [A-Za-z0-9]). The server's sweeper (server/sweep.h) and recv -r --resume
+// (client/tree_resume.h) know them by this shape alone, so it is one nobody picks by chance: a
+// user's ".db.aesxfer-backup" had the shape of the old ".aesxfer-XXXXXX" (six letters) and was
+// swept as debris.
+inline constexpr char kTempInfix[] = ".aesxfer-tmp-";
+constexpr size_t kTempRandom = 10;
+// A fresh temporary name for NAME (getrandom(2); throws Failure when it fails).
+std::string random_temp_name(const std::string& name);
+// `n` has the shape of a temporary file's name.
+bool is_temp_name(const std::string& n);
 
 // Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
 // Best effort, as scp -p: a file system that refuses either keeps its own.

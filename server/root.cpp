@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <utility>
 
-#include "crypto/sha256.h"
 #include "files/atomic_file.h"
 #include "files/resume.h"
 #include "net/conn.h"
@@ -396,30 +395,13 @@ std::optional<Place> Root::open_directory(const std::string& req, Refusal& why) 
 // ---- names beside a destination -------------------------------------------------------------
 
 namespace {
-const std::string kTempInfix = ".aesxfer-";
 const std::string kPartialSuffix = ".aesxfer-partial";
-constexpr size_t kTempRandom = 6;
 }  // namespace
 
-std::string temp_name_prefix(const std::string& name) {
-  size_t room = NAME_MAX - 1 - kTempInfix.size() - kTempRandom;
-  return "." + name.substr(0, room) + kTempInfix;
-}
-
 std::string partial_name(const std::string& name) {
-  if (1 + name.size() + kPartialSuffix.size() <= NAME_MAX) return "." + name + kPartialSuffix;
-  // Too long: a prefix of the name and 16 hex digits of its SHA-256, so that the same
-  // destination finds the same partial file again.
-  uint8_t h[32];
-  crypto::Sha256::digest(name.data(), name.size(), h);
-  static const char* hex = "0123456789abcdef";
-  std::string tag = "~";
-  for (size_t i = 0; i < 8; ++i) {
-    tag += hex[h[i] >> 4];
-    tag += hex[h[i] & 15];
-  }
-  size_t room = NAME_MAX - 1 - kPartialSuffix.size() - tag.size();
-  return "." + name.substr(0, room) + tag + kPartialSuffix;
+  // The name the client uses for its own partial files too (PROTOCOL.md 3.6: a name too long is
+  // cut and tagged with the FNV-1a hash of the whole; this was a SHA-256 tag of its own before).
+  return files::hidden_name(name, kPartialSuffix);
 }
 
 // ---- TempFile --------------------------------------------------------------------------------
@@ -427,14 +409,8 @@ std::string partial_name(const std::string& name) {
 TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest.name) {
   if (!dir_)
     throw Failure("cannot create a temporary file: " + errno_text(errno), proto::Status::io_error, errno);
-  static const char* alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  const std::string prefix = temp_name_prefix(name_);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    uint8_t rnd[kTempRandom];
-    if (::getrandom(rnd, sizeof rnd, 0) != ssize_t(sizeof rnd))
-      throw Failure("getrandom failed", proto::Status::io_error, EIO);
-    std::string t = prefix;
-    for (uint8_t b : rnd) t += alnum[b % 62];
+    const std::string t = files::random_temp_name(name_);
     int fd = ::openat(dir_.get(), t.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       fd_.reset(fd);

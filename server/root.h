@@ -130,10 +130,9 @@ class Root {
                              Refusal& why) const;
 };
 
-// Names beside a destination NAME: ".NAME.aesxfer-XXXXXX" (temporary) and ".NAME.aesxfer-partial"
-// (kept for send --resume), shortened (with a hash of NAME for the partial name, which must be
-// found again) so that they never exceed NAME_MAX.
-std::string temp_name_prefix(const std::string& name);
+// The name beside a destination NAME of what a resumable put keeps: ".NAME.aesxfer-partial",
+// shortened with a hash of NAME (it must be found again) so that it never exceeds NAME_MAX.
+// Temporary files are files::random_temp_name's.
 std::string partial_name(const std::string& name);
 
 // A file that appears at a Place only when complete: data goes to a temporary file in the same

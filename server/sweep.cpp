@@ -10,6 +10,7 @@
 #include <ctime>
 #include <vector>
 
+#include "files/atomic_file.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
 
@@ -21,22 +22,11 @@ namespace {
 constexpr auto kInterval = std::chrono::minutes(10);
 constexpr size_t kMaxRemembered = 4096;
 const std::string kPartialSuffix = ".aesxfer-partial";
-const std::string kTempInfix = ".aesxfer-";
 }  // namespace
 
 bool Sweeper::is_partial_name(const std::string& n) {
   return n.size() > 1 + kPartialSuffix.size() && n[0] == '.' &&
          n.compare(n.size() - kPartialSuffix.size(), kPartialSuffix.size(), kPartialSuffix) == 0;
-}
-
-bool Sweeper::is_temp_name(const std::string& n) {
-  // "." NAME ".aesxfer-" and six characters of mkostemp's alphabet.
-  if (n.size() < 1 + 1 + kTempInfix.size() + 6 || n[0] != '.') return false;
-  size_t at = n.size() - 6 - kTempInfix.size();
-  if (n.compare(at, kTempInfix.size(), kTempInfix) != 0) return false;
-  for (size_t i = n.size() - 6; i < n.size(); ++i)
-    if (!std::isalnum(static_cast<unsigned char>(n[i]))) return false;
-  return true;
 }
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
@@ -70,7 +60,7 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (is_partial_name(n) || is_temp_name(n)) names.push_back(n);
+    if (is_partial_name(n) || files::is_temp_name(n)) names.push_back(n);
   }
   const std::time_t now = std::time(nullptr);
   size_t removed = 0;

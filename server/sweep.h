@@ -1,11 +1,11 @@
 // Expiry of what interrupted transfers leave beside their destinations (docs/DESIGN.md "Files"):
 //
-//   .NAME.aesxfer-partial   kept on purpose for `send --resume`; removed once older than
-//                           --partial-max-age (default 7 days; 0 keeps them for ever), unless a
-//                           session holds its lock (it is being resumed right now)
-//   .NAME.aesxfer-XXXXXX    temporary files of a server that was SIGKILLed mid-transfer (a live
-//                           transfer removes its own on every other failure); removed once their
-//                           last write is more than 24 hours old
+//   .NAME.aesxfer-partial
+//       kept on purpose for `send --resume`; removed once older than --partial-max-age (default
+//       7 days; 0 keeps them for ever), unless a session holds its lock (being resumed right now)
+//   .NAME.aesxfer-tmp-XXXXXXXXXX (files::is_temp_name)
+//       temporary files of a server SIGKILLed mid-transfer (a live transfer removes its own on
+//       every other failure); removed once their last write is more than 24 hours old
 //
 // The server sweeps a directory when a client writes into it (put, probe), at most once every
 // 10 minutes per directory, so a busy directory costs one readdir now and then. Directories that
@@ -33,9 +33,8 @@ class Sweeper {
   size_t sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);
   size_t sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
 
-  // The name patterns, for tests and callers.
+  // The partial files' name pattern (temporary files: files::is_temp_name).
   static bool is_partial_name(const std::string& name);
-  static bool is_temp_name(const std::string& name);
 
  private:
   std::chrono::seconds partial_max_age_, temp_max_age_;

@@ -5,7 +5,7 @@
 // interrupted transfer, no temporary file left by a process that was not killed, and the next
 // transfer succeeds.
 //
-// A receiver killed with SIGKILL cannot clean up: its temporary file ".NAME.aesxfer-XXXXXX"
+// A receiver killed with SIGKILL cannot clean up: its temporary file ".NAME.aesxfer-tmp-XXXXXXXXXX"
 // stays beside the destination (never at the destination name). Those are counted, checked to
 // be the only debris, and removed by the test.
 #include <fcntl.h>

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 
+#include "files/atomic_file.h"
 #include "server/root.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
@@ -142,7 +143,7 @@ TEST_P(RootResolver, NamesBesideALongNameStayWithinNameMax) {
   auto place = r.put_target("in/" + longest, "", why);
   ASSERT_TRUE(place) << why.text;
   {
-    server::TempFile t(*place);  // ".NAME.aesxfer-XXXXXX" unshortened would be ENAMETOOLONG
+    server::TempFile t(*place);  // ".NAME.aesxfer-tmp-XXXXXXXXXX" unshortened would be ENAMETOOLONG
     ASSERT_EQ(::pwrite(t.fd(), "data", 4, 0), 4);
     t.commit(0644, -1);
   }
@@ -150,6 +151,8 @@ TEST_P(RootResolver, NamesBesideALongNameStayWithinNameMax) {
   const std::string pn = server::partial_name(longest);
   EXPECT_LE(pn.size(), size_t(NAME_MAX));
   EXPECT_NE(server::partial_name(std::string(NAME_MAX - 1, 'n') + "m"), pn);  // another name: another file
+  // PROTOCOL.md 3.6's rule, the client's too (it was a SHA-256 tag of the server's own).
+  EXPECT_EQ(pn, files::hidden_name(longest, ".aesxfer-partial"));
   {
     server::KeptPartial kp(*place);
     EXPECT_EQ(kp.length(), 0u);

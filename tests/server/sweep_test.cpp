@@ -10,6 +10,7 @@
 
 #include <ctime>
 
+#include "files/atomic_file.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -21,11 +22,22 @@ TEST(Sweep, NamePatterns) {
   EXPECT_TRUE(Sweeper::is_partial_name(".a.bin.aesxfer-partial"));
   EXPECT_FALSE(Sweeper::is_partial_name("a.bin.aesxfer-partial"));  // not hidden: a user's file
   EXPECT_FALSE(Sweeper::is_partial_name(".aesxfer-partial"));
-  EXPECT_TRUE(Sweeper::is_temp_name(".a.bin.aesxfer-Ab3xY9"));
-  EXPECT_FALSE(Sweeper::is_temp_name(".a.bin.aesxfer-Ab3xY"));
-  EXPECT_FALSE(Sweeper::is_temp_name(".a.bin.aesxfer-Ab3x.9"));
-  EXPECT_FALSE(Sweeper::is_temp_name("a.bin.aesxfer-Ab3xY9"));
-  EXPECT_FALSE(Sweeper::is_temp_name(".a.bin.aesxfer-partial"));
+  EXPECT_TRUE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY9q0Zz"));
+  EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY9q0Z"));
+  EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY.q0Zz"));
+  EXPECT_FALSE(files::is_temp_name("a.bin.aesxfer-tmp-Ab3xY9q0Zz"));
+  EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-partial"));
+  // The fourth re-attack (N3): names a user gives, with the shape of the old ".aesxfer-XXXXXX".
+  EXPECT_FALSE(files::is_temp_name(".db.aesxfer-backup"));
+  EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-Ab3xY9"));
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = files::random_temp_name("a.bin");
+    EXPECT_TRUE(files::is_temp_name(n)) << n;
+    EXPECT_EQ(n.rfind(".a.bin.aesxfer-tmp-", 0), 0u) << n;
+  }
+  const std::string longest = files::random_temp_name(std::string(255, 'x'));
+  EXPECT_LE(longest.size(), 255u);
+  EXPECT_TRUE(files::is_temp_name(longest)) << longest;
 }
 
 TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
@@ -38,8 +50,8 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   make(".old.bin.aesxfer-partial", 8);
   make(".new.bin.aesxfer-partial", 1);
   make(".locked.bin.aesxfer-partial", 30);
-  make(".old.bin.aesxfer-Q1w2E3", 2);
-  make(".new.bin.aesxfer-R4t5Y6", 0);
+  make(".old.bin.aesxfer-tmp-Q1w2E3r4T5", 2);
+  make(".new.bin.aesxfer-tmp-R4t5Y6u7I8", 0);
   make("old-user-file.bin", 400);
   make("old.bin.aesxfer-partial", 400);  // not hidden: not ours
   fs::create_directory(d / ".dir.aesxfer-partial");
@@ -49,8 +61,11 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   // another user's; a second link) is no debris.
   make(".db.aesxfer-backup", 400);
   fs::permissions(d / ".db.aesxfer-backup", fs::perms(0644));
-  make(".linked.aesxfer-Zz9Yy8", 400);
-  fs::create_hard_link(d / ".linked.aesxfer-Zz9Yy8", d / "second-name");
+  make(".linked.aesxfer-tmp-Zz9Yy8Xx7W", 400);
+  fs::create_hard_link(d / ".linked.aesxfer-tmp-Zz9Yy8Xx7W", d / "second-name");
+  // The fourth (N3): the same name, the user's own and 0600 like a temporary file: the name
+  // alone tells it apart now (".aesxfer-tmp-" and ten characters).
+  make(".own.aesxfer-backup", 400);
   make(".theirs.aesxfer-partial", 400);
   if (::geteuid() == 0)
     EXPECT_EQ(::chown((d / ".theirs.aesxfer-partial").c_str(), 65534, 65534), 0);
@@ -65,11 +80,11 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   EXPECT_EQ(s.sweep(d.path(), [&](const std::string& l) { logged.push_back(l); }), 2u);
   ::close(lk);
   EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-partial"));
-  EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-Q1w2E3"));
+  EXPECT_FALSE(fs::exists(d / ".old.bin.aesxfer-tmp-Q1w2E3r4T5"));
   for (const char* kept :
-       {".new.bin.aesxfer-partial", ".locked.bin.aesxfer-partial", ".new.bin.aesxfer-R4t5Y6",
+       {".new.bin.aesxfer-partial", ".locked.bin.aesxfer-partial", ".new.bin.aesxfer-tmp-R4t5Y6u7I8",
         "old-user-file.bin", "old.bin.aesxfer-partial", ".dir.aesxfer-partial", ".db.aesxfer-backup",
-        ".linked.aesxfer-Zz9Yy8", ".theirs.aesxfer-partial"})
+        ".linked.aesxfer-tmp-Zz9Yy8Xx7W", ".theirs.aesxfer-partial", ".own.aesxfer-backup"})
     EXPECT_TRUE(fs::exists(d / kept)) << kept;
   EXPECT_TRUE(fs::is_symlink(d / ".link.aesxfer-partial"));
   EXPECT_EQ(logged.size(), 2u);
