@@ -1,6 +1,7 @@
 #include "app/cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +38,18 @@ bool check_remote(const Remote& r, bool quiet) {
     return false;
   }
   return true;
+}
+
+bool locale_reads_utf8(const char* lc_all, const char* lc_ctype, const char* lang) {
+  const char* name = "";
+  for (const char* v : {lc_all, lc_ctype, lang})
+    if (v && *v) {
+      name = v;
+      break;
+    }
+  std::string n;
+  for (const char* p = name; *p; ++p) n += char(std::tolower(static_cast<unsigned char>(*p)));
+  return n.find("utf-8") != std::string::npos || n.find("utf8") != std::string::npos;
 }
 
 std::function<void(int, const std::string&)> debug_sink(int verbose) {

@@ -97,6 +97,12 @@ class Retrier {
   bool logged_in_ = false;
 };
 
+// Whether the locale says the terminal reads UTF-8, from the first of LC_ALL, LC_CTYPE and LANG
+// that is set and not empty (null or "" when unset): a codeset named UTF-8 (or utf8, any case).
+// None set is the C locale: not UTF-8. The client commands then have proto::printable() escape
+// every byte from 0x80 up, as OpenSSH's clients do (the server's log stays UTF-8).
+bool locale_reads_utf8(const char* lc_all, const char* lc_ctype, const char* lang);
+
 // -v: "debugN: line" on stderr for the lines of level N up to the -v count (-v, -vv).
 std::function<void(int, const std::string&)> debug_sink(int verbose);
 

@@ -7,28 +7,11 @@
 
 namespace aesxfer::app {
 
-namespace {
-
-// Length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when the byte there starts none.
-size_t utf8_len(std::string_view s, size_t i) {
-  unsigned char ch = static_cast<unsigned char>(s[i]);
-  if (ch < 0x80) return 1;
-  size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
-  if (len == 0 || ch > 0xf4 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
-  unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-  if ((ch == 0xe0 && c1 < 0xa0) || (ch == 0xed && c1 >= 0xa0) || (ch == 0xf0 && c1 < 0x90) ||
-      (ch == 0xf4 && c1 >= 0x90))
-    return 0;
-  return len;
-}
-
-}  // namespace
+using proto::utf8_sequence;  // the rules printable() applies, in one place
 
 bool valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    size_t n = utf8_len(s, i);
+    size_t n = utf8_sequence(s, i);
     if (n == 0) return false;
     i += n;
   }
@@ -39,7 +22,7 @@ std::string utf8_or_replacement(std::string_view s) {
   std::string o;
   o.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_len(s, i);
+    const size_t n = utf8_sequence(s, i);
     if (n == 0) {
       o += "\xef\xbf\xbd";  // U+FFFD
       ++i;
@@ -80,12 +63,12 @@ std::string json_line(const Json& j) {
   std::string out;
   out.reserve(raw.size() + 1);
   auto u16 = [&out](uint32_t v) {
-    char b[8];
+    char b[16];
     std::snprintf(b, sizeof b, "\\u%04x", unsigned(v));
     out += b;
   };
   for (size_t i = 0; i < raw.size();) {
-    const size_t n = utf8_len(raw, i);
+    const size_t n = utf8_sequence(raw, i);
     if (n <= 1) {          // ASCII (the dump holds nothing else than well-formed UTF-8); DEL, which
       if (raw[i] == 0x7f)  // printable() escapes, as \u007f
         u16(0x7f);
@@ -94,11 +77,7 @@ std::string json_line(const Json& j) {
       ++i;
       continue;
     }
-    const auto b = [&](size_t k) { return uint32_t(static_cast<unsigned char>(raw[i + k])); };
-    const uint32_t cp = n == 2 ? (b(0) & 0x1f) << 6 | (b(1) & 0x3f)
-                        : n == 3
-                            ? (b(0) & 0x0f) << 12 | (b(1) & 0x3f) << 6 | (b(2) & 0x3f)
-                            : (b(0) & 0x07) << 18 | (b(1) & 0x3f) << 12 | (b(2) & 0x3f) << 6 | (b(3) & 0x3f);
+    const uint32_t cp = proto::utf8_code_point(std::string_view(raw).substr(i, n), n);
     if (!proto::escaped_code_point(cp)) {
       out.append(raw, i, n);
     } else if (cp < 0x10000) {

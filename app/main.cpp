@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -259,6 +260,10 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
+  // What the client commands print follows the locale's codeset; the server's log stays UTF-8.
+  if (!app.got_subcommand("serve"))
+    proto::set_utf8_output(
+        app::locale_reads_utf8(std::getenv("LC_ALL"), std::getenv("LC_CTYPE"), std::getenv("LANG")));
   try {
     for (auto& [sub, run] : commands)
       if (*sub) return run();

@@ -1,5 +1,6 @@
 #include "proto/failure.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 
@@ -47,19 +48,40 @@ bool invisible_or_bidi(uint32_t cp) {
   return false;
 }
 
-// The code point of a well-formed UTF-8 sequence of `len` bytes.
-uint32_t code_point(std::string_view u, size_t len) {
+}  // namespace
+
+size_t utf8_sequence(std::string_view s, size_t i) noexcept {
+  const unsigned char ch = static_cast<unsigned char>(s[i]);
+  if (ch < 0x80) return 1;
+  const size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
+  if (len == 0 || ch > 0xf4 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((ch == 0xe0 && c1 < 0xa0) || (ch == 0xed && c1 >= 0xa0) || (ch == 0xf0 && c1 < 0x90) ||
+      (ch == 0xf4 && c1 >= 0x90))
+    return 0;
+  return len;
+}
+
+uint32_t utf8_code_point(std::string_view u, size_t len) noexcept {
   const auto b = [&](size_t k) { return uint32_t(static_cast<unsigned char>(u[k])); };
+  if (len == 1) return b(0);
   if (len == 2) return (b(0) & 0x1f) << 6 | (b(1) & 0x3f);
   if (len == 3) return (b(0) & 0x0f) << 12 | (b(1) & 0x3f) << 6 | (b(2) & 0x3f);
   return (b(0) & 0x07) << 18 | (b(1) & 0x3f) << 12 | (b(2) & 0x3f) << 6 | (b(3) & 0x3f);
 }
 
-}  // namespace
-
 bool escaped_code_point(uint32_t cp) noexcept { return (cp >= 0x80 && cp <= 0x9f) || invisible_or_bidi(cp); }
 
+namespace {
+std::atomic<bool> g_utf8_output{true};
+}  // namespace
+
+void set_utf8_output(bool on) noexcept { g_utf8_output.store(on, std::memory_order_relaxed); }
+
 std::string printable(std::string_view s) {
+  const bool utf8 = g_utf8_output.load(std::memory_order_relaxed);
   std::string out;
   auto esc = [&](unsigned char ch) {
     char b[8];
@@ -77,23 +99,17 @@ std::string printable(std::string_view s) {
       continue;
     }
     // A well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) passes as
-    // it is, unless it encodes a C1 control (U+0080..U+009F: 0xc2 0x80..0x9f); any other byte
-    // from 0x80 up is escaped on its own (a raw 0x9b is CSI to an 8-bit terminal).
-    size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
-    bool ok = len > 0 && len <= 4 && ch <= 0xf4 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok) {
-      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((ch == 0xe0 && c1 < 0xa0) || (ch == 0xed && c1 >= 0xa0) || (ch == 0xf0 && c1 < 0x90) ||
-          (ch == 0xf4 && c1 >= 0x90) || (ch == 0xc2 && c1 < 0xa0))
-        ok = false;
-    }
-    if (!ok) {
+    // it is, unless it encodes a C1 control (U+0080..U+009F: 0xc2 0x80..0x9f) or another code
+    // point escaped_code_point() names (escaped byte by byte); any other byte from 0x80 up is
+    // escaped on its own (a raw 0x9b is CSI to an 8-bit terminal), and so is every such byte
+    // when the output is not UTF-8.
+    const size_t len = utf8 ? utf8_sequence(s, i) : 0;
+    if (len == 0) {
       esc(ch);
       ++i;
       continue;
     }
-    if (invisible_or_bidi(code_point(s.substr(i, len), len))) {
+    if (escaped_code_point(utf8_code_point(s.substr(i, len), len))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       i += len;
       continue;

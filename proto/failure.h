@@ -47,12 +47,22 @@ Failure refusal(const Message& m, const std::string& what);
 // escape sequence to a terminal. The bidi controls (U+202A..U+202E, U+2066..U+2069) and the
 // invisible format characters (U+200B..U+200F, U+2028, U+2029, U+FEFF) are escaped byte by byte
 // too (\xe2\x80\xae for U+202E), so "invoice<U+202E>fdp.exe" cannot show as "invoiceexe.pdf".
-// Well-formed UTF-8 otherwise passes unchanged.
+// Well-formed UTF-8 otherwise passes unchanged, unless set_utf8_output(false) said that the
+// reader is not known to read UTF-8: then every byte from 0x80 up becomes \xNN too (an 8-bit
+// terminal takes the 0x9b of "\xc3\x9b", a well-formed letter, for CSI).
 std::string printable(std::string_view s);
+// Whether printable() may pass well-formed UTF-8 (true, the default). The client commands set it
+// from the locale (app/main.cpp), as OpenSSH's clients do; JSON output is UTF-8 either way.
+void set_utf8_output(bool on) noexcept;
 // True for a code point that printable() escapes although it is well-formed UTF-8: the C1
 // controls U+0080..U+009F and the invisible, format, bidi and space look-alike code points (see
 // proto/failure.cpp). JSON output writes these as \uXXXX (app/json.cpp).
 bool escaped_code_point(uint32_t cp) noexcept;
+// Length of the well-formed UTF-8 sequence at s[i] (1 for ASCII, up to 4), or 0 when none starts
+// there (a continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short).
+size_t utf8_sequence(std::string_view s, size_t i) noexcept;
+// The code point of the well-formed sequence of `len` bytes (utf8_sequence) at the start of u.
+uint32_t utf8_code_point(std::string_view u, size_t len) noexcept;
 
 // printable(s) as one logfmt value: in double quotes, with '"' escaped as \" and '$' and '`' as
 // \x24 and \x60 (which sh would expand in double quotes). A shell-style splitter (POSIX sh

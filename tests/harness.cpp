@@ -36,6 +36,13 @@ namespace aesxfer::test {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// Every process a test starts reads names in UTF-8, whatever the machine's locale (a CI machine
+// may set none, which the client takes for an 8-bit terminal): a test of another locale says so
+// in the env it passes (LocaleOutput.*).
+const bool kUtf8Children = [] { return ::setenv("LC_ALL", "C.UTF-8", 1) == 0; }();
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // Files
 

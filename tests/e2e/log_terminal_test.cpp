@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "app/cli.h"
 #include "proto/failure.h"
 #include "tests/fake_server.h"
 #include "tests/hand_session.h"
@@ -253,6 +254,63 @@ TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
   EXPECT_EQ(ops[names.size()]["file"], "nl\\x0aresult=ok x=\"y");
   EXPECT_EQ(ops[names.size() + 1]["file"], "no such \"file\" =x");
   EXPECT_EQ(ops[names.size() + 1]["op"], "get");
+}
+
+// The third re-attack (N7): "\xc3\x9b" is a well-formed letter, and its second byte is CSI to an
+// 8-bit terminal. When the locale does not say UTF-8 (LC_ALL=C, or nothing set), the client escapes
+// every byte from 0x80 up, as OpenSSH's clients do; in a UTF-8 locale the letters stay.
+TEST_F(BidiNames, AnEightBitLocaleGetsEveryHighByteEscaped) {
+  fs::create_directories(ws.root / "t8");
+  write_text_file(ws.root / "t8" /
+                      "report\xc3\x9b"
+                      "2J",
+                  "hi\n");
+  write_text_file(ws.root / "t8" / "caf\xc3\xa9", "hi\n");
+  auto recv_in = [&](const std::string& locale, const std::string& dest) {
+    std::vector<std::string> argv{AESXFER_BINARY,
+                                  "recv",
+                                  "-r",
+                                  "-P",
+                                  std::to_string(server->port()),
+                                  "127.0.0.1:t8",
+                                  (ws.local / dest).string()};
+    std::map<std::string, std::string> env{{"AESXFER_HOME", ws.home.string()}, {"LC_ALL", locale}};
+    if (locale.empty()) {  // no locale at all: LC_ALL, LC_CTYPE and LANG empty
+      env["LC_CTYPE"] = "";
+      env["LANG"] = "";
+    }
+    return run_process(argv, env);
+  };
+  for (const std::string locale : {"C", ""}) {
+    auto r = recv_in(locale, "got-" + std::to_string(locale.size()));
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const std::string shown = r.out + r.err;
+    for (unsigned char ch : shown)
+      ASSERT_LT(ch, 0x80) << "a raw high byte with LC_ALL=" << locale << "\n" << shown;
+    EXPECT_NE(shown.find("report\\xc3\\x9b2J"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("caf\\xc3\\xa9"), std::string::npos) << shown;
+  }
+  auto r = recv_in("C.UTF-8", "got-utf8");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE((r.out + r.err).find("caf\xc3\xa9"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err)
+                .find("report\xc3\x9b"
+                      "2J"),
+            std::string::npos)
+      << r.out << r.err;
+  // The files themselves keep their names.
+  EXPECT_TRUE(fs::exists(ws.local / "got-1" / "caf\xc3\xa9"));
+}
+
+TEST(LocaleOutput, TheCodesetNamedByTheFirstVariableSet) {
+  EXPECT_TRUE(app::locale_reads_utf8(nullptr, nullptr, "en_US.UTF-8"));
+  EXPECT_TRUE(app::locale_reads_utf8(nullptr, "de_DE.utf8", "C"));
+  EXPECT_TRUE(app::locale_reads_utf8("C.UTF-8", nullptr, nullptr));
+  EXPECT_FALSE(app::locale_reads_utf8("C", "en_US.UTF-8", "en_US.UTF-8"));  // LC_ALL wins
+  EXPECT_FALSE(app::locale_reads_utf8(nullptr, nullptr, nullptr));          // nothing: the C locale
+  EXPECT_FALSE(app::locale_reads_utf8("", "", ""));
+  EXPECT_TRUE(app::locale_reads_utf8("", "", "fr_FR.UTF-8"));  // empty counts as unset
+  EXPECT_FALSE(app::locale_reads_utf8(nullptr, nullptr, "fr_FR.ISO-8859-1"));
 }
 
 }  // namespace
