@@ -24,7 +24,7 @@ struct ServeArgs {
   std::string listen_addr, root = ".", port_file, auth_keys;
   double timeout = 30, handshake_timeout = 10, partial_days = 7;
   bool quiet = false;
-  std::string max_startups;
+  std::string max_startups, netblock;
   std::vector<std::string> checksums;
   uint64_t max_record = proto::kMaxRecordSize;
 };
@@ -44,6 +44,11 @@ int cmd_serve(ServeArgs& a) {
   if (!a.max_startups.empty())
     if (std::string why = server::parse_max_startups(a.max_startups, so); !why.empty()) {
       die_line("serve: --max-startups: " + why);
+      return kExitUsage;
+    }
+  if (!a.netblock.empty())
+    if (std::string why = server::parse_netblock(a.netblock, so); !why.empty()) {
+      die_line("serve: --per-source-netblock: " + why);
       return kExitUsage;
     }
   if (!a.checksums.empty()) {
@@ -138,6 +143,11 @@ static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
                    "(default: no limit)")
       ->check(whole_number(0, 1000000))
       ->type_name("N");
+  serve
+      ->add_option("--per-source-netblock", a->netblock,
+                   "What one source is for --per-source-max-startups: the address masked to V4 (IPv4) or "
+                   "V6 (IPv6) bits, as sshd's PerSourceNetBlockSize (default 32:64)")
+      ->type_name("V4:V6");
   serve->add_option("--timeout", a->timeout, "Idle seconds before a session is dropped (default 30)")
       ->check(timeout_seconds())
       ->type_name("SECONDS");
@@ -155,6 +165,12 @@ static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
       ->add_option("--max-probe-hash", a->so.max_probe_hash,
                    "Bytes one session may have the server hash for send --resume probes and resumed "
                    "gets (default 64G; each file is hashed once per session)")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->type_name("SIZE");
+  serve
+      ->add_option("--max-list-memory", a->so.max_list_memory,
+                   "Memory every recv -r listing in progress may hold together, until its pages are sent; "
+                   "one more is refused as busy (default 256M)")
       ->transform(CLI::AsSizeValue(false).description(""))
       ->type_name("SIZE");
 }

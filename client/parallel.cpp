@@ -21,6 +21,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -323,8 +324,13 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
     out = open_local(local, dirfd);
-    if (int e = ::posix_fallocate(out->fd(), 0, off_t(st.size)); e == ENOSPC || e == EDQUOT)
-      throw Failure(printable(local.string()) + ": no space left on device");
+    // A file that cannot fit is said at once. Nothing is reserved: a server that claims a size it
+    // never sends (the third re-attack, R2) had the whole claim allocated here until the timeout.
+    struct statvfs vfs {};
+    if (::fstatvfs(out->fd(), &vfs) == 0 && st.size > uint64_t(vfs.f_bavail) * vfs.f_frsize)
+      throw Failure(printable(local.string()) + ": no space left on device (" +
+                    std::to_string(st.size >> 20) + " MiB to receive, " +
+                    std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)");
   }
   const size_t parts = std::max<size_t>(1, ranges.size());
   if (ranges.empty()) ranges.emplace_back(0, 0);

@@ -16,6 +16,7 @@
 #include "client/tree_resume.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/dir_chain.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "proto/ops.h"
@@ -244,25 +245,32 @@ std::string normal_request(const std::string& remote) {
   return out.empty() ? "." : out;
 }
 
+// top/rel as a string, for messages (top / rel as an fs::path splits every component).
+std::string joined(const fs::path& top, const std::string& rel) {
+  std::string t = top.string();
+  if (!t.empty() && t.back() != '/') t += '/';
+  return t + rel;
+}
+
 // Opens directory `name` inside dirfd without following a symbolic link; throws Failure naming
-// `shown`.
-UniqueFd open_dir_at(int dirfd, const std::string& name, const fs::path& shown) {
+// `shown` (a string: an fs::path of a deep tree's path costs an allocation per component).
+UniqueFd open_dir_at(int dirfd, const std::string& name, const std::string& shown) {
   int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return UniqueFd(fd);
   int e = errno;
   struct stat st {};
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-    throw Failure(printable(shown.string()) + ": is a symbolic link (not followed)");
-  if (e == ENOTDIR) throw Failure(printable(shown.string()) + ": exists and is not a directory");
-  throw Failure(printable(shown.string()) + ": " + errno_text(e));
+    throw Failure(printable(shown) + ": is a symbolic link (not followed)");
+  if (e == ENOTDIR) throw Failure(printable(shown) + ": exists and is not a directory");
+  throw Failure(printable(shown) + ": " + errno_text(e));
 }
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
 // opens it. `created` says whether this call made it.
-UniqueFd make_dir_at(int dirfd, const std::string& name, const fs::path& shown, uint32_t mode,
+UniqueFd make_dir_at(int dirfd, const std::string& name, const std::string& shown, uint32_t mode,
                      bool& created) {
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
-  if (!created && errno != EEXIST) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
+  if (!created && errno != EEXIST) throw Failure(printable(shown) + ": " + errno_text(errno));
   return open_dir_at(dirfd, name, shown);
 }
 
@@ -318,46 +326,31 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
     UniqueFd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     top = dest / name;
-    return make_dir_at(parent.get(), name, top, mode, top_created);
+    return make_dir_at(parent.get(), name, top.string(), mode, top_created);
   }
   if (dest_dir) {
     UniqueFd fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     return fd;
   }
-  return make_dir_at(AT_FDCWD, dest.string(), dest, mode, top_created);
+  return make_dir_at(AT_FDCWD, dest.string(), dest.string(), mode, top_created);
 }
 
-// The directory of an entry: walked from the top one component at a time, never through a
-// symbolic link; the last one is kept open for the entries that follow it (shared: a pipelined
-// get keeps its directory open until its data has arrived).
+// The directory of an entry: reached from the top one component at a time, never through a
+// symbolic link (files::DirChain, which keeps a bounded number of its ancestors open); the last one
+// is kept open for the entries that follow it (shared: a pipelined get keeps its directory open
+// until its data has arrived).
 class DirWalker {
  public:
-  DirWalker(int top_fd, fs::path top) : top_fd_(top_fd), top_(std::move(top)) {}
-  int dir_of(const std::string& rel) {
-    if (rel.empty()) return top_fd_;
-    if (cur_->get() >= 0 && rel == cur_rel_) return cur_->get();
-    UniqueFd walk;
-    int at = top_fd_;
-    for (size_t start = 0;;) {
-      const size_t slash = rel.find('/', start);
-      std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      walk = open_dir_at(at, part, top_ / rel.substr(0, slash));
-      at = walk.get();
-      if (slash == std::string::npos) break;
-      start = slash + 1;
-    }
-    cur_ = std::make_shared<UniqueFd>(std::move(walk));
-    cur_rel_ = rel;
-    return cur_->get();
-  }
-  const std::shared_ptr<UniqueFd>& current() const { return cur_; }
+  DirWalker(int top_fd, const fs::path& top)
+      : chain_(top_fd, [top](int at, const std::string& name, const std::string& rel) {
+          return open_dir_at(at, name, joined(top, rel));
+        }) {}
+  int dir_of(const std::string& rel) { return chain_.open(rel); }
+  const std::shared_ptr<UniqueFd>& current() const { return chain_.current(); }
 
  private:
-  int top_fd_;
-  fs::path top_;
-  std::string cur_rel_;
-  std::shared_ptr<UniqueFd> cur_ = std::make_shared<UniqueFd>();
+  files::DirChain chain_;
 };
 
 // Directories of the tree that could not be made or entered here (a local symbolic link or file in
@@ -440,17 +433,17 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   SkippedTrees skipped;
   for (const auto& e : d.entries) {
     if (skipped.covers(e.path) || skipped.bad_name(e, base, top, pipelined)) continue;
-    fs::path local = top / e.path;
+    const std::string shown = joined(top, e.path);  // an fs::path only where a file goes
     std::string parent = parent_of(e.path);
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
       case proto::EntryType::dir: {
         bool created = false;
         try {
-          make_dir_at(walker.dir_of(parent), name, local, e.mode, created);
+          make_dir_at(walker.dir_of(parent), name, shown, e.mode, created);
         } catch (const Failure& f) {
           if (!pipelined) throw;
-          skipped.skip(e.path, base + e.path, local,
+          skipped.skip(e.path, base + e.path, fs::path(shown),
                        std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it",
                        pipelined);
           break;
@@ -459,6 +452,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         break;
       }
       case proto::EntryType::file: {
+        const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
         struct stat st {};
         if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {

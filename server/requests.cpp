@@ -16,6 +16,7 @@
 
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/dir_chain.h"
 #include "files/resume.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
@@ -489,17 +490,56 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // ---- list (recv -r) ---------------------------------------------------------------------------
 
 // Walks the directory open as `top` depth first, names sorted, parents before their contents.
-// Every directory is opened component by component from `top` with O_NOFOLLOW, so neither a
-// symlink in the tree nor one swapped in during the walk leads anywhere; symlinks and special
+// Every directory is opened component by component below `top` with O_NOFOLLOW (files::DirChain,
+// which keeps a bounded number of ancestors open), so neither a symlink in the tree nor one
+// swapped in during the walk leads anywhere; symlinks and special
 // files are listed as such (never followed), names with CR or LF are left out (no path on the
 // wire may hold them), and so is the server's own $AESXFER_HOME. Throws Failure (with the
 // refusal's status) past the limits.
 [[noreturn]] void fail(const Refusal& r) { throw Failure(r.text, r.status); }
 
+// The memory every listing of this process holds until its pages are sent (a client that does not
+// read keeps it until the idle timeout): at most RequestLimits::max_list_memory in all, charged per
+// entry as the walk goes (kEntryCost and its path; the walk's own per-directory names come and
+// go). A listing that would pass it is refused as busy, and the others go on. Without it, 64
+// sessions listing 200,000 entries each held several GB (a third re-attack, N10).
+std::atomic<uint64_t> g_listing_bytes{0};
+// An entry's cost besides its path: its ListEntry twice (a vector grows by doubling) and the
+// path's heap block. The third re-attack measured about 0.7 KB per entry of a 250-byte name.
+constexpr uint64_t kEntryCost = 2 * sizeof(proto::ListEntry) + 32;
+
+class ListingCharge {
+ public:
+  explicit ListingCharge(uint64_t cap) : cap_(cap) {}
+  ListingCharge(const ListingCharge&) = delete;
+  ~ListingCharge() { g_listing_bytes.fetch_sub(held_); }
+  // Adds n bytes, or throws Failure (busy) when every listing together would pass the bound.
+  void add(uint64_t n) {
+    if (g_listing_bytes.fetch_add(n) + n > cap_) {
+      g_listing_bytes.fetch_sub(n);
+      throw Failure(
+          "server busy: the listings in progress hold all the memory the server allows them (serve "
+          "--max-list-memory); try again later",
+          Status::busy);
+    }
+    held_ += n;
+  }
+
+ private:
+  uint64_t cap_;
+  uint64_t held_ = 0;
+};
+
 class TreeLister {
  public:
-  TreeLister(const Root& root, int top, const std::string& shown, uint64_t max_entries)
-      : root_(root), top_(top), shown_(shown), max_entries_(std::min(max_entries, proto::kMaxListEntries)) {}
+  TreeLister(const Root& root, int top, const std::string& shown, const RequestLimits& limits)
+      : root_(root),
+        charge_(limits.max_list_memory),
+        chain_(top, [this](int at, const std::string& name,
+                           const std::string& rel) { return open_at(at, name, rel); }),
+        shown_(shown),
+        max_entries_(std::min(limits.max_list_entries, proto::kMaxListEntries)) {}
+  TreeLister(const TreeLister&) = delete;
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
@@ -515,7 +555,9 @@ class TreeLister {
     };
     std::vector<Item> items;
     {
-      UniqueFd fd = open_dir(rel);
+      // A description of its own to read (the chain's fd stays at offset 0 for openat).
+      UniqueFd fd(::openat(chain_.open(rel), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!fd) fail_errno(rel, errno);
       DIR* d = ::fdopendir(fd.get());
       if (!d) fail_errno(rel, errno);
       fd.release();  // the DIR owns it now
@@ -561,6 +603,7 @@ class TreeLister {
       if (bytes_ > proto::kMaxListBytes)
         fail({Status::refused, shown_ + ": listing larger than " +
                                    std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"});
+      charge_.add(kEntryCost + e.path.size());
       bool dir = e.type == proto::EntryType::dir;
       std::string child = e.path;
       entries.push_back(std::move(e));
@@ -570,7 +613,8 @@ class TreeLister {
 
  private:
   const Root& root_;
-  int top_;
+  ListingCharge charge_;  // held until the lister (and its entries) goes
+  files::DirChain chain_;
   std::string shown_;
   uint64_t max_entries_;
   uint64_t bytes_ = 0;
@@ -584,20 +628,11 @@ class TreeLister {
     if (e == ELOOP || e == ENOTDIR) fail({Status::io_error, where + ": changed while being listed"});
     fail(refusal_for(where, e));
   }
-  // The directory `rel` below top, opened one component at a time without following symlinks.
-  UniqueFd open_dir(const std::string& rel) {
-    UniqueFd fd(::fcntl(top_, F_DUPFD_CLOEXEC, 0));
-    if (!fd) fail_errno(rel, errno);
-    size_t start = 0;
-    while (start < rel.size()) {
-      size_t slash = rel.find('/', start);
-      std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      UniqueFd next(::openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!next) fail_errno(rel, errno);
-      fd = std::move(next);
-      start = slash == std::string::npos ? rel.size() : slash + 1;
-    }
-    return fd;
+  // One component of a directory below top, never through a symlink (files::DirChain).
+  UniqueFd open_at(int at, const std::string& name, const std::string& rel) {
+    UniqueFd next(::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) fail_errno(rel, errno);
+    return next;
   }
 };
 
@@ -627,7 +662,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   if (!dir) return refuse(ctx, req, req.path, why);
   struct stat sb {};
   ::fstat(dir->dir.get(), &sb);
-  TreeLister lister(ctx.root, dir->dir.get(), dir->shown, ctx.limits.max_list_entries);
+  TreeLister lister(ctx.root, dir->dir.get(), dir->shown, ctx.limits);
   try {
     lister.walk("");
   } catch (const Failure& f) {

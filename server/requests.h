@@ -27,7 +27,8 @@ using proto::Failure;
 
 struct RequestLimits {
   uint64_t max_list_entries = 200000;  // list: entries per listing (serve --max-list), <= kMaxListEntries
-  uint64_t max_probe_hash = uint64_t(64) << 30;  // bytes hashed per session (serve --max-probe-hash)
+  uint64_t max_probe_hash = uint64_t(64) << 30;    // bytes hashed per session (serve --max-probe-hash)
+  uint64_t max_list_memory = uint64_t(256) << 20;  // every listing in progress (serve --max-list-memory)
 };
 
 struct RequestContext {

@@ -429,6 +429,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
       std::make_unique<Root>(opt.root, std::vector<std::filesystem::path>{opt.home, opt.authorized_keys});
   impl_->limits.max_list_entries = opt.max_list_entries;
   impl_->limits.max_probe_hash = opt.max_probe_hash;
+  impl_->limits.max_list_memory = opt.max_list_memory;
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
 }
 
@@ -464,7 +465,8 @@ void Server::Impl::log_start(uint16_t port) {
       " host_key=" + proto::fingerprint(host.pk) + " max_sessions=" + std::to_string(opt.max_sessions) +
       " max_startups=" + std::to_string(opt.startups_begin) + ":" + std::to_string(opt.startups_rate) + ":" +
       std::to_string(opt.max_startups) +
-      " per_source_max_startups=" + std::to_string(opt.per_source_max_startups));
+      " per_source_max_startups=" + std::to_string(opt.per_source_max_startups) + " per_source_netblock=" +
+      std::to_string(opt.source_v4_bits) + ":" + std::to_string(opt.source_v6_bits));
   const Congestion cc = preview_congestion(opt.congestion);
   log("msg=\"congestion control for the data this server sends\" congestion=" + cc.name +
       " why=" + proto::quoted(cc.why));
@@ -524,7 +526,8 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
         pe ? "?"
            : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
                  ":" + std::to_string(rep.port());
-    const std::string source = pe ? "?" : rep.address().to_string();
+    const std::string source =
+        pe ? "?" : source_block(rep.address().to_string(), opt.source_v4_bits, opt.source_v6_bits);
     std::string busy;
     {
       std::lock_guard<std::mutex> g(mu);
@@ -579,6 +582,43 @@ void Server::run() {
 }
 
 void Server::stop() { impl_->io.stop(); }
+
+std::string parse_netblock(const std::string& text, ServerOptions& opt) {
+  const size_t colon = text.find(':');
+  const std::string v4 = text.substr(0, colon),
+                    v6 = colon == std::string::npos ? "128" : text.substr(colon + 1);
+  auto bits = [](const std::string& s, unsigned most) -> int {
+    if (s.empty() || s.size() > 3 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    const unsigned v = unsigned(std::stoul(s));
+    return v >= 1 && v <= most ? int(v) : -1;
+  };
+  const int a = bits(v4, 32), b = bits(v6, 128);
+  if (a < 0 || b < 0)
+    return "expected V4:V6, prefix lengths 1..32 and 1..128 (as sshd's PerSourceNetBlockSize), got '" +
+           printable(text) + "'";
+  opt.source_v4_bits = unsigned(a);
+  opt.source_v6_bits = unsigned(b);
+  return "";
+}
+
+std::string source_block(const std::string& address, unsigned v4_bits, unsigned v6_bits) {
+  boost::system::error_code ec;
+  asio::ip::address a = asio::ip::make_address(address, ec);
+  if (ec) return address;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) {
+    if (v4_bits >= 32) return a.to_string();
+    const uint32_t mask = v4_bits == 0 ? 0 : ~uint32_t(0) << (32 - v4_bits);
+    return asio::ip::address_v4(a.to_v4().to_uint() & mask).to_string() + "/" + std::to_string(v4_bits);
+  }
+  if (v6_bits >= 128) return a.to_string();
+  asio::ip::address_v6::bytes_type b = a.to_v6().to_bytes();
+  for (unsigned i = 0; i < 16; ++i) {
+    const unsigned keep = v6_bits > 8 * i ? std::min(8u, v6_bits - 8 * i) : 0;
+    b[i] &= uint8_t(0xff00u >> keep);
+  }
+  return asio::ip::address_v6(b).to_string() + "/" + std::to_string(v6_bits);
+}
 
 std::string parse_max_startups(const std::string& text, ServerOptions& opt) {
   std::vector<uint64_t> v;

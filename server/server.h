@@ -34,8 +34,12 @@ struct ServerOptions {
   size_t startups_begin = 10;
   unsigned startups_rate = 30;
   size_t max_startups = 100;
-  size_t per_source_max_startups = 0;        // unauthenticated connections per source address; 0: no limit
-  std::chrono::milliseconds timeout{30000};  // per read/write
+  size_t per_source_max_startups = 0;  // unauthenticated connections per source address; 0: no limit
+  // What one "source" is for per_source_max_startups: the address masked to these many bits, as
+  // sshd's PerSourceNetBlockSize (serve --per-source-netblock V4:V6). An IPv6 client has a /64 or
+  // more to pick addresses from, so a /64 is one source unless said otherwise.
+  unsigned source_v4_bits = 32, source_v6_bits = 64;
+  std::chrono::milliseconds timeout{30000};            // per read/write
   std::chrono::milliseconds handshake_timeout{10000};  // whole handshake, however the bytes trickle in
   std::ostream* log = nullptr;                         // one line per transfer
   // Kept partial files (send --resume) older than this are removed when their directory is next
@@ -44,6 +48,8 @@ struct ServerOptions {
   uint64_t max_list_entries = 200000;  // list (recv -r): entries per listing, at most proto::kMaxListEntries
   // Bytes one session may have the server hash for probes and resumed gets (server/digests.h).
   uint64_t max_probe_hash = uint64_t(64) << 30;
+  // list: memory every listing in progress holds together (serve --max-list-memory)
+  uint64_t max_list_memory = uint64_t(256) << 20;
   proto::ServerPolicy policy;  // --checksums, --max-record-size
   // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
   std::vector<std::string> ciphers, macs;
@@ -62,6 +68,12 @@ struct ServerOptions {
 // Parses sshd's MaxStartups syntax, "START:RATE:FULL" or "N" (= N:100:N), into opt. Returns the
 // reason it is not valid, or "" when it is.
 std::string parse_max_startups(const std::string& text, ServerOptions& opt);
+// Parses sshd's PerSourceNetBlockSize syntax, "V4:V6" or "V4" (bits, 1..32 and 1..128), into opt.
+// Returns the reason it is not valid, or "" when it is.
+std::string parse_netblock(const std::string& text, ServerOptions& opt);
+// The source an address counts for: itself at 32 (IPv4, also when IPv4-mapped) or 128 bits, else
+// its network, "10.1.2.0/24" or "2001:db8:1:2::/64". An address that does not parse stays as it is.
+std::string source_block(const std::string& address, unsigned v4_bits, unsigned v6_bits);
 
 class Server {
  public:

@@ -230,6 +230,34 @@ TEST_F(RecvTree, WithoutDashPModesAreMaskedAndTimesAreNow) {
   EXPECT_EQ(stat_of(ws.local / "keep" / "tree" / "sub").st_mode & 07777, 0700u);
 }
 
+// The third re-attack (N10): listings hold their entries until their pages are sent, about 0.7 KB
+// each; every listing of a server together is bounded (serve --max-list-memory). One that would
+// pass the bound is refused as busy, its charge goes back, and smaller ones are served.
+TEST_F(RecvTree, ListingsTogetherAreBoundedInMemory) {
+  fs::create_directories(ws.root / "wide");
+  for (int i = 0; i < 1000; ++i)
+    write_text_file(ws.root / "wide" / (std::to_string(i) + std::string(100, 'n')), "x");
+  make_tree();
+  ServerProcess small(ws.home, ws.root, {"--max-list-memory", "64K"});
+  for (int round = 0; round < 2; ++round) {
+    auto r = run({"recv", "-r", "127.0.0.1:wide", (ws.local / "wide").string(), "-q"}, small.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("server busy"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--max-list-memory"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws.local / "wide"));
+    // What the refused listing had charged is free again: a small tree is served.
+    r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / ("t" + std::to_string(round))).string(), "-q"},
+            small.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  EXPECT_EQ(small.stop(), 0);
+  // The default bound (256 MiB) lets it through.
+  auto r = run({"recv", "-r", "127.0.0.1:wide", (ws.local / "wide").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(std::distance(fs::directory_iterator(ws.local / "wide"), fs::directory_iterator()), 1000);
+}
+
 TEST_F(RecvTree, ListingLimitIsAClearError) {
   make_tree();  // 11 entries under tree/, 3 under tree/sub
   ServerProcess small(ws.home, ws.root, {"--max-list", "5"});

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "proto/handshake.h"
+#include "server/server.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
 
@@ -156,6 +157,36 @@ TEST_F(Startups, PerSourceLimitSparesOtherSources) {
   }
   EXPECT_FALSE(refused_busy(server->port(), "127.0.0.3", 500));
   EXPECT_TRUE(server->wait_for_log("unauthenticated connections from 127.0.0.2 already")) << server->log();
+}
+
+// The third re-attack (R1): a source was one exact address, and an IPv6 client has a /64 or more
+// to pick from. --per-source-netblock masks the address first, as sshd's PerSourceNetBlockSize.
+TEST_F(Startups, PerSourceLimitCountsANetblock) {
+  start({"--per-source-max-startups", "3", "--per-source-netblock", "24:64", "--timeout", "10"});
+  IdleFlood flood(server->port(), 3, "127.0.0.2");
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(refused_busy(server->port(), "127.0.0.9", 3000));  // the same /24
+  EXPECT_FALSE(refused_busy(server->port(), "127.0.1.2", 500));  // another one
+  EXPECT_TRUE(server->wait_for_log("unauthenticated connections from 127.0.0.0/24 already")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("per_source_netblock=24:64")) << server->log();
+}
+
+TEST(StartupsOption, SourceBlocksAsSshdCountsThem) {
+  EXPECT_EQ(server::source_block("192.0.2.77", 32, 64), "192.0.2.77");
+  EXPECT_EQ(server::source_block("192.0.2.77", 24, 64), "192.0.2.0/24");
+  EXPECT_EQ(server::source_block("::ffff:192.0.2.77", 16, 64), "192.0.0.0/16");  // a mapped IPv4
+  EXPECT_EQ(server::source_block("2001:db8:1:2:3:4:5:6", 32, 64), "2001:db8:1:2::/64");
+  EXPECT_EQ(server::source_block("2001:db8:1:2:3:4:5:6", 32, 56), "2001:db8:1::/56");
+  EXPECT_EQ(server::source_block("2001:db8:1:12:3:4:5:6", 32, 60), "2001:db8:1:10::/60");
+  EXPECT_EQ(server::source_block("2001:db8::1", 32, 128), "2001:db8::1");
+  EXPECT_EQ(server::source_block("?", 24, 64), "?");
+  server::ServerOptions o;
+  EXPECT_EQ(server::parse_netblock("24:48", o), "");
+  EXPECT_EQ(o.source_v4_bits, 24u);
+  EXPECT_EQ(o.source_v6_bits, 48u);
+  for (const char* bad : {"0:64", "33:64", "24:129", "24:", ":64", "a:b", "24:64:1"})
+    EXPECT_NE(server::parse_netblock(bad, o), "") << bad;
 }
 
 TEST(StartupsOption, OptionIsCheckedAtStart) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -239,6 +240,24 @@ TEST_F(Streams, ClientKilledMidTransferLeavesNothing) {
   auto ok = run({"send", small.string(), "127.0.0.1:dst.bin", "--streams", "3", "-q"});
   ASSERT_EQ(ok.exit_code, 0) << ok.describe();
   EXPECT_EQ(sha256_file(ws.root / "dst.bin"), sha256_file(small));
+}
+
+// The third re-attack (R2): a parallel get reserved (posix_fallocate) the whole size the server
+// claimed before any data came, so a hostile server filled the client's disk at once for as long
+// as it stalled. Now only what arrives takes space: a 512 MiB (sparse) file fetched at 8 MB/s and
+// killed after 1.5 s leaves a temporary file that holds a few MB, not 512 MiB.
+TEST_F(Streams, AParallelGetReservesNothingAhead) {
+  { std::ofstream f(ws.root / "sparse.bin", std::ios::binary); }
+  fs::resize_file(ws.root / "sparse.bin", uint64_t(512) << 20);
+  auto r = run(
+      {"recv", "127.0.0.1:sparse.bin", (ws.local / "got.bin").string(), "--streams", "2", "-l", "8M", "-q"},
+      0, 1.5);
+  ASSERT_TRUE(r.timed_out) << "finished before it could be killed: " << r.describe();
+  const auto debris = temp_debris(ws.local);
+  ASSERT_EQ(debris.size(), 1u) << "the killed client's temporary file";
+  struct stat st {};
+  ASSERT_EQ(::stat(debris[0].c_str(), &st), 0);
+  EXPECT_LT(uint64_t(st.st_blocks) * 512, uint64_t(128) << 20) << debris[0];
 }
 
 TEST_F(Streams, MissingSourceAndBadDestinationAreOneLineErrors) {
