@@ -4,45 +4,37 @@
 
 namespace aesxfer::files {
 
-namespace {
-
-std::vector<std::string> split_path(const std::string& rel) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start <= rel.size();) {
-    const size_t slash = std::min(rel.find('/', start), rel.size());
-    out.push_back(rel.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 int DirChain::open(const std::string& rel) {
   if (rel.empty()) return top_;
-  const std::vector<std::string> want = split_path(rel);
+  // Levels shared with the last directory: whole components of both that agree byte for byte.
+  // Compared in place, without splitting rel: the walk asks for every directory of a deep tree.
+  const size_t agree =
+      size_t(std::mismatch(rel.begin(), rel.end(), path_.begin(), path_.end()).first - rel.begin());
   size_t same = 0;
-  while (same < std::min(want.size(), names_.size()) && want[same] == names_[same]) ++same;
-  if (same == want.size() && same == names_.size() && cur_) return cur_->get();
+  while (same < ends_.size() && ends_[same] <= agree &&
+         (ends_[same] == rel.size() || rel[ends_[same]] == '/'))
+    ++same;
+  if (same > 0 && same == ends_.size() && ends_.back() == rel.size() && cur_)
+    return cur_->get();  // the last one again
   // Levels past the shared part are another branch: let them go (current() holders keep theirs).
-  names_.resize(same);
+  ends_.resize(same);
   fds_.resize(same);
+  path_.assign(rel);
   cur_.reset();
   size_t from = same;
   while (from > 0 && !fds_[from - 1]) --from;
   int at = from ? fds_[from - 1]->get() : top_;
-  std::string prefix;
-  for (size_t j = 0; j < from; ++j) prefix += (j ? "/" : "") + want[j];
-  for (size_t j = from; j < want.size(); ++j) {
-    prefix += (j ? "/" : "") + want[j];
-    auto fd = std::make_shared<UniqueFd>(open_(at, want[j], prefix));
+  for (size_t j = from, begin = from ? ends_[from - 1] + 1 : 0; begin <= rel.size(); ++j) {
+    const size_t end = std::min(rel.find('/', begin), rel.size());
+    auto fd = std::make_shared<UniqueFd>(open_(at, rel.substr(begin, end - begin), rel.substr(0, end)));
     at = fd->get();
-    if (j == names_.size()) {
-      names_.push_back(want[j]);
+    if (j == ends_.size()) {
+      ends_.push_back(end);
       fds_.push_back(nullptr);
     }
     fds_[j] = std::move(fd);
     if (j > 0 && !keep(j - 1)) fds_[j - 1].reset();  // its child is open now
+    begin = end + 1;
   }
   cur_ = fds_.back();  // held: the kept levels and the last one (the loop let the others go)
   return cur_->get();

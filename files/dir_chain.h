@@ -41,8 +41,9 @@ class DirChain {
   static bool keep(size_t level) { return level < kNear || (level + 1) % kStride == 0; }
   int top_;
   Opener open_;
-  std::vector<std::string> names_;              // components of the last directory opened
-  std::vector<std::shared_ptr<UniqueFd>> fds_;  // fds_[i]: names_[0..i] when kept, else null
+  std::string path_;                            // the last directory opened below the top
+  std::vector<size_t> ends_;                    // where each of its components ends in path_
+  std::vector<std::shared_ptr<UniqueFd>> fds_;  // fds_[i]: path_ up to ends_[i] when kept, else null
   std::shared_ptr<UniqueFd> cur_;
 };
 
