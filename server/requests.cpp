@@ -498,25 +498,25 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // refusal's status) past the limits.
 [[noreturn]] void fail(const Refusal& r) { throw Failure(r.text, r.status); }
 
-// The memory every listing of this process holds until its pages are sent (a client that does not
-// read keeps it until the idle timeout): at most RequestLimits::max_list_memory in all, charged per
-// entry as the walk goes (kEntryCost and its path; the walk's own per-directory names come and
-// go). A listing that would pass it is refused as busy, and the others go on. Without it, 64
-// sessions listing 200,000 entries each held several GB (a third re-attack, N10).
-std::atomic<uint64_t> g_listing_bytes{0};
+// The memory every listing of a server holds until its pages are sent (a client that does not
+// read keeps it until the idle timeout): at most RequestLimits::max_list_memory in all
+// (RequestContext::listing_bytes), charged per entry as the walk goes (kEntryCost and its path;
+// the walk's own per-directory names come and go). A listing that would pass it is refused as
+// busy, and the others go on. Without it, 64 sessions listing 200,000 entries each held several
+// GB (a third re-attack, N10).
 // An entry's cost besides its path: its ListEntry twice (a vector grows by doubling) and the
 // path's heap block. The third re-attack measured about 0.7 KB per entry of a 250-byte name.
 constexpr uint64_t kEntryCost = 2 * sizeof(proto::ListEntry) + 32;
 
 class ListingCharge {
  public:
-  explicit ListingCharge(uint64_t cap) : cap_(cap) {}
+  ListingCharge(std::atomic<uint64_t>& used, uint64_t cap) : used_(used), cap_(cap) {}
   ListingCharge(const ListingCharge&) = delete;
-  ~ListingCharge() { g_listing_bytes.fetch_sub(held_); }
+  ~ListingCharge() { used_.fetch_sub(held_); }
   // Adds n bytes, or throws Failure (busy) when every listing together would pass the bound.
   void add(uint64_t n) {
-    if (g_listing_bytes.fetch_add(n) + n > cap_) {
-      g_listing_bytes.fetch_sub(n);
+    if (used_.fetch_add(n) + n > cap_) {
+      used_.fetch_sub(n);
       throw Failure(
           "server busy: the listings in progress hold all the memory the server allows them (serve "
           "--max-list-memory); try again later",
@@ -526,19 +526,20 @@ class ListingCharge {
   }
 
  private:
+  std::atomic<uint64_t>& used_;
   uint64_t cap_;
   uint64_t held_ = 0;
 };
 
 class TreeLister {
  public:
-  TreeLister(const Root& root, int top, const std::string& shown, const RequestLimits& limits)
-      : root_(root),
-        charge_(limits.max_list_memory),
+  TreeLister(const RequestContext& ctx, int top, const std::string& shown)
+      : root_(ctx.root),
+        charge_(ctx.listing_bytes, ctx.limits.max_list_memory),
         chain_(top, [this](int at, const std::string& name,
                            const std::string& rel) { return open_at(at, name, rel); }),
         shown_(shown),
-        max_entries_(std::min(limits.max_list_entries, proto::kMaxListEntries)) {}
+        max_entries_(std::min(ctx.limits.max_list_entries, proto::kMaxListEntries)) {}
   TreeLister(const TreeLister&) = delete;
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
@@ -662,7 +663,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   if (!dir) return refuse(ctx, req, req.path, why);
   struct stat sb {};
   ::fstat(dir->dir.get(), &sb);
-  TreeLister lister(ctx.root, dir->dir.get(), dir->shown, ctx.limits);
+  TreeLister lister(ctx, dir->dir.get(), dir->shown);
   try {
     lister.walk("");
   } catch (const Failure& f) {

@@ -38,6 +38,9 @@ struct RequestContext {
   const RequestLimits& limits;
   PartsRegistry& parts;
   Sweeper& sweeper;
+  // Bytes every listing of this server holds until its pages are sent, shared by its sessions
+  // (bounded by limits.max_list_memory).
+  std::atomic<uint64_t>& listing_bytes;
   std::function<void(const std::string&)> log;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest

@@ -81,8 +81,9 @@ struct Server::Impl {
   size_t sessions = 0;   // authenticated sessions, at most opt.max_sessions; under mu
   size_t lingering = 0;  // busy refusals draining their socket; the io thread's alone
   std::mutex log_mu;
-  PartsRegistry parts;               // files moving over several connections (--streams)
-  std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
+  PartsRegistry parts;                     // files moving over several connections (--streams)
+  std::unique_ptr<Sweeper> sweeper;        // expires kept partial files and temporary-file debris
+  std::atomic<uint64_t> listing_bytes{0};  // what the listings in progress hold (--max-list-memory)
 
   void log(const std::string& line) {
     if (!opt.log) return;
@@ -351,7 +352,8 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
-  RequestContext ctx{c, keys, *root, limits, parts, *sweeper, [this](const std::string& l) { log(l); }};
+  RequestContext ctx{c,     keys,     *root,         limits,
+                     parts, *sweeper, listing_bytes, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
   server::serve_requests(ctx);
 }
