@@ -49,7 +49,7 @@ UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) 
 // True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
 bool has_partial(int dirfd, const std::string& name) {
   struct stat st {};
-  return ::fstatat(dirfd, hidden_name(name, ".aesxfer-partial").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  return ::fstatat(dirfd, partial_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 std::string parent_of(const std::string& rel) {

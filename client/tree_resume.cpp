@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "files/atomic_file.h"
 #include "files/unique_fd.h"
@@ -16,16 +17,11 @@ using files::UniqueFd;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // What an entry of the destination stands for: a name, "" for a receiver's own file that says
 // nothing (a temporary file, a partial file whose name was shortened with a hash).
 std::string stands_for(const std::string& name) {
-  static const std::string partial = ".aesxfer-partial";
-  if (name.size() > 1 + partial.size() && name[0] == '.' && ends_with(name, partial)) {
-    std::string x = name.substr(1, name.size() - 1 - partial.size());
+  if (files::is_partial_name(name)) {
+    std::string x = name.substr(1, name.size() - 1 - std::strlen(files::kPartialSuffix));
     return x.find('~') == std::string::npos ? x : std::string();  // a shortened name: unknown
   }
   return files::is_temp_name(name) ? std::string() : name;

@@ -53,6 +53,13 @@ bool is_temp_name(const std::string& n) {
   return true;
 }
 
+std::string partial_name(const std::string& name) { return hidden_name(name, kPartialSuffix); }
+
+bool is_partial_name(const std::string& n) {
+  const size_t suffix = std::strlen(kPartialSuffix);
+  return n.size() > 1 + suffix && n[0] == '.' && n.compare(n.size() - suffix, suffix, kPartialSuffix) == 0;
+}
+
 // ---- signal cleanup ------------------------------------------------------------------------
 
 namespace {

@@ -75,6 +75,13 @@ std::string random_temp_name(const std::string& name);
 // `n` has the shape of a temporary file's name.
 bool is_temp_name(const std::string& n);
 
+// What a resumable transfer keeps beside NAME, on both ends: hidden_name(NAME, kPartialSuffix),
+// the same name for the same NAME, so that a later --resume finds it (PROTOCOL.md 3.6).
+inline constexpr char kPartialSuffix[] = ".aesxfer-partial";
+std::string partial_name(const std::string& name);
+// `n` has the shape of a partial file's name (hidden, the suffix after at least one character).
+bool is_partial_name(const std::string& n);
+
 // Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;

@@ -138,7 +138,7 @@ std::string partial_distrust(const struct stat& st) {
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  return dir / hidden_name(dest.filename().string(), ".aesxfer-partial");
+  return dir / partial_name(dest.filename().string());
 }
 
 PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_(partial_path(dest)) {
@@ -158,7 +158,7 @@ PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesyst
 
 void PartialFile::open(const std::string& name) {
   name_ = name;
-  pname_ = hidden_name(name, ".aesxfer-partial");
+  pname_ = partial_name(name);
   fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   struct stat st {};

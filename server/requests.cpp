@@ -256,7 +256,7 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
   ok.size = req.offset;
   // Where what arrives is kept, for the client's word after an interrupt (docs/PROTOCOL.md 3.6).
   const std::string dir = parent_shown(shown);
-  ok.text = (dir == "." ? "" : dir + "/") + partial_name(dest.name);
+  ok.text = (dir == "." ? "" : dir + "/") + files::partial_name(dest.name);
   ctx.c.send_message(ok);
   r.fd = pf->fd();
   r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };

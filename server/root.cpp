@@ -392,18 +392,6 @@ std::optional<Place> Root::open_directory(const std::string& req, Refusal& why) 
   return Place{UniqueFd(d), "", join(*parts, parts->size())};
 }
 
-// ---- names beside a destination -------------------------------------------------------------
-
-namespace {
-const std::string kPartialSuffix = ".aesxfer-partial";
-}  // namespace
-
-std::string partial_name(const std::string& name) {
-  // The name the client uses for its own partial files too (PROTOCOL.md 3.6: a name too long is
-  // cut and tagged with the FNV-1a hash of the whole; this was a SHA-256 tag of its own before).
-  return files::hidden_name(name, kPartialSuffix);
-}
-
 // ---- TempFile --------------------------------------------------------------------------------
 
 TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest.name) {
@@ -460,7 +448,7 @@ std::string partial_refusal(const std::string& partial, const std::string& why) 
 }  // namespace
 
 KeptPartial::KeptPartial(const Place& dest)
-    : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(partial_name(dest.name)) {
+    : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(files::partial_name(dest.name)) {
   if (!dir_)
     throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
   fd_.reset(
@@ -504,7 +492,7 @@ void KeptPartial::discard() noexcept {
 
 UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
   distrust.clear();
-  const std::string name = partial_name(dest.name);
+  const std::string name = files::partial_name(dest.name);
   UniqueFd fd(::openat(dest.dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();

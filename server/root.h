@@ -130,11 +130,6 @@ class Root {
                              Refusal& why) const;
 };
 
-// The name beside a destination NAME of what a resumable put keeps: ".NAME.aesxfer-partial",
-// shortened with a hash of NAME (it must be found again) so that it never exceeds NAME_MAX.
-// Temporary files are files::random_temp_name's.
-std::string partial_name(const std::string& name);
-
 // A file that appears at a Place only when complete: data goes to a temporary file in the same
 // directory, renamed over the destination by commit(); without commit() it is removed.
 class TempFile {

@@ -21,13 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr auto kInterval = std::chrono::minutes(10);
 constexpr size_t kMaxRemembered = 4096;
-const std::string kPartialSuffix = ".aesxfer-partial";
 }  // namespace
-
-bool Sweeper::is_partial_name(const std::string& n) {
-  return n.size() > 1 + kPartialSuffix.size() && n[0] == '.' &&
-         n.compare(n.size() - kPartialSuffix.size(), kPartialSuffix.size(), kPartialSuffix) == 0;
-}
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
                           const std::function<void(const std::string&)>& log) {
@@ -60,12 +54,12 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (is_partial_name(n) || files::is_temp_name(n)) names.push_back(n);
+    if (files::is_partial_name(n) || files::is_temp_name(n)) names.push_back(n);
   }
   const std::time_t now = std::time(nullptr);
   size_t removed = 0;
   for (const auto& n : names) {
-    bool partial = is_partial_name(n);
+    bool partial = files::is_partial_name(n);
     auto max_age = partial ? partial_max_age_ : temp_max_age_;
     if (max_age.count() <= 0) continue;
     struct stat st {};

@@ -33,9 +33,6 @@ class Sweeper {
   size_t sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);
   size_t sweep(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log);
 
-  // The partial files' name pattern (temporary files: files::is_temp_name).
-  static bool is_partial_name(const std::string& name);
-
  private:
   std::chrono::seconds partial_max_age_, temp_max_age_;
   std::mutex mu_;

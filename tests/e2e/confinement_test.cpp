@@ -127,7 +127,7 @@ TEST_P(RootResolver, FifoIsRefusedWithoutBlocking) {
   EXPECT_FALSE(r.put_target("in/fifo", "x", why));
   EXPECT_EQ(why.text, "in/fifo: not a regular file");
   // A FIFO where the partial file of a resumed put goes is refused too, without blocking.
-  ASSERT_EQ(::mkfifo((root / "in" / server::partial_name("p.bin")).c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((root / "in" / files::partial_name("p.bin")).c_str(), 0600), 0);
   auto place = r.put_target("in/p.bin", "", why);
   ASSERT_TRUE(place) << why.text;
   std::string distrust;
@@ -148,9 +148,9 @@ TEST_P(RootResolver, NamesBesideALongNameStayWithinNameMax) {
     t.commit(0644, -1);
   }
   EXPECT_EQ(read_text_file(root / "in" / longest), "data");
-  const std::string pn = server::partial_name(longest);
+  const std::string pn = files::partial_name(longest);
   EXPECT_LE(pn.size(), size_t(NAME_MAX));
-  EXPECT_NE(server::partial_name(std::string(NAME_MAX - 1, 'n') + "m"), pn);  // another name: another file
+  EXPECT_NE(files::partial_name(std::string(NAME_MAX - 1, 'n') + "m"), pn);  // another name: another file
   // PROTOCOL.md 3.6's rule, the client's too (it was a SHA-256 tag of the server's own).
   EXPECT_EQ(pn, files::hidden_name(longest, ".aesxfer-partial"));
   {

@@ -19,9 +19,9 @@ namespace {
 using server::Sweeper;
 
 TEST(Sweep, NamePatterns) {
-  EXPECT_TRUE(Sweeper::is_partial_name(".a.bin.aesxfer-partial"));
-  EXPECT_FALSE(Sweeper::is_partial_name("a.bin.aesxfer-partial"));  // not hidden: a user's file
-  EXPECT_FALSE(Sweeper::is_partial_name(".aesxfer-partial"));
+  EXPECT_TRUE(files::is_partial_name(".a.bin.aesxfer-partial"));
+  EXPECT_FALSE(files::is_partial_name("a.bin.aesxfer-partial"));  // not hidden: a user's file
+  EXPECT_FALSE(files::is_partial_name(".aesxfer-partial"));
   EXPECT_TRUE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY9q0Zz"));
   EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY9q0Z"));
   EXPECT_FALSE(files::is_temp_name(".a.bin.aesxfer-tmp-Ab3xY.q0Zz"));
