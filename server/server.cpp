@@ -21,6 +21,7 @@
 #include <iostream>
 #include <list>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -149,6 +150,41 @@ struct Server::Impl {
   // instead of re-arming at once, which would spin on the same failure.
   void accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff, std::chrono::milliseconds& delay);
 };
+
+namespace {
+
+// "N:N:...": the numbers of sshd's colon-separated settings (each 1 to 9 digits), or nullopt.
+std::optional<std::vector<uint64_t>> colon_numbers(const std::string& text) {
+  std::vector<uint64_t> v;
+  for (size_t at = 0;;) {
+    const size_t colon = std::min(text.find(':', at), text.size());
+    const std::string part = text.substr(at, colon - at);
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    v.push_back(std::stoull(part));
+    if (colon == text.size()) return v;
+    at = colon + 1;
+  }
+}
+
+// The source an accepted peer counts for (source_block, without a round trip through text).
+std::string source_of(asio::ip::address a, unsigned v4_bits, unsigned v6_bits) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) {
+    if (v4_bits >= 32) return a.to_string();
+    const uint32_t mask = v4_bits == 0 ? 0 : ~uint32_t(0) << (32 - v4_bits);
+    return asio::ip::address_v4(a.to_v4().to_uint() & mask).to_string() + "/" + std::to_string(v4_bits);
+  }
+  if (v6_bits >= 128) return a.to_string();
+  asio::ip::address_v6::bytes_type b = a.to_v6().to_bytes();
+  for (unsigned i = 0; i < 16; ++i) {
+    const unsigned keep = v6_bits > 8 * i ? std::min(8u, v6_bits - 8 * i) : 0;
+    b[i] &= uint8_t(0xff00u >> keep);
+  }
+  return asio::ip::address_v6(b).to_string() + "/" + std::to_string(v6_bits);
+}
+
+}  // namespace
 
 // Busy refusals draining at once (each a socket and a timer on the io thread, no thread).
 constexpr size_t kMaxLingering = 64;
@@ -528,8 +564,7 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
         pe ? "?"
            : (rep.address().is_v6() ? "[" + rep.address().to_string() + "]" : rep.address().to_string()) +
                  ":" + std::to_string(rep.port());
-    const std::string source =
-        pe ? "?" : source_block(rep.address().to_string(), opt.source_v4_bits, opt.source_v6_bits);
+    const std::string source = pe ? "?" : source_of(rep.address(), opt.source_v4_bits, opt.source_v6_bits);
     std::string busy;
     {
       std::lock_guard<std::mutex> g(mu);
@@ -586,62 +621,34 @@ void Server::run() {
 void Server::stop() { impl_->io.stop(); }
 
 std::string parse_netblock(const std::string& text, ServerOptions& opt) {
-  const size_t colon = text.find(':');
-  const std::string v4 = text.substr(0, colon),
-                    v6 = colon == std::string::npos ? "128" : text.substr(colon + 1);
-  auto bits = [](const std::string& s, unsigned most) -> int {
-    if (s.empty() || s.size() > 3 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
-    const unsigned v = unsigned(std::stoul(s));
-    return v >= 1 && v <= most ? int(v) : -1;
-  };
-  const int a = bits(v4, 32), b = bits(v6, 128);
-  if (a < 0 || b < 0)
+  auto v = colon_numbers(text);
+  if (v && v->size() == 1) v->push_back(128);  // "V4" alone: IPv6 addresses each their own, as sshd
+  if (!v || v->size() != 2 || (*v)[0] < 1 || (*v)[0] > 32 || (*v)[1] < 1 || (*v)[1] > 128)
     return "expected V4:V6, prefix lengths 1..32 and 1..128 (as sshd's PerSourceNetBlockSize), got '" +
            printable(text) + "'";
-  opt.source_v4_bits = unsigned(a);
-  opt.source_v6_bits = unsigned(b);
+  opt.source_v4_bits = unsigned((*v)[0]);
+  opt.source_v6_bits = unsigned((*v)[1]);
   return "";
 }
 
 std::string source_block(const std::string& address, unsigned v4_bits, unsigned v6_bits) {
   boost::system::error_code ec;
-  asio::ip::address a = asio::ip::make_address(address, ec);
-  if (ec) return address;
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  if (a.is_v4()) {
-    if (v4_bits >= 32) return a.to_string();
-    const uint32_t mask = v4_bits == 0 ? 0 : ~uint32_t(0) << (32 - v4_bits);
-    return asio::ip::address_v4(a.to_v4().to_uint() & mask).to_string() + "/" + std::to_string(v4_bits);
-  }
-  if (v6_bits >= 128) return a.to_string();
-  asio::ip::address_v6::bytes_type b = a.to_v6().to_bytes();
-  for (unsigned i = 0; i < 16; ++i) {
-    const unsigned keep = v6_bits > 8 * i ? std::min(8u, v6_bits - 8 * i) : 0;
-    b[i] &= uint8_t(0xff00u >> keep);
-  }
-  return asio::ip::address_v6(b).to_string() + "/" + std::to_string(v6_bits);
+  const asio::ip::address a = asio::ip::make_address(address, ec);
+  return ec ? address : source_of(a, v4_bits, v6_bits);
 }
 
 std::string parse_max_startups(const std::string& text, ServerOptions& opt) {
-  std::vector<uint64_t> v;
-  size_t at = 0;
-  for (;;) {
-    const size_t colon = text.find(':', at);
-    const std::string part = text.substr(at, colon == std::string::npos ? std::string::npos : colon - at);
-    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
-      return "expected START:RATE:FULL or N (numbers, as sshd's MaxStartups), got '" + printable(text) + "'";
-    v.push_back(std::stoull(part));
-    if (colon == std::string::npos) break;
-    at = colon + 1;
-  }
-  if (v.size() == 1) v = {v[0], 100, v[0]};
-  if (v.size() != 3) return "expected START:RATE:FULL or N, got '" + printable(text) + "'";
-  if (v[2] == 0) return "FULL must be at least 1";
-  if (v[1] > 100) return "RATE is a percentage (0..100)";
-  if (v[0] > v[2]) return "START must not be above FULL";
-  opt.startups_begin = v[0];
-  opt.startups_rate = unsigned(v[1]);
-  opt.max_startups = v[2];
+  auto v = colon_numbers(text);
+  if (!v)
+    return "expected START:RATE:FULL or N (numbers, as sshd's MaxStartups), got '" + printable(text) + "'";
+  if (v->size() == 1) v = std::vector<uint64_t>{(*v)[0], 100, (*v)[0]};
+  if (v->size() != 3) return "expected START:RATE:FULL or N, got '" + printable(text) + "'";
+  if ((*v)[2] == 0) return "FULL must be at least 1";
+  if ((*v)[1] > 100) return "RATE is a percentage (0..100)";
+  if ((*v)[0] > (*v)[2]) return "START must not be above FULL";
+  opt.startups_begin = (*v)[0];
+  opt.startups_rate = unsigned((*v)[1]);
+  opt.max_startups = (*v)[2];
   return "";
 }
 
