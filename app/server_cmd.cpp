@@ -165,13 +165,13 @@ static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
       ->add_option("--max-probe-hash", a->so.max_probe_hash,
                    "Bytes one session may have the server hash for send --resume probes and resumed "
                    "gets (default 64G; each file is hashed once per session)")
-      ->transform(CLI::AsSizeValue(false).description(""))
+      ->transform(byte_size(0, uint64_t(1) << 60))
       ->type_name("SIZE");
   serve
       ->add_option("--max-list-memory", a->so.max_list_memory,
                    "Memory every recv -r listing in progress may hold together, until its pages are sent; "
-                   "one more is refused as busy (default 256M)")
-      ->transform(CLI::AsSizeValue(false).description(""))
+                   "one more is refused as busy, 64K to 1T (default 256M)")
+      ->transform(byte_size(uint64_t(64) << 10, uint64_t(1) << 40))
       ->type_name("SIZE");
 }
 
