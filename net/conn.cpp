@@ -223,16 +223,17 @@ Conn::Incoming Conn::recv_record(const char* what) {
 }
 
 size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what) {
-  return read_record(rec, hdr, what, proto::kMaxRecord, {});
+  return read_record(rec, hdr, what, proto::kMaxRecord, proto::RecordOrder::Verdict::over_record_size);
 }
 
 size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what, size_t room,
-                         const std::string& too_long) {
+                         proto::RecordOrder::Verdict too_long) {
   // Reads at most what the framer wants: the header, then (once checked) the rest of the record.
   proto::RecordFramer framer(*opener_);
   std::error_code ec;
   for (;;) {
-    if (framer.have() + framer.want() > room) throw Failure(too_long, proto::Status::integrity);
+    if (framer.have() + framer.want() > room)
+      throw Failure(order_.describe(too_long), proto::Status::integrity);
     const size_t r = read_some(rec + framer.have(), framer.want());
     if (r == 0)
       throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what +

@@ -69,10 +69,10 @@ class Conn {
   // and nothing past the record is read. Returns the wire length. The record is neither opened
   // nor checked against in_order() (the data plane opens and checks a batch at a time).
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what);
-  // The same into `room` bytes: a longer record is refused (integrity) with `too_long` before
-  // its body is read.
+  // The same into `room` bytes: a longer record is refused (integrity) before its body is read,
+  // in in_order()'s words for `too_long` (the verdict the record would have got once opened).
   size_t read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* what, size_t room,
-                     const std::string& too_long);
+                     proto::RecordOrder::Verdict too_long);
 
   // What the handshake agreed for every transfer on this connection.
   crypto::ChecksumAlg checksum() const { return checksum_; }

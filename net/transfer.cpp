@@ -345,10 +345,10 @@ namespace {
 // refused before its body is read, with the words RecordOrder would have used.
 struct RecordRoom {
   size_t bytes;
-  std::string too_long;
+  proto::RecordOrder::Verdict too_long;
 };
 
-RecordRoom record_room(Conn& c, uint64_t size, const StreamOptions& opt) {
+RecordRoom record_room(const Conn& c, uint64_t size, const StreamOptions& opt) {
   constexpr size_t kMinRoom = 4096;
   using V = proto::RecordOrder::Verdict;
   size_t payload = std::min(c.record_size(), proto::kMaxPayload);
@@ -357,8 +357,7 @@ RecordRoom record_room(Conn& c, uint64_t size, const StreamOptions& opt) {
     payload = size_t(size - opt.offset);
     verdict = V::over_announced;
   }
-  return {proto::kHeaderLen + std::max(payload, kMinRoom) + 16 + proto::kMaxTag,
-          c.in_order().describe(verdict)};
+  return {proto::kHeaderLen + std::max(payload, kMinRoom) + 16 + proto::kMaxTag, verdict};
 }
 
 // The receiving side of one stream: up to a batch of records read into a batch's slots, their
