@@ -500,10 +500,13 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 
 // The memory every listing of a server holds until its pages are sent (a client that does not
 // read keeps it until the idle timeout): at most RequestLimits::max_list_memory in all
-// (RequestContext::listing_bytes), charged per entry as the walk goes (kEntryCost and its path;
-// the walk's own per-directory names come and go). A listing that would pass it is refused as
-// busy, and the others go on. Without it, 64 sessions listing 200,000 entries each held several
-// GB (a third re-attack, N10).
+// (RequestContext::listing_bytes), charged as the walk goes: each entry (kEntryCost and its path)
+// until the lister goes, and each name read from a directory (kItemCost and the name) while that
+// directory's names are held, as readdir returns it, so that a directory too large for the bound is
+// refused before it has been read whole. A listing that would pass the bound is refused as busy,
+// and the others go on. Without it, 64 sessions listing 200,000 entries each held several GB (a
+// third re-attack, N10); charging the entries alone left the names read before them free, 90 MB
+// per listing of 200,000 long names (a fifth re-attack, F1).
 // An entry's cost besides its path: its ListEntry twice (a vector grows by doubling) and the
 // path's heap block. The third re-attack measured about 0.7 KB per entry of a 250-byte name.
 constexpr uint64_t kEntryCost = 2 * sizeof(proto::ListEntry) + 32;
@@ -523,6 +526,12 @@ class ListingCharge {
           Status::busy);
     }
     held_ += n;
+  }
+  // Gives back n bytes of what add() took.
+  void release(uint64_t n) noexcept {
+    n = std::min(n, held_);
+    used_.fetch_sub(n);
+    held_ -= n;
   }
 
  private:
@@ -550,11 +559,8 @@ class TreeLister {
   }
 
   void walk(const std::string& rel) {
-    struct Item {
-      std::string name;
-      struct stat st;
-    };
     std::vector<Item> items;
+    uint64_t items_cost = 0;
     {
       // A description of its own to read (the chain's fd stays at offset 0 for openat).
       UniqueFd fd(::openat(chain_.open(rel), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -572,11 +578,29 @@ class TreeLister {
         Item it{name, {}};
         if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
         if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
+        charge_.add(kItemCost + name.size());
+        items_cost += kItemCost + name.size();
         items.push_back(std::move(it));
         if (items.size() > max_entries_) too_many();
       }
     }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.name < b.name; });
+    walk_items(rel, items);
+    items = {};
+    charge_.release(items_cost);
+  }
+
+ private:
+  // A name read from a directory, held until its directory's entries are made.
+  struct Item {
+    std::string name;
+    struct stat st;
+  };
+  // A name's cost while its directory is read: its Item twice (the vector doubles) and the
+  // name's heap block. Given back once the directory's entries are made (or with the lister).
+  static constexpr uint64_t kItemCost = 2 * sizeof(Item) + 32;
+
+  void walk_items(const std::string& rel, const std::vector<Item>& items) {
     for (const auto& it : items) {
       if (it.name.find_first_of("\r\n") != std::string::npos) {
         ++unlisted;
@@ -612,7 +636,6 @@ class TreeLister {
     }
   }
 
- private:
   const Root& root_;
   ListingCharge charge_;  // held until the lister (and its entries) goes
   files::DirChain chain_;

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tests/proc_status.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -426,6 +427,13 @@ uint32_t be32(const uint8_t* p) {
 }
 
 }  // namespace
+
+long proc_status(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
 
 uint16_t unused_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -19,6 +19,7 @@
 
 #include "tests/hand_session.h"
 #include "tests/harness.h"
+#include "tests/proc_status.h"
 
 namespace aesxfer::test {
 namespace {
@@ -51,14 +52,6 @@ constexpr long kRuntimeThreads = 0;
 #else
 constexpr long kRuntimeThreads = 0;
 #endif
-
-// A field of /proc/PID/status in kB (VmHWM, VmRSS) or as a count (Threads); -1 if unreadable.
-long proc_status(pid_t pid, const std::string& field) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  return -1;
-}
 
 // Samples the server's thread count every 20 ms while alive.
 class ThreadSampler {

@@ -23,6 +23,7 @@
 #include "proto/record.h"
 #include "tests/fake_server.h"
 #include "tests/harness.h"
+#include "tests/proc_status.h"
 #include "tests/server_fixture.h"
 
 namespace aesxfer::test {
@@ -256,6 +257,39 @@ TEST_F(RecvTree, ListingsTogetherAreBoundedInMemory) {
   auto r = run({"recv", "-r", "127.0.0.1:wide", (ws.local / "wide").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(std::distance(fs::directory_iterator(ws.local / "wide"), fs::directory_iterator()), 1000);
+}
+
+// A fifth re-attack (F1): the names read from a directory were held uncharged until the directory
+// had been read, stat-ed and sorted whole, so a listing refused afterwards still cost the server
+// about 0.45 KB per name and its CPU (16 at once: 700 MB). They are charged as readdir returns
+// them: a directory whose names alone pass the bound is refused while it is read. Measured with
+// 50,000 names of 245 bytes and --max-list-memory 64K: the server's peak grew by 21 MB for the
+// refused listing before, 0.2 MB after.
+TEST_F(RecvTree, NamesReadFromADirectoryAreChargedAsTheyAreRead) {
+  fs::create_directories(ws.root / "wide");
+  const std::string stem = (ws.root / "wide" / std::string(240, 'n')).string();
+  for (int i = 0; i < 50000; ++i) {
+    const int fd = ::open((stem + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  make_tree();
+  ServerProcess small(ws.home, ws.root, {"--max-list-memory", "64K"});
+  // A first session puts the server's own per-session memory in place.
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "t").string(), "-q"}, small.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const long before = proc_status(small.pid(), "VmHWM");
+  r = run({"recv", "-r", "127.0.0.1:wide", (ws.local / "w").string(), "-q"}, small.port());
+  const long after = proc_status(small.pid(), "VmHWM");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("server busy"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "w"));
+  ASSERT_GT(before, 0);
+  EXPECT_LT(after - before, 8 * 1024) << "the server's peak grew by " << (after - before) << " kB";
+  // What the directory's names had charged is given back: a small tree is served.
+  r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "t2").string(), "-q"}, small.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(small.stop(), 0);
 }
 
 TEST_F(RecvTree, ListingLimitIsAClearError) {
