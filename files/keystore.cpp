@@ -415,9 +415,15 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
     if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());
   ::chmod(file.parent_path().c_str(), 0700);
-  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
-  const std::string out = line + "\n";
+  // A last line without its newline would take the new key into it: one line that shows both keys
+  // and lets neither in (a fifth re-attack, F3). End it first.
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1)
+    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
+  const std::string out = (last == '\n' ? "" : "\n") + line + "\n";
   const bool ok = ::write(fd.get(), out.data(), out.size()) == ssize_t(out.size()) && fd.close() == 0;
   if (!ok) throw Failure("cannot write " + file.string());
   return Authorize::added;

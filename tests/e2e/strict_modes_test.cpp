@@ -274,5 +274,22 @@ TEST(Authorize, EveryControlByteIsRefused) {
   EXPECT_EQ(read_text_file(ak), other.line + "\n");
 }
 
+// A fifth re-attack (F3): a last line without its newline took the next key into it, so `authorize`
+// said "added" and `cat` showed the key while the server let neither in. The file is ended first.
+TEST(Authorize, ALastLineWithoutItsNewlineIsEndedFirst) {
+  Workspace ws;
+  OtherClient first, second;
+  const fs::path ak = ws.home / "authorized_keys";
+  write_text_file(ak, first.line);  // no final newline, as an editor may leave it
+  ASSERT_EQ(::chmod(ak.c_str(), 0600), 0);
+  ProcResult r = run_aesxfer({"authorize", second.line}, ws.home, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ak), first.line + "\n" + second.line + "\n");
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(first.logs_in(server.port())) << server.log();
+  EXPECT_TRUE(second.logs_in(server.port())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
 }  // namespace
 }  // namespace aesxfer::test
