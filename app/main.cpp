@@ -2,6 +2,8 @@
 // command line: the table of commands (kCommands, as ninja's kTools[]), the checks made before
 // parsing, and the lab's two commands (speed, bench: app/lab/). What each other command does is
 // in app/send_cmd.cpp, app/recv_cmd.cpp and app/server_cmd.cpp; what they share, in app/cli.h.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -260,8 +262,10 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
-  // What the client commands print follows the locale's codeset; the server's log stays UTF-8.
-  if (!app.got_subcommand("serve"))
+  // What the client commands print follows the locale's codeset. The server's log stays UTF-8
+  // where it is kept (the journal, a file), and follows the locale on a terminal, where an 8-bit
+  // codeset reads a byte of a UTF-8 name such as 0x9b as a control (CSI; a fifth re-attack, F2).
+  if (!app.got_subcommand("serve") || ::isatty(STDERR_FILENO))
     proto::set_utf8_output(
         app::locale_reads_utf8(std::getenv("LC_ALL"), std::getenv("LC_CTYPE"), std::getenv("LANG")));
   try {

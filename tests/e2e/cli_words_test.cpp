@@ -5,6 +5,7 @@
 // one rate per file, the server's log of a failed put and of its own stop).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <regex>
 #include <thread>
 
+#include "proto/failure.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -372,6 +374,60 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
       << log;
   EXPECT_FALSE(has(log.substr(log.find("stopping on SIGTERM")), "closed during")) << log;
   EXPECT_EQ(r.exit_code, 1) << r.describe();
+}
+
+// A fifth re-attack (F2): `serve` run by hand in an 8-bit locale printed a client's UTF-8 name as
+// it came, and such a terminal reads its 0x9b byte as CSI (the name turned the log red). On a
+// terminal the log follows the locale, as the client commands do (the journal keeps UTF-8).
+TEST(CliWordsServerLog, OnAnEightBitTerminalHighBytesAreEscaped) {
+  Workspace ws;
+  const fs::path port_file = ws.tmp.path() / "port";
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("AESXFER_HOME", ws.home.c_str(), 1);
+    ::setenv("LC_ALL", "C", 1);
+    ::execl(AESXFER_BINARY, AESXFER_BINARY, "serve", "--listen", "127.0.0.1", "-P", "0", "--root",
+            ws.root.c_str(), "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 1000 && port.empty(); ++i) {
+    std::error_code ec;
+    if (fs::exists(port_file, ec)) port = read_text_file(port_file);
+    while (!port.empty() && !std::isdigit(static_cast<unsigned char>(port.back()))) port.pop_back();
+    if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string out;
+  const auto drain = [&] {  // the terminal's output so far (the server must not block writing it)
+    char buf[4096];
+    for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 100) > 0;) {
+      const ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, size_t(n));
+    }
+  };
+  const std::string name =
+      "x\xc3\x9b"
+      "31mRED\xc3\x9b"
+      "0m";
+  if (!port.empty()) {
+    write_text_file(ws.local / "f", "data");
+    ProcResult r =
+        run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:" + name, "-P", port, "-q"}, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    for (int i = 0; i < 100 && out.find("31mRED") == std::string::npos; ++i) drain();
+  }
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  drain();
+  ::close(master);
+  ASSERT_FALSE(port.empty()) << out;
+  EXPECT_TRUE(fs::exists(ws.root / name));
+  EXPECT_NE(out.find("31mRED"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x9b'), std::string::npos) << proto::printable(out);
 }
 
 }  // namespace
