@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with clang (-fsanitize=fuzzer,address,undefined) in
-# build-fuzz/ and runs each for FUZZ_SECONDS seconds (default 60), starting from the committed
-# seed corpus (tests/fuzz/corpus/<target>, never modified: new inputs go to build-fuzz/corpus-*).
+# build-fuzz/, replays every input of each target's committed corpus (tests/fuzz/corpus/fuzz_<target>,
+# the campaign's minimised corpus: scripts/fuzz-campaign.sh), then fuzzes each for FUZZ_SECONDS
+# seconds (default 60) from there (the corpus is never modified: new inputs go to build-fuzz/corpus-*).
 # Warnings are not errors here (clang does not know some GCC pragmas; the gcc builds use -Werror).
 # Prints the executions per target; exits non-zero on the first crash, leak or sanitizer report
 # (the reproducer is saved as build-fuzz/crash-* and the log is shown).
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"handshake record batch messages parsers"}
+targets=${FUZZ_TARGETS:-"handshake record batch messages parsers differential client"}
 jobs=$(nproc)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DAESXFER_FUZZ=ON -DAESXFER_SANITIZE=address,undefined -DAESXFER_WERROR=OFF \
@@ -21,7 +22,16 @@ for t in $targets; do
   work=build-fuzz/corpus-$t
   log=build-fuzz/fuzz_$t.log
   mkdir -p "$work"
-  case $t in record | batch) max_len=65536 ;; *) max_len=8192 ;; esac
+  case $t in record | batch | differential | client) max_len=65536 ;; *) max_len=8192 ;; esac
+  # Every committed input once (-runs=0 executes the corpus it is given, then stops).
+  n=$(find "tests/fuzz/corpus/fuzz_$t" -type f | wc -l)
+  if ! build-fuzz/tests/fuzz/fuzz_$t -runs=0 -max_len=$max_len "tests/fuzz/corpus/fuzz_$t" \
+      >"build-fuzz/replay_$t.log" 2>&1; then
+    tail -n 60 "build-fuzz/replay_$t.log"
+    echo "fuzz_$t: replaying the committed corpus FAILED (log build-fuzz/replay_$t.log)" >&2
+    exit 1
+  fi
+  echo "fuzz_$t: replayed the $n inputs of tests/fuzz/corpus/fuzz_$t"
   if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=$max_len -print_final_stats=1 \
       -artifact_prefix=build-fuzz/ "$work" tests/fuzz/corpus/fuzz_$t >"$log" 2>&1; then
     tail -n 60 "$log"

@@ -125,6 +125,15 @@ int main(int argc, char** argv) {
                   {proto::EntryType::symlink, "d/l", 0, 0777, 1700000000}};
   proto::encode_list_page(page, b);
   put(root / "fuzz_messages", "page-0", b);
+  // Differential: each family (fuzz_differential.cpp) over lengths around its block and lane
+  // boundaries; the key, IV and data are a counter pattern, the selector varies.
+  for (uint8_t family = 0; family < 8; ++family)
+    for (size_t len : {size_t(0), size_t(15), size_t(64), size_t(1000), size_t(4099)}) {
+      Bytes d{family, uint8_t(len * 7 + family)};
+      for (size_t i = 0; i < 32 + len; ++i) d.push_back(uint8_t(i * 31 + family));
+      put(root / "fuzz_differential", "family" + std::to_string(family) + "-" + std::to_string(len), d);
+    }
+  // fuzz_client writes its own seeds (answers a real server gives): FUZZ_CLIENT_SEEDS=DIR fuzz_client.
   std::printf("corpus written to %s\n", root.c_str());
   return 0;
 }
