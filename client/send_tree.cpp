@@ -28,7 +28,7 @@ void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>
     if (::lstat(p.c_str(), &lst) != 0) continue;
     bool link = S_ISLNK(lst.st_mode);
     if (::stat(p.c_str(), &st) != 0) {
-      if (skipped) skipped->push_back(rel + " (dangling symlink)");
+      if (skipped) skipped->push_back(proto::printable(rel) + " (dangling symlink)");
       continue;
     }
     TreeEntry t;
@@ -38,7 +38,7 @@ void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>
     t.mtime = st.st_mtim.tv_sec;
     if (S_ISDIR(st.st_mode)) {
       if (link) {
-        if (skipped) skipped->push_back(rel + " (symlink to a directory, not followed)");
+        if (skipped) skipped->push_back(proto::printable(rel) + " (symlink to a directory, not followed)");
         continue;
       }
       t.dir = true;
@@ -47,7 +47,7 @@ void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>
     } else if (S_ISREG(st.st_mode)) {
       out.push_back(t);
     } else if (skipped) {
-      skipped->push_back(rel + " (not a regular file)");
+      skipped->push_back(proto::printable(rel) + " (not a regular file)");
     }
   }
 }

@@ -17,7 +17,8 @@ namespace aesxfer::client {
 
 // The contents of a local directory, parents before their contents, names sorted. Regular files
 // (also through symlinks) and directories; symlinks to directories and special files are listed in
-// `skipped` (not followed: no loops).
+// `skipped` (not followed: no loops), each as a line to show: its name made printable (another user
+// may have named it with escape sequences), then why.
 struct TreeEntry {
   std::filesystem::path local;
   std::string rel;  // relative to the walked directory, '/'-separated

@@ -9,6 +9,7 @@
 //                                                       newlines: a shell-style splitter reads
 //                                                       exactly the expected fields of every line
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -300,6 +301,28 @@ TEST_F(BidiNames, AnEightBitLocaleGetsEveryHighByteEscaped) {
       << r.out << r.err;
   // The files themselves keep their names.
   EXPECT_TRUE(fs::exists(ws.local / "got-1" / "caf\xc3\xa9"));
+}
+
+// A sixth re-attack (F1): `send -r` printed the names of the entries it skips (a FIFO, a dangling
+// symbolic link, one to a directory) as they were, so another user who can write in the tree set
+// the terminal's title and cleared it. They are shown as every other name is.
+TEST_F(BidiNames, SendTreeSkipNotesArePrintable) {
+  const fs::path t = ws.local / "t";
+  fs::create_directories(t / "d");
+  write_text_file(t / "plain", "x");
+  ASSERT_EQ(::mkfifo((t / "fifo\x1b]0;owned\x07\x1b[2J").c_str(), 0600), 0);
+  fs::create_symlink("nowhere", t / "dang\x1b[31mRED");
+  fs::create_directory_symlink("d", t / ("dirlink" + kRlo + "KNILB"));
+  auto r = run({"send", "-r", t.string(), "127.0.0.1:."});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::string shown = r.out + r.err;
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << proto::printable(shown);
+  EXPECT_EQ(shown.find(kRlo), std::string::npos) << proto::printable(shown);
+  for (const char* want : {"skipping fifo\\x1b]0;owned\\x07\\x1b[2J (not a regular file)",
+                           "skipping dang\\x1b[31mRED (dangling symlink)"})
+    EXPECT_NE(shown.find(want), std::string::npos) << want << "\n" << proto::printable(shown);
+  EXPECT_NE(shown.find("skipping dirlink\\xe2\\x80\\xaeKNILB"), std::string::npos) << proto::printable(shown);
+  EXPECT_TRUE(fs::exists(ws.root / "t" / "plain"));
 }
 
 TEST(LocaleOutput, TheCodesetNamedByTheFirstVariableSet) {
