@@ -411,17 +411,26 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   proto::PublicKey pk{};
   if (!decode_public_key(line, pk))
     throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
-  for (const auto& k : load_authorized_keys(file))
-    if (k == pk) return Authorize::already;
   fs::create_directories(file.parent_path());
   ::chmod(file.parent_path().c_str(), 0700);
+  struct stat st {};
+  const bool existed = ::lstat(file.c_str(), &st) == 0;
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
+  // "added" must mean let in: a file the server would not trust (StrictModes) is refused here too,
+  // with the server's reason (a sixth re-attack, F2), and left as it was.
+  if (::fstat(fd.get(), &st) != 0)
+    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
+  if (std::string p = strict_modes_problem(file, st); !p.empty()) {
+    if (!existed) ::unlink(file.c_str());
+    throw Failure(p + "; the server would trust no key of it, so nothing was written");
+  }
+  for (const auto& k : load_authorized_keys(file))
+    if (k == pk) return Authorize::already;
   // A last line without its newline would take the new key into it: one line that shows both keys
   // and lets neither in (a fifth re-attack, F3). End it first.
-  struct stat st {};
   char last = '\n';
-  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1)
+  if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1)
     throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
   const std::string out = (last == '\n' ? "" : "\n") + line + "\n";
   const bool ok = ::write(fd.get(), out.data(), out.size()) == ssize_t(out.size()) && fd.close() == 0;

@@ -291,5 +291,31 @@ TEST(Authorize, ALastLineWithoutItsNewlineIsEndedFirst) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A sixth re-attack (F2): `authorize` said "added" (or "already there") for a file the server
+// trusts no key of (StrictModes), and the refused client was told to add the very line. It refuses
+// with the server's reason and leaves the file as it was.
+TEST(Authorize, AFileTheServerWouldNotTrustIsRefused) {
+  Workspace ws;
+  OtherClient first, second;
+  const fs::path ak = ws.home / "authorized_keys";
+  write_text_file(ak, first.line + "\n");
+  ASSERT_EQ(::chmod(ak.c_str(), 0664), 0);
+  for (const OtherClient* c : {&second, &first}) {  // a new key, and one already there
+    ProcResult r = run_aesxfer({"authorize", c->line}, ws.home, 30);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find("writable by group or others (mode 0664)"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.out.find("added"), std::string::npos) << r.describe();
+    EXPECT_EQ(read_text_file(ak), first.line + "\n");
+  }
+  ASSERT_EQ(::chmod(ak.c_str(), 0600), 0);
+  ProcResult r = run_aesxfer({"authorize", second.line}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("added"), std::string::npos) << r.describe();
+  ServerProcess server(ws.home, ws.root);
+  EXPECT_TRUE(second.logs_in(server.port())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+}
+
 }  // namespace
 }  // namespace aesxfer::test
