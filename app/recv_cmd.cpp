@@ -50,7 +50,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
              Retrier& retry) {
   auto remote = parse_remote(src);
   if (!remote) {
-    die_line("recv: the first argument must be HOST:PATH (got '" + src + "')");
+    die_line("recv: the first argument must be HOST:PATH (got '" + net::printable(src) + "')");
     return kExitUsage;
   }
   if (!check_remote(*remote, t_in.quiet)) return kExitUsage;

@@ -232,7 +232,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   }
   auto remote = parse_remote(args.back());
   if (!remote) {
-    die_line("send: the last argument must be HOST:DEST (got '" + args.back() + "')");
+    die_line("send: the last argument must be HOST:DEST (got '" + net::printable(args.back()) + "')");
     return kExitUsage;
   }
   if (!check_remote(*remote, t_in.quiet)) return kExitUsage;

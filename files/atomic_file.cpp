@@ -150,14 +150,14 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest) : shown_(dest), name_(
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dirfd_) throw Failure("cannot create a file in " + dir.string() + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot create a file in " + printable(dir.string()) + ": " + errno_text(errno));
   create(dir.string());
 }
 
 AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
     : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
-  if (!dirfd_) throw Failure("cannot create " + shown.string() + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot create " + shown_.string() + ": " + errno_text(errno));
   std::filesystem::path dir = shown.parent_path();
   create(dir.empty() ? std::string(".") : dir.string());
 }
@@ -175,7 +175,7 @@ void AtomicFile::create(const std::string& dir) {
   }
   int e = errno;
   dirfd_.reset();
-  throw Failure("cannot create a file in " + dir + ": " + errno_text(e));
+  throw Failure("cannot create a file in " + printable(dir) + ": " + errno_text(e));
 }
 
 std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {

@@ -262,6 +262,23 @@ std::string run_on_terminal(const std::vector<std::string>& args, const fs::path
   return out;
 }
 
+// A seventh re-attack (N2): `send *` without a destination quoted its last argument as it was, a
+// name another user planted in the directory (a title change and a screen clear). So did recv's
+// first argument. Both are shown printable.
+TEST(CliWords, AMisplacedArgumentIsQuotedPrintable) {
+  Workspace ws;
+  const std::string planted = "zz\x1b]0;owned\x07\x1b[2J";
+  write_text_file(ws.local / "a", "a");
+  for (const auto& args : std::vector<std::vector<std::string>>{{"send", (ws.local / "a").string(), planted},
+                                                                {"recv", planted, "x"}}) {
+    ProcResult r = run_aesxfer(args, ws.home, 30);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << proto::printable(r.err);
+    EXPECT_EQ(r.err.find('\x07'), std::string::npos) << proto::printable(r.err);
+    EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
+  }
+}
+
 class CliWordsServer : public ServerTest {};
 
 TEST_F(CliWordsServer, EachFileEndsAsOneLineInOneConvention) {

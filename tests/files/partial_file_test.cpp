@@ -2,13 +2,16 @@
 // or the name is not a regular file) leaves no descriptor open. Before the members were UniqueFd,
 // the directory descriptor opened first leaked on every refused resume: a server refusing
 // "busy" over and over ran out of descriptors.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
 
+#include "files/atomic_file.h"
 #include "files/resume.h"
+#include "files/unique_fd.h"
 #include "proto/failure.h"
 #include "tests/harness.h"
 
@@ -44,6 +47,50 @@ TEST(PartialFile, ANameThatIsNotARegularFileLeavesNoDescriptorOpen) {
   const size_t before = open_descriptors();
   EXPECT_THROW(files::PartialFile p(dest), proto::Failure);
   EXPECT_EQ(open_descriptors(), before);
+}
+
+// A seventh re-attack (N1): the refusals of a partial or temporary file named the file as it was,
+// and the name comes from a server's listing (recv -r) or a directory another user made: an escape
+// sequence in it reached the terminal. They show it made printable.
+TEST(PartialFile, RefusalsNameTheFilePrintable) {
+  TempDir d("aesxfer-partial");
+  const std::string name =
+      "f\x1b]0;owned\x07\xc2\x9b"
+      "31m";
+  fs::create_directory(d / files::partial_name(name));  // the partial name taken by a directory
+  for (int how = 0; how < 2; ++how) {
+    try {
+      if (how == 0) {
+        files::PartialFile p(d / name);
+      } else {
+        files::UniqueFd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        files::PartialFile p(dir.get(), name, d / name);
+      }
+      ADD_FAILURE() << "a directory was taken for the partial file";
+    } catch (const proto::Failure& f) {
+      const std::string what = f.what();
+      EXPECT_EQ(what.find('\x1b'), std::string::npos) << proto::printable(what);
+      EXPECT_EQ(what.find("\xc2\x9b"), std::string::npos) << proto::printable(what);
+      EXPECT_NE(what.find("f\\x1b]0;owned"), std::string::npos) << what;
+    }
+  }
+  // A temporary file in a directory that cannot take one (here: gone), named either way.
+  const fs::path gone = d / ("gone\x1b[2J");
+  try {
+    files::AtomicFile f(gone / "x");
+    ADD_FAILURE() << "created in a missing directory";
+  } catch (const proto::Failure& f) {
+    EXPECT_EQ(std::string(f.what()).find('\x1b'), std::string::npos) << proto::printable(f.what());
+  }
+  fs::create_directory(gone);
+  files::UniqueFd dir(::open(gone.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  fs::remove(gone);
+  try {
+    files::AtomicFile f(dir.get(), "x", gone / "x");
+    ADD_FAILURE() << "created in a removed directory";
+  } catch (const proto::Failure& f) {
+    EXPECT_EQ(std::string(f.what()).find('\x1b'), std::string::npos) << proto::printable(f.what());
+  }
 }
 
 }  // namespace
