@@ -222,10 +222,11 @@ void Pipeline::complete_front() {
 
 std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int dir, uint64_t size) {
   const fs::path at = dir == AT_FDCWD ? local : local.filename();
-  UniqueFd fd(::openat(dir, at.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != size || size == 0)
-    return nullptr;
+  // Only a file of this user's with one link is offered (another user's planted copy is replaced
+  // whole, never kept as "up to date": a seventh re-attack, N3), as for one file.
+  uint64_t have = 0;
+  UniqueFd fd = open_destination_base(dir, at, have);
+  if (!fd || have != size) return nullptr;
   auto o = std::make_shared<Offer>();
   try {
     o->scan = scan_prefix(*c_.keys_, fd.get(), size, -1, nullptr);  // small: no keep-alive needed

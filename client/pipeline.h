@@ -16,6 +16,13 @@
 
 namespace aesxfer::client {
 
+// The existing destination `dest` (in directory dirfd) as a resume base (client/recv_tree.cpp): a
+// regular, non-empty file opened without following a symbolic link (nor blocking on a FIFO
+// planted there), of this user and with one link (another user's file, or a link to one, is
+// replaced whole: never kept as "up to date" nor appended to), with its size; or none. The
+// one-file path of recv -r --resume and the pipelined offers (Pipeline::make_offer) both ask it.
+files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size);
+
 class Pipeline {
  public:
   // How much may be unanswered at once: requests, and file bytes (puts: sent; gets: announced).

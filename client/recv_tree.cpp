@@ -30,12 +30,6 @@ using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// The existing destination as a resume base: a regular, non-empty file opened without following
-// a symbolic link (nor blocking on a FIFO planted there), of this user and with one link (another
-// user's file, or a link to one, is replaced whole: never kept as "up to date" nor appended to), or
-// none.
 UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
   UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
@@ -45,6 +39,8 @@ UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) 
   size = uint64_t(st.st_size);
   return fd;
 }
+
+namespace {
 
 // True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
 bool has_partial(int dirfd, const std::string& name) {

@@ -142,5 +142,28 @@ TEST_F(PartialStrictModes, AnotherUsersDestinationIsNotUpToDate) {
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
 }
 
+// A seventh re-attack (N3): the pipelined gets of recv -r --resume offered any regular file of the
+// right size as the resume base, so another user's planted copy (0666, same bytes) in the copy's
+// tree was "up to date" and stayed theirs. Only a file of this user's with one link is offered.
+TEST_F(PartialStrictModes, TreeResumeNeverTakesAnotherUsersSmallFileAsUpToDate) {
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "run.sh", "echo hi\n");
+  auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", ws.local.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const fs::path dest = ws.local / "tree" / "run.sh";
+  fs::remove(dest);
+  write_text_file(dest, "echo hi\n");  // the server's bytes, planted by another user
+  ASSERT_EQ(::chown(dest.c_str(), 65534, 65534), 0);
+  fs::permissions(dest, fs::perms(0666));
+  r = run({"recv", "-r", "--resume", "127.0.0.1:tree", ws.local.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
+  struct stat st {};
+  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "the file is still the other user's";
+  EXPECT_EQ(st.st_mode & 022, 0u) << std::oct << st.st_mode;
+  EXPECT_EQ(read_text_file(dest), "echo hi\n");
+}
+
 }  // namespace
 }  // namespace aesxfer::test
