@@ -220,6 +220,16 @@ void Pipeline::complete_front() {
   }
 }
 
+UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
+  UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      st.st_uid != ::geteuid() || st.st_nlink != 1)
+    return UniqueFd();
+  size = uint64_t(st.st_size);
+  return fd;
+}
+
 std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int dir, uint64_t size) {
   const fs::path at = dir == AT_FDCWD ? local : local.filename();
   // Only a file of this user's with one link is offered (another user's planted copy is replaced

@@ -16,7 +16,7 @@
 
 namespace aesxfer::client {
 
-// The existing destination `dest` (in directory dirfd) as a resume base (client/recv_tree.cpp): a
+// The existing destination `dest` (in directory dirfd) as a resume base: a
 // regular, non-empty file opened without following a symbolic link (nor blocking on a FIFO
 // planted there), of this user and with one link (another user's file, or a link to one, is
 // replaced whole: never kept as "up to date" nor appended to), with its size; or none. The

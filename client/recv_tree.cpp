@@ -30,16 +30,6 @@ using namespace aesxfer::files;  // files and keys
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
-  UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-      st.st_uid != ::geteuid() || st.st_nlink != 1)
-    return UniqueFd();
-  size = uint64_t(st.st_size);
-  return fd;
-}
-
 namespace {
 
 // True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
