@@ -417,18 +417,21 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   const bool existed = ::lstat(file.c_str(), &st) == 0;
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
-  // "added" must mean let in: a file the server would not trust (StrictModes) is refused here too,
-  // with the server's reason (a sixth re-attack, F2), and left as it was.
-  if (::fstat(fd.get(), &st) != 0)
-    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
-  if (std::string p = strict_modes_problem(file, st); !p.empty()) {
+  // "added" must mean let in: the keys as the server reads them (load_trusted_keys: StrictModes, a
+  // readable regular file); a file it would not trust is refused with its reason (a sixth
+  // re-attack, F2) and left as it was.
+  std::string refused;
+  const std::vector<proto::PublicKey> keys = load_trusted_keys(file, refused);
+  if (!refused.empty()) {
     if (!existed) ::unlink(file.c_str());
-    throw Failure(p + "; the server would trust no key of it, so nothing was written");
+    throw Failure(refused + "; the server would trust no key of it, so nothing was written");
   }
-  for (const auto& k : load_authorized_keys(file))
+  for (const auto& k : keys)
     if (k == pk) return Authorize::already;
   // A last line without its newline would take the new key into it: one line that shows both keys
   // and lets neither in (a fifth re-attack, F3). End it first.
+  if (::fstat(fd.get(), &st) != 0)
+    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
   char last = '\n';
   if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1)
     throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
