@@ -374,8 +374,9 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     ~ServerKept() { unregister_kept(slot); }
   } kept;
   if (req.flags & proto::kFlagResume)
-    kept.slot = register_server_kept("what arrived of " + local.filename().string() + " in " + conn_->peer() +
-                                     ":" + (ok.text.empty() ? "the partial file beside " + remote : ok.text));
+    kept.slot = register_server_kept(
+        printable("what arrived of " + local.filename().string() + " in " + conn_->peer() + ":" +
+                  (ok.text.empty() ? "the partial file beside " + remote : ok.text)));
 
   FileResult r;
   r.file = local.string();

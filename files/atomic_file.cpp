@@ -84,7 +84,7 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
     s.kind = kind;
     s.dirfd = dirfd;
     std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
-    std::snprintf(s.shown, sizeof s.shown, "%s", printable(shown).c_str());
+    std::snprintf(s.shown, sizeof s.shown, "%s", shown.c_str());  // printable already
     s.state.store(2);
     return i;
   }
@@ -146,23 +146,25 @@ void unregister_kept(int slot) noexcept { release(slot); }
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 
-AtomicFile::AtomicFile(const std::filesystem::path& dest) : shown_(dest), name_(dest.filename().string()) {
+AtomicFile::AtomicFile(const std::filesystem::path& dest)
+    : shown_(printable(dest.string())), name_(dest.filename().string()) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dirfd_) throw Failure("cannot create a file in " + printable(dir.string()) + ": " + errno_text(errno));
-  create(dir.string());
+  const std::string shown_dir = printable(dir.string());
+  if (!dirfd_) throw Failure("cannot create a file in " + shown_dir + ": " + errno_text(errno));
+  create(shown_dir);
 }
 
 AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
     : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
   if (!dirfd_) throw Failure("cannot create " + shown_.string() + ": " + errno_text(errno));
-  std::filesystem::path dir = shown.parent_path();
+  const std::filesystem::path dir = shown_.parent_path();
   create(dir.empty() ? std::string(".") : dir.string());
 }
 
-void AtomicFile::create(const std::string& dir) {
+void AtomicFile::create(const std::string& shown_dir) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string tmp = random_temp_name(name_);
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -175,13 +177,13 @@ void AtomicFile::create(const std::string& dir) {
   }
   int e = errno;
   dirfd_.reset();
-  throw Failure("cannot create a file in " + printable(dir) + ": " + errno_text(e));
+  throw Failure("cannot create a file in " + shown_dir + ": " + errno_text(e));
 }
 
 std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {
   std::unique_ptr<AtomicFile> f(new AtomicFile());
   f->fd_.reset(fd);
-  f->shown_ = shown;
+  f->shown_ = printable(shown.string());
   return f;
 }
 

@@ -50,9 +50,9 @@ class AtomicFile {
 
  private:
   AtomicFile() = default;
-  void create(const std::string& name);
-  std::filesystem::path shown_;
-  std::string name_, tmp_;  // inside dirfd_
+  void create(const std::string& shown_dir);
+  std::filesystem::path shown_;  // the destination as messages name it: made printable once, here
+  std::string name_, tmp_;       // inside dirfd_
   UniqueFd dirfd_;
   UniqueFd fd_;
   int slot_ = -1;  // signal cleanup registration
@@ -92,7 +92,8 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 // 128 + the signal number.
 void install_cleanup_on_signals();
 // Registers a file the signal handler leaves in place and names ("kept ... for --resume");
-// returns a slot for unregister_kept (-1 when none is free). Used by PartialFile.
+// returns a slot for unregister_kept (-1 when none is free). Used by PartialFile. `shown`, here and
+// below, is printed as it is: it must be printable already (proto::printable).
 int register_kept(int dirfd, const std::string& name, const std::string& shown);
 // The same for what the server keeps of a resumable put (send --resume): the handler names it
 // ("the server keeps <shown> for --resume") instead of saying nothing was left behind. Released

@@ -141,20 +141,19 @@ std::filesystem::path PartialFile::partial_path(const std::filesystem::path& des
   return dir / partial_name(dest.filename().string());
 }
 
-PartialFile::PartialFile(const std::filesystem::path& dest) : dest_(dest), path_(partial_path(dest)) {
+PartialFile::PartialFile(const std::filesystem::path& dest)
+    : dest_(proto::printable(dest.string())), path_(proto::printable(partial_path(dest).string())) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dirfd_)
-    throw Failure("cannot open " + proto::printable(path_.filename().string()) + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   open(dest.filename().string());
 }
 
 PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
-    : dest_(shown), path_(partial_path(shown)) {
+    : dest_(proto::printable(shown.string())), path_(proto::printable(partial_path(shown).string())) {
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
-  if (!dirfd_)
-    throw Failure("cannot open " + proto::printable(path_.filename().string()) + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   open(name);
 }
 
@@ -162,23 +161,22 @@ void PartialFile::open(const std::string& name) {
   name_ = name;
   pname_ = partial_name(name);
   fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd_)
-    throw Failure("cannot open " + proto::printable(path_.filename().string()) + ": " + errno_text(errno));
+  if (!fd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     fd_.reset();
-    throw Failure(proto::printable(path_.filename().string()) + ": not a regular file");
+    throw Failure(path_.filename().string() + ": not a regular file");
   }
   if (std::string why = partial_distrust(st); !why.empty()) {
     fd_.reset();
-    throw Failure(proto::printable(path_.string()) + ": not resuming from this partial file: " + why +
-                      " (remove it to start over)",
-                  proto::Status::permission, EPERM);
+    throw Failure(
+        path_.string() + ": not resuming from this partial file: " + why + " (remove it to start over)",
+        proto::Status::permission, EPERM);
   }
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     fd_.reset();
-    throw Failure(proto::printable(dest_.filename().string()) + ": another transfer is writing this file",
-                  proto::Status::busy, EWOULDBLOCK);
+    throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
+                  EWOULDBLOCK);
   }
   slot_ = register_kept(dirfd_.get(), pname_, path_.string());
 }
@@ -193,15 +191,14 @@ uint64_t PartialFile::length() const {
 
 void PartialFile::truncate_to(uint64_t n) {
   if (::ftruncate(fd_.get(), off_t(n)) != 0 || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0)
-    throw Failure("cannot prepare " + proto::printable(path_.filename().string()) + ": " + errno_text(errno));
+    throw Failure("cannot prepare " + path_.filename().string() + ": " + errno_text(errno));
 }
 
 void PartialFile::commit(FileMode mode, long long mtime) {
   apply_mode_mtime(fd_.get(), mode.resolve(dirfd_.get(), name_), mtime);
-  if (fd_.close() != 0)
-    throw Failure("cannot finish writing " + proto::printable(dest_.string()) + ": " + errno_text(errno));
+  if (fd_.close() != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
   if (::renameat(dirfd_.get(), pname_.c_str(), dirfd_.get(), name_.c_str()) != 0)
-    throw Failure("cannot rename into " + proto::printable(dest_.string()) + ": " + errno_text(errno));
+    throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
   unregister_kept(slot_);
   slot_ = -1;
 }

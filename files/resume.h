@@ -76,7 +76,7 @@ class PartialFile {
 
  private:
   void open(const std::string& name);
-  std::filesystem::path dest_, path_;  // as shown in messages
+  std::filesystem::path dest_, path_;  // as messages name them: made printable once, here
   std::string name_, pname_;           // inside dirfd_
   UniqueFd dirfd_;
   UniqueFd fd_;
