@@ -54,6 +54,34 @@ inline std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool 
   return b;
 }
 
+// A socket listening on 127.0.0.1 at an ephemeral port (written to `port`); -1 when it cannot.
+inline int listen_loopback(uint16_t& port, int backlog = 8) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+// The server's side of a session's start, as aesxfer serve does it: the real handshake with
+// `host` (any client key accepted), the record keys, then Welcome. False when the handshake failed.
+inline bool start_fake_session(net::Conn& c, const proto::Identity& host) {
+  proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
+  if (net::drive_handshake(c, hs).ec) return false;
+  c.start_records(hs.keys(), false);
+  proto::Message w;
+  w.type = proto::MsgType::welcome;
+  c.send_message(w);
+  return true;
+}
+
 // A fake aesxfer server: the real handshake with the process's test host key, then every request goes to
 // `on_request`, which answers it by hand (the helpers below), until the client says bye or
 // leaves. Serves the clients that connect, one after the other, until destroyed. `seen` records
@@ -62,15 +90,7 @@ class FakeServer {
  public:
   using Handler = std::function<void(net::Conn&, const proto::Message&)>;
   explicit FakeServer(Handler on_request) : on_request_(std::move(on_request)) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(lfd_, 8);
-    socklen_t len = sizeof a;
-    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    lfd_ = listen_loopback(port_);
     thread_ = std::thread([this] {
       for (;;) {
         int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -139,12 +159,7 @@ class FakeServer {
   void serve(int fd) {
     try {
       net::Conn c(fd, std::chrono::milliseconds(10000), "client");
-      proto::ServerHandshake hs(host_, [](const proto::PublicKey&) { return true; });
-      if (net::drive_handshake(c, hs).ec) return;
-      c.start_records(hs.keys(), false);
-      proto::Message w;
-      w.type = proto::MsgType::welcome;
-      c.send_message(w);
+      if (!start_fake_session(c, host_)) return;
       for (;;) {
         proto::Message m = c.recv_message("the session");
         if (m.type == proto::MsgType::bye) {

@@ -42,12 +42,12 @@
 #include "crypto/suite.h"
 #include "files/atomic_file.h"
 #include "net/conn.h"
-#include "net/handshake_driver.h"
 #include "proto/end_record.h"
 #include "proto/handshake.h"
 #include "proto/listing.h"
 #include "proto/messages.h"
 #include "proto/ops.h"
+#include "tests/fake_server.h"
 
 using namespace aesxfer;
 namespace fs = std::filesystem;
@@ -101,14 +101,8 @@ void drain(int fd) {
 class Server {
  public:
   Server() {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(lfd_, 8) != 0) std::abort();
-    socklen_t len = sizeof a;
-    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    lfd_ = test::listen_loopback(port_);
+    if (lfd_ < 0) std::abort();
     thread_ = std::thread([this] { loop(); });
     thread_.detach();  // lives as long as the process
   }
@@ -141,12 +135,7 @@ class Server {
       }
       try {
         net::Conn c(fd, std::chrono::milliseconds(5000), "client");
-        proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
-        if (!net::drive_handshake(c, hs).ec) {
-          c.start_records(hs.keys(), false);
-          proto::Message w;
-          w.type = proto::MsgType::welcome;
-          c.send_message(w);
+        if (test::start_fake_session(c, host)) {
           play(c, script.data(), script.size());
           ::shutdown(c.fd(), SHUT_WR);
           drain(c.fd());
@@ -302,9 +291,7 @@ struct ScriptWriter {
   }
   // Response ok for a file of `content`, its data and its end record.
   void file(const std::string& content, bool tagged = false, uint32_t tag = 0) {
-    proto::Message ok;
-    ok.type = proto::MsgType::response;
-    ok.status = proto::Status::ok;
+    proto::Message ok = test::response(proto::Status::ok);
     ok.size = content.size();
     ok.mode = 0644;
     ok.mtime = 1000000000;
@@ -321,10 +308,7 @@ struct ScriptWriter {
   }
   void answer(proto::Status st, const std::string& text = "", bool tagged = false, uint32_t tag = 0,
               uint64_t size = 0) {
-    proto::Message m;
-    m.type = proto::MsgType::response;
-    m.status = st;
-    m.text = text;
+    proto::Message m = test::response(st, text);
     m.tagged = tagged;
     m.tag = tag;
     m.size = size;
@@ -361,10 +345,7 @@ void make_seeds(const fs::path& dir) {
   }
   {  // recv -r: a listing (a file, a directory, a file in it, a symlink), then two pipelined gets
     ScriptWriter w;
-    proto::Message ok;
-    ok.type = proto::MsgType::response;
-    ok.status = proto::Status::ok;
-    ok.text = "t";
+    proto::Message ok = test::response(proto::Status::ok, "t");
     ok.size = 4;
     ok.mode = 0755;
     ok.mtime = 1000000000;
