@@ -47,6 +47,21 @@ class PartialStrictModes : public ServerTest {
     }
     return "";
   }
+  // A destination that another user planted: theirs (uid 65534) and writable by everyone.
+  static void plant_as_another_user(const fs::path& dest) {
+    ASSERT_EQ(::chown(dest.c_str(), 65534, 65534), 0);
+    fs::permissions(dest, fs::perms(0666));
+  }
+  // After a recv --resume that `r` reports: the planted destination was not taken for "up to
+  // date" but replaced whole, by a file of this user's that others cannot write.
+  static void expect_replaced_as_this_users(const ProcResult& r, const fs::path& dest) {
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
+    struct stat st {};
+    ASSERT_EQ(::stat(dest.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid()) << "the destination is still the other user's file";
+    EXPECT_EQ(st.st_mode & 022, 0u) << std::oct << st.st_mode;
+  }
 };
 
 // send --resume: the server refuses the planted partial file, writes nothing through it and
@@ -130,15 +145,9 @@ TEST_F(PartialStrictModes, AnotherUsersDestinationIsNotUpToDate) {
   write_random_file(ws.root / "d.bin", 300000, 6);
   const fs::path dest = ws.local / "d.bin";
   fs::copy_file(ws.root / "d.bin", dest);
-  ASSERT_EQ(::chown(dest.c_str(), 65534, 65534), 0);
-  fs::permissions(dest, fs::perms(0666));
+  plant_as_another_user(dest);
   auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
-  struct stat st {};
-  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, ::geteuid()) << "the destination is still the other user's file";
-  EXPECT_EQ(st.st_mode & 022, 0u) << std::oct << st.st_mode;
+  expect_replaced_as_this_users(r, dest);
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "d.bin"));
 }
 
@@ -153,15 +162,9 @@ TEST_F(PartialStrictModes, TreeResumeNeverTakesAnotherUsersSmallFileAsUpToDate) 
   const fs::path dest = ws.local / "tree" / "run.sh";
   fs::remove(dest);
   write_text_file(dest, "echo hi\n");  // the server's bytes, planted by another user
-  ASSERT_EQ(::chown(dest.c_str(), 65534, 65534), 0);
-  fs::permissions(dest, fs::perms(0666));
+  plant_as_another_user(dest);
   r = run({"recv", "-r", "--resume", "127.0.0.1:tree", ws.local.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
-  struct stat st {};
-  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, ::geteuid()) << "the file is still the other user's";
-  EXPECT_EQ(st.st_mode & 022, 0u) << std::oct << st.st_mode;
+  expect_replaced_as_this_users(r, dest);
   EXPECT_EQ(read_text_file(dest), "echo hi\n");
 }
 
