@@ -11,15 +11,17 @@
 # Build with scripts/fuzz.sh first (FUZZ_SECONDS=1 scripts/fuzz.sh builds and checks every target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/fuzz-targets.sh
 execs=${CAMPAIGN_EXECS:-10000000}
 secs=${CAMPAIGN_SECONDS:-1800}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(handshake record batch messages parsers differential client)
+# shellcheck disable=SC2206
+[ ${#targets[@]} -gt 0 ] || targets=($FUZZ_ALL_TARGETS)
 printf '%-13s %10s %7s %9s %6s %s\n' target executions seconds "execs/s" edges "corpus before -> after"
 for t in "${targets[@]}"; do
   bin=build-fuzz/tests/fuzz/fuzz_$t
   [ -x "$bin" ] || { echo "fuzz-campaign.sh: $bin not built (run scripts/fuzz.sh)" >&2; exit 1; }
-  case $t in record | batch | differential | client) max_len=65536 ;; *) max_len=8192 ;; esac
+  max_len=$(fuzz_max_len "$t")
   corpus=tests/fuzz/corpus/fuzz_$t
   work=build-fuzz/campaign-$t
   log=build-fuzz/campaign-$t.log
@@ -27,17 +29,17 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$work.min"
   before=$(find "$corpus" -type f | wc -l)
   t0=$(date +%s)
-  if ! "$bin" -runs="$execs" -max_total_time="$secs" -max_len=$max_len -print_final_stats=1 \
+  if ! "$bin" -runs="$execs" -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 \
       -artifact_prefix=build-fuzz/ "$work" "$corpus" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz_$t: FAILED (log $log; reproducer build-fuzz/crash-* or leak-*)" >&2
     exit 1
   fi
   took=$(( $(date +%s) - t0 ))
-  n=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
-  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
+  n=$(fuzz_execs "$log")
+  edges=$(fuzz_edges "$log")
   # The smallest set of inputs that reaches every edge the old corpus and the new inputs reach.
-  "$bin" -merge=1 -max_len=$max_len "$work.min" "$corpus" "$work" >"$log.merge" 2>&1
+  "$bin" -merge=1 -max_len="$max_len" "$work.min" "$corpus" "$work" >"$log.merge" 2>&1
   rm -rf "$corpus"
   mv "$work.min" "$corpus"
   after=$(find "$corpus" -type f | wc -l)

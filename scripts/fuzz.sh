@@ -10,8 +10,9 @@
 #   FUZZ_TARGETS="record" scripts/fuzz.sh        # one target
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/fuzz-targets.sh
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"handshake record batch messages parsers differential client"}
+targets=${FUZZ_TARGETS:-$FUZZ_ALL_TARGETS}
 jobs=$(nproc)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DAESXFER_FUZZ=ON -DAESXFER_SANITIZE=address,undefined -DAESXFER_WERROR=OFF \
@@ -22,23 +23,23 @@ for t in $targets; do
   work=build-fuzz/corpus-$t
   log=build-fuzz/fuzz_$t.log
   mkdir -p "$work"
-  case $t in record | batch | differential | client) max_len=65536 ;; *) max_len=8192 ;; esac
+  max_len=$(fuzz_max_len "$t")
   # Every committed input once (-runs=0 executes the corpus it is given, then stops).
   n=$(find "tests/fuzz/corpus/fuzz_$t" -type f | wc -l)
-  if ! build-fuzz/tests/fuzz/fuzz_$t -runs=0 -max_len=$max_len "tests/fuzz/corpus/fuzz_$t" \
+  if ! build-fuzz/tests/fuzz/fuzz_$t -runs=0 -max_len="$max_len" "tests/fuzz/corpus/fuzz_$t" \
       >"build-fuzz/replay_$t.log" 2>&1; then
     tail -n 60 "build-fuzz/replay_$t.log"
     echo "fuzz_$t: replaying the committed corpus FAILED (log build-fuzz/replay_$t.log)" >&2
     exit 1
   fi
   echo "fuzz_$t: replayed the $n inputs of tests/fuzz/corpus/fuzz_$t"
-  if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=$max_len -print_final_stats=1 \
+  if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 \
       -artifact_prefix=build-fuzz/ "$work" tests/fuzz/corpus/fuzz_$t >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz_$t: FAILED (log $log)" >&2
     exit 1
   fi
-  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
+  execs=$(fuzz_execs "$log")
+  cov=$(fuzz_edges "$log")
   echo "fuzz_$t: ${execs:-?} executions in ${secs} s, coverage ${cov:-?} edges, no crash"
 done
