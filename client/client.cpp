@@ -20,6 +20,7 @@
 #include "crypto/sha256_mb.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/io.h"
 #include "files/keystore.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
@@ -162,16 +163,9 @@ void Client::write_keylog() const {
   struct stat st {};
   if (::fstat(kfd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw Failure("key log " + printable(opt_.keylog) + ": not a regular file");
-  if (st.st_uid != ::geteuid() || st.st_nlink != 1 || (st.st_mode & 077))
-    throw Failure("key log " + printable(opt_.keylog) + ": refused: it must be this user's file (uid " +
-                  std::to_string(::geteuid()) + "), with one link and mode 0600 (it is uid " +
-                  std::to_string(st.st_uid) + ", " + std::to_string(st.st_nlink) + " links, mode 0" +
-                  [&] {
-                    char b[8];
-                    std::snprintf(b, sizeof b, "%03o", unsigned(st.st_mode & 0777));
-                    return std::string(b);
-                  }() +
-                  ")");
+  if (std::string why = files::ownership_problem(st, 077); !why.empty())
+    throw Failure("key log " + printable(opt_.keylog) + ": refused: " + why +
+                  " (it must be this user's file, with one link and mode 0600)");
   std::string lines = keys_->keylog_lines();
   bool ok = ::write(kfd.get(), lines.data(), lines.size()) == ssize_t(lines.size());
   crypto::secure_zero(lines.data(), lines.size());

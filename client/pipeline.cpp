@@ -224,7 +224,7 @@ UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) 
   UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-      st.st_uid != ::geteuid() || st.st_nlink != 1)
+      !files::ownership_problem(st, 0).empty())
     return UniqueFd();
   size = uint64_t(st.st_size);
   return fd;

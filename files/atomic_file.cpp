@@ -195,7 +195,7 @@ unsigned FileMode::resolve(int dirfd, const std::string& name) const {
   // a shared directory, or a hard link to some 0666 file of this user's) would let them read or
   // rewrite the data once it is renamed into place.
   if (keep_existing && ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-      st.st_uid == ::geteuid() && st.st_nlink == 1)
+      ownership_problem(st, 0).empty())
     return st.st_mode & 07777;
   return bits;
 }

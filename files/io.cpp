@@ -1,9 +1,11 @@
 #include "files/io.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "proto/failure.h"
@@ -32,6 +34,23 @@ std::string errno_text(int err) {
   std::string s = std::strerror(err);
   if (!s.empty()) s[0] = char(std::tolower(static_cast<unsigned char>(s[0])));
   return s;
+}
+
+std::string ownership_problem(const struct stat& st, unsigned forbidden) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(me) +
+           ")";
+  if (st.st_nlink != 1)
+    return "has " + std::to_string(st.st_nlink) + " links (another name would receive the data)";
+  if (const unsigned bits = st.st_mode & forbidden & 0777) {
+    const bool r = bits & 044, w = bits & 022;
+    const char* what = r && w ? "readable and writable" : r ? "readable" : w ? "writable" : "open";
+    char m[8];
+    std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+    return std::string(what) + " by group or others (mode " + m + ")";
+  }
+  return "";
 }
 
 }  // namespace aesxfer::files

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+struct stat;
+
 namespace aesxfer::files {
 
 // Writes all n bytes (pos < 0: at the file position; else pwrite at pos). Throws proto::Failure
@@ -12,5 +14,13 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 
 // "permission denied", "no such file or directory", ... for messages.
 std::string errno_text(int err);
+
+// Why an existing file that another local user may have put where it was found (a partial file, a
+// resume base, a key log, a temporary file to sweep) is not this user's own, or "" when it is:
+// owned by the effective user, with exactly one link (a second one would carry the data to a name
+// somebody else chose) and none of the mode bits `forbidden` set (S_IWGRP | S_IWOTH, or 077 for
+// a file nobody else may read). The one rule behind files::partial_distrust, the client's resume
+// base and key log, the kept modes of FileMode and the server's sweeper.
+std::string ownership_problem(const struct stat& st, unsigned forbidden);
 
 }  // namespace aesxfer::files

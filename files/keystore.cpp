@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "crypto/util.h"
+#include "files/link_walk.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
 #include "proto/init.h"
@@ -283,56 +284,29 @@ std::vector<proto::PublicKey> load_authorized_keys(const fs::path& file, std::ve
 
 namespace {
 
-// Resolves `file` one component at a time as the kernel does, through every symbolic link of the
-// chain (in the name as given and in each link's target): each link must be this user's or
-// root's, and the directory that holds it must pass the directory rule (in a sticky directory
-// such as /tmp another user may own a link only they can re-point; in a writable one anyone can
-// swap it). "" when all hold.
+// Every symbolic link on the way to `file` (in the name as given and in each link's target) must
+// be this user's or root's, and the directory that holds it, and every one above that, must pass
+// the directory rule (in a sticky directory such as /tmp another user may own a link only they
+// can re-point; in a writable one anyone can swap it; a fourth re-attack: a writable directory
+// above it let another user swap the whole branch). "" when all hold.
 std::string chain_problem(const fs::path& file, const std::string& hint) {
-  std::vector<std::string> todo;  // components still to resolve, the next one last
-  auto push = [&todo](const fs::path& p) {
-    std::vector<std::string> parts;
-    for (const auto& c : p.relative_path()) parts.push_back(c.string());
-    todo.insert(todo.end(), parts.rbegin(), parts.rend());
-  };
-  std::error_code ec;
-  push(fs::absolute(file, ec));
-  fs::path at = "/";
-  for (int links = 0; !todo.empty();) {
-    const std::string c = todo.back();
-    todo.pop_back();
-    if (c.empty() || c == ".") continue;
-    if (c == "..") {
-      at = at.parent_path();
-      continue;
-    }
-    const fs::path next = at / c;
-    struct stat ls {};
-    if (::lstat(next.c_str(), &ls) != 0 || !S_ISLNK(ls.st_mode)) {
-      at = next;
-      continue;
-    }
-    if (++links > 40) return "too many symbolic links on the way to " + file.string();
+  LinkWalk walk;
+  walk.on_link = [&](const fs::path& link, const struct stat& ls, const fs::path& at) -> std::string {
     if (ls.st_uid != ::geteuid() && ls.st_uid != 0)
-      return "symbolic link " + next.string() + " is owned by uid " + std::to_string(ls.st_uid) +
+      return "symbolic link " + link.string() + " is owned by uid " + std::to_string(ls.st_uid) +
              ", neither this user nor root (it leads to " + file.string() + ")" + hint;
-    // The directory that holds the link, and every one above it (a fourth re-attack: a writable
-    // directory above it let another user swap the whole branch).
     for (fs::path dir = at;; dir = dir.parent_path()) {
       struct stat ds {};
       if (::stat(dir.c_str(), &ds) != 0)
         return "cannot check directory " + dir.string() + ": " + os_error(errno);
       if (std::string p = owner_and_mode_problem("directory " + dir.string(), ds, true); !p.empty())
-        return p + " (it holds the symbolic link " + next.string() + " on the way to " + file.string() + ")" +
+        return p + " (it holds the symbolic link " + link.string() + " on the way to " + file.string() + ")" +
                hint;
       if (dir == dir.parent_path()) break;
     }
-    const fs::path target = fs::read_symlink(next, ec);
-    if (ec) return "cannot read symbolic link " + next.string() + ": " + ec.message();
-    if (target.is_absolute()) at = "/";
-    push(target);
-  }
-  return "";
+    return "";
+  };
+  return walk_links(file, walk);
 }
 
 }  // namespace

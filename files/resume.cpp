@@ -120,20 +120,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   return out;
 }
 
-std::string partial_distrust(const struct stat& st) {
-  const uid_t me = ::geteuid();
-  if (st.st_uid != me)
-    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(me) +
-           ")";
-  if (st.st_nlink != 1)
-    return "has " + std::to_string(st.st_nlink) + " links (another name would receive the data)";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    char m[8];
-    std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
-    return std::string("writable by group or others (mode ") + m + ")";
-  }
-  return "";
-}
+std::string partial_distrust(const struct stat& st) { return ownership_problem(st, S_IWGRP | S_IWOTH); }
 
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "files/atomic_file.h"
+#include "files/link_walk.h"
 #include "files/resume.h"
 #include "net/conn.h"
 
@@ -90,24 +91,9 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 // not only the link's). Bounded like the kernel's 40 links.
 std::vector<fs::path> names_of(const fs::path& p) {
   std::vector<fs::path> out;
-  fs::path at = p;
-  for (int hops = 0; hops < 40; ++hops) {
-    std::error_code ec;
-    const fs::path leaf = at.filename();
-    if (leaf.empty() || leaf == "." || leaf == "..") {
-      if (fs::path h = fs::weakly_canonical(at, ec); !ec) out.push_back(h);
-      break;
-    }
-    const fs::path dir = fs::weakly_canonical(at.has_parent_path() ? at.parent_path() : fs::path("."), ec);
-    if (ec) break;
-    const fs::path named = dir / leaf;
-    out.push_back(named);
-    struct stat st {};
-    if (::lstat(named.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
-    const fs::path target = fs::read_symlink(named, ec);
-    if (ec) break;
-    at = target.is_absolute() ? target : dir / target;
-  }
+  files::LinkWalk walk;
+  walk.on_name = [&out](const fs::path& name) { out.push_back(name); };
+  files::walk_links(p, walk);  // a loop or an unreadable link ends the names, nothing more
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "files/atomic_file.h"
+#include "files/io.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
 
@@ -68,7 +69,7 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     // Only a file this server could have left: its own, one link, no group or other permission
     // (temporary and partial files are 0600 until committed). A user's ".db.aesxfer-backup"
     // (0644, or another user's) has the shape of a temporary name, not its marks.
-    if (st.st_uid != ::geteuid() || st.st_nlink != 1 || (st.st_mode & 077)) continue;
+    if (!files::ownership_problem(st, 077).empty()) continue;
     const files::UniqueFd fd(::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (!fd) continue;
     // A partial file that a session holds is being resumed: leave it.

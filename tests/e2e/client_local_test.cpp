@@ -578,7 +578,7 @@ TEST_F(ClientLocal, KeylogIsPrivateAndHoldsEveryConnection) {
     r = run(
         {"send", (ws.local / "big.bin").string(), "127.0.0.1:big3.bin", "--keylog", open_log.string(), "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_NE(r.err.find("it is uid 65534"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("owned by uid 65534"), std::string::npos) << r.err;
     EXPECT_EQ(read_text_file(open_log), "");
   }
   EXPECT_FALSE(fs::exists(ws.root / "big3.bin"));
