@@ -35,9 +35,13 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
                       int& rc, std::optional<proto::Failure>& lost);
 
-// recv_many's answer when its connection was lost and --retries takes over: the caller fetches
-// the sources one by one, resuming.
-constexpr int kLostTryOneByOne = -1;
+// What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
+// one, each on its own connection (the sources name several hosts), or one by one resuming (the
+// connection was lost and --retries takes over: what it fetched is kept or verified).
+struct ManyOutcome {
+  enum class Then { done, one_by_one, one_by_one_resuming } then = Then::done;
+  int rc = 0;
+};
 
 // True when a lost get into `dest` may be tried again: a file, or nothing yet, there (a FIFO, a
 // device or standard output takes the bytes as they come: a second attempt would repeat them).
@@ -171,23 +175,23 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
 
 // recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
-// by one (parallel streams as for one file). nullopt when the sources name several hosts (the
-// caller then fetches each on its own connection).
-std::optional<int> recv_many(const std::vector<std::string>& args, const TransferOpts& t_in, Retrier& retry) {
+// by one (parallel streams as for one file).
+ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& t_in, Retrier& retry) {
+  using Then = ManyOutcome::Then;
   const fs::path dest = args.back();
   std::vector<std::string> paths;
   std::optional<Remote> first;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     auto r = parse_remote(args[i]);
-    if (!r || r->path.empty() || r->path == "/dev/zero") return std::nullopt;
+    if (!r || r->path.empty() || r->path == "/dev/zero") return {Then::one_by_one};
     if (!first) first = r;
-    if (r->host != first->host) return std::nullopt;
+    if (r->host != first->host) return {Then::one_by_one};
     paths.push_back(r->path);
   }
-  if (!check_remote(*first, t_in.quiet)) return kExitUsage;
+  if (!check_remote(*first, t_in.quiet)) return {Then::done, kExitUsage};
   TransferOpts t = t_in;
   client::ClientOptions co;
-  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return {Then::done, kExitUsage};
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
   std::unique_ptr<client::Client> client;
@@ -235,11 +239,11 @@ std::optional<int> recv_many(const std::vector<std::string>& args, const Transfe
     pl.drain();
     client->bye();
   } catch (const proto::Failure& f) {
-    if (!retry.worth(f)) return end_on_failure(f, client.get());
+    if (!retry.worth(f)) return {Then::done, end_on_failure(f, client.get())};
     retry.wait(f);
-    return kLostTryOneByOne;
+    return {Then::one_by_one_resuming};
   }
-  return rc;
+  return {Then::done, rc};
 }
 
 // The usage errors of a recv, found before anything moves: the number of arguments, a source that
@@ -309,9 +313,9 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   Retrier retry(t.retries);
   TransferOpts one_by_one = t;
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
-    const auto rc = recv_many(args, t, retry);
-    if (rc && *rc != kLostTryOneByOne) return *rc;
-    if (rc) one_by_one.resume = true;  // what the lost connection fetched is kept or verified
+    const ManyOutcome m = recv_many(args, t, retry);
+    if (m.then == ManyOutcome::Then::done) return m.rc;
+    if (m.then == ManyOutcome::Then::one_by_one_resuming) one_by_one.resume = true;  // kept or verified
   }
   int rc = 0;
   for (size_t i = 0; i < n; ++i) {
