@@ -17,6 +17,7 @@
 #include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/dir_chain.h"
+#include "files/io.h"
 #include "files/resume.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
@@ -415,12 +416,15 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     std::string distrust;
     UniqueFd fd = open_kept_partial(*dest, distrust);
     if (!distrust.empty())
-      return refuse(ctx, req, dest->shown, {Status::permission, req.path + ": " + distrust});
+      return refuse(ctx, req, dest->shown, {Status::permission, dest->shown + ": " + distrust});
     struct stat sb {};
     bool whole = false;
     if (!fd) {  // no partial file: the destination itself, when it has the probed size
+      // and is this server's own (another user's planted copy, or a second name of some file,
+      // is replaced whole, never "up to date": an eighth re-attack, F1), as the client's rule.
       fd.reset(::openat(dest->dir.get(), dest->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-      whole = fd && ::fstat(fd.get(), &sb) == 0 && S_ISREG(sb.st_mode) && uint64_t(sb.st_size) == req.size;
+      whole = fd && ::fstat(fd.get(), &sb) == 0 && S_ISREG(sb.st_mode) && uint64_t(sb.st_size) == req.size &&
+              files::ownership_problem(sb, 0).empty();
       if (!whole) fd.reset();
     }
     if (fd && ::fstat(fd.get(), &sb) == 0) {

@@ -427,8 +427,10 @@ void TempFile::discard() noexcept {
 // ---- KeptPartial -----------------------------------------------------------------------------
 
 namespace {
+// Raw: the client and the log make a refusal's text printable where they show it (escaped here
+// too, a name came out escaped twice: an eighth re-attack, F5).
 std::string partial_refusal(const std::string& partial, const std::string& why) {
-  return "not resuming from the kept partial file " + printable(partial) + ": " + why +
+  return "not resuming from the kept partial file " + partial + ": " + why +
          " (remove it, or send without --resume)";
 }
 }  // namespace

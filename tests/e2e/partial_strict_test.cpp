@@ -168,5 +168,58 @@ TEST_F(PartialStrictModes, TreeResumeNeverTakesAnotherUsersSmallFileAsUpToDate) 
   EXPECT_EQ(read_text_file(dest), "echo hi\n");
 }
 
+// An eighth re-attack (F1): the server answered a probe with "complete" for any regular file of
+// the probed size, so send --resume and send -r --resume left another user's planted copy (0666,
+// the same bytes) or a second name of some file "up to date", theirs to rewrite later. The server
+// now asks the client's rule: only its own file with one link is a resume base.
+TEST_F(PartialStrictModes, TheServerNeverTakesAnotherUsersDestinationAsUpToDate) {
+  fs::create_directories(ws.local / "tree");
+  write_text_file(ws.local / "tree" / "run.sh", "echo hi\n");
+  fs::create_directories(ws.root / "tree");
+  const fs::path dest = ws.root / "tree" / "run.sh";
+  for (bool tree : {false, true}) {
+    fs::remove(dest);
+    write_text_file(dest, "echo hi\n");  // the client's bytes, planted by another user
+    plant_as_another_user(dest);
+    auto r =
+        tree ? run({"send", "-r", "--resume", (ws.local / "tree").string(), "127.0.0.1:"})
+             : run({"send", "--resume", (ws.local / "tree" / "run.sh").string(), "127.0.0.1:tree/run.sh"});
+    SCOPED_TRACE(tree ? "send -r --resume" : "send --resume");
+    expect_replaced_as_this_users(r, dest);
+    EXPECT_EQ(read_text_file(dest), "echo hi\n");
+  }
+  // A second name of a file of the server's own: not "up to date" either (the data would go on
+  // reaching the other name's reader).
+  fs::remove(dest);
+  write_text_file(ws.root / "elsewhere.sh", "echo hi\n");
+  fs::create_hard_link(ws.root / "elsewhere.sh", dest);
+  auto r = run({"send", "--resume", (ws.local / "tree" / "run.sh").string(), "127.0.0.1:tree/run.sh"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::hard_link_count(dest), 1u);
+}
+
+// An eighth re-attack (F5): the server's refusal of a planted partial file escaped its name, and
+// the client and the log escaped it again ("\x5cx1b"); the probe's refusal also named the
+// directory sent to ("up/") instead of the file. Escaped once, where it is shown.
+TEST_F(PartialStrictModes, TheServersRefusalNamesTheFileEscapedOnce) {
+  const std::string name = "e\x1b[31m.bin";
+  write_text_file(ws.local / name, "payload\n");
+  fs::create_directories(ws.root / "up");
+  const fs::path partial = ws.root / "up" / ("." + name + ".aesxfer-partial");
+  write_text_file(partial, "pay");
+  fs::permissions(partial, fs::perms(0664));
+  auto r = run({"send", "--resume", (ws.local / name).string(), "127.0.0.1:up/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find(
+                "up/e\\x1b[31m.bin: not resuming from the kept partial file .e\\x1b[31m.bin.aesxfer-partial"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("x5c"), std::string::npos) << r.err;
+  EXPECT_TRUE(server->wait_for_log("kept partial file .e\\x1b[31m.bin.aesxfer-partial")) << server->log();
+  EXPECT_EQ(server->log().find("x5c"), std::string::npos) << server->log();
+  EXPECT_EQ(read_text_file(partial), "pay");
+}
+
 }  // namespace
 }  // namespace aesxfer::test
