@@ -57,8 +57,11 @@ double rounded(double v, int decimals) {
 // controls, invisible and format characters, space look-alikes) written as \uXXXX: the value
 // stays exact for a JSON reader, and a terminal or log showing the line sees no control (a
 // server-chosen name with U+202E cannot reorder the line). Such a code point occurs only inside
-// JSON strings, where the escape is valid.
+// JSON strings, where the escape is valid. When the locale does not read UTF-8
+// (proto::utf8_output() false) every code point from U+0080 up is written so: an 8-bit terminal
+// takes the 0x9b of "\xc3\x9b" for CSI (an eighth re-attack, F2), and the line is then ASCII.
 std::string json_line(const Json& j) {
+  const bool utf8 = proto::utf8_output();
   const std::string raw = j.dump(-1, ' ', false, Json::error_handler_t::replace);
   std::string out;
   out.reserve(raw.size() + 1);
@@ -78,7 +81,7 @@ std::string json_line(const Json& j) {
       continue;
     }
     const uint32_t cp = proto::utf8_code_point(std::string_view(raw).substr(i, n), n);
-    if (!proto::escaped_code_point(cp)) {
+    if (utf8 && !proto::escaped_code_point(cp)) {
       out.append(raw, i, n);
     } else if (cp < 0x10000) {
       u16(cp);

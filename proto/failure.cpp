@@ -79,9 +79,10 @@ std::atomic<bool> g_utf8_output{true};
 }  // namespace
 
 void set_utf8_output(bool on) noexcept { g_utf8_output.store(on, std::memory_order_relaxed); }
+bool utf8_output() noexcept { return g_utf8_output.load(std::memory_order_relaxed); }
 
 std::string printable(std::string_view s) {
-  const bool utf8 = g_utf8_output.load(std::memory_order_relaxed);
+  const bool utf8 = utf8_output();
   std::string out;
   auto esc = [&](unsigned char ch) {
     char b[8];

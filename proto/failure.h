@@ -52,8 +52,10 @@ Failure refusal(const Message& m, const std::string& what);
 // terminal takes the 0x9b of "\xc3\x9b", a well-formed letter, for CSI).
 std::string printable(std::string_view s);
 // Whether printable() may pass well-formed UTF-8 (true, the default). The client commands set it
-// from the locale (app/main.cpp), as OpenSSH's clients do; JSON output is UTF-8 either way.
+// from the locale (app/main.cpp), as OpenSSH's clients do; JSON output then writes every code
+// point from U+0080 up as \uXXXX (app/json.h: the same values, in ASCII).
 void set_utf8_output(bool on) noexcept;
+bool utf8_output() noexcept;
 // True for a code point that printable() escapes although it is well-formed UTF-8: the C1
 // controls U+0080..U+009F and the invisible, format, bidi and space look-alike code points (see
 // proto/failure.cpp). JSON output writes these as \uXXXX (app/json.cpp).

@@ -134,6 +134,28 @@ TEST_F(ClientLocal, JsonStaysValidForAnyFileName) {
   }
 }
 
+// An eighth re-attack (F2): in an 8-bit locale the JSON lines carried a server's UTF-8 name as raw
+// bytes, and such a terminal reads the 0x9b of "\xc3\x9b" as CSI (the text lines were escaped).
+// Without a UTF-8 locale every code point from U+0080 up is a \uXXXX escape: the same value, in ASCII.
+TEST_F(ClientLocal, JsonInAnEightBitLocaleIsAscii) {
+  const std::string name =
+      "ok\xc3\x9b"
+      "31mRED\xe2\x80\xae";
+  write_text_file(ws.root / name, "data");
+  auto r = run_process({AESXFER_BINARY, "recv", "127.0.0.1:" + name, (ws.local / "out.bin").string(),
+                        "--json", "--json-progress", "-P", std::to_string(server->port()), "--timeout", "20"},
+                       {{"AESXFER_HOME", ws.home.string()}, {"LC_ALL", "C"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto lines = nonempty_lines(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (const auto& l : lines) {
+    for (unsigned char ch : l) ASSERT_LT(ch, 0x80) << l;
+    EXPECT_NE(l.find("ok\\u00db31mRED\\u202e"), std::string::npos) << l;
+    const auto j = nlohmann::json::parse(l);
+    EXPECT_EQ(j.at("file").get<std::string>(), name) << l;
+  }
+}
+
 // --json-progress without -q: standard output carries JSON lines only (the summary line goes to
 // standard error), for send and recv, with and without --json; every key follows the scheme.
 TEST_F(ClientLocal, JsonProgressNeverMixesHumanLinesIntoStdout) {
