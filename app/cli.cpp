@@ -112,7 +112,8 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   if (!co.cipher->aead && co.mac->tag_len == 0 && !t.quiet)
     std::fprintf(stderr, "aesxfer: warning: MAC none: data is unauthenticated (raw speed test only)\n");
   if (!crypto::find_checksum(t.checksum, co.checksum)) {
-    die_line("unknown checksum '" + t.checksum + "' (known: " + crypto::checksum_names() + ")");
+    die_line("unknown checksum '" + net::printable(t.checksum) + "' (known: " + crypto::checksum_names() +
+             ")");
     return false;
   }
   if (co.checksum == crypto::ChecksumAlg::none && !t.quiet)

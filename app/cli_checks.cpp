@@ -7,13 +7,15 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "proto/failure.h"
+
 namespace aesxfer::app {
 namespace {
 
-// v as typed, at most 40 bytes, control characters shown as '?'.
+// v as typed, at most 40 bytes, made printable (an eighth re-attack, F4: C0 bytes became '?' but
+// C1, bidi and, in an 8-bit locale, every high byte reached the terminal as typed).
 std::string shown(const std::string& v) {
-  std::string s;
-  for (unsigned char c : v.substr(0, 40)) s += (c < 0x20 || c == 0x7f) ? '?' : char(c);
+  const std::string s = proto::printable(v.substr(0, 40));
   return v.size() > 40 ? s + "..." : s;
 }
 

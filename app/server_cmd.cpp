@@ -10,6 +10,7 @@
 #include "crypto/checksum.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
+#include "proto/failure.h"
 #include "proto/handshake.h"
 #include "server/server.h"
 
@@ -56,8 +57,8 @@ int cmd_serve(ServeArgs& a) {
     for (const auto& name : a.checksums) {
       crypto::ChecksumAlg alg;
       if (!crypto::find_checksum(name, alg)) {
-        die_line("serve: unknown checksum '" + name + "' in --checksums (known: " + crypto::checksum_names() +
-                 ")");
+        die_line("serve: unknown checksum '" + proto::printable(name) +
+                 "' in --checksums (known: " + crypto::checksum_names() + ")");
         return kExitUsage;
       }
       so.policy.checksums |= 1u << uint8_t(alg);

@@ -96,7 +96,7 @@ std::string read_fd(int fd, const fs::path& path) {
       int e = errno;
       crypto::secure_zero(buf, sizeof buf);
       crypto::secure_zero(data.data(), data.size());
-      throw Failure("cannot read identity file " + path.string() + ": " + os_error(e));
+      throw Failure("cannot read identity file " + proto::printable(path.string()) + ": " + os_error(e));
     }
     if (n == 0) break;
     data.append(buf, size_t(n));
@@ -131,13 +131,13 @@ proto::Identity read_identity(UniqueFd fd, const fs::path& path) {
   proto::Identity id;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw Failure("identity file " + path.string() + " is not a regular file");
+    throw Failure("identity file " + proto::printable(path.string()) + " is not a regular file");
   }
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    throw Failure("identity file " + path.string() + " is accessible by others (mode " + mode +
-                  "); a secret key must be readable by its owner only: chmod 600 it");
+    throw Failure("identity file " + proto::printable(path.string()) + " is accessible by others (mode " +
+                  mode + "); a secret key must be readable by its owner only: chmod 600 it");
   }
   std::string data = read_fd(fd.get(), path);
   fd.reset();
@@ -145,7 +145,7 @@ proto::Identity read_identity(UniqueFd fd, const fs::path& path) {
   bool ok = unb64(line, id.sk.data(), id.sk.size());
   crypto::secure_zero(line.data(), line.size());
   crypto::secure_zero(data.data(), data.size());
-  if (!ok) throw Failure("identity file " + path.string() + " is damaged");
+  if (!ok) throw Failure("identity file " + proto::printable(path.string()) + " is damaged");
   crypto_sign_ed25519_sk_to_pk(id.pk.data(), id.sk.data());
   return id;
 }
@@ -157,7 +157,7 @@ proto::Identity load_identity(const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
     int e = errno;
-    throw Failure("cannot read identity file " + path.string() + ": " +
+    throw Failure("cannot read identity file " + proto::printable(path.string()) + ": " +
                   (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
   return read_identity(std::move(fd), path);
@@ -176,7 +176,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   // too many open files, a symbolic link) fails and leaves the file as it is.
   if (errno != ENOENT) {
     int e = errno;
-    throw Failure("cannot read identity file " + path.string() + ": " +
+    throw Failure("cannot read identity file " + proto::printable(path.string()) + ": " +
                   (e == ELOOP ? std::string("is a symbolic link") : os_error(e)));
   }
   id = proto::Identity::generate();
@@ -188,7 +188,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
     int e = errno;
     crypto::secure_zero(secret.data(), secret.size());
     if (e == EEXIST) return load_or_create_identity(path, created);  // made meanwhile by another process
-    throw Failure("cannot create identity file " + path.string() + ": " + os_error(e));
+    throw Failure("cannot create identity file " + proto::printable(path.string()) + ": " + os_error(e));
   }
   bool ok =
       ::write(fd.get(), secret.data(), secret.size()) == ssize_t(secret.size()) && ::fsync(fd.get()) == 0;
@@ -200,7 +200,7 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   }
   if (!ok) {
     ::unlink(path.c_str());  // ours, just made, and incomplete
-    throw Failure("cannot write identity file " + path.string() + ": " + os_error(e));
+    throw Failure("cannot write identity file " + proto::printable(path.string()) + ": " + os_error(e));
   }
   fs::path pub = path;
   pub += ".pub";

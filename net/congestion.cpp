@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "files/unique_fd.h"
+#include "proto/failure.h"
 
 namespace aesxfer::net {
 namespace {
@@ -63,11 +64,12 @@ int try_set(int fd, const std::string& name) {
 
 std::string check_congestion(const std::string& want) {
   if (want == "auto" || want == "system") return "";
-  if (want.empty() || want.size() > 15) return "--congestion '" + want + "': not a congestion control name";
+  if (want.empty() || want.size() > 15)
+    return "--congestion '" + proto::printable(want) + "': not a congestion control name";
   const files::UniqueFd fd(tcp_socket());
   if (!fd) return "";  // no TCP here at all: the connection will say so
   const int err = try_set(fd.get(), want);
-  return err ? "--congestion " + refusal(want, err) : "";
+  return err ? "--congestion " + refusal(proto::printable(want), err) : "";
 }
 
 Congestion preview_congestion(const std::string& want) {

@@ -102,9 +102,9 @@ std::vector<fs::path> names_of(const fs::path& p) {
 Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r) {
   std::error_code ec;
   real_ = fs::canonical(root, ec);
-  if (ec) throw Failure("root " + root.string() + ": " + ec.message());
+  if (ec) throw Failure("root " + printable(root.string()) + ": " + ec.message());
   fd_.reset(::open(real_.c_str(), kDirFlags));
-  if (!fd_) throw Failure("root " + root.string() + ": " + errno_text(errno));
+  if (!fd_) throw Failure("root " + printable(root.string()) + ": " + errno_text(errno));
   const char* off = std::getenv("AESXFER_NO_OPENAT2");
   if (r == Resolver::automatic && !(off && *off && std::string(off) != "0")) {
     const UniqueFd probe(int(sys_openat2(fd_.get(), ".", kDirFlags)));

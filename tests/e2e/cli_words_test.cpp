@@ -279,6 +279,35 @@ TEST(CliWords, AMisplacedArgumentIsQuotedPrintable) {
   }
 }
 
+// An eighth re-attack (F4): the errors about an option's value quoted it as typed for -i, -o
+// IdentityFile=, --congestion, --checksum, serve --checksums and serve --root, and the numeric
+// options turned C0 bytes into '?' but passed C1 (U+009B, CSI), bidi controls and raw high bytes.
+// Every one is shown printable.
+TEST(CliWords, EveryQuotedOptionValueIsPrintable) {
+  Workspace ws;
+  const std::string v =
+      "zz\x1b]0;owned\x07\xc2\x9b"
+      "31m\xe2\x80\xae";
+  const std::string a = (ws.local / "a").string();
+  write_text_file(a, "a");
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"send", a, "127.0.0.1:x", "-i", v},
+                                             {"send", a, "127.0.0.1:x", "-o", "IdentityFile=" + v},
+                                             {"send", a, "127.0.0.1:x", "--congestion", v},
+                                             {"send", a, "127.0.0.1:x", "--checksum", v},
+                                             {"send", a, "127.0.0.1:x", "--streams", v},
+                                             {"recv", "127.0.0.1:x", a, "--timeout", v},
+                                             {"serve", "-P", "0", "--checksums", v},
+                                             {"serve", "-P", "0", "--root", (ws.tmp.path() / v).string()}}) {
+    SCOPED_TRACE(args[args.size() - 2]);
+    ProcResult r = run_aesxfer(args, ws.home, 30);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    for (const char* raw : {"\x1b", "\x07", "\xc2\x9b", "\xe2\x80\xae"})
+      EXPECT_EQ(r.err.find(raw), std::string::npos) << proto::printable(r.err);
+    EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
+  }
+}
+
 class CliWordsServer : public ServerTest {};
 
 TEST_F(CliWordsServer, EachFileEndsAsOneLineInOneConvention) {
