@@ -102,7 +102,9 @@ struct SendSession {
 
   client::TreeSender::Hooks hooks() {
     client::TreeSender::Hooks h;
-    h.send_one = [this](const fs::path& local, const std::string& to) { return send_one(local, to); };
+    h.send_one = [this](const fs::path& local, int fd, const std::string& to) {
+      return send_one(local, to, fd);
+    };
     h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
       if (f && keep_for_retry(*f)) return;
       report_pipelined(t, co, tty, shown, r, f, rc);
@@ -141,11 +143,11 @@ struct SendSession {
     }
   }
 
-  bool send_one(const fs::path& local, const std::string& to) {
+  bool send_one(const fs::path& local, const std::string& to, int fd = -1) {
     app::Progress prog(net::printable(local.filename().string()), tty);
     app::JsonProgress jp(local.string(), t.json_progress);
     const bool ok = metered(prog, jp, tty, stdout, [&](FileMeter& m) {
-      return client.put(local, to, m.on_start(), m.on_progress());
+      return client.put(local, to, m.on_start(), m.on_progress(), "", fd);
     });
     if (!ok && !lost) settle(local.string());  // failed alone, reported: not sent again by a retry
     return ok;

@@ -319,15 +319,14 @@ proto::Message Client::ask_put(const proto::Message& req) {
 
 FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
-                       const std::string& name) {
+                       const std::string& name, int given) {
   clean_failure_ = true;  // until a request goes out
-  const UniqueFd owned(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!owned) throw Failure(printable(local.string()) + ": " + errno_text(errno));
-  const int fd = owned.get();
   struct stat st {};
-  ::fstat(fd, &st);
-  if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
-  if (!S_ISREG(st.st_mode)) throw Failure(printable(local.string()) + ": not a regular file");
+  UniqueFd owned;
+  if (given < 0) owned = open_source(AT_FDCWD, local, local, st);
+  const int fd = given < 0 ? owned.get() : given;
+  if (given >= 0 && ::fstat(fd, &st) != 0)
+    throw Failure(printable(local.string()) + ": " + errno_text(errno));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
   proto::Message req = proto::request(proto::Op::put, remote, opt_.preserve ? proto::kFlagPreserve : 0);
@@ -471,12 +470,21 @@ bool Client::already_there(int fd, const proto::Message& pr, uint64_t size, File
 }
 
 Client::Kept Client::judge_probe(const std::filesystem::path& local, const proto::Message& pr,
-                                 FileResult& done) {
-  const UniqueFd fd(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+                                 FileResult& done, int given) {
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Kept::nothing;  // put says why
+  UniqueFd owned;
+  if (given < 0) {
+    try {
+      owned = open_source(AT_FDCWD, local, local, st);
+    } catch (const Failure&) {
+      return Kept::nothing;  // put says why
+    }
+  } else if (::fstat(given, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Kept::nothing;
+  }
+  const int fd = given < 0 ? owned.get() : given;
   const uint64_t size = uint64_t(st.st_size);
-  if (already_there(fd.get(), pr, size, done, size > proto::kMaxAheadSize ? keepalive() : nullptr)) {
+  if (already_there(fd, pr, size, done, size > proto::kMaxAheadSize ? keepalive() : nullptr)) {
     done.file = local.string();
     return Kept::complete;
   }
@@ -575,6 +583,17 @@ static int named_descriptor(const fs::path& local) {
     p = t.is_absolute() ? t : p.parent_path() / t;
   }
   return -1;
+}
+
+UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, struct stat& st) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) throw Failure(printable(shown.string()) + ": is a directory");
+  if (!S_ISREG(st.st_mode)) throw Failure(printable(shown.string()) + ": not a regular file");
+  // Blocking again: a regular file's reads never wait, and the data plane's loops expect it.
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat

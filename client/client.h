@@ -38,6 +38,12 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
+// A file to send, `name` inside directory dirfd (AT_FDCWD: a path as the user typed it), opened
+// for reading without blocking (a FIFO put where a file was, by another user who can write to the
+// tree, opens at once and is refused: never waited on; an eighth re-attack, F3) and then required
+// to be a regular file; `st` is its fstat. Throws Failure naming `shown`, origin local.
+files::UniqueFd open_source(int dirfd, const std::filesystem::path& name, const std::filesystem::path& shown,
+                            struct stat& st);
 
 // The one get request (docs/PROTOCOL.md 3.4), whichever way a file is fetched (alone, pipelined,
 // resumed, or in ranges): `remote`, `size` (what the /dev/zero source yields; for a ranged get the
@@ -129,10 +135,11 @@ class Client {
   // Sends local file `local` to `remote` (a file or directory on the server). Throws Failure.
   // `on_start` is told the size before the first byte moves.
   // `name`, when not empty, is the file's name on the server when `remote` is a directory (else
-  // local's own name).
+  // local's own name). `fd`, when given, is `local` already open_source()d (send -r opens its
+  // files below the directories it read); else put opens it so.
   FileResult put(const std::filesystem::path& local, const std::string& remote,
                  const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
-                 const std::string& name = "");
+                 const std::string& name = "", int fd = -1);
   // Sends what fd yields until its end (send -: standard input, read as it comes, never spooled)
   // as an unsized put (docs/PROTOCOL.md 3.3), named `name` when `remote` is a directory. One
   // connection whatever --streams says; refused with --resume (the input cannot be read again).
@@ -145,7 +152,8 @@ class Client {
   // send -r --resume judges its pipelined probes with it. A file above kMaxAheadSize is hashed
   // with keep-alive requests: the caller's pipeline must be empty then.
   enum class Kept { nothing, partial, complete };
-  Kept judge_probe(const std::filesystem::path& local, const proto::Message& probe_answer, FileResult& done);
+  Kept judge_probe(const std::filesystem::path& local, const proto::Message& probe_answer, FileResult& done,
+                   int fd = -1);
   // Fetches `remote` into `local` (a file, or an existing directory to put it in). `size` is used
   // only for the /dev/zero source.
   FileResult get(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,

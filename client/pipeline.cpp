@@ -59,17 +59,22 @@ void Pipeline::drain() {
   c_.conn_->set_gather(false);  // what follows (a large file, standard input, bye) is not gathered
 }
 
-void Pipeline::put(const fs::path& local, const std::string& remote, const std::string& name, Done done) {
-  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  const files::UniqueFd owned(fd);  // closed when put() returns
+void Pipeline::put(const fs::path& local, const std::string& remote, const std::string& name, Done done,
+                   int fd) {
+  files::UniqueFd owned;  // closed when put() returns
   struct stat st {};
   std::optional<Failure> bad;
-  if (fd < 0)
-    bad = Failure(printable(local.string()) + ": " + errno_text(errno));
-  else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    bad = Failure(printable(local.string()) +
-                  (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file"));
-  else if (uint64_t(st.st_size) > proto::kMaxAheadSize)
+  try {
+    if (fd < 0) {
+      owned = open_source(AT_FDCWD, local, local, st);
+      fd = owned.get();
+    } else if (::fstat(fd, &st) != 0) {
+      throw Failure(printable(local.string()) + ": " + errno_text(errno));
+    }
+  } catch (const Failure& f) {
+    bad = f;
+  }
+  if (!bad && uint64_t(st.st_size) > proto::kMaxAheadSize)
     bad = Failure("internal error: " + printable(local.string()) + " is too large to pipeline");
   if (bad) return done(nullptr, &*bad);
 

@@ -57,7 +57,9 @@ class Pipeline {
   // Sends a put of `local` (opened and checked here; a local error is reported through done at
   // once, nothing sent) to `remote` (`name` as for Client::put). The data goes out right behind
   // the request.
-  void put(const std::filesystem::path& local, const std::string& remote, const std::string& name, Done done);
+  // `fd`, when given, is `local` already open_source()d (client.h); else put opens it so.
+  void put(const std::filesystem::path& local, const std::string& remote, const std::string& name, Done done,
+           int fd = -1);
   // mkdir of `path` (no name: the caller knows its place), answered through done.
   void mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool apply_attrs, DirDone done);
   // A get of `remote` into `local` (inside dir, an open directory that `keep` holds open until

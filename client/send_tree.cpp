@@ -1,53 +1,84 @@
 #include "client/send_tree.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <set>
 
 #include "client/tree_resume.h"
+#include "files/io.h"
 
 namespace aesxfer::client {
 
 using proto::Failure;
+using proto::printable;
 
 namespace fs = std::filesystem;
 
 namespace {
 
-void walk(const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
-          std::vector<std::string>* skipped) {
-  std::vector<fs::path> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path());
+// The names in the directory open as dirfd, sorted (a second descriptor of it: the caller's
+// keeps its offset).
+std::vector<std::string> names_in(int dirfd, const fs::path& dir) {
+  files::UniqueFd fd(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = fd ? ::fdopendir(fd.get()) : nullptr;
+  if (!d) throw Failure(printable(dir.string()) + ": " + files::errno_text(errno));
+  fd.release();  // closedir closes it
+  std::vector<std::string> names;
+  while (const dirent* de = ::readdir(d))
+    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0)
+      names.emplace_back(de->d_name);
+  ::closedir(d);
   std::sort(names.begin(), names.end());
-  for (const auto& p : names) {
-    std::string rel = prefix.empty() ? p.filename().string() : prefix + "/" + p.filename().string();
+  return names;
+}
+
+void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
+          std::vector<std::string>* skipped) {
+  struct stat ds {};
+  if (::fstat(dirfd, &ds) != 0) throw Failure(printable(dir.string()) + ": " + files::errno_text(errno));
+  for (const auto& name : names_in(dirfd, dir)) {
+    const std::string rel = prefix.empty() ? name : prefix + "/" + name;
     struct stat lst {
     }, st{};
-    if (::lstat(p.c_str(), &lst) != 0) continue;
-    bool link = S_ISLNK(lst.st_mode);
-    if (::stat(p.c_str(), &st) != 0) {
-      if (skipped) skipped->push_back(proto::printable(rel) + " (dangling symlink)");
+    if (::fstatat(dirfd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const bool link = S_ISLNK(lst.st_mode);
+    if (::fstatat(dirfd, name.c_str(), &st, 0) != 0) {
+      if (skipped) skipped->push_back(printable(rel) + " (dangling symlink)");
       continue;
     }
     TreeEntry t;
-    t.local = p;
+    t.local = dir / name;
     t.rel = rel;
     t.mode = st.st_mode & 07777;
     t.mtime = st.st_mtim.tv_sec;
+    t.parent_dev = ds.st_dev;
+    t.parent_ino = ds.st_ino;
     if (S_ISDIR(st.st_mode)) {
       if (link) {
-        if (skipped) skipped->push_back(proto::printable(rel) + " (symlink to a directory, not followed)");
+        if (skipped) skipped->push_back(printable(rel) + " (symlink to a directory, not followed)");
         continue;
       }
+      const files::UniqueFd sub(
+          ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub && (errno == ELOOP || errno == ENOTDIR)) {  // replaced since the fstatat
+        if (skipped) skipped->push_back(printable(rel) + " (replaced while the tree was read, not followed)");
+        continue;
+      }
+      if (!sub) throw Failure(printable(t.local.string()) + ": " + files::errno_text(errno));
       t.dir = true;
       out.push_back(t);
-      walk(p, rel, out, skipped);
+      walk(sub.get(), t.local, rel, out, skipped);
     } else if (S_ISREG(st.st_mode)) {
       out.push_back(t);
     } else if (skipped) {
-      skipped->push_back(proto::printable(rel) + " (not a regular file)");
+      skipped->push_back(printable(rel) + " (not a regular file)");
     }
   }
 }
@@ -78,18 +109,79 @@ bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEn
 
 std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped) {
   std::vector<TreeEntry> out;
-  walk(top, "", out, skipped);
+  const files::UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // as the user named it
+  if (!fd) throw Failure(printable(top.string()) + ": " + files::errno_text(errno));
+  walk(fd.get(), top, "", out, skipped);
   return out;
+}
+
+files::UniqueFd TreeSender::open_entry(const TreeEntry& e, struct stat& st) {
+  const fs::path dir = e.local.parent_path();
+  struct stat ds {};
+  if (!parent_fd_ || dir != parent_path_) {
+    parent_fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    parent_path_ = dir;
+  }
+  if (!parent_fd_ || ::fstat(parent_fd_.get(), &ds) != 0 || ds.st_dev != e.parent_dev ||
+      ds.st_ino != e.parent_ino) {
+    parent_fd_.reset();
+    throw Failure(printable(e.local.string()) +
+                  ": its directory was replaced since the tree was read; not sent");
+  }
+  return open_source(parent_fd_.get(), e.local.filename(), e.local, st);
 }
 
 bool TreeSender::send_file(const fs::path& local, const std::string& to, bool probed) {
   struct stat st {};
+  files::UniqueFd fd;
   try {
-    if (::stat(local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        pipeline_.can_put(uint64_t(st.st_size), probed)) {
-      pipeline_.put(local, to, "", [this, shown = local.string()](const FileResult* r, const Failure* f) {
-        hooks_.verdict(shown, r, f);
-      });
+    fd = open_source(AT_FDCWD, local, local, st);
+  } catch (const Failure&) {  // send_one says why, after the pipeline's answers
+    try {
+      pipeline_.drain();
+    } catch (const Failure& f) {
+      hooks_.failed(f);
+      return false;
+    }
+    return hooks_.send_one(local, -1, to) || c_.can_continue();
+  }
+  return send_open(local, fd.get(), st, to, probed);
+}
+
+bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
+  try {
+    open_entry(e, st);
+    return true;
+  } catch (const Failure&) {
+    return false;
+  }
+}
+
+files::UniqueFd TreeSender::open_or_report(const TreeEntry& e, struct stat& st) {
+  try {
+    return open_entry(e, st);
+  } catch (const Failure& f) {  // this file alone
+    hooks_.verdict(e.local.string(), nullptr, &f);
+    return files::UniqueFd();
+  }
+}
+
+bool TreeSender::send_entry(const TreeEntry& e, const std::string& to, bool probed) {
+  struct stat st {};
+  const files::UniqueFd fd = open_or_report(e, st);
+  return !fd || send_open(e.local, fd.get(), st, to, probed);
+}
+
+bool TreeSender::send_open(const fs::path& local, int fd, const struct stat& st, const std::string& to,
+                           bool probed) {
+  try {
+    if (pipeline_.can_put(uint64_t(st.st_size), probed)) {
+      pipeline_.put(
+          local, to, "",
+          [this, shown = local.string()](const FileResult* r, const Failure* f) {
+            hooks_.verdict(shown, r, f);
+          },
+          fd);
       return true;
     }
     pipeline_.drain();
@@ -97,7 +189,7 @@ bool TreeSender::send_file(const fs::path& local, const std::string& to, bool pr
     hooks_.failed(f);
     return false;
   }
-  return hooks_.send_one(local, to) || c_.can_continue();
+  return hooks_.send_one(local, fd, to) || c_.can_continue();
 }
 
 bool TreeSender::finish() {
@@ -123,7 +215,7 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
     struct stat st {};
     if (e.dir)
       pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
-    else if (::stat(e.local.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // else the put says why
+    else if (probe_size(e, st))  // else sending it says why
       pipeline_.probe(below(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
                       [this, &said, i](const proto::Message* m, const Failure* f) {
                         if (m) said[i] = *m;
@@ -137,18 +229,21 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     if (e.dir) continue;
+    struct stat st {};
+    const files::UniqueFd fd = open_or_report(e, st);
+    if (!fd) continue;
     FileResult done;
     auto kept = Client::Kept::nothing;
     if (said[i]) {
       if (said[i]->size > proto::kMaxAheadSize) pipeline_.drain();  // its hash pings the server
-      kept = c_.judge_probe(e.local, *said[i], done);
+      kept = c_.judge_probe(e.local, *said[i], done, fd.get());
     }
     if (kept == Client::Kept::complete) {
       hooks_.up_to_date(done);
     } else if (kept == Client::Kept::partial) {
       pipeline_.drain();
-      if (!hooks_.send_one(e.local, below(base, e.rel)) && !c_.can_continue()) return false;
-    } else if (!send_file(e.local, below(base, e.rel), true)) {
+      if (!hooks_.send_one(e.local, fd.get(), below(base, e.rel)) && !c_.can_continue()) return false;
+    } else if (!send_open(e.local, fd.get(), st, below(base, e.rel), true)) {
       return false;
     }
   }
@@ -159,6 +254,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   std::vector<std::string> skipped;
   auto entries = walk_tree(local, &skipped);
   for (const auto& sk : skipped) hooks_.note("skipping " + sk);
+  if (hooks_.walked) hooks_.walked(entries);
   struct stat st {};
   ::stat(local.c_str(), &st);
   std::string name = fs::absolute(local).lexically_normal().filename().string();
@@ -184,7 +280,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
       for (const auto& e : entries) {
         if (e.dir)
           pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
-        else if (!send_file(e.local, below(base, e.rel)))
+        else if (!send_entry(e, below(base, e.rel)))
           return false;
       }
     }

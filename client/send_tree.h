@@ -5,6 +5,8 @@
 // below; -r --resume probes every file first (docs/PROTOCOL.md 3.6) and sends only what the server
 // lacks. What a file shows (progress, report lines) is the caller's: it comes through Hooks.
 #pragma once
+#include <sys/types.h>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -18,13 +20,19 @@ namespace aesxfer::client {
 // The contents of a local directory, parents before their contents, names sorted. Regular files
 // (also through symlinks) and directories; symlinks to directories and special files are listed in
 // `skipped` (not followed: no loops), each as a line to show: its name made printable (another user
-// may have named it with escape sequences), then why.
+// may have named it with escape sequences), then why. Each directory below the top is opened from
+// its parent's fd with O_NOFOLLOW, never by its path again; a file is later opened from its
+// directory opened by path, which must still be the directory read here (its device and inode):
+// another user who can write to the tree cannot swap a directory for a link to one of ours
+// between the walk and the sends (an eighth re-attack, F3).
 struct TreeEntry {
   std::filesystem::path local;
   std::string rel;  // relative to the walked directory, '/'-separated
   bool dir = false;
   uint32_t mode = 0;
   int64_t mtime = 0;
+  dev_t parent_dev = 0;  // the directory that holds it, as the walk read it
+  ino_t parent_ino = 0;
 };
 std::vector<TreeEntry> walk_tree(const std::filesystem::path& top, std::vector<std::string>* skipped);
 
@@ -33,7 +41,8 @@ class TreeSender {
   struct Hooks {
     // A file sent on its own, not pipelined (large, --resume, -l): moves it, shows it and reports
     // it; false after a failure it reported.
-    std::function<bool(const std::filesystem::path& local, const std::string& to)> send_one;
+    // `fd`: `local` already open (open_source, client.h), or -1 for send_one to open it.
+    std::function<bool(const std::filesystem::path& local, int fd, const std::string& to)> send_one;
     // A pipelined file's verdict, when its answers arrive: its result (shown as `shown`), or the
     // failure that stopped this file alone.
     std::function<void(const std::string& shown, const FileResult* ok, const proto::Failure* failed)> verdict;
@@ -43,6 +52,8 @@ class TreeSender {
     std::function<void(const proto::Failure& f)> failed;
     // A line about the local tree ("skipping NAME (not a regular file)").
     std::function<void(const std::string& line)> note;
+    // Optional: the tree as the walk read it, before anything is sent.
+    std::function<void(const std::vector<TreeEntry>& entries)> walked;
   };
   TreeSender(Client& c, Hooks hooks, bool preserve) : c_(c), hooks_(std::move(hooks)), preserve_(preserve) {}
 
@@ -66,6 +77,22 @@ class TreeSender {
 
   bool send_resumed(const std::vector<TreeEntry>& entries, const std::string& base,
                     const Pipeline::DirDone& dir_failed);
+  // Opens a file of the walk below its directory, which must still be the one the walk read;
+  // throws Failure (origin local) naming the file.
+  files::UniqueFd open_entry(const TreeEntry& e, struct stat& st);
+  // open_entry, or, when it fails, that file's verdict and no descriptor.
+  files::UniqueFd open_or_report(const TreeEntry& e, struct stat& st);
+  // One file, open: pipelined when small, else through send_one.
+  bool send_open(const std::filesystem::path& local, int fd, const struct stat& st, const std::string& to,
+                 bool probed);
+  // One file of the walk; false when a failure stopped the connection (a file that cannot be
+  // opened is that file's verdict).
+  bool send_entry(const TreeEntry& e, const std::string& to, bool probed = false);
+  // A file of the walk's size for its probe (open_entry, closed again); false when it cannot be
+  // opened (sending it says why).
+  bool probe_size(const TreeEntry& e, struct stat& st);
+  std::filesystem::path parent_path_;  // the last directory open_entry opened, kept open
+  files::UniqueFd parent_fd_;
 };
 
 }  // namespace aesxfer::client

@@ -227,9 +227,9 @@ void run_recv_tree(client::Client& c, Verified& ok) {
 
 void run_send_tree(client::Client& c) {
   client::TreeSender::Hooks h;
-  h.send_one = [&](const fs::path& local, const std::string& to) {
+  h.send_one = [&](const fs::path& local, int fd, const std::string& to) {
     try {
-      c.put(local, to, nullptr, nullptr);
+      c.put(local, to, nullptr, nullptr, "", fd);
       return true;
     } catch (const proto::Failure&) {
       return false;

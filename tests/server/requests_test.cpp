@@ -5,10 +5,15 @@
 // (tests/in_process_server.h). No binary, no child process.
 #include "server/requests.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -289,9 +294,9 @@ TEST_F(ClientParts, TreeSenderThenResumedTree) {
     co.resume = resume;
     client::Client c(co);
     client::TreeSender::Hooks h;
-    h.send_one = [&](const fs::path &local, const std::string &to) {
+    h.send_one = [&](const fs::path &local, int fd, const std::string &to) {
       ++seen.alone;
-      c.put(local, to, nullptr, nullptr);
+      c.put(local, to, nullptr, nullptr, "", fd);
       return true;
     };
     h.verdict = [&](const std::string &, const client::FileResult *r, const proto::Failure *f) {
@@ -322,6 +327,77 @@ TEST_F(ClientParts, TreeSenderThenResumedTree) {
   EXPECT_EQ(again.pipelined + again.alone, 0);
   for (size_t i = lines; i < server.log().size(); ++i)
     EXPECT_EQ(server.log()[i].find("op=put "), std::string::npos) << server.log()[i];
+}
+
+// An eighth re-attack (F3): send -r opened its files by path after the walk,
+// with a plain open, so another user who can write to the tree could swap a
+// file for a FIFO (the client then waited in open() for ever, whatever
+// --timeout said) or a directory for a link to one of ours (whose files were
+// then sent). Files open without blocking and must be regular, below the very
+// directories the walk read; each refused file is its own verdict, the rest go.
+TEST_F(ClientParts, TreeSenderNeverWaitsOnAFifoNorFollowsASwappedDirectory) {
+  const fs::path secret = ws.tmp / "private";
+  fs::create_directories(secret);
+  write_text_file(secret / "f", "SECRET");
+  for (bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "send -r --resume" : "send -r");
+    fs::remove_all(ws.local / "src");
+    fs::remove_all(ws.root / "src");
+    fs::create_directories(ws.local / "src/inner");
+    write_text_file(ws.local / "src/a", "small a");
+    write_text_file(ws.local / "src/inner/f", "inner f");
+    write_text_file(ws.local / "src/zz", "zz");
+    client::ClientOptions co = options();
+    co.resume = resume;
+    client::Client c(co);
+    std::vector<std::string> failures;
+    int sent = 0;
+    client::TreeSender::Hooks h;
+    h.send_one = [&](const fs::path &local, int fd, const std::string &to) {
+      c.put(local, to, nullptr, nullptr, "", fd);
+      ++sent;
+      return true;
+    };
+    h.verdict = [&](const std::string &, const client::FileResult *r, const proto::Failure *f) {
+      if (r) ++sent;
+      if (f) failures.push_back(f->what());
+    };
+    h.up_to_date = [&](const client::FileResult &) {};
+    h.failed = [&](const proto::Failure &f) { failures.push_back(std::string("failed: ") + f.what()); };
+    h.note = [&](const std::string &line) { failures.push_back("note: " + line); };
+    h.walked = [&](const std::vector<client::TreeEntry> &) {  // another user, between walk and sends
+      fs::remove(ws.local / "src/zz");
+      ASSERT_EQ(::mkfifo((ws.local / "src/zz").c_str(), 0666), 0);
+      fs::rename(ws.local / "src/inner", ws.local / "inner.old");
+      fs::create_directory_symlink(secret, ws.local / "src/inner");
+    };
+    // Were the FIFO opened for reading and waited on, this opens its other end after 20 s (and
+    // the test fails on `waited`); a reader that never blocks leaves it closed.
+    std::atomic<bool> over{false}, waited{false};
+    std::thread watchdog([&] {
+      for (int i = 0; i < 200 && !over; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (over) return;
+      waited = true;
+      const int w = ::open((ws.local / "src/zz").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (w >= 0) ::close(w);
+    });
+    const bool tree_ok = client::TreeSender(c, h, false).send_tree(ws.local / "src", ".");
+    over = true;
+    watchdog.join();
+    EXPECT_TRUE(tree_ok);
+    EXPECT_FALSE(waited) << "the client waited on the FIFO";
+    c.bye();
+    EXPECT_EQ(sent, 1);  // a
+    EXPECT_EQ(read_text_file(ws.root / "src/a"), "small a");
+    EXPECT_FALSE(fs::exists(ws.root / "src/inner/f"));
+    ASSERT_EQ(failures.size(), 2u) << ::testing::PrintToString(failures);
+    EXPECT_NE(failures[0].find("inner/f: its directory was replaced since the tree was read"),
+              std::string::npos)
+        << failures[0];
+    EXPECT_NE(failures[1].find("zz: not a regular file"), std::string::npos) << failures[1];
+    fs::remove(ws.local / "src/inner");
+    fs::remove_all(ws.local / "inner.old");
+  }
 }
 
 // --streams (client/parallel.cpp): a put and a get in two ranges over two
