@@ -225,7 +225,7 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
     pf = std::make_unique<KeptPartial>(dest);
   } catch (const Failure& f) {
     return refuse(ctx, req, shown,
-                  f.err ? refusal_for(req.path, f.err) : Refusal{f.status, req.path + ": " + f.what()});
+                  f.err ? refusal_for(req.path, f.err) : Refusal{f.status, shown + ": " + f.what()});
   }
   if (req.offset > pf->length() || req.offset > req.size)
     return refuse(ctx, req, shown,

@@ -429,6 +429,16 @@ void TempFile::discard() noexcept {
 namespace {
 // Raw: the client and the log make a refusal's text printable where they show it (escaped here
 // too, a name came out escaped twice: an eighth re-attack, F5).
+// What is in the place of a partial file that is not one (a ninth re-attack: another user's
+// directory, FIFO or link there got "is a directory" about the destination, or no name at all).
+std::string not_a_file(int dirfd, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "not a regular file";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  return S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file";
+}
+
 std::string partial_refusal(const std::string& partial, const std::string& why) {
   return "not resuming from the kept partial file " + partial + ": " + why +
          " (remove it, or send without --resume)";
@@ -442,12 +452,14 @@ KeptPartial::KeptPartial(const Place& dest)
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   struct stat st {};
+  if (!fd_ && (errno == ELOOP || errno == EISDIR))  // a link or a directory in its place
+    throw Failure(partial_refusal(partial_, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
   if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
     int e = errno;
     throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
   }
   if (!S_ISREG(st.st_mode))
-    throw Failure("the partial file is not a regular file", proto::Status::io_error, EINVAL);
+    throw Failure(partial_refusal(partial_, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
   if (std::string why = partial_distrust(st); !why.empty()) {
     fd_.reset();
     throw Failure(partial_refusal(partial_, why), proto::Status::permission, 0);
@@ -483,7 +495,10 @@ UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
   const std::string name = files::partial_name(dest.name);
   UniqueFd fd(::openat(dest.dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) fd.reset();
+  if ((!fd && errno == ELOOP) || (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))) {
+    distrust = partial_refusal(name, not_a_file(dest.dir.get(), name));  // a link, directory, FIFO ...
+    return UniqueFd();
+  }
   if (fd && !(distrust = partial_distrust(st)).empty()) {
     distrust = partial_refusal(name, distrust);
     fd.reset();

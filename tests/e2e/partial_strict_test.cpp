@@ -221,5 +221,39 @@ TEST_F(PartialStrictModes, TheServersRefusalNamesTheFileEscapedOnce) {
   EXPECT_EQ(read_text_file(partial), "pay");
 }
 
+// A ninth re-attack: a directory, FIFO or symbolic link that another user put where the server's
+// partial file goes got "t/f: is a directory", "invalid argument" or "permission denied" (about
+// the destination, not naming the partial file), and send -r --resume then left the file out.
+// Such a thing is refused as a partial file not to trust: named, with what it is, and a tree
+// sends the file whole beside it.
+TEST_F(PartialStrictModes, APartialFileThatIsNotAFileIsRefusedByNameAndATreeSendsTheFileWhole) {
+  fs::create_directories(ws.local / "t");
+  write_text_file(ws.local / "t" / "f", "the file\n");
+  const fs::path partial = ws.root / "t" / ".f.aesxfer-partial";
+  for (const char* kind : {"a directory", "a FIFO", "a symbolic link"}) {
+    SCOPED_TRACE(kind);
+    fs::remove_all(ws.root / "t");
+    fs::create_directories(ws.root / "t");
+    if (kind[2] == 'd') fs::create_directory(partial);
+    if (kind[2] == 'F') {
+      ASSERT_EQ(::mkfifo(partial.c_str(), 0600), 0);
+    }
+    if (kind[2] == 's') fs::create_symlink(ws.root / "elsewhere", partial);
+    auto r = run({"send", "--resume", (ws.local / "t" / "f").string(), "127.0.0.1:t/f", "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(
+        r.err.find("t/f: not resuming from the kept partial file .f.aesxfer-partial: " + std::string(kind)),
+        std::string::npos)
+        << r.err;
+    r = run({"send", "-r", "--resume", (ws.local / "t").string(), "127.0.0.1:"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("sending it whole"), std::string::npos) << r.err;
+    EXPECT_EQ(read_text_file(ws.root / "t" / "f"), "the file\n");
+    EXPECT_TRUE(fs::exists(fs::symlink_status(partial))) << "the planted thing is left as it was";
+    EXPECT_FALSE(fs::exists(ws.root / "elsewhere"));
+  }
+}
+
 }  // namespace
 }  // namespace aesxfer::test
