@@ -92,13 +92,13 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
 bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   co.cipher = crypto::find_cipher(t.cipher);
   if (!co.cipher) {
-    die_line("unknown cipher '" + t.cipher + "' (known: " + crypto::cipher_names() + ")");
+    die_line("unknown cipher '" + net::printable(t.cipher) + "' (known: " + crypto::cipher_names() + ")");
     return false;
   }
   std::string mac = t.mac.empty() ? (co.cipher->aead ? "none" : "hmac-sha256") : t.mac;
   co.mac = crypto::find_mac(mac);
   if (!co.mac) {
-    die_line("unknown MAC '" + mac + "' (known: " + crypto::mac_names() + ")");
+    die_line("unknown MAC '" + net::printable(mac) + "' (known: " + crypto::mac_names() + ")");
     return false;
   }
   if (co.cipher->aead && co.mac->tag_len && !t.mac.empty())

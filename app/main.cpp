@@ -240,6 +240,11 @@ int main(int argc, char** argv) {
     commands.emplace_back(sub, c.setup(sub, no_aesni));
   }
 
+  // What the commands print follows the locale's codeset from the first word on: the errors
+  // about the command line quote what was typed (a ninth re-attack: they were made printable
+  // before the locale was read, so an 8-bit terminal got the 0x9b of "\xc3\x9b" raw).
+  proto::set_utf8_output(
+      app::locale_reads_utf8(std::getenv("LC_ALL"), std::getenv("LC_CTYPE"), std::getenv("LANG")));
   if (int rc = precheck(app, argc, argv); rc >= 0) return rc;
   app::note_words_after_lower_p(argc, argv);
   try {
@@ -262,12 +267,10 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
-  // What the client commands print follows the locale's codeset. The server's log stays UTF-8
-  // where it is kept (the journal, a file), and follows the locale on a terminal, where an 8-bit
-  // codeset reads a byte of a UTF-8 name such as 0x9b as a control (CSI; a fifth re-attack, F2).
-  if (!app.got_subcommand("serve") || ::isatty(STDERR_FILENO))
-    proto::set_utf8_output(
-        app::locale_reads_utf8(std::getenv("LC_ALL"), std::getenv("LC_CTYPE"), std::getenv("LANG")));
+  // The server's log stays UTF-8 where it is kept (the journal, a file), and follows the locale
+  // on a terminal, where an 8-bit codeset reads a byte of a UTF-8 name such as 0x9b as a control
+  // (CSI; a fifth re-attack, F2).
+  if (app.got_subcommand("serve") && !::isatty(STDERR_FILENO)) proto::set_utf8_output(true);
   try {
     for (auto& [sub, run] : commands)
       if (*sub) return run();

@@ -83,15 +83,15 @@ proto::Identity Client::load_client_identity() const {
         printable((opt_.home / "id_ed25519").string()).c_str(), proto::fingerprint(id.pk).c_str(),
         printable((opt_.home / "id_ed25519").string()).c_str());
   log(1, "identity " +
-             (opt_.identity.empty() ? (opt_.home / "id_ed25519").string() : opt_.identity.string()) + " (" +
-             proto::fingerprint(id.pk) + ")");
+             printable(opt_.identity.empty() ? (opt_.home / "id_ed25519").string() : opt_.identity.string()) +
+             " (" + proto::fingerprint(id.pk) + ")");
   return id;
 }
 
 // Connects, sends the ClientHello and reads until the ServerHello is verified (its host key known).
 void Client::connect_and_hello(proto::ClientHandshake& hs) {
   const std::string hp = host_port(opt_.host, opt_.port);
-  log(1, "connecting to " + opt_.host + " port " + std::to_string(opt_.port));
+  log(1, "connecting to " + printable(opt_.host) + " port " + std::to_string(opt_.port));
   const auto t0 = Clock::now();
   int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
   conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
@@ -170,8 +170,8 @@ void Client::write_keylog() const {
   bool ok = ::write(kfd.get(), lines.data(), lines.size()) == ssize_t(lines.size());
   crypto::secure_zero(lines.data(), lines.size());
   ok = kfd.close() == 0 && ok;
-  if (!ok) throw Failure("cannot write key log " + opt_.keylog);
-  log(2, "session keys appended to " + opt_.keylog);
+  if (!ok) throw Failure("cannot write key log " + printable(opt_.keylog));
+  log(2, "session keys appended to " + printable(opt_.keylog));
 }
 
 void Client::await_welcome(const proto::Identity& id) {

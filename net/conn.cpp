@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "proto/failure.h"
 #include "proto/record_reader.h"
 
 namespace aesxfer::net {
@@ -327,7 +328,7 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) throw Failure::link("cannot resolve " + host + ": " + gai_strerror(rc));
+  if (rc != 0) throw Failure::link("cannot resolve " + proto::printable(host) + ": " + gai_strerror(rc));
   std::string last = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
     files::UniqueFd sock(

@@ -426,7 +426,8 @@ static std::function<bool(const Desc&)> allow_list(const std::vector<std::string
   std::set<std::string> names;
   for (const auto& n : given) {
     const Desc* d = find(n);
-    if (!d) throw Failure("--" + option + ": unknown " + noun + " " + n + " (known: " + known + ")");
+    if (!d)
+      throw Failure("--" + option + ": unknown " + noun + " " + printable(n) + " (known: " + known + ")");
     names.insert(d->name);
   }
   return [names](const Desc& d) { return names.count(d.name) > 0; };
@@ -480,7 +481,7 @@ void Server::Impl::open_acceptor(tcp::acceptor& acc) {
     ep = tcp::endpoint(tcp::v6(), opt.port);
   } else {
     auto addr = asio::ip::make_address(opt.listen, ec);
-    if (ec) throw Failure("--listen " + opt.listen + ": not an IP address");
+    if (ec) throw Failure("--listen " + printable(opt.listen) + ": not an IP address");
     ep = tcp::endpoint(addr, opt.port);
   }
   acc.open(ep.protocol(), ec);

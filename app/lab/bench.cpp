@@ -80,6 +80,7 @@
 #include "crypto/suite.h"
 #include "files/keystore.h"
 #include "files/unique_fd.h"
+#include "proto/failure.h"
 #include "proto/handshake.h"
 
 extern char** environ;
@@ -434,7 +435,7 @@ std::string find_scp_setup(const BenchOptions& opt, ScpSetup& s) {
     if (s.sshd.empty())
       return "--vs-scp without HOST starts a throwaway sshd on 127.0.0.1, and there is no sshd (" +
              (opt.sshd.empty() ? std::string("looked in /usr/sbin, /usr/local/sbin, /sbin and $PATH")
-                               : "--sshd " + opt.sshd + " is not an executable file") +
+                               : "--sshd " + proto::printable(opt.sshd) + " is not an executable file") +
              "): install the openssh-server package (apt-get install openssh-server), or name a HOST";
   }
   std::string out;
@@ -634,7 +635,8 @@ bool select_ciphers(const BenchOptions& opt, std::vector<const cr::CipherDesc*>&
   for (const auto& name : opt.ciphers) {
     const auto* c = cr::find_cipher(name);
     if (!c) {
-      err << "aesxfer bench: unknown cipher '" << name << "' (known: " << cr::cipher_names() << ")\n";
+      err << "aesxfer bench: unknown cipher '" << proto::printable(name) << "' (known: " << cr::cipher_names()
+          << ")\n";
       return false;
     }
     if (std::find(sel.begin(), sel.end(), c) == sel.end()) sel.push_back(c);
@@ -702,7 +704,8 @@ int plan_bench(const BenchOptions& opt, BenchPlan& p, std::ostream& err) {
   p.global_no_aesni = opt.no_aesni || cr::no_aesni();
   p.mac = cr::find_mac(opt.mac.empty() ? "hmac-sha256" : opt.mac);
   if (!p.mac) {
-    err << "aesxfer bench: unknown MAC '" << opt.mac << "' (known: " << cr::mac_names() << ")\n";
+    err << "aesxfer bench: unknown MAC '" << proto::printable(opt.mac) << "' (known: " << cr::mac_names()
+        << ")\n";
     return 2;
   }
   std::vector<const cr::CipherDesc*> sel;

@@ -59,6 +59,7 @@
 #include "crypto/cpu.h"
 #include "crypto/sha256.h"
 #include "crypto/suite.h"
+#include "proto/failure.h"
 
 namespace aesxfer::app {
 namespace {
@@ -577,7 +578,7 @@ bool select_speed(const SpeedOptions& opt, SpeedSelection& sel, std::ostream& er
     } else if (cr::find_checksum(name, sum) && sum != cr::ChecksumAlg::none) {
       sel.add_sum(sum);
     } else {
-      err << "aesxfer speed: unknown cipher, MAC or checksum '" << name
+      err << "aesxfer speed: unknown cipher, MAC or checksum '" << proto::printable(name)
           << "' (ciphers: " << cr::cipher_names() << "; MACs: " << cr::mac_names()
           << "; checksums: xxh128, sha256)\n";
       return false;

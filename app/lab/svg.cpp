@@ -10,6 +10,7 @@
 #include <set>
 
 #include "app/lab/svg_draw.h"
+#include "proto/failure.h"
 
 namespace aesxfer::app::svg {
 namespace {
@@ -449,13 +450,13 @@ std::string bar_chart(const BarChart& c) {
 bool write_file(const std::filesystem::path& p, const std::string& doc, std::string& why) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   if (!f) {
-    why = p.string() + ": " + std::strerror(errno);
+    why = proto::printable(p.string()) + ": " + std::strerror(errno);
     return false;
   }
   f << doc;
   f.flush();
   if (!f) {
-    why = p.string() + ": write failed";
+    why = proto::printable(p.string()) + ": write failed";
     return false;
   }
   return true;

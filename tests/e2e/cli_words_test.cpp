@@ -290,21 +290,55 @@ TEST(CliWords, EveryQuotedOptionValueIsPrintable) {
       "31m\xe2\x80\xae";
   const std::string a = (ws.local / "a").string();
   write_text_file(a, "a");
-  for (const auto& args :
-       std::vector<std::vector<std::string>>{{"send", a, "127.0.0.1:x", "-i", v},
-                                             {"send", a, "127.0.0.1:x", "-o", "IdentityFile=" + v},
-                                             {"send", a, "127.0.0.1:x", "--congestion", v},
-                                             {"send", a, "127.0.0.1:x", "--checksum", v},
-                                             {"send", a, "127.0.0.1:x", "--streams", v},
-                                             {"recv", "127.0.0.1:x", a, "--timeout", v},
-                                             {"serve", "-P", "0", "--checksums", v},
-                                             {"serve", "-P", "0", "--root", (ws.tmp.path() / v).string()}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"send", a, "127.0.0.1:x", "-i", v},
+           {"send", a, "127.0.0.1:x", "-o", "IdentityFile=" + v},
+           {"send", a, "127.0.0.1:x", "--congestion", v},
+           {"send", a, "127.0.0.1:x", "--checksum", v},
+           {"send", a, "127.0.0.1:x", "--streams", v},
+           {"recv", "127.0.0.1:x", a, "--timeout", v},
+           {"serve", "-P", "0", "--checksums", v},
+           {"serve", "-P", "0", "--root", (ws.tmp.path() / v).string()},
+           // a ninth re-attack: these too
+           {"send", a, "127.0.0.1:x", "-c", v},
+           {"send", a, "127.0.0.1:x", "-m", v},
+           {"serve", "-P", "0", "--root", ws.root.string(), "--listen", v},
+           {"serve", "-P", "0", "--root", ws.root.string(), "--ciphers", v},
+           {"speed", "--seconds", "0.01", "-c", v},
+           {"speed", "--seconds", "0.01", "-c", "none", "--plot", (ws.tmp.path() / v / "x.svg").string()},
+           {"bench", "--size", "1M", "-c", v}}) {
     SCOPED_TRACE(args[args.size() - 2]);
     ProcResult r = run_aesxfer(args, ws.home, 30);
     EXPECT_NE(r.exit_code, 0) << r.describe();
     for (const char* raw : {"\x1b", "\x07", "\xc2\x9b", "\xe2\x80\xae"})
       EXPECT_EQ(r.err.find(raw), std::string::npos) << proto::printable(r.err);
     EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
+  }
+}
+
+// A ninth re-attack: the command line's own errors were made printable before the locale was
+// read, so in an 8-bit locale "\xc3\x9b" (a letter; 0x9b is CSI to such a terminal) reached it
+// raw from every value checked while parsing, an unknown option and an unknown command.
+TEST(CliWords, InAnEightBitLocaleTheCommandLinesErrorsAreAscii) {
+  Workspace ws;
+  const std::string v =
+      "\xc3\x9b"
+      "31mRED";
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:x", "y", "--timeout", v},
+                                             {"send", "a", "127.0.0.1:x", "--streams", v},
+                                             {"send", "a", "127.0.0.1:x", "--record-size", v},
+                                             {"recv", "127.0.0.1:x", "y", "-l", v},
+                                             {"send", "a", "127.0.0.1:x", "--" + v},
+                                             {v, "x"},
+                                             {"speed", "--seconds", v}}) {
+    std::vector<std::string> argv{AESXFER_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcResult r = run_process(argv, {{"AESXFER_HOME", ws.home.string()}, {"LC_ALL", "C"}}, 30);
+    SCOPED_TRACE(proto::printable(r.err));
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    for (unsigned char ch : r.err) EXPECT_LT(ch, 0x80);
+    EXPECT_NE(r.err.find("\\xc3\\x9b31mRED"), std::string::npos);
   }
 }
 
