@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "crypto/checksum.h"
@@ -204,6 +205,12 @@ class Client {
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
   bool resuming() const { return opt_.resume; }
+  // Sets --resume for the puts that follow (send -r --resume sends a file whole when the server
+  // refused its kept partial file); returns what it was.
+  bool set_resuming(bool on) {
+    std::swap(opt_.resume, on);
+    return on;
+  }
   // $AESXFER_HOME (recv -r records the trees it created there: client/tree_resume.h).
   const std::filesystem::path& home() const { return opt_.home; }
   // Offset the current or last put or get resumed from (valid from its on_start call on).

@@ -210,6 +210,7 @@ bool TreeSender::finish() {
 bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::string& base,
                               const Pipeline::DirDone& dir_failed) {
   std::vector<std::optional<proto::Message>> said(entries.size());
+  std::vector<char> whole(entries.size(), 0);  // the server refused the kept partial file
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     struct stat st {};
@@ -217,12 +218,14 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
       pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
     else if (probe_size(e, st))  // else sending it says why
       pipeline_.probe(below(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
-                      [this, &said, i](const proto::Message* m, const Failure* f) {
+                      [this, &said, &whole, i](const proto::Message* m, const Failure* f) {
                         if (m) said[i] = *m;
                         // A kept partial file the server does not trust (another user's, linked
                         // or writable by others) is left alone: say so, the file goes whole.
-                        if (f && f->status == proto::Status::permission)
+                        if (f && f->status == proto::Status::permission) {
                           hooks_.note(std::string(f->what()) + "; sending it whole");
+                          whole[i] = 1;
+                        }
                       });
   }
   pipeline_.drain();
@@ -243,8 +246,13 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
     } else if (kept == Client::Kept::partial) {
       pipeline_.drain();
       if (!hooks_.send_one(e.local, fd.get(), below(base, e.rel)) && !c_.can_continue()) return false;
-    } else if (!send_open(e.local, fd.get(), st, below(base, e.rel), true)) {
-      return false;
+    } else {
+      // Whole, as said: a large file then goes without the resume flag, which would only meet the
+      // same refusal and end the tree there (a tenth re-attack).
+      const bool resume = c_.set_resuming(!whole[i] && c_.resuming());
+      const bool ok = send_open(e.local, fd.get(), st, below(base, e.rel), true);
+      c_.set_resuming(resume);
+      if (!ok) return false;
     }
   }
   return true;

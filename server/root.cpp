@@ -436,6 +436,7 @@ std::string not_a_file(int dirfd, const std::string& name) {
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "not a regular file";
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
   if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
   return S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file";
 }
 
@@ -452,7 +453,7 @@ KeptPartial::KeptPartial(const Place& dest)
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   struct stat st {};
-  if (!fd_ && (errno == ELOOP || errno == EISDIR))  // a link or a directory in its place
+  if (!fd_ && (errno == ELOOP || errno == EISDIR || errno == ENXIO))  // a link, directory or socket there
     throw Failure(partial_refusal(partial_, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
   if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
     int e = errno;
@@ -495,7 +496,8 @@ UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
   const std::string name = files::partial_name(dest.name);
   UniqueFd fd(::openat(dest.dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if ((!fd && errno == ELOOP) || (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))) {
+  if ((!fd && (errno == ELOOP || errno == ENXIO)) ||
+      (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))) {
     distrust = partial_refusal(name, not_a_file(dest.dir.get(), name));  // a link, directory, FIFO ...
     return UniqueFd();
   }

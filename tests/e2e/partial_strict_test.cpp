@@ -4,12 +4,16 @@
 // elsewhere, or a group-writable one is refused with a line naming the file and the reason, and
 // nothing is written through it. The tests run as root, so "another user" is uid 65534 (nobody).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 
+#include "files/unique_fd.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -230,15 +234,24 @@ TEST_F(PartialStrictModes, APartialFileThatIsNotAFileIsRefusedByNameAndATreeSend
   fs::create_directories(ws.local / "t");
   write_text_file(ws.local / "t" / "f", "the file\n");
   const fs::path partial = ws.root / "t" / ".f.aesxfer-partial";
-  for (const char* kind : {"a directory", "a FIFO", "a symbolic link"}) {
+  for (const std::string kind : {"a directory", "a FIFO", "a symbolic link", "a socket"}) {
     SCOPED_TRACE(kind);
     fs::remove_all(ws.root / "t");
     fs::create_directories(ws.root / "t");
-    if (kind[2] == 'd') fs::create_directory(partial);
-    if (kind[2] == 'F') {
+    if (kind == "a directory") fs::create_directory(partial);
+    if (kind == "a FIFO") {
       ASSERT_EQ(::mkfifo(partial.c_str(), 0600), 0);
     }
-    if (kind[2] == 's') fs::create_symlink(ws.root / "elsewhere", partial);
+    if (kind == "a symbolic link") fs::create_symlink(ws.root / "elsewhere", partial);
+    files::UniqueFd sock;
+    if (kind == "a socket") {  // a tenth re-attack: "sh/: permission denied", no name, no reason
+      sock.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      ASSERT_LT(partial.string().size(), sizeof a.sun_path);
+      std::strcpy(a.sun_path, partial.c_str());
+      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    }
     auto r = run({"send", "--resume", (ws.local / "t" / "f").string(), "127.0.0.1:t/f", "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
@@ -253,6 +266,27 @@ TEST_F(PartialStrictModes, APartialFileThatIsNotAFileIsRefusedByNameAndATreeSend
     EXPECT_TRUE(fs::exists(fs::symlink_status(partial))) << "the planted thing is left as it was";
     EXPECT_FALSE(fs::exists(ws.root / "elsewhere"));
   }
+}
+
+// A tenth re-attack: a file too large to pipeline, whose kept partial file the server refused
+// (another user's), was said to go whole but went with the resume flag, met the same refusal,
+// and the tree stopped there: the files after it never went.
+TEST_F(PartialStrictModes, ALargeFileWithAForeignPartialGoesWholeAndTheTreeGoesOn) {
+  fs::create_directories(ws.local / "t");
+  write_random_file(ws.local / "t" / "f", 3 << 20, 41);
+  write_text_file(ws.local / "t" / "g", "small\n");
+  write_random_file(ws.local / "t" / "h", 3 << 20, 42);
+  fs::create_directories(ws.root / "t");
+  const fs::path partial = ws.root / "t" / ".f.aesxfer-partial";
+  plant(Plant::other_owner, ws.local / "t" / "f", partial, {});
+  const std::string before = sha256_file(partial);
+  auto r = run({"send", "-r", "--resume", (ws.local / "t").string(), "127.0.0.1:"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find(".f.aesxfer-partial: owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sending it whole"), std::string::npos) << r.err;
+  for (const char* n : {"f", "g", "h"})
+    EXPECT_EQ(sha256_file(ws.root / "t" / n), sha256_file(ws.local / "t" / n)) << n;
+  EXPECT_EQ(sha256_file(partial), before) << "nothing written through another user's file";
 }
 
 }  // namespace
