@@ -84,9 +84,10 @@ int cmd_keygen() {
   proto::PublicKey pk{};
   if (std::getline(pub, on_disk) && files::decode_public_key(on_disk, pk) && pk == id.pk) line = on_disk;
   std::fprintf(stderr, "%s %s (%s)\nAdd this line to the server's authorized_keys (%s there):\n",
-               created ? "created" : "identity", p.c_str(), proto::fingerprint(id.pk).c_str(),
-               "$AESXFER_HOME/authorized_keys");
-  std::printf("%s\n", line.c_str());
+               created ? "created" : "identity", proto::printable(p.string()).c_str(),
+               proto::fingerprint(id.pk).c_str(), "$AESXFER_HOME/authorized_keys");
+  std::printf("%s\n",
+              proto::printable(line).c_str());  // a .pub line with control bytes is no key line anyway
   return 0;
 }
 
@@ -114,7 +115,7 @@ int cmd_authorize(const std::string& what) {
     files::decode_public_key(line, pk);
     std::printf("%s %s in %s\n",
                 r == files::Authorize::added ? "added" : "already there:", proto::fingerprint(pk).c_str(),
-                file.c_str());
+                proto::printable(file.string()).c_str());
     return 0;
   } catch (const std::runtime_error& e) {
     die_line("authorize: " + net::printable(what.substr(0, 80)) + ": " + e.what());

@@ -131,23 +131,25 @@ void Client::check_host_key(const proto::PublicKey& key) {
   const HostCheck hc = check_known_host(known, hp, key, &expected, !opt_.strict_host_keys);
   switch (hc) {
     case HostCheck::known:
-      log(1, "host key for " + hp + " is known: " + proto::fingerprint(key) + " matches " + known.string());
+      log(1, "host key for " + hp + " is known: " + proto::fingerprint(key) + " matches " +
+                 printable(known.string()));
       break;
     case HostCheck::added:
       log(1, "host key for " + hp + " was not known: " + proto::fingerprint(key) + " added to " +
-                 known.string());
+                 printable(known.string()));
       // As ssh says it: the user learns that a key was trusted on first use, and which.
       if (opt_.announce_new_host)
         std::fprintf(stderr, "aesxfer: Permanently added %s (%s) to the list of known hosts (%s)\n",
-                     hp.c_str(), proto::fingerprint(key).c_str(), known.c_str());
+                     hp.c_str(), proto::fingerprint(key).c_str(), printable(known.string()).c_str());
       break;
     case HostCheck::unknown:
       throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(key) +
-                    ") and --strict-host-keys is set; add it to " + known.string() + " after checking it");
+                    ") and --strict-host-keys is set; add it to " + printable(known.string()) +
+                    " after checking it");
     case HostCheck::changed:
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
                     proto::fingerprint(key) + "); if this is expected, remove its line from " +
-                    known.string());
+                    printable(known.string()));
   }
 }
 
@@ -184,7 +186,7 @@ void Client::await_welcome(const proto::Identity& id) {
     const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
     const std::string where = opt_.identity.empty()
                                   ? "aesxfer keygen prints it"
-                                  : opt_.identity.string() + ".pub holds it, if made by keygen";
+                                  : printable(opt_.identity.string()) + ".pub holds it, if made by keygen";
     throw Failure(printable(hp + " refused the login: " + text) + "; to be let in, add this line to " +
                   "$AESXFER_HOME/authorized_keys on the server (" + where + "): " + encode_public_key(id.pk) +
                   " " + key_comment());

@@ -222,8 +222,8 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
     proto::PublicKey pk;
     // A line for this host that cannot be read is an error, never a reason to pin a new key.
     if (!decode_public_key(rest, pk))
-      throw Failure(file.string() + ":" + std::to_string(lineno) + ": cannot parse the key for " + host_port +
-                    "; fix or remove that line");
+      throw Failure(proto::printable(file.string()) + ":" + std::to_string(lineno) +
+                    ": cannot parse the key for " + host_port + "; fix or remove that line");
     if (pk == key) return HostCheck::known;
     if (expected) *expected = pk;
     return HostCheck::changed;

@@ -342,6 +342,43 @@ TEST(CliWords, InAnEightBitLocaleTheCommandLinesErrorsAreAscii) {
   }
 }
 
+// A tenth re-attack: paths under $AESXFER_HOME came out raw from keygen, authorize, the
+// known_hosts lines ("Permanently added ... (HOME/known_hosts)") and the refused login's hint
+// naming the -i file. A home (or -i file) named with ESC, C1 and RLO is shown printable.
+TEST(CliWords, PathsUnderTheHomeAndTheIdentityArePrintable) {
+  Workspace ws;
+  const fs::path home = ws.tmp.path() / "h\x1b[31m\xc2\x9b\xe2\x80\xae";
+  fs::create_directory(home);
+  fs::permissions(home, fs::perms(0700));
+  auto in_home = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv{AESXFER_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, {{"AESXFER_HOME", home.string()}}, 60);
+  };
+  auto raw_free = [](const std::string& text) {
+    for (const char* raw : {"\x1b", "\xc2\x9b", "\xe2\x80\xae"})
+      if (text.find(raw) != std::string::npos) return false;
+    return true;
+  };
+  ProcResult key = in_home({"keygen"});
+  ASSERT_EQ(key.exit_code, 0) << key.describe();
+  EXPECT_TRUE(raw_free(key.out + key.err)) << proto::printable(key.err);
+  EXPECT_NE(key.err.find("h\\x1b[31m"), std::string::npos) << key.err;
+  const std::string line = nonempty_lines(key.out).at(0);
+  ProcResult auth = in_home({"authorize", line});  // into this home: the line's own format
+  ASSERT_EQ(auth.exit_code, 0) << auth.describe();
+  EXPECT_TRUE(raw_free(auth.out + auth.err)) << proto::printable(auth.out);
+  ServerProcess server(ws.home, ws.root);  // a server that knows no key of this home
+  write_text_file(ws.local / "f", "f");
+  const std::string port = std::to_string(server.port());
+  ProcResult refused = in_home({"send", (ws.local / "f").string(), "127.0.0.1:f", "-P", port, "--timeout",
+                                "20", "-i", (home / "id_ed25519").string()});
+  EXPECT_NE(refused.exit_code, 0) << refused.describe();
+  EXPECT_NE(refused.err.find("refused the login"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("Permanently added"), std::string::npos) << refused.err;
+  EXPECT_TRUE(raw_free(refused.err)) << proto::printable(refused.err);
+}
+
 class CliWordsServer : public ServerTest {};
 
 TEST_F(CliWordsServer, EachFileEndsAsOneLineInOneConvention) {
