@@ -390,7 +390,7 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   struct stat st {};
   const bool existed = ::lstat(file.c_str(), &st) == 0;
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) throw Failure("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (!fd) throw Failure("cannot open " + proto::printable(file.string()) + ": " + std::strerror(errno));
   // "added" must mean let in: the keys as the server reads them (load_trusted_keys: StrictModes, a
   // readable regular file); a file it would not trust is refused with its reason (a sixth
   // re-attack, F2) and left as it was.
@@ -398,20 +398,23 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   const std::vector<proto::PublicKey> keys = load_trusted_keys(file, refused);
   if (!refused.empty()) {
     if (!existed) ::unlink(file.c_str());
-    throw Failure(refused + "; the server would trust no key of it, so nothing was written");
+    // The server's own words, which its log quotes; here they go to a terminal: printable (a tenth
+    // re-attack: a home named with escapes came out raw).
+    throw Failure(proto::printable(refused) +
+                  "; the server would trust no key of it, so nothing was written");
   }
   for (const auto& k : keys)
     if (k == pk) return Authorize::already;
   // A last line without its newline would take the new key into it: one line that shows both keys
   // and lets neither in (a fifth re-attack, F3). End it first.
   if (::fstat(fd.get(), &st) != 0)
-    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
+    throw Failure("cannot read " + proto::printable(file.string()) + ": " + std::strerror(errno));
   char last = '\n';
   if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1)
-    throw Failure("cannot read " + file.string() + ": " + std::strerror(errno));
+    throw Failure("cannot read " + proto::printable(file.string()) + ": " + std::strerror(errno));
   const std::string out = (last == '\n' ? "" : "\n") + line + "\n";
   const bool ok = ::write(fd.get(), out.data(), out.size()) == ssize_t(out.size()) && fd.close() == 0;
-  if (!ok) throw Failure("cannot write " + file.string());
+  if (!ok) throw Failure("cannot write " + proto::printable(file.string()));
   return Authorize::added;
 }
 

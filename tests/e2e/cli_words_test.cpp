@@ -368,6 +368,11 @@ TEST(CliWords, PathsUnderTheHomeAndTheIdentityArePrintable) {
   ProcResult auth = in_home({"authorize", line});  // into this home: the line's own format
   ASSERT_EQ(auth.exit_code, 0) << auth.describe();
   EXPECT_TRUE(raw_free(auth.out + auth.err)) << proto::printable(auth.out);
+  fs::permissions(home / "authorized_keys", fs::perms(0664));  // refused, naming the file
+  ProcResult loose = in_home({"authorize", line});
+  EXPECT_NE(loose.exit_code, 0) << loose.describe();
+  EXPECT_NE(loose.err.find("writable by group or others"), std::string::npos) << loose.err;
+  EXPECT_TRUE(raw_free(loose.err)) << proto::printable(loose.err);
   ServerProcess server(ws.home, ws.root);  // a server that knows no key of this home
   write_text_file(ws.local / "f", "f");
   const std::string port = std::to_string(server.port());
