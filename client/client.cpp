@@ -128,28 +128,25 @@ void Client::check_host_key(const proto::PublicKey& key) {
   const std::string& hp = conn_->peer();
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";
+  const std::string shown = printable(known.string());  // the home may be named with escapes
   const HostCheck hc = check_known_host(known, hp, key, &expected, !opt_.strict_host_keys);
   switch (hc) {
     case HostCheck::known:
-      log(1, "host key for " + hp + " is known: " + proto::fingerprint(key) + " matches " +
-                 printable(known.string()));
+      log(1, "host key for " + hp + " is known: " + proto::fingerprint(key) + " matches " + shown);
       break;
     case HostCheck::added:
-      log(1, "host key for " + hp + " was not known: " + proto::fingerprint(key) + " added to " +
-                 printable(known.string()));
+      log(1, "host key for " + hp + " was not known: " + proto::fingerprint(key) + " added to " + shown);
       // As ssh says it: the user learns that a key was trusted on first use, and which.
       if (opt_.announce_new_host)
         std::fprintf(stderr, "aesxfer: Permanently added %s (%s) to the list of known hosts (%s)\n",
-                     hp.c_str(), proto::fingerprint(key).c_str(), printable(known.string()).c_str());
+                     hp.c_str(), proto::fingerprint(key).c_str(), shown.c_str());
       break;
     case HostCheck::unknown:
       throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(key) +
-                    ") and --strict-host-keys is set; add it to " + printable(known.string()) +
-                    " after checking it");
+                    ") and --strict-host-keys is set; add it to " + shown + " after checking it");
     case HostCheck::changed:
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
-                    proto::fingerprint(key) + "); if this is expected, remove its line from " +
-                    printable(known.string()));
+                    proto::fingerprint(key) + "); if this is expected, remove its line from " + shown);
   }
 }
 
@@ -588,11 +585,11 @@ static int named_descriptor(const fs::path& local) {
 }
 
 UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, struct stat& st) {
+  auto refused = [&shown](const std::string& why) { return Failure(printable(shown.string()) + ": " + why); };
   UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
-  if (::fstat(fd.get(), &st) != 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) throw Failure(printable(shown.string()) + ": is a directory");
-  if (!S_ISREG(st.st_mode)) throw Failure(printable(shown.string()) + ": not a regular file");
+  if (!fd || ::fstat(fd.get(), &st) != 0) throw refused(errno_text(errno));
+  if (S_ISDIR(st.st_mode)) throw refused("is a directory");
+  if (!S_ISREG(st.st_mode)) throw refused("not a regular file");
   // Blocking again: a regular file's reads never wait, and the data plane's loops expect it.
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;

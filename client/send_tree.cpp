@@ -115,7 +115,7 @@ std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* 
   return out;
 }
 
-files::UniqueFd TreeSender::open_entry(const TreeEntry& e, struct stat& st) {
+int TreeSender::entry_dir(const TreeEntry& e) {
   const fs::path dir = e.local.parent_path();
   struct stat ds {};
   if (!parent_fd_ || dir != parent_path_) {
@@ -128,7 +128,11 @@ files::UniqueFd TreeSender::open_entry(const TreeEntry& e, struct stat& st) {
     throw Failure(printable(e.local.string()) +
                   ": its directory was replaced since the tree was read; not sent");
   }
-  return open_source(parent_fd_.get(), e.local.filename(), e.local, st);
+  return parent_fd_.get();
+}
+
+files::UniqueFd TreeSender::open_entry(const TreeEntry& e, struct stat& st) {
+  return open_source(entry_dir(e), e.local.filename(), e.local, st);
 }
 
 bool TreeSender::send_file(const fs::path& local, const std::string& to, bool probed) {
@@ -149,9 +153,8 @@ bool TreeSender::send_file(const fs::path& local, const std::string& to, bool pr
 }
 
 bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
-  try {
-    open_entry(e, st);
-    return true;
+  try {  // a stat below the walk's directory: the file itself is opened once, when it is sent
+    return ::fstatat(entry_dir(e), e.local.filename().c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
   } catch (const Failure&) {
     return false;
   }

@@ -80,6 +80,9 @@ class TreeSender {
   // Opens a file of the walk below its directory, which must still be the one the walk read;
   // throws Failure (origin local) naming the file.
   files::UniqueFd open_entry(const TreeEntry& e, struct stat& st);
+  // The directory that holds a file of the walk, opened by path (kept open for the next file of
+  // the same directory) and required to still be the one the walk read; throws Failure.
+  int entry_dir(const TreeEntry& e);
   // open_entry, or, when it fails, that file's verdict and no descriptor.
   files::UniqueFd open_or_report(const TreeEntry& e, struct stat& st);
   // One file, open: pipelined when small, else through send_one.
@@ -88,8 +91,8 @@ class TreeSender {
   // One file of the walk; false when a failure stopped the connection (a file that cannot be
   // opened is that file's verdict).
   bool send_entry(const TreeEntry& e, const std::string& to, bool probed = false);
-  // A file of the walk's size for its probe (open_entry, closed again); false when it cannot be
-  // opened (sending it says why).
+  // A file of the walk's size for its probe (a stat in entry_dir); false when it is not a regular
+  // file there any more (sending it says why).
   bool probe_size(const TreeEntry& e, struct stat& st);
   std::filesystem::path parent_path_;  // the last directory open_entry opened, kept open
   files::UniqueFd parent_fd_;
