@@ -265,18 +265,30 @@ std::string run_on_terminal(const std::vector<std::string>& args, const fs::path
 // A seventh re-attack (N2): `send *` without a destination quoted its last argument as it was, a
 // name another user planted in the directory (a title change and a screen clear). So did recv's
 // first argument. Both are shown printable.
+// True when `text` holds a byte sequence a terminal acts on: ESC, BEL, the C1 CSI (as UTF-8) or
+// the bidi override U+202E. A printable() text holds none.
+bool shows_raw_controls(const std::string& text) {
+  for (const char* raw : {"\x1b", "\x07", "\xc2\x9b", "\xe2\x80\xae"})
+    if (text.find(raw) != std::string::npos) return true;
+  return false;
+}
+
+// A command refused over a value that begins "zz\x1b]0;owned" (a title change): a non-zero exit,
+// and its error quotes the value escaped, with nothing a terminal acts on.
+void expect_refused_printably(const std::vector<std::string>& args, const fs::path& home) {
+  ProcResult r = run_aesxfer(args, home, 30);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(shows_raw_controls(r.err)) << proto::printable(r.err);
+  EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
+}
+
 TEST(CliWords, AMisplacedArgumentIsQuotedPrintable) {
   Workspace ws;
   const std::string planted = "zz\x1b]0;owned\x07\x1b[2J";
   write_text_file(ws.local / "a", "a");
   for (const auto& args : std::vector<std::vector<std::string>>{{"send", (ws.local / "a").string(), planted},
-                                                                {"recv", planted, "x"}}) {
-    ProcResult r = run_aesxfer(args, ws.home, 30);
-    EXPECT_NE(r.exit_code, 0) << r.describe();
-    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << proto::printable(r.err);
-    EXPECT_EQ(r.err.find('\x07'), std::string::npos) << proto::printable(r.err);
-    EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
-  }
+                                                                {"recv", planted, "x"}})
+    expect_refused_printably(args, ws.home);
 }
 
 // An eighth re-attack (F4): the errors about an option's value quoted it as typed for -i, -o
@@ -308,11 +320,7 @@ TEST(CliWords, EveryQuotedOptionValueIsPrintable) {
            {"speed", "--seconds", "0.01", "-c", "none", "--plot", (ws.tmp.path() / v / "x.svg").string()},
            {"bench", "--size", "1M", "-c", v}}) {
     SCOPED_TRACE(args[args.size() - 2]);
-    ProcResult r = run_aesxfer(args, ws.home, 30);
-    EXPECT_NE(r.exit_code, 0) << r.describe();
-    for (const char* raw : {"\x1b", "\x07", "\xc2\x9b", "\xe2\x80\xae"})
-      EXPECT_EQ(r.err.find(raw), std::string::npos) << proto::printable(r.err);
-    EXPECT_NE(r.err.find("zz\\x1b]0;owned"), std::string::npos) << r.err;
+    expect_refused_printably(args, ws.home);
   }
 }
 
@@ -355,24 +363,19 @@ TEST(CliWords, PathsUnderTheHomeAndTheIdentityArePrintable) {
     argv.insert(argv.end(), args.begin(), args.end());
     return run_process(argv, {{"AESXFER_HOME", home.string()}}, 60);
   };
-  auto raw_free = [](const std::string& text) {
-    for (const char* raw : {"\x1b", "\xc2\x9b", "\xe2\x80\xae"})
-      if (text.find(raw) != std::string::npos) return false;
-    return true;
-  };
   ProcResult key = in_home({"keygen"});
   ASSERT_EQ(key.exit_code, 0) << key.describe();
-  EXPECT_TRUE(raw_free(key.out + key.err)) << proto::printable(key.err);
+  EXPECT_FALSE(shows_raw_controls(key.out + key.err)) << proto::printable(key.err);
   EXPECT_NE(key.err.find("h\\x1b[31m"), std::string::npos) << key.err;
   const std::string line = nonempty_lines(key.out).at(0);
   ProcResult auth = in_home({"authorize", line});  // into this home: the line's own format
   ASSERT_EQ(auth.exit_code, 0) << auth.describe();
-  EXPECT_TRUE(raw_free(auth.out + auth.err)) << proto::printable(auth.out);
+  EXPECT_FALSE(shows_raw_controls(auth.out + auth.err)) << proto::printable(auth.out);
   fs::permissions(home / "authorized_keys", fs::perms(0664));  // refused, naming the file
   ProcResult loose = in_home({"authorize", line});
   EXPECT_NE(loose.exit_code, 0) << loose.describe();
   EXPECT_NE(loose.err.find("writable by group or others"), std::string::npos) << loose.err;
-  EXPECT_TRUE(raw_free(loose.err)) << proto::printable(loose.err);
+  EXPECT_FALSE(shows_raw_controls(loose.err)) << proto::printable(loose.err);
   ServerProcess server(ws.home, ws.root);  // a server that knows no key of this home
   write_text_file(ws.local / "f", "f");
   const std::string port = std::to_string(server.port());
@@ -381,7 +384,7 @@ TEST(CliWords, PathsUnderTheHomeAndTheIdentityArePrintable) {
   EXPECT_NE(refused.exit_code, 0) << refused.describe();
   EXPECT_NE(refused.err.find("refused the login"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("Permanently added"), std::string::npos) << refused.err;
-  EXPECT_TRUE(raw_free(refused.err)) << proto::printable(refused.err);
+  EXPECT_FALSE(shows_raw_controls(refused.err)) << proto::printable(refused.err);
 }
 
 class CliWordsServer : public ServerTest {};
