@@ -80,6 +80,7 @@ bool apply_host_config(TransferOpts& t, const std::string& alias, std::string& h
   if (c.mac && !cli("mac")) t.mac = *c.mac;
   if (c.streams && !cli("streams")) t.streams = *c.streams;
   if (c.congestion && !cli("congestion")) t.congestion = *c.congestion;
+  if (c.retries && !cli("retries")) t.retries = *c.retries;
   if (c.checksum && !cli("checksum")) t.checksum = *c.checksum;
   if (c.record_size && !cli("record-size")) t.record_size = *c.record_size;
   if (c.timeout && !cli("timeout")) t.timeout = *c.timeout;
@@ -246,6 +247,14 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
   report(t, co, res, tty);
 }
 
+Retrier::Retrier(int max) : max_(max) { ::clock_gettime(CLOCK_REALTIME_COARSE, &started_); }
+
+void Retrier::resume(client::ClientOptions& co) const {
+  if (co.resume) return;  // --resume: any destination of this user's is offered, as asked
+  co.resume = true;
+  co.offer_changed_since = started_;
+}
+
 void Retrier::wait(const proto::Failure& f) {
   ++used_;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
@@ -340,9 +349,10 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
       "-v,--verbose", t.verbose,
       "Say more on stderr (debug1: lines): the handshake, host key, cipher and implementation, streams, "
       "socket buffers, round trip; the file's checksum on the summary line. -vv: more");
-  sub->add_option("--retries", t.retries,
-                  "New connections after a lost one (reset, closed, timed out) in this command, each after "
-                  "1, 2, 4 ... s; the transfer resumes as with --resume (default 0: end at the first loss)")
+  sub->add_option(
+         "--retries", t.retries,
+         "New connections after a lost one (reset, closed, timed out) in this command, each after "
+         "1, 2, 4 ... s; the transfer resumes as with --resume (default 5; 0: end at the first loss)")
       ->check(whole_number(0, 100))
       ->type_name("N");
   sub->add_flag("--strict-host-keys", t.strict_host_keys,

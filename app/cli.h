@@ -64,8 +64,9 @@ struct TransferOpts {
   uint64_t record_size = proto::kDefaultPayload;  // --record-size
   int verbose = 0;                                // -v
   bool strict_host_keys = false;                  // --strict-host-keys
-  int retries = 0;                                // --retries: new connections after a lost one
+  int retries = 5;                                // --retries / Retries: new connections after a lost one
   int retried = 0;                                // retries used so far (the summary counts them)
+  bool retrying = false;                          // resume because a retry took over (Retrier::resume)
   std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
   std::string config_file;                        // -F (else $AESXFER_HOME/config)
   std::vector<std::string> config_options;        // -o, repeatable
@@ -80,7 +81,8 @@ struct TransferOpts {
 // into TransferOpts::retried before a summary.
 class Retrier {
  public:
-  explicit Retrier(int max) : max_(max) {}
+  // Notes the start of the command (the coarse real-time clock, which stamps a file's ctime).
+  explicit Retrier(int max);
   void logged_in() { logged_in_ = true; }
   // True when `f` ended a connection worth replacing: a link failure after a login, with retries
   // left.
@@ -90,8 +92,12 @@ class Retrier {
   // Says what was lost and waits before the next attempt (used() counts it).
   void wait(const proto::Failure& f);
   int used() const { return used_; }
+  // From a retry on, the transfer runs as with --resume, but (unless --resume was given) a get
+  // offers only a destination this command wrote, one changed since the command started.
+  void resume(client::ClientOptions& co) const;
 
  private:
+  timespec started_{};
   int max_;
   int used_ = 0;
   bool logged_in_ = false;

@@ -68,6 +68,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  if (t.retrying) retry.resume(co);
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
   fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
@@ -100,7 +101,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       if (!may_retry || !retry.worth(f))
         return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
       retry.wait(f);
-      co.resume = true;  // what arrived is kept beside DEST and verified before the rest comes
+      retry.resume(co);  // what arrived is kept beside DEST and verified before the rest comes
     } catch (const std::exception& e) {
       die_line(e.what());
       return kExitFail;
@@ -122,7 +123,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost); !lost) return r;
     retry.wait(*lost);
     t.retried = retry.used();
-    co.resume = true;  // the copy goes on where it stopped (client/tree_resume.h)
+    retry.resume(co);  // the copy goes on where it stopped (client/tree_resume.h)
   }
 }
 
@@ -315,7 +316,7 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
     const ManyOutcome m = recv_many(args, t, retry);
     if (m.then == ManyOutcome::Then::done) return m.rc;
-    if (m.then == ManyOutcome::Then::one_by_one_resuming) one_by_one.resume = true;  // kept or verified
+    if (m.then == ManyOutcome::Then::one_by_one_resuming) one_by_one.retrying = true;  // kept or verified
   }
   int rc = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -77,8 +78,13 @@ struct ClientOptions {
   // Say "Permanently added" on first contact, and "created identity" when this run made the
   // user's key (the CLI, unless -q).
   bool announce_new_host = false;
-  bool preserve = false;       // -p: the receiver applies mode exactly and mtime
-  bool resume = false;         // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
+  bool preserve = false;  // -p: the receiver applies mode exactly and mtime
+  bool resume = false;    // --resume: puts and gets continue a kept partial file (docs/PROTOCOL.md)
+  // With resume, a get with no partial file offers the existing destination as its prefix. Set (not
+  // zero) by a retry of --retries without --resume: only a destination changed after then (its
+  // ctime: written by this command) is offered, so that nothing about a file the command did not
+  // write is sent (docs/SECURITY.md).
+  timespec offer_changed_since{};
   bool fine_progress = false;  // progress after every record (-l, --json-progress), not per batch
   bool paced = false;          // -l: a rate limiter paces the progress callback (one stream only)
   // --streams: connections per file. 0 = auto: more than one only on a long path (round trip of

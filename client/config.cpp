@@ -118,6 +118,13 @@ std::string streams(const std::string& v, HostConfig& c, bool set) {
   return "";
 }
 
+std::string retries(const std::string& v, HostConfig& c, bool set) {
+  uint64_t n = 0;
+  if (!parse_uint(v, 100, n)) return "bad number of retries (0 to 100; 0 = end at the first lost connection)";
+  first(c.retries, int(n), set);
+  return "";
+}
+
 const std::vector<Keyword>& keywords() {
   static const std::vector<Keyword> k = {
       {"HostName",
@@ -154,6 +161,7 @@ const std::vector<Keyword>& keywords() {
        }},
       {"CongestionControl", congestion_control},
       {"Streams", streams},
+      {"Retries", retries},
       {"Checksum",
        [](const std::string& v, HostConfig& c, bool set) -> std::string {
          crypto::ChecksumAlg a;
@@ -222,6 +230,7 @@ void HostConfig::fill_from(const HostConfig& o) {
   if (!timeout) timeout = o.timeout;
   if (!strict_host_keys) strict_host_keys = o.strict_host_keys;
   if (!congestion) congestion = o.congestion;
+  if (!retries) retries = o.retries;
   applied.insert(applied.end(), o.applied.begin(), o.applied.end());
 }
 

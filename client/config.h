@@ -27,6 +27,7 @@ struct HostConfig {
   std::optional<double> timeout;             // Timeout (as --timeout, seconds)
   std::optional<bool> strict_host_keys;      // StrictHostKeyChecking yes | accept-new
   std::optional<std::string> congestion;     // CongestionControl (as --congestion)
+  std::optional<int> retries;                // Retries (as --retries, 0 to 100)
   // The lines ("FILE line N") of the Host blocks that matched, for -v.
   std::vector<std::string> applied;
 

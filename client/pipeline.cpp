@@ -225,11 +225,17 @@ void Pipeline::complete_front() {
   }
 }
 
-UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size) {
+UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size, const timespec& since) {
   UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
       !files::ownership_problem(st, 0).empty())
+    return UniqueFd();
+  // A retry offers only what its command wrote: a file changed after the command started (a file
+  // changed in the same tick of the clock is not offered: it is then fetched whole, never wrong).
+  if ((since.tv_sec || since.tv_nsec) &&
+      (st.st_ctim.tv_sec < since.tv_sec ||
+       (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec <= since.tv_nsec)))
     return UniqueFd();
   size = uint64_t(st.st_size);
   return fd;
@@ -240,7 +246,7 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
   // Only a file of this user's with one link is offered (another user's planted copy is replaced
   // whole, never kept as "up to date": a seventh re-attack, N3), as for one file.
   uint64_t have = 0;
-  UniqueFd fd = open_destination_base(dir, at, have);
+  UniqueFd fd = open_destination_base(dir, at, have, c_.opt_.offer_changed_since);
   if (!fd || have != size) return nullptr;
   auto o = std::make_shared<Offer>();
   try {

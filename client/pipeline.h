@@ -4,6 +4,7 @@
 // and are matched to their files here. Every file gets its own verdict through its callback.
 #pragma once
 #include <cstdint>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -21,7 +22,9 @@ namespace aesxfer::client {
 // planted there), of this user and with one link (another user's file, or a link to one, is
 // replaced whole: never kept as "up to date" nor appended to), with its size; or none. The
 // one-file path of recv -r --resume and the pipelined offers (Pipeline::make_offer) both ask it.
-files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size);
+// `since` (when not zero, ClientOptions::offer_changed_since): only a file whose ctime is later.
+files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size,
+                                      const timespec& since);
 
 class Pipeline {
  public:

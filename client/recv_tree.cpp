@@ -71,7 +71,7 @@ FileResult Client::fetch_resumed(const std::string& remote, const fs::path& loca
   bool whole = false;
   if (have == 0) {
     uint64_t dsize = 0;
-    base = open_destination_base(dirfd, at, dsize);
+    base = open_destination_base(dirfd, at, dsize, opt_.offer_changed_since);
     if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {

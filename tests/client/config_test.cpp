@@ -47,7 +47,7 @@ TEST(ConfigParse, HostBlocksWildcardsAndFirstValueWins) {
 TEST(ConfigParse, EqualsFormsCaseAndQuotes) {
   HostConfig c = parse_config(
       "port=7001\nCIPHER = aes128-cbc\nmac= hmac-sha256\nIdentityFile \"/keys/my key\"\nrecordsize 64K\n"
-      "Checksum sha256\nTimeout 2.5\nStrictHostKeyChecking yes\n",
+      "Checksum sha256\nTimeout 2.5\nStrictHostKeyChecking yes\nretries=0\n",
       "cfg", "h");
   EXPECT_EQ(c.port, 7001);
   EXPECT_EQ(c.cipher, "aes128-cbc");
@@ -57,6 +57,7 @@ TEST(ConfigParse, EqualsFormsCaseAndQuotes) {
   EXPECT_EQ(c.checksum, "sha256");
   EXPECT_EQ(c.timeout, 2.5);
   EXPECT_EQ(c.strict_host_keys, true);
+  EXPECT_EQ(c.retries, 0) << "0 is a value (end at the first loss), not unset";
   EXPECT_EQ(c.applied, std::vector<std::string>{}) << "no Host line matched: none named";
 }
 
@@ -75,6 +76,9 @@ TEST(ConfigParse, EveryLineIsCheckedMatchingOrNot) {
   EXPECT_EQ(error_of("Port\n"), "cfg:1: Port: missing value");
   EXPECT_EQ(error_of("Port 1 2\n"), "cfg:1: Port: one value expected, got 2");
   EXPECT_EQ(error_of("Streams 17\n"), "cfg:1: Streams '17': bad number of streams (0 = auto, 1 to 16)");
+  EXPECT_EQ(error_of("Retries 101\n"),
+            "cfg:1: Retries '101': bad number of retries (0 to 100; 0 = end at the first lost connection)");
+  EXPECT_EQ(error_of("Retries -1\n").rfind("cfg:1: Retries '-1': bad number of retries", 0), 0u);
   EXPECT_EQ(error_of("RecordSize 2M\n"), "cfg:1: RecordSize '2M': bad record size (4K to 1M)");
   EXPECT_EQ(error_of("IdentityFile ~bob/k\n"),
             "cfg:1: IdentityFile '~bob/k': ~user is not supported (write ~/ or a path)");

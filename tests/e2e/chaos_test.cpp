@@ -112,8 +112,9 @@ class Chaos : public testing::Test {
     EXPECT_EQ(sanitizer_findings(server->log()), "");
     if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
+  // --retries 0: each interruption is to end its command (retries are Retries.*).
   std::vector<std::string> common(uint16_t port) {
-    return {"-P", std::to_string(port), "--timeout", "10", "-q"};
+    return {"-P", std::to_string(port), "--timeout", "10", "-q", "--retries", "0"};
   }
   std::vector<std::string> put_args(uint16_t port, const std::string& remote, const std::string& cipher) {
     std::vector<std::string> a{"send", src.string(), "127.0.0.1:" + remote, "-c", cipher};

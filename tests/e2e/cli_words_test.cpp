@@ -457,11 +457,11 @@ bool wait_for_temp(const fs::path& dir, uintmax_t bytes, double timeout_s) {
 ProcResult background_send(const Workspace& ws, const fs::path& file, const std::string& to, uint16_t port,
                            const fs::path& pid_file) {
   const std::string bin = AESXFER_BINARY;
-  return run_process(
-      {"/bin/sh", "-c",
-       "'" + bin + "' send -q -l 40M '" + file.string() + "' 127.0.0.1:" + to + " -P " +
-           std::to_string(port) + " --timeout 20 & echo $! > '" + pid_file.string() + "'; wait $!"},
-      {{"AESXFER_HOME", ws.home.string()}}, 120);
+  return run_process({"/bin/sh", "-c",
+                      "'" + bin + "' send -q -l 40M '" + file.string() + "' 127.0.0.1:" + to + " -P " +
+                          std::to_string(port) + " --timeout 20 --retries 0 & echo $! > '" +
+                          pid_file.string() + "'; wait $!"},
+                     {{"AESXFER_HOME", ws.home.string()}}, 120);
 }
 
 // A put that fails after MBs arrived says how many; a put cut by the server's own SIGTERM is logged

@@ -64,8 +64,9 @@ class Fault : public testing::Test {
     if (HasFailure()) std::cerr << "--- server log ---\n" << server->log();
   }
 
+  // --retries 0: these tests are about what one attempt leaves behind (a retry is Retries.*).
   std::vector<std::string> opts(uint16_t port, std::vector<std::string> a) {
-    a.insert(a.end(), {"-P", std::to_string(port), "--timeout", "10", "-q"});
+    a.insert(a.end(), {"-P", std::to_string(port), "--timeout", "10", "-q", "--retries", "0"});
     return a;
   }
   ProcResult send(const std::string& remote, std::vector<std::string> extra = {}, uint16_t port = 0,

@@ -504,7 +504,7 @@ TEST_F(PipelineFakeServer, AnswersOutOfOrderOrUntaggedAreRefused) {
       net::send_stream(c, -1, 3, nullptr);
     });
     fs::path dest = ws.local / ("dest" + std::to_string(variant));
-    auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q"}, fake.port());
+    auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q", "--retries", "0"}, fake.port());
     EXPECT_NE(r.exit_code, 0) << r.describe();
     EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
     // Nothing was written under any of the names.
@@ -541,7 +541,8 @@ TEST_F(PipelineFakeServer, PutAnswersOutOfOrderAreRefused) {
       }
     }
   });
-  auto r = run({"send", "-r", (ws.local / "src").string(), "127.0.0.1:.", "-q"}, fake.port());
+  auto r =
+      run({"send", "-r", (ws.local / "src").string(), "127.0.0.1:.", "-q", "--retries", "0"}, fake.port());
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of order"), std::string::npos) << r.err;

@@ -398,7 +398,8 @@ TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
     FaultSpec cut;
     cut.cut_s2c_after = uint64_t(3) << 20;
     Relay relay(server->port(), cut);
-    auto r = run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "-q"}, relay.port());
+    auto r =
+        run({"recv", "--resume", "127.0.0.1:big.bin", dest.string(), "-q", "--retries", "0"}, relay.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
     EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
@@ -591,7 +592,8 @@ TEST_F(RecvResume, DifferentDestinationIsFetchedWholeAndUntouchedUntilItArrives)
     FaultSpec cut;
     cut.cut_s2c_after = uint64_t(2) << 20;
     Relay relay(server->port(), cut);
-    auto r = run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "-q"}, relay.port());
+    auto r =
+        run({"recv", "--resume", "127.0.0.1:d.bin", dest.string(), "-q", "--retries", "0"}, relay.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
     EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;

@@ -1,5 +1,4 @@
-// Issue 25 item 5: a connection lost mid-transfer is replaced (--retries 5 here; the default is
-// still 0, see docs/DESIGN.md) and the
+// Issue 25 item 5: a connection lost mid-transfer is replaced (by default up to 5 times) and the
 // transfer goes on from what the other end kept, verified as --resume verifies it; the summary
 // counts the retries; nothing is lost, and a destination that a second attempt cannot rewrite
 // (standard output) is never retried.
@@ -7,7 +6,9 @@
 //   Retries.SendSurvivesThreeCuts          one file, cut three times on the way to the server
 //   Retries.RecvSurvivesThreeCuts          one file, cut three times on the way back
 //   Retries.TreesBothWaysSurviveACut       send -r and recv -r: the same copy is continued
-//   Retries.ZeroEndsAtTheFirstLoss         --retries 0: today's behaviour, exit 1
+//   Retries.ARetryOffersOnlyWhatTheCommandWrote
+//                                          a destination older than the command is not offered
+//   Retries.ZeroEndsAtTheFirstLoss         --retries 0 or Retries 0 in the config: exit 1 at once
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -142,7 +143,7 @@ TEST_F(Retries, SendSurvivesThreeCuts) {
   const fs::path src = ws.local / "big.bin";
   write_random_file(src, 24 * kMiB, 31);
   CuttingRelay relay(server->port(), 3, 6 * kMiB, false);
-  auto r = run({"send", src.string(), "127.0.0.1:big.bin", "--json", "--retries", "5"}, relay.port());
+  auto r = run({"send", src.string(), "127.0.0.1:big.bin", "--json"}, relay.port());  // the default: 5
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(relay.cut(), 3);
   EXPECT_EQ(relay.connections(), 4);
@@ -159,11 +160,12 @@ TEST_F(Retries, RecvSurvivesThreeCuts) {
   write_random_file(ws.root / "big.bin", 24 * kMiB, 32);
   const fs::path dest = ws.local / "big.bin";
   CuttingRelay relay(server->port(), 3, 6 * kMiB, true);
-  auto r = run({"recv", "127.0.0.1:big.bin", dest.string(), "--retries", "5"}, relay.port());
+  auto r = run({"recv", "127.0.0.1:big.bin", dest.string()}, relay.port());  // the default: 5
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::printf("[ retries ] what the user reads:\n%s%s", r.err.c_str(), r.out.c_str());
   EXPECT_EQ(relay.cut(), 3);
   EXPECT_EQ(retry_lines(r.err), 3) << r.err;
+  EXPECT_NE(r.err.find("retry 3 of 5"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find(", 3 retries, resumed at byte "), std::string::npos) << r.out;
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "big.bin"));
   EXPECT_TRUE(temp_debris(ws.local).empty());
@@ -197,14 +199,49 @@ TEST_F(Retries, TreesBothWaysSurviveACut) {
   EXPECT_FALSE(fs::exists(back / "tree")) << "the retry nested the tree in its own copy";
 }
 
-// The default (0, for now) and an explicit 0: today's behaviour.
+// Without --resume, a retry verifies and keeps only what this command wrote: a destination that
+// was there before (here the server's file's first 12 MiB, which --resume would offer and keep) is
+// neither offered to the server nor kept; a file the command fetched before the cut is kept.
+TEST_F(Retries, ARetryOffersOnlyWhatTheCommandWrote) {
+  write_random_file(ws.root / "big.bin", 24 * kMiB, 35);
+  write_text_file(ws.root / "small.txt", "small\n");
+  const fs::path dest = ws.local / "big.bin";
+  {
+    const std::string all = read_text_file(ws.root / "big.bin");
+    write_text_file(dest, all.substr(0, 12 * kMiB));
+  }
+  CuttingRelay relay(server->port(), 1, 2 * kMiB, true);
+  auto r =
+      run({"recv", "127.0.0.1:small.txt", "127.0.0.1:big.bin", ws.local.string(), "--json"}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_EQ(retry_lines(r.err), 1) << r.err;
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "big.bin"));
+  EXPECT_EQ(read_text_file(ws.local / "small.txt"), "small\n");
+  bool saw_big = false;
+  for (const auto& line : nonempty_lines(r.out)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.value("file", "") != "big.bin") continue;
+    saw_big = true;
+    EXPECT_EQ(j.at("resumed_from").get<uint64_t>(), 0u) << "the older destination was offered: " << line;
+  }
+  EXPECT_TRUE(saw_big) << r.out;
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+// --retries 0, and Retries 0 in the config file: the command ends at the first loss.
 TEST_F(Retries, ZeroEndsAtTheFirstLoss) {
   const fs::path src = ws.local / "big.bin";
   write_random_file(src, 8 * kMiB, 34);
   CuttingRelay relay(server->port(), 2, 2 * kMiB, false);
-  for (const char* n : {"0", ""}) {
+  for (const bool from_config : {false, true}) {
     std::vector<std::string> args{"send", src.string(), "127.0.0.1:big.bin", "-q"};
-    if (*n) args.insert(args.end(), {"--retries", n});
+    if (from_config) {
+      write_text_file(ws.home / "config", "Host *\n  Retries 0\n");
+      fs::permissions(ws.home / "config", fs::perms::owner_read | fs::perms::owner_write);
+    } else {
+      args.insert(args.end(), {"--retries", "0"});
+    }
     const int before = relay.connections();
     auto r = run(args, relay.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();

@@ -206,7 +206,7 @@ TEST_F(Resume, CutThenResumeSendsOnlyTheRest) {
     cut.kind = FaultKind::cut;
     cut.cut_after = uint64_t(3) << 20;
     Relay relay(server->port(), cut);
-    auto r = run({"send", "--resume", f.string(), "127.0.0.1:big.bin", "-q"}, relay.port());
+    auto r = run({"send", "--resume", f.string(), "127.0.0.1:big.bin", "-q", "--retries", "0"}, relay.port());
     EXPECT_NE(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
     ASSERT_TRUE(server->wait_for_log("partial file kept", 10)) << server->log();

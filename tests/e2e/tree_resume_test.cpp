@@ -47,7 +47,7 @@ TEST_F(TreeResume, SendDashRResumeContinuesTheInterruptedDestination) {
     cut.kind = FaultKind::cut;
     cut.cut_after = uint64_t(2) << 20;  // inside z.bin
     Relay relay(server->port(), cut);
-    auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:tree"}, relay.port());
+    auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:tree", "--retries", "0"}, relay.port());
     EXPECT_NE(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
   }
@@ -74,7 +74,7 @@ TEST_F(TreeResume, RecvDashRResumeContinuesTheInterruptedDestination) {
     FaultSpec cut;
     cut.cut_s2c_after = uint64_t(2) << 20;  // inside z.bin
     Relay relay(server->port(), cut);
-    auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", dest.string()}, relay.port());
+    auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", dest.string(), "--retries", "0"}, relay.port());
     EXPECT_NE(r.exit_code, 0) << r.describe();
     EXPECT_TRUE(relay.fault_applied());
   }
