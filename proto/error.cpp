@@ -1,5 +1,9 @@
 #include "proto/error.h"
 
+#include <string>
+
+#include "proto/handshake.h"
+
 namespace aesxfer::proto {
 namespace {
 
@@ -11,7 +15,9 @@ class Category final : public std::error_category {
       case errc::ok:
         return "success";
       case errc::bad_magic:
-        return "peer does not speak aesxfer protocol version 1 (bad magic or version)";
+        // The version this build speaks (an eleventh re-attack found "version 1" here at protocol 4).
+        return "peer does not speak aesxfer protocol version " + std::to_string(kVersion) +
+               " (bad magic or version)";
       case errc::bad_handshake:
         return "malformed or oversized handshake message";
       case errc::unsupported_cipher:

@@ -75,15 +75,25 @@ Message response(Status st, const std::string& text = {}) {
   return m;
 }
 
+// A peer-supplied value for the log, quoted, and cut to its first `max` bytes (then "...[N bytes]"
+// says how long it was): a 4096-byte path of bytes that escape to four characters each, named in
+// the file and the result, made one refused request cost eight times its size in log bytes (an
+// eleventh re-attack); sshd cuts what it logs of a peer's words too.
+constexpr size_t kLoggedPath = 256, kLoggedResult = 512;
+std::string log_value(const std::string& s, size_t max) {
+  if (s.size() <= max) return proto::quoted(s);
+  return proto::quoted(s.substr(0, max) + "...[" + std::to_string(s.size()) + " bytes]");
+}
+
 // The one place a request's outcome is logged, in logfmt: 'peer=P op=OP file="F"[ details]
-// result=R'; the path and a failure's text (both may hold what the peer sent) are quoted, the
-// details are the server's own numbers and names.
+// result=R'; the path and a failure's text (both may hold what the peer sent) are quoted and
+// bounded (log_value), the details are the server's own numbers and names.
 void log_outcome(RequestContext& ctx, const Message& req, const std::string& shown,
                  const std::string& details, const std::string& result) {
-  std::string r = result == "ok" ? result : proto::quoted(result);
+  std::string r = result == "ok" ? result : log_value(result, kLoggedResult);
   const char* what = req.op == proto::Op::list ? " dir=" : " file=";
-  ctx.log("peer=" + ctx.c.peer() + " op=" + proto::op_info(req.op).name + what + proto::quoted(shown) +
-          details + " result=" + r);
+  ctx.log("peer=" + ctx.c.peer() + " op=" + proto::op_info(req.op).name + what +
+          log_value(shown, kLoggedPath) + details + " result=" + r);
 }
 
 // What a transfer's log line says besides its file: bytes, cipher, MAC, speed, and where it
@@ -581,6 +591,12 @@ class TreeLister {
         if (name == "." || name == "..") continue;
         Item it{name, {}};
         if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+        // A name with CR or LF cannot be listed (PROTOCOL.md 3.7): counted here, before
+        // hides_name (which refuses such a name too), so that the log says how many were left out.
+        if (name.find_first_of("\r\n") != std::string::npos) {
+          ++unlisted;
+          continue;
+        }
         if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
         charge_.add(kItemCost + name.size());
         items_cost += kItemCost + name.size();
@@ -606,10 +622,6 @@ class TreeLister {
 
   void walk_items(const std::string& rel, const std::vector<Item>& items) {
     for (const auto& it : items) {
-      if (it.name.find_first_of("\r\n") != std::string::npos) {
-        ++unlisted;
-        continue;
-      }
       proto::ListEntry e;
       e.path = rel.empty() ? it.name : rel + "/" + it.name;
       if (e.path.size() > proto::kMaxPath)

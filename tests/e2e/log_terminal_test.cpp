@@ -257,6 +257,55 @@ TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
   EXPECT_EQ(ops[names.size() + 1]["op"], "get");
 }
 
+// An eleventh re-attack (F3): a refused get of a 4015-byte path of 0xff bytes (each escaped to four
+// characters, the path named in file= and again in result=) wrote 32 KB of log. The peer's values
+// are cut (file= to 256 bytes, result= to 512, each saying how long it was): the line costs less
+// than the request, and is still one logfmt line.
+TEST(ServerLog, APeersLongValueCostsLessLogThanItsRequest) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  std::string path;
+  for (int i = 0; i < 16; ++i) path += (i ? "/" : "") + std::string(250, '\xff');
+  ASSERT_EQ(path.size(), 4015u);
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    std::string got;
+    EXPECT_NE(s.get(make_request(proto::Op::get, path), &got).status, proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("op=get")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  std::string line;
+  for (const auto& l : nonempty_lines(server.log()))
+    if (l.find("op=get") != std::string::npos) line = l;
+  EXPECT_LT(line.size(), path.size()) << line.size() << " log bytes for a " << path.size() << "-byte path";
+  const auto f = fields(line);
+  EXPECT_NE(f.at("file").find("...[4015 bytes]"), std::string::npos) << f.at("file");
+  EXPECT_EQ(f.at("file").rfind("\\xff\\xff", 0), 0u) << f.at("file");
+  EXPECT_NE(f.at("result"), "ok");
+}
+
+// An eleventh re-attack (F1, its server half): names with CR or LF cannot be listed (PROTOCOL.md
+// 3.7) and are left out, and the log is to say how many; it never did (they were dropped as
+// hidden names before they were counted).
+TEST(ServerLog, AListingSaysHowManyNamesItLeftOut) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree" / "project\nbackup" / "deep");
+  write_text_file(ws.root / "tree" / "plain.txt", "plain\n");
+  write_text_file(ws.root / "tree" / "report\n2026.txt", "r\n");
+  write_text_file(ws.root / "tree" / "cr\rname", "c\n");
+  write_text_file(ws.root / "tree" / "project\nbackup" / "deep" / "f", "f\n");
+  ServerProcess server(ws.home, ws.root);
+  auto r = run_aesxfer({"recv", "-r", "-q", "127.0.0.1:tree", (ws.local / "out").string(), "-P",
+                        std::to_string(server.port())},
+                       ws.home);
+  EXPECT_EQ(read_text_file(ws.local / "out" / "plain.txt"), "plain\n") << r.describe();
+  ASSERT_TRUE(server.wait_for_log("op=list")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_NE(server.log().find(" unlisted=3 "), std::string::npos) << server.log();
+}
+
 // The third re-attack (N7): "\xc3\x9b" is a well-formed letter, and its second byte is CSI to an
 // 8-bit terminal. When the locale does not say UTF-8 (LC_ALL=C, or nothing set), the client escapes
 // every byte from 0x80 up, as OpenSSH's clients do; in a UTF-8 locale the letters stay.

@@ -506,6 +506,8 @@ TEST(Handshake, WrongVersionAndMagic) {
     Step b = p.s->feed(v3.data(), v3.size());
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
     EXPECT_NE(b.detail.find("version 3, this server 4"), std::string::npos) << b.detail;
+    // The category's own words name the version this build speaks (not "version 1").
+    EXPECT_EQ(b.ec.message(), "peer does not speak aesxfer protocol version 4 (bad magic or version)");
     ASSERT_EQ(b.send.size(), 4u + 1 + 174);
     EXPECT_EQ(b.send[13], kVersion);  // a version 3 client reads "the server speaks version 4"
     EXPECT_EQ(b.send[14], 3);
