@@ -134,7 +134,8 @@ class ServerProcess {
   std::string log() const;
   // Waits until log() contains `needle` (true) or timeout_s passes (false).
   bool wait_for_log(const std::string& needle, double timeout_s = 5) const;
-  // Sends SIGTERM and waits; returns the exit code (128 + signal when killed). Idempotent.
+  // Sends SIGTERM and waits (20 s, then SIGKILL); returns the exit code (128 + signal when killed).
+  // Idempotent.
   int stop();
 
  private:
