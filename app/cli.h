@@ -66,7 +66,6 @@ struct TransferOpts {
   bool strict_host_keys = false;                  // --strict-host-keys
   int retries = 5;                                // --retries / Retries: new connections after a lost one
   int retried = 0;                                // retries used so far (the summary counts them)
-  bool retrying = false;                          // resume because a retry took over (Retrier::resume)
   std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
   std::string config_file;                        // -F (else $AESXFER_HOME/config)
   std::vector<std::string> config_options;        // -o, repeatable

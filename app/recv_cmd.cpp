@@ -36,10 +36,11 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
                       int& rc, std::optional<proto::Failure>& lost);
 
 // What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
-// one, each on its own connection (the sources name several hosts), or one by one resuming (the
-// connection was lost and --retries takes over: what it fetched is kept or verified).
+// one, each on its own connection (the sources name several hosts, or the connection was lost
+// and --retries takes over: then retry.used() > 0 and each source resumes, keeping or verifying
+// what was fetched).
 struct ManyOutcome {
-  enum class Then { done, one_by_one, one_by_one_resuming } then = Then::done;
+  enum class Then { done, one_by_one } then = Then::done;
   int rc = 0;
 };
 
@@ -68,7 +69,6 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
-  if (t.retrying) retry.resume(co);
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
   fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
@@ -81,6 +81,9 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
   const bool may_retry = retryable_destination(dest, to_stdout);
   for (;;) {
+    // From the command's first retry on (in this source or an earlier one, or recv_many's), what
+    // arrived is kept beside DEST and verified before the rest comes.
+    if (retry.used() > 0) retry.resume(co);
     std::unique_ptr<client::Client> client;
     try {
       client = std::make_unique<client::Client>(co);
@@ -101,7 +104,6 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       if (!may_retry || !retry.worth(f))
         return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
       retry.wait(f);
-      retry.resume(co);  // what arrived is kept beside DEST and verified before the rest comes
     } catch (const std::exception& e) {
       die_line(e.what());
       return kExitFail;
@@ -242,7 +244,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   } catch (const proto::Failure& f) {
     if (!retry.worth(f)) return {Then::done, end_on_failure(f, client.get())};
     retry.wait(f);
-    return {Then::one_by_one_resuming};
+    return {Then::one_by_one};  // each source resumes: retry.used() > 0
   }
   return {Then::done, rc};
 }
@@ -312,15 +314,13 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
   Retrier retry(t.retries);
-  TransferOpts one_by_one = t;
   if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
     const ManyOutcome m = recv_many(args, t, retry);
     if (m.then == ManyOutcome::Then::done) return m.rc;
-    if (m.then == ManyOutcome::Then::one_by_one_resuming) one_by_one.retrying = true;  // kept or verified
   }
   int rc = 0;
   for (size_t i = 0; i < n; ++i) {
-    const int r = cmd_recv(args[i], dest, zero_size, one_by_one, retry);
+    const int r = cmd_recv(args[i], dest, zero_size, t, retry);
     if (r == kExitUsage) return r;
     if (r != 0) rc = r;
   }
