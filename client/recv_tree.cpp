@@ -180,7 +180,7 @@ RemoteDir Client::list(const std::string& remote) {
   d.mode = resp.mode;
   d.mtime = resp.mtime;
   d.entries.reserve(size_t(std::min<uint64_t>(resp.size, 65536)));  // grows with what actually arrives
-  std::unordered_set<std::string> dirs{""}, seen;
+  std::unordered_set<std::string> dirs{""}, seen, counted;
   uint64_t bytes = 0;
   for (bool last = false; !last;) {
     Conn::Incoming in = conn_->recv_record("the listing");
@@ -192,10 +192,20 @@ RemoteDir Client::list(const std::string& remote) {
     for (auto& e : page->entries) {
       bytes += e.path.size();
       if (bytes > proto::kMaxListBytes) throw Failure(bad + " (too large)");
+      if (e.type == proto::EntryType::left_out) {
+        // Counts names of a listed directory: that directory (or the top), once.
+        const std::string of = e.path == "." ? std::string() : e.path;
+        if (!dirs.count(of))
+          throw Failure(bad + " (names left out of " + printable(e.path) + ", not a directory)");
+        if (!counted.insert(of).second)
+          throw Failure(bad + " (names left out of " + printable(e.path) + " twice)");
+        d.entries.push_back(std::move(e));
+        continue;
+      }
       if (!dirs.count(parent_of(e.path)))
         throw Failure(bad + " (" + printable(e.path) + " before its directory)");
       if (!seen.insert(e.path).second) throw Failure(bad + " (" + printable(e.path) + " twice)");
-      if (e.type == proto::EntryType::dir) dirs.insert(e.path);
+      if (e.type == proto::EntryType::dir) dirs.insert(e.path);  // not unreadable_dir: nothing below it
       d.entries.push_back(std::move(e));
     }
   }
@@ -371,6 +381,23 @@ struct SkippedTrees {
   }
 };
 
+// An entry for what the listing could not hold (protocol 5): a directory the server cannot read,
+// or names it left out of a directory (a CR or LF in a name). Reported as a failure of that path
+// (the command exits 1 after fetching the rest); without a reporter, the tree stops here.
+template <class Report>
+void not_listed(const proto::ListEntry& e, const std::string& listed, const std::string& base,
+                const fs::path& top, const Report& report) {
+  const bool unreadable = e.type == proto::EntryType::unreadable_dir;
+  const std::string where = e.path == "." ? listed : base + e.path;
+  const Failure f(printable(where) + ": " +
+                  (unreadable
+                       ? std::string("the server cannot read this directory; skipped with all below it")
+                       : std::to_string(e.size) + (e.size == 1 ? " name" : " names") +
+                             " left out by the server (a CR or LF in a name cannot be sent)"));
+  if (!report) throw f;
+  report(where, e.path == "." ? top : top / e.path, nullptr, &f);
+}
+
 struct Made {
   std::string rel;
   uint32_t mode;
@@ -390,6 +417,28 @@ void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve)
       ::futimens(fd, ts);
     }
   }
+}
+
+// Makes the directory of entry e inside its parent (never through a symbolic link) and records it
+// when this command created it; one that cannot be made is skipped with all below it (reported)
+// when there is a reporter, else the tree stops.
+template <class Report>
+void make_tree_dir(DirWalker& walker, const proto::ListEntry& e, const std::string& base,
+                   const std::string& shown, SkippedTrees& skipped, std::vector<Made>& made,
+                   const Report& report) {
+  const std::string parent = parent_of(e.path);
+  bool created = false;
+  try {
+    make_dir_at(walker.dir_of(parent), parent.empty() ? e.path : e.path.substr(parent.size() + 1), shown,
+                e.mode, created);
+  } catch (const Failure& f) {
+    if (!report) throw;
+    skipped.skip(e.path, base + e.path, fs::path(shown),
+                 std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it",
+                 report);
+    return;
+  }
+  if (created) made.push_back({e.path, e.mode, e.mtime});
 }
 
 }  // namespace
@@ -423,20 +472,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     std::string parent = parent_of(e.path);
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
-      case proto::EntryType::dir: {
-        bool created = false;
-        try {
-          make_dir_at(walker.dir_of(parent), name, shown, e.mode, created);
-        } catch (const Failure& f) {
-          if (!pipelined) throw;
-          skipped.skip(e.path, base + e.path, fs::path(shown),
-                       std::string(f.what()) + "; skipping " + printable(base + e.path) + " and all below it",
-                       pipelined);
-          break;
-        }
-        if (created) made.push_back({e.path, e.mode, e.mtime});
+      case proto::EntryType::dir:
+        make_tree_dir(walker, e, base, shown, skipped, made, pipelined);
         break;
-      }
       case proto::EntryType::file: {
         const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
@@ -468,6 +506,11 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         break;
       case proto::EntryType::other:
         note("skipping " + printable(base + e.path) + " (not a regular file)");
+        break;
+      case proto::EntryType::unreadable_dir:
+      case proto::EntryType::left_out:
+        // What the server could not send: named, the rest fetched, and the command fails at the end.
+        not_listed(e, d.path, base, top, pipelined);
         break;
     }
   }

@@ -33,7 +33,7 @@ void encode_list_page(const ListPage& page, std::vector<uint8_t>& out) {
     const ListEntry& e = page.entries[i];
     w.u8(uint8_t(e.type));
     w.str16(e.path, kMaxPath);
-    w.u64(e.type == EntryType::file ? e.size : 0);
+    w.u64(e.type == EntryType::file || e.type == EntryType::left_out ? e.size : 0);
     w.u32(e.mode & 07777);
     w.u64(uint64_t(e.mtime));
   }
@@ -45,15 +45,16 @@ namespace {
 ListEntry decode_entry(WireReader& r) {
   ListEntry e;
   const uint8_t t = r.u8();
-  if (t < uint8_t(EntryType::file) || t > uint8_t(EntryType::other)) r.fail();
+  if (t < uint8_t(EntryType::file) || t > uint8_t(EntryType::left_out)) r.fail();
   e.type = EntryType(t);
   e.path = r.str16(kMaxPath);
-  if (r.ok() && !valid_list_path(e.path)) r.fail();
+  const bool left_out = e.type == EntryType::left_out;
+  if (r.ok() && !valid_list_path(e.path) && !(left_out && e.path == ".")) r.fail();
   e.size = r.u64();
   e.mode = r.u32();
   e.mtime = int64_t(r.u64());
   if (e.mode & ~07777u) r.fail();
-  if (e.type != EntryType::file && e.size != 0) r.fail();
+  if (left_out ? e.size == 0 : e.type != EntryType::file && e.size != 0) r.fail();
   return e;
 }
 

@@ -483,8 +483,8 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (!target) return refuse(ctx, req, req.path, why);
   bool preserve = req.flags & proto::kFlagPreserve;
   if (!exists) {
-    // Owner rwx while the tree is being filled; -p applies the exact mode afterwards (a second
-    // mkdir of the same directory with the preserve flag).
+    // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
+    // mkdir of the same directory with the preserve flag), still with owner rwx.
     if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
       return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
   } else if (preserve && !target->name.empty()) {
@@ -495,7 +495,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
                                              "authorized_keys)"});
     UniqueFd d(
         ::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (d) apply_mode_mtime(d.get(), req.mode, req.mtime);
+    // The server's user keeps rwx on what it serves (protocol 5): a directory sent as 0000 or 0500
+    // would otherwise be one the server can neither list, fill nor serve again.
+    if (d) apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
   answer(ctx, req, response(Status::ok, target->shown));
   log_outcome(ctx, req, target->shown, "", "ok");
@@ -506,9 +508,10 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // Walks the directory open as `top` depth first, names sorted, parents before their contents.
 // Every directory is opened component by component below `top` with O_NOFOLLOW (files::DirChain,
 // which keeps a bounded number of ancestors open), so neither a symlink in the tree nor one
-// swapped in during the walk leads anywhere; symlinks and special
-// files are listed as such (never followed), names with CR or LF are left out (no path on the
-// wire may hold them), and so is the server's own $AESXFER_HOME. Throws Failure (with the
+// swapped in during the walk leads anywhere; symlinks and special files are listed as such (never
+// followed), a directory below the top that cannot be read as unreadable_dir (its contents not),
+// names with CR or LF are left out (no path on the wire may hold them) and counted in a left_out
+// entry, and the server's own $AESXFER_HOME is left out silently. Throws Failure (with the
 // refusal's status) past the limits.
 [[noreturn]] void fail(const Refusal& r) { throw Failure(r.text, r.status); }
 
@@ -572,10 +575,13 @@ class TreeLister {
     return (shown_ == "." ? std::string() : shown_ + "/") + (rel.empty() ? std::string() : rel + "/") + name;
   }
 
-  void walk(const std::string& rel) {
+  // Lists directory rel ("" the top) and everything below it. Returns false, having listed
+  // nothing of it, when rel (never the top) cannot be read: its entry becomes unreadable_dir.
+  bool walk(const std::string& rel) {
     std::vector<Item> items;
     uint64_t items_cost = 0;
-    {
+    uint64_t left_out = 0;  // names with CR/LF here
+    try {
       // A description of its own to read (the chain's fd stays at offset 0 for openat).
       UniqueFd fd(::openat(chain_.open(rel), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!fd) fail_errno(rel, errno);
@@ -590,11 +596,14 @@ class TreeLister {
         std::string name = de->d_name;
         if (name == "." || name == "..") continue;
         Item it{name, {}};
-        if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+        if (::fstatat(::dirfd(d), de->d_name, &it.st, AT_SYMLINK_NOFOLLOW) != 0) {
+          if (errno == EACCES) fail_errno(rel, errno);  // readable, not searchable: unreadable
+          continue;                                     // gone meanwhile
+        }
         // A name with CR or LF cannot be listed (PROTOCOL.md 3.7): counted here, before
-        // hides_name (which refuses such a name too), so that the log says how many were left out.
+        // hides_name (which refuses such a name too), and announced with a left_out entry.
         if (name.find_first_of("\r\n") != std::string::npos) {
-          ++unlisted;
+          ++left_out;
           continue;
         }
         if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
@@ -603,11 +612,23 @@ class TreeLister {
         items.push_back(std::move(it));
         if (items.size() > max_entries_) too_many();
       }
+    } catch (const Unreadable&) {
+      charge_.release(items_cost);
+      return false;
+    }
+    if (left_out) {
+      proto::ListEntry e;
+      e.type = proto::EntryType::left_out;
+      e.path = rel.empty() ? "." : rel;
+      e.size = left_out;
+      add(std::move(e));
+      unlisted += left_out;
     }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.name < b.name; });
     walk_items(rel, items);
     items = {};
     charge_.release(items_cost);
+    return true;
   }
 
  private:
@@ -639,17 +660,23 @@ class TreeLister {
       } else {
         e.type = proto::EntryType::other;
       }
-      bytes_ += e.path.size();
-      if (entries.size() >= max_entries_) too_many();
-      if (bytes_ > proto::kMaxListBytes)
-        fail({Status::refused, shown_ + ": listing larger than " +
-                                   std::to_string(proto::kMaxListBytes >> 20) + " MiB of paths"});
-      charge_.add(kEntryCost + e.path.size());
-      bool dir = e.type == proto::EntryType::dir;
-      std::string child = e.path;
-      entries.push_back(std::move(e));
-      if (dir) walk(child);
+      const bool dir = e.type == proto::EntryType::dir;
+      const std::string child = e.path;
+      const size_t at = add(std::move(e));
+      if (dir && !walk(child)) entries[at].type = proto::EntryType::unreadable_dir;
     }
+  }
+
+  // Appends e within the bounds (entries, path bytes, memory); returns its index.
+  size_t add(proto::ListEntry e) {
+    bytes_ += e.path.size();
+    if (entries.size() >= max_entries_) too_many();
+    if (bytes_ > proto::kMaxListBytes)
+      fail({Status::refused, shown_ + ": listing larger than " + std::to_string(proto::kMaxListBytes >> 20) +
+                                 " MiB of paths"});
+    charge_.add(kEntryCost + e.path.size());
+    entries.push_back(std::move(e));
+    return entries.size() - 1;
   }
 
   const Root& root_;
@@ -663,7 +690,12 @@ class TreeLister {
     fail({Status::refused, shown_ + ": more than " + std::to_string(max_entries_) +
                                " entries to list (the server's limit, serve --max-list)"});
   }
+  // A directory below the top that may not be read or searched (EACCES): listed as such (type 5)
+  // rather than refusing the whole listing, so that one such directory (another user's, or one
+  // sent with mode 0000 under -p) does not keep a client from the rest of the tree.
+  struct Unreadable {};
   [[noreturn]] void fail_errno(const std::string& rel, int e) {
+    if (e == EACCES && !rel.empty()) throw Unreadable{};
     std::string where = rel.empty() ? shown_ : shown_ + "/" + rel;
     if (e == ELOOP || e == ENOTDIR) fail({Status::io_error, where + ": changed while being listed"});
     fail(refusal_for(where, e));

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
@@ -305,7 +306,7 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
 }
 
 ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
-                             const std::vector<std::string>& extra_args) {
+                             const std::vector<std::string>& extra_args, uid_t as_user) {
   fs::path port_file = dir_.path() / "port";
   std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",    "127.0.0.1",       "-P", "0",
                                 "--root",       root.string(), "--port-file", port_file.string()};
@@ -316,7 +317,12 @@ ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
   if (out_fd < 0 || err_fd < 0) throw std::runtime_error("ServerProcess: cannot create log files");
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) child_exec(ea, out_fd, err_fd, true);
+  if (pid_ == 0) {
+    if (as_user != 0 && (::chown(dir_.path().c_str(), as_user, as_user) != 0 ||
+                         ::setgroups(0, nullptr) != 0 || ::setgid(as_user) != 0 || ::setuid(as_user) != 0))
+      ::_exit(126);
+    child_exec(ea, out_fd, err_fd, true);
+  }
   ::close(out_fd);
   ::close(err_fd);
   auto deadline = Clock::now() + std::chrono::seconds(10);

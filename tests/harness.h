@@ -121,7 +121,10 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
 // than 10 s). The destructor stops the server by its PID: SIGTERM, then SIGKILL after 5 s.
 class ServerProcess {
  public:
-  ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args = {});
+  // With as_user (a uid other than 0), the server drops to that user and group (and no
+  // supplementary groups) before it runs: a root test's way to a server that permissions bind.
+  ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args = {},
+                uid_t as_user = 0);
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -217,6 +217,69 @@ TEST_F(HostileServer, NamesWithControlBytesAreSkippedAlone) {
   EXPECT_EQ(n, 1u) << "only the good file";
 }
 
+// Protocol 5 (issue 24, F1 and F2): what the server could not list (a directory it cannot read,
+// names with CR or LF that no path on the wire may hold) is named, one line each, the rest of the
+// tree arrives, and the command exits 1; before protocol 5 a client got less with exit status 0
+// (names left out) or nothing at all (an unreadable directory refused the whole listing).
+TEST_F(HostileServer, WhatTheServerCouldNotListIsNamedAndTheRestArrives) {
+  using proto::EntryType;
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree",
+                               {{EntryType::left_out, ".", 2, 0, 0},
+                                {EntryType::unreadable_dir, "locked", 0, 0700, 0},
+                                {EntryType::dir, "sub", 0, 0755, 0},
+                                {EntryType::left_out, "sub", 1, 0, 0},
+                                {EntryType::file, "sub/good", 4, 0644, 0}});
+    else if (m.op == proto::Op::get)
+      FakeServer::send_file(c, "good");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string why = " left out by the server (a CR or LF in a name cannot be sent)\n";
+  EXPECT_NE(r.err.find("tree: 2 names" + why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tree/sub: 1 name" + why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tree/locked: the server cannot read this directory; skipped with all below it\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;
+  EXPECT_EQ(fake.seen_text(), "list tree\nget tree/sub/good\n");
+  EXPECT_EQ(read_text_file(ws.local / "dest" / "sub" / "good"), "good");
+  EXPECT_FALSE(fs::exists(ws.local / "dest" / "locked")) << "nothing is made for what was not listed";
+}
+
+// The new kinds obey the listing's rules: a count names a directory listed before it, once; below
+// an unreadable directory nothing may follow. Anything else is a protocol error and nothing is
+// fetched.
+TEST_F(HostileServer, ListingsThatMisuseTheNewKindsAreRefused) {
+  using proto::EntryType;
+  const std::vector<std::vector<proto::ListEntry>> cases = {
+      {{EntryType::file, "f", 1, 0644, 0}, {EntryType::left_out, "f", 1, 0, 0}},
+      {{EntryType::left_out, "nodir", 1, 0, 0}},
+      {{EntryType::left_out, ".", 1, 0, 0}, {EntryType::left_out, ".", 1, 0, 0}},
+      {{EntryType::dir, "d", 0, 0755, 0},
+       {EntryType::left_out, "d", 1, 0, 0},
+       {EntryType::left_out, "d", 2, 0, 0}},
+      {{EntryType::unreadable_dir, "d", 0, 0700, 0}, {EntryType::file, "d/x", 1, 0644, 0}},
+      {{EntryType::left_out, "d", 1, 0, 0}, {EntryType::dir, "d", 0, 0755, 0}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::list)
+        FakeServer::send_listing(c, "tree", cases[i]);
+      else if (m.op == proto::Op::get)
+        FakeServer::send_file(c, "x");
+    });
+    auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / ("dest" + std::to_string(i))).string(), "-q"},
+                 fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    EXPECT_EQ(fake.seen_text(), "list tree\n");
+  }
+}
+
 // ---- A5: every peer string printable ----------------------------------------------------------
 
 TEST(Printable, EscapesC0DelC1AndInvalidUtf8) {

@@ -95,7 +95,7 @@ TEST_F(IdentityPrivacy, UnauthorizedKeyIsNamedInTheServerLogOnly) {
 }
 
 // A protocol-3 client (its ClientHello carries its key at body offset 76, 112 bytes) is told
-// the version by a ServerHello with status 3 and version 4, and the server logs both versions.
+// the version by a ServerHello with status 3 and this build's version, and the server logs both.
 TEST_F(IdentityPrivacy, Version3ClientHelloGetsTheVersionRefusal) {
   Bytes ch = {0, 0, 0, 113, 1, 'A', 'E', 'S', 'X', 'F', 'E', 'R', '1', 3, 1, 2, 2};
   ch.insert(ch.end(), 32, 0x09);  // X25519 value
@@ -113,9 +113,11 @@ TEST_F(IdentityPrivacy, Version3ClientHelloGetsTheVersionRefusal) {
   ::close(fd);
   ASSERT_EQ(got.size(), 4u + 1 + 174);  // one ServerHello, then the server closed
   EXPECT_EQ(got[4], 2);                 // ServerHello
-  EXPECT_EQ(got[13], proto::kVersion);  // the client reads "the server speaks protocol version 4"
+  EXPECT_EQ(got[13], proto::kVersion);  // the client reads "the server speaks protocol version 5"
   EXPECT_EQ(got[14], 3);                // status: bad version
-  EXPECT_TRUE(server->wait_for_log("client speaks protocol version 3, this server 4")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("client speaks protocol version 3, this server " +
+                                   std::to_string(proto::kVersion)))
+      << server->log();
 }
 
 }  // namespace

@@ -125,6 +125,12 @@ int main(int argc, char** argv) {
                   {proto::EntryType::symlink, "d/l", 0, 0777, 1700000000}};
   proto::encode_list_page(page, b);
   put(root / "fuzz_messages", "page-0", b);
+  page.entries = {{proto::EntryType::left_out, ".", 2, 0, 0},
+                  {proto::EntryType::unreadable_dir, "locked", 0, 0700, 1700000000},
+                  {proto::EntryType::dir, "d", 0, 0755, 1700000000},
+                  {proto::EntryType::left_out, "d", 1, 0, 0}};
+  proto::encode_list_page(page, b);
+  put(root / "fuzz_messages", "page-not-listed", b);  // protocol 5's kinds
   // Differential: each family (fuzz_differential.cpp) over lengths around its block and lane
   // boundaries; the key, IV and data are a counter pattern, the selector varies.
   for (uint8_t family = 0; family < 8; ++family)

@@ -505,11 +505,13 @@ TEST(Handshake, WrongVersionAndMagic) {
     v3[13] = 3;
     Step b = p.s->feed(v3.data(), v3.size());
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
-    EXPECT_NE(b.detail.find("version 3, this server 4"), std::string::npos) << b.detail;
+    EXPECT_NE(b.detail.find("version 3, this server " + std::to_string(kVersion)), std::string::npos)
+        << b.detail;
     // The category's own words name the version this build speaks (not "version 1").
-    EXPECT_EQ(b.ec.message(), "peer does not speak aesxfer protocol version 4 (bad magic or version)");
+    EXPECT_EQ(b.ec.message(), "peer does not speak aesxfer protocol version " + std::to_string(kVersion) +
+                                  " (bad magic or version)");
     ASSERT_EQ(b.send.size(), 4u + 1 + 174);
-    EXPECT_EQ(b.send[13], kVersion);  // a version 3 client reads "the server speaks version 4"
+    EXPECT_EQ(b.send[13], kVersion);  // a version 3 client reads "the server speaks version 5"
     EXPECT_EQ(b.send[14], 3);
     EXPECT_FALSE(p.s->client_key());
   }
@@ -537,7 +539,8 @@ TEST(Handshake, WrongVersionAndMagic) {
     EXPECT_EQ(b.send[13], kVersion);
     EXPECT_EQ(b.send[14], 3);
   }
-  for (uint8_t old : {uint8_t(1), uint8_t(3)}) {  // An older server's answer: both versions named.
+  for (uint8_t old :
+       {uint8_t(1), uint8_t(3), uint8_t(4)}) {  // An older server's answer: both versions named.
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
     p.c->start();
     const size_t body = old == 1 ? 170 : 174;
@@ -548,7 +551,8 @@ TEST(Handshake, WrongVersionAndMagic) {
     f[13] = old;
     Step c = p.c->feed(f.data(), f.size());
     EXPECT_EQ(c.ec, make_error_code(errc::bad_magic));
-    EXPECT_NE(c.detail.find("version " + std::to_string(old) + ", this client 4"), std::string::npos)
+    EXPECT_NE(c.detail.find("version " + std::to_string(old) + ", this client " + std::to_string(kVersion)),
+              std::string::npos)
         << c.detail;
   }
   {

@@ -98,7 +98,7 @@ TEST(Listing, BadFieldsAreRejected) {
   EXPECT_TRUE(bad(1, 0x81));
   EXPECT_TRUE(bad(3, 5));  // count beyond the entries present
   EXPECT_TRUE(bad(4, 0));  // entry type 0
-  EXPECT_TRUE(bad(4, 5));  // entry type 5
+  EXPECT_TRUE(bad(4, 7));  // entry type 7 (5 and 6 are protocol 5's)
   // A count the payload cannot possibly hold is refused before anything is reserved.
   EXPECT_FALSE(decode_list_page(Bytes{6, 1, 0xff, 0xff}));
   // A page over kMaxListPage.
@@ -122,7 +122,7 @@ TEST(Listing, BadFieldsAreRejected) {
   }
   {
     // A directory (or symlink) with a size, and mode bits above 07777.
-    for (auto t : {EntryType::dir, EntryType::symlink, EntryType::other}) {
+    for (auto t : {EntryType::dir, EntryType::symlink, EntryType::other, EntryType::unreadable_dir}) {
       Bytes b = enc_page(ListPage{false, {{EntryType::file, "x", 7, 0644, 0}}});
       b[4] = uint8_t(t);
       EXPECT_FALSE(decode_list_page(b)) << int(t);
@@ -137,6 +137,38 @@ TEST(Listing, BadFieldsAreRejected) {
     b.resize(b.size() + kMaxPath + 1 + 20, 'a');
     EXPECT_FALSE(decode_list_page(b));
   }
+}
+
+// Protocol 5: a directory the server cannot read (type 5, like a directory: no size) and the
+// count of names left out of a directory (type 6: its path, or "." for the listed one, and a
+// count of at least one in the size field), byte by byte and with their own rules.
+TEST(Listing, WhatTheServerCouldNotListHasItsOwnKinds) {
+  ListPage p;
+  p.last = true;
+  p.entries.push_back({EntryType::left_out, ".", 2, 0, 0});
+  p.entries.push_back({EntryType::unreadable_dir, "locked", 0, 0700, 1});
+  EXPECT_EQ(test::to_hex(enc_page(p)),
+            "06010002"
+            "060001"
+            "2e"
+            "0000000000000002"
+            "00000000"
+            "0000000000000000"
+            "050006"
+            "6c6f636b6564"
+            "0000000000000000"
+            "000001c0"
+            "0000000000000001");
+  auto d = decode_list_page(enc_page(p));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(enc_page(*d), enc_page(p));  // every field came back (the layout above names them)
+  EXPECT_TRUE(decode_list_page(enc_page(ListPage{true, {{EntryType::left_out, "a/b", 1, 0, 0}}})));
+  // A count of none; "." for any other kind; the paths no kind may carry.
+  EXPECT_FALSE(decode_list_page(enc_page(ListPage{true, {{EntryType::left_out, "a", 0, 0, 0}}})));
+  for (auto t : {EntryType::file, EntryType::dir, EntryType::unreadable_dir, EntryType::symlink})
+    EXPECT_FALSE(decode_list_page(enc_page(ListPage{true, {{t, ".", 0, 0, 0}}}))) << int(t);
+  for (const char* path : {"..", "a/.", "/a", "a/"})
+    EXPECT_FALSE(decode_list_page(enc_page(ListPage{true, {{EntryType::left_out, path, 1, 0, 0}}}))) << path;
 }
 
 TEST(Listing, PagesOfLongPathsFitTheBound) {

@@ -1,0 +1,128 @@
+// Issue 24, F1 and F2 (protocol 5): what a listing cannot hold is named instead of lost. A
+// directory the server may not read is listed as such (type 5) and the rest of the tree arrives;
+// names with CR or LF, which no path on the wire may hold, are counted per directory (type 6); the
+// client names both and exits 1. A directory sent with -p keeps the server's owner rwx, so that a
+// tree sent as mode 0000 is not one the server can never list again. Before protocol 5 the first
+// refused the whole listing, the second exited 0 with less than the tree, and the third left the
+// server a directory it could not read.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+
+// Gives `p` and everything below it to uid/gid `who`, without following a symbolic link.
+void chown_tree(const fs::path& p, uid_t who) {
+  ASSERT_EQ(::lchown(p.c_str(), who, who), 0) << p;
+  for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it)
+    ASSERT_EQ(::lchown(it->path().c_str(), who, who), 0) << it->path();
+}
+
+ProcResult recv_tree(const Workspace& ws, uint16_t port, const std::string& dest, bool preserve = false) {
+  std::vector<std::string> args{
+      "recv", "-r", "-q", "127.0.0.1:tree", (ws.local / dest).string(), "-P", std::to_string(port)};
+  if (preserve) args.push_back("-p");
+  return run_aesxfer(args, ws.home);
+}
+
+// The server runs as nobody (the tests run as root, whom no permission stops): a directory of
+// its tree with mode 0000, and one it may read but not search (0600), are each named by the
+// client, and everything else arrives.
+TEST(ListingGaps, ADirectoryTheServerCannotReadIsNamedAndTheRestArrives) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree" / "locked" / "deep");
+  write_text_file(ws.root / "tree" / "locked" / "deep" / "s", "secret\n");
+  fs::create_directories(ws.root / "tree" / "noexec");
+  write_text_file(ws.root / "tree" / "noexec" / "n", "n\n");
+  fs::create_directories(ws.root / "tree" / "open");
+  write_text_file(ws.root / "tree" / "open" / "f", "f\n");
+  write_text_file(ws.root / "tree" / "plain.txt", "plain\n");
+  chown_tree(ws.home, kNobody);
+  chown_tree(ws.root, kNobody);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  fs::permissions(ws.root / "tree" / "locked", fs::perms::none);
+  fs::permissions(ws.root / "tree" / "noexec", fs::perms(0600));
+  ServerProcess server(ws.home, ws.root, {}, kNobody);
+  auto r = recv_tree(ws, server.port(), "out");
+  EXPECT_EQ(r.exit_code, 1) << r.describe() << server.log();
+  const std::string why = ": the server cannot read this directory; skipped with all below it\n";
+  EXPECT_NE(r.err.find("tree/locked" + why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tree/noexec" + why), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "out" / "plain.txt"), "plain\n");
+  EXPECT_EQ(read_text_file(ws.local / "out" / "open" / "f"), "f\n");
+  EXPECT_FALSE(fs::exists(ws.local / "out" / "locked"));
+  EXPECT_FALSE(fs::exists(ws.local / "out" / "noexec"));
+  // The listed directory itself unreadable is still refused as a whole, with the reason.
+  fs::permissions(ws.root / "tree", fs::perms::none);
+  auto top = recv_tree(ws, server.port(), "out2");
+  EXPECT_EQ(top.exit_code, 1) << top.describe();
+  EXPECT_NE(top.err.find("tree: permission denied"), std::string::npos) << top.err;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// Names with CR or LF are counted where they were left out: the client says how many, in which
+// directory, and exits 1; the rest arrives.
+TEST(ListingGaps, NamesLeftOutAreCountedPerDirectory) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree" / "sub");
+  fs::create_directories(ws.root / "tree" / "project\nbackup");
+  write_text_file(ws.root / "tree" / "plain.txt", "plain\n");
+  write_text_file(ws.root / "tree" / "report\n2026.txt", "r\n");
+  write_text_file(ws.root / "tree" / "sub" / "cr\rname", "c\n");
+  write_text_file(ws.root / "tree" / "sub" / "ok", "ok\n");
+  ServerProcess server(ws.home, ws.root);
+  auto r = recv_tree(ws, server.port(), "out");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string why = " left out by the server (a CR or LF in a name cannot be sent)\n";
+  EXPECT_NE(r.err.find("tree: 2 names" + why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tree/sub: 1 name" + why), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "out" / "plain.txt"), "plain\n");
+  EXPECT_EQ(read_text_file(ws.local / "out" / "sub" / "ok"), "ok\n");
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_NE(server.log().find(" unlisted=3 "), std::string::npos) << server.log();
+}
+
+// send -r -p of directories with modes 0000, 0500 and 0750: the server applies each mode but
+// keeps its own user's rwx (0700, 0700, 0750), and the tree can be listed and fetched back whole.
+TEST(ListingGaps, APreservedDirectoryKeepsTheServersOwnerRwx) {
+  Workspace ws;
+  const fs::path tree = ws.local / "tree";
+  for (const char* d : {"d0", "d5", "d7"}) {
+    fs::create_directories(tree / d);
+    write_text_file(tree / d / "f", std::string(d) + "\n");
+  }
+  fs::permissions(tree / "d0", fs::perms::none);
+  fs::permissions(tree / "d5", fs::perms(0500));
+  fs::permissions(tree / "d7", fs::perms(0750));
+  ServerProcess server(ws.home, ws.root);
+  auto s = run_aesxfer(
+      {"send", "-r", "-p", "-q", tree.string(), "127.0.0.1:tree", "-P", std::to_string(server.port())},
+      ws.home);
+  ASSERT_EQ(s.exit_code, 0) << s.describe();
+  auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(ws.root / "tree" / "d0"), 0700u);
+  EXPECT_EQ(mode(ws.root / "tree" / "d5"), 0700u);
+  EXPECT_EQ(mode(ws.root / "tree" / "d7"), 0750u);
+  auto r = recv_tree(ws, server.port(), "back", true);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* d : {"d0", "d5", "d7"})
+    EXPECT_EQ(read_text_file(ws.local / "back" / d / "f"), std::string(d) + "\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
