@@ -233,6 +233,13 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
                       int& rc) {
   if (f) {
     die_line(f->what());
+    if (t.json) {  // a script reading --json learns of the file too, not only of the ones that came
+      app::Json j;
+      app::set_name(j, "file", shown);
+      j["error"] = f->what();
+      j["verified"] = false;
+      std::fputs(app::json_line(j).c_str(), stdout);
+    }
     rc = kExitFail;
     return;
   }

@@ -97,6 +97,8 @@ bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEn
     if (e.rel.find('/') == std::string::npos) source.insert(e.rel);
   std::vector<std::string> there;
   try {
+    // A count of names left out of DEST itself (protocol 5, path ".") stands for names with CR or
+    // LF, which no put can have made there: like any name the source did not put, DEST is no copy.
     for (const auto& e : c.list(dest).entries) there.push_back(e.path);
   } catch (const Failure& f) {
     if (f.origin != proto::Origin::peer) throw;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "tests/harness.h"
@@ -90,6 +91,31 @@ TEST(ListingGaps, NamesLeftOutAreCountedPerDirectory) {
   EXPECT_EQ(read_text_file(ws.local / "out" / "sub" / "ok"), "ok\n");
   EXPECT_EQ(server.stop(), 0);
   EXPECT_NE(server.log().find(" unlisted=3 "), std::string::npos) << server.log();
+}
+
+// With --json, what a listing could not hold has an object of its own (file, error, verified
+// false) beside the files that came, so that a script reading stdout alone learns of it.
+TEST(ListingGaps, JsonHasAnObjectForWhatWasLeftOut) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "plain.txt", "plain\n");
+  write_text_file(ws.root / "tree" / "report\n2026.txt", "r\n");
+  ServerProcess server(ws.home, ws.root);
+  auto r = run_aesxfer({"recv", "-r", "--json", "127.0.0.1:tree", (ws.local / "out").string(), "-P",
+                        std::to_string(server.port())},
+                       ws.home);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  std::map<std::string, std::map<std::string, std::string>> by_file;
+  for (const auto& line : nonempty_lines(r.out)) {
+    auto j = parse_flat_json(line);
+    ASSERT_TRUE(j) << line;
+    by_file[(*j)["file"]] = *j;
+  }
+  ASSERT_EQ(by_file.size(), 2u) << r.out;
+  EXPECT_EQ(by_file["tree/plain.txt"]["verified"], "true") << r.out;
+  EXPECT_EQ(by_file["tree"]["verified"], "false") << r.out;
+  EXPECT_NE(by_file["tree"]["error"].find("tree: 1 name left out by the server"), std::string::npos) << r.out;
+  EXPECT_EQ(server.stop(), 0);
 }
 
 // send -r -p of directories with modes 0000, 0500 and 0750: the server applies each mode but
