@@ -43,18 +43,26 @@ bool unb64(const std::string& s, uint8_t* out, size_t n) {
   return len == n;
 }
 
+// Writes p whole through P.tmp, which is created afresh (O_EXCL) and never through a symbolic link:
+// a name planted there (a link to a file of the user's, in a home another user can write) is
+// removed, not followed (a twelfth re-attack, G2: keygen rewrote the link's target, mode 0644).
+// The mode is set on the descriptor; rename() replaces p itself, never what a link at p names.
 void write_file_mode(const fs::path& p, const std::string& content, mode_t mode) {
   fs::create_directories(p.parent_path());
   fs::path tmp = p;
   tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw Failure("cannot write " + tmp.string());
-    f << content;
-    if (!f.flush()) throw Failure("cannot write " + tmp.string());
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  UniqueFd fd(::open(tmp.c_str(), flags, mode));
+  if (!fd && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd.reset(::open(tmp.c_str(), flags, mode));
+  if (!fd) throw Failure("cannot write " + proto::printable(tmp.string()) + ": " + std::strerror(errno));
+  const bool ok = ::fchmod(fd.get(), mode) == 0 &&
+                  ::write(fd.get(), content.data(), content.size()) == ssize_t(content.size()) &&
+                  ::fsync(fd.get()) == 0 && fd.close() == 0;
+  if (!ok || ::rename(tmp.c_str(), p.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Failure("cannot write " + proto::printable(p.string()) + ": " + std::strerror(e));
   }
-  ::chmod(tmp.c_str(), mode);
-  fs::rename(tmp, p);
 }
 
 }  // namespace
@@ -230,10 +238,13 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   }
   if (!add) return HostCheck::unknown;
   fs::create_directories(file.parent_path());
-  std::ofstream out(file, std::ios::app);
-  if (!out) throw Failure("cannot write " + file.string());
-  out << host_port << " " << encode_public_key(key) << "\n";
-  if (!out.flush()) throw Failure("cannot write " + file.string());
+  // Appended, never through a symbolic link (a link planted in a home another user can write would
+  // otherwise take the line to a file of the user's choosing).
+  UniqueFd out(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string entry = host_port + " " + encode_public_key(key) + "\n";
+  if (!out || ::write(out.get(), entry.data(), entry.size()) != ssize_t(entry.size()) || out.close() != 0)
+    throw Failure("cannot write " + proto::printable(file.string()) + ": " +
+                  (errno == ELOOP ? std::string("is a symbolic link") : std::string(std::strerror(errno))));
   return HostCheck::added;
 }
 
@@ -385,8 +396,11 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   proto::PublicKey pk{};
   if (!decode_public_key(line, pk))
     throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");
-  fs::create_directories(file.parent_path());
-  ::chmod(file.parent_path().c_str(), 0700);
+  // A home made here is the user's alone; one that was there keeps its mode (StrictModes below says
+  // whether the server would trust it): a chmod by name followed a link to another directory (a
+  // twelfth re-attack, G3).
+  std::error_code made_ec;
+  if (fs::create_directories(file.parent_path(), made_ec)) ::chmod(file.parent_path().c_str(), 0700);
   struct stat st {};
   const bool existed = ::lstat(file.c_str(), &st) == 0;
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -1,0 +1,91 @@
+// A twelfth re-attack (issue 24, G2 and G3): what the commands write into $AESXFER_HOME is never
+// written through a symbolic link another user planted there, and a home that exists keeps its
+// mode. keygen wrote the public key through a link at its temporary name (the link's target,
+// any file root may write, got the key line and mode 0644); the first contact appended to a
+// known_hosts link; authorize chmodded the directory a home link named to 0700.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+constexpr uid_t kOther = 65534;  // the tests run as root: "another local user"
+
+unsigned mode_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+// A file of the user's that a planted link points at: it must come out as it went in.
+struct Victim {
+  fs::path path;
+  explicit Victim(const fs::path& p) : path(p) {
+    write_text_file(p, "precious\n");
+    fs::permissions(p, fs::perms(0600));
+  }
+  void expect_untouched() const {
+    EXPECT_EQ(read_text_file(path), "precious\n");
+    EXPECT_EQ(mode_of(path), 0600u);
+  }
+};
+
+// A link at `at` to `target`, owned by the other user.
+void plant(const fs::path& at, const fs::path& target) {
+  fs::create_symlink(target, at);
+  ASSERT_EQ(::lchown(at.c_str(), kOther, kOther), 0);
+}
+
+TEST(HomeLinks, KeygenNeverWritesThroughALinkAtItsTemporaryName) {
+  TempDir t{"aesxfer-homelinks"};
+  const fs::path home = t / "home";
+  fs::create_directories(home);
+  Victim victim(t / "victim.txt");
+  plant(home / "id_ed25519.pub.tmp", victim.path);
+  auto r = run_aesxfer({"keygen"}, home);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  victim.expect_untouched();
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(home / "id_ed25519.pub")));
+  EXPECT_EQ(read_text_file(home / "id_ed25519.pub").rfind("aesxfer-ed25519 ", 0), 0u);
+  EXPECT_EQ(mode_of(home / "id_ed25519.pub"), 0644u);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(home / "id_ed25519.pub.tmp")));
+}
+
+TEST(HomeLinks, TheFirstContactNeverAppendsThroughAKnownHostsLink) {
+  Workspace ws;
+  write_text_file(ws.local / "f", "f\n");
+  Victim victim(ws.tmp / "victim.txt");
+  ServerProcess server(ws.home, ws.root);
+  plant(ws.home / "known_hosts", victim.path);
+  auto r = run_aesxfer(
+      {"send", "-q", (ws.local / "f").string(), "127.0.0.1:f", "-P", std::to_string(server.port())}, ws.home);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("known_hosts: is a symbolic link"), std::string::npos) << r.err;
+  victim.expect_untouched();
+  EXPECT_FALSE(fs::exists(ws.root / "f")) << "nothing goes to a host that could not be pinned";
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(HomeLinks, AuthorizeLeavesTheModeOfAHomeThatExists) {
+  TempDir t{"aesxfer-homelinks"};
+  const fs::path shared = t / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms(0755));
+  fs::create_directories(t / "evil");
+  plant(t / "evil" / "h", shared);
+  const fs::path keys = t / "keys";
+  ASSERT_EQ(run_aesxfer({"keygen"}, keys).exit_code, 0);
+  const std::string line = read_text_file(keys / "id_ed25519.pub");
+  auto r = run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, t / "evil" / "h");
+  EXPECT_NE(r.exit_code, 0) << r.describe();  // a home through another user's link: not trusted
+  EXPECT_EQ(mode_of(shared), 0755u);
+  EXPECT_FALSE(fs::exists(shared / "authorized_keys"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
