@@ -146,9 +146,13 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
         auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
         meter.finish(r);
         report(t, co, r, tty);
-      } catch (const proto::Failure&) {
+      } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
-        throw;
+        // The server refused this file (it cannot read it, it went since the listing): this file
+        // alone, as for a pipelined one; the rest of the tree comes (a twelfth re-attack, G1: a
+        // large file refused ended the tree). A link or local failure still ends the session.
+        if (f.origin != proto::Origin::peer) throw;
+        report_pipelined(t, co, tty, from, nullptr, &f, rc);
       }
     };
     auto note = [&](const std::string& line) {

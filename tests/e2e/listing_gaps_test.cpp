@@ -70,6 +70,32 @@ TEST(ListingGaps, ADirectoryTheServerCannotReadIsNamedAndTheRestArrives) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A file too large to be pipelined that the server refuses (it may not read it, or it went since
+// the listing) fails alone, as a small one does: the rest of the tree after it arrives and the
+// command exits 1 (a twelfth re-attack, G1: the tree stopped at it, naming only that file).
+TEST(ListingGaps, ALargeFileTheServerRefusesFailsAlone) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree" / "sub");
+  write_random_file(ws.root / "tree" / "a_big.bin", 3 << 20, 1);
+  write_text_file(ws.root / "tree" / "b.txt", "b\n");
+  write_random_file(ws.root / "tree" / "c_big.bin", 2 << 20, 2);
+  write_text_file(ws.root / "tree" / "sub" / "s.txt", "s\n");
+  chown_tree(ws.home, kNobody);
+  chown_tree(ws.root, kNobody);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  fs::permissions(ws.root / "tree" / "a_big.bin", fs::perms::none);
+  ServerProcess server(ws.home, ws.root, {}, kNobody);
+  auto r = recv_tree(ws, server.port(), "out");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("tree/a_big.bin: permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "out" / "a_big.bin"));
+  EXPECT_EQ(read_text_file(ws.local / "out" / "b.txt"), "b\n");
+  EXPECT_EQ(fs::file_size(ws.local / "out" / "c_big.bin"), uintmax_t(2 << 20));
+  EXPECT_EQ(read_text_file(ws.local / "out" / "sub" / "s.txt"), "s\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // Names with CR or LF are counted where they were left out: the client says how many, in which
 // directory, and exits 1; the rest arrives.
 TEST(ListingGaps, NamesLeftOutAreCountedPerDirectory) {
