@@ -34,7 +34,12 @@ struct TreeEntry {
   dev_t parent_dev = 0;  // the directory that holds it, as the walk read it
   ino_t parent_ino = 0;
 };
-std::vector<TreeEntry> walk_tree(const std::filesystem::path& top, std::vector<std::string>* skipped);
+// The tree below top, parents before their contents, names sorted. `skipped` gets a line for what is
+// not sent (symbolic links to directories, special files); `unreadable`, when given, one for each
+// directory below top that may not be read or searched (left out with all below it; without it,
+// such a directory is an error).
+std::vector<TreeEntry> walk_tree(const std::filesystem::path& top, std::vector<std::string>* skipped,
+                                 std::vector<std::string>* unreadable = nullptr);
 
 class TreeSender {
  public:

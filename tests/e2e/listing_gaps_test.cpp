@@ -70,6 +70,47 @@ TEST(ListingGaps, ADirectoryTheServerCannotReadIsNamedAndTheRestArrives) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// The mirror for send -r (a twelfth re-attack, G5): a local directory the sending user may not
+// read (0000) or search (0600) is named, skipped with all below it, and the rest of the tree goes;
+// exit 1. Before, the whole send stopped there and nothing reached the server. The client runs as
+// nobody (setpriv), whom the modes bind, with a key of its own that the server authorizes.
+TEST(ListingGaps, SendTreeNamesALocalDirectoryItCannotReadAndSendsTheRest) {
+  Workspace ws;
+  const fs::path me = ws.tmp / "nobody-home", src = ws.tmp / "src";
+  for (const char* d : {"d0/inner", "dr", "ok"}) fs::create_directories(src / d);
+  write_text_file(src / "d0" / "inner" / "a", "a\n");
+  write_text_file(src / "dr" / "r", "r\n");
+  write_text_file(src / "ok" / "o", "o\n");
+  write_text_file(src / "top.txt", "t\n");
+  fs::create_directories(me);
+  chown_tree(me, kNobody);
+  chown_tree(src, kNobody);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  fs::permissions(src / "d0", fs::perms::none);
+  fs::permissions(src / "dr", fs::perms(0600));
+  const std::vector<std::string> as_nobody{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                           "--clear-groups", AESXFER_BINARY};
+  auto nobody = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), as_nobody.begin(), as_nobody.end());
+    return run_process(args, {{"AESXFER_HOME", me.string()}});
+  };
+  ASSERT_EQ(nobody({"keygen"}).exit_code, 0);
+  const std::string line = read_text_file(me / "id_ed25519.pub");
+  ASSERT_EQ(run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code, 0);
+  ServerProcess server(ws.home, ws.root);
+  auto r = nobody({"send", "-r", "-q", src.string(), "127.0.0.1:copy", "-P", std::to_string(server.port())});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string why = ": permission denied; skipped with all below it\n";
+  EXPECT_NE(r.err.find((src / "d0").string() + why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((src / "dr").string() + why), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "copy" / "ok" / "o"), "o\n");
+  EXPECT_EQ(read_text_file(ws.root / "copy" / "top.txt"), "t\n");
+  EXPECT_FALSE(fs::exists(ws.root / "copy" / "d0"));
+  EXPECT_FALSE(fs::exists(ws.root / "copy" / "dr"));
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // A file too large to be pipelined that the server refuses (it may not read it, or it went since
 // the listing) fails alone, as a small one does: the rest of the tree after it arrives and the
 // command exits 1 (a twelfth re-attack, G1: the tree stopped at it, naming only that file).
