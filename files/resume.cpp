@@ -168,7 +168,13 @@ void PartialFile::open(const std::string& name) {
   slot_ = register_kept(dirfd_.get(), pname_, path_.string());
 }
 
-PartialFile::~PartialFile() { unregister_kept(slot_); }
+PartialFile::~PartialFile() {
+  // Kept when the transfer broke, unless it holds nothing: an empty one resumes nothing and only
+  // litters the directory (a refused get with --resume left one). Removed while still ours (open,
+  // locked); after commit() the descriptor is closed and the name is the destination's.
+  if (fd_ && length() == 0) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
+  unregister_kept(slot_);
+}
 
 uint64_t PartialFile::length() const {
   struct stat st {};

@@ -346,8 +346,10 @@ struct ClientHandshake::Impl {
                           ")");
       case kStatusBusy:
         return failed(errc::server_busy, consumed,
-                      "server busy: too many connections are waiting to log in (its --max-startups); "
-                      "try again later");
+                      // The status does not say which bound turned the client away (a twelfth
+                      // re-attack, G7: a per-source refusal was blamed on --max-startups alone).
+                      "server busy: too many connections are waiting to log in (its --max-startups, or "
+                      "--per-source-max-startups for this address); try again later");
       default:
         return failed(errc::bad_handshake, consumed);
     }

@@ -287,6 +287,10 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
                                 : Refusal{proto::Status::bad_path, req + ": not a regular file"};
     return std::nullopt;
   }
+  if (names_directory(req)) {  // "f/" names a directory, as cp and scp say (a twelfth re-attack, G8)
+    why = refusal_for(req, ENOTDIR);
+    return std::nullopt;
+  }
   s.shown = p->shown;
   return s;
 }
@@ -304,7 +308,11 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   if (d >= 0) {  // a directory: the file goes in it under the sender's name
     UniqueFd dir(d);
     if (bad_leaf(basename)) {
-      why = {proto::Status::bad_path, "invalid file name"};
+      // Names the name (raw, cut to 256 bytes: the client and the log escape it), not only the
+      // directory it was to go in (a twelfth re-attack, G6: "host:dd: invalid file name").
+      why = {proto::Status::bad_path, basename.substr(0, 256) +
+                                          ": invalid file name (no CR, LF, NUL or /, "
+                                          "not . or .., at most 255 bytes)"};
       return std::nullopt;
     }
     parts->push_back(basename);

@@ -91,6 +91,33 @@ TEST_F(DestRules, RecvToATrailingSlashNeedsADirectory) {
   EXPECT_EQ(read_text_file(ws.local / "copy" / "t.txt"), "t\n");
 }
 
+// The source's side (a twelfth re-attack, G8): recv host:f/ names a directory f on the server, so a
+// file f is "not a directory", exit 1, nothing written, whichever way the file would come
+// (alone, with --resume, large, several sources); cp and scp say the same. A refused get with
+// --resume leaves no empty partial file behind either.
+TEST_F(DestRules, RecvFromATrailingSlashNeedsADirectory) {
+  write_text_file(ws.root / "a.txt", "a\n");
+  write_random_file(ws.root / "big.bin", 3 << 20, 1);
+  const std::vector<std::vector<std::string>> cases = {
+      {"recv", "127.0.0.1:a.txt/", (ws.local / "x").string()},
+      {"recv", "127.0.0.1:a.txt/.", (ws.local / "x").string()},
+      {"recv", "127.0.0.1:big.bin/", (ws.local / "x").string()},
+      {"recv", "--resume", "127.0.0.1:a.txt/", (ws.local / "x").string()},
+      {"recv", "127.0.0.1:a.txt/", "127.0.0.1:big.bin", ws.local.string()},
+  };
+  for (const auto& args : cases) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(r.err.find("a.txt/: not a directory") != std::string::npos ||
+                r.err.find("a.txt/.: not a directory") != std::string::npos ||
+                r.err.find("big.bin/: not a directory") != std::string::npos)
+        << r.describe();
+    EXPECT_FALSE(fs::exists(ws.local / "x")) << r.describe();
+    EXPECT_FALSE(fs::exists(ws.local / "a.txt")) << r.describe();
+    EXPECT_TRUE(temp_debris(ws.local).empty());
+  }
+}
+
 // ---- E11 -----------------------------------------------------------------------------------------
 
 class ModeRules : public ServerTest {
