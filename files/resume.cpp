@@ -219,6 +219,12 @@ FileMode effective_mode(unsigned mode, bool preserve) {
   return FileMode(mode & 0777 & ~um, true);
 }
 
+FileMode stored_mode(unsigned mode, bool preserve) {
+  FileMode m = effective_mode(mode, preserve);
+  m.bits |= 0400;
+  return m;
+}
+
 long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : -1; }
 
 }  // namespace aesxfer::files

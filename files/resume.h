@@ -89,6 +89,10 @@ unsigned current_umask();
 // the mode of the file it replaces, or for a new file mode & ~umask, and the time of arrival
 // (-1), as scp does. The setuid and setgid bits are never applied, in either direction.
 FileMode effective_mode(unsigned mode, bool preserve);
+// What a server stores (protocol 5): effective_mode with the owner's read bit added, so that a file
+// sent as 0000 (or 0200) stays one the server can serve and hash for a resume (a twelfth
+// re-attack, G9). A file it replaces without -p still keeps that file's mode.
+FileMode stored_mode(unsigned mode, bool preserve);
 long long effective_mtime(long long mtime, bool preserve);
 
 }  // namespace aesxfer::files

@@ -146,7 +146,7 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
   try {
     if (t.out) {
       bool preserve = t.flags & proto::kFlagPreserve;
-      t.out->commit(effective_mode(t.mode, preserve), effective_mtime(t.mtime, preserve));
+      t.out->commit(stored_mode(t.mode, preserve), effective_mtime(t.mtime, preserve));
     }
   } catch (const Failure& f) {
     return refusal_for(what, f.err);

@@ -270,7 +270,7 @@ void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
   ok.text = (dir == "." ? "" : dir + "/") + files::partial_name(dest.name);
   ctx.c.send_message(ok);
   r.fd = pf->fd();
-  r.finish = [&] { pf->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+  r.finish = [&] { pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
   // Known bad data: start over next time. A lost connection keeps the partial file.
   r.failed = [&](const Failure& e) {
     if (e.origin != proto::Origin::local || e.status != Status::integrity)
@@ -326,7 +326,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
-    r.finish = [&] { out->commit(effective_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+    r.finish = [&] { out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
     r.failed = [&](const Failure&) {
       out->discard();
       return std::string("failed");

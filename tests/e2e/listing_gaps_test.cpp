@@ -186,7 +186,8 @@ TEST(ListingGaps, JsonHasAnObjectForWhatWasLeftOut) {
 }
 
 // send -r -p of directories with modes 0000, 0500 and 0750: the server applies each mode but
-// keeps its own user's rwx (0700, 0700, 0750), and the tree can be listed and fetched back whole.
+// keeps its own user's rwx (0700, 0700, 0750); files with 0000 and 0200 keep the owner's read bit
+// (0400, 0600); and the tree can be listed and fetched back whole.
 TEST(ListingGaps, APreservedDirectoryKeepsTheServersOwnerRwx) {
   Workspace ws;
   const fs::path tree = ws.local / "tree";
@@ -194,6 +195,10 @@ TEST(ListingGaps, APreservedDirectoryKeepsTheServersOwnerRwx) {
     fs::create_directories(tree / d);
     write_text_file(tree / d / "f", std::string(d) + "\n");
   }
+  write_text_file(tree / "f0", "f0\n");  // files too keep the owner's read bit (G9)
+  write_text_file(tree / "f2", "f2\n");
+  fs::permissions(tree / "f0", fs::perms::none);
+  fs::permissions(tree / "f2", fs::perms(0200));
   fs::permissions(tree / "d0", fs::perms::none);
   fs::permissions(tree / "d5", fs::perms(0500));
   fs::permissions(tree / "d7", fs::perms(0750));
@@ -210,10 +215,13 @@ TEST(ListingGaps, APreservedDirectoryKeepsTheServersOwnerRwx) {
   EXPECT_EQ(mode(ws.root / "tree" / "d0"), 0700u);
   EXPECT_EQ(mode(ws.root / "tree" / "d5"), 0700u);
   EXPECT_EQ(mode(ws.root / "tree" / "d7"), 0750u);
+  EXPECT_EQ(mode(ws.root / "tree" / "f0"), 0400u);
+  EXPECT_EQ(mode(ws.root / "tree" / "f2"), 0600u);
   auto r = recv_tree(ws, server.port(), "back", true);
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   for (const char* d : {"d0", "d5", "d7"})
     EXPECT_EQ(read_text_file(ws.local / "back" / d / "f"), std::string(d) + "\n");
+  EXPECT_EQ(read_text_file(ws.local / "back" / "f0"), "f0\n");
   EXPECT_EQ(server.stop(), 0);
 }
 
