@@ -389,11 +389,13 @@ void not_listed(const proto::ListEntry& e, const std::string& listed, const std:
                 const fs::path& top, const Report& report) {
   const bool unreadable = e.type == proto::EntryType::unreadable_dir;
   const std::string where = e.path == "." ? listed : base + e.path;
-  const Failure f(printable(where) + ": " +
-                  (unreadable
-                       ? std::string("the server cannot read this directory; skipped with all below it")
-                       : std::to_string(e.size) + (e.size == 1 ? " name" : " names") +
-                             " left out by the server (a CR or LF in a name cannot be sent)"));
+  const Failure f(
+      printable(where) + ": " +
+      (unreadable
+           ? std::string("the server cannot read this directory; skipped with all below it")
+           : std::to_string(e.size) + (e.size == 1 ? " name" : " names") +
+                 " left out by the server (a CR or LF in a name cannot be sent; a directory so named goes "
+                 "with all below it)"));
   if (!report) throw f;
   report(where, e.path == "." ? top : top / e.path, nullptr, &f);
 }

@@ -118,6 +118,17 @@ TEST_F(DestRules, RecvFromATrailingSlashNeedsADirectory) {
   }
 }
 
+// A name the server cannot store is named in the refusal, not only the directory it was to go in
+// (a twelfth re-attack, G6: "127.0.0.1:dd: invalid file name" for a file named "nl\nx").
+TEST_F(DestRules, ARefusedNameIsNamed) {
+  write_text_file(ws.local / "nl\nx", "d\n");
+  fs::create_directories(ws.root / "dd");
+  auto r = run({"send", (ws.local / "nl\nx").string(), "127.0.0.1:dd"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("nl\\x0ax: invalid file name"), std::string::npos) << r.describe();
+  EXPECT_TRUE(fs::is_empty(ws.root / "dd"));
+}
+
 // ---- E11 -----------------------------------------------------------------------------------------
 
 class ModeRules : public ServerTest {
