@@ -76,6 +76,8 @@ print()
 line('all reached code', total)
 EOF
 if [ -n "${COVERAGE_SHOW:-}" ]; then
+  # The first binary goes first without -object: llvm-cov show takes its first positional
+  # argument for the binary, and a source file there was read as one ("not a valid object file").
   llvm-cov show -instr-profile=build-cov/corpora.profdata -show-line-counts -region-coverage-lt=100 \
-    "${objects[@]}" "$COVERAGE_SHOW" | grep -E '^ +[0-9]+\| +0\|' || true
+    "${objects[1]}" "${objects[@]:2}" "$COVERAGE_SHOW" | grep -E '^ +[0-9]+\| +0\|' || true
 fi
