@@ -360,7 +360,8 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
     });
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
-    throw Failure(printable(local.string()) + ": " + e.what());
+    throw Failure(printable(local.string()) + ": " + e.what(), e.status, e.err,
+                  e.origin);  // a lost link stays one (--retries)
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = st.size;

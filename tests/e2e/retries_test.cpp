@@ -171,6 +171,23 @@ TEST_F(Retries, RecvSurvivesThreeCuts) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
+// Over parallel streams too: a part's lost connection stays a lost connection (a recv over four
+// streams cut once ended with exit 1: the part's failure was rewrapped as a local one, which no
+// retry takes over; found by bench/wan --cuts on a 50 ms path, where auto opens several streams).
+TEST_F(Retries, RecvOverParallelStreamsSurvivesACut) {
+  write_random_file(ws.root / "big.bin", 24 * kMiB, 33);
+  const fs::path dest = ws.local / "big.bin";
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r = run({"recv", "127.0.0.1:big.bin", dest.string(), "--streams", "4", "--json"}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_EQ(retry_lines(r.err), 1) << r.err;
+  const auto j = nlohmann::json::parse(nonempty_lines(r.out).back());
+  EXPECT_EQ(j.at("retries").get<int>(), 1) << r.out;
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "big.bin"));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
 TEST_F(Retries, TreesBothWaysSurviveACut) {
   const fs::path src = ws.local / "tree";
   fs::create_directories(src / "sub");
