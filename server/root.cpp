@@ -332,6 +332,16 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
     why = refusal_for(req, -d);
     return std::nullopt;
   }
+  // The shapes of the server's own temporary and partial files, which its sweep removes once they
+  // are old (a thirteenth re-attack, H3: a client's file so named, stored on purpose, went with
+  // the next sweep). Refused here, so nothing of a client's is ever taken for debris.
+  if (files::is_temp_name(p->name) || files::is_partial_name(p->name)) {
+    why = {proto::Status::bad_path,
+           p->shown +
+               ": a name of the shape the server keeps for its own temporary and "
+               "partial files (.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); rename it"};
+    return std::nullopt;
+  }
   bool found = false;
   if (!existing_is(*p, req, S_IFREG, &found, why)) return std::nullopt;
   struct stat st {};

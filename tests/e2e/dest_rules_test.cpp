@@ -129,6 +129,28 @@ TEST_F(DestRules, ARefusedNameIsNamed) {
   EXPECT_TRUE(fs::is_empty(ws.root / "dd"));
 }
 
+// A thirteenth re-attack (H3): a file named as the server names its own temporary and partial
+// files was stored, listed and served, then removed by the server's sweep once old enough (with -p
+// at the next sweep). Such a name is refused at the put, on its own and in a tree (the rest goes).
+TEST_F(DestRules, TheServersOwnNameShapesAreRefused) {
+  const fs::path tree = ws.local / "sw";
+  fs::create_directories(tree);
+  write_text_file(tree / ".db.aesxfer-tmp-Q1w2E3r4T5", "precious backup\n");
+  write_text_file(tree / ".notes.aesxfer-partial", "keep me too\n");
+  write_text_file(tree / "plain.txt", "plain\n");
+  auto one = run({"send", (tree / ".notes.aesxfer-partial").string(), "127.0.0.1:"});
+  EXPECT_EQ(one.exit_code, 1) << one.describe();
+  EXPECT_NE(one.err.find("the shape the server keeps for its own temporary and partial files"),
+            std::string::npos)
+      << one.describe();
+  auto r = run({"send", "-r", "-p", tree.string(), "127.0.0.1:"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "sw" / "plain.txt"), "plain\n");
+  EXPECT_FALSE(fs::exists(ws.root / "sw" / ".db.aesxfer-tmp-Q1w2E3r4T5"));
+  EXPECT_FALSE(fs::exists(ws.root / "sw" / ".notes.aesxfer-partial"));
+  EXPECT_FALSE(fs::exists(ws.root / ".notes.aesxfer-partial"));
+}
+
 // ---- E11 -----------------------------------------------------------------------------------------
 
 class ModeRules : public ServerTest {
