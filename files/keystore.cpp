@@ -141,6 +141,12 @@ proto::Identity read_identity(UniqueFd fd, const fs::path& path) {
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw Failure("identity file " + proto::printable(path.string()) + " is not a regular file");
   }
+  // Another user's key is theirs, however its mode reads (a thirteenth re-attack, H4: a home that
+  // another user made in a shared directory handed root that user's key as its own).
+  if (st.st_uid != ::geteuid())
+    throw Failure("identity file " + proto::printable(path.string()) + " is owned by uid " +
+                  std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(::geteuid()) +
+                  "): its owner knows the secret key; use a key of your own (aesxfer keygen, -i)");
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));

@@ -457,12 +457,21 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   // Both are checked as authorized_keys is (sshd's StrictModes): a host key another local user
   // could have planted or can replace is refused (as sshd refuses an unprotected host key), and
   // an own identity such a user could swap is not trusted for logins.
+  // A key file that is there is judged before it is read (reading one of another user's fails).
+  auto problem = [](const fs::path& f) {
+    struct stat st {};
+    return ::lstat(f.c_str(), &st) == 0 ? key_file_problem(f) : std::string();
+  };
+  if (std::string p = problem(opt.home / "host_ed25519"); !p.empty()) throw Failure("host key: " + p);
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   if (std::string p = key_file_problem(opt.home / "host_ed25519"); !p.empty())
     throw Failure("host key: " + p);
-  const proto::PublicKey own = load_or_create_identity(opt.home / "id_ed25519").pk;
-  impl_->own_refused = key_file_problem(opt.home / "id_ed25519");
-  if (impl_->own_refused.empty()) impl_->own_keys.push_back(own);
+  impl_->own_refused = problem(opt.home / "id_ed25519");
+  if (impl_->own_refused.empty()) {
+    const proto::PublicKey own = load_or_create_identity(opt.home / "id_ed25519").pk;
+    impl_->own_refused = key_file_problem(opt.home / "id_ed25519");
+    if (impl_->own_refused.empty()) impl_->own_keys.push_back(own);
+  }
   // The home and, when it is kept elsewhere, the authorized_keys file (found if it exists now).
   impl_->root =
       std::make_unique<Root>(opt.root, std::vector<std::filesystem::path>{opt.home, opt.authorized_keys});

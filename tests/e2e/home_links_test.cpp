@@ -87,5 +87,31 @@ TEST(HomeLinks, AuthorizeLeavesTheModeOfAHomeThatExists) {
   EXPECT_FALSE(fs::exists(shared / "authorized_keys"));
 }
 
+// A thirteenth re-attack (H4): a home another user made (in a shared directory) holds their key;
+// it is never taken as this user's identity, by keygen, a transfer or -i, whatever its mode.
+TEST(HomeLinks, AnotherUsersIdentityIsNotTaken) {
+  TempDir t{"aesxfer-homelinks"};
+  fs::permissions(t.path(), fs::perms(0711));
+  const fs::path theirs = t / "home";
+  fs::create_directories(theirs);  // theirs, and writable by all (a shared directory's)
+  ASSERT_EQ(::chown(theirs.c_str(), kOther, kOther), 0);
+  fs::permissions(theirs, fs::perms(0777));
+  auto kg = run_process(
+      {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AESXFER_BINARY, "keygen"},
+      {{"AESXFER_HOME", theirs.string()}});
+  ASSERT_EQ(kg.exit_code, 0) << kg.describe();
+  const std::string want = "is owned by uid 65534, not by this user (uid 0)";
+  auto r = run_aesxfer({"keygen"}, theirs);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.describe();
+  EXPECT_EQ(r.out.find("aesxfer-ed25519 "), std::string::npos) << "their key is not printed as ours";
+  TempDir mine{"aesxfer-homelinks"};
+  auto i =
+      run_aesxfer({"send", "-i", (theirs / "id_ed25519").string(), "/etc/hostname", "127.0.0.1:x", "-P", "1"},
+                  mine.path());
+  EXPECT_NE(i.exit_code, 0) << i.describe();
+  EXPECT_NE(i.err.find(want), std::string::npos) << i.describe();
+}
+
 }  // namespace
 }  // namespace aesxfer::test

@@ -27,11 +27,30 @@ void chown_tree(const fs::path& p, uid_t who) {
     ASSERT_EQ(::lchown(it->path().c_str(), who, who), 0) << it->path();
 }
 
+// The client's home: ws.home, or with a server of another user (which owns ws.home, its keys
+// among them) a home of the test's own whose key that server authorizes (hand_over).
+fs::path client_home(const Workspace& ws) {
+  const fs::path own = ws.tmp / "client-home";
+  return fs::exists(own) ? own : ws.home;
+}
+
+// Before a server runs as `who`: the client gets a home and key of its own, authorized in
+// ws.home, and ws.home and ws.root become who's.
+void hand_over(const Workspace& ws, uid_t who) {
+  const fs::path own = ws.tmp / "client-home";
+  ASSERT_EQ(run_aesxfer({"keygen"}, own).exit_code, 0);
+  const std::string line = read_text_file(own / "id_ed25519.pub");
+  ASSERT_EQ(run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code, 0);
+  chown_tree(ws.home, who);
+  chown_tree(ws.root, who);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+}
+
 ProcResult recv_tree(const Workspace& ws, uint16_t port, const std::string& dest, bool preserve = false) {
   std::vector<std::string> args{
       "recv", "-r", "-q", "127.0.0.1:tree", (ws.local / dest).string(), "-P", std::to_string(port)};
   if (preserve) args.push_back("-p");
-  return run_aesxfer(args, ws.home);
+  return run_aesxfer(args, client_home(ws));
 }
 
 // The server runs as nobody (the tests run as root, whom no permission stops): a directory of
@@ -46,9 +65,7 @@ TEST(ListingGaps, ADirectoryTheServerCannotReadIsNamedAndTheRestArrives) {
   fs::create_directories(ws.root / "tree" / "open");
   write_text_file(ws.root / "tree" / "open" / "f", "f\n");
   write_text_file(ws.root / "tree" / "plain.txt", "plain\n");
-  chown_tree(ws.home, kNobody);
-  chown_tree(ws.root, kNobody);
-  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  hand_over(ws, kNobody);
   fs::permissions(ws.root / "tree" / "locked", fs::perms::none);
   fs::permissions(ws.root / "tree" / "noexec", fs::perms(0600));
   ServerProcess server(ws.home, ws.root, {}, kNobody);
@@ -121,9 +138,7 @@ TEST(ListingGaps, ALargeFileTheServerRefusesFailsAlone) {
   write_text_file(ws.root / "tree" / "b.txt", "b\n");
   write_random_file(ws.root / "tree" / "c_big.bin", 2 << 20, 2);
   write_text_file(ws.root / "tree" / "sub" / "s.txt", "s\n");
-  chown_tree(ws.home, kNobody);
-  chown_tree(ws.root, kNobody);
-  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  hand_over(ws, kNobody);
   fs::permissions(ws.root / "tree" / "a_big.bin", fs::perms::none);
   ServerProcess server(ws.home, ws.root, {}, kNobody);
   auto r = recv_tree(ws, server.port(), "out");

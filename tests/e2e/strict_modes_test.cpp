@@ -183,7 +183,12 @@ TEST(StrictModes, OwnIdentityAndHostKeyAreCheckedToo) {
   EXPECT_TRUE(server.wait_for_log("this user's own identity is not trusted for logins: " +
                                   (ws.home / "id_ed25519").string() + " is owned by uid 65534"))
       << server.log();
-  HandSession own(server.port(), ws.home / "id_ed25519");
+  // Its key, in a copy of this user's (the client refuses to read another user's key file).
+  TempDir copy_dir{"aesxfer-own-copy"};
+  const fs::path copy = copy_dir / "id_ed25519";
+  fs::copy_file(ws.home / "id_ed25519", copy);
+  ASSERT_EQ(::chown(copy.c_str(), 0, 0), 0);
+  HandSession own(server.port(), copy);
   EXPECT_FALSE(own.welcome_ok) << "another user's planted identity logged in";
   EXPECT_EQ(server.stop(), 0);
   ASSERT_EQ(::chown((ws.home / "id_ed25519").c_str(), 0, 0), 0);
