@@ -23,6 +23,29 @@ namespace fs = std::filesystem;
 
 void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", msg.c_str()); }
 
+std::string stored_name(const std::string& path) {
+  const fs::path p = fs::path(path).lexically_normal();
+  std::string n = p.filename().string();
+  if (n.empty() || n == ".") n = p.parent_path().filename().string();
+  return n == "." || n == ".." || n == "/" ? std::string() : n;
+}
+
+bool distinct_names(const char* verb, const std::vector<std::string>& shown,
+                    const std::vector<std::string>& paths) {
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string n = stored_name(paths[i]);
+    if (n.empty()) continue;
+    if (auto [it, fresh] = seen.emplace(n, i); !fresh) {
+      die_line(std::string(verb) + ": " + net::printable(shown[it->second]) + " and " +
+               net::printable(shown[i]) + " would both be written as " + net::printable(n) +
+               ", the second over the first; nothing was moved (give them separate destinations)");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool check_remote(const Remote& r, bool quiet) {
   if (!r.user.empty() && !quiet)
     std::fprintf(stderr,

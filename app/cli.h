@@ -43,6 +43,14 @@ using client::Remote;
 // authorized key, so "user@" is ignored (with a note); "~" would be a file named "~" under the
 // root, so it is refused with the form that works. Returns false after printing the error.
 bool check_remote(const Remote& r, bool quiet);
+// The name a source is stored under in a destination directory: its last component ("a/x" -> x,
+// "dir/" and "dir/." -> dir); "" for the root and such ("", ".", "/").
+std::string stored_name(const std::string& path);
+// With several sources into one directory, two stored under one name would have the second
+// overwrite the first (a thirteenth re-attack, H1; cp refuses the second). False, with one line
+// naming both, when any two agree: nothing is moved (a usage error).
+bool distinct_names(const char* verb, const std::vector<std::string>& shown,
+                    const std::vector<std::string>& paths);
 
 struct TransferOpts {
   std::string cipher = "aes128-gcm";

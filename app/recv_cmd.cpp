@@ -292,6 +292,12 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
              ": not a directory (several sources need an existing directory)");
     return kExitUsage;
   }
+  if (n > 1 && fs::path(dest).lexically_normal() != "/dev/null") {
+    const std::vector<std::string> sources(args.begin(), args.end() - 1);
+    std::vector<std::string> paths;
+    for (const auto& a : sources) paths.push_back(parse_remote(a)->path);
+    if (!distinct_names("recv", sources, paths)) return kExitUsage;
+  }
   return 0;
 }
 

@@ -41,6 +41,13 @@ int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t
       return kExitUsage;
     }
   }
+  const auto remote = parse_remote(args.back());
+  if (args.size() > 2 && remote && remote->path != "/dev/null") {
+    const std::vector<std::string> sources(args.begin(), args.end() - 1);
+    std::vector<std::string> absolute;
+    for (const auto& s : sources) absolute.push_back(s == "-" ? s : fs::absolute(s).string());
+    if (!distinct_names("send", sources, absolute)) return kExitUsage;
+  }
   return 0;
 }
 

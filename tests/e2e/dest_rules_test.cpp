@@ -151,6 +151,35 @@ TEST_F(DestRules, TheServersOwnNameShapesAreRefused) {
   EXPECT_FALSE(fs::exists(ws.root / ".notes.aesxfer-partial"));
 }
 
+// A thirteenth re-attack (H1): several sources stored under one name in one directory had the
+// second overwrite the first, each "verified", exit 0. Refused before anything moves (cp refuses
+// the second), for send, recv and trees; the line names both sources.
+TEST_F(DestRules, SourcesOfOneNameAreRefusedBeforeAnythingMoves) {
+  for (const char* d : {"a/t", "b/t"}) fs::create_directories(ws.root / d);
+  write_text_file(ws.root / "a" / "x", "A\n");
+  write_text_file(ws.root / "b" / "x", "B\n");
+  write_text_file(ws.root / "a" / "t" / "f", "A\n");
+  write_text_file(ws.root / "b" / "t" / "f", "B\n");
+  for (const char* d : {"la", "lb", "d"}) fs::create_directories(ws.local / d);
+  write_text_file(ws.local / "la" / "y", "a\n");
+  write_text_file(ws.local / "lb" / "y", "b\n");
+  const std::vector<std::vector<std::string>> cases = {
+      {"recv", "127.0.0.1:a/x", "127.0.0.1:b/x", (ws.local / "d").string()},
+      {"recv", "-r", "127.0.0.1:a/t", "127.0.0.1:b/t/", (ws.local / "d").string()},
+      {"send", (ws.local / "la" / "y").string(), (ws.local / "lb" / "y").string(), "127.0.0.1:a"},
+      {"send", "-r", (ws.local / "la").string(), (ws.local / "lb" / ".." / "la" / ".").string(),
+       "127.0.0.1:b"},
+  };
+  for (const auto& args : cases) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find("the second over the first; nothing was moved"), std::string::npos) << r.describe();
+    EXPECT_TRUE(fs::is_empty(ws.local / "d")) << r.describe();
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "a" / "y"));
+  EXPECT_FALSE(fs::exists(ws.root / "b" / "la"));
+}
+
 // ---- E11 -----------------------------------------------------------------------------------------
 
 class ModeRules : public ServerTest {
