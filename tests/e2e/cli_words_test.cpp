@@ -501,6 +501,36 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
 }
 
+// A thirteenth re-attack (H5): a get cut after MBs had left is logged with the bytes that left, as
+// a failed put logs those that arrived (it said bytes=0).
+TEST(CliWordsServerLog, FailedGetBytes) {
+  Workspace ws;
+  write_random_file(ws.root / "big", 80u << 20, 8);
+  ServerProcess server(ws.home, ws.root);
+  ProcResult r;
+  const fs::path pid_file = ws.local / "pid";
+  std::thread client([&] {
+    r = run_process({"/bin/sh", "-c",
+                     "'" + std::string(AESXFER_BINARY) + "' recv -q -l 40M 127.0.0.1:big '" +
+                         (ws.local / "big").string() + "' -P " + std::to_string(server.port()) +
+                         " --timeout 20 --retries 0 & echo $! > '" + pid_file.string() + "'; wait $!"},
+                    {{"AESXFER_HOME", ws.home.string()}}, 120);
+  });
+  const bool moving = wait_for_temp(ws.local, 4u << 20, 60);
+  const pid_t pid = pid_t(std::stol("0" + read_text_file(pid_file)));
+  if (pid > 0) ::kill(pid, SIGKILL);  // the client dies mid-file
+  client.join();
+  ASSERT_TRUE(moving) << r.describe();
+  ASSERT_TRUE(server.wait_for_log("op=get file=\"big\" ", 20)) << server.log();
+  std::smatch m;
+  const std::string log = server.log();
+  ASSERT_TRUE(
+      std::regex_search(log, m, std::regex("op=get file=\"big\" bytes=([0-9]+)[^\n]*result=\"failed")))
+      << log;
+  EXPECT_GE(std::stoll(m[1]), 4ll << 20) << log;
+  EXPECT_LT(std::stoll(m[1]), 80ll << 20) << log;
+}
+
 // A fifth re-attack (F2): `serve` run by hand in an 8-bit locale printed a client's UTF-8 name as
 // it came, and such a terminal reads its 0x9b byte as CSI (the name turned the log red). On a
 // terminal the log follows the locale, as the client commands do (the journal keeps UTF-8).
