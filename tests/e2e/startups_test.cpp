@@ -120,6 +120,33 @@ TEST_F(Startups, FullPoolTellsTheClientServerBusy) {
       << server->log();
 }
 
+// A thirteenth re-attack (H2): with the pool full, every connection turned away wrote a log line,
+// 4 MB in 2 s from one loop of connects. One line a second at most now, the next saying how many
+// went without one.
+TEST_F(Startups, DroppedConnectionsCostTheLogALineASecond) {
+  start({"--max-startups", "2", "--handshake-timeout", "10", "--timeout", "10"});
+  IdleFlood flood(server->port(), 2);
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = Clock::now();
+  int tried = 0;
+  while (Clock::now() - t0 < std::chrono::milliseconds(2500)) {
+    const int fd = connect_loopback(server->port());
+    if (fd >= 0) ::close(fd);
+    ++tried;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_TRUE(server->wait_for_log("dropped_without_a_line=", 5)) << server->log().substr(0, 4000);
+  const std::string log = server->log();
+  size_t lines = 0;
+  for (size_t at = 0; (at = log.find("dropped before the handshake", at)) != std::string::npos; ++at) ++lines;
+  std::printf("[startups] %d connections in %.1f s while the pool was full: %zu log lines\n", tried, secs,
+              lines);
+  EXPECT_GT(tried, 50);
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(double(lines), secs + 2) << log.substr(0, 4000);
+}
+
 TEST_F(Startups, RandomEarlyDropBetweenStartAndFull) {
   // Two idle connections reach START: each new one is dropped with probability 50%, so 40 tries
   // show both outcomes (all alike: 2^-39). A dropped one is told busy; one let in logs in.
