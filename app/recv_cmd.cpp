@@ -295,7 +295,17 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
   if (n > 1 && fs::path(dest).lexically_normal() != "/dev/null") {
     const std::vector<std::string> sources(args.begin(), args.end() - 1);
     std::vector<std::string> paths;
-    for (const auto& a : sources) paths.push_back(parse_remote(a)->path);
+    for (const auto& a : sources) {
+      paths.push_back(parse_remote(a)->path);
+      // The root's contents go into DEST itself, under names no check here can know (a fourteenth
+      // re-attack, J1: another source's tree overwrote the root's files of the same name).
+      if (t.recursive && stored_name(paths.back()).empty()) {
+        die_line("recv: " + net::printable(a) +
+                 " puts the server's whole root into DEST, where another source's names could overwrite "
+                 "its own; nothing was moved (fetch it alone)");
+        return kExitUsage;
+      }
+    }
     if (!distinct_names("recv", sources, paths)) return kExitUsage;
   }
   return 0;

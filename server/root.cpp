@@ -295,6 +295,16 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   return s;
 }
 
+// The refusal of a name of the shapes the server gives its own temporary and partial files, which
+// its sweep removes once old and --resume takes for its own: neither a file (a thirteenth
+// re-attack, H3) nor a directory (a fourteenth, J3: one blocked every later resume of its file).
+static Refusal reserved_shape(const std::string& shown) {
+  return {proto::Status::bad_path,
+          shown +
+              ": a name of the shape the server keeps for its own temporary and "
+              "partial files (.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); rename it"};
+}
+
 std::optional<Place> Root::put_target(const std::string& req, const std::string& basename,
                                       Refusal& why) const {
   auto parts = split(req, why);
@@ -336,10 +346,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   // are old (a thirteenth re-attack, H3: a client's file so named, stored on purpose, went with
   // the next sweep). Refused here, so nothing of a client's is ever taken for debris.
   if (files::is_temp_name(p->name) || files::is_partial_name(p->name)) {
-    why = {proto::Status::bad_path,
-           p->shown +
-               ": a name of the shape the server keeps for its own temporary and "
-               "partial files (.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); rename it"};
+    why = reserved_shape(p->shown);
     return std::nullopt;
   }
   bool found = false;
@@ -376,6 +383,10 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
   }
   auto p = place(*parts, req, why);
   if (!p) return std::nullopt;
+  if (files::is_temp_name(p->name) || files::is_partial_name(p->name)) {
+    why = reserved_shape(p->shown);
+    return std::nullopt;
+  }
   if (!existing_is(*p, req, S_IFDIR, exists, why)) return std::nullopt;
   return p;
 }

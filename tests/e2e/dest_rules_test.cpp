@@ -138,6 +138,8 @@ TEST_F(DestRules, TheServersOwnNameShapesAreRefused) {
   write_text_file(tree / ".db.aesxfer-tmp-Q1w2E3r4T5", "precious backup\n");
   write_text_file(tree / ".notes.aesxfer-partial", "keep me too\n");
   write_text_file(tree / "plain.txt", "plain\n");
+  fs::create_directories(tree / ".a.aesxfer-partial");  // a directory so named too (J3)
+  write_text_file(tree / ".a.aesxfer-partial" / "f", "in\n");
   auto one = run({"send", (tree / ".notes.aesxfer-partial").string(), "127.0.0.1:"});
   EXPECT_EQ(one.exit_code, 1) << one.describe();
   EXPECT_NE(one.err.find("the shape the server keeps for its own temporary and partial files"),
@@ -149,6 +151,33 @@ TEST_F(DestRules, TheServersOwnNameShapesAreRefused) {
   EXPECT_FALSE(fs::exists(ws.root / "sw" / ".db.aesxfer-tmp-Q1w2E3r4T5"));
   EXPECT_FALSE(fs::exists(ws.root / "sw" / ".notes.aesxfer-partial"));
   EXPECT_FALSE(fs::exists(ws.root / ".notes.aesxfer-partial"));
+  EXPECT_FALSE(fs::exists(ws.root / "sw" / ".a.aesxfer-partial"));
+}
+
+// The client's side (a fourteenth re-attack, J2): a listed name of those shapes (a server's root
+// may hold one put there by other means) is skipped with a line, never written where recv -r
+// --resume would take it for a's partial file and rename it away.
+TEST_F(DestRules, RecvTreeSkipsTheReservedNameShapes) {
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "a", "REAL-A\n");
+  write_text_file(ws.root / "t" / ".a.aesxfer-partial", "a file so named\n");
+  for (bool resume : {false, true}) {
+    std::vector<std::string> args{"recv", "-r", "-q", "127.0.0.1:t", (ws.local / "o").string()};
+    if (resume) args.push_back("--resume");
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("t/.a.aesxfer-partial: a name of the shape aesxfer keeps"), std::string::npos)
+        << r.describe();
+    EXPECT_EQ(read_text_file(ws.local / "o" / "a"), "REAL-A\n");
+    EXPECT_FALSE(fs::exists(ws.local / "o" / ".a.aesxfer-partial"));
+  }
+  // Several sources, one of them the root: its contents go into DEST under names no check can
+  // know beforehand, so it goes alone (J1).
+  fs::create_directories(ws.local / "d");
+  auto r = run({"recv", "-r", "127.0.0.1:.", "127.0.0.1:t", (ws.local / "d").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("puts the server's whole root into DEST"), std::string::npos) << r.describe();
+  EXPECT_TRUE(fs::is_empty(ws.local / "d"));
 }
 
 // A thirteenth re-attack (H1): several sources stored under one name in one directory had the
