@@ -97,7 +97,7 @@ class CuttingRelay {
         size_t pass = size_t(n);
         if (to_cut && counts && counted + pass >= after_) pass = size_t(after_ - counted);
         for (size_t off = 0; off < pass;) {
-          const ssize_t w = ::write(to, buf + off, pass - off);
+          const ssize_t w = ::send(to, buf + off, pass - off, MSG_NOSIGNAL);  // a peer gone: no SIGPIPE
           if (w <= 0) {
             open = false;
             break;
