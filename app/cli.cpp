@@ -206,6 +206,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     j["streams"] = r.streams;
     j["record_size"] = r.record_size;
     j["retries"] = t.retried;
+    if (!r.not_resumed.empty()) j["not_resumed"] = r.not_resumed;
     if (!r.congestion.empty()) {
       j["congestion"] = r.congestion;
       j["congestion_why"] = r.congestion_why;
@@ -240,6 +241,9 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
+    if (!r.not_resumed.empty())  // on stderr, as a tree's notes; made printable where it was said
+      std::fprintf(stderr, "aesxfer: note: %s; it was left as it is and the file moved from the start\n",
+                   r.not_resumed.c_str());
     if (std::string note = client::slow_path_note(r); !note.empty())
       std::fprintf(human, "aesxfer: note: %s\n", note.c_str());
   }

@@ -339,11 +339,14 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     if (n > 1) return put_parallel(fd, local, req, n, on_start, progress);
   }
   std::optional<PrefixScan> scan;
+  std::string not_resumed;  // the server's word on a partial file it passed over (PROTOCOL.md 3.6)
   if (opt_.resume && remote != "/dev/null") {
     // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
     proto::Message probe = req;
     probe.op = proto::Op::probe;
     proto::Message pr = ask(probe);
+    if (!pr.text.empty() && pr.text != proto::kProbeComplete)
+      not_resumed = "the server (" + conn_->peer() + "): " + printable(pr.text);
     if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
       FileResult done;
       if (already_there(fd, pr, req.size, done, keepalive())) {
@@ -365,10 +368,9 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     int slot = -1;
     ~ServerKept() { unregister_kept(slot); }
   } kept;
-  if (req.flags & proto::kFlagResume)
+  if ((req.flags & proto::kFlagResume) && !ok.text.empty())  // empty: the server keeps nothing
     kept.slot = register_server_kept(
-        printable("what arrived of " + local.filename().string() + " in " + conn_->peer() + ":" +
-                  (ok.text.empty() ? "the partial file beside " + remote : ok.text)));
+        printable("what arrived of " + local.filename().string() + " in " + conn_->peer() + ":" + ok.text));
 
   FileResult r;
   r.file = local.string();
@@ -390,6 +392,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.record_size = conn_->record_size();
   r.resumed_from = req.offset;
   r.verified = true;
+  r.not_resumed = not_resumed;
   note_send(r, {conn_->fd()}, before);
   return r;
 }
@@ -647,8 +650,9 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
                          uint64_t size_hint, int dirfd) {
   bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
   bool through = !sink && writes_through(local, dirfd);
+  std::string not_resumed;
   if (opt_.resume && !sink && !through && remote != "/dev/zero")
-    return fetch_resumed(remote, local, zero_size, on_start, progress, dirfd);
+    if (auto r = fetch_resumed(remote, local, zero_size, on_start, progress, dirfd, not_resumed)) return *r;
   resume_offset_ = 0;
   if (!opt_.resume && !opt_.paced && !through &&
       (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
@@ -685,6 +689,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   r.bytes = resp.size;
   r.record_size = conn_->record_size();
   r.verified = true;
+  r.not_resumed = not_resumed;
   return r;
 }
 

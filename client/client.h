@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,10 @@ struct FileResult {
   // and the share of the bytes they sent that TCP had to send again (-1: unknown).
   std::string congestion, congestion_why;
   double resent_percent = -1;
+  // --resume (or a retry): why the receiver's partial file was passed over and the file moved from
+  // the start (another user's, linked, not a file: docs/SECURITY.md, "Partial files"); "" otherwise.
+  // Printable already.
+  std::string not_resumed;
 };
 
 // send: one line saying why the path was slow and what would help, when the file's connections
@@ -268,9 +273,12 @@ class Client {
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              const proto::Message* commit = nullptr);
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
-  FileResult fetch_resumed(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
-                           const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
-                           int dirfd);
+  // nullopt when the partial file may not be adopted: `not_resumed` says why, and the caller
+  // receives the file from the start.
+  std::optional<FileResult> fetch_resumed(const std::string& remote, const std::filesystem::path& local,
+                                          uint64_t zero_size,
+                                          const std::function<void(uint64_t size)>& on_start,
+                                          const ProgressFn& progress, int dirfd, std::string& not_resumed);
   // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.

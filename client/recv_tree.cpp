@@ -47,18 +47,26 @@ std::string parent_of(const std::string& rel) {
 
 // ---- get with the resume flag --------------------------------------------------------------
 
-FileResult Client::fetch_resumed(const std::string& remote, const fs::path& local, uint64_t zero_size,
-                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
-                                 int dirfd) {
+std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const fs::path& local,
+                                                uint64_t zero_size,
+                                                const std::function<void(uint64_t)>& on_start,
+                                                const ProgressFn& progress, int dirfd,
+                                                std::string& not_resumed) {
   fs::path at = dirfd == AT_FDCWD ? local : local.filename();  // the destination, relative to dirfd
   struct stat dst {};
   if (::fstatat(dirfd, at.c_str(), &dst, dirfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISDIR(dst.st_mode))
     throw Failure(printable(local.string()) + ": is a directory");
   // locked: a second recv --resume of the same file is refused
-  std::unique_ptr<PartialFile> pfp = dirfd == AT_FDCWD
-                                         ? std::make_unique<PartialFile>(local)
-                                         : std::make_unique<PartialFile>(dirfd, at.string(), local);
+  std::unique_ptr<PartialFile> pfp;
+  try {
+    pfp = dirfd == AT_FDCWD ? std::make_unique<PartialFile>(local)
+                            : std::make_unique<PartialFile>(dirfd, at.string(), local);
+  } catch (const Failure& f) {
+    if (f.status != proto::Status::permission || f.err != EPERM) throw;
+    not_resumed = f.what();  // left as it is, and no obstacle (a fourteenth re-attack, H6)
+    return std::nullopt;
+  }
   PartialFile& pf = *pfp;
   uint64_t have = pf.length();
   // No partial file, but a destination: offer the destination as the prefix (like rsync
@@ -411,8 +419,7 @@ template <class Report>
 bool SkippedTrees::reserved_name(const proto::ListEntry& e, const std::string& base, const fs::path& top,
                                  const Report& report) {
   const std::string leaf = e.path.substr(e.path.rfind('/') + 1);
-  if ((e.type != proto::EntryType::file && e.type != proto::EntryType::dir) ||
-      !(files::is_partial_name(leaf) || files::is_temp_name(leaf)))
+  if ((e.type != proto::EntryType::file && e.type != proto::EntryType::dir) || !files::is_reserved_name(leaf))
     return false;
   const std::string why =
       printable(base + e.path) +

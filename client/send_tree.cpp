@@ -72,19 +72,27 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
         if (skipped) skipped->push_back(printable(rel) + " (replaced while the tree was read, not followed)");
         continue;
       }
-      t.dir = true;
-      try {
-        if (!sub)
+      // A directory this user may not read or search (mode 0000, 0600): named, skipped with all
+      // below it, and the rest goes (a twelfth re-attack, G5: the whole send stopped there).
+      const auto unreadable_dir = [&] {
+        unreadable->push_back(printable(t.local.string()) + ": permission denied; skipped with all below it");
+      };
+      if (!sub) {
+        if (errno != EACCES || !unreadable)
           throw Failure(printable(t.local.string()) + ": " + files::errno_text(errno),
                         proto::Status::io_error, errno);
-        out.push_back(t);
+        unreadable_dir();
+        continue;
+      }
+      t.dir = true;
+      const size_t at = out.size();
+      out.push_back(t);
+      try {
         walk(sub.get(), t.local, rel, out, skipped, unreadable);  // reads its names before anything else
-      } catch (const Failure& f) {
-        // A directory this user may not read or search (mode 0000, 0600): named, skipped with all
-        // below it, and the rest goes (a twelfth re-attack, G5: the whole send stopped there).
+      } catch (const Failure& f) {                                // its names could not be read
         if (f.err != EACCES || !unreadable) throw;
-        if (!out.empty() && out.back().rel == rel) out.pop_back();
-        unreadable->push_back(printable(t.local.string()) + ": permission denied; skipped with all below it");
+        out.resize(at);
+        unreadable_dir();
       }
     } else if (S_ISREG(st.st_mode)) {
       out.push_back(t);
@@ -239,7 +247,10 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
                         if (m) said[i] = *m;
                         // A kept partial file the server does not trust (another user's, linked
                         // or writable by others) is left alone: say so, the file goes whole.
-                        if (f && f->status == proto::Status::permission) {
+                        if (m && !m->text.empty() && m->text != proto::kProbeComplete) {
+                          hooks_.note(printable(m->text) + "; sending it whole");
+                          whole[i] = 1;
+                        } else if (f && f->status == proto::Status::permission) {
                           hooks_.note(std::string(f->what()) + "; sending it whole");
                           whole[i] = 1;
                         }

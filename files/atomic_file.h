@@ -81,6 +81,8 @@ inline constexpr char kPartialSuffix[] = ".aesxfer-partial";
 std::string partial_name(const std::string& name);
 // `n` has the shape of a partial file's name (hidden, the suffix after at least one character).
 bool is_partial_name(const std::string& n);
+// `n` has one of the two shapes above: a name aesxfer keeps for its own files, never a user's.
+inline bool is_reserved_name(const std::string& n) { return is_temp_name(n) || is_partial_name(n); }
 
 // Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
 // Best effort, as scp -p: a file system that refuses either keeps its own.

@@ -35,6 +35,15 @@ std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys) {
 
 namespace {
 
+// What is in the place of a partial file that is not a regular file, for a message.
+std::string kind_of(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
 // Calls f(p, n) over the first len bytes of fd.
 template <class F>
 void read_prefix(int fd, uint64_t len, F&& f) {
@@ -133,33 +142,41 @@ PartialFile::PartialFile(const std::filesystem::path& dest)
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(errno));
   open(dest.filename().string());
 }
 
 PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
     : dest_(proto::printable(shown.string())), path_(proto::printable(partial_path(shown).string())) {
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
-  if (!dirfd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
+  if (!dirfd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(errno));
   open(name);
 }
 
 void PartialFile::open(const std::string& name) {
   name_ = name;
   pname_ = partial_name(name);
+  // Not adopted: thrown with Status::permission and EPERM, on which the caller receives the file
+  // from the start without a partial file and says why (Client::fetch).
+  const auto passed_over = [&](const std::string& why) {
+    fd_.reset();
+    return Failure(path_.string() + ": not resuming from this partial file: " + why,
+                   proto::Status::permission, EPERM);
+  };
   fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd_) throw Failure("cannot open " + path_.filename().string() + ": " + errno_text(errno));
   struct stat st {};
-  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fd_.reset();
-    throw Failure(path_.filename().string() + ": not a regular file");
+  if (!fd_) {
+    const int e = errno;
+    // Something that is not this user's file (a link, directory, FIFO; another user's 0600 file).
+    if ((e == ELOOP || e == EISDIR || e == ENXIO || e == EACCES) &&
+        ::fstatat(dirfd_.get(), pname_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      const std::string why = S_ISREG(st.st_mode) ? partial_distrust(st) : kind_of(st);
+      throw passed_over(why.empty() ? "permission denied" : why);
+    }
+    throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
   }
-  if (std::string why = partial_distrust(st); !why.empty()) {
-    fd_.reset();
-    throw Failure(
-        path_.string() + ": not resuming from this partial file: " + why + " (remove it to start over)",
-        proto::Status::permission, EPERM);
-  }
+  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw passed_over(kind_of(st));
+  if (std::string why = partial_distrust(st); !why.empty()) throw passed_over(why);
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     fd_.reset();
     throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,

@@ -237,16 +237,37 @@ std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Messa
                                                 const std::string& shown, int fd, const struct stat& st,
                                                 uint64_t len, bool need_sum);
 
-void put_resumed(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown) {
-  const bool preserve = req.flags & proto::kFlagPreserve;
-  Receiver r;
+// Returns false, having sent nothing, when a partial file that may not be adopted (another user's,
+// linked, writable by others, not a file) is in the way of a put from byte 0: that put then runs
+// as a plain one, into a temporary file, and keeps nothing if it breaks. The file is left as it is
+// and does not block the transfer (a fourteenth re-attack, H6: another local user's planted
+// partial file refused every --resume and every retry of that name for good).
+void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown,
+              KeptPartial& partial);
+
+bool put_resumed(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown) {
   std::unique_ptr<KeptPartial> pf;
   try {
     pf = std::make_unique<KeptPartial>(dest);
   } catch (const Failure& f) {
-    return refuse(ctx, req, shown,
-                  f.err ? refusal_for(req.path, f.err) : Refusal{f.status, shown + ": " + f.what()});
+    if (!f.err && f.status == Status::permission && req.offset == 0) {
+      log_outcome(ctx, req, shown, "", std::string(f.what()) + "; received from the start instead");
+      return false;
+    }
+    refuse(ctx, req, shown,
+           f.err ? refusal_for(req.path, f.err) : Refusal{f.status, shown + ": " + f.what()});
+    return true;
   }
+  put_kept(ctx, req, dest, shown, *pf);
+  return true;
+}
+
+// A put with the resume flag into its adopted partial file, from the client's offset.
+void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const std::string& shown,
+              KeptPartial& partial) {
+  const bool preserve = req.flags & proto::kFlagPreserve;
+  Receiver r;
+  KeptPartial* pf = &partial;
   if (req.offset > pf->length() || req.offset > req.size)
     return refuse(ctx, req, shown,
                   {Status::integrity, req.path + ": resume point beyond the kept partial file"});
@@ -326,7 +347,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     return receive(ctx, req, shown, req.length, StreamOptions{0, false, true, req.offset}, r);
   }
 
-  if (resume && dest) return put_resumed(ctx, req, *dest, shown);
+  if (resume && dest && put_resumed(ctx, req, *dest, shown)) return;
 
   std::unique_ptr<TempFile> out;
   if (dest) {
@@ -435,8 +456,11 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
     std::string distrust;
     UniqueFd fd = open_kept_partial(*dest, distrust);
-    if (!distrust.empty())
-      return refuse(ctx, req, dest->shown, {Status::permission, dest->shown + ": " + distrust});
+    if (!distrust.empty()) {  // nothing kept that may be used: the put runs from the start (3.6)
+      m.text = distrust;
+      log_outcome(ctx, req, dest->shown, "", m.text);
+      return answer(ctx, req, m);
+    }
     struct stat sb {};
     bool whole = false;
     if (!fd) {  // no partial file: the destination itself, when it has the probed size

@@ -345,7 +345,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   // The shapes of the server's own temporary and partial files, which its sweep removes once they
   // are old (a thirteenth re-attack, H3: a client's file so named, stored on purpose, went with
   // the next sweep). Refused here, so nothing of a client's is ever taken for debris.
-  if (files::is_temp_name(p->name) || files::is_partial_name(p->name)) {
+  if (files::is_reserved_name(p->name)) {
     why = reserved_shape(p->shown);
     return std::nullopt;
   }
@@ -383,7 +383,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
   }
   auto p = place(*parts, req, why);
   if (!p) return std::nullopt;
-  if (files::is_temp_name(p->name) || files::is_partial_name(p->name)) {
+  if (files::is_reserved_name(p->name)) {
     why = reserved_shape(p->shown);
     return std::nullopt;
   }
@@ -469,30 +469,53 @@ std::string not_a_file(int dirfd, const std::string& name) {
   return S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file";
 }
 
+// Why a partial file is passed over. Not "remove it": the client cannot, and another user's file in
+// a sticky directory not even the server's user can (a fourteenth re-attack, H6); such a put runs
+// from the start instead (server/requests.cpp, put_resumed).
 std::string partial_refusal(const std::string& partial, const std::string& why) {
-  return "not resuming from the kept partial file " + partial + ": " + why +
-         " (remove it, or send without --resume)";
+  return "not resuming from the partial file " + partial + ": " + why;
 }
 }  // namespace
 
+// Why an existing partial file this user may not open (EACCES: another user's 0600 file) is not
+// one to adopt; "" when there is none (the directory refused a new one: a refusal as any put's).
+std::string unopenable(int dirfd, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
+  std::string why = partial_distrust(st);
+  return why.empty() ? "permission denied" : why;
+}
+
+// The partial file of `dest` as the client names it: relative to the root.
+std::string shown_partial(const Place& dest) {
+  const auto slash = dest.shown.rfind('/');
+  return (slash == std::string::npos ? "" : dest.shown.substr(0, slash + 1)) + files::partial_name(dest.name);
+}
+
 KeptPartial::KeptPartial(const Place& dest)
     : dir_(dup_fd(dest.dir.get())), name_(dest.name), partial_(files::partial_name(dest.name)) {
+  const std::string shown = shown_partial(dest);
   if (!dir_)
     throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   struct stat st {};
   if (!fd_ && (errno == ELOOP || errno == EISDIR || errno == ENXIO))  // a link, directory or socket there
-    throw Failure(partial_refusal(partial_, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
+    throw Failure(partial_refusal(shown, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
+  if (const int e = errno; !fd_ && e == EACCES) {
+    if (std::string why = unopenable(dir_.get(), partial_); !why.empty())
+      throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
+    errno = e;
+  }
   if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
     int e = errno;
     throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
   }
   if (!S_ISREG(st.st_mode))
-    throw Failure(partial_refusal(partial_, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
+    throw Failure(partial_refusal(shown, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
   if (std::string why = partial_distrust(st); !why.empty()) {
     fd_.reset();
-    throw Failure(partial_refusal(partial_, why), proto::Status::permission, 0);
+    throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
   }
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
     throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
@@ -527,11 +550,17 @@ UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
   struct stat st {};
   if ((!fd && (errno == ELOOP || errno == ENXIO)) ||
       (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))) {
-    distrust = partial_refusal(name, not_a_file(dest.dir.get(), name));  // a link, directory, FIFO ...
+    distrust =
+        partial_refusal(shown_partial(dest), not_a_file(dest.dir.get(), name));  // a link, directory ...
+    return UniqueFd();
+  }
+  if (!fd && errno == EACCES) {
+    if (std::string why = unopenable(dest.dir.get(), name); !why.empty())
+      distrust = partial_refusal(shown_partial(dest), why);
     return UniqueFd();
   }
   if (fd && !(distrust = partial_distrust(st)).empty()) {
-    distrust = partial_refusal(name, distrust);
+    distrust = partial_refusal(shown_partial(dest), distrust);
     fd.reset();
   }
   return fd;

@@ -55,7 +55,7 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (files::is_partial_name(n) || files::is_temp_name(n)) names.push_back(n);
+    if (files::is_reserved_name(n)) names.push_back(n);
   }
   const std::time_t now = std::time(nullptr);
   size_t removed = 0;

@@ -66,6 +66,29 @@ Workspace::Workspace() : home(tmp / "home"), root(tmp / "root"), local(tmp / "lo
   fs::create_directories(local);
 }
 
+void chown_tree(const fs::path& p, uid_t who) {
+  if (::lchown(p.c_str(), who, who) != 0) throw std::runtime_error("lchown " + p.string());
+  for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it)
+    if (::lchown(it->path().c_str(), who, who) != 0)
+      throw std::runtime_error("lchown " + it->path().string());
+}
+
+fs::path client_home(const Workspace& ws) {
+  const fs::path own = ws.tmp / "client-home";
+  return fs::exists(own) ? own : ws.home;
+}
+
+void hand_over(const Workspace& ws, uid_t who) {
+  const fs::path own = ws.tmp / "client-home";
+  if (run_aesxfer({"keygen"}, own).exit_code != 0) throw std::runtime_error("keygen");
+  const std::string line = read_text_file(own / "id_ed25519.pub");
+  if (run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code != 0)
+    throw std::runtime_error("authorize");
+  chown_tree(ws.home, who);
+  chown_tree(ws.root, who);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+}
+
 std::vector<std::string> nonempty_lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream is(s);

@@ -44,6 +44,16 @@ struct Workspace {
   Workspace();
 };
 
+// "Another local user" for the tests, which run as root: uid and gid 65534 (nobody).
+constexpr uid_t kNobody = 65534;
+// Gives `p` and everything below it to uid/gid `who`, without following a symbolic link (throws).
+void chown_tree(const fs::path& p, uid_t who);
+// Before a server runs as `who` (ServerProcess's as_user): the client gets a home and key of its
+// own, authorized in ws.home, and ws.home and ws.root become who's (throws).
+void hand_over(const Workspace& ws, uid_t who);
+// The client's home: ws.home, or after hand_over the client's own.
+fs::path client_home(const Workspace& ws);
+
 // Lower-case hex SHA-256 of a file's contents (OpenSSL); throws when it cannot be read.
 std::string sha256_file(const fs::path& p);
 // The first word a reference tool (/usr/bin/xxh128sum, sha256sum) prints for a file.

@@ -18,34 +18,6 @@
 namespace aesxfer::test {
 namespace {
 
-constexpr uid_t kNobody = 65534;
-
-// Gives `p` and everything below it to uid/gid `who`, without following a symbolic link.
-void chown_tree(const fs::path& p, uid_t who) {
-  ASSERT_EQ(::lchown(p.c_str(), who, who), 0) << p;
-  for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it)
-    ASSERT_EQ(::lchown(it->path().c_str(), who, who), 0) << it->path();
-}
-
-// The client's home: ws.home, or with a server of another user (which owns ws.home, its keys
-// among them) a home of the test's own whose key that server authorizes (hand_over).
-fs::path client_home(const Workspace& ws) {
-  const fs::path own = ws.tmp / "client-home";
-  return fs::exists(own) ? own : ws.home;
-}
-
-// Before a server runs as `who`: the client gets a home and key of its own, authorized in
-// ws.home, and ws.home and ws.root become who's.
-void hand_over(const Workspace& ws, uid_t who) {
-  const fs::path own = ws.tmp / "client-home";
-  ASSERT_EQ(run_aesxfer({"keygen"}, own).exit_code, 0);
-  const std::string line = read_text_file(own / "id_ed25519.pub");
-  ASSERT_EQ(run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code, 0);
-  chown_tree(ws.home, who);
-  chown_tree(ws.root, who);
-  fs::permissions(ws.tmp.path(), fs::perms(0711));
-}
-
 ProcResult recv_tree(const Workspace& ws, uint16_t port, const std::string& dest, bool preserve = false) {
   std::vector<std::string> args{
       "recv", "-r", "-q", "127.0.0.1:tree", (ws.local / dest).string(), "-P", std::to_string(port)};
