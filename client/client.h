@@ -257,7 +257,10 @@ class Client {
     if (opt_.debug) opt_.debug(level, line);
   }
   void log_session(std::chrono::steady_clock::duration handshake) const;
+  bool grows() const;        // client/stream_growth.h applies to this client's parallel puts
   int open_extra(int want);  // returns the connections available in all, this one included
+  // `need` more connections to the same server, opened in parallel; those that failed are left out.
+  std::vector<std::unique_ptr<Client>> connect_more(size_t need) const;
   FileResult put_parallel(int fd, const std::filesystem::path& local, proto::Message req, int n,
                           const std::function<void(uint64_t)>& on_start, const ProgressFn& progress);
   FileResult get_parallel(const std::string& remote, const std::filesystem::path& local,

@@ -28,12 +28,18 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
+#include <functional>
+#include <list>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "client/client.h"
 #include "client/part_queue.h"
+#include "client/stream_growth.h"
 #include "files/atomic_file.h"
 #include "files/resume.h"
 
@@ -86,31 +92,148 @@ int parts_for(uint64_t size, size_t conns) {
   return int(std::clamp<uint64_t>(size / kChunk, conns, proto::kMaxParts));
 }
 
-// Runs f(i) for i in [0, n) on n threads. The first failure wins; it shuts the other connections'
-// sockets so that their parts stop at once instead of running to the end.
-template <typename F>
-void run_parts(const std::vector<Client*>& conns, const std::vector<int>& fds, size_t n, F f) {
-  std::mutex mu;
-  std::exception_ptr first;
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
+// The threads of one file's connections, one each; more may join while they run (Grower). The
+// first failure wins; it shuts the other connections' sockets so that their parts stop at once
+// instead of running to the end.
+class Runners {
+ public:
+  ~Runners() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  // Starts f on a thread of its own for the connection whose socket is fd; false (not started)
+  // once one has failed.
+  bool add(int fd, std::function<void()> f) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (first_) return false;
+    fds_.push_back(fd);
+    before_.push_back(net::tcp_counts(fd));
+    threads_.emplace_back([this, fd, f = std::move(f)] {
       try {
-        f(i);
+        f();
       } catch (...) {
-        std::lock_guard<std::mutex> g(mu);
-        if (!first) {
-          first = std::current_exception();
-          for (size_t j = 0; j < n; ++j)
-            if (j != i) ::shutdown(fds[j], SHUT_RDWR);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!first_) {
+          first_ = std::current_exception();
+          for (int other : fds_)
+            if (other != fd) ::shutdown(other, SHUT_RDWR);
         }
       }
     });
+    return true;
   }
-  for (auto& t : threads) t.join();
-  (void)conns;
-  if (first) std::rethrow_exception(first);
+  bool failed() {
+    std::lock_guard<std::mutex> g(mu_);
+    return bool(first_);
+  }
+  std::vector<int> fds() {
+    std::lock_guard<std::mutex> g(mu_);
+    return fds_;
+  }
+  // Joins every thread (none may be added any more); rethrows the first failure.
+  void join() {
+    for (auto& t : threads_) t.join();
+    if (first_) std::rethrow_exception(first_);
+  }
+  // Each connection's TCP counters when it joined (note_send).
+  const std::vector<net::TcpCounts>& before() const { return before_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<int> fds_;
+  std::vector<net::TcpCounts> before_;
+  std::list<std::thread> threads_;
+  std::exception_ptr first_;
+};
+
+// Issue 25 item 2 (client/stream_growth.h): while a put's parts are still queued, samples its
+// connections' TCP_INFO and, when the rule asks, calls open(k), which opens up to k connections
+// more, starts them on the queue and returns how many it started.
+class Grower {
+ public:
+  Grower(Runners& run, const PartQueue& queue, std::function<int(int)> open,
+         std::function<void(const std::string&)> log)
+      : run_(run), queue_(queue), open_(std::move(open)), log_(std::move(log)) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Grower() { stop(); }
+  // Until the thread ends by itself: every part handed out, a connection failed, or the rule
+  // stopped.
+  void wait() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop();
+  Runners& run_;
+  const PartQueue& queue_;
+  std::function<int(int)> open_;
+  std::function<void(const std::string&)> log_;
+  StreamGrowth rule_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string mb(double bytes_per_s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MB/s", bytes_per_s / 1e6);
+  return b;
+}
+
+void Grower::loop() {
+  const auto t0 = Clock::now();
+  std::map<int, net::TcpCounts> base;  // each connection's counters when first sampled
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      if (cv_.wait_for(g, std::chrono::milliseconds(StreamGrowth::kSampleMs), [this] { return done_; }))
+        return;
+    }
+    const size_t left = queue_.left();
+    if (left == 0 || run_.failed()) return;
+    StreamGrowth::Sample s;
+    const std::vector<int> fds = run_.fds();
+    uint64_t srtt_sum = 0;
+    for (int fd : fds) {
+      const net::TcpCounts c = net::tcp_counts(fd);
+      const net::TcpCounts& b = base.emplace(fd, c).first->second;
+      s.acked += c.bytes_acked - b.bytes_acked;
+      s.sent += c.bytes_sent - b.bytes_sent;
+      s.resent += c.bytes_retrans - b.bytes_retrans;
+      srtt_sum += c.rtt_us;
+      if (c.min_rtt_us && (!s.base_rtt_us || c.min_rtt_us < s.base_rtt_us)) s.base_rtt_us = c.min_rtt_us;
+    }
+    const int n = int(fds.size());
+    s.srtt_us = n ? uint32_t(srtt_sum / uint64_t(n)) : 0;
+    s.ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    s.conns = n;
+    s.max = n + int(left);
+    const int want = rule_.step(s);
+    const StreamGrowth::Phase& p = rule_.last();
+    char resent_pct[32];
+    std::snprintf(resent_pct, sizeof resent_pct, "%.2f %%", p.resent * 100);
+    if (want > 0) {
+      log_("streams: " + std::to_string(n) + " moved " + mb(p.rate) + " with " + resent_pct +
+           " of the data sent again: opening " + std::to_string(want) +
+           " more (loss, not the window, limits each)");
+      if (open_(want) < want) rule_.refused();
+    }
+    if (rule_.stopped()) {
+      log_("streams: staying at " + std::to_string(run_.fds().size()) + " (" + std::to_string(p.conns) +
+           " moved " + mb(p.rate) + ", " + resent_pct + " sent again)");
+      return;
+    }
+  }
 }
 
 // Sums the parts' progress for the caller's single callback.
@@ -142,6 +265,10 @@ class ProgressSum {
 
 uint32_t Client::rtt_us() const { return tcp_rtt_us(conn_->fd()); }
 
+// Growth needs the number of connections left to auto, and a loss-based control on the
+// connections this client sends on (bbr keeps a lossy path full with what it has).
+bool Client::grows() const { return opt_.streams == 0 && (cc_.name == "cubic" || cc_.name == "reno"); }
+
 int Client::auto_streams() const {
   if (auto_streams_ >= 0) return auto_streams_;
   // The path's base round trip: the lowest the connection has seen (the handshake's), not the
@@ -172,16 +299,14 @@ int Client::streams_for(uint64_t size) {
   return n;
 }
 
-int Client::open_extra(int want) {
-  if (int(extra_.size()) + 1 >= want || extra_tried_) return int(extra_.size()) + 1;
-  // Open the missing connections at once; each runs its own handshake. One that fails (a busy
-  // server, say) only means fewer streams.
+std::vector<std::unique_ptr<Client>> Client::connect_more(size_t need) const {
+  // Opened at once, each with its own handshake. One that fails (a busy server, say) only means
+  // fewer streams.
   ClientOptions o = opt_;
   o.streams = 1;  // the keylog stays: every connection's keys are logged
-  size_t need = size_t(want - 1) - extra_.size();
+  o.extra_stream = true;
   std::vector<std::unique_ptr<Client>> got(need);
   std::vector<std::thread> threads;
-  o.extra_stream = true;
   for (size_t i = 0; i < need; ++i)
     threads.emplace_back([&, i] {
       ClientOptions oi = o;
@@ -196,8 +321,13 @@ int Client::open_extra(int want) {
       }
     });
   for (auto& t : threads) t.join();
-  for (auto& c : got)
-    if (c) extra_.push_back(std::move(c));
+  got.erase(std::remove(got.begin(), got.end(), nullptr), got.end());
+  return got;
+}
+
+int Client::open_extra(int want) {
+  if (int(extra_.size()) + 1 >= want || extra_tried_) return int(extra_.size()) + 1;
+  for (auto& c : connect_more(size_t(want - 1) - extra_.size())) extra_.push_back(std::move(c));
   log(1, "parallel streams: " + std::to_string(extra_.size() + 1) + " connections open (" +
              std::to_string(want) + " wanted)");
   if (int(extra_.size()) + 1 < want) extra_tried_ = true;  // do not retry for every file
@@ -270,18 +400,12 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   resume_offset_ = 0;
   if (on_start) on_start(req.size);
   auto t0 = Clock::now();
-  std::vector<int> fds;
-  std::vector<net::TcpCounts> before;
-  for (size_t i = 0; i < nconn; ++i) {
-    fds.push_back(conns[i]->conn_->fd());
-    before.push_back(net::tcp_counts(fds.back()));
-  }
   ProgressSum sum(parts, progress);
   proto::Message commit = req;
   commit.op = proto::Op::commit;
   r.ranges.resize(parts);
   PartQueue queue(parts);
-  run_parts(conns, fds, nconn, [&](size_t c) {
+  const auto worker = [&](Client* cl, size_t c) {
     bool committed = false;
     for (size_t i; queue.next(c, &i);) {
       proto::Message part = req;
@@ -291,10 +415,31 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
       // The commit rides behind this connection's last part once every part is handed out.
       committed = c == 0 && queue.empty();
       r.ranges[i] = {part.offset, part.length,
-                     conns[c]->put_range(fd, part, sum.part(i), committed ? &commit : nullptr)};
+                     cl->put_range(fd, part, sum.part(i), committed ? &commit : nullptr)};
     }
     if (c == 0 && !committed) conn_->send_message(commit);  // the others still move their last parts
-  });
+  };
+  Runners run;
+  for (size_t c = 0; c < nconn; ++c)
+    run.add(conns[c]->conn_->fd(), [&worker, cl = conns[c], c] { worker(cl, c); });
+  if (grows()) {  // more connections while parts are queued, where loss limits each (item 2)
+    size_t next = nconn;
+    Grower grower(
+        run, queue,
+        [&](int k) {
+          int started = 0;
+          for (auto& more : connect_more(size_t(k))) {
+            Client* cl = more.get();
+            extra_.push_back(std::move(more));  // kept for the later files
+            const size_t c = next++;
+            started += run.add(cl->conn_->fd(), [&worker, cl, c] { worker(cl, c); });
+          }
+          return started;
+        },
+        [this](const std::string& line) { log(1, line); });
+    grower.wait();
+  }
+  run.join();
   // Every part's Result was ok; the commit went out on this connection and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
@@ -303,8 +448,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   r.bytes = req.size;
   r.record_size = conn_->record_size();
   r.verified = true;
-  r.streams = int(nconn);
-  note_send(r, fds, before);
+  r.streams = int(run.fds().size());
+  note_send(r, run.fds(), run.before());
   return r;
 }
 
@@ -342,22 +487,22 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   r.file = remote;
   if (on_start) on_start(st.size);
   auto t0 = Clock::now();
-  std::vector<int> fds;
-  for (size_t i = 0; i < nconn; ++i) fds.push_back(conns[i]->conn_->fd());
   ProgressSum sum(parts, progress);
   r.ranges.resize(parts);
   PartQueue queue(parts);
   try {
-    run_parts(conns, fds, nconn, [&](size_t c) {
-      for (size_t i; queue.next(c, &i);) {
-        proto::Message part = req;
-        part.part = uint32_t(i);
-        part.offset = ranges[i].first;
-        part.length = ranges[i].second;
-        r.ranges[i] = {part.offset, part.length,
-                       conns[c]->get_range(out ? out->fd() : -1, part, sum.part(i))};
-      }
-    });
+    Runners run;
+    for (size_t c = 0; c < nconn; ++c)
+      run.add(conns[c]->conn_->fd(), [&, cl = conns[c], c] {
+        for (size_t i; queue.next(c, &i);) {
+          proto::Message part = req;
+          part.part = uint32_t(i);
+          part.offset = ranges[i].first;
+          part.length = ranges[i].second;
+          r.ranges[i] = {part.offset, part.length, cl->get_range(out ? out->fd() : -1, part, sum.part(i))};
+        }
+      });
+    run.join();
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
     throw Failure(printable(local.string()) + ": " + e.what(), e.status, e.err,

@@ -26,6 +26,11 @@ class PartQueue {
   }
   // Every part has been handed out (part 0 counts once connection 0 took it).
   bool empty() const { return first_taken_ && next_.load() >= n_; }
+  // Parts after part 0 not handed out yet (any thread).
+  size_t left() const {
+    const size_t nx = next_.load();
+    return nx >= n_ ? 0 : n_ - nx;
+  }
 
  private:
   size_t n_;

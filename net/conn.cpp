@@ -305,6 +305,8 @@ TcpCounts tcp_counts(int fd) {
     c.bytes_sent = ti.tcpi_bytes_sent;
     c.bytes_retrans = ti.tcpi_bytes_retrans;
   }
+  if (len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+    c.bytes_acked = ti.tcpi_bytes_acked;
   return c;
 }
 

@@ -125,6 +125,7 @@ class Conn {
 // what it sent and what of that it sent again. Zeros where the kernel does not report them.
 struct TcpCounts {
   uint64_t bytes_sent = 0, bytes_retrans = 0;
+  uint64_t bytes_acked = 0;  // what the peer acknowledged: delivered (client/stream_growth.h)
   uint32_t rtt_us = 0, min_rtt_us = 0;
 };
 TcpCounts tcp_counts(int fd);

@@ -974,6 +974,37 @@ TEST_F(Netns, LossyPathAutoCongestionAgainstCubic) {
   EXPECT_EQ(sha256_file(back), want);
 }
 
+// Issue 25 item 2: where cubic is all there is and the path loses packets at random, loss, not
+// the window, limits each connection, and a put opens more while each added one pays
+// (client/stream_growth.h). 40 ms, 1 % loss each way, MTU 9000: auto starts with 4 connections
+// (the window rule) and grows; --streams 4 (fixed) never does. Both byte-exact.
+TEST_F(Netns, LossyCubicPathGrowsTheConnections) {
+  LinkParams p;
+  p.delay = std::chrono::milliseconds(20);
+  p.rate_bps = 1e9;
+  p.loss = 0.01;
+  auto relay = wan_path(p, 9000);
+  ASSERT_TRUE(relay);
+  fs::path f = source(uint64_t(192) << 20);
+  const std::string want = sha256_file(f);
+  auto grown = client({"send", "-v", "--congestion", "cubic", f.string(), "10.77.0.5:grown.bin"});
+  ASSERT_EQ(grown.exit_code, 0) << grown.describe() << read_text_file(ws.tmp / "server.log");
+  EXPECT_EQ(sha256_file(ws.root / "grown.bin"), want);
+  auto fixed = client({"send", "--streams", "4", "--congestion", "cubic", f.string(), "10.77.0.5:fixed.bin"});
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.describe();
+  EXPECT_EQ(sha256_file(ws.root / "fixed.bin"), want);
+  relay->stop();
+  std::printf(
+      "[ netns   ] 40 ms, 1%% loss, cubic: auto %s streams %.1f MB/s (%s %% resent), --streams 4 %.1f MB/s\n",
+      json_field(grown.out, "streams").c_str(), json_mbps(grown.out),
+      json_field(grown.out, "resent_percent").c_str(), json_mbps(fixed.out));
+  EXPECT_NE(grown.err.find("streams: 4 moved "), std::string::npos) << grown.err;
+  EXPECT_NE(grown.err.find("opening 4 more (loss, not the window, limits each)"), std::string::npos)
+      << grown.err;
+  EXPECT_GE(std::stoi(json_field(grown.out, "streams")), 8) << grown.out;
+  EXPECT_EQ(json_field(fixed.out, "streams"), "4") << fixed.out;
+}
+
 // Issue 25 item 4: the number of connections is decided once per invocation from the path's base
 // round trip. A 12 ms path with a 100 Mbit/s bottleneck and a deep (4 MB, 320 ms) buffer that
 // cubic (forced) fills: the smoothed round trip during and after a file is many times the base
