@@ -286,6 +286,15 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
       return kExitUsage;
     }
   }
+  // A DEST of the shape HOST:PATH is another server's path, which recv cannot write (scp would
+  // copy between the two servers); it became a local file named "host:x" (a fifteenth re-attack,
+  // K5). As in scp, ./host:x names a local file.
+  if (parse_remote(dest)) {
+    die_line("recv: the destination " + net::printable(dest) +
+             " is HOST:PATH, and recv writes here, not to a server (for a local file of that name, write ./" +
+             net::printable(dest) + ")" + usage);
+    return kExitUsage;
+  }
   std::error_code ec;
   if (n > 1 && (dest == "-" || !fs::is_directory(dest, ec))) {
     die_line("recv: " + net::printable(dest) +

@@ -306,7 +306,7 @@ void Client::bye() noexcept {
   }
 }
 
-proto::Message Client::ask_put(const proto::Message& req) {
+proto::Message Client::ask_put(const proto::Message& req) {  // a put, or the probe before one
   clean_failure_ = false;
   try {
     return ask(req);
@@ -321,13 +321,11 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::string& name, int given) {
   clean_failure_ = true;  // until a request goes out
   struct stat st {};
-  UniqueFd owned;
-  if (given < 0) owned = open_source(AT_FDCWD, local, local, st);
+  UniqueFd owned = given < 0 ? open_source(AT_FDCWD, local, local, st) : UniqueFd();
   const int fd = given < 0 ? owned.get() : given;
   if (given >= 0 && ::fstat(fd, &st) != 0)
     throw Failure(printable(local.string()) + ": " + errno_text(errno));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
   proto::Message req = proto::request(proto::Op::put, remote, opt_.preserve ? proto::kFlagPreserve : 0);
   req.text = name.empty() ? local.filename().string() : name;
   req.size = uint64_t(st.st_size);
@@ -344,7 +342,7 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
     proto::Message probe = req;
     probe.op = proto::Op::probe;
-    proto::Message pr = ask(probe);
+    proto::Message pr = ask_put(probe);  // refused: this file fails alone, a tree goes on (K1)
     if (!pr.text.empty() && pr.text != proto::kProbeComplete)
       not_resumed = "the server (" + conn_->peer() + "): " + printable(pr.text);
     if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
@@ -620,19 +618,26 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   struct stat lst {};
   if (::lstat(local.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
     std::error_code ec;
-    fs::path target = fs::weakly_canonical(local, ec);
-    if (ec) throw Failure(printable(local.string()) + ": " + ec.message());
     // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
     // which only writing through reaches.
-    if (target.string().rfind("/proc/", 0) == 0 ||
+    if (fs::weakly_canonical(local, ec).string().rfind("/proc/", 0) == 0 ||
         fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
       int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
       return AtomicFile::write_through(fd, local);
     }
-    return std::make_unique<AtomicFile>(target);
+    return std::make_unique<AtomicFile>(through_link(local));
   }
   return std::make_unique<AtomicFile>(local);
+}
+
+fs::path through_link(const fs::path& local) {
+  struct stat lst {};
+  if (::lstat(local.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return local;
+  std::error_code ec;
+  fs::path target = fs::weakly_canonical(local, ec);
+  if (ec) throw Failure(printable(local.string()) + ": " + ec.message());
+  return target;
 }
 
 // True when a get into `local` must be written through (no temporary file, no resume, one stream).

@@ -41,6 +41,9 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
+// A local destination that is a symbolic link: the file it points to (made absolute), which a recv
+// updates, the link staying as it is (aesxfer(1)); anything else as it is.
+std::filesystem::path through_link(const std::filesystem::path& local);
 // A file to send, `name` inside directory dirfd (AT_FDCWD: a path as the user typed it), opened
 // for reading without blocking (a FIFO put where a file was, by another user who can write to the
 // tree, opens at once and is refused: never waited on; an eighth re-attack, F3) and then required

@@ -47,11 +47,15 @@ std::string parent_of(const std::string& rel) {
 
 // ---- get with the resume flag --------------------------------------------------------------
 
-std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const fs::path& local,
+std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const fs::path& local_in,
                                                 uint64_t zero_size,
                                                 const std::function<void(uint64_t)>& on_start,
                                                 const ProgressFn& progress, int dirfd,
                                                 std::string& not_resumed) {
+  // A symbolic link is written through, as without --resume: the partial file beside its target,
+  // renamed over the target (a fifteenth re-attack, K2: the link itself was replaced by the file,
+  // with --resume and after every retry, and its target kept the old data).
+  const fs::path local = dirfd == AT_FDCWD ? through_link(local_in) : local_in;
   fs::path at = dirfd == AT_FDCWD ? local : local.filename();  // the destination, relative to dirfd
   struct stat dst {};
   if (::fstatat(dirfd, at.c_str(), &dst, dirfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&

@@ -107,6 +107,16 @@ std::string below(const std::string& base, const std::string& rel) {
   return base == "." ? rel : base + "/" + rel;
 }
 
+// Where a file of the tree is sent: its directory on the server, with a trailing slash, under its
+// own name (the local file's). The directory must exist (a refused mkdir never turns the file into
+// that directory's name), and a directory standing where the file goes is refused as "is a
+// directory", never written into: sent as its whole path, a file went into a server directory of
+// its own name and the command said ok (a fifteenth re-attack, K1).
+std::string file_dest(const std::string& base, const std::string& rel) {
+  const size_t slash = rel.rfind('/');
+  return (slash == std::string::npos ? base : below(base, rel.substr(0, slash))) + "/";
+}
+
 // -r --resume: true when DEST on the server already is this tree's copy (client/tree_resume.h),
 // so that it is continued rather than nested. The server's root always existed: never.
 bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries) {
@@ -242,7 +252,7 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
     if (e.dir)
       pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
     else if (probe_size(e, st))  // else sending it says why
-      pipeline_.probe(below(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
+      pipeline_.probe(file_dest(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
                       [this, &said, &whole, i](const proto::Message* m, const Failure* f) {
                         if (m) said[i] = *m;
                         // A kept partial file the server does not trust (another user's, linked
@@ -273,12 +283,12 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
       hooks_.up_to_date(done);
     } else if (kept == Client::Kept::partial) {
       pipeline_.drain();
-      if (!hooks_.send_one(e.local, fd.get(), below(base, e.rel)) && !c_.can_continue()) return false;
+      if (!hooks_.send_one(e.local, fd.get(), file_dest(base, e.rel)) && !c_.can_continue()) return false;
     } else {
       // Whole, as said: a large file then goes without the resume flag, which would only meet the
       // same refusal and end the tree there (a tenth re-attack).
       const bool resume = c_.set_resuming(!whole[i] && c_.resuming());
-      const bool ok = send_open(e.local, fd.get(), st, below(base, e.rel), true);
+      const bool ok = send_open(e.local, fd.get(), st, file_dest(base, e.rel), true);
       c_.set_resuming(resume);
       if (!ok) return false;
     }
@@ -317,7 +327,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
       for (const auto& e : entries) {
         if (e.dir)
           pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
-        else if (!send_entry(e, below(base, e.rel)))
+        else if (!send_entry(e, file_dest(base, e.rel)))
           return false;
       }
     }

@@ -8,15 +8,28 @@ namespace aesxfer::proto {
 
 Failure refusal(const Message& m, const std::string& what) {
   std::string text = m.text.empty() ? status_name(m.status) : m.text;
+  std::string shown = what;
   // The peer's text usually starts with the path it refuses ("nope.bin: no such file"), and
-  // `what` ends with the path the user asked for: name it once.
+  // `what` ends with the path the user asked for: name it once. A path below the one asked (a
+  // file put into directory "d/" is "d/f") names the refused thing more exactly: it is shown in
+  // the asked one's place, never anything that does not start with it.
   if (const size_t c = text.find(": "); c != std::string::npos && c > 0) {
-    const std::string head = ":" + text.substr(0, c);
-    if (what.size() >= head.size() && what.compare(what.size() - head.size(), head.size(), head) == 0)
-      text = text.substr(c + 2);
+    const std::string head = text.substr(0, c);
+    for (size_t colon = what.find(':'); colon != std::string::npos; colon = what.find(':', colon + 1)) {
+      const std::string asked = what.substr(colon + 1);
+      const bool same = head == asked;
+      const bool below = head.size() > asked.size() && !asked.empty() &&
+                         head.compare(0, asked.size(), asked) == 0 &&
+                         (asked.back() == '/' || head[asked.size()] == '/');
+      if (same || below) {
+        shown = what.substr(0, colon + 1) + head;
+        text = text.substr(c + 2);
+        break;
+      }
+    }
   }
   const Status st = m.status == Status::ok ? Status::internal : m.status;
-  return Failure(printable(what + ": " + text), st, 0, Origin::peer);
+  return Failure(printable(shown + ": " + text), st, 0, Origin::peer);
 }
 
 namespace {

@@ -778,12 +778,17 @@ void handle_list(RequestContext& ctx, const Message& req) {
   ok.size = lister.entries.size();
   ok.mode = sb.st_mode & 07777;
   ok.mtime = sb.st_mtim.tv_sec;
-  ctx.c.send_message(ok);
-  send_list_pages(ctx.c, lister.entries);
-  log_outcome(ctx, req, dir->shown,
-              " entries=" + std::to_string(lister.entries.size()) +
-                  (lister.unlisted ? " unlisted=" + std::to_string(lister.unlisted) : std::string()),
-              "ok");
+  const std::string details =
+      " entries=" + std::to_string(lister.entries.size()) +
+      (lister.unlisted ? " unlisted=" + std::to_string(lister.unlisted) : std::string());
+  try {
+    ctx.c.send_message(ok);
+    send_list_pages(ctx.c, lister.entries);
+  } catch (const Failure& f) {  // a listing walked and then abandoned is logged too (K4)
+    log_outcome(ctx, req, dir->shown, details, std::string("failed: ") + f.what());
+    throw;
+  }
+  log_outcome(ctx, req, dir->shown, details, "ok");
 }
 
 // The Result of the oldest pipelined get, which arrived between requests.

@@ -248,7 +248,10 @@ std::optional<Place> Root::place(const std::vector<std::string>& parts, const st
 
 // False (why set) when something other than a `type` (S_IFREG or S_IFDIR) already stands at p: a
 // symlink gets kLeavesRoot. *found says whether anything is there.
-static bool existing_is(const Place& p, const std::string& req, mode_t type, bool* found, Refusal& why) {
+// The refusal names the place itself (a file sent into directory "d" as "name" is "d/name"), not
+// the request's path (a fifteenth re-attack: "e5/t5/: is a directory" about a tree's file).
+static bool existing_is(const Place& p, mode_t type, bool* found, Refusal& why) {
+  const std::string& req = p.shown;
   struct stat st {};
   *found = ::fstatat(p.dir.get(), p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (!*found || (st.st_mode & S_IFMT) == type) return true;
@@ -350,7 +353,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
     return std::nullopt;
   }
   bool found = false;
-  if (!existing_is(*p, req, S_IFREG, &found, why)) return std::nullopt;
+  if (!existing_is(*p, S_IFREG, &found, why)) return std::nullopt;
   struct stat st {};
   if (found && !hidden_.empty() && ::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       is_hidden(st)) {  // a hidden file reached by another name: never overwritten
@@ -387,7 +390,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
     why = reserved_shape(p->shown);
     return std::nullopt;
   }
-  if (!existing_is(*p, req, S_IFDIR, exists, why)) return std::nullopt;
+  if (!existing_is(*p, S_IFDIR, exists, why)) return std::nullopt;
   return p;
 }
 

@@ -384,6 +384,10 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     }
     c.send_message(w);
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");
+    // Who: every later line of this session carries the same peer= (a fifteenth re-attack, K3:
+    // nothing in the log said which of the authorized keys had done what).
+    log("peer=" + peer + " msg=accepted key=" + proto::fingerprint(keys.client_key) +
+        " cipher=" + keys.cipher->name + " mac=" + crypto::mac_label(keys.cipher, keys.mac));
     serve_requests(c, keys);
   } catch (const Failure& f) {
     log("peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f)));

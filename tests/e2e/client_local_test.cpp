@@ -259,13 +259,21 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
     EXPECT_TRUE(r.out == want) << dest << ": standard output holds " << r.out.size() << " bytes";
     EXPECT_NE(r.err.find("300000 bytes"), std::string::npos) << "the summary goes to stderr: " << r.err;
   }
-  // A symbolic link to a file: the target is updated, the link stays.
-  write_text_file(ws.local / "target", "old");
-  fs::create_symlink("target", ws.local / "link");
-  auto r = run({"recv", "127.0.0.1:f", (ws.local / "link").string(), "-q"});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_TRUE(fs::is_symlink(ws.local / "link"));
-  EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "f"));
+  // A symbolic link to a file: the target is updated, the link stays; with --resume too, where
+  // the partial file goes beside the target (a fifteenth re-attack, K2: the link was replaced).
+  for (bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "--resume" : "plain");
+    fs::remove(ws.local / "link");
+    write_text_file(ws.local / "target", "old");
+    fs::create_symlink("target", ws.local / "link");
+    std::vector<std::string> args{"recv", "127.0.0.1:f", (ws.local / "link").string(), "-q"};
+    if (resume) args.push_back("--resume");
+    auto r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(fs::is_symlink(ws.local / "link"));
+    EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "f"));
+    EXPECT_TRUE(temp_debris(ws.local).empty());
+  }
   // A FIFO: read by a thread while the data arrives; it stays a FIFO.
   ASSERT_EQ(::mkfifo((ws.local / "fifo").c_str(), 0600), 0);
   std::string got;
@@ -290,7 +298,7 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
     }
     ::close(fd);
   });
-  r = run({"recv", "127.0.0.1:f", (ws.local / "fifo").string(), "-q"});
+  auto r = run({"recv", "127.0.0.1:f", (ws.local / "fifo").string(), "-q"});
   reader.join();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(got == want) << got.size();

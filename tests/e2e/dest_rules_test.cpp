@@ -183,6 +183,53 @@ TEST_F(DestRules, RecvTreeSkipsTheReservedNameShapes) {
 // A thirteenth re-attack (H1): several sources stored under one name in one directory had the
 // second overwrite the first, each "verified", exit 0. Refused before anything moves (cp refuses
 // the second), for send, recv and trees; the line names both sources.
+// A fifteenth re-attack (K1): send -r stored the tree's file "report" inside a server directory
+// named "report" (as t5/report/report) and said ok, and --resume then called it up to date. A
+// directory where a tree's file goes is refused by name, as recv -r refuses one locally, for a
+// pipelined small file, a large one, and the probes of --resume; nothing goes inside it.
+TEST_F(DestRules, ATreesFileNeverGoesIntoADirectoryOfItsName) {
+  const fs::path t = ws.local / "t5";
+  fs::create_directories(t / "docs");
+  write_text_file(t / "report", "new report\n");
+  write_random_file(t / "docs" / "big.bin", 3 << 20, 7);
+  write_text_file(t / "docs" / "x", "x\n");
+  for (const char* d : {"e5/t5/report", "e5/t5/docs/big.bin"}) {
+    fs::create_directories(ws.root / d);
+    write_text_file(ws.root / d / "old.txt", "old\n");
+  }
+  for (bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "send -r --resume" : "send -r");
+    std::vector<std::string> args{"send", "-r", "-q", t.string(), "127.0.0.1:e5"};
+    if (resume) args.insert(args.begin() + 1, "--resume");
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("e5/t5/report: is a directory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("e5/t5/docs/big.bin: is a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("up to date"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws.root / "e5" / "t5" / "report" / "report"));
+    EXPECT_FALSE(fs::exists(ws.root / "e5" / "t5" / "docs" / "big.bin" / "big.bin"));
+    EXPECT_EQ(read_text_file(ws.root / "e5" / "t5" / "docs" / "x"), "x\n");
+    EXPECT_EQ(read_text_file(ws.root / "e5" / "t5" / "report" / "old.txt"), "old\n");
+  }
+}
+
+// A fifteenth re-attack (K5): recv HOST:f HOST:x wrote a local file named "HOST:x", exit 0 (scp
+// would copy between the servers). Refused as a usage error; ./HOST:x names the local file.
+TEST_F(DestRules, RecvToHostPathIsRefused) {
+  write_text_file(ws.root / "sf", "server\n");
+  // Run in ws.local, where the old client wrote the file.
+  auto r = run_process({"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" recv 127.0.0.1:sf 127.0.0.1:x -P \"$2\"",
+                        ws.local.string(), AESXFER_BINARY, std::to_string(server->port())},
+                       {{"AESXFER_HOME", ws.home.string()}});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("the destination 127.0.0.1:x is HOST:PATH"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "127.0.0.1:x"));
+  const fs::path local = ws.local / "127.0.0.1:y";
+  r = run({"recv", "-q", "127.0.0.1:sf", local.string()});  // a path with a slash before the colon
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(local), "server\n");
+}
+
 TEST_F(DestRules, SourcesOfOneNameAreRefusedBeforeAnythingMoves) {
   for (const char* d : {"a/t", "b/t"}) fs::create_directories(ws.root / d);
   write_text_file(ws.root / "a" / "x", "A\n");

@@ -188,6 +188,22 @@ TEST_F(Retries, RecvOverParallelStreamsSurvivesACut) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
+// A fifteenth re-attack (K2): a recv into a symbolic link that lost its connection replaced the
+// link with the file after the retry (which continues as --resume does) and left the target as it
+// was. The retry writes through the link as the first attempt did.
+TEST_F(Retries, ARetryWritesThroughASymbolicLink) {
+  write_random_file(ws.root / "big.bin", 12 * kMiB, 37);
+  write_text_file(ws.local / "target", "mine\n");
+  fs::create_symlink("target", ws.local / "link");
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r = run({"recv", "-q", "127.0.0.1:big.bin", (ws.local / "link").string()}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_TRUE(fs::is_symlink(ws.local / "link")) << "the link was replaced";
+  EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "big.bin"));
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
 TEST_F(Retries, TreesBothWaysSurviveACut) {
   const fs::path src = ws.local / "tree";
   fs::create_directories(src / "sub");
