@@ -222,7 +222,8 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
       if (r.ranges.empty())
         sum += r.checksum.len ? " " + r.checksum.hex() : "";
       else
-        sum += " per range (" + std::to_string(r.ranges.size()) + " streams)";
+        sum += " per range (" + std::to_string(r.ranges.size()) + " ranges over " +
+               std::to_string(r.streams) + (r.streams == 1 ? " stream)" : " streams)");
     }
     // A resumed transfer: where it resumed, and the rate of the bytes that moved in this run.
     std::string resumed;

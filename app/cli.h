@@ -92,9 +92,15 @@ class Retrier {
   explicit Retrier(int max);
   void logged_in() { logged_in_ = true; }
   // True when `f` ended a connection worth replacing: a link failure after a login, with retries
-  // left.
+  // left. During a retry also the server's "busy": most likely it still holds the lost session
+  // (its lock on the partial file, its session slot) until it sees that connection die, which a
+  // silent break hides until its idle timeout (30 s by default); waited out like the lost link (a
+  // sixteenth re-attack, L1: the retry met "another transfer is writing this file" and the send
+  // failed 3 s after the break, its retries unused).
   bool worth(const proto::Failure& f) const {
-    return logged_in_ && f.origin == proto::Origin::link && used_ < max_;
+    if (!logged_in_ || used_ >= max_) return false;
+    return f.origin == proto::Origin::link ||
+           (used_ > 0 && f.origin == proto::Origin::peer && f.status == proto::Status::busy);
   }
   // Says what was lost and waits before the next attempt (used() counts it).
   void wait(const proto::Failure& f);

@@ -37,6 +37,12 @@ std::vector<std::string> split_list(const std::string& list) {
 }
 
 // `aesxfer speed`: the cipher lab's table (app/lab/speed.h).
+// -c of speed and bench: a list that names nothing (",,") is an error, not "all" (a sixteenth
+// re-attack, L8); leaving -c out means all.
+std::string named_list(const std::string& v) {
+  return split_list(v).empty() ? std::string("names no cipher (leave -c out for all)") : std::string();
+}
+
 app::CommandRun setup_speed(CLI::App* speed, bool& no_aesni) {
   struct SpeedArgs {
     app::SpeedOptions sp;
@@ -44,7 +50,8 @@ app::CommandRun setup_speed(CLI::App* speed, bool& no_aesni) {
   };
   auto a = std::make_shared<SpeedArgs>();
   speed->add_option("-c,--cipher", a->list, "Comma-separated ciphers, MACs and checksums (default: all)")
-      ->type_name("LIST");
+      ->type_name("LIST")
+      ->check(named_list);
   speed
       ->add_option("--seconds", a->sp.seconds,
                    "Seconds per cell of the table, i.e. per cipher, operation and block size (default 1; "
@@ -100,7 +107,9 @@ app::CommandRun setup_bench(CLI::App* bench, bool& no_aesni) {
                    "Server to send to, or an alias of the config file (default: start a local server child "
                    "on 127.0.0.1)")
       ->type_name("HOST");
-  bench->add_option("-c,--cipher", a->list, "Comma-separated ciphers (default: all)")->type_name("LIST");
+  bench->add_option("-c,--cipher", a->list, "Comma-separated ciphers (default: all)")
+      ->type_name("LIST")
+      ->check(named_list);
   bench->add_option("-m,--mac", bo.mac, "MAC for non-AEAD ciphers (default hmac-sha256)")->type_name("MAC");
   bench->add_option("--size", bo.size, "Bytes per transfer, K/M/G suffixes are binary (default 1G)")
       ->transform(app::byte_size(1, uint64_t(1) << 50))

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "app/cli.h"
 #include "app/cli_checks.h"
@@ -33,7 +35,7 @@ int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hin
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost);
+                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported);
 
 // What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
 // one, each on its own connection (the sources name several hosts, or the connection was lost
@@ -120,9 +122,13 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
   int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
+  // The files reported in an earlier session: a retry finds them whole and does not report them
+  // again (a sixteenth re-attack, L2: every file of the tree once more per retry, in --json too).
+  std::set<std::string> reported;
   for (;;) {
     std::optional<proto::Failure> lost;
-    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost); !lost) return r;
+    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, reported); !lost)
+      return r;
     retry.wait(*lost);
     t.retried = retry.used();
     retry.resume(co);  // the copy goes on where it stopped (client/tree_resume.h)
@@ -132,7 +138,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 // One session of recv -r; a lost connection that --retries takes over comes back in `lost`.
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost) {
+                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported) {
   auto remote = parse_remote(src);
   std::unique_ptr<client::Client> client;
   try {
@@ -145,7 +151,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       try {
         auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
         meter.finish(r);
-        report(t, co, r, tty);
+        if (reported.insert(from).second) report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         // The server refused this file (it cannot read it, it went since the listing): this file
@@ -161,6 +167,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
                          const proto::Failure* f) {
       if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // the retry fetches it
+      if (r && !reported.insert(from).second) return;
       report_pipelined(t, co, tty, from, r, f, rc);
     };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
@@ -214,7 +221,12 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
           st[i] = *ok;
           return;
         }
-        rc = end_on_failure(*f, nullptr, proto::Status::is_directory, " (use -r)");
+        // Its line and, with --json, its object (a sixteenth re-attack, L3: none).
+        const proto::Failure hinted(f->origin == net::Origin::peer && f->status == proto::Status::is_directory
+                                        ? with_hint(f->what(), " (use -r)")
+                                        : std::string(f->what()),
+                                    f->status, f->err, f->origin);
+        report_pipelined(t, co, tty, paths[i], nullptr, &hinted, rc);
       });
     pl.drain();
     for (size_t i = 0; i < paths.size(); ++i) {
@@ -238,9 +250,8 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
-        if (f.origin != net::Origin::peer) throw;  // data was due: the session cannot go on
-        die_line(f.what());                        // refused before any data: the next file follows
-        rc = kExitFail;
+        if (f.origin != net::Origin::peer) throw;                 // data was due: the session cannot go on
+        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);  // refused before any data: the next follows
       }
     }
     pl.drain();

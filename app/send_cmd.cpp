@@ -45,7 +45,10 @@ int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t
   if (args.size() > 2 && remote && remote->path != "/dev/null") {
     const std::vector<std::string> sources(args.begin(), args.end() - 1);
     std::vector<std::string> absolute;
-    for (const auto& s : sources) absolute.push_back(s == "-" ? s : fs::absolute(s).string());
+    // "-" is stored as "stdin" (send_stdin): a file of that name beside it went under it, exit 0
+    // (a sixteenth re-attack, L4).
+    for (const auto& s : sources)
+      absolute.push_back(s == "-" ? std::string("stdin") : fs::absolute(s).string());
     if (!distinct_names("send", sources, absolute)) return kExitUsage;
   }
   return 0;
@@ -112,12 +115,16 @@ struct SendSession {
     h.send_one = [this](const fs::path& local, int fd, const std::string& to) {
       return send_one(local, to, fd);
     };
+    // A file reported in an earlier session is not reported again when a retry finds it there
+    // (a sixteenth re-attack, L2: every file of a tree once more per retry, in --json too).
     h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
       if (f && keep_for_retry(*f)) return;
+      if (r && settled && settled->count(shown)) return;
       report_pipelined(t, co, tty, shown, r, f, rc);
       settle(shown);
     };
     h.up_to_date = [this](const client::FileResult& done) {
+      if (settled && settled->count(done.file)) return;
       report(t, co, done, tty);
       settle(done.file);
     };
@@ -133,7 +140,8 @@ struct SendSession {
   // One file moved by `put` (given the meter's callbacks) and reported; false after a failure (the
   // connection may be mid-stream: stop there). The progress line is on `prog_out` when `shown`.
   template <class Put>
-  bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out, const Put& put) {
+  bool metered(app::Progress& prog, app::JsonProgress& jp, bool shown, std::FILE* prog_out,
+               const std::string& file, const Put& put) {
     FileMeter meter{prog, jp, limiter, client, prog_out == stdout};
     try {
       client::FileResult r = put(meter);
@@ -144,8 +152,9 @@ struct SendSession {
     } catch (const proto::Failure& f) {
       if (shown) std::fputc('\n', prog_out);
       if (keep_for_retry(f)) return false;
-      die_line(f.what());
-      rc = kExitFail;
+      // The line, and with --json the file's own object, as for a pipelined file (a sixteenth
+      // re-attack, L3: a large file that failed had no object).
+      report_pipelined(t, co, tty, file, nullptr, &f, rc);
       return false;
     }
   }
@@ -153,7 +162,7 @@ struct SendSession {
   bool send_one(const fs::path& local, const std::string& to, int fd = -1) {
     app::Progress prog(net::printable(local.filename().string()), tty);
     app::JsonProgress jp(local.string(), t.json_progress);
-    const bool ok = metered(prog, jp, tty, stdout, [&](FileMeter& m) {
+    const bool ok = metered(prog, jp, tty, stdout, local.string(), [&](FileMeter& m) {
       return client.put(local, to, m.on_start(), m.on_progress(), "", fd);
     });
     if (!ok && !lost) settle(local.string());  // failed alone, reported: not sent again by a retry
@@ -168,7 +177,7 @@ struct SendSession {
     const bool err_tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDERR_FILENO);
     app::Progress prog("stdin", err_tty, stderr);
     app::JsonProgress jp("-", t.json_progress);
-    return metered(prog, jp, err_tty, stderr,
+    return metered(prog, jp, err_tty, stderr, "-",
                    [&](FileMeter& m) {
                      client::FileResult r =
                          client.put_stream(STDIN_FILENO, to, "stdin", m.on_start(), m.on_progress());

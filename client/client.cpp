@@ -381,10 +381,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     if (req.offset) so.prefix_hash = &scan->sum;
     r.checksum = send_stream(*conn_, fd, req.size, progress, so);
   } catch (const Failure&) {
-    throw_receivers_reason(remote);
+    throw_receivers_reason(put_shown(remote, req.text));
     throw;
   }
-  expect_ok_result(remote);
+  expect_ok_result(put_shown(remote, req.text));
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
   r.record_size = conn_->record_size();
@@ -529,7 +529,9 @@ proto::Message Client::exchange(const proto::Message& req, const char* what) {
 
 proto::Message Client::ask(const proto::Message& req, const char* what) {
   proto::Message resp = exchange(req, what);
-  if (resp.status != proto::Status::ok) throw refused(resp, req.path);
+  if (resp.status != proto::Status::ok)
+    throw refused(resp, req.op == proto::Op::put || req.op == proto::Op::probe ? put_shown(req.path, req.text)
+                                                                               : req.path);
   return resp;
 }
 

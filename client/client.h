@@ -41,6 +41,11 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
+// How a put to `remote` of a file named `name` is named to the user: a directory written with a
+// trailing slash (a tree's files, client/send_tree.cpp) and the name, else `remote` itself.
+inline std::string put_shown(const std::string& remote, const std::string& name) {
+  return !remote.empty() && remote.back() == '/' && !name.empty() ? remote + name : remote;
+}
 // A local destination that is a symbolic link: the file it points to (made absolute), which a recv
 // updates, the link staying as it is (aesxfer(1)); anything else as it is.
 std::filesystem::path through_link(const std::filesystem::path& local);

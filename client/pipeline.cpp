@@ -88,7 +88,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   Item it;
   it.kind = Kind::put;
   it.tag = req.tag;
-  it.remote = remote;
+  it.remote = put_shown(remote, req.text);  // what a refusal names
   it.local = local;
   it.bytes = size;
   it.started = Clock::now();
@@ -133,7 +133,7 @@ void Pipeline::ask(proto::Message req, StatDone done) {
   Item it;
   it.kind = Kind::stat;
   it.tag = req.tag;
-  it.remote = req.path;
+  it.remote = req.op == proto::Op::probe ? put_shown(req.path, req.text) : req.path;
   it.stat_done = std::move(done);
   c_.conn_->send_message(req);
   q_.push_back(std::move(it));

@@ -296,6 +296,29 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
   return true;
 }
 
+// The entries whose path on the server fits a request (proto::kMaxPath); each that does not is
+// reported and left out with all below it, and the rest of the tree goes (a sixteenth re-attack,
+// L6: the request could not be encoded, a local failure, which ended the whole tree unnamed).
+std::vector<TreeEntry> TreeSender::within_path_limit(std::vector<TreeEntry> entries,
+                                                     const std::string& base) {
+  std::vector<TreeEntry> kept;
+  std::string cut;  // the rel of the last entry left out ("" for none)
+  for (auto& e : entries) {
+    if (!cut.empty() && e.rel.compare(0, cut.size() + 1, cut + "/") == 0) continue;
+    const std::string path = e.dir ? below(base, e.rel) : file_dest(base, e.rel);
+    if (path.size() > proto::kMaxPath) {
+      hooks_.failed(Failure(printable(e.local.string()) + ": its path on the server would be " +
+                            std::to_string(path.size()) + " bytes, over the protocol's " +
+                            std::to_string(proto::kMaxPath) + "; skipped" +
+                            (e.dir ? " with all below it" : "")));
+      cut = e.rel;
+      continue;
+    }
+    kept.push_back(std::move(e));
+  }
+  return kept;
+}
+
 bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::string* placed) {
   std::vector<std::string> skipped, unreadable;
   auto entries = walk_tree(local, &skipped, &unreadable);
@@ -320,6 +343,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };
+  entries = within_path_limit(std::move(entries), base);
   try {
     if (c_.resuming()) {
       if (!send_resumed(entries, base, dir_failed)) return false;

@@ -82,6 +82,7 @@ class TreeSender {
 
   bool send_resumed(const std::vector<TreeEntry>& entries, const std::string& base,
                     const Pipeline::DirDone& dir_failed);
+  std::vector<TreeEntry> within_path_limit(std::vector<TreeEntry> entries, const std::string& base);
   // Opens a file of the walk below its directory, which must still be the one the walk read;
   // throws Failure (origin local) naming the file.
   files::UniqueFd open_entry(const TreeEntry& e, struct stat& st);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "crypto/util.h"
+#include "files/io.h"
 #include "files/link_walk.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
@@ -225,7 +226,28 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
 
 HostCheck check_known_host(const fs::path& file, const std::string& host_port, const proto::PublicKey& key,
                            proto::PublicKey* expected, bool add) {
-  std::ifstream in(file);
+  // Trusted only when it is this user's, with one link, and nobody else may write it, as the
+  // configuration file and the identity are (a sixteenth re-attack, L7: another local user who
+  // could write it, in a shared or temporary home, could pin a key of theirs). Read through the
+  // descriptor that was checked.
+  std::string text;
+  if (UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)); fd) {
+    struct stat st {};
+    std::string why = ::fstat(fd.get(), &st) != 0 ? os_error(errno)
+                      : !S_ISREG(st.st_mode)      ? std::string("not a regular file")
+                                                  : ownership_problem(st, S_IWGRP | S_IWOTH);
+    if (!why.empty())
+      throw Failure(proto::printable(file.string()) + ": not used: " + why +
+                    " (another user could pin a host key in it; make it this user's, one link, chmod go-w)");
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Failure(proto::printable(file.string()) + ": " + os_error(errno));
+      text.append(buf, size_t(n));
+      if (text.size() > (16u << 20)) throw Failure(proto::printable(file.string()) + ": over 16 MiB");
+    }
+  }
+  std::istringstream in(text);
   std::string line;
   for (int lineno = 1; in && std::getline(in, line); ++lineno) {
     std::istringstream ls(line);

@@ -21,8 +21,12 @@ Failure refusal(const Message& m, const std::string& what) {
       const bool below = head.size() > asked.size() && !asked.empty() &&
                          head.compare(0, asked.size(), asked) == 0 &&
                          (asked.back() == '/' || head[asked.size()] == '/');
-      if (same || below) {
-        shown = what.substr(0, colon + 1) + head;
+      // The directory of the file asked for ("d/" of "d/f"), which the server names when it
+      // refuses to write in it: the file is the more exact name.
+      const bool above =
+          asked.size() > head.size() && head.back() == '/' && asked.compare(0, head.size(), head) == 0;
+      if (same || below || above) {
+        if (!above) shown = what.substr(0, colon + 1) + head;
         text = text.substr(c + 2);
         break;
       }

@@ -964,5 +964,16 @@ TEST(SpeedPlot, UnwritablePlotFails) {
   EXPECT_NE(r.err.find("--plot"), std::string::npos) << r.err;
 }
 
+// A sixteenth re-attack (L8): -c ",," named nothing and ran every cipher. A usage error, for speed
+// and bench alike; leaving -c out is how to ask for all.
+TEST(SpeedPlot, AListThatNamesNothingIsRefused) {
+  Workspace ws;
+  for (const char* verb : {"speed", "bench"}) {
+    auto r = run_aesxfer({verb, "-c", ",,"}, ws.home, 60);
+    EXPECT_EQ(r.exit_code, 2) << verb << r.describe();
+    EXPECT_NE(r.err.find("names no cipher (leave -c out for all)"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace aesxfer::test

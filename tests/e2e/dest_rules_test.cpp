@@ -211,6 +211,56 @@ TEST_F(DestRules, ATreesFileNeverGoesIntoADirectoryOfItsName) {
     EXPECT_EQ(read_text_file(ws.root / "e5" / "t5" / "docs" / "x"), "x\n");
     EXPECT_EQ(read_text_file(ws.root / "e5" / "t5" / "report" / "old.txt"), "old\n");
   }
+  // --json: each failed file has its object, the large one too, named (a sixteenth re-attack, L3).
+  auto r = run({"send", "-r", "-q", "--json", t.string(), "127.0.0.1:e5"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  for (const std::string f : {"t5/report", "t5/docs/big.bin"}) {
+    const size_t at = r.out.find("\"file\":\"" + (ws.local / f).string() + "\"");
+    ASSERT_NE(at, std::string::npos) << f << "\n" << r.out;
+    EXPECT_NE(r.out.find("is a directory", at), std::string::npos) << r.out;
+  }
+}
+
+// A sixteenth re-attack (L6): in send -r, one path over the protocol's 4096 bytes ended the whole
+// tree with an unnamed error (the request could not be encoded) and every file after it stayed
+// behind. That directory is named and left out with all below it; the rest arrives.
+TEST_F(DestRules, ATreePathOverTheLimitFailsAloneAndIsNamed) {
+  // The server's place is long (two 250-byte names), the local tree 18 levels of 200-byte names:
+  // every local path stays under PATH_MAX, the 18th level's path on the server does not.
+  const std::string base = std::string(250, 'x') + "/" + std::string(250, 'y');
+  fs::create_directories(ws.root / base);
+  const fs::path src = ws.local / "deep";
+  fs::path d = src;
+  for (int i = 0; i < 18; ++i) d /= std::string(200, 'd');
+  fs::create_directories(d);
+  write_text_file(d / "f", "x\n");
+  write_text_file(src / "aa", "a\n");
+  write_text_file(src / "top", "t\n");
+  write_text_file(src / "zz", "z\n");
+  auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:" + base});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find(d.string() + ": its path on the server would be "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("over the protocol's 4096; skipped with all below it"), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  for (const char* f : {"aa", "top", "zz"}) EXPECT_TRUE(fs::exists(ws.root / base / "deep" / f)) << f;
+}
+
+// recv of several sources: a source that fails has its --json object too (L3).
+TEST_F(DestRules, RecvOfSeveralSourcesGivesAFailedOneItsJsonObject) {
+  write_text_file(ws.root / "ok1", "ok\n");
+  write_random_file(ws.root / "big", 3 << 20, 9);
+  fs::create_directories(ws.root / "bigdir");
+  fs::create_directories(ws.local / "d");
+  auto r = run({"recv", "-q", "--json", "127.0.0.1:ok1", "127.0.0.1:nonexist", "127.0.0.1:bigdir",
+                "127.0.0.1:big", (ws.local / "d").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  for (const std::string f : {"nonexist", "bigdir"}) {
+    const size_t at = r.out.find("\"file\":\"" + f + "\"");
+    ASSERT_NE(at, std::string::npos) << f << "\n" << r.out;
+    EXPECT_NE(r.out.find("\"error\":", at), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("\"file\":\"big\""), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(ws.local / "d" / "ok1"), "ok\n");
 }
 
 // A fifteenth re-attack (K5): recv HOST:f HOST:x wrote a local file named "HOST:x", exit 0 (scp
@@ -245,7 +295,10 @@ TEST_F(DestRules, SourcesOfOneNameAreRefusedBeforeAnythingMoves) {
       {"send", (ws.local / "la" / "y").string(), (ws.local / "lb" / "y").string(), "127.0.0.1:a"},
       {"send", "-r", (ws.local / "la").string(), (ws.local / "lb" / ".." / "la" / ".").string(),
        "127.0.0.1:b"},
+      // "-" is stored as "stdin": a file of that name beside it (a sixteenth re-attack, L4)
+      {"send", (ws.local / "la" / "stdin").string(), "-", "127.0.0.1:a"},
   };
+  write_text_file(ws.local / "la" / "stdin", "a file\n");
   for (const auto& args : cases) {
     auto r = run(args);
     EXPECT_EQ(r.exit_code, 2) << r.describe();
@@ -253,6 +306,7 @@ TEST_F(DestRules, SourcesOfOneNameAreRefusedBeforeAnythingMoves) {
     EXPECT_TRUE(fs::is_empty(ws.local / "d")) << r.describe();
   }
   EXPECT_FALSE(fs::exists(ws.root / "a" / "y"));
+  EXPECT_FALSE(fs::exists(ws.root / "a" / "stdin"));
   EXPECT_FALSE(fs::exists(ws.root / "b" / "la"));
 }
 

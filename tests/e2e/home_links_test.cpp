@@ -71,6 +71,32 @@ TEST(HomeLinks, TheFirstContactNeverAppendsThroughAKnownHostsLink) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A sixteenth re-attack (L7): a known_hosts that another user owns, or that group or others may
+// write, was used as is, so in a shared or temporary home another user could pin a key of theirs.
+// Held to the identity's and the configuration's rule: not used, and the command says why.
+TEST(HomeLinks, AKnownHostsOthersCouldWriteIsNotUsed) {
+  Workspace ws;
+  write_text_file(ws.local / "f", "f\n");
+  ServerProcess server(ws.home, ws.root);
+  const std::vector<std::string> send{"send",        "-q", (ws.local / "f").string(),
+                                      "127.0.0.1:f", "-P", std::to_string(server.port())};
+  ASSERT_EQ(run_aesxfer(send, ws.home).exit_code, 0);  // pins the host
+  const fs::path kh = ws.home / "known_hosts";
+  fs::permissions(kh, fs::perms(0666));
+  auto r = run_aesxfer(send, ws.home);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("known_hosts: not used: writable by group or others (mode 0666)"), std::string::npos)
+      << r.err;
+  fs::permissions(kh, fs::perms(0644));
+  ASSERT_EQ(::chown(kh.c_str(), kOther, kOther), 0);
+  r = run_aesxfer(send, ws.home);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("known_hosts: not used: owned by uid 65534"), std::string::npos) << r.err;
+  ASSERT_EQ(::chown(kh.c_str(), 0, 0), 0);
+  EXPECT_EQ(run_aesxfer(send, ws.home).exit_code, 0);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(HomeLinks, AuthorizeLeavesTheModeOfAHomeThatExists) {
   TempDir t{"aesxfer-homelinks"};
   const fs::path shared = t / "shared";

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <list>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -33,8 +34,10 @@ namespace {
 // direction. Stopped and joined on destruction.
 class CuttingRelay {
  public:
-  CuttingRelay(uint16_t server_port, int cuts, uint64_t after, bool s2c)
-      : server_port_(server_port), cuts_(cuts), after_(after), s2c_(s2c) {
+  // With `silent`, a cut resets only the client's side and leaves the server's open and silent
+  // (a NAT that dropped its state, a Wi-Fi change): the server learns of it at its idle timeout.
+  CuttingRelay(uint16_t server_port, int cuts, uint64_t after, bool s2c, bool silent = false)
+      : server_port_(server_port), cuts_(cuts), after_(after), s2c_(s2c), silent_(silent) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -51,6 +54,7 @@ class CuttingRelay {
     stop_ = true;
     acceptor_.join();
     for (auto& t : pipes_) t.join();
+    for (int fd : held_) ::close(fd);
     ::close(listen_fd_);
   }
   uint16_t port() const { return port_; }
@@ -108,7 +112,12 @@ class CuttingRelay {
         if (to_cut && counts && counted >= after_) {
           ++cut_;
           reset(cfd);
-          reset(sfd);
+          if (silent_) {
+            std::lock_guard<std::mutex> g(mu_);
+            held_.push_back(sfd);
+          } else {
+            reset(sfd);
+          }
           return;
         }
       }
@@ -120,7 +129,9 @@ class CuttingRelay {
   uint16_t server_port_;
   int cuts_;
   uint64_t after_;
-  bool s2c_;
+  bool s2c_, silent_;
+  std::mutex mu_;
+  std::vector<int> held_;  // the server sides of silent cuts, closed at the end
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -202,6 +213,61 @@ TEST_F(Retries, ARetryWritesThroughASymbolicLink) {
   EXPECT_TRUE(fs::is_symlink(ws.local / "link")) << "the link was replaced";
   EXPECT_EQ(sha256_file(ws.local / "target"), sha256_file(ws.root / "big.bin"));
   EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+// A sixteenth re-attack (L1): when the server does not see the break (only the client's side was
+// reset), its old session holds the partial file's lock until its idle timeout, and the retry met
+// "another transfer is writing this file", a refusal, which ended the send 3 s after the break with
+// its retries unused. That "busy" is waited out like the lost link. Here the server's timeout is
+// 3 s. The first attempt (a plain put) and the first retry (a resumed one, which takes the lock)
+// are both cut so; the second retry, 2 s later, meets the lock, and the third, 4 s after that,
+// finds it gone and resumes.
+class RetriesSilentBreak : public ServerTest {
+  std::vector<std::string> server_args() const override { return {"--timeout", "3"}; }
+};
+
+TEST_F(RetriesSilentBreak, ASendOutlastsTheServersStaleSession) {
+  write_random_file(ws.local / "big.bin", 12 * kMiB, 39);
+  CuttingRelay relay(server->port(), 2, 3 * kMiB, false, true);
+  auto r = run({"send", "-q", (ws.local / "big.bin").string(), "127.0.0.1:big.bin", "--json"}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 2);
+  EXPECT_NE(r.err.find("another transfer is writing this file (port "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("\"retries\":3"), std::string::npos) << r.out;
+  EXPECT_EQ(sha256_file(ws.root / "big.bin"), sha256_file(ws.local / "big.bin"));
+  EXPECT_TRUE(temp_debris(ws.root).empty());
+}
+
+// A sixteenth re-attack (L2): after a retry, send -r and recv -r reported every file of the tree
+// once more ("up to date"), in --json too, so a script counting files or bytes read each one once
+// per attempt. Each file is reported once.
+TEST_F(Retries, ATreeReportsEachFileOnceAcrossRetries) {
+  const fs::path src = ws.local / "tr";
+  fs::create_directories(src / "a");  // walked first: sent before the cut
+  fs::create_directories(src / "d");
+  for (int i = 0; i < 10; ++i)
+    write_text_file(src / "a" / ("s" + std::to_string(i)), std::string(1000 + i, 'x'));
+  write_random_file(src / "d" / "big", 8 * kMiB, 41);
+  auto count_files = [](const std::string& out) {
+    size_t n = 0;
+    for (const auto& l : nonempty_lines(out)) n += l.find("\"file\":") != std::string::npos;
+    return n;
+  };
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, false);
+    auto r = run({"send", "-r", "--json", src.string(), "127.0.0.1:trd"}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(count_files(r.out), 11u) << r.out;
+  }
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+    auto r = run({"recv", "-r", "--json", "127.0.0.1:trd", (ws.local / "back").string()}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(count_files(r.out), 11u) << r.out;
+  }
+  EXPECT_EQ(sha256_file(ws.local / "back" / "d" / "big"), sha256_file(src / "d" / "big"));
 }
 
 TEST_F(Retries, TreesBothWaysSurviveACut) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/harness.h"
@@ -164,6 +165,32 @@ TEST_F(TreeResume, AFifoAtTheDestinationDoesNotHangAResume) {
   auto r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:t", ws.local.string(), "--timeout", "10"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(sha256_file(ws.local / "t" / "f.bin"), sha256_file(ws.root / "t" / "f.bin"));
+}
+
+// A sixteenth re-attack (L5): recv -r commands ending at once each rewrote tree_copies with what it
+// had read, and a record was lost (a later --resume then nested a second copy). Six at once: six
+// records, and each copy is continued by --resume.
+TEST_F(TreeResume, ConcurrentRecvsKeepEveryRecord) {
+  for (int i = 0; i < 6; ++i) {
+    fs::create_directories(ws.root / "many" / ("t" + std::to_string(i)));
+    write_text_file(ws.root / "many" / ("t" + std::to_string(i)) / "f", std::to_string(i) + "\n");
+  }
+  std::vector<std::thread> runs;
+  std::vector<ProcResult> results(6);
+  for (int i = 0; i < 6; ++i)
+    runs.emplace_back([&, i] {
+      results[size_t(i)] = run({"recv", "-r", "-q", "127.0.0.1:many/t" + std::to_string(i),
+                                (ws.local / ("c" + std::to_string(i))).string()});
+    });
+  for (auto& t : runs) t.join();
+  for (const auto& r : results) ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(nonempty_lines(read_text_file(ws.home / "tree_copies")).size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    const fs::path c = ws.local / ("c" + std::to_string(i));
+    auto r = run({"recv", "-r", "-q", "--resume", "127.0.0.1:many/t" + std::to_string(i), c.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_FALSE(fs::exists(c / ("t" + std::to_string(i)))) << "a second copy nested in " << c;
+  }
 }
 
 }  // namespace
