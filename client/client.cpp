@@ -642,6 +642,9 @@ fs::path through_link(const fs::path& local) {
   return target;
 }
 
+static bool writes_through(const fs::path& local, int dirfd);
+bool written_through(const fs::path& local) { return writes_through(local, AT_FDCWD); }
+
 // True when a get into `local` must be written through (no temporary file, no resume, one stream).
 static bool writes_through(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return false;

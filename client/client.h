@@ -46,6 +46,10 @@ std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int d
 inline std::string put_shown(const std::string& remote, const std::string& name) {
   return !remote.empty() && remote.back() == '/' && !name.empty() ? remote + name : remote;
 }
+// A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
+// a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
+// destination cannot be written again from the start (app/recv_cmd.cpp: never retried).
+bool written_through(const std::filesystem::path& local);
 // A local destination that is a symbolic link: the file it points to (made absolute), which a recv
 // updates, the link staying as it is (aesxfer(1)); anything else as it is.
 std::filesystem::path through_link(const std::filesystem::path& local);

@@ -519,8 +519,12 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (!exists) {
     // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
     // mkdir of the same directory with the preserve flag), still with owner rwx.
-    if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0 && errno != EEXIST)
-      return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
+    if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0) {
+      if (errno != EEXIST) return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
+    } else if (struct stat st{};
+               ::fstatat(target->dir.get(), target->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      ctx.made_dirs.emplace(st.st_dev, st.st_ino);
+    }
   } else if (preserve && !target->name.empty()) {
     if (ctx.root.holds_hidden(target->shown))
       return refuse(ctx, req, target->shown,
@@ -529,9 +533,13 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
                                              "authorized_keys)"});
     UniqueFd d(
         ::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    // The server's user keeps rwx on what it serves (protocol 5): a directory sent as 0000 or 0500
-    // would otherwise be one the server can neither list, fill nor serve again.
-    if (d) apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
+    // Only a directory this session made: one that was there keeps its own mode and time (a
+    // seventeenth re-attack, M1: send -r -p opened a private 0700 directory, or another user's,
+    // to 0777). The server's user keeps rwx on what it serves (protocol 5): a directory sent as
+    // 0000 or 0500 would otherwise be one the server can neither list, fill nor serve again.
+    struct stat st {};
+    if (d && ::fstat(d.get(), &st) == 0 && ctx.made_dirs.count({st.st_dev, st.st_ino}))
+      apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
   answer(ctx, req, response(Status::ok, target->shown));
   log_outcome(ctx, req, target->shown, "", "ok");

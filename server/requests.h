@@ -4,11 +4,15 @@
 // transfers share one receive path and one send path; every file is reached through the Root
 // (server/root.h). See docs/PROTOCOL.md for the messages and docs/DESIGN.md for the server map.
 #pragma once
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "net/conn.h"
 #include "net/transfer.h"
@@ -61,6 +65,9 @@ struct RequestContext {
   // still have hashed (server/digests.h).
   PrefixDigests digests{limits.max_probe_hash};
   bool told_budget = false;  // the log said once that the budget is spent
+  // The directories this session's mkdir created (device, inode): the only ones a mkdir with the
+  // preserve flag gives a mode and time (PROTOCOL.md 3.5). One that existed keeps its own.
+  std::set<std::pair<dev_t, ino_t>> made_dirs{};
 };
 
 // Why a request or session failed, as the log says: "the server was stopped (SIGTERM)" once the

@@ -2,6 +2,7 @@
 // E8: a destination written with a trailing slash names a directory that must exist. E11: an
 // overwritten file keeps its mode without -p, a new one gets the source's mode less the umask,
 // -p gives the source's mode; on both ends, for every way a file is written.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -410,6 +411,41 @@ TEST_F(ModeRules, RecvKeepsTheModeOfWhatItOverwrites) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(ws.local / "tree" / "t.txt"), "t\n");
   EXPECT_EQ(mode_of(ws.local / "tree" / "t.txt"), 0600u);
+}
+
+// A seventeenth re-attack (M1): send -r -p gave the tree's modes and times to server directories
+// that were there before: a private 0700 directory (or, with the server as root, another user's)
+// became 0777. Only the directories the command created get them; one that existed keeps its own.
+TEST_F(ModeRules, SendTreePreserveLeavesExistingDirectoriesAlone) {
+  const fs::path there = ws.root / "pd";
+  fs::create_directories(there / "old");
+  fs::permissions(there, fs::perms(0700));
+  fs::permissions(there / "old", fs::perms(0700));
+  const fs::path src = ws.local / "pd";
+  for (const char* d : {"old", "new"}) {
+    fs::create_directories(src / d);
+    write_text_file(src / d / "f", "f\n");
+    fs::permissions(src / d, fs::perms(0777));
+  }
+  fs::permissions(src, fs::perms(0777));
+  const auto mtime = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mtim.tv_sec;
+  };
+  for (const fs::path& p : {src, src / "old", src / "new"}) {
+    const timespec t[2] = {{946684800, 0}, {946684800, 0}};  // 2000-01-01
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), t, 0), 0);
+  }
+  auto r = run({"send", "-r", "-p", "-q", src.string(), "127.0.0.1:"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(there / "new" / "f"), "f\n");
+  EXPECT_EQ(mode_of(there), 0700u);
+  EXPECT_EQ(mode_of(there / "old"), 0700u);
+  EXPECT_NE(mtime(there), 946684800) << "an existing directory took the source's time";
+  EXPECT_NE(mtime(there / "old"), 946684800) << "an existing directory took the source's time";
+  EXPECT_EQ(mode_of(there / "new"), 0777u) << "a directory the command made gets the source's mode";
+  EXPECT_EQ(mtime(there / "new"), 946684800);
 }
 
 }  // namespace

@@ -270,6 +270,23 @@ TEST_F(Retries, ATreeReportsEachFileOnceAcrossRetries) {
   EXPECT_EQ(sha256_file(ws.local / "back" / "d" / "big"), sha256_file(src / "d" / "big"));
 }
 
+// A seventeenth re-attack (M2): recv into /dev/fd/3 on a regular file was retried after a cut and
+// wrote the whole file again after the first attempt's bytes ("verified", exit 0). A destination
+// written through a descriptor is never retried: exit 1, nothing written twice.
+TEST_F(Retries, ADescriptorDestinationIsNeverRetried) {
+  write_random_file(ws.root / "big.bin", 12 * kMiB, 43);
+  const fs::path out = ws.local / "out";
+  write_text_file(out, "");
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r =
+      run_process({"/bin/sh", "-c", "exec \"$0\" recv -q 127.0.0.1:big.bin /dev/fd/3 -P \"$1\" 3>>\"$2\"",
+                   AESXFER_BINARY, std::to_string(relay.port()), out.string()},
+                  {{"AESXFER_HOME", ws.home.string()}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(retry_lines(r.err), 0) << r.err;
+  EXPECT_LT(fs::file_size(out), uint64_t(12 * kMiB)) << "bytes written twice";
+}
+
 TEST_F(Retries, TreesBothWaysSurviveACut) {
   const fs::path src = ws.local / "tree";
   fs::create_directories(src / "sub");

@@ -203,7 +203,7 @@ TEST(ServerHome, AuthorizedKeysUnderTheRootIsNeverServedListedOrOverwritten) {
 // A third re-attack (N2): `send -r -p` made an existing directory 0777 on the server, and the
 // directory of an --authorized-keys file under the root (or one above $AESXFER_HOME) is one: every
 // key in it was then refused (StrictModes) and other local users could swap the file. A directory
-// that holds a hidden path keeps its mode and times; other directories still take -p.
+// that holds a hidden path keeps its mode and times; others take -p when this session made them.
 TEST(ServerHome, DirectoriesAboveTheKeysKeepTheirModes) {
   Workspace ws;
   fs::create_directories(ws.root / "etc" / "keys");
@@ -225,11 +225,16 @@ TEST(ServerHome, DirectoriesAboveTheKeysKeepTheirModes) {
     EXPECT_EQ(r.status, Status::permission) << dir;
     EXPECT_NE(r.text.find("keeps its mode"), std::string::npos) << r.text;
   }
-  Message m = make_request(Op::mkdir, "other");
-  m.flags |= proto::kFlagPreserve;
-  m.mode = 0750;
-  m.mtime = 1000000000;
-  EXPECT_EQ(s.ask(m).status, Status::ok);
+  // A directory this session made takes -p; one that was there keeps its own (a seventeenth
+  // re-attack, M1: before, any existing directory took it).
+  EXPECT_EQ(s.ask(make_request(Op::mkdir, "made")).status, Status::ok);
+  for (const char* dir : {"other", "made"}) {
+    Message m = make_request(Op::mkdir, dir);
+    m.flags |= proto::kFlagPreserve;
+    m.mode = 0750;
+    m.mtime = 1000000000;
+    EXPECT_EQ(s.ask(m).status, Status::ok) << dir;
+  }
   s.bye();
   EXPECT_EQ(server.stop(), 0);
   struct stat st {};
@@ -239,6 +244,9 @@ TEST(ServerHome, DirectoriesAboveTheKeysKeepTheirModes) {
   ASSERT_EQ(::stat((ws.root / "etc").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   ASSERT_EQ(::stat((ws.root / "other").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_NE(st.st_mtime, 1000000000);
+  ASSERT_EQ(::stat((ws.root / "made").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0750u);
   EXPECT_EQ(st.st_mtime, 1000000000);
 }
