@@ -146,7 +146,7 @@ class Runners {
   std::exception_ptr first_;
 };
 
-// Issue 25 item 2 (client/stream_growth.h): while a put's parts are still queued, samples its
+// Growth under loss (client/stream_growth.h): while a put's parts are still queued, samples its
 // connections' TCP_INFO and, when the rule asks, calls open(k), which opens up to k connections
 // more, starts them on the queue and returns how many it started.
 class Grower {
@@ -422,7 +422,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   Runners run;
   for (size_t c = 0; c < nconn; ++c)
     run.add(conns[c]->conn_->fd(), [&worker, cl = conns[c], c] { worker(cl, c); });
-  if (grows()) {  // more connections while parts are queued, where loss limits each (item 2)
+  if (grows()) {  // more connections while parts are queued, where loss limits each
     size_t next = nconn;
     Grower grower(
         run, queue,

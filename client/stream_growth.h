@@ -1,4 +1,4 @@
-// Issue 25 item 2: more connections where loss, not the window, limits each one. Under a
+// More connections where loss, not the window, limits each one. Under a
 // loss-based congestion control (cubic, reno) a connection that loses packets at random moves
 // about MSS / (RTT * sqrt(loss)) whatever its window (Mathis et al., 1997): on a 100 ms path with
 // 1 % loss, about 1 MB/s at MTU 9000. More connections then move more, until the link is full,
