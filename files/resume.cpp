@@ -35,15 +35,6 @@ std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys) {
 
 namespace {
 
-// What is in the place of a partial file that is not a regular file, for a message.
-std::string kind_of(const struct stat& st) {
-  if (S_ISLNK(st.st_mode)) return "a symbolic link";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "not a regular file";
-}
-
 // Calls f(p, n) over the first len bytes of fd.
 template <class F>
 void read_prefix(int fd, uint64_t len, F&& f) {
@@ -129,6 +120,14 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   return out;
 }
 
+std::string file_kind(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
 std::string partial_distrust(const struct stat& st) { return ownership_problem(st, S_IWGRP | S_IWOTH); }
 
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
@@ -170,12 +169,12 @@ void PartialFile::open(const std::string& name) {
     // Something that is not this user's file (a link, directory, FIFO; another user's 0600 file).
     if ((e == ELOOP || e == EISDIR || e == ENXIO || e == EACCES) &&
         ::fstatat(dirfd_.get(), pname_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      const std::string why = S_ISREG(st.st_mode) ? partial_distrust(st) : kind_of(st);
+      const std::string why = S_ISREG(st.st_mode) ? partial_distrust(st) : file_kind(st);
       throw passed_over(why.empty() ? "permission denied" : why);
     }
     throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
   }
-  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw passed_over(kind_of(st));
+  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw passed_over(file_kind(st));
   if (std::string why = partial_distrust(st); !why.empty()) throw passed_over(why);
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     fd_.reset();

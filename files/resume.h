@@ -51,6 +51,9 @@ void copy_prefix(int from, int to, uint64_t len);
 // could have planted such a file (and would read or rewrite what is written into it), and a
 // second link would carry the data to a name somebody else chose.
 std::string partial_distrust(const struct stat& st);
+// What a file of mode st is, for a message about something standing where a partial file goes:
+// "a directory", "a FIFO", "a symbolic link", "a socket", "not a regular file" (a device).
+std::string file_kind(const struct stat& st);
 
 // "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the
 // resume flag. Kept when the transfer breaks (the destructor closes it without removing it); renamed into

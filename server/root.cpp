@@ -465,11 +465,9 @@ namespace {
 // directory, FIFO or link there got "is a directory" about the destination, or no name at all).
 std::string not_a_file(int dirfd, const std::string& name) {
   struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "not a regular file";
-  if (S_ISLNK(st.st_mode)) return "a symbolic link";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file";
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(st.st_mode))
+    return "not a regular file";
+  return files::file_kind(st);
 }
 
 // Why a partial file is passed over. Not "remove it": the client cannot, and another user's file in
