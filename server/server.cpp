@@ -241,30 +241,31 @@ void Server::Impl::refuse_busy(tcp::socket sock) {
   boost::system::error_code ec;
   sock.shutdown(tcp::socket::shutdown_send, ec);
   if (lingering >= kMaxLingering) return;  // closed by sock's destructor
-  struct Drain {
+  // Each pending handler holds the Drain; nothing else does, so a stop that destroys the
+  // handlers unread frees it too (a self-referring read function leaked here under LSan).
+  struct Drain : std::enable_shared_from_this<Drain> {
     tcp::socket sock;
     asio::steady_timer timer;
     std::array<char, 512> buf{};
-    Drain(tcp::socket s, asio::io_context& io) : sock(std::move(s)), timer(io) {}
+    size_t& lingering;
+    Drain(tcp::socket s, asio::io_context& io, size_t& l) : sock(std::move(s)), timer(io), lingering(l) {}
+    void read() {
+      sock.async_read_some(asio::buffer(buf),
+                           [self = shared_from_this()](const boost::system::error_code& e, size_t) {
+                             if (!e) return self->read();
+                             self->timer.cancel();
+                             --self->lingering;
+                           });
+    }
   };
-  auto d = std::make_shared<Drain>(std::move(sock), io);
+  auto d = std::make_shared<Drain>(std::move(sock), io, lingering);
   ++lingering;
   d->timer.expires_after(std::chrono::seconds(1));
   d->timer.async_wait([d](const boost::system::error_code&) {
     boost::system::error_code ce;
     d->sock.close(ce);  // ends the read below
   });
-  auto read = std::make_shared<std::function<void()>>();
-  *read = [this, d, read] {
-    d->sock.async_read_some(asio::buffer(d->buf),
-                            [this, d, read](const boost::system::error_code& e, size_t) {
-                              if (!e) return (*read)();
-                              d->timer.cancel();
-                              --lingering;
-                              *read = nullptr;  // breaks the cycle
-                            });
-  };
-  (*read)();
+  d->read();
 }
 
 void Server::Impl::start_session(int fd, const std::string& peer, const std::string& source) {
