@@ -404,10 +404,14 @@ int ServerProcess::stop() {
 
 std::string ServerProcess::log() const { return read_text_file(dir_.path() / "stderr"); }
 
-bool ServerProcess::wait_for_log(const std::string& needle, double timeout_s) const {
+bool ServerProcess::wait_for_log(const std::string& needle, double timeout_s, size_t times) const {
   auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
   for (;;) {
-    if (log().find(needle) != std::string::npos) return true;
+    const std::string l = log();
+    size_t seen = 0;
+    for (size_t at = 0; seen < times && (at = l.find(needle, at)) != std::string::npos; at += needle.size())
+      ++seen;
+    if (seen >= times) return true;
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

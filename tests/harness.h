@@ -145,8 +145,9 @@ class ServerProcess {
   bool running();
   // The server's stderr (its log) so far.
   std::string log() const;
-  // Waits until log() contains `needle` (true) or timeout_s passes (false).
-  bool wait_for_log(const std::string& needle, double timeout_s = 5) const;
+  // Waits until log() contains `needle` `times` times (true) or timeout_s passes (false). The
+  // server logs a request after its client may have exited: read the log after waiting for it.
+  bool wait_for_log(const std::string& needle, double timeout_s = 5, size_t times = 1) const;
   // Sends SIGTERM and waits (20 s, then SIGKILL); returns the exit code (128 + signal when killed).
   // Idempotent.
   int stop();

@@ -654,6 +654,9 @@ TEST_F(RecvResume, DashRPipelinedMovesOnlyTheMissingBytes) {
   const std::vector<std::string> missing{"d0/f1", "d0/f3", "d0/f5", "d1/f0", "d1/f2", "d1/f4"};
   for (const auto& m : missing) fs::remove(here / m);
   write_random_file(here / "d1" / "f1", 4096, 4242);  // same size, other contents
+  // The first copy's 13 gets are logged once the server is done with them, which may be after
+  // the client exits (the count below took some of them for the second run's, once in 8 runs).
+  ASSERT_TRUE(server->wait_for_log(" op=get file=", 10, 13)) << server->log();
   const std::string before = server->log();
 
   FaultSpec none;
@@ -677,7 +680,9 @@ TEST_F(RecvResume, DashRPipelinedMovesOnlyTheMissingBytes) {
   }
   EXPECT_EQ(whole, missing.size() + 1);
   EXPECT_EQ(kept, 13u - whole);
-  // The bytes that moved, as the server logged them: the 7 files that were missing or differed.
+  // The bytes that moved, as the server logged them: the 7 files that were missing or differed
+  // (13 gets again, logged by now).
+  ASSERT_TRUE(server->wait_for_log(" op=get file=", 10, 26)) << server->log();
   const std::string log = server->log().substr(before.size());
   uint64_t moved = 0;
   for (size_t at = 0; (at = log.find(" op=get file=", at)) != std::string::npos; ++at)
