@@ -120,6 +120,7 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
   return out;
 }
 
+namespace {
 std::string file_kind(const struct stat& st) {
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
   if (S_ISDIR(st.st_mode)) return "a directory";
@@ -127,8 +128,24 @@ std::string file_kind(const struct stat& st) {
   if (S_ISSOCK(st.st_mode)) return "a socket";
   return "not a regular file";
 }
+}  // namespace
 
 std::string partial_distrust(const struct stat& st) { return ownership_problem(st, S_IWGRP | S_IWOTH); }
+
+std::string partial_unfit(int dirfd, const std::string& pname, int fd, int open_errno) {
+  struct stat st {};
+  if (fd >= 0) {
+    if (::fstat(fd, &st) != 0) return "cannot be examined: " + errno_text(errno);
+    return S_ISREG(st.st_mode) ? partial_distrust(st) : file_kind(st);
+  }
+  // ELOOP: a link (O_NOFOLLOW); EISDIR: a directory; ENXIO: a socket; EACCES: a file this user may
+  // not open (another user's 0600 one) or a directory that refused to create one.
+  if (open_errno != ELOOP && open_errno != EISDIR && open_errno != ENXIO && open_errno != EACCES) return "";
+  if (::fstatat(dirfd, pname.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
+  if (!S_ISREG(st.st_mode)) return file_kind(st);
+  std::string why = partial_distrust(st);
+  return why.empty() ? "permission denied" : why;
+}
 
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
@@ -163,19 +180,10 @@ void PartialFile::open(const std::string& name) {
                    proto::Status::permission, EPERM);
   };
   fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  struct stat st {};
-  if (!fd_) {
-    const int e = errno;
-    // Something that is not this user's file (a link, directory, FIFO; another user's 0600 file).
-    if ((e == ELOOP || e == EISDIR || e == ENXIO || e == EACCES) &&
-        ::fstatat(dirfd_.get(), pname_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      const std::string why = S_ISREG(st.st_mode) ? partial_distrust(st) : file_kind(st);
-      throw passed_over(why.empty() ? "permission denied" : why);
-    }
-    throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
-  }
-  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw passed_over(file_kind(st));
-  if (std::string why = partial_distrust(st); !why.empty()) throw passed_over(why);
+  const int e = errno;
+  if (std::string why = partial_unfit(dirfd_.get(), pname_, fd_.get(), e); !why.empty())
+    throw passed_over(why);
+  if (!fd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     fd_.reset();
     throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,

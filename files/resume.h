@@ -51,9 +51,14 @@ void copy_prefix(int from, int to, uint64_t len);
 // could have planted such a file (and would read or rewrite what is written into it), and a
 // second link would carry the data to a name somebody else chose.
 std::string partial_distrust(const struct stat& st);
-// What a file of mode st is, for a message about something standing where a partial file goes:
-// "a directory", "a FIFO", "a symbolic link", "a socket", "not a regular file" (a device).
-std::string file_kind(const struct stat& st);
+// The one adoption rule of both ends (the client's PartialFile, the server's KeptPartial and its
+// probe): why the partial file `pname` in directory `dirfd` is passed over, given how opening it
+// (O_NOFOLLOW) went: `fd` the descriptor it gave, or -1 with `open_errno`. Either what stands there
+// and is not a file ("a directory", "a FIFO", "a symbolic link", "a socket", "not a regular file"),
+// partial_distrust()'s reason, or "permission denied" for a file this user may not open. "" when
+// it may be adopted, or when the open failed for a reason that says nothing of a file there (no
+// such file; the caller reports that error).
+std::string partial_unfit(int dirfd, const std::string& pname, int fd, int open_errno);
 
 // "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the
 // resume flag. Kept when the transfer breaks (the destructor closes it without removing it); renamed into

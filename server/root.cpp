@@ -461,15 +461,6 @@ void TempFile::discard() noexcept {
 namespace {
 // Raw: the client and the log make a refusal's text printable where they show it (escaped here
 // too, a name came out escaped twice: an eighth re-attack, F5).
-// What is in the place of a partial file that is not one (a ninth re-attack: another user's
-// directory, FIFO or link there got "is a directory" about the destination, or no name at all).
-std::string not_a_file(int dirfd, const std::string& name) {
-  struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(st.st_mode))
-    return "not a regular file";
-  return files::file_kind(st);
-}
-
 // Why a partial file is passed over. Not "remove it": the client cannot, and another user's file in
 // a sticky directory not even the server's user can (a fourteenth re-attack, H6); such a put runs
 // from the start instead (server/requests.cpp, put_resumed).
@@ -477,15 +468,6 @@ std::string partial_refusal(const std::string& partial, const std::string& why) 
   return "not resuming from the partial file " + partial + ": " + why;
 }
 }  // namespace
-
-// Why an existing partial file this user may not open (EACCES: another user's 0600 file) is not
-// one to adopt; "" when there is none (the directory refused a new one: a refusal as any put's).
-std::string unopenable(int dirfd, const std::string& name) {
-  struct stat st {};
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
-  std::string why = partial_distrust(st);
-  return why.empty() ? "permission denied" : why;
-}
 
 // The partial file of `dest` as the client names it: relative to the root.
 std::string shown_partial(const Place& dest) {
@@ -500,24 +482,12 @@ KeptPartial::KeptPartial(const Place& dest)
     throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
   fd_.reset(
       ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
-  struct stat st {};
-  if (!fd_ && (errno == ELOOP || errno == EISDIR || errno == ENXIO))  // a link, directory or socket there
-    throw Failure(partial_refusal(shown, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
-  if (const int e = errno; !fd_ && e == EACCES) {
-    if (std::string why = unopenable(dir_.get(), partial_); !why.empty())
-      throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
-    errno = e;
-  }
-  if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
-    int e = errno;
-    throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
-  }
-  if (!S_ISREG(st.st_mode))
-    throw Failure(partial_refusal(shown, not_a_file(dir_.get(), partial_)), proto::Status::permission, 0);
-  if (std::string why = partial_distrust(st); !why.empty()) {
+  const int e = errno;
+  if (std::string why = files::partial_unfit(dir_.get(), partial_, fd_.get(), e); !why.empty()) {
     fd_.reset();
     throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
   }
+  if (!fd_) throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
   if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
     throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
 }
@@ -548,20 +518,8 @@ UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {
   distrust.clear();
   const std::string name = files::partial_name(dest.name);
   UniqueFd fd(::openat(dest.dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if ((!fd && (errno == ELOOP || errno == ENXIO)) ||
-      (fd && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))) {
-    distrust =
-        partial_refusal(shown_partial(dest), not_a_file(dest.dir.get(), name));  // a link, directory ...
-    return UniqueFd();
-  }
-  if (!fd && errno == EACCES) {
-    if (std::string why = unopenable(dest.dir.get(), name); !why.empty())
-      distrust = partial_refusal(shown_partial(dest), why);
-    return UniqueFd();
-  }
-  if (fd && !(distrust = partial_distrust(st)).empty()) {
-    distrust = partial_refusal(shown_partial(dest), distrust);
+  if (std::string why = files::partial_unfit(dest.dir.get(), name, fd.get(), errno); !why.empty()) {
+    distrust = partial_refusal(shown_partial(dest), why);
     fd.reset();
   }
   return fd;
