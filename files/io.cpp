@@ -30,6 +30,21 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos) {
   }
 }
 
+int read_small_file(int fd, std::string& out, size_t cap) {
+  constexpr size_t kChunk = 4096;
+  if (cap < (64u << 10)) out.reserve(cap + kChunk);  // the most the loop below appends to
+  while (out.size() <= cap) {
+    const size_t at = out.size();
+    out.resize(at + kChunk);
+    const ssize_t n = ::read(fd, out.data() + at, kChunk);
+    out.resize(at + size_t(n > 0 ? n : 0));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) break;
+  }
+  return 0;
+}
+
 std::string errno_text(int err) {
   std::string s = std::strerror(err);
   if (!s.empty()) s[0] = char(std::tolower(static_cast<unsigned char>(s[0])));

@@ -12,6 +12,12 @@ namespace aesxfer::files {
 // (status no_space when the disk is full, else io_error; origin local).
 void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 
+// Appends what is left of the small file open as fd to `out`, stopping at its end or once `out`
+// holds more than `cap` bytes (the caller tells a file too long by out.size() > cap). Returns 0,
+// or the errno of a failed read. With cap under 64 KiB, out never reallocates, so a secret read
+// this way leaves no copy behind in freed memory (the caller wipes out).
+int read_small_file(int fd, std::string& out, size_t cap);
+
 // "permission denied", "no such file or directory", ... for messages.
 std::string errno_text(int err);
 

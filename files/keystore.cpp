@@ -29,6 +29,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// known_hosts and authorized_keys: read whole, bounded (some 40,000 keys).
+constexpr size_t kMaxKeysFile = size_t(16) << 20;
+
 std::string b64(const uint8_t* p, size_t n) {
   std::string s(sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL), '\0');
   sodium_bin2base64(s.data(), s.size(), p, n, sodium_base64_VARIANT_ORIGINAL);
@@ -105,24 +108,13 @@ void make_private_home(const fs::path& dir) {
     ::fchmod(d.get(), 0700);
 }
 
-// Reads the whole (small) file open as fd.
+// Reads the whole (small) file open as fd: the identity's secret key, wiped on failure.
 std::string read_fd(int fd, const fs::path& path) {
   std::string data;
-  char buf[512];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      crypto::secure_zero(buf, sizeof buf);
-      crypto::secure_zero(data.data(), data.size());
-      throw Failure("cannot read identity file " + proto::printable(path.string()) + ": " + os_error(e));
-    }
-    if (n == 0) break;
-    data.append(buf, size_t(n));
-    if (data.size() > 4096) break;
+  if (const int e = read_small_file(fd, data, 4096); e != 0) {
+    crypto::secure_zero(data.data(), data.size());
+    throw Failure("cannot read identity file " + proto::printable(path.string()) + ": " + os_error(e));
   }
-  crypto::secure_zero(buf, sizeof buf);
   return data;
 }
 
@@ -249,13 +241,9 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
     if (!why.empty())
       throw Failure(proto::printable(file.string()) + ": not used: " + why +
                     " (another user could pin a host key in it; make it this user's, one link, chmod go-w)");
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Failure(proto::printable(file.string()) + ": " + os_error(errno));
-      text.append(buf, size_t(n));
-      if (text.size() > (16u << 20)) throw Failure(proto::printable(file.string()) + ": over 16 MiB");
-    }
+    if (const int e = read_small_file(fd.get(), text, kMaxKeysFile); e != 0)
+      throw Failure(proto::printable(file.string()) + ": " + os_error(e));
+    if (text.size() > kMaxKeysFile) throw Failure(proto::printable(file.string()) + ": over 16 MiB");
   }
   std::istringstream in(text);
   std::string line;
@@ -398,14 +386,10 @@ std::vector<proto::PublicKey> load_trusted_keys(const fs::path& file, std::strin
   } else if (std::string p = strict_modes_problem(file, st); !p.empty()) {
     refused = p;
   } else {
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) refused = "cannot read " + file.string() + ": " + os_error(errno);
-      if (n <= 0) break;
-      data.append(buf, size_t(n));
-    }
+    if (const int e = read_small_file(fd, data, kMaxKeysFile); e != 0)
+      refused = "cannot read " + file.string() + ": " + os_error(e);
+    else if (data.size() > kMaxKeysFile)
+      refused = "cannot read " + file.string() + ": over 16 MiB";
   }
   if (!refused.empty()) return {};
   std::istringstream in(data);
