@@ -6,30 +6,43 @@
 
 namespace aesxfer::proto {
 
+namespace {
+
+// How the path a peer's refusal names (`head`) stands to the path the user asked for (`asked`).
+enum class Named {
+  other,  // another path: the peer's text is shown whole
+  same,   // the one asked: named once
+  below,  // a path under it ("d/f" for a file put into "d/"): the more exact name, shown instead
+  above,  // the directory of the file asked for ("d/" of "d/f"), refused to write in: the file is
+          // the more exact name, kept
+};
+
+Named relation(const std::string& head, const std::string& asked) {
+  if (head == asked) return Named::same;
+  if (head.size() > asked.size() && !asked.empty() && head.compare(0, asked.size(), asked) == 0 &&
+      (asked.back() == '/' || head[asked.size()] == '/'))
+    return Named::below;
+  if (asked.size() > head.size() && head.back() == '/' && asked.compare(0, head.size(), head) == 0)
+    return Named::above;
+  return Named::other;
+}
+
+}  // namespace
+
 Failure refusal(const Message& m, const std::string& what) {
   std::string text = m.text.empty() ? status_name(m.status) : m.text;
   std::string shown = what;
   // The peer's text usually starts with the path it refuses ("nope.bin: no such file"), and
-  // `what` ends with the path the user asked for: name it once. A path below the one asked (a
-  // file put into directory "d/" is "d/f") names the refused thing more exactly: it is shown in
-  // the asked one's place, never anything that does not start with it.
+  // `what` ends with the path the user asked for ("cannot send to host:nope.bin"): name it once,
+  // the more exact of the two, never anything that does not start with the path asked for.
   if (const size_t c = text.find(": "); c != std::string::npos && c > 0) {
     const std::string head = text.substr(0, c);
     for (size_t colon = what.find(':'); colon != std::string::npos; colon = what.find(':', colon + 1)) {
-      const std::string asked = what.substr(colon + 1);
-      const bool same = head == asked;
-      const bool below = head.size() > asked.size() && !asked.empty() &&
-                         head.compare(0, asked.size(), asked) == 0 &&
-                         (asked.back() == '/' || head[asked.size()] == '/');
-      // The directory of the file asked for ("d/" of "d/f"), which the server names when it
-      // refuses to write in it: the file is the more exact name.
-      const bool above =
-          asked.size() > head.size() && head.back() == '/' && asked.compare(0, head.size(), head) == 0;
-      if (same || below || above) {
-        if (!above) shown = what.substr(0, colon + 1) + head;
-        text = text.substr(c + 2);
-        break;
-      }
+      const Named r = relation(head, what.substr(colon + 1));
+      if (r == Named::other) continue;
+      if (r != Named::above) shown = what.substr(0, colon + 1) + head;
+      text = text.substr(c + 2);
+      break;
     }
   }
   const Status st = m.status == Status::ok ? Status::internal : m.status;

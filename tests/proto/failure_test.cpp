@@ -54,3 +54,22 @@ TEST(Failure, AnOkAnswerTurnedIntoARefusalIsNeverOk) {
   m.status = Status::ok;  // a caller bug must not produce a failure that reads as success
   EXPECT_NE(proto::refusal(m, "x").status, Status::ok);
 }
+
+// The path the peer names against the one asked for: the more exact one is shown, once, and
+// nothing that does not start with what the user asked for.
+TEST(Failure, ARefusalShowsTheMoreExactPathOnlyBelowTheOneAsked) {
+  const auto shown = [](const std::string& text, const std::string& what) {
+    proto::Message m;
+    m.status = Status::permission;
+    m.text = text;
+    return std::string(proto::refusal(m, what).what());
+  };
+  // below: a file put into "d/" is named "d/f"; also below a name without its slash
+  EXPECT_EQ(shown("d/f: permission denied", "h:1:d/"), "h:1:d/f: permission denied");
+  EXPECT_EQ(shown("d/f: permission denied", "h:1:d"), "h:1:d/f: permission denied");
+  // above: the directory of the file asked for refused: the file stays the name shown
+  EXPECT_EQ(shown("d/: permission denied", "h:1:d/f"), "h:1:d/f: permission denied");
+  // a name that only begins the same, or another path: the peer's text shown whole
+  EXPECT_EQ(shown("dx/f: permission denied", "h:1:d"), "h:1:d: dx/f: permission denied");
+  EXPECT_EQ(shown("/etc/passwd: permission denied", "h:1:d"), "h:1:d: /etc/passwd: permission denied");
+}
