@@ -414,3 +414,25 @@ TEST(ProtocolVectors, EveryDocumentedValueIsChecked) {
 
 }  // namespace
 }  // namespace aesxfer::proto
+
+namespace aesxfer::proto {
+namespace {
+
+// Sections 1.2 and 1.3 state the version byte in prose and tables; an implementation written from
+// them must speak this one (an eighteenth re-attack, N1: both hellos' tables and the busy answer
+// still said version 4 when the code was at 5).
+TEST(ProtocolVectors, TheHellosStateThisVersion) {
+  const std::string doc = slurp(std::string(AESXFER_SOURCE_DIR) + "/docs/PROTOCOL.md");
+  const size_t from = doc.find("\n### 1.2"), to = doc.find("\n### 1.4");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  const std::string hellos = doc.substr(from, to - from);
+  const std::regex stated(R"((version = |Version not |this server |magic, version )(\d+))");
+  int seen = 0;
+  for (std::sregex_iterator m(hellos.begin(), hellos.end(), stated), end; m != end; ++m, ++seen)
+    EXPECT_EQ(std::stoi((*m)[2]), int(kVersion)) << "PROTOCOL.md 1.2/1.3 says: " << m->str();
+  EXPECT_EQ(seen, 5) << "the five statements of the version in 1.2 and 1.3";
+}
+
+}  // namespace
+}  // namespace aesxfer::proto
