@@ -46,7 +46,7 @@ bool distinct_names(const char* verb, const std::vector<std::string>& shown,
   return true;
 }
 
-bool check_remote(const Remote& r, bool quiet) {
+bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   if (!r.user.empty() && !quiet)
     std::fprintf(stderr,
                  "aesxfer: note: '%s@' is ignored: the server has one root for every authorized key\n",
@@ -59,6 +59,20 @@ bool check_remote(const Remote& r, bool quiet) {
                                                                                 : r.path.find('/') + 1)) +
              ")");
     return false;
+  }
+  const std::string shown = net::printable(r.host + ":" + r.path);
+  if (!r.path.empty() && r.path[0] == '/' && r.path != special) {
+    die_line(shown + ": absolute paths are refused: paths are relative to the server's --root (" + special +
+             " is the one exception)");
+    return false;
+  }
+  for (size_t at = 0; at <= r.path.size();) {
+    const size_t slash = std::min(r.path.find('/', at), r.path.size());
+    if (r.path.compare(at, slash - at, "..") == 0) {
+      die_line(shown + ": '..' is refused: paths stay under the server's --root");
+      return false;
+    }
+    at = slash + 1;
   }
   return true;
 }

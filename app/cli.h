@@ -41,8 +41,10 @@ using client::Remote;
 
 // What scp users type that means nothing here. An aesxfer server serves one root to every
 // authorized key, so "user@" is ignored (with a note); "~" would be a file named "~" under the
-// root, so it is refused with the form that works. Returns false after printing the error.
-bool check_remote(const Remote& r, bool quiet);
+// root, so it is refused with the form that works. A path the protocol refuses (absolute, but for
+// `special`: /dev/null to send to, /dev/zero to fetch; a ".." component) is refused here, before
+// anything moves, as the man page promises. Returns false after printing the error.
+bool check_remote(const Remote& r, bool quiet, const std::string& special);
 // The name a source is stored under in a destination directory: its last component ("a/x" -> x,
 // "dir/" and "dir/." -> dir); "" for the root and such ("", ".", "/").
 std::string stored_name(const std::string& path);

@@ -64,7 +64,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     die_line("recv: the first argument must be HOST:PATH (got '" + net::printable(src) + "')");
     return kExitUsage;
   }
-  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  if (!check_remote(*remote, t_in.quiet, "/dev/zero")) return kExitUsage;
   if (t_in.recursive) {
     if (dest == "-") {
       die_line("recv: -r cannot write a directory to standard output");
@@ -206,7 +206,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
     if (r->host != first->host) return {Then::one_by_one};
     paths.push_back(r->path);
   }
-  if (!check_remote(*first, t_in.quiet)) return {Then::done, kExitUsage};
+  if (!check_remote(*first, t_in.quiet, "/dev/zero")) return {Then::done, kExitUsage};
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return {Then::done, kExitUsage};
@@ -294,7 +294,7 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
                          : "recv: " + p);
       return kExitUsage;
     }
-    if (!check_remote(*r, true)) return kExitUsage;
+    if (!check_remote(*r, true, "/dev/zero")) return kExitUsage;
     if (r->path == "/dev/zero" && !t.given.count("size") && !t.recursive) {
       die_line("recv: " + net::printable(args[i]) +
                " is not a regular file: give --size (e.g. --size 1G) for the number of bytes to read");

@@ -253,7 +253,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     die_line("send: the last argument must be HOST:DEST (got '" + net::printable(args.back()) + "')");
     return kExitUsage;
   }
-  if (!check_remote(*remote, t_in.quiet)) return kExitUsage;
+  if (!check_remote(*remote, t_in.quiet, "/dev/null")) return kExitUsage;
   if (int usage = check_send_usage(args, t_in)) return usage;
   TransferOpts t = t_in;
   client::ClientOptions co;

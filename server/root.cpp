@@ -404,7 +404,6 @@ std::optional<Place> Root::open_directory(const std::string& req, Refusal& why) 
   int d = open_dir(*parts, parts->size());
   if (d < 0) {
     why = refusal_for(req, -d);
-    if (-d == ENOTDIR) why.status = proto::Status::bad_path;
     return std::nullopt;
   }
   return Place{UniqueFd(d), "", join(*parts, parts->size())};

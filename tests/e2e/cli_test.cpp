@@ -210,6 +210,27 @@ TEST(Addresses, UserAtHostRootAndTilde) {
             std::string::npos)
       << tilde.err;
   EXPECT_FALSE(fs::exists(ws.root / "~"));
+  // Paths the protocol refuses are usage errors before anything moves, also as a later recv
+  // source (an eighteenth re-attack, N3: the first source was fetched, then the server refused).
+  write_text_file(ws.root / "first", "one");
+  for (const std::string bad : {"127.0.0.1:../x", "127.0.0.1:/etc/passwd", "127.0.0.1:a/../../x"}) {
+    auto later =
+        run_aesxfer({"recv", "127.0.0.1:first", bad, (ws.local / "into").string(), "-P", port}, ws.home, 30);
+    EXPECT_EQ(later.exit_code, 2) << later.describe();
+    EXPECT_EQ(nonempty_lines(later.err).size(), 1u) << later.err;
+    EXPECT_NE(later.err.find(bad + ": "), std::string::npos) << later.err;
+    EXPECT_FALSE(fs::exists(ws.local / "into")) << bad;
+  }
+  auto abs = run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:/tmp/x", "-P", port}, ws.home, 30);
+  EXPECT_EQ(abs.exit_code, 2) << abs.describe();
+  EXPECT_NE(
+      abs.err.find("absolute paths are refused: paths are relative to the server's --root (/dev/null is "
+                   "the one exception)"),
+      std::string::npos)
+      << abs.err;
+  auto sink =
+      run_aesxfer({"send", (ws.local / "f").string(), "127.0.0.1:/dev/null", "-P", port, "-q"}, ws.home, 30);
+  EXPECT_EQ(sink.exit_code, 0) << sink.describe();
   EXPECT_EQ(server.stop(), 0);
 }
 

@@ -483,3 +483,28 @@ TEST_F(ClientParts, RecvTreeOfAChainTwelveHundredDeep) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A list that cannot be answered gets the status PROTOCOL.md 3.1 and 3.7 give it, whatever client
+// sends it (the reference client now refuses these paths itself, so only a hand session reaches
+// the server's rule): a path leaving the root is bad_path, a file is not_directory (an eighteenth
+// re-attack, N2: a file was answered bad_path, and the client's "recv -r" hint never showed).
+TEST_F(RequestHandlers, AListOutsideTheRootOrOfAFileIsRefusedWithItsStatus) {
+  write_text_file(ws.root / "f", "a file");
+  const std::pair<std::string, Status> cases[] = {{"../x", Status::bad_path},
+                                                  {"/etc", Status::bad_path},
+                                                  {"a/../..", Status::bad_path},
+                                                  {"f", Status::not_directory},
+                                                  {"nope", Status::not_found}};
+  auto s = session();
+  ASSERT_TRUE(s->welcome_ok);
+  for (const auto &[path, status] : cases) {
+    Message a = s->ask(make_request(Op::list, path, "", 0));
+    EXPECT_EQ(a.status, status) << path << ": " << a.text;
+  }
+}
+
+}  // namespace
+}  // namespace aesxfer::test
