@@ -326,6 +326,15 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   if (given >= 0 && ::fstat(fd, &st) != 0)
     throw Failure(printable(local.string()) + ": " + errno_text(errno));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  // A file that says it is empty but yields bytes (/proc/cpuinfo) goes as an unsized put of what
+  // it yields; a sized put stored it empty, exit 0 (an eighteenth re-attack, N4). Never resumed:
+  // its bytes are made anew at each read.
+  if (files::made_when_read(fd, st)) {
+    FileResult r =
+        unsized_put(fd, st, remote, name.empty() ? local.filename().string() : name, on_start, progress);
+    r.file = local.string();
+    return r;
+  }
   proto::Message req = proto::request(proto::Op::put, remote, opt_.preserve ? proto::kFlagPreserve : 0);
   req.text = name.empty() ? local.filename().string() : name;
   req.size = uint64_t(st.st_size);
@@ -425,6 +434,13 @@ FileResult Client::put_stream(int fd, const std::string& remote, const std::stri
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Failure("standard input: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) throw Failure("standard input: is a directory");
+  return unsized_put(fd, st, remote, name, on_start, progress);
+}
+
+FileResult Client::unsized_put(int fd, const struct stat& st, const std::string& remote,
+                               const std::string& name, const std::function<void(uint64_t)>& on_start,
+                               const ProgressFn& progress) {
+  clean_failure_ = true;  // until a request goes out
   // Size 0: the end record carries it (docs/PROTOCOL.md 3.3).
   proto::Message req = proto::request(proto::Op::put, remote,
                                       proto::kFlagUnsized | (opt_.preserve ? proto::kFlagPreserve : 0));

@@ -251,6 +251,9 @@ class Client {
   // connections decided from it, once per invocation (client/parallel.cpp); -1: not yet.
   mutable int auto_streams_ = -1;
   mutable uint32_t base_rtt_us_ = 0;
+  // The unsized put of put_stream, and of put for a file made as it is read (files::made_when_read).
+  FileResult unsized_put(int fd, const struct stat& st, const std::string& remote, const std::string& name,
+                         const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // send: fills r's congestion fields from the connections fds (their counters before the file).
   void note_send(FileResult& r, const std::vector<int>& fds, const std::vector<net::TcpCounts>& before) const;
 

@@ -210,7 +210,7 @@ bool TreeSender::send_entry(const TreeEntry& e, const std::string& to, bool prob
 bool TreeSender::send_open(const fs::path& local, int fd, const struct stat& st, const std::string& to,
                            bool probed) {
   try {
-    if (pipeline_.can_put(uint64_t(st.st_size), probed)) {
+    if (pipeline_.can_put(uint64_t(st.st_size), probed) && !files::made_when_read(fd, st)) {
       pipeline_.put(
           local, to, "",
           [this, shown = local.string()](const FileResult* r, const Failure* f) {

@@ -45,6 +45,11 @@ int read_small_file(int fd, std::string& out, size_t cap) {
   return 0;
 }
 
+bool made_when_read(int fd, const struct stat& st) {
+  char c;
+  return S_ISREG(st.st_mode) && st.st_size == 0 && ::pread(fd, &c, 1, 0) == 1;
+}
+
 std::string errno_text(int err) {
   std::string s = std::strerror(err);
   if (!s.empty()) s[0] = char(std::tolower(static_cast<unsigned char>(s[0])));

@@ -59,6 +59,31 @@ TEST_F(ClientLocal, PreserveNeverAppliesSetuidOrSetgid) {
   EXPECT_EQ(stat_of(ws.root / "sg").st_mode & 07777, 0755u);
 }
 
+// A file that says it is empty but is made as it is read (/proc, sysfs) arrives with what reading
+// it gives, alone, among several sources (where an empty file is pipelined) and in a tree (an
+// eighteenth re-attack, N4: "0 bytes", an empty copy, exit 0, as scp gives).
+TEST_F(ClientLocal, AFileMadeAsItIsReadArrivesWithItsContents) {
+  const std::string version = read_text_file("/proc/version");
+  ASSERT_FALSE(version.empty());
+  ASSERT_EQ(stat_of("/proc/version").st_size, 0) << "the test needs a file of size 0 that yields bytes";
+  auto r = run({"send", "/proc/version", "127.0.0.1:version", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "version"), version);
+  EXPECT_NE(r.out.find("\"bytes\":" + std::to_string(version.size())), std::string::npos) << r.out;
+  write_text_file(ws.local / "plain", "plain");
+  fs::create_directories(ws.root / "two");
+  r = run({"send", "/proc/version", (ws.local / "plain").string(), "127.0.0.1:two", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "two" / "version"), version);
+  EXPECT_EQ(read_text_file(ws.root / "two" / "plain"), "plain");
+  r = run({"send", "-r", "/proc/sys/kernel/random", "127.0.0.1:.", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "random" / "boot_id"),
+            read_text_file("/proc/sys/kernel/random/boot_id"));
+  for (const auto& e : fs::directory_iterator(ws.root / "random"))
+    EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
+}
+
 TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
   fs::create_directories(ws.root / "sub");
   write_text_file(ws.root / "sub" / "f", "x");
