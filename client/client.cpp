@@ -316,6 +316,26 @@ proto::Message Client::ask_put(const proto::Message& req) {  // a put, or the pr
   }
 }
 
+bool Client::probe_for_resume(int fd, proto::Message& req, std::optional<PrefixScan>& scan,
+                              std::string& not_resumed, FileResult& done) {
+  // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
+  proto::Message probe = req;
+  probe.op = proto::Op::probe;
+  proto::Message pr = ask_put(probe);  // refused: this file fails alone, a tree goes on (K1)
+  if (!pr.text.empty() && pr.text != proto::kProbeComplete)
+    not_resumed = "the server (" + conn_->peer() + "): " + printable(pr.text);
+  if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
+    if (already_there(fd, pr, req.size, done, keepalive())) return true;
+  } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
+    // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
+    // continues from, so the server does not wait while the prefix is read a second time.
+    scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
+    if (crypto::ct_equal(scan->mac.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
+  }
+  req.flags |= proto::kFlagResume;
+  return false;
+}
+
 FileResult Client::put(const fs::path& local, const std::string& remote,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                        const std::string& name, int given) {
@@ -348,26 +368,12 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   std::optional<PrefixScan> scan;
   std::string not_resumed;  // the server's word on a partial file it passed over (PROTOCOL.md 3.6)
   if (opt_.resume && remote != "/dev/null") {
-    // Ask what the server kept of an earlier attempt; resume only if our prefix hashes the same.
-    proto::Message probe = req;
-    probe.op = proto::Op::probe;
-    proto::Message pr = ask_put(probe);  // refused: this file fails alone, a tree goes on (K1)
-    if (!pr.text.empty() && pr.text != proto::kProbeComplete)
-      not_resumed = "the server (" + conn_->peer() + "): " + printable(pr.text);
-    if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
-      FileResult done;
-      if (already_there(fd, pr, req.size, done, keepalive())) {
-        done.file = local.string();
-        if (on_start) on_start(req.size);
-        return done;
-      }
-    } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
-      // One pass, with keep-alives: the keyed digest to compare and the checksum state the stream
-      // continues from, so the server does not wait while the prefix is read a second time.
-      scan = scan_prefix(*keys_, fd, pr.size, -1, keepalive());
-      if (crypto::ct_equal(scan->mac.data(), pr.digest.data(), proto::kPrefixMacLen)) req.offset = pr.size;
+    FileResult done;
+    if (probe_for_resume(fd, req, scan, not_resumed, done)) {
+      done.file = local.string();
+      if (on_start) on_start(req.size);
+      return done;
     }
-    req.flags |= proto::kFlagResume;
   }
   const proto::Message ok = ask_put(req);
   // From here the server keeps what arrives of a resumable put: a Ctrl-C says so, and where.

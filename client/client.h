@@ -23,6 +23,7 @@
 namespace aesxfer::files {
 class AtomicFile;
 class PartialFile;
+struct PrefixScan;
 }  // namespace aesxfer::files
 
 namespace aesxfer::client {
@@ -251,6 +252,11 @@ class Client {
   // connections decided from it, once per invocation (client/parallel.cpp); -1: not yet.
   mutable int auto_streams_ = -1;
   mutable uint32_t base_rtt_us_ = 0;
+  // put --resume: probes what the server kept of `req`'s file. True when the server's copy is
+  // whole and ours (`done` describes it); else sets req's resume flag and offset (with the prefix's
+  // `scan`) and `not_resumed` when the server passed a partial file over.
+  bool probe_for_resume(int fd, proto::Message& req, std::optional<files::PrefixScan>& scan,
+                        std::string& not_resumed, FileResult& done);
   // The unsized put of put_stream, and of put for a file made as it is read (files::made_when_read).
   FileResult unsized_put(int fd, const struct stat& st, const std::string& remote, const std::string& name,
                          const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
