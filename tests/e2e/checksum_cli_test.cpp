@@ -109,6 +109,23 @@ TEST_F(ChecksumCli, NoneWarnsAndUnknownIsAUsageError) {
   EXPECT_EQ(big.exit_code, 2) << big.describe();
 }
 
+// serve's three allow lists refuse an unknown name alike: a usage error (exit 2) that names the
+// command, the option and the name quoted (an eighteenth re-attack, N5: --ciphers and --macs
+// gave exit 1 and no "serve:").
+TEST(ServeAllowLists, AnUnknownNameIsAUsageErrorInEachList) {
+  Workspace ws;
+  const std::pair<std::string, std::string> lists[] = {
+      {"--ciphers", "unknown cipher 'foo' in --ciphers"},
+      {"--macs", "unknown MAC 'foo' in --macs"},
+      {"--checksums", "unknown checksum 'foo' in --checksums"}};
+  for (const auto& [option, says] : lists) {
+    auto r = run_aesxfer({"serve", "-P", "0", "--root", ws.root.string(), option, "foo"}, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_EQ(r.err.rfind("aesxfer: serve: " + says + " (known: ", 0), 0u) << r.err;
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  }
+}
+
 class ChecksumPolicy : public ServerTest {
   std::vector<std::string> server_args() const override {
     return {"--checksums", "sha256", "--max-record-size", "64K"};
