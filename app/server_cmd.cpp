@@ -1,4 +1,6 @@
 // aesxfer serve, keygen and authorize: the server and the keys.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +11,7 @@
 #include "app/cli_checks.h"
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
+#include "files/io.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
 #include "proto/failure.h"
@@ -114,8 +117,21 @@ int cmd_authorize(const std::string& what) {
   }
   std::string line = what;
   std::error_code ec;
+  struct stat st {};
+  if (!fs::is_regular_file(what, ec) && what.find(' ') == std::string::npos) {
+    // No key line (its type and key are apart): a file that is missing or not one (an eighteenth
+    // re-attack, N7: "not a key line" for both).
+    die_line("authorize: " + net::printable(what) + ": " +
+             (::stat(what.c_str(), &st) != 0 ? files::errno_text(errno) : std::string("not a regular file")) +
+             " (aesxfer authorize KEYLINE|FILE)");
+    return kExitFail;
+  }
   if (fs::is_regular_file(what, ec)) {  // a .pub file: its first key line
     std::ifstream in(what);
+    if (!in) {
+      die_line("authorize: " + net::printable(what) + ": " + files::errno_text(errno));
+      return kExitFail;
+    }
     line.clear();
     for (std::string l; std::getline(in, l);)
       if (!l.empty() && l[0] != '#') {

@@ -332,6 +332,16 @@ TEST(Authorize, KeygenLineOrPubFileLetsTheClientIn) {
   auto bad = run_aesxfer({"authorize", "ssh-ed25519 AAAAC3Nza..."}, ws.home, 30);
   EXPECT_EQ(bad.exit_code, 2) << bad.describe();
   EXPECT_NE(bad.err.find("not a key line"), std::string::npos) << bad.err;
+  // A file that is missing or a directory is named as such, not taken for a key line (an
+  // eighteenth re-attack, N7).
+  const std::string missing = (ws.local / "nonexist.pub").string();
+  auto gone = run_aesxfer({"authorize", missing}, ws.home, 30);
+  EXPECT_EQ(gone.exit_code, 1) << gone.describe();
+  EXPECT_NE(gone.err.find(missing + ": no such file or directory"), std::string::npos) << gone.err;
+  auto dir = run_aesxfer({"authorize", ws.local.string()}, ws.home, 30);
+  EXPECT_EQ(dir.exit_code, 1) << dir.describe();
+  EXPECT_NE(dir.err.find(ws.local.string() + ": not a regular file"), std::string::npos) << dir.err;
+  EXPECT_EQ(read_text_file(ws.home / "authorized_keys"), line + "\n") << "nothing added";
   ServerProcess server(ws.home, ws.root);
   write_text_file(ws.local / "f", "x");
   auto s =
