@@ -77,6 +77,15 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   return true;
 }
 
+std::string ipv6_hint(const std::string& arg) {
+  const size_t last = arg.rfind(':');
+  if (arg.empty() || arg[0] == '[' || last == std::string::npos || arg.find(':') == last) return "";
+  const std::string host = arg.substr(0, last);
+  if (host.find('/') != std::string::npos) return "";  // a local path with colons
+  return " (an IPv6 address goes in brackets: " + net::printable("[" + host + "]:" + arg.substr(last + 1)) +
+         ")";
+}
+
 bool locale_reads_utf8(const char* lc_all, const char* lc_ctype, const char* lang) {
   const char* name = "";
   for (const char* v : {lc_all, lc_ctype, lang})

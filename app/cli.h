@@ -45,6 +45,9 @@ using client::Remote;
 // `special`: /dev/null to send to, /dev/zero to fetch; a ".." component) is refused here, before
 // anything moves, as the man page promises. Returns false after printing the error.
 bool check_remote(const Remote& r, bool quiet, const std::string& special);
+// For an argument that is not HOST:PATH because it holds an IPv6 address without brackets
+// ("::1:f"): " (an IPv6 address goes in brackets: [::1]:f)"; "" otherwise.
+std::string ipv6_hint(const std::string& arg);
 // The name a source is stored under in a destination directory: its last component ("a/x" -> x,
 // "dir/" and "dir/." -> dir); "" for the root and such ("", ".", "/").
 std::string stored_name(const std::string& path);

@@ -290,7 +290,8 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
     const auto r = parse_remote(args[i]);
     if (!r) {
       const std::string p = port_after_lower_p(args[i]);
-      die_line(p.empty() ? "recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')"
+      die_line(p.empty() ? "recv: every source must be HOST:PATH (got '" + net::printable(args[i]) + "')" +
+                               ipv6_hint(args[i])
                          : "recv: " + p);
       return kExitUsage;
     }

@@ -250,7 +250,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   }
   auto remote = parse_remote(args.back());
   if (!remote) {
-    die_line("send: the last argument must be HOST:DEST (got '" + net::printable(args.back()) + "')");
+    die_line("send: the last argument must be HOST:DEST (got '" + net::printable(args.back()) + "')" +
+             ipv6_hint(args.back()));
     return kExitUsage;
   }
   if (!check_remote(*remote, t_in.quiet, "/dev/null")) return kExitUsage;

@@ -1,6 +1,7 @@
 // aesxfer serve, keygen and authorize: the server and the keys.
 #include <sys/stat.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,21 @@ int cmd_serve(ServeArgs& a) {
       }
       so.policy.checksums |= 1u << uint8_t(alg);
     }
+  }
+  // An address that is not one is a usage error; HOST:PORT, as sshd's ListenAddress takes it, is
+  // told where the port goes (an eighteenth re-attack, N8).
+  if (boost::system::error_code ec;
+      !a.listen_addr.empty() && (boost::asio::ip::make_address(a.listen_addr, ec), ec)) {
+    const size_t colon = a.listen_addr.rfind(':');
+    const bool port_given = colon != std::string::npos && colon + 1 < a.listen_addr.size() &&
+                            a.listen_addr.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+    std::string addr = a.listen_addr.substr(0, colon);
+    if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+    die_line("serve: --listen " + proto::printable(a.listen_addr) + ": not an IP address" +
+             (port_given ? " (the port goes in -P: --listen " + proto::printable(addr) + " -P " +
+                               a.listen_addr.substr(colon + 1) + ")"
+                         : std::string()));
+    return kExitUsage;
   }
   // Usage errors as --checksums' (an eighteenth re-attack, N5: the server's constructor threw them,
   // exit 1, without "serve:").

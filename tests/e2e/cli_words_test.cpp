@@ -149,6 +149,27 @@ TEST(CliWords, RemoteFilesAreHostColonPathWithThePortApart) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// The two address habits of ssh users that mean something else here are told the form that works
+// (an eighteenth re-attack, N8): an IPv6 address without brackets, and serve --listen HOST:PORT.
+TEST(CliWords, AddressHabitsAreToldTheFormThatWorks) {
+  Workspace ws;
+  write_text_file(ws.local / "f", "f");
+  auto r = run_aesxfer({"send", (ws.local / "f").string(), "::1:f6"}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(has(r.err, "(got '::1:f6') (an IPv6 address goes in brackets: [::1]:f6)")) << r.err;
+  r = run_aesxfer({"recv", "::1:f6", (ws.local / "g").string()}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(has(r.err, "(an IPv6 address goes in brackets: [::1]:f6)")) << r.err;
+  for (const auto& [listen, hint] : std::vector<std::pair<std::string, std::string>>{
+           {"127.0.0.1:7701", " (the port goes in -P: --listen 127.0.0.1 -P 7701)"},
+           {"[::1]:7701", " (the port goes in -P: --listen ::1 -P 7701)"},
+           {"nohost", ""}}) {
+    r = run_aesxfer({"serve", "--root", ws.root.string(), "--listen", listen}, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_EQ(r.err, "aesxfer: serve: --listen " + listen + ": not an IP address" + hint + "\n");
+  }
+}
+
 // ---- item 7 -------------------------------------------------------------------------------------
 
 TEST(CliWords, EveryArgumentIsCheckedBeforeAnyByteMoves) {
