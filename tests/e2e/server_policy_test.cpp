@@ -54,13 +54,13 @@ TEST(ServerPolicyOptions, UnknownNamesAreRefusedAtStart) {
   auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(), "--ciphers",
                         "aes128-gcm,rot13"},
                        ws.home, 20);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("unknown cipher rot13"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown cipher 'rot13'"), std::string::npos) << r.err;
   r = run_aesxfer(
       {"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(), "--macs", "crc32"}, ws.home,
       20);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("unknown MAC crc32"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown MAC 'crc32'"), std::string::npos) << r.err;
 }
 
 }  // namespace
