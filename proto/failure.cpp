@@ -19,6 +19,9 @@ enum class Named {
 
 Named relation(const std::string& head, const std::string& asked) {
   if (head == asked) return Named::same;
+  // Everything the server names lies below its root, "." (a tree sent to "host:" was refused as
+  // "host:.: tdir: exists ...": an eighteenth re-attack, N9).
+  if (asked == "." && head[0] != '/' && head != ".." && head.compare(0, 3, "../") != 0) return Named::below;
   if (head.size() > asked.size() && !asked.empty() && head.compare(0, asked.size(), asked) == 0 &&
       (asked.back() == '/' || head[asked.size()] == '/'))
     return Named::below;

@@ -69,6 +69,9 @@ TEST(Failure, ARefusalShowsTheMoreExactPathOnlyBelowTheOneAsked) {
   EXPECT_EQ(shown("d/f: permission denied", "h:1:d"), "h:1:d/f: permission denied");
   // above: the directory of the file asked for refused: the file stays the name shown
   EXPECT_EQ(shown("d/: permission denied", "h:1:d/f"), "h:1:d/f: permission denied");
+  // below the root "."
+  EXPECT_EQ(shown("tdir: exists and is not a directory", "h:1:."), "h:1:tdir: exists and is not a directory");
+  EXPECT_EQ(shown("../x: '..' is refused", "h:1:."), "h:1:.: ../x: '..' is refused");
   // a name that only begins the same, or another path: the peer's text shown whole
   EXPECT_EQ(shown("dx/f: permission denied", "h:1:d"), "h:1:d: dx/f: permission denied");
   EXPECT_EQ(shown("/etc/passwd: permission denied", "h:1:d"), "h:1:d: /etc/passwd: permission denied");
