@@ -236,6 +236,7 @@ std::string parent_shown(const std::string& shown) {
 std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
                                                 const std::string& shown, int fd, const struct stat& st,
                                                 uint64_t len, bool need_sum);
+std::string over_budget(const RequestContext& ctx, uint64_t len);
 
 // Returns false, having sent nothing, when a partial file that may not be adopted (another user's,
 // linked, writable by others, not a file) is in the way of a put from byte 0: that put then runs
@@ -286,8 +287,9 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
     }
     if (!probed)
       return refuse(ctx, req, shown,
-                    {Status::busy, req.path + ": not resumed: this session's hashing budget (serve "
-                                              "--max-probe-hash) is spent; send it again in a new session"});
+                    {Status::busy,
+                     req.path + ": not resumed: " + over_budget(ctx, req.offset) +
+                         (req.offset > ctx.limits.max_probe_hash ? "" : "; send it again in a new session")});
   }
   try {
     pf->truncate_to(req.offset);
@@ -378,11 +380,20 @@ std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Messa
   if (!d && !ctx.told_budget) {
     ctx.told_budget = true;
     log_outcome(ctx, req, shown, "",
-                "not hashed: the session's probe hashing budget (" +
-                    std::to_string(ctx.limits.max_probe_hash >> 20) +
-                    " MiB, serve --max-probe-hash) is spent; answered as if nothing were kept");
+                "not hashed: " + over_budget(ctx, len) + "; answered as if nothing were kept");
   }
   return d;
+}
+
+// Why a prefix of len bytes was not hashed: the session's budget spent, or (an eighteenth
+// re-attack, N10: "spent" with nothing hashed) the prefix larger than the whole budget.
+std::string over_budget(const RequestContext& ctx, uint64_t len) {
+  const std::string budget = "the session's probe hashing budget (" +
+                             std::to_string(ctx.limits.max_probe_hash >> 20) +
+                             " MiB, serve --max-probe-hash)";
+  if (len > ctx.limits.max_probe_hash)
+    return "its " + std::to_string(len >> 20) + " MiB prefix is more than " + budget;
+  return budget + " is spent";
 }
 
 // ---- get --------------------------------------------------------------------------------------
@@ -494,7 +505,8 @@ void handle_commit(RequestContext& ctx, const Message& req) {
     return refuse(ctx, req, req.path, {Status::refused, req.path + ": no such transfer on this connection"});
   std::shared_ptr<PartsTransfer> t = *it;
   ctx.held.erase(it);
-  auto refused = PartsRegistry::commit(*t, req.path, ctx.c.timeout());
+  // Named as the transfer's file, whatever path the commit carries (an eighteenth re-attack, N10).
+  auto refused = PartsRegistry::commit(*t, t->shown, ctx.c.timeout());
   std::ostringstream os;
   os << " bytes=" << t->size << " parts=" << t->nparts << " cipher=" << ctx.keys.cipher->name
      << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);

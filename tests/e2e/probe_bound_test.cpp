@@ -168,7 +168,11 @@ TEST_F(ProbeBudget, ResumedPutsWithoutAProbeAreChargedToo) {
     } else {
       ++refused;
       EXPECT_EQ(r.status, Status::busy) << r.text;
-      EXPECT_NE(r.text.find("hashing budget"), std::string::npos) << r.text;
+      EXPECT_NE(
+          r.text.find("hashing budget (40 MiB, serve --max-probe-hash) is spent; send it again in a new "
+                      "session"),
+          std::string::npos)
+          << r.text;
     }
   }
   const uint64_t read = rchar_of(server->pid()) - before;
@@ -178,6 +182,34 @@ TEST_F(ProbeBudget, ResumedPutsWithoutAProbeAreChargedToo) {
   EXPECT_EQ(done, 2);
   EXPECT_EQ(refused, 2);
   EXPECT_LT(read, 40 * kMiB + 4 * kMiB) << "read beyond the session's budget (the puts' data is 2 MiB)";
+  s.bye();
+}
+
+class ProbeBudgetSmall : public ServerTest {
+  std::vector<std::string> server_args() const override { return {"--max-probe-hash", "1M"}; }
+};
+
+// A prefix larger than the whole budget is said to be so, in the log and the refusal, and is not
+// sent to another session that would refuse it the same way (an eighteenth re-attack, N10: "the
+// budget is spent" when nothing had been hashed).
+TEST_F(ProbeBudgetSmall, APrefixOverTheWholeBudgetIsSaidToBe) {
+  write_random_file(ws.local / "big.bin", 8 * kMiB, 31);
+  const std::string data = read_text_file(ws.local / "big.bin");
+  const fs::path partial = ws.root / ".big.bin.aesxfer-partial";
+  std::ofstream(partial, std::ios::binary).write(data.data(), std::streamsize(7 * kMiB));
+  fs::permissions(partial, fs::perms(0600));
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  Message m = make_request(Op::put, "big.bin", "big.bin");
+  m.flags = proto::kFlagResume;
+  m.offset = 7 * kMiB;
+  const Message r = s.put(m, data);
+  EXPECT_EQ(r.status, Status::busy) << r.text;
+  EXPECT_NE(r.text.find("its 7 MiB prefix is more than the session's probe hashing budget (1 MiB"),
+            std::string::npos)
+      << r.text;
+  EXPECT_EQ(r.text.find("new session"), std::string::npos) << r.text;
+  EXPECT_TRUE(server->wait_for_log("not hashed: its 7 MiB prefix is more than")) << server->log();
   s.bye();
 }
 
