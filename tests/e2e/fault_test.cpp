@@ -206,11 +206,14 @@ TEST_F(Fault, UsageErrors) {
 // ---------------------------------------------------------------------------------------------
 // Path attacks
 
+// The client refuses these itself, as usage errors before connecting (exit 2); the server's own
+// refusal of them is RequestHandlers.AListOutsideTheRootOrOfAFileIsRefusedWithItsStatus and
+// Confinement's Root tests.
 TEST_F(Fault, DotDotOnSend) {
   auto r = send("../escaped.bin");
-  expect_failure(r, 1, {"..", "refused"});
+  expect_failure(r, 2, {"..", "refused"});
   r = send("sub/../../escaped.bin");
-  expect_failure(r, 1, {"..", "refused"});
+  expect_failure(r, 2, {"..", "refused"});
   expect_no_damage({ws.tmp / "escaped.bin"});
   expect_clean_transfer();
 }
@@ -218,18 +221,18 @@ TEST_F(Fault, DotDotOnSend) {
 TEST_F(Fault, DotDotOnRecv) {
   write_text_file(ws.tmp / "secret.txt", "secret");
   auto r = recv("../secret.txt", ws.local / "got.txt");
-  expect_failure(r, 1, {"..", "refused"});
+  expect_failure(r, 2, {"..", "refused"});
   r = recv("../secret.txt", ws.local / "dest.bin");
-  expect_failure(r, 1, {"..", "refused"});
+  expect_failure(r, 2, {"..", "refused"});
   expect_no_damage({ws.local / "got.txt"});
   expect_clean_transfer();
 }
 
 TEST_F(Fault, AbsolutePathOnRecv) {
   auto r = recv("/etc/passwd", ws.local / "passwd");
-  expect_failure(r, 1, {"absolute"});
+  expect_failure(r, 2, {"absolute"});
   r = recv("/etc/passwd", ws.local / "dest.bin");
-  expect_failure(r, 1, {"absolute"});
+  expect_failure(r, 2, {"absolute"});
   expect_no_damage({ws.local / "passwd"});
   expect_clean_transfer();
 }
@@ -237,7 +240,7 @@ TEST_F(Fault, AbsolutePathOnRecv) {
 TEST_F(Fault, AbsolutePathOnSend) {
   fs::path target = "/tmp/aesxfer-fault-abs-" + std::to_string(::getpid()) + ".bin";
   auto r = send(target.string());
-  expect_failure(r, 1, {"absolute"});
+  expect_failure(r, 2, {"absolute"});
   expect_no_damage({target});
   expect_clean_transfer();
 }
