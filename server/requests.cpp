@@ -621,6 +621,13 @@ class TreeLister {
         shown_(shown),
         max_entries_(std::min(ctx.limits.max_list_entries, proto::kMaxListEntries)) {}
   TreeLister(const TreeLister&) = delete;
+  // Frees what the listing holds and gives its charge back, before a refusal is sent: the client
+  // may ask again the moment it reads it (RecvTree.ListingsTogetherAreBoundedInMemory was refused
+  // its next, small listing under load while this session had yet to return the charge).
+  void drop() noexcept {
+    std::vector<proto::ListEntry>().swap(entries);
+    charge_.release(~uint64_t(0));
+  }
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
@@ -792,6 +799,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   try {
     lister.walk("");
   } catch (const Failure& f) {
+    lister.drop();
     return refuse(ctx, req, dir->shown, {f.status, f.what()});
   }
   Message ok = response(Status::ok, dir->shown);
