@@ -420,6 +420,10 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
     if (fd >= 0) {
       fd_.reset(fd);
       tmp_ = t;
+      // Held while a session writes it (a producer may be silent for a day): the sweeper leaves a
+      // locked file, as it does a partial file being resumed (a nineteenth re-attack, N1: a live
+      // send -'s temporary file was swept as expired and the whole stream lost).
+      ::flock(fd, LOCK_EX | LOCK_NB);
       return;
     }
     if (errno != EEXIST) break;

@@ -72,8 +72,8 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
     if (!files::ownership_problem(st, 077).empty()) continue;
     const files::UniqueFd fd(::openat(dfd, n.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (!fd) continue;
-    // A partial file that a session holds is being resumed: leave it.
-    bool in_use = partial && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
+    // A file a session holds (a partial file being resumed, a temporary file being written): leave it.
+    bool in_use = ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
     if (!in_use && ::unlinkat(dfd, n.c_str(), 0) == 0) {
       ++removed;
       if (log)

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "files/atomic_file.h"
+#include "server/root.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -94,6 +95,32 @@ TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   Sweeper keep(std::chrono::seconds(0));
   EXPECT_EQ(keep.sweep(d.path(), nullptr), 0u);
   EXPECT_TRUE(fs::exists(d / ".old2.bin.aesxfer-partial"));
+}
+
+// A temporary file a session is writing stays however old it looks: a producer of "send -" may
+// be silent for a day (a nineteenth re-attack, N1: the sweep removed a live stream's temporary
+// file and the put failed at its end, the stream lost). The server's TempFile holds a lock on it.
+TEST(Sweep, ATemporaryFileBeingWrittenStays) {
+  TempDir d("aesxfer-sweep");
+  {
+    server::Place dest{files::UniqueFd(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
+                       "live.bin", "live.bin"};
+    ASSERT_TRUE(dest.dir);
+    server::TempFile live(dest);
+    std::vector<fs::path> tmp;
+    for (const auto& e : fs::directory_iterator(d.path())) tmp.push_back(e.path());
+    ASSERT_EQ(tmp.size(), 1u);
+    make_old(tmp[0], 3);
+    Sweeper s(std::chrono::hours(24 * 7));
+    EXPECT_EQ(s.sweep(d.path(), nullptr), 0u);
+    EXPECT_TRUE(fs::exists(tmp[0]));
+    live.discard();
+  }
+  // Once nobody holds it, it is debris like any other.
+  write_text_file(d / ".gone.bin.aesxfer-tmp-Q1w2E3r4T5", "x");
+  fs::permissions(d / ".gone.bin.aesxfer-tmp-Q1w2E3r4T5", fs::perms(0600));
+  make_old(d / ".gone.bin.aesxfer-tmp-Q1w2E3r4T5", 3);
+  EXPECT_EQ(Sweeper(std::chrono::hours(24 * 7)).sweep(d.path(), nullptr), 1u);
 }
 
 }  // namespace
