@@ -205,7 +205,7 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   // run the peer's program as this user, on a directory it would choose the group of what is
   // created in it. The sticky bit stays.
   ::fchmod(fd, mode & 01777);
-  if (mtime >= 0) {
+  if (mtime != kNoMtime) {
     timespec ts[2];
     ts[0].tv_sec = ts[1].tv_sec = mtime;
     ts[0].tv_nsec = ts[1].tv_nsec = 0;

@@ -4,6 +4,7 @@
 // file is removed and an existing destination is untouched. While it exists, a client stopped by
 // SIGINT, SIGTERM or SIGHUP removes it (install_cleanup_on_signals).
 #pragma once
+#include <climits>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,6 +13,10 @@
 #include "files/unique_fd.h"
 
 namespace aesxfer::files {
+
+// "Leave the file's own time": no modification time to apply (every other value is one, before
+// 1970 too).
+constexpr long long kNoMtime = LLONG_MIN;
 
 // The permission bits a receiver gives a file it writes (docs/PROTOCOL.md 3.4): `bits`, or,
 // with keep_existing, the mode of the regular file the new one replaces, when there is one and it
@@ -44,8 +49,8 @@ class AtomicFile {
 
   int fd() const { return fd_.get(); }
   bool through() const { return !dirfd_; }
-  // Sets mode (and mtime when >= 0), closes and renames over the destination.
-  void commit(FileMode mode, long long mtime = -1);
+  // Sets mode (and mtime unless kNoMtime), closes and renames over the destination.
+  void commit(FileMode mode, long long mtime = kNoMtime);
   void discard() noexcept;
 
  private:
@@ -84,7 +89,8 @@ bool is_partial_name(const std::string& n);
 // `n` has one of the two shapes above: a name aesxfer keeps for its own files, never a user's.
 inline bool is_reserved_name(const std::string& n) { return is_temp_name(n) || is_partial_name(n); }
 
-// Sets the permission bits of fd's file, and its modification (and access) time when mtime >= 0.
+// Sets the permission bits of fd's file, and its modification (and access) time unless mtime is
+// kNoMtime (a time before 1970 is negative, and kept: a nineteenth re-attack, N3).
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 

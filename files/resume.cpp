@@ -249,6 +249,6 @@ FileMode stored_mode(unsigned mode, bool preserve) {
   return m;
 }
 
-long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : -1; }
+long long effective_mtime(long long mtime, bool preserve) { return preserve ? mtime : kNoMtime; }
 
 }  // namespace aesxfer::files

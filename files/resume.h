@@ -101,6 +101,7 @@ FileMode effective_mode(unsigned mode, bool preserve);
 // sent as 0000 (or 0200) stays one the server can serve and hash for a resume (a twelfth
 // re-attack, G9). A file it replaces without -p still keeps that file's mode.
 FileMode stored_mode(unsigned mode, bool preserve);
+// mtime with -p, else kNoMtime (files/atomic_file.h).
 long long effective_mtime(long long mtime, bool preserve);
 
 }  // namespace aesxfer::files

@@ -84,6 +84,25 @@ TEST_F(ClientLocal, AFileMadeAsItIsReadArrivesWithItsContents) {
     EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
 }
 
+// -p keeps a modification time before 1970 (negative) both ways, as cp -p does (a nineteenth
+// re-attack, N3: -1 meant "no time" and every negative time was dropped).
+TEST_F(ClientLocal, PreserveKeepsATimeBefore1970) {
+  const auto set_time = [](const fs::path& p, long long t) {
+    timespec ts[2] = {{time_t(t), 0}, {time_t(t), 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, 0), 0) << p;
+  };
+  write_text_file(ws.local / "old", "old");
+  set_time(ws.local / "old", -315619200);  // 1960-01-01
+  auto r = run({"send", "-p", (ws.local / "old").string(), "127.0.0.1:old", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.root / "old").st_mtim.tv_sec, -315619200);
+  write_text_file(ws.root / "older", "older");
+  set_time(ws.root / "older", -1);  // the second before 1970, once the "no time" mark
+  r = run({"recv", "-p", "127.0.0.1:older", (ws.local / "older").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(stat_of(ws.local / "older").st_mtim.tv_sec, -1);
+}
+
 TEST_F(ClientLocal, PreserveLeavesAnExistingDestinationDirectoryAlone) {
   fs::create_directories(ws.root / "sub");
   write_text_file(ws.root / "sub" / "f", "x");
