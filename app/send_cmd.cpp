@@ -188,6 +188,17 @@ struct SendSession {
   }
 };
 
+// Reports each of `rest` not yet settled as not moved: an earlier file's failure ended the session.
+void not_sent(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+              const std::vector<std::string>& rest, std::set<std::string>& settled, int& rc) {
+  for (const auto& src : rest) {
+    if (!settled.insert(src).second) continue;
+    const proto::Failure f(net::printable(src) + ": not sent: the session ended when an earlier file failed",
+                           proto::Status::io_error);
+    report_pipelined(t, co, tty, src, nullptr, &f, rc);
+  }
+}
+
 // What a send has done across its sessions (--retries): the sources reported, and where each
 // tree went on the server.
 struct SendProgress {
@@ -213,7 +224,8 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   SendSession s{t, co, client, tty, &retry, &done.settled};
   std::vector<std::string> trees;
   bool stopped = false;  // after a failure mid-stream: the connection cannot go on
-  for (size_t i = 0; i < sources.size() && !stopped; ++i) {
+  size_t i = 0;
+  for (; i < sources.size() && !stopped; ++i) {
     if (done.settled.count(sources[i])) continue;
     const fs::path local = sources[i];
     std::error_code ec;
@@ -232,6 +244,11 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
     lost = s.lost;
     return s.rc;
   }
+  // The sources after a failure that ended the session: each named, in --json too, never left
+  // out in silence (a nineteenth re-attack, N2).
+  if (stopped)
+    not_sent(t, co, tty, std::vector<std::string>(sources.begin() + long(i), sources.end()), done.settled,
+             s.rc);
   for (const auto& tr : trees) s.settle(tr);
   client.bye();
   return s.rc;
