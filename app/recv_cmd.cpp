@@ -32,6 +32,14 @@ int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hin
   return kExitFail;
 }
 
+// A directory refused as a file source gets " (use -r)".
+proto::Failure use_r_hint(const proto::Failure& f) {
+  return proto::Failure(f.origin == net::Origin::peer && f.status == proto::Status::is_directory
+                            ? with_hint(f.what(), " (use -r)")
+                            : std::string(f.what()),
+                        f.status, f.err, f.origin);
+}
+
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
@@ -107,6 +115,13 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       return 0;
     } catch (const proto::Failure& f) {
       if (tty) std::fputc('\n', msg);
+      if ((!may_retry || !retry.worth(f)) && t.json && !to_stdout) {  // its object too (N2)
+        int rc = 0;
+        const proto::Failure hinted = use_r_hint(f);
+        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc);
+        if (client) client->bye();
+        return kExitFail;
+      }
       if (!may_retry || !retry.worth(f))
         return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
       retry.wait(f);
@@ -236,10 +251,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
           return;
         }
         // Its line and, with --json, its object (a sixteenth re-attack, L3: none).
-        const proto::Failure hinted(f->origin == net::Origin::peer && f->status == proto::Status::is_directory
-                                        ? with_hint(f->what(), " (use -r)")
-                                        : std::string(f->what()),
-                                    f->status, f->err, f->origin);
+        const proto::Failure hinted = use_r_hint(*f);
         report_pipelined(t, co, tty, paths[i], nullptr, &hinted, rc);
       });
     pl.drain();

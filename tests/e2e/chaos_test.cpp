@@ -413,6 +413,14 @@ TEST_F(ChaosDiskFull, TheSourcesAfterAFailureThatEndsTheSessionAreNamed) {
   EXPECT_NE(got["s2.bin"].find("not fetched: the session ended when an earlier file failed"),
             std::string::npos)
       << r.out;
+  // One source alone: its object too.
+  r = run_aesxfer({"recv", "127.0.0.1:source.bin", (small / "in").string(), "-P",
+                   std::to_string(server->port()), "--json", "--timeout", "10"},
+                  ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  got = objects(r);
+  EXPECT_EQ(got.size(), 1u) << r.out;
+  EXPECT_NE(got["source.bin"].find("no space"), std::string::npos) << r.out;
 }
 
 }  // namespace
