@@ -43,9 +43,13 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
 // How a put to `remote` of a file named `name` is named to the user: a directory written with a
-// trailing slash (a tree's files, client/send_tree.cpp) and the name, else `remote` itself.
+// trailing slash (a tree's files, client/send_tree.cpp) and the name, the name alone in the root
+// "." (a disk full under "send f host:" said "host:.: no space left": a nineteenth re-attack, N5),
+// else `remote` itself.
 inline std::string put_shown(const std::string& remote, const std::string& name) {
-  return !remote.empty() && remote.back() == '/' && !name.empty() ? remote + name : remote;
+  if (name.empty()) return remote;
+  if (remote == ".") return name;
+  return !remote.empty() && remote.back() == '/' ? remote + name : remote;
 }
 // A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a

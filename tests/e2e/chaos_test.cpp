@@ -396,6 +396,7 @@ TEST_F(ChaosDiskFull, TheSourcesAfterAFailureThatEndsTheSessionAreNamed) {
   EXPECT_NE(sent["s2.bin"].find("not sent: the session ended when an earlier file failed"), std::string::npos)
       << r.out;
   EXPECT_NE(r.err.find("s2.bin: not sent"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("127.0.0.1:source.bin: no space"), std::string::npos) << "named, not '.': " << r.err;
   EXPECT_EQ(small_server.stop(), 0);
 
   fs::create_directories(small / "in");
