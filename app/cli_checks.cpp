@@ -1,11 +1,16 @@
 #include "app/cli_checks.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "proto/failure.h"
 
@@ -262,6 +267,15 @@ std::string parse_error_line(const CLI::ParseError& e, const std::string& cmd) {
   }
   if (line.empty()) line = what.empty() ? "bad command line" : what;
   return (cmd.empty() ? "" : cmd + ": ") + line + " (see " + help + ")";
+}
+
+std::string unwritable(const std::filesystem::path& p) {
+  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return proto::printable(p.string()) + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return proto::printable(p.string()) + ": " + std::strerror(ENOTDIR);
+  if (::access(dir.c_str(), W_OK) != 0) return proto::printable(p.string()) + ": " + std::strerror(errno);
+  return "";
 }
 
 }  // namespace aesxfer::app

@@ -69,6 +69,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/json.h"
 #include "app/lab/bench_proc.h"
 #include "app/lab/bench_scp.h"
@@ -606,6 +607,10 @@ struct BenchChildren {
 
 // Options that cannot go together or are out of range; false after a one-line error (exit 2).
 bool bench_options_ok(const BenchOptions& opt, std::ostream& err) {
+  if (const std::string why = opt.plot.empty() ? "" : unwritable(opt.plot); !why.empty()) {
+    err << "aesxfer bench: --plot " << why << "\n";
+    return false;
+  }
   if (opt.json && opt.csv) {
     err << "aesxfer bench: --json and --csv exclude each other\n";
     return false;

@@ -51,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/json.h"
 #include "app/lab/bench.h"
 #include "app/lab/svg.h"
@@ -532,6 +533,10 @@ std::string fmt(const char* f, double v) {
 }
 
 bool speed_options_ok(const SpeedOptions& opt, std::ostream& err) {
+  if (const std::string why = opt.plot.empty() ? "" : unwritable(opt.plot); !why.empty()) {
+    err << "aesxfer speed: --plot " << why << "\n";
+    return false;
+  }
   if (!(opt.seconds > 0) || !std::isfinite(opt.seconds) || opt.seconds > 3600) {
     err << "aesxfer speed: --seconds must be in (0, 3600], got " << opt.seconds << "\n";
     return false;

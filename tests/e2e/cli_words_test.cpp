@@ -170,6 +170,27 @@ TEST(CliWords, AddressHabitsAreToldTheFormThatWorks) {
   }
 }
 
+// A file to be written where it cannot be is refused before the work that ends in writing it
+// (a nineteenth re-attack, N5: serve logged "listening" first; speed and bench ran their whole
+// measurement, then failed on the path).
+TEST(CliWords, AnOutputPathThatCannotBeWrittenIsRefusedFirst) {
+  Workspace ws;
+  const std::string missing = (ws.tmp.path() / "no-such-dir" / "out").string();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"serve", "--root", ws.root.string(), "--listen", "127.0.0.1", "-P", "0", "--port-file", missing},
+           {"speed", "--seconds", "30", "-c", "aes128-gcm", "--plot", missing + ".svg"},
+           {"bench", "--size", "64M", "-c", "aes128-gcm", "--plot", missing + ".svg"}}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run_aesxfer(args, ws.home, 30);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(has(r.err, "no-such-dir/out")) << r.err;
+    EXPECT_TRUE(has(r.err, "No such file or directory")) << r.err;
+    EXPECT_FALSE(has(r.err, "listening")) << r.err;
+    EXPECT_LT(secs, 10) << "refused before the work";
+  }
+}
+
 // ---- item 7 -------------------------------------------------------------------------------------
 
 TEST(CliWords, EveryArgumentIsCheckedBeforeAnyByteMoves) {
