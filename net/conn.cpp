@@ -318,9 +318,17 @@ void pin_receive_buffer(int fd) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
 }
 
+void bound_unsent(int fd) {
+  int v = int(kLongPathUnsent);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof v);
+}
+
 uint32_t tune_for_path(int fd) {
   uint32_t rtt = tcp_rtt_us(fd);
-  if (rtt >= kLongPathRttUs) pin_receive_buffer(fd);
+  if (rtt >= kLongPathRttUs) {
+    pin_receive_buffer(fd);
+    bound_unsent(fd);
+  }
   return rtt;
 }
 
