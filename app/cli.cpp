@@ -305,6 +305,14 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
   report(t, co, res, tty);
 }
 
+void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                      const std::string& shown, const char* not_moved, int& rc) {
+  const proto::Failure f(
+      net::printable(shown) + ": " + not_moved + ": the session ended when an earlier file failed",
+      proto::Status::io_error);
+  report_pipelined(t, co, tty, shown, nullptr, &f, rc);
+}
+
 Retrier::Retrier(int max) : max_(max) { ::clock_gettime(CLOCK_REALTIME_COARSE, &started_); }
 
 void Retrier::resume(client::ClientOptions& co) const {

@@ -181,6 +181,11 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
                       const std::string& shown, const client::FileResult* r, const proto::Failure* f,
                       int& rc);
 
+// A file an earlier file's failure kept from moving (the session ended): its line and, with
+// --json, its object, as report_pipelined gives a failure ("not sent" or "not fetched").
+void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                      const std::string& shown, const char* not_moved, int& rc);
+
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);
 // A timeout or a duration: seconds, more than 0 and at most a year.

@@ -206,16 +206,6 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
   return 0;
 }
 
-// A source after a failure that ended the session, named as not fetched (its line, and its object
-// with --json).
-void not_fetched(const TransferOpts& t, const client::ClientOptions& co, bool tty, const std::string& from,
-                 int& rc) {
-  const proto::Failure f(
-      net::printable(from) + ": not fetched: the session ended when an earlier file failed",
-      proto::Status::io_error);
-  report_pipelined(t, co, tty, from, nullptr, &f, rc);
-}
-
 // recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
 // by one (parallel streams as for one file).
@@ -283,7 +273,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         if (f.origin == net::Origin::peer || client->can_continue())
           continue;  // before any data: the next follows
         for (size_t j = i + 1; j < paths.size(); ++j)
-          if (st[j]) not_fetched(t, co, tty, paths[j], rc);
+          if (st[j]) report_not_moved(t, co, tty, paths[j], "not fetched", rc);
         return {Then::done, rc};
       }
     }

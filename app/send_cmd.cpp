@@ -193,9 +193,7 @@ void not_sent(const TransferOpts& t, const client::ClientOptions& co, bool tty,
               const std::vector<std::string>& rest, std::set<std::string>& settled, int& rc) {
   for (const auto& src : rest) {
     if (!settled.insert(src).second) continue;
-    const proto::Failure f(net::printable(src) + ": not sent: the session ended when an earlier file failed",
-                           proto::Status::io_error);
-    report_pipelined(t, co, tty, src, nullptr, &f, rc);
+    report_not_moved(t, co, tty, src, "not sent", rc);
   }
 }
 
