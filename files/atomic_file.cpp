@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "files/io.h"
+#include "files/resume.h"
 #include "proto/failure.h"
 
 namespace aesxfer::files {
@@ -230,6 +231,7 @@ void AtomicFile::commit(FileMode mode, long long mtime) {
   if (!dirfd_) return;  // written through
   if (::renameat(dirfd_.get(), tmp_.c_str(), dirfd_.get(), name_.c_str()) != 0)
     throw Failure("cannot rename into " + shown_.string() + ": " + errno_text(errno));
+  drop_stale_partial(dirfd_.get(), name_);
   tmp_.clear();
   release(slot_);
   slot_ = -1;

@@ -147,6 +147,20 @@ std::string partial_unfit(int dirfd, const std::string& pname, int fd, int open_
   return why.empty() ? "permission denied" : why;
 }
 
+void drop_stale_partial(int dirfd, const std::string& name) noexcept {
+  const std::string pname = partial_name(name);
+  UniqueFd fd(::openat(dirfd, pname.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {
+  }, there{};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !partial_distrust(st).empty()) return;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return;  // a --resume writes it now
+  // Still the file examined (not one renamed over it since).
+  if (::fstatat(dirfd, pname.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 || there.st_dev != st.st_dev ||
+      there.st_ino != st.st_ino)
+    return;
+  ::unlinkat(dirfd, pname.c_str(), 0);
+}
+
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";

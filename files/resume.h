@@ -51,6 +51,12 @@ void copy_prefix(int from, int to, uint64_t len);
 // could have planted such a file (and would read or rewrite what is written into it), and a
 // second link would carry the data to a name somebody else chose.
 std::string partial_distrust(const struct stat& st);
+// After NAME in dirfd was completed by a transfer that did not resume (both ends call it once the
+// new NAME is in place): removes ".NAME.aesxfer-partial" when it is this user's adoptable file
+// (partial_distrust) and nobody holds its lock. It is a prefix of some earlier NAME, and a later
+// --resume would start from it and move the rest where a whole copy already stands (a nineteenth
+// re-attack, N6). Another user's file, a file being resumed now, or anything else is left.
+void drop_stale_partial(int dirfd, const std::string& name) noexcept;
 // The one adoption rule of both ends (the client's PartialFile, the server's KeptPartial and its
 // probe): why the partial file `pname` in directory `dirfd` is passed over, given how opening it
 // (O_NOFOLLOW) went: `fd` the descriptor it gave, or -1 with `open_errno`. Either what stands there

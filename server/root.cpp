@@ -450,6 +450,7 @@ void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& fro
 
 void TempFile::commit(FileMode mode, long long mtime) {
   finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
+  files::drop_stale_partial(dir_.get(), name_);
   tmp_.clear();
 }
 
