@@ -74,8 +74,14 @@ void write_file_mode(const fs::path& p, const std::string& content, mode_t mode)
 fs::path aesxfer_home() {
   if (const char* h = std::getenv("AESXFER_HOME"); h && *h) return fs::path(h);
   if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return fs::path(x) / "aesxfer";
-  const char* home = std::getenv("HOME");
-  return fs::path(home && *home ? home : ".") / ".config" / "aesxfer";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".config" / "aesxfer";
+  // No HOME (a service started without one): the user's home from the password database, as ssh
+  // finds ~/.ssh; never a directory relative to wherever the command was started.
+  const struct passwd* pw = ::getpwuid(::geteuid());
+  if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+    throw Failure("no home directory: HOME is not set and uid " + std::to_string(::geteuid()) +
+                  " has no home in the password database; set AESXFER_HOME");
+  return fs::path(pw->pw_dir) / ".config" / "aesxfer";
 }
 
 std::string encode_public_key(const proto::PublicKey& pk) {

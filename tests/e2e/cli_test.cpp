@@ -139,6 +139,35 @@ TEST(ServeStart, NamesHostKeyRootAuthorizedKeysAndBadLines) {
 namespace aesxfer::test {
 namespace {
 
+// Where the keys live when the environment says little (a nineteenth re-attack's question): an
+// empty AESXFER_HOME counts as unset, as the XDG Base Directory rules treat an empty
+// XDG_CONFIG_HOME, so the keys go to ~/.config/aesxfer; without HOME, ~ is the user's home in the
+// password database (as ssh finds ~/.ssh), never a ".config" made in whatever directory the command
+// started in (it was, before). Run as nobody, whose home is /nonexistent, in a directory it may write.
+TEST(HomeDirectory, EmptyMeansTheDefaultAndNoHomeMeansThePasswordDatabase) {
+  TempDir d("aesxfer-home");
+  fs::permissions(d.path(), fs::perms(0777));
+  const fs::path cwd = d / "cwd", home = d / "home";
+  fs::create_directories(cwd);
+  fs::create_directories(home);
+  chown_tree(d.path(), kNobody);
+  const auto keygen = [&](const std::string& env) {
+    return run_process(
+        {"/bin/sh", "-c",
+         "cd '" + cwd.string() + "' && exec env -u XDG_CONFIG_HOME " + env +
+             " /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " AESXFER_BINARY " keygen"},
+        {}, 30);
+  };
+  auto r = keygen("AESXFER_HOME= HOME='" + home.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::exists(home / ".config" / "aesxfer" / "id_ed25519")) << r.describe();
+  r = keygen("-u AESXFER_HOME -u HOME");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("/nonexistent/.config/aesxfer"), std::string::npos) << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(cwd / ".config")) << "keys made in the directory the command started in";
+}
+
 // First contact in three commands: keygen on the client prints exactly the line the server's
 // authorized_keys takes; with it there the client gets in, without it it is refused.
 TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
