@@ -43,7 +43,10 @@ Failure refusal(const Message& m, const std::string& what) {
     for (size_t colon = what.find(':'); colon != std::string::npos; colon = what.find(':', colon + 1)) {
       const Named r = relation(head, what.substr(colon + 1));
       if (r == Named::other) continue;
-      if (r != Named::above) shown = what.substr(0, colon + 1) + head;
+      // Above: the file is the more exact name ("d/f: permission denied"), except where the
+      // directory is what is missing ("iso/: not a directory" for a file sent to "iso/", as cp
+      // names it; a nineteenth re-attack, N5).
+      if (r != Named::above || m.status == Status::not_directory) shown = what.substr(0, colon + 1) + head;
       text = text.substr(c + 2);
       break;
     }

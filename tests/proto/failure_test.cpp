@@ -58,9 +58,9 @@ TEST(Failure, AnOkAnswerTurnedIntoARefusalIsNeverOk) {
 // The path the peer names against the one asked for: the more exact one is shown, once, and
 // nothing that does not start with what the user asked for.
 TEST(Failure, ARefusalShowsTheMoreExactPathOnlyBelowTheOneAsked) {
-  const auto shown = [](const std::string& text, const std::string& what) {
+  const auto shown = [](const std::string& text, const std::string& what, Status st = Status::permission) {
     proto::Message m;
-    m.status = Status::permission;
+    m.status = st;
     m.text = text;
     return std::string(proto::refusal(m, what).what());
   };
@@ -69,6 +69,8 @@ TEST(Failure, ARefusalShowsTheMoreExactPathOnlyBelowTheOneAsked) {
   EXPECT_EQ(shown("d/f: permission denied", "h:1:d"), "h:1:d/f: permission denied");
   // above: the directory of the file asked for refused: the file stays the name shown
   EXPECT_EQ(shown("d/: permission denied", "h:1:d/f"), "h:1:d/f: permission denied");
+  // ... but a directory that is not there is named itself, as cp does ("iso/: not a directory")
+  EXPECT_EQ(shown("iso/: not a directory", "h:1:iso/a", Status::not_directory), "h:1:iso/: not a directory");
   // below the root "."
   EXPECT_EQ(shown("tdir: exists and is not a directory", "h:1:."), "h:1:tdir: exists and is not a directory");
   EXPECT_EQ(shown("../x: '..' is refused", "h:1:."), "h:1:.: ../x: '..' is refused");
