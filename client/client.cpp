@@ -628,9 +628,11 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
   if (const int n = named_descriptor(local); n >= 0) {
+    // Descriptor 1 is named as such: `recv host:f -` never typed "/dev/stdout".
+    const fs::path shown = n == STDOUT_FILENO ? fs::path("standard output") : local;
     const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
-    return AtomicFile::write_through(fd, local);
+    if (fd < 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
+    return AtomicFile::write_through(fd, shown);
   }
   struct stat st {};
   bool exists = ::stat(local.c_str(), &st) == 0;
@@ -714,7 +716,8 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   } catch (const Failure& e) {
     if (e.origin != Origin::local) throw;
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what(), e.status, e.err);
+    throw Failure((out ? out->shown().string() : printable(local.string())) + ": " + e.what(), e.status,
+                  e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -49,6 +49,8 @@ class AtomicFile {
 
   int fd() const { return fd_.get(); }
   bool through() const { return !dirfd_; }
+  // The destination as messages name it (printable already).
+  const std::filesystem::path& shown() const { return shown_; }
   // Sets mode (and mtime unless kNoMtime), closes and renames over the destination.
   void commit(FileMode mode, long long mtime = kNoMtime);
   void discard() noexcept;

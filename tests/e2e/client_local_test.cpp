@@ -499,6 +499,16 @@ TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
   ::close(sv[0]);
   EXPECT_EQ(rc, 0) << read_text_file(ws.local / "err.txt");
   EXPECT_TRUE(got == want) << "standard output on a socket: " << got.size() << " bytes of " << want.size();
+
+  // A write that fails names standard output, not a /dev/stdout the user never typed (a
+  // nineteenth re-attack, N5).
+  const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(full, 0);
+  EXPECT_EQ(wait_exit(spawn_aesxfer(args, ws.home, full, ws.local / "err.txt")), 1);
+  ::close(full);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  EXPECT_NE(err.find("standard output: no space left on device"), std::string::npos) << err;
+  EXPECT_EQ(err.find("/dev/stdout"), std::string::npos) << err;
 }
 
 // ---- B13 ---------------------------------------------------------------------------------------
