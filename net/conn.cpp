@@ -338,17 +338,7 @@ int connect_tcp(const std::string& host, uint16_t port, std::chrono::millisecond
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) {
-    // "h:2222" from a configuration's HostName (a nineteenth re-attack, N5): the port goes apart.
-    const size_t colon = host.find(':');
-    const bool port_in_host = colon != std::string::npos && colon + 1 < host.size() &&
-                              host.find(':', colon + 1) == std::string::npos &&
-                              host.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-    throw Failure::link("cannot resolve " + proto::printable(host) + ": " + gai_strerror(rc) +
-                        (port_in_host ? " (the port goes apart: -P " + host.substr(colon + 1) +
-                                            ", or Port in the configuration)"
-                                      : ""));
-  }
+  if (rc != 0) throw Failure::link("cannot resolve " + proto::printable(host) + ": " + gai_strerror(rc));
   std::string last = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
     files::UniqueFd sock(

@@ -171,10 +171,16 @@ TEST(CliWords, AddressHabitsAreToldTheFormThatWorks) {
   // A configuration's HostName with the port in it (a nineteenth re-attack, N5).
   write_text_file(ws.home / "config", "Host srv\n  HostName 127.0.0.1:7701\n");
   ::chmod((ws.home / "config").c_str(), 0600);
+  // It is the configuration's error, found before anything is looked up.
   r = run_aesxfer({"send", (ws.local / "f").string(), "srv:f", "--retries", "0"}, ws.home, 30);
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_TRUE(has(r.err, "cannot resolve 127.0.0.1:7701: ")) << r.err;
-  EXPECT_TRUE(has(r.err, "(the port goes apart: -P 7701, or Port in the configuration)")) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(
+      has(r.err, "config:2: HostName '127.0.0.1:7701': the port goes on a line of its own: Port 7701"))
+      << r.err;
+  EXPECT_EQ(r.err.find("cannot resolve"), std::string::npos) << r.err;
+  r = run_aesxfer({"send", (ws.local / "f").string(), "h:f", "-o", "HostName=127.0.0.1:7701"}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(has(r.err, "the port goes on a line of its own: Port 7701")) << r.err;
 }
 
 // A file to be written where it cannot be is refused before the work that ends in writing it
