@@ -122,8 +122,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         if (client) client->bye();
         return kExitFail;
       }
-      if (!may_retry || !retry.worth(f))
-        return end_on_failure(f, client.get(), proto::Status::is_directory, " (use -r)");
+      if (!may_retry || !retry.worth(f)) return end_on_failure(use_r_hint(f), client.get());
       retry.wait(f);
     } catch (const std::exception& e) {
       die_line(e.what());
