@@ -205,6 +205,29 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
   return 0;
 }
 
+// A source of recv_many too large to pipeline, fetched alone with its meter. False when its failure
+// ended the session (the caller names the sources after it); a lost link worth a retry is thrown.
+bool fetch_alone(client::Client& client, const std::string& from, const fs::path& local, uint64_t size,
+                 const TransferOpts& t, const client::ClientOptions& co, bool tty, Retrier& retry, int& rc) {
+  app::RateLimiter unlimited(0);  // --limit takes the one-by-one path (the caller's rule)
+  app::Progress prog(net::printable(fs::path(from).filename().string()), tty);
+  app::JsonProgress jp(from, t.json_progress);
+  FileMeter meter{prog, jp, unlimited, client};
+  try {
+    auto r = client.fetch(from, local, 0, meter.on_start(), meter.on_progress(), size);
+    meter.finish(r);
+    report(t, co, r, tty);
+    return true;
+  } catch (const proto::Failure& f) {
+    if (tty) std::fputc('\n', stdout);
+    // Data was due: a lost link is retried; else this file failed, and the ones after it are
+    // named (a nineteenth re-attack, N2: no --json object for it, nothing for the rest).
+    if (f.origin == net::Origin::link && retry.worth(f)) throw;
+    report_pipelined(t, co, tty, from, nullptr, &f, rc);
+    return f.origin == net::Origin::peer || client.can_continue();  // before any data: the next follows
+  }
+}
+
 // recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
 // by one (parallel streams as for one file).
@@ -230,22 +253,28 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   try {
     client = std::make_unique<client::Client>(co);
     retry.logged_in();
-    app::RateLimiter unlimited(0);  // --limit takes the one-by-one path (the caller's rule)
     client::Pipeline pl(*client);
     std::vector<std::optional<proto::Message>> st(paths.size());
+    std::vector<std::optional<proto::Failure>> refused(paths.size());
     for (size_t i = 0; i < paths.size(); ++i)
       pl.stat(paths[i], [&, i](const proto::Message* ok, const proto::Failure* f) {
-        if (ok) {
+        if (ok)
           st[i] = *ok;
-          return;
-        }
-        // Its line and, with --json, its object (a sixteenth re-attack, L3: none).
-        const proto::Failure hinted = use_r_hint(*f);
-        report_pipelined(t, co, tty, paths[i], nullptr, &hinted, rc);
+        else
+          refused[i] = use_r_hint(*f);
       });
     pl.drain();
+    // A refused source's line and, with --json, its object (a sixteenth re-attack, L3: none), in
+    // its place among the others: after the results of the gets before it.
+    const auto report_refused = [&](size_t i) {
+      report_pipelined(t, co, tty, paths[i], nullptr, &*refused[i], rc);
+    };
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (!st[i]) continue;
+      if (!st[i]) {
+        pl.drain();
+        report_refused(i);
+        continue;
+      }
       const fs::path local = dest / fs::path(paths[i]).filename();
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
@@ -256,25 +285,13 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       pl.drain();
-      app::Progress prog(net::printable(fs::path(paths[i]).filename().string()), tty);
-      app::JsonProgress jp(paths[i], t.json_progress);
-      FileMeter meter{prog, jp, unlimited, *client};
-      try {
-        auto r = client->fetch(paths[i], local, 0, meter.on_start(), meter.on_progress(), st[i]->size);
-        meter.finish(r);
-        report(t, co, r, tty);
-      } catch (const proto::Failure& f) {
-        if (tty) std::fputc('\n', stdout);
-        // Data was due: a lost link is retried; else this file failed, and the ones after it are
-        // named (a nineteenth re-attack, N2: no --json object for it, nothing for the rest).
-        if (f.origin == net::Origin::link && retry.worth(f)) throw;
-        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
-        if (f.origin == net::Origin::peer || client->can_continue())
-          continue;  // before any data: the next follows
-        for (size_t j = i + 1; j < paths.size(); ++j)
-          if (st[j]) report_not_moved(t, co, tty, paths[j], "not fetched", rc);
-        return {Then::done, rc};
-      }
+      if (fetch_alone(*client, paths[i], local, st[i]->size, t, co, tty, retry, rc)) continue;
+      for (size_t j = i + 1; j < paths.size(); ++j)
+        if (st[j])
+          report_not_moved(t, co, tty, paths[j], "not fetched", rc);
+        else
+          report_refused(j);
+      return {Then::done, rc};
     }
     pl.drain();
     client->bye();

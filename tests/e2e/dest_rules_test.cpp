@@ -265,6 +265,13 @@ TEST_F(DestRules, RecvOfSeveralSourcesGivesAFailedOneItsJsonObject) {
   }
   EXPECT_NE(r.out.find("\"file\":\"big\""), std::string::npos) << r.out;
   EXPECT_EQ(read_text_file(ws.local / "d" / "ok1"), "ok\n");
+  // One object per source, in the order of the command line, as the files are named there (an
+  // eighteenth re-attack's leftover: the failed ones came first).
+  std::vector<std::string> order;
+  for (const auto& l : nonempty_lines(r.out)) order.push_back(l.substr(0, l.find(',')));
+  EXPECT_EQ(order, (std::vector<std::string>{"{\"file\":\"ok1\"", "{\"file\":\"nonexist\"",
+                                             "{\"file\":\"bigdir\"", "{\"file\":\"big\""}))
+      << r.out;
 }
 
 // A fifteenth re-attack (K5): recv HOST:f HOST:x wrote a local file named "HOST:x", exit 0 (scp
