@@ -18,6 +18,7 @@
 #include "app/lab/bench.h"
 #include "app/lab/speed.h"
 #include "crypto/suite.h"
+#include "files/io.h"
 #include "files/keystore.h"
 #include "proto/init.h"
 
@@ -235,6 +236,7 @@ int precheck(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  aesxfer::files::note_inherited_descriptors();  // first: before anything takes descriptor 0, 1 or 2
   CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
   app.require_subcommand(0, 1);
   bool list = false, no_aesni = false;

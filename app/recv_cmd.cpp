@@ -16,6 +16,7 @@
 #include "client/pipeline.h"
 #include "client/recv_tree.h"
 #include "files/atomic_file.h"
+#include "files/io.h"
 
 namespace aesxfer::app {
 
@@ -321,6 +322,15 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
   }
   const std::string& dest = args.back();
   const size_t n = args.size() - 1;
+  struct stat out {};
+  if (dest == "-" && !files::inherited_descriptor(1)) {
+    die_line("recv: - (standard output) was not open when aesxfer started");
+    return kExitUsage;
+  }
+  if (dest == "-" && ::fstat(STDOUT_FILENO, &out) == 0 && S_ISDIR(out.st_mode)) {
+    die_line("recv: - (standard output) is a directory");
+    return kExitUsage;
+  }
   for (size_t i = 0; i < n; ++i) {
     const auto r = parse_remote(args[i]);
     if (!r) {

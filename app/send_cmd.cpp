@@ -34,6 +34,10 @@ int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t
     die_line("send: - (standard input) cannot be resumed: it is read only once (drop --resume)");
     return kExitUsage;
   }
+  if (std::find(args.begin(), args.end() - 1, "-") != args.end() - 1 && !files::inherited_descriptor(0)) {
+    die_line("send: - (standard input) was not open when aesxfer started");
+    return kExitUsage;
+  }
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     struct stat st {};
     if (std::string p = port_after_lower_p(args[i]); !p.empty() && ::stat(args[i].c_str(), &st) != 0) {

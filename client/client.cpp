@@ -532,11 +532,16 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   return resp.text.empty() ? req.path : resp.text;
 }
 
+static int named_descriptor(const fs::path& local);
+
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   fs::path local = local_in;
   std::error_code ec;
-  if (local != "/dev/null" && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
+  // A descriptor (/dev/stdout) is written as it is, a directory too (refused by open_local): a
+  // name appended would reopen it through /proc (a twentieth re-attack, N9).
+  if (local != "/dev/null" && named_descriptor(local) < 0 && fs::is_directory(local, ec))
+    local /= fs::path(remote).filename();
   return fetch(remote, local, zero_size, on_start, progress);
 }
 
@@ -611,6 +616,9 @@ static int named_descriptor(const fs::path& local) {
 
 UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, struct stat& st) {
   auto refused = [&shown](const std::string& why) { return Failure(printable(shown.string()) + ": " + why); };
+  if (const int n = dirfd == AT_FDCWD ? named_descriptor(name) : -1;
+      n >= 0 && !files::inherited_descriptor(n))
+    throw refused("descriptor " + std::to_string(n) + " was not open when aesxfer started");
   UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (!fd || ::fstat(fd.get(), &st) != 0) throw refused(errno_text(errno));
   if (S_ISDIR(st.st_mode)) throw refused("is a directory");
@@ -630,6 +638,14 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (const int n = named_descriptor(local); n >= 0) {
     // Descriptor 1 is named as such: `recv host:f -` never typed "/dev/stdout".
     const fs::path shown = n == STDOUT_FILENO ? fs::path("standard output") : local;
+    // Only a descriptor the process was given: any other is one of its own files or its
+    // connection (a twentieth re-attack, N1: the file went into the socket in clear).
+    if (!files::inherited_descriptor(n))
+      throw Failure(printable(shown.string()) + ": descriptor " + std::to_string(n) +
+                    " was not open when aesxfer started");
+    struct stat dst {};
+    if (::fstat(n, &dst) == 0 && S_ISDIR(dst.st_mode))
+      throw Failure(printable(shown.string()) + ": is a directory");
     const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, shown);

@@ -1,13 +1,17 @@
 #include "files/io.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bitset>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "files/unique_fd.h"
 #include "proto/failure.h"
 
 namespace aesxfer::files {
@@ -71,6 +75,32 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden) {
     return std::string(what) + " by group or others (mode " + m + ")";
   }
   return "";
+}
+
+namespace {
+constexpr int kNotedFds = 1024;
+bool g_noted = false;
+std::bitset<kNotedFds> g_inherited;
+}  // namespace
+
+void note_inherited_descriptors() noexcept {
+  for (int fd = 0; fd < kNotedFds; ++fd)
+    if (::fcntl(fd, F_GETFD) >= 0) g_inherited.set(size_t(fd));
+  g_noted = true;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (g_inherited.test(size_t(fd))) continue;
+    UniqueFd null(::open("/dev/null", O_RDWR));  // the lowest free number: fd itself, kept
+    if (null.get() == fd)
+      (void)null.release();
+    else if (null)
+      ::dup2(null.get(), fd);
+  }
+}
+
+bool inherited_descriptor(int fd) noexcept {
+  if (fd < 0) return false;
+  if (!g_noted) return ::fcntl(fd, F_GETFD) >= 0;
+  return fd < kNotedFds && g_inherited.test(size_t(fd));
 }
 
 }  // namespace aesxfer::files

@@ -26,6 +26,17 @@ bool made_when_read(int fd, const struct stat& st);
 // "permission denied", "no such file or directory", ... for messages.
 std::string errno_text(int err);
 
+// Start-up, before anything is opened (app/main.cpp): records which descriptors below 1024 the
+// process was given open, then opens /dev/null on each of 0, 1 and 2 that was closed, as ssh's
+// sanitise_stdfd does. Otherwise the first socket becomes descriptor 1, and `recv host:f -`
+// with standard output closed wrote the decrypted file into the connection in clear, exit 0
+// (a twentieth re-attack, N1).
+void note_inherited_descriptors() noexcept;
+// Descriptor fd was open when the process started (without note_inherited_descriptors, as in the
+// unit tests: whether it is open now). A destination or source that names a descriptor
+// (/dev/fd/N, -) is used only then: another is one of this process's own files or sockets.
+bool inherited_descriptor(int fd) noexcept;
+
 // Why an existing file that another local user may have put where it was found (a partial file, a
 // resume base, a key log, a temporary file to sweep) is not this user's own, or "" when it is:
 // owned by the effective user, with exactly one link (a second one would carry the data to a name

@@ -511,6 +511,64 @@ TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
   EXPECT_EQ(err.find("/dev/stdout"), std::string::npos) << err;
 }
 
+// A twentieth re-attack (N1): with standard output closed, the first socket became descriptor 1
+// and `recv host:f -` wrote the decrypted file into the connection in clear, exit 0; /dev/fd/3
+// named the socket the same way, also through a link another user planted. A closed 0, 1 or 2 is
+// /dev/null from the start (as ssh does), "-" and /dev/fd/N are used only when the process was
+// given them, and standard output that is a directory gets nothing written into it (N9).
+TEST_F(ClientLocal, ClosedOrForeignDescriptorsNeverBecomeTheConnection) {
+  write_text_file(ws.root / "secret.txt", "SECRET-MARKER\n");
+  const std::string port = std::to_string(server->port());
+  const auto sh = [&](const std::string& line) {
+    // Descriptor 7 closed first, whatever the test process let the shell inherit.
+    return run_process({"/bin/sh", "-c", "exec 7>&-; exec " AESXFER_BINARY " " + line},
+                       {{"AESXFER_HOME", ws.home.string()}}, 60);
+  };
+  auto r = sh("recv -P " + port + " 127.0.0.1:secret.txt - >&-");
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("recv: - (standard output) was not open when aesxfer started"), std::string::npos)
+      << r.err;
+  r = sh("recv -P " + port + " 127.0.0.1:secret.txt /dev/fd/7");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("/dev/fd/7: descriptor 7 was not open when aesxfer started"), std::string::npos)
+      << r.err;
+  // The same through a link into /proc/self/fd that someone else left.
+  const fs::path planted = ws.local / "planted.txt";
+  fs::create_symlink("/proc/self/fd/7", planted);
+  r = sh("recv -P " + port + " 127.0.0.1:secret.txt " + planted.string());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("descriptor 7 was not open when aesxfer started"), std::string::npos) << r.err;
+  // A descriptor it was given still works: 7 opened by the shell.
+  r = sh("recv -P " + port + " 127.0.0.1:secret.txt /dev/fd/7 7>" + (ws.local / "given").string());
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "given"), "SECRET-MARKER\n");
+  // Standard output a directory: refused, nothing written into it.
+  fs::create_directories(ws.local / "od");
+  for (const char* dest : {"-", "/dev/stdout"}) {
+    r = sh("recv -P " + port + " 127.0.0.1:secret.txt " + dest + " 1<" + (ws.local / "od").string());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(ws.local / "od")) << dest;
+  }
+  // send - with standard input closed sends nothing (it read its own socket, and hung).
+  r = sh("send -P " + port + " - 127.0.0.1:fromstdin <&-");
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("send: - (standard input) was not open when aesxfer started"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "fromstdin"));
+  // With standard output or error closed a transfer works: its lines go nowhere, not into the
+  // connection (the summary, or the first contact's "Permanently added", broke the session).
+  write_text_file(ws.local / "f.txt", "f\n");
+  fs::remove(ws.home / "known_hosts");
+  r = sh("send -P " + port + " " + (ws.local / "f.txt").string() + " 127.0.0.1:g1 2>&-");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  r = sh("send -P " + port + " " + (ws.local / "f.txt").string() + " 127.0.0.1:g2 >&-");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "g1"), "f\n");
+  EXPECT_EQ(read_text_file(ws.root / "g2"), "f\n");
+  EXPECT_EQ(server->log().find("record length exceeds"), std::string::npos) << server->log();
+}
+
 // ---- B13 ---------------------------------------------------------------------------------------
 
 TEST_F(ClientLocal, NamesOfNameMaxBytesMoveBothWays) {
