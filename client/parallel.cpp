@@ -103,21 +103,23 @@ class Runners {
   }
   // Starts f on a thread of its own for the connection whose socket is fd; false (not started)
   // once one has failed.
-  bool add(int fd, std::function<void()> f) {
+  // A connection `cl` whose part the server refused before any data (cl->can_continue()) leaves
+  // the others running: they are refused the same way and the session goes on with the next
+  // file (a twentieth re-attack, N10: a file refused under --streams ended the session).
+  bool add(int fd, std::function<void()> f, const Client* cl) {
     std::lock_guard<std::mutex> g(mu_);
     if (first_) return false;
     fds_.push_back(fd);
     before_.push_back(net::tcp_counts(fd));
-    threads_.emplace_back([this, fd, f = std::move(f)] {
+    threads_.emplace_back([this, fd, cl, f = std::move(f)] {
       try {
         f();
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu_);
-        if (!first_) {
-          first_ = std::current_exception();
+        if (!first_) first_ = std::current_exception();
+        if (!cl || !cl->can_continue())
           for (int other : fds_)
             if (other != fd) ::shutdown(other, SHUT_RDWR);
-        }
       }
     });
     return true;
@@ -337,7 +339,7 @@ int Client::open_extra(int want) {
 crypto::Checksum Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress,
                                    const proto::Message* commit) {
   crypto::Checksum sum;
-  proto::Message resp = ask(req);
+  proto::Message resp = ask_put(req);  // refused: this connection is still clean (can_continue)
   try {
     sum = send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
     if (commit) conn_->send_message(*commit);  // saves a round trip at the end
@@ -346,6 +348,7 @@ crypto::Checksum Client::put_range(int fd, const proto::Message& req, const Prog
     throw;
   }
   expect_ok_result(req.path);
+  clean_failure_ = commit == nullptr;  // at a request's boundary, unless the commit's answer is due
   return sum;
 }
 
@@ -405,9 +408,10 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   commit.op = proto::Op::commit;
   r.ranges.resize(parts);
   PartQueue queue(parts);
+  Runners run;
   const auto worker = [&](Client* cl, size_t c) {
     bool committed = false;
-    for (size_t i; queue.next(c, &i);) {
+    for (size_t i; !run.failed() && queue.next(c, &i);) {
       proto::Message part = req;
       part.part = uint32_t(i);
       part.offset = ranges[i].first;
@@ -417,11 +421,15 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
       r.ranges[i] = {part.offset, part.length,
                      cl->put_range(fd, part, sum.part(i), committed ? &commit : nullptr)};
     }
-    if (c == 0 && !committed) conn_->send_message(commit);  // the others still move their last parts
+    if (c == 0 && !committed && !run.failed()) {  // the others still move their last parts
+      clean_failure_ = false;                     // the commit's answer is due
+      conn_->send_message(commit);
+    }
   };
-  Runners run;
+  for (Client* cl : conns) cl->clean_failure_ = true;  // no request yet
   for (size_t c = 0; c < nconn; ++c)
-    run.add(conns[c]->conn_->fd(), [&worker, cl = conns[c], c] { worker(cl, c); });
+    run.add(
+        conns[c]->conn_->fd(), [&worker, cl = conns[c], c] { worker(cl, c); }, conns[c]);
   if (grows()) {  // more connections while parts are queued, where loss limits each
     size_t next = nconn;
     Grower grower(
@@ -432,14 +440,24 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
             Client* cl = more.get();
             extra_.push_back(std::move(more));  // kept for the later files
             const size_t c = next++;
-            started += run.add(cl->conn_->fd(), [&worker, cl, c] { worker(cl, c); });
+            cl->clean_failure_ = true;
+            started += run.add(
+                cl->conn_->fd(), [&worker, cl, c] { worker(cl, c); }, cl);
           }
           return started;
         },
         [this](const std::string& line) { log(1, line); });
     grower.wait();
   }
-  run.join();
+  try {
+    run.join();
+  } catch (const Failure&) {
+    // The session goes on only if every connection stopped at a request's boundary (refused
+    // before data, or after a whole part): each keeps its own flag, this one for the session.
+    for (auto& c : extra_) clean_failure_ = clean_failure_ && c->clean_failure_;
+    throw;
+  }
+  clean_failure_ = false;
   // Every part's Result was ok; the commit went out on this connection and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
@@ -493,15 +511,19 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   try {
     Runners run;
     for (size_t c = 0; c < nconn; ++c)
-      run.add(conns[c]->conn_->fd(), [&, cl = conns[c], c] {
-        for (size_t i; queue.next(c, &i);) {
-          proto::Message part = req;
-          part.part = uint32_t(i);
-          part.offset = ranges[i].first;
-          part.length = ranges[i].second;
-          r.ranges[i] = {part.offset, part.length, cl->get_range(out ? out->fd() : -1, part, sum.part(i))};
-        }
-      });
+      run.add(
+          conns[c]->conn_->fd(),
+          [&, cl = conns[c], c] {
+            for (size_t i; queue.next(c, &i);) {
+              proto::Message part = req;
+              part.part = uint32_t(i);
+              part.offset = ranges[i].first;
+              part.length = ranges[i].second;
+              r.ranges[i] = {part.offset, part.length,
+                             cl->get_range(out ? out->fd() : -1, part, sum.part(i))};
+            }
+          },
+          nullptr);
     run.join();
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {

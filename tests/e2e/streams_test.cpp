@@ -112,6 +112,32 @@ class Streams : public ServerTest {
   std::vector<std::string> server_args() const override { return {"--max-startups", "16:30:100"}; }
 };
 
+// A twentieth re-attack (N10): under --streams (the default on a long path) a file the server
+// refused before any data ended the session, so the files after it were "not sent" (and left
+// unnamed in a tree), where one connection sends them. Every connection is refused at its
+// request's boundary: the session goes on.
+TEST_F(Streams, ARefusedFileLeavesTheSessionToTheNextFile) {
+  write_random_file(ws.local / "m5", uint64_t(20) << 20, 26);
+  write_text_file(ws.local / "small.txt", "s\n");
+  fs::create_directories(ws.root / "pp" / "m5");  // a directory where the file would go
+  auto r = run({"send", "--streams", "4", "--json", (ws.local / "m5").string(),
+                (ws.local / "small.txt").string(), "127.0.0.1:pp/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("127.0.0.1:pp/m5: is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not sent"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "pp" / "small.txt"), "s\n");
+  // The same inside a tree, whose later file comes after the refused one.
+  fs::create_directories(ws.local / "t");
+  fs::copy_file(ws.local / "m5", ws.local / "t" / "m5");
+  write_text_file(ws.local / "t" / "z_small.txt", "z\n");
+  fs::create_directories(ws.root / "dst" / "t" / "m5");
+  r = run({"send", "-r", "--streams", "4", "--json", (ws.local / "t").string(), "127.0.0.1:dst"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.out.find("\"error\":\"127.0.0.1:dst/t/m5: is a directory"), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(ws.root / "dst" / "t" / "z_small.txt"), "z\n");
+  EXPECT_TRUE(temp_debris(ws.root).empty());
+}
+
 // Issue 25 item 3: a file is cut into parts of 8 MiB or more, handed out from a queue, so two
 // connections carry five parts of a 40 MiB file (before: one fixed range each); every byte in
 // place both ways.
