@@ -148,6 +148,30 @@ class Runners {
   std::exception_ptr first_;
 };
 
+// Runs f with `slot` set to v, and puts the old value back after (also when f throws).
+template <class F>
+auto with_value(int& slot, int v, F&& f) {
+  struct Restore {
+    int& s;
+    int old;
+    ~Restore() { s = old; }
+  } restore{slot, slot};
+  slot = v;
+  return f();
+}
+
+// Joins a put's connections. When one failed, rethrows once `clean` (this connection's flag) says
+// whether the session may go on: only if every connection stopped at a request's boundary
+// (refused before any data, or after a whole part), as each one's can_continue() says.
+void join_put(Runners& run, const std::vector<std::unique_ptr<Client>>& extra, bool& clean) {
+  try {
+    run.join();
+  } catch (const Failure&) {
+    for (const auto& c : extra) clean = clean && c->can_continue();
+    throw;
+  }
+}
+
 // Growth under loss (client/stream_growth.h): while a put's parts are still queued, samples its
 // connections' TCP_INFO and, when the rule asks, calls open(k), which opens up to k connections
 // more, starts them on the queue and returns how many it started.
@@ -382,17 +406,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   auto ranges = split(req.size, n);
   std::vector<Client*> conns{this};
   for (auto& c : extra_) conns.push_back(c.get());
-  if (ranges.size() < 2 || conns.size() < 2) {
-    // Not worth it after all (or no second connection): the plain put.
-    int saved = opt_.streams;
-    opt_.streams = 1;
-    struct Restore {
-      int& s;
-      int v;
-      ~Restore() { s = v; }
-    } restore{opt_.streams, saved};
-    return put(local, req.path, on_start, progress);
-  }
+  if (ranges.size() < 2 || conns.size() < 2)  // not worth it after all (or no second connection)
+    return with_value(opt_.streams, 1, [&] { return put(local, req.path, on_start, progress); });
   const size_t nconn = std::min(ranges.size(), conns.size());
   ranges = split(req.size, parts_for(req.size, nconn));
   const size_t parts = ranges.size();
@@ -449,14 +464,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
         [this](const std::string& line) { log(1, line); });
     grower.wait();
   }
-  try {
-    run.join();
-  } catch (const Failure&) {
-    // The session goes on only if every connection stopped at a request's boundary (refused
-    // before data, or after a whole part): each keeps its own flag, this one for the session.
-    for (auto& c : extra_) clean_failure_ = clean_failure_ && c->clean_failure_;
-    throw;
-  }
+  join_put(run, extra_, clean_failure_);
   clean_failure_ = false;
   // Every part's Result was ok; the commit went out on this connection and is answered now.
   proto::Message resp = conn_->recv_message("the commit");
