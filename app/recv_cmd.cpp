@@ -175,7 +175,8 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
         if (tty) std::fputc('\n', stdout);
         // The server refused this file (it cannot read it, it went since the listing): this file
         // alone, as for a pipelined one; the rest of the tree comes (a twelfth re-attack, G1: a
-        // large file refused ended the tree). A link or local failure still ends the session.
+        // large file refused ended the tree). A link or local failure still ends the session
+        // (recv_tree reports a local one, and the files after it: client::TreeEnded).
         if (f.origin != proto::Origin::peer) throw;
         report_pipelined(t, co, tty, from, nullptr, &f, rc);
       }
@@ -192,6 +193,8 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
     client->bye();
     if (rc) return rc;
+  } catch (const client::TreeEnded&) {  // every file already named
+    return kExitFail;
   } catch (const proto::Failure& f) {
     if (retry.worth(f)) {
       lost = f;

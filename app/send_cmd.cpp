@@ -138,6 +138,11 @@ struct SendSession {
       rc = kExitFail;
     };
     h.note = [](const std::string& line) { std::fprintf(stderr, "aesxfer: %s\n", line.c_str()); };
+    h.not_sent = [this](const std::string& shown) {
+      if (lost || (settled && settled->count(shown))) return;  // a retry sends it
+      report_not_moved(t, co, tty, shown, "not sent", rc);
+      settle(shown);
+    };
     return h;
   }
 

@@ -10,6 +10,13 @@
 
 namespace aesxfer::client {
 
+// Thrown by recv_tree (with `pipelined` given) when a local failure during a file's data ended the
+// session: that file's failure and every file of the listing after it ("not fetched") were already
+// reported through `pipelined`, so the caller says nothing more and exits 1.
+struct TreeEnded : proto::Failure {
+  explicit TreeEnded(const proto::Failure& f) : proto::Failure(f) {}
+};
+
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
 // the server's reply; the root "." has none, its contents go into dest), else as dest itself

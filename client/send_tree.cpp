@@ -227,6 +227,12 @@ bool TreeSender::send_open(const fs::path& local, int fd, const struct stat& st,
   return hooks_.send_one(local, fd, to) || c_.can_continue();
 }
 
+void TreeSender::name_rest(const std::vector<TreeEntry>& entries, size_t from) {
+  if (!hooks_.not_sent) return;
+  for (size_t i = from; i < entries.size(); ++i)
+    if (!entries[i].dir) hooks_.not_sent(entries[i].local.string());
+}
+
 bool TreeSender::finish() {
   try {
     pipeline_.drain();
@@ -283,14 +289,20 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
       hooks_.up_to_date(done);
     } else if (kept == Client::Kept::partial) {
       pipeline_.drain();
-      if (!hooks_.send_one(e.local, fd.get(), file_dest(base, e.rel)) && !c_.can_continue()) return false;
+      if (!hooks_.send_one(e.local, fd.get(), file_dest(base, e.rel)) && !c_.can_continue()) {
+        name_rest(entries, i + 1);
+        return false;
+      }
     } else {
       // Whole, as said: a large file then goes without the resume flag, which would only meet the
       // same refusal and end the tree there (a tenth re-attack).
       const bool resume = c_.set_resuming(!whole[i] && c_.resuming());
       const bool ok = send_open(e.local, fd.get(), st, file_dest(base, e.rel), true);
       c_.set_resuming(resume);
-      if (!ok) return false;
+      if (!ok) {
+        name_rest(entries, i + 1);
+        return false;
+      }
     }
   }
   return true;
@@ -348,11 +360,14 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
     if (c_.resuming()) {
       if (!send_resumed(entries, base, dir_failed)) return false;
     } else {
-      for (const auto& e : entries) {
-        if (e.dir)
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const auto& e = entries[i];
+        if (e.dir) {
           pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
-        else if (!send_entry(e, file_dest(base, e.rel)))
+        } else if (!send_entry(e, file_dest(base, e.rel))) {
+          name_rest(entries, i + 1);
           return false;
+        }
       }
     }
     if (preserve_) {  // directory modes and times last, deepest first
