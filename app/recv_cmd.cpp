@@ -181,6 +181,8 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
         report_pipelined(t, co, tty, from, nullptr, &f, rc);
       }
     };
+    // What the tree holds that -r skips by design (links, special files): left out by -q, as scp -q
+    // drops its warnings; failures are always shown.
     auto note = [&](const std::string& line) {
       if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
@@ -325,6 +327,10 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
   }
   const std::string& dest = args.back();
   const size_t n = args.size() - 1;
+  if (dest.empty()) {
+    die_line("recv: an empty destination ('') names no file" + std::string(usage));
+    return kExitUsage;
+  }
   struct stat out {};
   if (dest == "-" && !files::inherited_descriptor(1)) {
     die_line("recv: - (standard output) was not open when aesxfer started");

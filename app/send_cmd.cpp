@@ -26,6 +26,10 @@ namespace {
 // The usage errors among a send's sources, found before anything moves: "-" given twice or with
 // --resume, a port given after -p. Returns the exit status after printing the line, or 0.
 int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t) {
+  if (std::count(args.begin(), args.end() - 1, "") > 0) {  // a twentieth re-attack, N8: ": no such file"
+    die_line("send: an empty name ('') is no file");
+    return kExitUsage;
+  }
   if (std::count(args.begin(), args.end() - 1, "-") > 1) {
     die_line("send: - (standard input) given twice");
     return kExitUsage;
@@ -138,6 +142,10 @@ struct SendSession {
       rc = kExitFail;
     };
     h.note = [](const std::string& line) { std::fprintf(stderr, "aesxfer: %s\n", line.c_str()); };
+    // Left out by -q, as recv -r's and scp -q's (a twentieth re-attack, N7: send -r showed them).
+    h.skipped = [this](const std::string& line) {
+      if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+    };
     h.not_sent = [this](const std::string& shown) {
       if (lost || (settled && settled->count(shown))) return;  // a retry sends it
       report_not_moved(t, co, tty, shown, "not sent", rc);

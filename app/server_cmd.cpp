@@ -1,4 +1,5 @@
 // aesxfer serve, keygen and authorize: the server and the keys.
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <boost/asio/ip/address.hpp>
@@ -14,6 +15,7 @@
 #include "crypto/suite.h"
 #include "files/io.h"
 #include "files/keystore.h"
+#include "files/unique_fd.h"
 #include "net/congestion.h"
 #include "proto/failure.h"
 #include "proto/handshake.h"
@@ -34,6 +36,22 @@ struct ServeArgs {
   std::vector<std::string> checksums;
   uint64_t max_record = proto::kMaxRecordSize;
 };
+
+// An address that is not one is a usage error; HOST:PORT, as sshd's ListenAddress takes it, is
+// told where the port goes (an eighteenth re-attack, N8). "" when `listen` is fine.
+std::string listen_problem(const std::string& listen) {
+  boost::system::error_code ec;
+  if (listen.empty() || (boost::asio::ip::make_address(listen, ec), !ec)) return "";
+  const size_t colon = listen.rfind(':');
+  const bool port_given = colon != std::string::npos && colon + 1 < listen.size() &&
+                          listen.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  std::string addr = listen.substr(0, colon);
+  if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+  return "serve: --listen " + proto::printable(listen) + ": not an IP address" +
+         (port_given ? " (the port goes in -P: --listen " + proto::printable(addr) + " -P " +
+                           listen.substr(colon + 1) + ")"
+                     : std::string());
+}
 
 int cmd_serve(ServeArgs& a) {
   server::ServerOptions& so = a.so;
@@ -69,19 +87,14 @@ int cmd_serve(ServeArgs& a) {
       so.policy.checksums |= 1u << uint8_t(alg);
     }
   }
-  // An address that is not one is a usage error; HOST:PORT, as sshd's ListenAddress takes it, is
-  // told where the port goes (an eighteenth re-attack, N8).
-  if (boost::system::error_code ec;
-      !a.listen_addr.empty() && (boost::asio::ip::make_address(a.listen_addr, ec), ec)) {
-    const size_t colon = a.listen_addr.rfind(':');
-    const bool port_given = colon != std::string::npos && colon + 1 < a.listen_addr.size() &&
-                            a.listen_addr.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-    std::string addr = a.listen_addr.substr(0, colon);
-    if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
-    die_line("serve: --listen " + proto::printable(a.listen_addr) + ": not an IP address" +
-             (port_given ? " (the port goes in -P: --listen " + proto::printable(addr) + " -P " +
-                               a.listen_addr.substr(colon + 1) + ")"
-                         : std::string()));
+  if (const std::string why = listen_problem(a.listen_addr); !why.empty()) {
+    die_line(why);
+    return kExitUsage;
+  }
+  // A root that is not there is a usage error too, named as the option (a twentieth re-attack,
+  // N8: "root /x: No such file or directory", exit 1). The server opens it again to serve it.
+  if (const files::UniqueFd d(::open(a.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); !d) {
+    die_line("serve: --root " + proto::printable(a.root) + ": " + files::errno_text(errno));
     return kExitUsage;
   }
   // The port file's directory is checked before the server listens, so that a wrong path fails
@@ -105,7 +118,7 @@ int cmd_serve(ServeArgs& a) {
       return kExitUsage;
     }
   if (std::string why = net::check_congestion(so.congestion); !why.empty()) {
-    die_line(why);
+    die_line("serve: " + why);
     return kExitUsage;
   }
   server::Server server(so);

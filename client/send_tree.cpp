@@ -334,7 +334,7 @@ std::vector<TreeEntry> TreeSender::within_path_limit(std::vector<TreeEntry> entr
 bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::string* placed) {
   std::vector<std::string> skipped, unreadable;
   auto entries = walk_tree(local, &skipped, &unreadable);
-  for (const auto& sk : skipped) hooks_.note("skipping " + sk);
+  for (const auto& sk : skipped) (hooks_.skipped ? hooks_.skipped : hooks_.note)("skipping " + sk);
   for (const auto& u : unreadable) hooks_.failed(Failure(u));  // the command fails at the end
   if (hooks_.walked) hooks_.walked(entries);
   struct stat st {};

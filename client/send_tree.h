@@ -55,8 +55,10 @@ class TreeSender {
     std::function<void(const FileResult& done)> up_to_date;
     // A failure outside any one file's verdict: the connection, or a directory the server refused.
     std::function<void(const proto::Failure& f)> failed;
-    // A line about the local tree ("skipping NAME (not a regular file)").
+    // A line about the local tree (a partial file the server passed over).
     std::function<void(const std::string& line)> note;
+    // Optional (else `note`): what the walk skips by design ("skipping NAME (not a regular file)").
+    std::function<void(const std::string& line)> skipped;
     // Optional: a file of the tree that a failure ending the session kept from being sent (the
     // caller names it, unless a retry will send it).
     std::function<void(const std::string& shown)> not_sent;

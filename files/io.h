@@ -18,9 +18,10 @@ void write_full(int fd, const uint8_t* p, size_t n, int64_t pos = -1);
 // this way leaves no copy behind in freed memory (the caller wipes out).
 int read_small_file(int fd, std::string& out, size_t cap);
 
-// A regular file that says it is empty but yields bytes when read: /proc and sysfs files, made as
-// they are read (a copy sized by st_size, as scp makes, is empty). Reads one byte with pread: the
-// file position stays where it was.
+// A regular file whose size says nothing of what reading it yields: every file of /proc and sysfs
+// (made as they are read; sysfs says 4096 for a 6-byte attribute), and any other that says it is
+// empty but yields bytes (a copy sized by st_size, as scp makes, is empty or fails). Reads at most
+// one byte with pread: the file position stays where it was.
 bool made_when_read(int fd, const struct stat& st);
 
 // "permission denied", "no such file or directory", ... for messages.

@@ -157,6 +157,21 @@ proto::Identity read_identity(UniqueFd fd, const fs::path& path) {
     throw Failure("identity file " + proto::printable(path.string()) + " is owned by uid " +
                   std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(::geteuid()) +
                   "): its owner knows the secret key; use a key of your own (aesxfer keygen, -i)");
+  // A public key given for the secret one (-i id_ed25519.pub): said so, not "chmod 600 it" and then
+  // "damaged" (a twentieth re-attack, N5).
+  static const std::string kPub = "aesxfer-ed25519 ";
+  char head[16] = {};
+  const bool pub = ::pread(fd.get(), head, sizeof head, 0) == ssize_t(sizeof head) &&
+                   kPub.compare(0, kPub.size(), head, sizeof head) == 0;
+  crypto::secure_zero(head, sizeof head);
+  if (pub) {
+    std::string secret = path.string();
+    if (secret.size() > 4 && secret.compare(secret.size() - 4, 4, ".pub") == 0)
+      secret.resize(secret.size() - 4);
+    throw Failure("identity file " + proto::printable(path.string()) +
+                  " is a public key (the line for authorized_keys); give the secret key file instead (" +
+                  proto::printable(secret) + ")");
+  }
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));

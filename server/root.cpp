@@ -102,7 +102,7 @@ std::vector<fs::path> names_of(const fs::path& p) {
 Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r) {
   std::error_code ec;
   real_ = fs::canonical(root, ec);
-  if (ec) throw Failure("root " + printable(root.string()) + ": " + ec.message());
+  if (ec) throw Failure("root " + printable(root.string()) + ": " + errno_text(ec.value()));
   fd_.reset(::open(real_.c_str(), kDirFlags));
   if (!fd_) throw Failure("root " + printable(root.string()) + ": " + errno_text(errno));
   const char* off = std::getenv("AESXFER_NO_OPENAT2");

@@ -381,7 +381,8 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     }
     if (!admit(slot)) {
       w.status = proto::Status::busy;
-      w.text = "server busy: " + std::to_string(opt.max_sessions) + " sessions already (--max-sessions)";
+      w.text = "server busy: " + std::to_string(opt.max_sessions) +
+               (opt.max_sessions == 1 ? " session" : " sessions") + " already (--max-sessions)";
     }
     c.send_message(w);
     if (w.status != proto::Status::ok) throw Failure("refused: too many sessions");

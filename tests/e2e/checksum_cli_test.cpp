@@ -126,6 +126,25 @@ TEST(ServeAllowLists, AnUnknownNameIsAUsageErrorInEachList) {
   }
 }
 
+// The same for the other things serve is told before it starts (a twentieth re-attack, N8): a root
+// that is not there (was exit 1, "root /x: No such file or directory"), a congestion control the
+// kernel lacks (no "serve:"); and an empty name on send and recv (": no such file").
+TEST(ServeAllowLists, AMissingRootAndAnUnknownControlAreUsageErrorsNamedAsOptions) {
+  Workspace ws;
+  auto r = run_aesxfer({"serve", "-P", "0", "--root", (ws.root / "nope").string()}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.err, "aesxfer: serve: --root " + (ws.root / "nope").string() + ": no such file or directory\n");
+  r = run_aesxfer({"serve", "-P", "0", "--root", ws.root.string(), "--congestion", "nosuch"}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.err.rfind("aesxfer: serve: --congestion nosuch unavailable", 0), 0u) << r.err;
+  r = run_aesxfer({"send", "", "127.0.0.1:x"}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.err, "aesxfer: send: an empty name ('') is no file\n");
+  r = run_aesxfer({"recv", "127.0.0.1:x", ""}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.err.rfind("aesxfer: recv: an empty destination ('') names no file", 0), 0u) << r.err;
+}
+
 class ChecksumPolicy : public ServerTest {
   std::vector<std::string> server_args() const override {
     return {"--checksums", "sha256", "--max-record-size", "64K"};

@@ -82,6 +82,14 @@ TEST_F(ClientLocal, AFileMadeAsItIsReadArrivesWithItsContents) {
             read_text_file("/proc/sys/kernel/random/boot_id"));
   for (const auto& e : fs::directory_iterator(ws.root / "random"))
     EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
+  // sysfs says 4096 bytes for a 6-byte attribute: made as read too, whatever its size says (a
+  // twentieth re-attack, N4: "file shrank while being sent", exit 1).
+  const std::string mtu = read_text_file("/sys/class/net/lo/mtu");
+  ASSERT_GT(stat_of("/sys/class/net/lo/mtu").st_size, off_t(mtu.size()))
+      << "the test needs sysfs's page size";
+  r = run({"send", "/sys/class/net/lo/mtu", "127.0.0.1:mtu", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "mtu"), mtu);
 }
 
 // -p keeps a modification time before 1970 (negative) both ways, as cp -p does (a nineteenth
@@ -644,6 +652,21 @@ TEST_F(ClientLocal, IdentityIsCreatedOnlyWhenAbsentAndMustBePrivate) {
   EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::is_symlink(id));
   EXPECT_EQ(read_text_file(other), key);
+  // The public key given for the secret one is told so, whatever its mode (a twentieth
+  // re-attack, N5: "chmod 600 it", and after the chmod "damaged").
+  const fs::path pub = home.path() / "id_ed25519.pub";
+  write_text_file(ws.local / "f", "f");
+  for (mode_t m : {0644, 0600}) {
+    ASSERT_EQ(::chmod(pub.c_str(), m), 0);
+    r = run({"send", (ws.local / "f").string(), "127.0.0.1:f", "-i", pub.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(pub.string() +
+                         " is a public key (the line for authorized_keys); give the secret key "
+                         "file instead (" +
+                         (home.path() / "id_ed25519").string() + ")"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // ---- C14 ---------------------------------------------------------------------------------------

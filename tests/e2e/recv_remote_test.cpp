@@ -112,6 +112,16 @@ TEST_F(RecvTree, ExistingDirectoryReceivesTheTreeUnderItsName) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "") << "-q: no skip notes either";
   expect_same_tree(src, ws.local / "inbox" / "tree");
+  // send -r -q the same (a twentieth re-attack, N7: it showed its skip notes); without -q, named.
+  fs::create_directories(ws.local / "st");
+  write_text_file(ws.local / "st" / "f", "f");
+  ASSERT_EQ(::mkfifo((ws.local / "st" / "fifo").c_str(), 0600), 0);
+  r = run({"send", "-r", (ws.local / "st").string(), "127.0.0.1:back", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "") << "-q: no skip notes either";
+  r = run({"send", "-r", (ws.local / "st").string(), "127.0.0.1:back2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("skipping "), std::string::npos) << r.err;
   // Again: merges into the existing copy (files replaced whole).
   write_text_file(ws.local / "inbox" / "tree" / "a.bin", "stale");
   r = run({"recv", "-r", "127.0.0.1:tree/", (ws.local / "inbox").string(), "-q"});
