@@ -46,6 +46,16 @@ bool distinct_names(const char* verb, const std::vector<std::string>& shown,
   return true;
 }
 
+std::string port_in_path_hint(const Remote& r) {
+  const size_t colon = r.path.find(':');
+  if (colon == 0 || colon == std::string::npos || colon > 5 ||
+      r.path.find_first_not_of("0123456789") != colon)
+    return "";
+  const std::string port = r.path.substr(0, colon);
+  return " (" + net::printable(r.host + ":" + r.path) + " names the path " + net::printable(r.path) +
+         ": a port goes in -P " + port + ")";
+}
+
 bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   if (!r.user.empty() && !quiet)
     std::fprintf(stderr,

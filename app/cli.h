@@ -45,6 +45,10 @@ using client::Remote;
 // `special`: /dev/null to send to, /dev/zero to fetch; a ".." component) is refused here, before
 // anything moves, as the man page promises. Returns false after printing the error.
 bool check_remote(const Remote& r, bool quiet, const std::string& special);
+// " (...)" when r's path begins with digits and a colon (host:7720:f), which scp and aesxfer read as
+// a path while its writer likely meant a port: said when the connection fails (a twentieth
+// re-attack, N6). "" otherwise.
+std::string port_in_path_hint(const Remote& r);
 // For an argument that is not HOST:PATH because it holds an IPv6 address without brackets
 // ("::1:f"): " (an IPv6 address goes in brackets: [::1]:f)"; "" otherwise.
 std::string ipv6_hint(const std::string& arg);

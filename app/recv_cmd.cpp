@@ -84,6 +84,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  co.connect_hint = port_in_path_hint(*remote);
   // "-" is standard output; so is a destination that is standard output's file (/dev/stdout,
   // /dev/fd/1). Then the progress meter, --json-progress and the summary go to stderr.
   fs::path local = dest == "-" ? fs::path("/dev/stdout") : fs::path(dest);
@@ -138,6 +139,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  co.connect_hint = port_in_path_hint(*remote);
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
   int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
@@ -253,6 +255,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return {Then::done, kExitUsage};
+  co.connect_hint = port_in_path_hint(*first);
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
   std::unique_ptr<client::Client> client;

@@ -291,6 +291,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
   TransferOpts t = t_in;
   client::ClientOptions co;
   if (!apply_host_config(t, remote->host, co.host) || !pick_suite(t, co)) return kExitUsage;
+  co.connect_hint = port_in_path_hint(*remote);
   const std::string dest = remote->path.empty() ? "." : remote->path;
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;

@@ -93,7 +93,13 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   const std::string hp = host_port(opt_.host, opt_.port);
   log(1, "connecting to " + printable(opt_.host) + " port " + std::to_string(opt_.port));
   const auto t0 = Clock::now();
-  int fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
+  int fd = -1;
+  try {
+    fd = connect_tcp(opt_.host, opt_.port, opt_.timeout);
+  } catch (const Failure& f) {
+    if (opt_.connect_hint.empty()) throw;
+    throw Failure::link(f.what() + opt_.connect_hint);
+  }
   conn_ = std::make_unique<Conn>(fd, opt_.timeout, hp);
   sockaddr_storage sa{};
   socklen_t len = sizeof sa;

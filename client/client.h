@@ -116,6 +116,9 @@ struct ClientOptions {
   // --congestion / CongestionControl (net/congestion.h): auto, system or a name, set on every
   // connection this client opens (it matters on the ones it sends on: send).
   std::string congestion = "auto";
+  // Appended to the message of a connection that could not be made: the CLI's word on an address
+  // it doubts (a path that begins with what looks like a port).
+  std::string connect_hint;
 };
 
 struct FileResult {

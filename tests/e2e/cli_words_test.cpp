@@ -3,11 +3,14 @@
 // the port, HOST:PATH with the port apart); usage errors found before any byte moves; what happened
 // said once and in one convention (a new identity, /dev/zero without --size, one line per file,
 // one rate per file, the server's log of a failed put and of its own stop).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,6 +170,25 @@ TEST(CliWords, AddressHabitsAreToldTheFormThatWorks) {
     r = run_aesxfer({"serve", "--root", ws.root.string(), "--listen", listen}, ws.home, 30);
     EXPECT_EQ(r.exit_code, 2) << r.describe();
     EXPECT_EQ(r.err, "aesxfer: serve: --listen " + listen + ": not an IP address" + hint + "\n");
+  }
+  // HOST:PORT:PATH is a path, as for scp: a connection that fails then says where the port goes
+  // (a twentieth re-attack, N6). The port asked is one nothing listens on.
+  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  const std::string closed = std::to_string(ntohs(sa.sin_port));
+  ::close(probe);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"recv", "127.0.0.1:7720:a.txt", (ws.local / "o9").string(), "-P", closed},
+        std::vector<std::string>{"send", (ws.local / "f").string(), "127.0.0.1:7720:x.txt", "-P", closed}}) {
+    r = run_aesxfer(args, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(has(r.err, "names the path 7720:")) << r.err;
+    EXPECT_TRUE(has(r.err, ": a port goes in -P 7720)")) << r.err;
   }
   // A configuration's HostName with the port in it (a nineteenth re-attack, N5).
   write_text_file(ws.home / "config", "Host srv\n  HostName 127.0.0.1:7701\n");
