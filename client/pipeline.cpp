@@ -97,7 +97,20 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   c_.conn_->send_message(req);
   // The data goes right behind the request (a file that shrinks meanwhile breaks the session,
   // as it does for any put once data flows).
-  it.sum = send_stream(*c_.conn_, fd, size, nullptr, StreamOptions{});
+  try {
+    it.sum = send_stream(*c_.conn_, fd, size, nullptr, StreamOptions{});
+  } catch (const Failure& f) {
+    if (f.origin != proto::Origin::local) throw;
+    // This file failed as it was read: the session ends here, mid-file. The answers of the files
+    // before it are due (the server has them whole) and go to their callbacks, then this file's
+    // failure, named, to its own (a twentieth re-attack, N2: neither was reported, and the line
+    // did not name the file).
+    c_.conn_->flush();
+    while (!q_.empty()) complete_front();
+    const Failure named(printable(local.string()) + ": " + f.what(), f.status, f.err);
+    it.done(nullptr, &named);
+    throw PipelineStopped(named);
+  }
   bytes_ += size;
   q_.push_back(std::move(it));
 }

@@ -26,6 +26,12 @@ namespace aesxfer::client {
 files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size,
                                       const timespec& since);
 
+// Thrown by Pipeline::put when its file failed as it was read (the session cannot go on): every
+// file before it and this one already have their verdicts, so the caller reports nothing more.
+struct PipelineStopped : proto::Failure {
+  explicit PipelineStopped(const proto::Failure& f) : proto::Failure(f) {}
+};
+
 class Pipeline {
  public:
   // How much may be unanswered at once: requests, and file bytes (puts: sent; gets: announced).

@@ -220,6 +220,8 @@ bool TreeSender::send_open(const fs::path& local, int fd, const struct stat& st,
       return true;
     }
     pipeline_.drain();
+  } catch (const PipelineStopped&) {  // this file failed as it was read: every verdict given
+    return false;
   } catch (const Failure& f) {  // the connection failed: nothing more goes
     hooks_.failed(f);
     return false;

@@ -1,0 +1,41 @@
+// A test helper loaded with LD_PRELOAD into the aesxfer binary: fstat(2) of a regular file whose
+// name ends in ".liar" reports 4096 bytes more than the file holds, so that the sender meets, every
+// time, a file that "shrank" while it was read (the race a real shrinking file only sometimes
+// wins). Nothing else changes. Used by tests/e2e/chaos_test.cpp.
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+bool liar(int fd) {
+  char link[64];
+  char target[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = ::readlink(link, target, sizeof target - 1);
+  if (n <= 5) return false;
+  target[n] = '\0';
+  return std::strcmp(target + n - 5, ".liar") == 0;
+}
+
+template <class Stat>
+int lie(int (*real)(int, Stat*), int fd, Stat* st) {
+  const int r = real(fd, st);
+  if (r == 0 && S_ISREG(st->st_mode) && liar(fd)) st->st_size += 4096;
+  return r;
+}
+
+}  // namespace
+
+extern "C" int fstat(int fd, struct stat* st) {
+  static auto real = reinterpret_cast<int (*)(int, struct stat*)>(::dlsym(RTLD_NEXT, "fstat"));
+  return lie(real, fd, st);
+}
+
+extern "C" int fstat64(int fd, struct stat64* st) {
+  static auto real = reinterpret_cast<int (*)(int, struct stat64*)>(::dlsym(RTLD_NEXT, "fstat64"));
+  return lie(real, fd, st);
+}
