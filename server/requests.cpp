@@ -165,8 +165,12 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     result.text = e.what();
     std::string label = r.failed ? r.failed(e) : "failed";
     const bool goes_on = ahead && complete && e.origin == proto::Origin::local;
+    // Not after the link's own failure (this end stopped waiting for the client, or the connection
+    // broke): a client that was only suspended would read a refusal naming its own address and end
+    // the command; with the connection closed it meets a lost link, which --retries resumes (a
+    // twenty-first re-attack, N3).
     try {
-      answer(ctx, req, result);
+      if (e.origin != proto::Origin::link) answer(ctx, req, result);
     } catch (...) {
       if (goes_on) throw;
     }

@@ -814,3 +814,37 @@ TEST_F(ClientLocal, DashIsStandardInputForSend) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A client suspended past the server's timeout (a laptop's sleep, SIGSTOP) got, once it woke, the
+// server's last word as a refusal naming the client's own address ("timed out after 30 s waiting
+// for 127.0.0.1:49094"), exit 1, no retry (a twenty-first re-attack, N3). The server now closes
+// without a word after its link's own failure; the client meets a lost link and --retries resumes.
+class ClientSuspended : public ServerTest {
+  std::vector<std::string> server_args() const override { return {"--timeout", "2"}; }
+};
+
+TEST_F(ClientSuspended, PastTheServersTimeoutTheSendIsRetried) {
+  write_random_file(ws.local / "big.bin", 16 << 20, 31);
+  const pid_t pid = spawn_aesxfer({"send", (ws.local / "big.bin").string(), "127.0.0.1:big.bin", "-l", "80M",
+                                   "-P", std::to_string(server->port()), "--json"},
+                                  ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  EXPECT_TRUE(server->wait_for_log("timed out", 20)) << server->log();
+  ASSERT_EQ(::kill(pid, SIGCONT), 0);
+  int status = 0;
+  for (int i = 0; i < 1200 && ::waitpid(pid, &status, WNOHANG) != pid; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(WIFEXITED(status)) << read_text_file(ws.local / "err.txt");
+  const std::string err = read_text_file(ws.local / "err.txt"), out = read_text_file(ws.local / "out.txt");
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_EQ(err.find("waiting for 127.0.0.1"), std::string::npos) << err;
+  EXPECT_NE(out.find("\"retries\":1"), std::string::npos) << out;
+  EXPECT_EQ(sha256_file(ws.root / "big.bin"), sha256_file(ws.local / "big.bin"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
