@@ -178,6 +178,15 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
                  "aesxfer: warning: checksum none: no end-to-end check of the file beyond the record %s\n",
                  co.cipher->aead || co.mac->tag_len ? "authentication" : "layer (and MAC none: none at all)");
   co.record_size = uint32_t(t.record_size);
+  // -l low: records that take at most about 2 s at the rate (a power of two, 4 KiB at least), unless
+  // --record-size or RecordSize chose another size. The limiter sends whole records, and below about 70
+  // Kbit/s one 256 KiB record took longer than the server's 30 s idle timeout (a twenty-first re-attack, N2).
+  if (t.limit_kbit > 0 && t.record_size == proto::kDefaultPayload) {
+    const uint64_t two_seconds = uint64_t(t.limit_kbit) * 1000 / 8 * 2;
+    uint32_t r = uint32_t(proto::kMinRecordSize);
+    while (uint64_t(r) * 2 <= two_seconds && r * 2 <= co.record_size) r *= 2;
+    co.record_size = std::min(co.record_size, r);
+  }
   co.port = t.port;
   co.home = files::aesxfer_home();
   co.identity = t.identity;
@@ -282,11 +291,13 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
       std::fprintf(human, "aesxfer: note: %s\n", note.c_str());
   }
   std::fflush(out);
-  if (co.debug && r.record_size)
+  if (co.debug && r.record_size) {
+    const uint64_t records = (r.bytes - r.resumed_from + r.record_size - 1) / r.record_size;
     co.debug(1, net::printable(r.file) + ": " + std::to_string(r.streams) +
-                    (r.streams == 1 ? " stream" : " streams") + ", " +
-                    std::to_string((r.bytes - r.resumed_from + r.record_size - 1) / r.record_size) +
-                    " records of up to " + std::to_string(r.record_size) + " bytes");
+                    (r.streams == 1 ? " stream" : " streams") + ", " + std::to_string(records) +
+                    (records == 1 ? " record" : " records") + " of up to " + std::to_string(r.record_size) +
+                    " bytes");
+  }
 }
 
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,

@@ -848,3 +848,26 @@ TEST_F(ClientSuspended, PastTheServersTimeoutTheSendIsRetried) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// -l paces whole records: below about 70 Kbit/s one 256 KiB record took longer than the server's
+// 30 s idle timeout, so `send -l 60` always failed (a twenty-first re-attack, N2). A low limit
+// picks records of at most about 2 s at the rate (8 KiB at 60 Kbit/s); --record-size still wins.
+TEST_F(ClientLocal, ALowLimitSendsRecordsTheServerWaitsFor) {
+  write_random_file(ws.local / "n9k", 9000, 32);
+  auto r = run({"send", "-l", "60", "-v", (ws.local / "n9k").string(), "127.0.0.1:n9k"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("2 records of up to 8192 bytes"), std::string::npos) << r.err;
+  EXPECT_EQ(sha256_file(ws.root / "n9k"), sha256_file(ws.local / "n9k"));
+  r = run({"send", "-l", "60", "-v", "--record-size", "4K", (ws.local / "n9k").string(), "127.0.0.1:n9k"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("3 records of up to 4096 bytes"), std::string::npos) << r.err;
+  r = run({"send", "-l", "80M", "-v", (ws.local / "n9k").string(), "127.0.0.1:n9k"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("1 record of up to 262144 bytes"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test

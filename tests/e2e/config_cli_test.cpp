@@ -214,7 +214,7 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
         std::string("debug1: round trip "),
         std::string("debug1: streams: auto, 1 per large file, decided once (base round trip "),
         std::string(" ms, below 10 ms)\n"),
-        "debug1: " + f() + ": 1 stream, 1 records of up to 262144 bytes\n"})
+        "debug1: " + f() + ": 1 stream, 1 record of up to 262144 bytes\n"})
     EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
   EXPECT_EQ(r.err.find("debug2:"), std::string::npos) << r.err;
   // The host key shown is the one the server prints at start.
