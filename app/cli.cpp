@@ -327,10 +327,8 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 }
 
 void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const char* not_moved, int& rc) {
-  const proto::Failure f(
-      net::printable(shown) + ": " + not_moved + ": the session ended when an earlier file failed",
-      proto::Status::io_error);
+                      const std::string& shown, const char* not_moved, int& rc, const std::string& why) {
+  const proto::Failure f(net::printable(shown) + ": " + not_moved + ": " + why, proto::Status::io_error);
   report_pipelined(t, co, tty, shown, nullptr, &f, rc);
 }
 

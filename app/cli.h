@@ -188,7 +188,8 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 // A file an earlier file's failure kept from moving (the session ended): its line and, with
 // --json, its object, as report_pipelined gives a failure ("not sent" or "not fetched").
 void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const char* not_moved, int& rc);
+                      const std::string& shown, const char* not_moved, int& rc,
+                      const std::string& why = "the session ended when an earlier file failed");
 
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);

@@ -231,8 +231,14 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   retry.logged_in();
   // Several sources go into a directory: refused before anything is written when DEST is not
   // an existing directory on the server (else each file would replace the one before).
+  // Each source is named too, with --json in an object (a twenty-first re-attack, N1: nothing on
+  // stdout). A missing DEST is "not a directory" as for one file (issue 24, item 8).
   if (check_dir && dest != "/dev/null" && !client.is_remote_dir(dest)) {
-    die_line(client.remote_name(net::printable(dest)) + ": not a directory" + client.port_note());
+    const std::string why = client.remote_name(net::printable(dest)) + ": not a directory";
+    die_line(why + client.port_note());
+    int rc = kExitFail;
+    if (t.json)
+      for (const auto& src : sources) report_not_moved(t, co, tty, src, "not sent", rc, why);
     client.bye();
     return kExitFail;
   }

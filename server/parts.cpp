@@ -131,6 +131,9 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
   // wait until every part verified or one failed. Each part's session has its own idle timeout;
   // a part that has not even been asked for gets one `wait` from now.
   std::unique_lock<std::mutex> g(t.mu);
+  // A second commit of a transfer already in place (only a hand-made client sends one) is told so,
+  // not "no such file" from renaming the temporary file again (a twenty-first re-attack, N5).
+  if (t.committed) return Refusal{proto::Status::refused, what + ": this transfer is already committed"};
   auto verified = [&] {
     return std::all_of(t.state.begin(), t.state.end(), [](auto s) { return s == PartsTransfer::verified; });
   };

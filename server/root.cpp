@@ -278,7 +278,15 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   Source s;
   s.fd.reset(::openat(p->dir.get(), p->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!s.fd || ::fstat(s.fd.get(), &s.st) != 0) {
-    why = refusal_for(req, errno);
+    const int e = errno;
+    struct stat st {};
+    // A socket cannot be opened (ENXIO): "not a regular file", as a FIFO or a device is told,
+    // not "no such device or address" (a twenty-first re-attack, N4).
+    if (e == ENXIO && ::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISSOCK(st.st_mode))
+      why = {proto::Status::bad_path, req + ": not a regular file"};
+    else
+      why = refusal_for(req, e);
     return std::nullopt;
   }
   if (is_hidden(s.st)) {  // reached by another name (a case-folding file system, a hard link)

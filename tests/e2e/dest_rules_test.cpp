@@ -4,9 +4,12 @@
 // -p gives the source's mode; on both ends, for every way a file is written.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -247,6 +250,43 @@ TEST_F(DestRules, ATreePathOverTheLimitFailsAloneAndIsNamed) {
   EXPECT_NE(r.err.find("over the protocol's 4096; skipped with all below it"), std::string::npos) << r.err;
   EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
   for (const char* f : {"aa", "top", "zz"}) EXPECT_TRUE(fs::exists(ws.root / base / "deep" / f)) << f;
+}
+
+// Several files sent to a directory that is not there: one line for the destination, and with
+// --json one object per file (a twenty-first re-attack, N1: stdout was empty).
+TEST_F(DestRules, SeveralFilesToNoDirectoryEachGetAnObject) {
+  write_text_file(ws.local / "f5", "5\n");
+  write_text_file(ws.local / "f6", "6\n");
+  auto r = run({"send", "--json", (ws.local / "f5").string(), (ws.local / "f6").string(), "127.0.0.1:d/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("127.0.0.1:d/: not a directory"), std::string::npos) << r.err;
+  const auto lines = nonempty_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (size_t i = 0; i < 2; ++i) {
+    auto o = parse_flat_json(lines[i]);
+    ASSERT_TRUE(o) << lines[i];
+    EXPECT_EQ(fs::path((*o)["file"]).filename(), i == 0 ? "f5" : "f6");
+    EXPECT_NE((*o)["error"].find("not sent: 127.0.0.1:d/: not a directory"), std::string::npos) << lines[i];
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "d"));
+}
+
+// A UNIX socket in the root is "not a regular file", as a FIFO or a device is (a twenty-first
+// re-attack, N4: "no such device or address").
+TEST_F(DestRules, ASocketOnTheServerIsNotARegularFile) {
+  const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::string path = (ws.root / "sock").string();
+  ASSERT_LT(path.size(), sizeof sa.sun_path);
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  auto r = run({"recv", "127.0.0.1:sock", (ws.local / "x").string()});
+  ::close(s);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("127.0.0.1:sock: not a regular file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "x"));
 }
 
 // recv of several sources: a source that fails has its --json object too (L3).

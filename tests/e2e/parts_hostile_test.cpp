@@ -78,6 +78,11 @@ TEST_F(PartsHostile, HonestPartsByHandCommit) {
   EXPECT_EQ(a.put_part(part(0, 2, 0, kRec, 2 * kRec + 1)).status, proto::Status::ok);
   EXPECT_EQ(b.put_part(part(1, 2, kRec, kRec + 1, 2 * kRec + 1)).status, proto::Status::ok);
   EXPECT_EQ(a.commit(part(0, 2, 0, kRec, 2 * kRec + 1)).status, proto::Status::ok);
+  // A second commit is told the transfer is in place (a twenty-first re-attack, N5: "dst.bin: no
+  // such file or directory", from renaming the temporary file again).
+  const Message again = b.commit(part(1, 2, kRec, kRec + 1, 2 * kRec + 1));
+  EXPECT_EQ(again.status, proto::Status::refused);
+  EXPECT_NE(again.text.find("dst.bin: this transfer is already committed"), std::string::npos) << again.text;
   a.bye();
   b.bye();
   EXPECT_EQ(fs::file_size(ws.root / "dst.bin"), 2 * kRec + 1);
