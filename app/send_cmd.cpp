@@ -231,8 +231,8 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   retry.logged_in();
   // Several sources go into a directory: refused before anything is written when DEST is not
   // an existing directory on the server (else each file would replace the one before).
-  // Each source is named too, with --json in an object (a twenty-first re-attack, N1: nothing on
-  // stdout). A missing DEST is "not a directory" as for one file (issue 24, item 8).
+  // Each source is named too, with --json in an object of its own. A DEST that is not there is
+  // "not a directory", the same words a single file sent to a missing DEST/ gets from the server.
   if (check_dir && dest != "/dev/null" && !client.is_remote_dir(dest)) {
     const std::string why = client.remote_name(net::printable(dest)) + ": not a directory";
     die_line(why + client.port_note());
