@@ -392,9 +392,10 @@ pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, 
   return pid;
 }
 
-int wait_exit(pid_t pid) {
+// Its exit status, 128 + the signal that killed it, or -1 after timeout_s (it is then killed).
+int wait_exit(pid_t pid, double timeout_s = 10) {
   int status = 0;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < int(timeout_s * 20); ++i) {
     if (::waitpid(pid, &status, WNOHANG) == pid)
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -835,12 +836,10 @@ TEST_F(ClientSuspended, PastTheServersTimeoutTheSendIsRetried) {
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   EXPECT_TRUE(server->wait_for_log("timed out", 20)) << server->log();
   ASSERT_EQ(::kill(pid, SIGCONT), 0);
-  int status = 0;
-  for (int i = 0; i < 1200 && ::waitpid(pid, &status, WNOHANG) != pid; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_TRUE(WIFEXITED(status)) << read_text_file(ws.local / "err.txt");
+  const int rc = wait_exit(pid, 60);
+  ASSERT_NE(rc, -1) << read_text_file(ws.local / "err.txt");
   const std::string err = read_text_file(ws.local / "err.txt"), out = read_text_file(ws.local / "out.txt");
-  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_EQ(rc, 0) << err;
   EXPECT_EQ(err.find("waiting for 127.0.0.1"), std::string::npos) << err;
   EXPECT_NE(out.find("\"retries\":1"), std::string::npos) << out;
   EXPECT_EQ(sha256_file(ws.root / "big.bin"), sha256_file(ws.local / "big.bin"));
