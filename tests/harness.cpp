@@ -262,13 +262,15 @@ int status_to_code(int status) {
   return -1;
 }
 
-// In the child: stdin from /dev/null, stdout/stderr to the given fds, then exec.
+// In the child: stdin from /dev/null, stdout/stderr to the given fds, no other descriptor, then exec.
 [[noreturn]] void child_exec(const ExecArgs& ea, int out_fd, int err_fd, bool die_with_parent) {
   if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  int devnull = ::open("/dev/null", O_RDONLY);
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, 0);
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
+  // Nothing else, whatever the test process itself inherited (as a login shell gives a command).
+  ::close_range(3, ~0U, 0);
   ::execve(ea.argv[0], ea.argv.data(), ea.envp.data());
   static const char msg[] = "harness: execve failed\n";
   ssize_t ignored = ::write(2, msg, sizeof msg - 1);

@@ -3,14 +3,11 @@
 // the port, HOST:PATH with the port apart); usage errors found before any byte moves; what happened
 // said once and in one convention (a new identity, /dev/zero without --size, one line per file,
 // one rate per file, the server's log of a failed put and of its own stop).
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -173,15 +170,7 @@ TEST(CliWords, AddressHabitsAreToldTheFormThatWorks) {
   }
   // HOST:PORT:PATH is a path, as for scp: a connection that fails then says where the port goes
   // (a twentieth re-attack, N6). The port asked is one nothing listens on.
-  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  const std::string closed = std::to_string(ntohs(sa.sin_port));
-  ::close(probe);
+  const std::string closed = std::to_string(unused_port());
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"recv", "127.0.0.1:7720:a.txt", (ws.local / "o9").string(), "-P", closed},
         std::vector<std::string>{"send", (ws.local / "f").string(), "127.0.0.1:7720:x.txt", "-P", closed}}) {
@@ -660,6 +649,15 @@ TEST(CliWordsServerLog, OnAnEightBitTerminalHighBytesAreEscaped) {
   EXPECT_TRUE(fs::exists(ws.root / name));
   EXPECT_NE(out.find("31mRED"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x9b'), std::string::npos) << proto::printable(out);
+}
+
+// The harness starts the tool with descriptors 0, 1 and 2 only, as a shell does: the tool's own
+// handling of inherited descriptors (files::note_inherited_descriptors) must not be tested beside a
+// stray one. `ls` holds one more while it reads the directory: its own, descriptor 3.
+TEST(Harness, ChildrenGetOnlyTheStandardDescriptors) {
+  ProcResult r = run_process({"/bin/ls", "/proc/self/fd"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n") << r.describe();
 }
 
 }  // namespace
