@@ -161,6 +161,26 @@ void drop_stale_partial(int dirfd, const std::string& name) noexcept {
   ::unlinkat(dirfd, pname.c_str(), 0);
 }
 
+PartialLock lock_partial(int dirfd, const std::string& pname, int fd) noexcept {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return PartialLock::busy;
+  struct stat mine {
+  }, there{};
+  if (::fstat(fd, &mine) != 0 || ::fstatat(dirfd, pname.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 ||
+      there.st_dev != mine.st_dev || there.st_ino != mine.st_ino)
+    return PartialLock::moved;
+  return PartialLock::held;
+}
+
+int close_and_rename_locked(UniqueFd& fd, int dirfd, const std::string& from, const std::string& to,
+                            bool* closed) {
+  *closed = false;
+  const UniqueFd lock(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));  // the same open file: its flock
+  if (!lock) return errno;
+  if (fd.close() != 0) return errno;
+  *closed = true;
+  return ::renameat(dirfd, from.c_str(), dirfd, to.c_str()) != 0 ? errno : 0;
+}
+
 std::filesystem::path PartialFile::partial_path(const std::filesystem::path& dest) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
@@ -193,15 +213,18 @@ void PartialFile::open(const std::string& name) {
     return Failure(path_.string() + ": not resuming from this partial file: " + why,
                    proto::Status::permission, EPERM);
   };
-  fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  const int e = errno;
-  if (std::string why = partial_unfit(dirfd_.get(), pname_, fd_.get(), e); !why.empty())
-    throw passed_over(why);
-  if (!fd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
-  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+  for (int attempt = 0;; ++attempt) {
+    fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    const int e = errno;
+    if (std::string why = partial_unfit(dirfd_.get(), pname_, fd_.get(), e); !why.empty())
+      throw passed_over(why);
+    if (!fd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
+    const PartialLock got = lock_partial(dirfd_.get(), pname_, fd_.get());
+    if (got == PartialLock::held) break;
     fd_.reset();
-    throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
-                  EWOULDBLOCK);
+    if (got == PartialLock::busy || attempt == 3)
+      throw Failure(dest_.filename().string() + ": another transfer is writing this file",
+                    proto::Status::busy, EWOULDBLOCK);
   }
   slot_ = register_kept(dirfd_.get(), pname_, path_.string());
 }
@@ -227,16 +250,17 @@ void PartialFile::truncate_to(uint64_t n) {
 
 void PartialFile::commit(FileMode mode, long long mtime) {
   apply_mode_mtime(fd_.get(), mode.resolve(dirfd_.get(), name_), mtime);
-  if (fd_.close() != 0) throw Failure("cannot finish writing " + dest_.string() + ": " + errno_text(errno));
-  if (::renameat(dirfd_.get(), pname_.c_str(), dirfd_.get(), name_.c_str()) != 0)
-    throw Failure("cannot rename into " + dest_.string() + ": " + errno_text(errno));
+  bool closed = false;
+  if (int e = close_and_rename_locked(fd_, dirfd_.get(), pname_, name_, &closed); e != 0)
+    throw Failure((closed ? "cannot rename into " : "cannot finish writing ") + dest_.string() + ": " +
+                  errno_text(e));
   unregister_kept(slot_);
   slot_ = -1;
 }
 
 void PartialFile::discard() noexcept {
+  if (fd_) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);  // while locked: nobody else's file yet
   fd_.reset();
-  ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
   unregister_kept(slot_);
   slot_ = -1;
 }

@@ -66,6 +66,21 @@ void drop_stale_partial(int dirfd, const std::string& name) noexcept;
 // such file; the caller reports that error).
 std::string partial_unfit(int dirfd, const std::string& pname, int fd, int open_errno);
 
+// How taking a partial file's lock went (lock_partial).
+enum class PartialLock { held, busy, moved };
+// Takes the lock of `fd`, opened as `pname` in dirfd, without waiting: busy when another transfer
+// holds it; moved when it was taken but `pname` no longer names that file (the transfer it was
+// taken from renamed it into place, or drop_stale_partial removed it, between this open and the
+// lock): the caller opens the name again, never writes the file it holds (a twenty-second
+// re-attack, N2: two sessions wrote one inode, and an ok put left an empty destination).
+PartialLock lock_partial(int dirfd, const std::string& pname, int fd) noexcept;
+// Closes fd (reporting what close reports: write errors surface there on NFS) while a duplicate
+// still holds its flock, then renames `from` over `to` in dirfd and lets the lock go: the name is
+// never free for another transfer to lock and truncate between the close and the rename. Returns
+// 0, or the errno of the close (nothing renamed) or of the rename, with *closed saying which.
+int close_and_rename_locked(UniqueFd& fd, int dirfd, const std::string& from, const std::string& to,
+                            bool* closed);
+
 // "<dir>/.<name>.aesxfer-partial" (hidden_name: never over NAME_MAX): the receiver's file for a put with the
 // resume flag. Kept when the transfer breaks (the destructor closes it without removing it); renamed into
 // place by commit(). Opened without following symlinks and locked (flock) so two sessions cannot write the

@@ -133,6 +133,11 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
   }
 }
 
+bool Root::removed() const {
+  struct stat st {};
+  return ::fstat(fd_.get(), &st) == 0 && st.st_nlink == 0;
+}
+
 std::optional<std::vector<std::string>> Root::split(const std::string& req, Refusal& why) {
   why.status = proto::Status::bad_path;
   if (bad_name(req)) {
@@ -441,18 +446,15 @@ TempFile::TempFile(const Place& dest) : dir_(dup_fd(dest.dir.get())), name_(dest
 }
 
 namespace {
-// Applies mode and mtime, closes fd and renames `from` over `to` in dir. Throws Failure (err set).
+// Applies mode and mtime, closes fd and renames `from` over `to` in dir, its lock held until the
+// rename is done (files::close_and_rename_locked). Throws Failure (err set).
 void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& from, const std::string& to,
                        FileMode mode, long long mtime) {
   apply_mode_mtime(fd.get(), mode.resolve(dir.get(), to), mtime);
-  if (fd.close() != 0) {
-    int e = errno;
-    throw Failure("cannot finish writing: " + errno_text(e), proto::Status::io_error, e);
-  }
-  if (::renameat(dir.get(), from.c_str(), dir.get(), to.c_str()) != 0) {
-    int e = errno;
-    throw Failure("cannot rename into place: " + errno_text(e), proto::Status::io_error, e);
-  }
+  bool closed = false;
+  if (int e = files::close_and_rename_locked(fd, dir.get(), from, to, &closed); e != 0)
+    throw Failure((closed ? "cannot rename into place: " : "cannot finish writing: ") + errno_text(e),
+                  proto::Status::io_error, e);
 }
 }  // namespace
 
@@ -492,16 +494,22 @@ KeptPartial::KeptPartial(const Place& dest)
   const std::string shown = shown_partial(dest);
   if (!dir_)
     throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
-  fd_.reset(
-      ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
-  const int e = errno;
-  if (std::string why = files::partial_unfit(dir_.get(), partial_, fd_.get(), e); !why.empty()) {
+  for (int attempt = 0;; ++attempt) {
+    fd_.reset(
+        ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+    const int e = errno;
+    if (std::string why = files::partial_unfit(dir_.get(), partial_, fd_.get(), e); !why.empty()) {
+      fd_.reset();
+      throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
+    }
+    if (!fd_) throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
+    // Locked, and still the file of that name: never one another session is renaming into place.
+    const files::PartialLock got = files::lock_partial(dir_.get(), partial_, fd_.get());
+    if (got == files::PartialLock::held) return;
     fd_.reset();
-    throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
+    if (got == files::PartialLock::busy || attempt == 3)
+      throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
   }
-  if (!fd_) throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
-  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
-    throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
 }
 
 uint64_t KeptPartial::length() const {
@@ -522,8 +530,8 @@ void KeptPartial::commit(FileMode mode, long long mtime) {
 }
 
 void KeptPartial::discard() noexcept {
+  if (fd_) ::unlinkat(dir_.get(), partial_.c_str(), 0);  // while locked: nobody else's file yet
   fd_.reset();
-  ::unlinkat(dir_.get(), partial_.c_str(), 0);
 }
 
 UniqueFd open_kept_partial(const Place& dest, std::string& distrust) {

@@ -72,6 +72,9 @@ class Root {
   const std::filesystem::path& real() const { return real_; }
   int fd() const { return fd_.get(); }
   bool uses_openat2() const { return openat2_; }
+  // True once the root directory has been removed (its link count is 0): the server still holds
+  // the deleted directory, while a directory made again at the same path is another one.
+  bool removed() const;
   // The hidden paths that lie under the root (serve warns at start).
   const std::vector<std::filesystem::path>& hides() const { return hidden_paths_; }
 

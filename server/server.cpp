@@ -379,6 +379,16 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
       throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key) +
                     (why.empty() ? "" : "; no key of authorized_keys is trusted: " + why));
     }
+    if (root->removed()) {
+      // Whatever is at the path now is not what the server was started to serve: refused, and
+      // logged at each login, until the server is restarted (a deleted root would otherwise
+      // take puts that vanish and list nothing).
+      w.status = proto::Status::refused;
+      w.text = "the server's root directory was removed after the server started (restart it)";
+      c.send_message(w);
+      throw Failure("refused: the root directory " + printable(root->real().string()) +
+                    " was removed after the server started; restart the server to serve it again");
+    }
     if (!admit(slot)) {
       w.status = proto::Status::busy;
       w.text = "server busy: " + std::to_string(opt.max_sessions) +

@@ -331,12 +331,15 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
 }
 
 ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
-                             const std::vector<std::string>& extra_args, uid_t as_user) {
+                             const std::vector<std::string>& extra_args, uid_t as_user,
+                             const std::map<std::string, std::string>& extra_env) {
   fs::path port_file = dir_.path() / "port";
   std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",    "127.0.0.1",       "-P", "0",
                                 "--root",       root.string(), "--port-file", port_file.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  ExecArgs ea(argv, {{"AESXFER_HOME", home.string()}});
+  std::map<std::string, std::string> env = extra_env;
+  env["AESXFER_HOME"] = home.string();
+  ExecArgs ea(argv, env);
   int out_fd = ::open((dir_.path() / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int err_fd = ::open((dir_.path() / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0 || err_fd < 0) throw std::runtime_error("ServerProcess: cannot create log files");

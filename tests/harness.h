@@ -133,8 +133,9 @@ class ServerProcess {
  public:
   // With as_user (a uid other than 0), the server drops to that user and group (and no
   // supplementary groups) before it runs: a root test's way to a server that permissions bind.
+  // extra_env is added to its environment (an LD_PRELOAD probe).
   ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args = {},
-                uid_t as_user = 0);
+                uid_t as_user = 0, const std::map<std::string, std::string>& extra_env = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

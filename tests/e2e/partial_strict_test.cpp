@@ -10,8 +10,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "files/unique_fd.h"
@@ -359,6 +361,40 @@ TEST(PartialStrictModesAsAUser, AnUnopenablePartialFileInAStickyDirectoryBlocksN
   EXPECT_EQ(sha256_file(inbox / "p.bin"), sha256_file(ws.local / "p.bin"));
   EXPECT_EQ(read_text_file(theirs), "theirs\n");
   EXPECT_EQ(server.stop(), 0);
+}
+
+// A twenty-second re-attack (N2): both ends closed a resumed transfer's partial file, which let its
+// lock go, before renaming it into place. In between, another session could lock the same file,
+// adopt it and truncate it to its own offset (an ok put left an empty file), or a plain put's
+// clean-up could remove it (verified data lost). tests/rename_probe.cpp (LD_PRELOAD) tries the
+// lock at each such rename and says whether it was still held; it must be, on both ends.
+TEST(PartialLockAtRename, BothEndsRenameAPartialFileWhileStillHoldingItsLock) {
+  Workspace ws;
+  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  const std::map<std::string, std::string> probe = {
+      {"LD_PRELOAD", AESXFER_RENAME_PROBE},
+      {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+  ServerProcess server(ws.home, ws.root, {}, 0, probe);
+  const fs::path src = ws.local / "f.bin";
+  write_random_file(src, 300000, 22);
+  const std::string port = std::to_string(server.port());
+  ProcResult r =
+      run_aesxfer({"send", "--resume", "-q", "-P", port, src.string(), "127.0.0.1:f.bin"}, ws.home);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.root / "f.bin"), sha256_file(src));
+  std::map<std::string, std::string> env = probe;
+  env["AESXFER_HOME"] = ws.home.string();
+  r = run_process({AESXFER_BINARY, "recv", "--resume", "-q", "-P", port, "127.0.0.1:f.bin",
+                   (ws.local / "back.bin").string()},
+                  env, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "back.bin"), sha256_file(src));
+  EXPECT_NE(r.err.find("rename_probe: held .back.bin.aesxfer-partial"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rename_probe: free"), std::string::npos) << r.err;
+  server.stop();
+  EXPECT_NE(server.log().find("rename_probe: held .f.bin.aesxfer-partial"), std::string::npos)
+      << server.log();
+  EXPECT_EQ(server.log().find("rename_probe: free"), std::string::npos) << server.log();
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // one) and told so; the default allows every cipher.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
@@ -61,6 +63,31 @@ TEST(ServerPolicyOptions, UnknownNamesAreRefusedAtStart) {
       20);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown MAC 'crc32'"), std::string::npos) << r.err;
+}
+
+// A root removed and made again while the server runs: the server holds the deleted directory,
+// where puts would vanish and listings show nothing, all with exit 0. Each login is refused with
+// the reason, on both ends, until the server is restarted (a re-attack's known item).
+class RemovedRoot : public ServerTest {};
+
+TEST_F(RemovedRoot, LoginsAreRefusedWithTheReasonUntilARestart) {
+  const fs::path f = ws.local / "a.bin";
+  write_random_file(f, 1000, 2);
+  auto r = run({"send", f.string(), "127.0.0.1:a.bin", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::remove_all(ws.root);
+  fs::create_directory(ws.root);
+  for (int i = 0; i < 2; ++i) {
+    r = run({"send", f.string(), "127.0.0.1:a.bin", "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("the server's root directory was removed after the server started (restart it)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(ws.root));
+  EXPECT_TRUE(server->wait_for_log("was removed after the server started; restart the server", 5, 2))
+      << server->log();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "tests/harness.h"
 
 namespace aesxfer::test {
+using files::UniqueFd;
 namespace {
 
 size_t open_descriptors() {
@@ -91,6 +92,53 @@ TEST(PartialFile, RefusalsNameTheFilePrintable) {
   } catch (const proto::Failure& f) {
     EXPECT_EQ(std::string(f.what()).find('\x1b'), std::string::npos) << proto::printable(f.what());
   }
+}
+
+// lock_partial: a file whose lock is taken after its name moved on (renamed into place by the
+// transfer the lock came from, or removed) is "moved", never written (a twenty-second re-attack, N2).
+TEST(PartialLock, TheLockCountsOnlyWhileTheNameStillNamesTheFile) {
+  TempDir d("aesxfer-partial");
+  const UniqueFd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  const std::string p = ".f.aesxfer-partial";
+  const auto open_p = [&] {
+    return UniqueFd(::openat(dir.get(), p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  };
+  {
+    UniqueFd a = open_p(), b = open_p();
+    EXPECT_EQ(files::lock_partial(dir.get(), p, a.get()), files::PartialLock::held);
+    EXPECT_EQ(files::lock_partial(dir.get(), p, b.get()), files::PartialLock::busy);
+  }
+  {
+    UniqueFd a = open_p();  // renamed into place by its holder before this lock
+    ASSERT_EQ(::renameat(dir.get(), p.c_str(), dir.get(), "f"), 0);
+    EXPECT_EQ(files::lock_partial(dir.get(), p, a.get()), files::PartialLock::moved);
+  }
+  {
+    UniqueFd a = open_p();  // removed, and another file made under the name since
+    ASSERT_EQ(::unlinkat(dir.get(), p.c_str(), 0), 0);
+    UniqueFd b = open_p();
+    EXPECT_EQ(files::lock_partial(dir.get(), p, a.get()), files::PartialLock::moved);
+    EXPECT_EQ(files::lock_partial(dir.get(), p, b.get()), files::PartialLock::held);
+  }
+}
+
+// close_and_rename_locked reports a rename that fails as the rename's error, the file left where
+// it was, and the lock let go afterwards.
+TEST(PartialLock, ARenameThatFailsIsReportedAndTheLockIsLetGo) {
+  TempDir d("aesxfer-partial");
+  const UniqueFd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const std::string p = ".g.aesxfer-partial";
+  UniqueFd fd(::openat(dir.get(), p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_EQ(files::lock_partial(dir.get(), p, fd.get()), files::PartialLock::held);
+  fs::create_directories(d / "g" / "full");  // a non-empty directory cannot be renamed over
+  bool closed = false;
+  EXPECT_EQ(files::close_and_rename_locked(fd, dir.get(), p, "g", &closed), EISDIR);
+  EXPECT_TRUE(closed);
+  EXPECT_FALSE(fd);
+  UniqueFd again(::openat(dir.get(), p.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(files::lock_partial(dir.get(), p, again.get()), files::PartialLock::held);
 }
 
 }  // namespace

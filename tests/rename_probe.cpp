@@ -1,0 +1,32 @@
+// A test helper loaded with LD_PRELOAD into the aesxfer binary: before each renameat(2) of a name
+// ending in ".aesxfer-partial" (a resumed transfer moving into place), it opens that name again
+// and tries its flock without waiting, and says on standard error whether the lock was still held
+// ("rename_probe: held NAME") or free ("rename_probe: free NAME"). Free means another session could
+// have locked the file, adopted it and truncated it between the close and the rename (a
+// twenty-second re-attack, N2). Nothing else changes. Used by tests/e2e/partial_strict_test.cpp.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+extern "C" int renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath) {
+  static auto real =
+      reinterpret_cast<int (*)(int, const char*, int, const char*)>(::dlsym(RTLD_NEXT, "renameat"));
+  const size_t n = std::strlen(oldpath);
+  static const char suffix[] = ".aesxfer-partial";
+  if (n >= sizeof suffix - 1 && std::strcmp(oldpath + n - (sizeof suffix - 1), suffix) == 0) {
+    const int fd = ::openat(olddirfd, oldpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+      char line[512];
+      const int len =
+          std::snprintf(line, sizeof line, "rename_probe: %s %s\n", free ? "free" : "held", oldpath);
+      if (len > 0) (void)!::write(2, line, size_t(len) < sizeof line ? size_t(len) : sizeof line - 1);
+      ::close(fd);  // drops the probe's lock, if it got one
+    }
+  }
+  return real(olddirfd, oldpath, newdirfd, newpath);
+}
