@@ -22,6 +22,7 @@
 #include "files/atomic_file.h"
 #include "files/io.h"
 #include "files/keystore.h"
+#include "files/link_walk.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "net/handshake_driver.h"
@@ -634,6 +635,47 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
   return fd;
 }
 
+namespace {
+// Why `owner`'s entry in directory `dir` may not be followed or written through, by the kernel's
+// rule for fs.protected_symlinks and fs.protected_fifos: in a sticky directory anyone may write to
+// (/tmp), only this user's entries and the directory owner's count. "" when it may.
+std::string planted_by(uid_t owner, const fs::path& dir) {
+  struct stat ds {};
+  if (owner == ::geteuid() || ::stat(dir.c_str(), &ds) != 0 ||
+      (ds.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH) || ds.st_uid == owner)
+    return "";
+  return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
+}
+
+// The destination as typed, checked for what another user may have planted before the command
+// ran, whatever the sysctls say (aesxfer resolves a link itself to put the file beside its target,
+// where the kernel's fs.protected_symlinks never sees it: a twenty-second re-attack, N1, wrote a
+// file into the victim's home through a link in /tmp): every symbolic link on the way, and a FIFO
+// or other special file at the end, must be this user's or the sticky directory owner's.
+void check_planted(const fs::path& local) {
+  files::LinkWalk walk;
+  walk.on_link = [](const fs::path& link, const struct stat& lst, const fs::path& dir) {
+    const std::string why = planted_by(lst.st_uid, dir);
+    return why.empty() ? why
+                       : printable(link.string()) + ": a symbolic link " + why +
+                             " (not followed, as fs.protected_symlinks refuses it)";
+  };
+  fs::path last;
+  walk.on_name = [&last](const fs::path& name) { last = name; };
+  if (std::string why = files::walk_links(local, walk); !why.empty()) throw Failure(why);
+  struct stat st {};
+  if (last.empty() || ::lstat(last.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
+      S_ISLNK(st.st_mode))
+    return;
+  if (std::string why = planted_by(st.st_uid, last.parent_path()); !why.empty())
+    throw Failure(printable(local.string()) + ": " +
+                  (S_ISFIFO(st.st_mode)   ? "a FIFO"
+                   : S_ISSOCK(st.st_mode) ? "a socket"
+                                          : "a device") +
+                  " " + why + " (not written through, as fs.protected_fifos refuses it)");
+}
+}  // namespace
+
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
 // with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
@@ -641,6 +683,7 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
 // target), anything else gets the temporary file and the rename.
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  check_planted(local);
   if (const int n = named_descriptor(local); n >= 0) {
     // Descriptor 1 is named as such: `recv host:f -` never typed "/dev/stdout".
     const fs::path shown = n == STDOUT_FILENO ? fs::path("standard output") : local;
@@ -682,6 +725,7 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
 fs::path through_link(const fs::path& local) {
   struct stat lst {};
   if (::lstat(local.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return local;
+  check_planted(local);
   std::error_code ec;
   fs::path target = fs::weakly_canonical(local, ec);
   if (ec) throw Failure(printable(local.string()) + ": " + ec.message());

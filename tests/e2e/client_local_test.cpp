@@ -358,6 +358,52 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
+// A twenty-second re-attack (N1): aesxfer resolves a destination link itself (the file goes beside
+// the target), so the kernel's fs.protected_symlinks never saw it, and `recv host:x /tmp/` wrote
+// into the victim's own file through a link another user planted in /tmp as x. The kernel's rules
+// now hold whatever the sysctls say: in a sticky directory anyone may write to, a link or a FIFO
+// is followed or written through only when it is this user's or the directory owner's.
+TEST_F(ClientLocal, AnotherUsersLinkOrFifoInAStickyDirectoryIsNeitherFollowedNorWrittenThrough) {
+  write_text_file(ws.root / "x", "SERVER-DATA\n");
+  const fs::path shared = ws.local / "shared", home = ws.local / "victimhome";
+  fs::create_directories(shared);
+  fs::create_directories(home);
+  fs::permissions(shared, fs::perms(01777));
+  write_text_file(home / "rc", "PRIVATE\n");
+  fs::create_symlink(home / "rc", shared / "x");
+  ASSERT_EQ(::lchown((shared / "x").c_str(), kNobody, kNobody), 0);
+  for (bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "--resume" : "plain");
+    std::vector<std::string> args{"recv", "127.0.0.1:x", shared.string() + "/", "-q"};
+    if (resume) args.push_back("--resume");
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(shared.string() +
+                         "/x: a symbolic link owned by uid 65534 in a sticky directory "
+                         "others can write to (not followed, as fs.protected_symlinks refuses it)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(read_text_file(home / "rc"), "PRIVATE\n");
+    EXPECT_TRUE(fs::is_symlink(shared / "x"));
+    EXPECT_TRUE(temp_debris(home).empty());
+  }
+  // A FIFO another user made there is not written through (nothing waits for a reader either).
+  ASSERT_EQ(::mkfifo((shared / "y").c_str(), 0666), 0);
+  ASSERT_EQ(::chown((shared / "y").c_str(), kNobody, kNobody), 0);
+  auto r = run({"recv", "127.0.0.1:x", (shared / "y").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("y: a FIFO owned by uid 65534 in a sticky directory others can write to (not "
+                       "written through, as fs.protected_fifos refuses it)"),
+            std::string::npos)
+      << r.err;
+  // The directory owner's link is followed, as the kernel follows it: the rule, not a ban on links.
+  ASSERT_EQ(::chown(shared.c_str(), kNobody, kNobody), 0);
+  r = run({"recv", "127.0.0.1:x", shared.string() + "/", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(home / "rc"), "SERVER-DATA\n");
+  EXPECT_TRUE(fs::is_symlink(shared / "x"));
+}
+
 // ---- B11 ---------------------------------------------------------------------------------------
 
 // Starts the aesxfer binary with standard output on out_fd (as it is: appending, a socket, ...)
