@@ -233,6 +233,10 @@ CLI::Validator kbit_rate(double max_kbit) {
         if (kbit > max_kbit)
           return "at most " + number_words(max_kbit / 1e6) + "G (" + number_words(max_kbit) +
                  " Kbit/s), got " + in_quotes(v);
+        if (kbit > 0 && kbit < kMinLimitKbit)
+          return "at least " + number_words(kMinLimitKbit) +
+                 " Kbit/s, the slowest the limiter paces (one 4 KiB record every 4 s; 0 for no limit), got " +
+                 in_quotes(v);
         v = number_words(kbit);
         return "";
       },

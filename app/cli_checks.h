@@ -34,6 +34,11 @@ CLI::Validator real_number(double lo, double hi, const std::string& unit, bool o
 // becomes the number of bytes.
 CLI::Validator byte_size(uint64_t lo, uint64_t hi);
 // -l: Kbit/s, or with a K, M or G suffix for Kbit/s, Mbit/s, Gbit/s (scp's unit); becomes Kbit/s.
+// The least -l a transfer takes: the limiter sends whole records, 4 KiB at least, and one must
+// reach the server well within its 30 s default idle timeout (below about 1.1 Kbit/s one did not,
+// and -l 0.5 paced nothing at all: a twenty-second re-attack, N1).
+inline constexpr double kMinLimitKbit = 8;
+// A rate in Kbit/s with K, M or G suffixes, at most max_kbit, at least kMinLimitKbit unless 0.
 CLI::Validator kbit_rate(double max_kbit);
 
 // A size as the help and the messages write it: 4K, 1M, 256K, or bytes when not a round power.

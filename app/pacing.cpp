@@ -14,8 +14,9 @@ RateLimiter::RateLimiter(double kbit_per_s) : bytes_per_s_(kbit_per_s > 0 ? kbit
 void RateLimiter::consume(uint64_t n) {
   if (!enabled() || n == 0) return;
   auto now = Clock::now();
-  // Burst: 50 ms worth of the rate, at least one 16 KiB unit.
-  const double burst = std::max(bytes_per_s_ * 0.05, 16384.0);
+  // Burst: 50 ms worth of the rate, at least 4 KiB (the smallest record; -l low picks it). It was
+  // 16 KiB at least: a file that small was never paced, whatever -l said.
+  const double burst = std::max(bytes_per_s_ * 0.05, 4096.0);
   if (!started_) {
     started_ = true;
     tokens_ = burst;

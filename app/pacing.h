@@ -10,10 +10,10 @@
 
 namespace aesxfer::app {
 
-// -l LIMIT (Kbit/s, like scp): a token bucket with a small burst, fed from the progress callback
-// (after each record is handed to the socket). The sender sleeps whenever it is ahead of
-// LIMIT * elapsed + burst. Granularity is one record (256 KiB): a finer limit needs a hook in
-// the send loop (net/transfer.cpp).
+// -l LIMIT (Kbit/s, like scp): a token bucket with a burst of 50 ms of the rate (4 KiB at least),
+// fed from the progress callback (after each record is handed to the socket). The sender sleeps
+// whenever it is ahead of LIMIT * elapsed + burst. Granularity is one record (app/cli.cpp makes
+// records small at low rates): a finer limit needs a hook in the send loop (net/transfer.cpp).
 class RateLimiter {
  public:
   explicit RateLimiter(double kbit_per_s);  // <= 0: unlimited

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -453,6 +454,17 @@ CommandRun setup_recv(CLI::App* recv, bool& no_aesni) {
   return [a, recv] {
     files::install_cleanup_on_signals();
     a->t.given = given_options(recv);
+    // --size reads that many bytes of /dev/zero; of a file it would read nothing less than all,
+    // which a newcomer takes for "the first N bytes" (a twenty-second re-attack, N7).
+    if (recv->count("--size") > 0 &&
+        std::none_of(a->args.begin(), a->args.empty() ? a->args.end() : a->args.end() - 1,
+                     [](const std::string& s) {
+                       const auto r = parse_remote(s);
+                       return r && r->path == "/dev/zero";
+                     })) {
+      die_line("recv: --size applies only to the source HOST:/dev/zero (a file is always fetched whole)");
+      return kExitUsage;
+    }
     return cmd_recv_all(a->args, a->zero_size, a->t);
   };
 }

@@ -501,6 +501,8 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
     ended = reader.fill(b, [&](Batch* kept) {
       hand_over(kept);
       h.drain();
+      // What a failure keeps counts too (a re-attack, N4: the log said a batch less than was kept).
+      if (progress) progress(order.received());
     });
     if (b->n > 0)
       hand_over(b);

@@ -569,7 +569,8 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // swapped in during the walk leads anywhere; symlinks and special files are listed as such (never
 // followed), a directory below the top that cannot be read as unreadable_dir (its contents not),
 // names with CR or LF are left out (no path on the wire may hold them) and counted in a left_out
-// entry, and the server's own $AESXFER_HOME is left out silently. Throws Failure (with the
+// entry, and the server's own $AESXFER_HOME and temporary and partial files are left out
+// silently. Throws Failure (with the
 // refusal's status) past the limits.
 [[noreturn]] void fail(const Refusal& r) { throw Failure(r.text, r.status); }
 
@@ -672,6 +673,10 @@ class TreeLister {
           continue;
         }
         if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
+        // The server's own temporary and partial files: an upload in progress, a kept --resume
+        // (PROTOCOL.md 3.7; a twenty-second re-attack, N2b: every recv -r of a directory others
+        // upload into failed on them now and then).
+        if (S_ISREG(it.st.st_mode) && files::is_reserved_name(name)) continue;
         charge_.add(kItemCost + name.size());
         items_cost += kItemCost + name.size();
         items.push_back(std::move(it));

@@ -41,8 +41,7 @@ struct Refusal {
 };
 
 // The one answer for a path that would leave the root (or passes through a symlink).
-inline constexpr const char* kLeavesRoot =
-    "refused: leads outside the server's root or through a symbolic link";
+inline constexpr const char* kLeavesRoot = "leads outside the server's root or through a symbolic link";
 
 // The one place an errno becomes a reply: "<what>: <reason>" with the matching status. ELOOP and
 // EXDEV (a symlink on the way, or an escape) give kLeavesRoot.

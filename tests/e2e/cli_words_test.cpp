@@ -521,11 +521,11 @@ bool wait_for_temp(const fs::path& dir, uintmax_t bytes, double timeout_s) {
 // `aesxfer send` of `file` to 127.0.0.1:`to` in the background of a shell that writes the client's
 // PID to `pid_file` and waits for it.
 ProcResult background_send(const Workspace& ws, const fs::path& file, const std::string& to, uint16_t port,
-                           const fs::path& pid_file) {
+                           const fs::path& pid_file, const std::string& extra = "") {
   const std::string bin = AESXFER_BINARY;
   return run_process({"/bin/sh", "-c",
-                      "'" + bin + "' send -q -l 40M '" + file.string() + "' 127.0.0.1:" + to + " -P " +
-                          std::to_string(port) + " --timeout 20 --retries 0 & echo $! > '" +
+                      "'" + bin + "' send -q -l 40M " + extra + "'" + file.string() + "' 127.0.0.1:" + to +
+                          " -P " + std::to_string(port) + " --timeout 20 --retries 0 & echo $! > '" +
                           pid_file.string() + "'; wait $!"},
                      {{"AESXFER_HOME", ws.home.string()}}, 120);
 }
@@ -565,6 +565,32 @@ TEST(CliWordsServerLog, FailedPutBytesAndTheServersOwnStop) {
       << log;
   EXPECT_FALSE(has(log.substr(log.find("stopping on SIGTERM")), "closed during")) << log;
   EXPECT_EQ(r.exit_code, 1) << r.describe();
+}
+
+// A failed resumed put's log line says what its partial file holds: it said one batch of records
+// less, those the receiver kept from the batch it was reading when the link broke (a
+// twenty-second re-attack, N4).
+TEST(CliWordsServerLog, AFailedResumedPutLogsWhatItsPartialFileHolds) {
+  Workspace ws;
+  write_random_file(ws.local / "big", 80u << 20, 9);
+  ServerProcess server(ws.home, ws.root);
+  ProcResult r;
+  std::thread client([&] {
+    // CBC: several records per batch (multi-buffer), where the kept batch's records went uncounted.
+    r = background_send(ws, ws.local / "big", "big", server.port(), ws.local / "pid",
+                        "--resume -c aes128-cbc ");
+  });
+  const bool moving = wait_for_temp(ws.root, 4u << 20, 60);
+  // Killed in the middle of the receiver's next batch (16 records of 256 KiB, 0.8 s at 40 Mbit/s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const pid_t pid = pid_t(std::stol("0" + read_text_file(ws.local / "pid")));
+  if (pid > 0) ::kill(pid, SIGKILL);
+  client.join();
+  ASSERT_TRUE(moving) << r.describe();
+  ASSERT_TRUE(server.wait_for_log("op=put file=\"big\" ", 20)) << server.log();
+  const fs::path partial = ws.root / ".big.aesxfer-partial";
+  ASSERT_TRUE(fs::exists(partial)) << server.log();
+  EXPECT_EQ(logged_bytes(server.log(), "big"), (long long)fs::file_size(partial)) << server.log();
 }
 
 // A thirteenth re-attack (H5): a get cut after MBs had left is logged with the bytes that left, as
@@ -649,6 +675,22 @@ TEST(CliWordsServerLog, OnAnEightBitTerminalHighBytesAreEscaped) {
   EXPECT_TRUE(fs::exists(ws.root / name));
   EXPECT_NE(out.find("31mRED"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x9b'), std::string::npos) << proto::printable(out);
+}
+
+// recv --size of a file was ignored without a word, the whole file fetched, exit 0 (a
+// twenty-second re-attack, N7): a usage error unless a source is HOST:/dev/zero.
+TEST(CliWords, RecvSizeIsOnlyForDevZero) {
+  Workspace ws;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"recv", "--size", "10", "127.0.0.1:t/normal.txt", (ws.local / "x").string()},
+        std::vector<std::string>{"recv", "--size", "0", "127.0.0.1:a", "127.0.0.1:b", ws.local.string()}}) {
+    const ProcResult r = run_aesxfer(args, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_EQ(
+        r.err,
+        "aesxfer: recv: --size applies only to the source HOST:/dev/zero (a file is always fetched whole)\n");
+  }
+  EXPECT_TRUE(fs::is_empty(ws.local));
 }
 
 // The harness starts the tool with descriptors 0, 1 and 2 only, as a shell does: the tool's own

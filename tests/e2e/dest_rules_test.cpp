@@ -162,21 +162,24 @@ TEST_F(DestRules, TheServersOwnNameShapesAreRefused) {
 }
 
 // The client's side (a fourteenth re-attack, J2): a listed name of those shapes (a server's root
-// may hold one put there by other means) is skipped with a line, never written where recv -r
-// --resume would take it for a's partial file and rename it away.
+// may hold one put there by other means; a server before protocol rule 3.7's leaves them in) is
+// skipped with a line, never written where recv -r --resume would take it for a's partial file and
+// rename it away. A server lists such a directory (here the case of a hostile one), never a file.
 TEST_F(DestRules, RecvTreeSkipsTheReservedNameShapes) {
-  fs::create_directories(ws.root / "t");
+  fs::create_directories(ws.root / "t" / ".d.aesxfer-partial");
   write_text_file(ws.root / "t" / "a", "REAL-A\n");
-  write_text_file(ws.root / "t" / ".a.aesxfer-partial", "a file so named\n");
+  write_text_file(ws.root / "t" / ".d.aesxfer-partial" / "x", "inside\n");
   for (bool resume : {false, true}) {
     std::vector<std::string> args{"recv", "-r", "-q", "127.0.0.1:t", (ws.local / "o").string()};
     if (resume) args.push_back("--resume");
     auto r = run(args);
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_NE(r.err.find("t/.a.aesxfer-partial: a name of the shape aesxfer keeps"), std::string::npos)
+    EXPECT_NE(r.err.find("t/.d.aesxfer-partial: a name of the shape aesxfer keeps for its own partial and "
+                         "temporary files; skipped with all below it"),
+              std::string::npos)
         << r.describe();
     EXPECT_EQ(read_text_file(ws.local / "o" / "a"), "REAL-A\n");
-    EXPECT_FALSE(fs::exists(ws.local / "o" / ".a.aesxfer-partial"));
+    EXPECT_FALSE(fs::exists(ws.local / "o" / ".d.aesxfer-partial"));
   }
   // Several sources, one of them the root: its contents go into DEST under names no check can
   // know beforehand, so it goes alone (J1).
@@ -185,6 +188,26 @@ TEST_F(DestRules, RecvTreeSkipsTheReservedNameShapes) {
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("puts the server's whole root into DEST"), std::string::npos) << r.describe();
   EXPECT_TRUE(fs::is_empty(ws.local / "d"));
+}
+
+// A twenty-second re-attack (N2b): the server listed its own temporary file of an upload in
+// progress and the partial files it keeps for --resume, and every recv -r of such a directory
+// failed on them ("a name of the shape aesxfer keeps ..."), exit 1. They are left out of listings
+// (PROTOCOL.md 3.7): the tree arrives whole, exit 0, nothing said.
+TEST_F(DestRules, RecvTreeOfADirectoryOthersUploadIntoSucceeds) {
+  fs::create_directories(ws.root / "busy");
+  write_text_file(ws.root / "busy" / "real.txt", "REAL\n");
+  for (const char* own : {".up.bin.aesxfer-tmp-Q1w2E3r4T5", ".kept.bin.aesxfer-partial"}) {
+    write_text_file(ws.root / "busy" / own, "the server's own\n");
+    fs::permissions(ws.root / "busy" / own, fs::perms(0600));
+  }
+  auto r = run({"recv", "-r", "--json", "127.0.0.1:busy", (ws.local / "o").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("\"error\""), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(ws.local / "o" / "real.txt"), "REAL\n");
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(ws.local / "o")) ++n;
+  EXPECT_EQ(n, 1u);
 }
 
 // A thirteenth re-attack (H1): several sources stored under one name in one directory had the

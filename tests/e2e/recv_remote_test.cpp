@@ -193,6 +193,12 @@ TEST_F(RecvTree, ConfinedToTheRoot) {
   }
   auto r = run({"recv", "-r", "127.0.0.1:esc", (ws.local / "got").string(), "-q"});
   EXPECT_NE(r.err.find("outside the server's root"), std::string::npos) << r.err;
+  // Said once, in the log as on the terminal (a twenty-second re-attack, N5: "refused: esc:
+  // refused: leads outside ...").
+  EXPECT_TRUE(server->wait_for_log(
+      "result=\"refused: esc: leads outside the server's root or through a symbolic link\""))
+      << server->log();
+  EXPECT_EQ(r.err.find("refused: leads"), std::string::npos) << r.err;
   r = run({"recv", "-r", "127.0.0.1:../x", (ws.local / "got").string(), "-q"});
   EXPECT_NE(r.err.find("'..' is refused"), std::string::npos) << r.err;
   r = run({"recv", "-r", "127.0.0.1:/etc", (ws.local / "got").string(), "-q"});

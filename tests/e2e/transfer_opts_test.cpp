@@ -166,6 +166,34 @@ TEST_F(Limit, OneMebibyteAt4096KbitTakesAboutTwoSeconds) {
   std::printf("[ limit   ] 1 MiB at -l 4096: %.2f s\n", secs);
 }
 
+// A file smaller than the bucket's burst was never paced (it was 16 KiB at least: 12,000 bytes at
+// -l 64 took no time), and below about 1.1 Kbit/s one record outlasted the server's idle timeout
+// (a twenty-second re-attack, N1). The burst is 4 KiB at least, and -l under 8 Kbit/s (but 0, no
+// limit) is a usage error.
+TEST_F(Limit, ASmallFileIsPacedAndTooLowARateIsRefused) {
+  fs::path f = ws.local / "s.bin";
+  write_random_file(f, 12000, 7);
+  auto t0 = Clock::now();
+  auto r = run({"send", "-l", "64", f.string(), "127.0.0.1:s.bin", "-q"});
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_GE(secs, 0.8) << "64 Kbit/s is 8000 B/s: 12,000 bytes less a 4 KiB burst need ~1 s";
+  EXPECT_EQ(sha256_file(ws.root / "s.bin"), sha256_file(f));
+  for (const char* low : {"1", "0.5", "7.9"}) {
+    r = run({"send", "-l", low, f.string(), "127.0.0.1:low.bin", "-q"});
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(
+        r.err.find("at least 8 Kbit/s, the slowest the limiter paces (one 4 KiB record every 4 s; 0 for "
+                   "no limit), got '" +
+                   std::string(low) + "'"),
+        std::string::npos)
+        << r.err;
+  }
+  r = run({"send", "-l", "0", f.string(), "127.0.0.1:zero.bin", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.root / "low.bin"));
+}
+
 TEST_F(Limit, JsonProgressLines) {
   fs::path f = ws.local / "j.bin";
   const uint64_t n = 3 << 20;
