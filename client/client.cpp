@@ -20,9 +20,9 @@
 #include "crypto/sha256_mb.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/keystore.h"
-#include "files/link_walk.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "net/handshake_driver.h"
@@ -636,43 +636,28 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
 }
 
 namespace {
-// Why `owner`'s entry in directory `dir` may not be followed or written through, by the kernel's
-// rule for fs.protected_symlinks and fs.protected_fifos: in a sticky directory anyone may write to
-// (/tmp), only this user's entries and the directory owner's count. "" when it may.
-std::string planted_by(uid_t owner, const fs::path& dir) {
-  struct stat ds {};
-  if (owner == ::geteuid() || ::stat(dir.c_str(), &ds) != 0 ||
-      (ds.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH) || ds.st_uid == owner)
-    return "";
-  return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
-}
-
-// The destination as typed, checked for what another user may have planted before the command
-// ran, whatever the sysctls say (aesxfer resolves a link itself to put the file beside its target,
-// where the kernel's fs.protected_symlinks never sees it: a twenty-second re-attack, N1, wrote a
-// file into the victim's home through a link in /tmp): every symbolic link on the way, and a FIFO
-// or other special file at the end, must be this user's or the sticky directory owner's.
-void check_planted(const fs::path& local) {
-  files::LinkWalk walk;
-  walk.on_link = [](const fs::path& link, const struct stat& lst, const fs::path& dir) {
-    const std::string why = planted_by(lst.st_uid, dir);
-    return why.empty() ? why
-                       : printable(link.string()) + ": a symbolic link " + why +
-                             " (not followed, as fs.protected_symlinks refuses it)";
-  };
-  fs::path last;
-  walk.on_name = [&last](const fs::path& name) { last = name; };
-  if (std::string why = files::walk_links(local, walk); !why.empty()) throw Failure(why);
-  struct stat st {};
-  if (last.empty() || ::lstat(last.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
-      S_ISLNK(st.st_mode))
-    return;
-  if (std::string why = planted_by(st.st_uid, last.parent_path()); !why.empty())
-    throw Failure(printable(local.string()) + ": " +
+// A FIFO, device or socket at the entry g names, written through (never replaced), unless another
+// user made it in a sticky directory (the kernel's rule for fs.protected_fifos, whatever the sysctl
+// says). Judged on the descriptor that is then reopened for writing: no name is looked up twice.
+std::unique_ptr<AtomicFile> write_through_special(const files::GuardedEntry& g, const fs::path& local) {
+  const std::string shown = printable(local.string());
+  const UniqueFd e(::openat(g.dir.get(), g.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {
+  }, ds{};
+  if (!e || ::fstat(e.get(), &st) != 0 || ::fstat(g.dir.get(), &ds) != 0)
+    throw Failure(shown + ": " + errno_text(errno));
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
+    throw Failure(shown + ": changed while it was being opened");
+  if (std::string why = files::planted_by(st.st_uid, ds); !why.empty())
+    throw Failure(shown + ": " +
                   (S_ISFIFO(st.st_mode)   ? "a FIFO"
                    : S_ISSOCK(st.st_mode) ? "a socket"
                                           : "a device") +
                   " " + why + " (not written through, as fs.protected_fifos refuses it)");
+  const std::string again = "/proc/self/fd/" + std::to_string(e.get());
+  const int fd = ::open(again.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw Failure(shown + ": " + errno_text(errno));
+  return AtomicFile::write_through(fd, local);
 }
 }  // namespace
 
@@ -683,7 +668,10 @@ void check_planted(const fs::path& local) {
 // target), anything else gets the temporary file and the rename.
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
-  check_planted(local);
+  // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories
+  // whatever the sysctls say (files/guarded_path.h): what is written is what was checked (twenty-
+  // second and twenty-third re-attacks: a link another user planted in /tmp, and a race on one).
+  files::GuardedEntry g = files::resolve_guarded(local);
   if (const int n = named_descriptor(local); n >= 0) {
     // Descriptor 1 is named as such: `recv host:f -` never typed "/dev/stdout".
     const fs::path shown = n == STDOUT_FILENO ? fs::path("standard output") : local;
@@ -699,37 +687,16 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
     if (fd < 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, shown);
   }
-  struct stat st {};
-  bool exists = ::stat(local.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    int fd = ::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (g.magic) {  // a link into /proc/self/fd: an open file of this process, reached by the kernel
+    const int fd = ::openat(g.dir.get(), g.name.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, local);
   }
-  struct stat lst {};
-  if (::lstat(local.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    std::error_code ec;
-    // /dev/stdout and friends: a link into /proc/self/fd names an open file of this process,
-    // which only writing through reaches.
-    if (fs::weakly_canonical(local, ec).string().rfind("/proc/", 0) == 0 ||
-        fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0) {
-      int fd = ::open(local.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
-      return AtomicFile::write_through(fd, local);
-    }
-    return std::make_unique<AtomicFile>(through_link(local));
-  }
-  return std::make_unique<AtomicFile>(local);
-}
-
-fs::path through_link(const fs::path& local) {
-  struct stat lst {};
-  if (::lstat(local.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return local;
-  check_planted(local);
-  std::error_code ec;
-  fs::path target = fs::weakly_canonical(local, ec);
-  if (ec) throw Failure(printable(local.string()) + ": " + ec.message());
-  return target;
+  struct stat st {};
+  if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode) &&
+      !S_ISDIR(st.st_mode))
+    return write_through_special(g, local);
+  return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
 }
 
 static bool writes_through(const fs::path& local, int dirfd);

@@ -55,9 +55,6 @@ inline std::string put_shown(const std::string& remote, const std::string& name)
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
 // destination cannot be written again from the start (app/recv_cmd.cpp: never retried).
 bool written_through(const std::filesystem::path& local);
-// A local destination that is a symbolic link: the file it points to (made absolute), which a recv
-// updates, the link staying as it is (aesxfer(1)); anything else as it is.
-std::filesystem::path through_link(const std::filesystem::path& local);
 // A file to send, `name` inside directory dirfd (AT_FDCWD: a path as the user typed it), opened
 // for reading without blocking (a FIFO put where a file was, by another user who can write to the
 // tree, opens at once and is refused: never waited on; an eighth re-attack, F3) and then required

@@ -17,6 +17,7 @@
 #include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/dir_chain.h"
+#include "files/guarded_path.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "proto/ops.h"
@@ -54,18 +55,24 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
                                                 std::string& not_resumed) {
   // A symbolic link is written through, as without --resume: the partial file beside its target,
   // renamed over the target (a fifteenth re-attack, K2: the link itself was replaced by the file,
-  // with --resume and after every retry, and its target kept the old data).
-  const fs::path local = dirfd == AT_FDCWD ? through_link(local_in) : local_in;
-  fs::path at = dirfd == AT_FDCWD ? local : local.filename();  // the destination, relative to dirfd
+  // with --resume and after every retry, and its target kept the old data). A path as typed is
+  // resolved once from descriptors, by the kernel's rule for links in sticky directories
+  // (files/guarded_path.h; a twenty-third re-attack, N1: --resume followed another user's link).
+  files::GuardedEntry g;
+  if (dirfd == AT_FDCWD) {
+    g = files::resolve_guarded(local_in);
+    if (g.magic) throw Failure(printable(local_in.string()) + ": cannot be resumed (an open descriptor)");
+    dirfd = g.dir.get();
+  }
+  const fs::path local = g.followed ? g.path : local_in;  // named where it is, beside a link's target
+  const fs::path at = g.dir ? fs::path(g.name) : local.filename();  // the destination, in dirfd
   struct stat dst {};
-  if (::fstatat(dirfd, at.c_str(), &dst, dirfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISDIR(dst.st_mode))
+  if (::fstatat(dirfd, at.c_str(), &dst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(dst.st_mode))
     throw Failure(printable(local.string()) + ": is a directory");
   // locked: a second recv --resume of the same file is refused
   std::unique_ptr<PartialFile> pfp;
   try {
-    pfp = dirfd == AT_FDCWD ? std::make_unique<PartialFile>(local)
-                            : std::make_unique<PartialFile>(dirfd, at.string(), local);
+    pfp = std::make_unique<PartialFile>(dirfd, at.string(), local);
   } catch (const Failure& f) {
     if (f.status != proto::Status::permission || f.err != EPERM) throw;
     not_resumed = f.what();  // left as it is, and no obstacle (a fourteenth re-attack, H6)
@@ -315,7 +322,7 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
 // source created (recorded in $AESXFER_HOME, client/tree_resume.h: never decided from the
 // server's listing), so that it is continued rather than nested.
 bool continues_copy(const Client& client, const fs::path& dest, const std::string& source) {
-  const UniqueFd d(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd d(files::open_guarded_dir(dest));
   return d && is_tree_copy(client.home(), d.get(), source);
 }
 
@@ -331,17 +338,21 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
     std::string name = fs::path(asked).filename().string();
     if (name == "..")
       throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
-    UniqueFd parent(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd parent(files::open_guarded_dir(dest));
     if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     top = dest / name;
     return make_dir_at(parent.get(), name, top.string(), mode, top_created);
   }
   if (dest_dir) {
-    UniqueFd fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd fd(files::open_guarded_dir(dest));
     if (fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     return fd;
   }
-  return make_dir_at(AT_FDCWD, dest.string(), dest.string(), mode, top_created);
+  // Made in the directory that holds it, reached without following another user's link in a
+  // sticky directory (files/guarded_path.h; a twenty-third re-attack, N1).
+  files::GuardedEntry g = files::resolve_guarded(dest);
+  if (g.name == "." || g.magic) throw Failure(printable(dest.string()) + ": not a directory");
+  return make_dir_at(g.dir.get(), g.name, dest.string(), mode, top_created);
 }
 
 // The directory of an entry: reached from the top one component at a time, never through a

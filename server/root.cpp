@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/link_walk.h"
 #include "files/resume.h"
 #include "net/conn.h"
@@ -103,8 +104,20 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
   std::error_code ec;
   real_ = fs::canonical(root, ec);
   if (ec) throw Failure("root " + printable(root.string()) + ": " + errno_text(ec.value()));
-  fd_.reset(::open(real_.c_str(), kDirFlags));
+  // Opened as typed, through links only by the kernel's rule for sticky directories (another
+  // user's link in /tmp chose what `serve --root /tmp/share` served: a twenty-third re-attack, N3),
+  // and the same directory as the canonical path the hidden paths are measured against.
+  try {
+    fd_ = files::open_guarded_dir(root);
+  } catch (const Failure& f) {
+    throw Failure("root " + std::string(f.what()));
+  }
   if (!fd_) throw Failure("root " + printable(root.string()) + ": " + errno_text(errno));
+  struct stat opened {
+  }, named{};
+  if (::fstat(fd_.get(), &opened) != 0 || ::stat(real_.c_str(), &named) != 0 ||
+      opened.st_dev != named.st_dev || opened.st_ino != named.st_ino)
+    throw Failure("root " + printable(root.string()) + ": changed while the server opened it");
   const char* off = std::getenv("AESXFER_NO_OPENAT2");
   if (r == Resolver::automatic && !(off && *off && std::string(off) != "0")) {
     const UniqueFd probe(int(sys_openat2(fd_.get(), ".", kDirFlags)));

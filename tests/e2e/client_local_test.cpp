@@ -404,6 +404,41 @@ TEST_F(ClientLocal, AnotherUsersLinkOrFifoInAStickyDirectoryIsNeitherFollowedNor
   EXPECT_TRUE(fs::is_symlink(shared / "x"));
 }
 
+// A twenty-third re-attack (N1): --resume and recv -r still followed another user's link to a
+// directory in a sticky one (the check looked at the last component only, and the tree's DEST was
+// opened by name): root's private directory received the files, exit 0. Every way of writing
+// a destination now resolves it from descriptors by the same rule (files/guarded_path.h).
+TEST_F(ClientLocal, AnotherUsersDirectoryLinkInAStickyDirectoryLeadsNowhere) {
+  write_text_file(ws.root / "x", "SERVER-DATA\n");
+  fs::create_directories(ws.root / "t2");
+  write_text_file(ws.root / "t2" / "a", "a\n");
+  const fs::path shared = ws.local / "shared", priv = ws.local / "rootdir2";
+  fs::create_directories(shared);
+  fs::create_directories(priv);
+  fs::permissions(shared, fs::perms(01777));
+  fs::permissions(priv, fs::perms(0700));
+  fs::create_symlink(priv, shared / "d");
+  ASSERT_EQ(::lchown((shared / "d").c_str(), kNobody, kNobody), 0);
+  const std::string d = (shared / "d").string();
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:x", d + "/"},
+                                             {"recv", "--resume", "127.0.0.1:x", d + "/"},
+                                             {"recv", "--resume", "127.0.0.1:x", d + "/n2"},
+                                             {"recv", "-r", "127.0.0.1:t2", d},
+                                             {"recv", "-r", "127.0.0.1:t2", d + "/sub"},
+                                             {"recv", "-r", "--resume", "127.0.0.1:t2", d + "/sub"}}) {
+    std::vector<std::string> a = args;
+    a.push_back("-q");
+    auto r = run(a);
+    SCOPED_TRACE(r.describe());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("d: a symbolic link owned by uid 65534 in a sticky directory others can write to "
+                         "(not followed, as fs.protected_symlinks refuses it)"),
+              std::string::npos);
+    EXPECT_TRUE(fs::is_empty(priv));
+  }
+}
+
 // ---- B11 ---------------------------------------------------------------------------------------
 
 // Starts the aesxfer binary with standard output on out_fd (as it is: appending, a socket, ...)

@@ -2,6 +2,7 @@
 // asking for anything else is refused in the ServerHello (status cipher or MAC, as for an unknown
 // one) and told so; the default allows every cipher.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -88,6 +89,27 @@ TEST_F(RemovedRoot, LoginsAreRefusedWithTheReasonUntilARestart) {
   EXPECT_TRUE(fs::is_empty(ws.root));
   EXPECT_TRUE(server->wait_for_log("was removed after the server started; restart the server", 5, 2))
       << server->log();
+}
+
+// A twenty-third re-attack (N3): `serve --root /tmp/share` served whatever another user's link at
+// that name pointed to (the root was resolved by reading the link, where the kernel's
+// fs.protected_symlinks never looks). Refused at start with the reason.
+TEST(ServerPolicyOptions, ARootThroughAnotherUsersLinkInAStickyDirectoryIsRefused) {
+  Workspace ws;
+  const fs::path shared = ws.local / "shared", priv = ws.local / "private";
+  fs::create_directories(shared);
+  fs::create_directories(priv);
+  fs::permissions(shared, fs::perms(01777));
+  fs::create_symlink(priv, shared / "srvlink");
+  ASSERT_EQ(::lchown((shared / "srvlink").c_str(), kNobody, kNobody), 0);
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", (shared / "srvlink").string()},
+                       ws.home, 20);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("srvlink: a symbolic link owned by uid 65534 in a sticky directory others can write "
+                       "to (not followed, as fs.protected_symlinks refuses it)"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.describe();
 }
 
 }  // namespace

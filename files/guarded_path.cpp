@@ -1,0 +1,140 @@
+#include "files/guarded_path.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "files/io.h"
+#include "proto/failure.h"
+
+namespace fs = std::filesystem;
+
+namespace aesxfer::files {
+using proto::Failure;
+
+std::string planted_by(uid_t owner, const struct stat& dir) {
+  if (owner == ::geteuid() || (dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH) ||
+      dir.st_uid == owner)
+    return "";
+  return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
+}
+
+namespace {
+
+constexpr int kMaxLinks = 40;  // as the kernel's MAXSYMLINKS
+
+// Components of p, the next one last.
+void push_parts(std::vector<std::string>& todo, const fs::path& p) {
+  std::vector<std::string> parts;
+  for (const auto& c : p.relative_path()) parts.push_back(c.string());
+  todo.insert(todo.end(), parts.rbegin(), parts.rend());
+}
+
+bool on_procfs(int fd) {
+  struct statfs sf {};
+  return ::fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+// A link's target, read from its O_PATH descriptor (the link examined, not one put in its place).
+std::string link_target(int link_fd) {
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlinkat(link_fd, "", buf.data(), buf.size());
+  if (n < 0 || size_t(n) >= buf.size()) return {};
+  buf.resize(size_t(n));
+  return buf;
+}
+
+// A directory reached as O_PATH, opened for reading when this user may read it; else the O_PATH
+// descriptor itself, which every *at call takes (a directory one may search and not list: a
+// server run as another user, under a root-owned 0711 directory).
+UniqueFd reopen_dir(UniqueFd& path_fd) {
+  UniqueFd d(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d && errno == EACCES) return std::move(path_fd);
+  return d;
+}
+
+// Only "" and "." left: the path ends in "/" or "/." after the component just taken.
+bool only_dots(const std::vector<std::string>& todo) {
+  for (const auto& c : todo)
+    if (!c.empty() && c != ".") return false;
+  return true;
+}
+
+}  // namespace
+
+GuardedEntry resolve_guarded(const fs::path& path) {
+  const std::string shown = proto::printable(path.string());
+  const auto fail = [&](const std::string& why) { return Failure(shown + ": " + why); };
+  std::vector<std::string> todo;
+  push_parts(todo, path);
+  UniqueFd cur(::open(path.is_absolute() ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) throw fail(errno_text(errno));
+  std::error_code ec;
+  fs::path at = path.is_absolute() ? fs::path("/") : fs::current_path(ec);  // cur's path, for messages
+  bool followed = false;
+  const auto entry = [&](UniqueFd dir, const std::string& name, bool magic) {
+    if (!dir) throw fail(errno_text(errno));
+    return GuardedEntry{std::move(dir), name, magic, followed, name == "." ? at : at / name};
+  };
+  // A path ending in "/" has an empty last component (std::filesystem): the one before it must
+  // be a directory, and the walk ends in it, as with a trailing ".".
+  for (int links = 0; !todo.empty();) {
+    const std::string c = todo.back();
+    todo.pop_back();
+    const bool last = todo.empty();
+    if (c.empty() || c == ".") continue;
+    UniqueFd e(::openat(cur.get(), c.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!e) {
+      // Missing, as the last component or the last before a trailing "/": created by the caller.
+      if ((last || only_dots(todo)) && errno == ENOENT) return entry(reopen_dir(cur), c, false);
+      throw fail(errno_text(errno));
+    }
+    struct stat st {
+    }, ds{};
+    if (::fstat(e.get(), &st) != 0 || ::fstat(cur.get(), &ds) != 0) throw fail(errno_text(errno));
+    if (S_ISLNK(st.st_mode)) {
+      if (on_procfs(cur.get())) {  // /proc/self/fd/N: only the kernel can follow it
+        if (last) return entry(reopen_dir(cur), c, true);
+        UniqueFd through(::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!through) throw fail(errno_text(errno));
+        cur = std::move(through);
+        at /= c;
+        continue;
+      }
+      if (std::string why = planted_by(st.st_uid, ds); !why.empty())
+        throw Failure(proto::printable(c == path.filename().string() ? path.string() : c) +
+                      ": a symbolic link " + why + " (not followed, as fs.protected_symlinks refuses it)");
+      if (++links > kMaxLinks) throw fail("too many levels of symbolic links");
+      const std::string target = link_target(e.get());
+      if (target.empty()) throw fail("cannot read a symbolic link on the way");
+      followed = true;
+      if (target[0] == '/') {
+        cur.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!cur) throw fail(errno_text(errno));
+        at = "/";
+      }
+      push_parts(todo, fs::path(target));  // on top of the rest: the target's last part is last
+      continue;
+    }
+    if (last) return entry(reopen_dir(cur), c, false);
+    if (!S_ISDIR(st.st_mode)) throw fail(errno_text(ENOTDIR));
+    cur = std::move(e);
+    at = c == ".." ? at.parent_path() : at / c;
+  }
+  return entry(reopen_dir(cur), ".", false);
+}
+
+UniqueFd open_guarded_dir(const fs::path& path) {
+  GuardedEntry g = resolve_guarded(path);
+  if (!g.dir) return {};
+  if (g.name == ".") return std::move(g.dir);
+  if (g.magic) return UniqueFd(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return UniqueFd(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+}  // namespace aesxfer::files

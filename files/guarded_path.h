@@ -1,0 +1,48 @@
+// A local path resolved the way the kernel resolves it, one component at a time from descriptors,
+// but following a symbolic link only by the kernel's rule for fs.protected_symlinks, whatever the
+// sysctl says: in a sticky directory anyone may write to (/tmp), only a link of this user's or of
+// the directory owner's is followed. The client writes its destinations through it (a link
+// another user planted in /tmp chose where a recv wrote: a twenty-second re-attack, N1), and the
+// server opens its --root through it (a twenty-third, N3). Each link is judged on the descriptor
+// it was opened as (O_PATH | O_NOFOLLOW, then read by descriptor), so swapping names between the
+// check and the use gains nothing (a twenty-third re-attack, N2, won that race against a check
+// made on path strings).
+#pragma once
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+
+#include "files/unique_fd.h"
+
+struct stat;
+
+namespace aesxfer::files {
+
+// Why `owner`'s entry in the directory whose fstat is `dir` may not be followed or written
+// through, or "" when it may: this user's entries and the directory owner's count; in any
+// directory that is not both sticky and writable by others, everything does.
+std::string planted_by(uid_t owner, const struct stat& dir);
+
+// The directory that holds the last component of `path` and that component's name. Every link on
+// the way, the last component's too, is followed (a link to a file: the file it names), each only
+// when planted_by() accepts it; at most 40. The last name is never a link, except a /proc magic
+// link (/proc/self/fd/N), for which `magic` is set: the kernel opens it. A path that ends in "/"
+// or names "." has name "." (dir is that directory itself). A missing last component is returned
+// as it is; a missing directory on the way, a link refused, or too many links throw Failure with
+// `path` named printable. dir is open O_RDONLY | O_DIRECTORY.
+struct GuardedEntry {
+  UniqueFd dir;
+  std::string name;
+  bool magic = false;
+  bool followed = false;       // a link was followed on the way (the entry is not where typed)
+  std::filesystem::path path;  // where the entry is, absolute, for messages
+};
+GuardedEntry resolve_guarded(const std::filesystem::path& path);
+
+// The directory `path` names, opened through resolve_guarded (O_RDONLY | O_DIRECTORY), or an
+// invalid descriptor with errno set when it is not there or not a directory. Throws Failure as
+// resolve_guarded does for a refused link.
+UniqueFd open_guarded_dir(const std::filesystem::path& path);
+
+}  // namespace aesxfer::files
