@@ -107,8 +107,8 @@ GuardedEntry resolve_guarded(const fs::path& path) {
         continue;
       }
       if (std::string why = planted_by(st.st_uid, ds); !why.empty())
-        throw Failure(proto::printable(c == path.filename().string() ? path.string() : c) +
-                      ": a symbolic link " + why + " (not followed, as fs.protected_symlinks refuses it)");
+        throw Failure(proto::printable((at / c).string()) + ": a symbolic link " + why +
+                      " (not followed, as fs.protected_symlinks refuses it)");
       if (++links > kMaxLinks) throw fail("too many levels of symbolic links");
       const std::string target = link_target(e.get());
       if (target.empty()) throw fail("cannot read a symbolic link on the way");
