@@ -106,8 +106,11 @@ class Retrier {
   // silent break hides until its idle timeout (30 s by default); waited out like the lost link (a
   // sixteenth re-attack, L1: the retry met "another transfer is writing this file" and the send
   // failed 3 s after the break, its retries unused).
+  // Never a protocol violation or a record that fails authentication (Status::integrity): the
+  // peer or the path broke the protocol, and a new connection meets the same (a twenty-third
+  // re-attack, N4: a server's out-of-order answer was retried five times over 31 s).
   bool worth(const proto::Failure& f) const {
-    if (!logged_in_ || used_ >= max_) return false;
+    if (!logged_in_ || used_ >= max_ || f.status == proto::Status::integrity) return false;
     return f.origin == proto::Origin::link ||
            (used_ > 0 && f.origin == proto::Origin::peer && f.status == proto::Status::busy);
   }

@@ -54,6 +54,9 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
 struct ManyOutcome {
   enum class Then { done, one_by_one } then = Then::done;
   int rc = 0;
+  // one_by_one after a lost link: the sources already reported (their line and --json object),
+  // which the retry leaves alone (a twenty-third re-attack, N1: each was reported again).
+  std::vector<char> settled;
 };
 
 // True when a lost get into `dest` may be tried again: a file, or nothing yet, there (a FIFO, a
@@ -247,18 +250,19 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   std::optional<Remote> first;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     auto r = parse_remote(args[i]);
-    if (!r || r->path.empty() || r->path == "/dev/zero") return {Then::one_by_one};
+    if (!r || r->path.empty() || r->path == "/dev/zero") return {Then::one_by_one, 0, {}};
     if (!first) first = r;
-    if (r->host != first->host) return {Then::one_by_one};
+    if (r->host != first->host) return {Then::one_by_one, 0, {}};
     paths.push_back(r->path);
   }
-  if (!check_remote(*first, t_in.quiet, "/dev/zero")) return {Then::done, kExitUsage};
+  if (!check_remote(*first, t_in.quiet, "/dev/zero")) return {Then::done, kExitUsage, {}};
   TransferOpts t = t_in;
   client::ClientOptions co;
-  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return {Then::done, kExitUsage};
+  if (!apply_host_config(t, first->host, co.host) || !pick_suite(t, co)) return {Then::done, kExitUsage, {}};
   co.connect_hint = port_in_path_hint(*first);
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
+  std::vector<char> settled(paths.size(), 0);
   std::unique_ptr<client::Client> client;
   try {
     client = std::make_unique<client::Client>(co);
@@ -278,6 +282,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
     // its place among the others: after the results of the gets before it.
     const auto report_refused = [&](size_t i) {
       report_pipelined(t, co, tty, paths[i], nullptr, &*refused[i], rc);
+      settled[i] = 1;
     };
     for (size_t i = 0; i < paths.size(); ++i) {
       if (!st[i]) {
@@ -288,29 +293,32 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       const fs::path local = dest / fs::path(paths[i]).filename();
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
-               [&, from = paths[i]](const client::FileResult* r, const proto::Failure* f) {
+               [&, i](const client::FileResult* r, const proto::Failure* f) {
                  if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // fetched again
-                 report_pipelined(t, co, tty, from, r, f, rc);
+                 report_pipelined(t, co, tty, paths[i], r, f, rc);
+                 settled[i] = 1;
                });
         continue;
       }
       pl.drain();
-      if (fetch_alone(*client, paths[i], local, st[i]->size, t, co, tty, retry, rc)) continue;
+      const bool next = fetch_alone(*client, paths[i], local, st[i]->size, t, co, tty, retry, rc);
+      settled[i] = 1;
+      if (next) continue;
       for (size_t j = i + 1; j < paths.size(); ++j)
         if (st[j])
           report_not_moved(t, co, tty, paths[j], "not fetched", rc);
         else
           report_refused(j);
-      return {Then::done, rc};
+      return {Then::done, rc, {}};
     }
     pl.drain();
     client->bye();
   } catch (const proto::Failure& f) {
-    if (!retry.worth(f)) return {Then::done, end_on_failure(f, client.get())};
+    if (!retry.worth(f)) return {Then::done, end_on_failure(f, client.get()), {}};
     retry.wait(f);
-    return {Then::one_by_one};  // each source resumes: retry.used() > 0
+    return {Then::one_by_one, rc, std::move(settled)};  // the rest resume: retry.used() > 0
   }
-  return {Then::done, rc};
+  return {Then::done, rc, {}};
 }
 
 // The usage errors of a recv, found before anything moves: the number of arguments, a source that
@@ -417,12 +425,16 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   const std::string dest = args.back();
   const size_t n = args.size() - 1;
   Retrier retry(t.retries);
-  if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
-    const ManyOutcome m = recv_many(args, t, retry);
-    if (m.then == ManyOutcome::Then::done) return m.rc;
-  }
   int rc = 0;
+  std::vector<char> settled;
+  if (n > 1 && !t.recursive && !t.resume && !t.limit_kbit) {
+    ManyOutcome m = recv_many(args, t, retry);
+    if (m.then == ManyOutcome::Then::done) return m.rc;
+    rc = m.rc;
+    settled = std::move(m.settled);
+  }
   for (size_t i = 0; i < n; ++i) {
+    if (i < settled.size() && settled[i]) continue;  // reported before the link was lost
     const int r = cmd_recv(args[i], dest, zero_size, t, retry);
     if (r == kExitUsage) return r;
     if (r != 0) rc = r;

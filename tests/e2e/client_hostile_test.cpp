@@ -79,6 +79,25 @@ TEST_F(HostileServer, ListingReplyForAnotherDirectoryIsRefused) {
   }
 }
 
+// A twenty-third re-attack (N4): an answer that breaks the protocol (here a Result where the get's
+// Response is due; a wrong tag was the case found) was retried as a lost connection, five times
+// over 31 s. It ends the command at once, with one line.
+TEST_F(HostileServer, AProtocolViolationIsNotRetried) {
+  FakeServer fake([&](net::Conn& c, const proto::Message&) {
+    proto::Message bad;
+    bad.type = proto::MsgType::result;
+    bad.status = proto::Status::ok;
+    c.send_message(bad);
+  });
+  auto r = run({"recv", "-q", "127.0.0.1:f", (ws.local / "f").string(), "--retries", "2"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("retry"), std::string::npos) << r.err;
+  EXPECT_EQ(fake.seen().size(), 1u) << fake.seen_text();
+  EXPECT_FALSE(fs::exists(ws.local / "f"));
+}
+
 TEST_F(HostileServer, HonestReplyLandsUnderTheRequestedName) {
   using proto::EntryType;
   fs::create_directories(ws.local / "dest");

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <list>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -268,6 +269,29 @@ TEST_F(Retries, ATreeReportsEachFileOnceAcrossRetries) {
     EXPECT_EQ(count_files(r.out), 11u) << r.out;
   }
   EXPECT_EQ(sha256_file(ws.local / "back" / "d" / "big"), sha256_file(src / "d" / "big"));
+}
+
+// A twenty-third re-attack (N1): recv of several sources reported every file fetched before a
+// lost link again after the retry (400 sources gave 422 objects). Each source once.
+TEST_F(Retries, SeveralSourcesAreReportedOnceAcrossARetry) {
+  std::vector<std::string> args{"recv", "--json"};
+  for (int i = 0; i < 10; ++i) {
+    write_text_file(ws.root / ("s" + std::to_string(i)), std::string(1000 + i, 'y'));
+    args.push_back("127.0.0.1:s" + std::to_string(i));
+  }
+  write_random_file(ws.root / "zbig", 8 * kMiB, 42);
+  args.push_back("127.0.0.1:zbig");
+  fs::create_directories(ws.local / "many");
+  args.push_back((ws.local / "many").string());
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r = run(args, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  std::map<std::string, int> seen;
+  for (const auto& l : nonempty_lines(r.out)) ++seen[nlohmann::json::parse(l).value("file", "")];
+  EXPECT_EQ(seen.size(), 11u) << r.out;
+  for (const auto& [file, n] : seen) EXPECT_EQ(n, 1) << file << "\n" << r.out;
+  EXPECT_EQ(sha256_file(ws.local / "many" / "zbig"), sha256_file(ws.root / "zbig"));
 }
 
 // A seventeenth re-attack (M2): recv into /dev/fd/3 on a regular file was retried after a cut and
