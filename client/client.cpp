@@ -636,6 +636,18 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
 }
 
 namespace {
+// The descriptor number a magic /proc link names when it is one of this process's own
+// (/proc/self/fd/N), else -1.
+int own_descriptor(const files::GuardedEntry& g) {
+  struct stat dir {
+  }, own{};
+  if (::fstat(g.dir.get(), &dir) != 0 || ::stat("/proc/self/fd", &own) != 0 || dir.st_dev != own.st_dev ||
+      dir.st_ino != own.st_ino || g.name.empty() || g.name.size() > 7 ||
+      g.name.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return std::stoi(g.name);
+}
+
 // A FIFO, device or socket at the entry g names, written through (never replaced), unless another
 // user made it in a sticky directory (the kernel's rule for fs.protected_fifos, whatever the sysctl
 // says). Judged on the descriptor that is then reopened for writing: no name is looked up twice.
@@ -672,7 +684,13 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   // whatever the sysctls say (files/guarded_path.h): what is written is what was checked (twenty-
   // second and twenty-third re-attacks: a link another user planted in /tmp, and a race on one).
   files::GuardedEntry g = files::resolve_guarded(local);
-  if (const int n = named_descriptor(local); n >= 0) {
+  if (g.dir_form) throw Failure(printable(local.string()) + ": not a directory (a link to a directory path)");
+  // A descriptor (/dev/stdout, /dev/fd/N, a link to /proc/self/fd/N) is told from that same walk,
+  // never from a second lookup of the name (a twenty-fourth re-attack, N1: a race between two
+  // lookups sent the file to standard output through another user's link).
+  if (g.magic) {
+    const int n = own_descriptor(g);
+    if (n < 0) throw Failure(printable(local.string()) + ": a descriptor of another process");
     // Descriptor 1 is named as such: `recv host:f -` never typed "/dev/stdout".
     const fs::path shown = n == STDOUT_FILENO ? fs::path("standard output") : local;
     // Only a descriptor the process was given: any other is one of its own files or its
@@ -686,11 +704,6 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
     const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, shown);
-  }
-  if (g.magic) {  // a link into /proc/self/fd: an open file of this process, reached by the kernel
-    const int fd = ::openat(g.dir.get(), g.name.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
-    return AtomicFile::write_through(fd, local);
   }
   struct stat st {};
   if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode) &&

@@ -62,6 +62,8 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   if (dirfd == AT_FDCWD) {
     g = files::resolve_guarded(local_in);
     if (g.magic) throw Failure(printable(local_in.string()) + ": cannot be resumed (an open descriptor)");
+    if (g.dir_form)
+      throw Failure(printable(local_in.string()) + ": not a directory (a link to a directory path)");
     dirfd = g.dir.get();
   }
   const fs::path local = g.followed ? g.path : local_in;  // named where it is, beside a link's target

@@ -79,7 +79,7 @@ GuardedEntry resolve_guarded(const fs::path& path) {
   bool followed = false;
   const auto entry = [&](UniqueFd dir, const std::string& name, bool magic) {
     if (!dir) throw fail(errno_text(errno));
-    return GuardedEntry{std::move(dir), name, magic, followed, name == "." ? at : at / name};
+    return GuardedEntry{std::move(dir), name, magic, followed, false, name == "." ? at : at / name};
   };
   // A path ending in "/" has an empty last component (std::filesystem): the one before it must
   // be a directory, and the walk ends in it, as with a trailing ".".
@@ -91,7 +91,12 @@ GuardedEntry resolve_guarded(const fs::path& path) {
     UniqueFd e(::openat(cur.get(), c.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     if (!e) {
       // Missing, as the last component or the last before a trailing "/": created by the caller.
-      if ((last || only_dots(todo)) && errno == ENOENT) return entry(reopen_dir(cur), c, false);
+      if ((last || only_dots(todo)) && errno == ENOENT) {
+        const bool proc = on_procfs(cur.get());  // /proc/self/fd/7 with 7 closed: still a descriptor's name
+        GuardedEntry g = entry(reopen_dir(cur), c, proc);
+        g.dir_form = !last;  // "missing/": a directory to make, never a file of that name
+        return g;
+      }
       throw fail(errno_text(errno));
     }
     struct stat st {

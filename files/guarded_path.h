@@ -36,6 +36,7 @@ struct GuardedEntry {
   std::string name;
   bool magic = false;
   bool followed = false;       // a link was followed on the way (the entry is not where typed)
+  bool dir_form = false;       // missing, and named with a trailing "/" (by the path or a link)
   std::filesystem::path path;  // where the entry is, absolute, for messages
 };
 GuardedEntry resolve_guarded(const std::filesystem::path& path);

@@ -67,6 +67,11 @@ struct Server::Impl {
   // second is logged with its peer and the count of those dropped without a line since (under mu).
   std::chrono::steady_clock::time_point drop_logged{};
   uint64_t drops_unlogged = 0;
+  // The same bound for connections that fail before their handshake completes (closed at once,
+  // an HTTP request, garbage): one line a second with the count of those left out since (a
+  // twenty-fourth re-attack, N2: a connect loop that never filled the pool wrote 2.6 MB in 3 s).
+  std::chrono::steady_clock::time_point early_logged{};
+  uint64_t early_unlogged = 0;
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -117,6 +122,9 @@ struct Server::Impl {
   }
 
   void session(int fd, std::string peer, Slot& slot);
+  // A session's failure line; one that came before its handshake completed is bounded to one line a
+  // second (early_logged).
+  void log_failure(bool shook, const std::string& line);
   // Under mu: "" and the connection counted in the startups pool, or why it is turned away
   // ("server busy: ..."): the per-source limit, a full pool, or the random early drop between
   // START and FULL (the drop probability rises linearly from RATE% to 100%, as sshd's).
@@ -356,6 +364,7 @@ void Server::Impl::reap(bool all) {
 
 void Server::Impl::session(int fd, std::string peer, Slot& slot) {
   Conn c(fd, opt.timeout, peer);
+  bool shook = false;  // the handshake completed: every later failure gets its line
   try {
     proto::ServerHandshake hs(
         host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
@@ -366,6 +375,7 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     proto::Step st = drive_handshake(c, hs, lim);
     if (st.ec && st.ec != proto::errc::unauthorized)
       throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
+    shook = true;
     tune_for_path(fd);
     set_congestion(fd, opt.congestion);
     proto::SessionKeys& keys = hs.keys();
@@ -402,10 +412,26 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
         " cipher=" + keys.cipher->name + " mac=" + crypto::mac_label(keys.cipher, keys.mac));
     serve_requests(c, keys);
   } catch (const Failure& f) {
-    log("peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f)));
+    log_failure(shook, "peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f)));
   } catch (const std::exception& e) {
-    log("peer=" + peer + " error=" + proto::quoted(e.what()));
+    log_failure(shook, "peer=" + peer + " error=" + proto::quoted(e.what()));
   }
+}
+
+void Server::Impl::log_failure(bool shook, const std::string& line) {
+  if (shook) return log(line);
+  uint64_t unlogged = 0;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - early_logged < std::chrono::seconds(1)) {
+      ++early_unlogged;
+      return;
+    }
+    early_logged = now;
+    unlogged = std::exchange(early_unlogged, 0);
+  }
+  log(line + (unlogged ? " failed_handshakes_without_a_line=" + std::to_string(unlogged) : std::string()));
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -436,6 +437,51 @@ TEST_F(ClientLocal, AnotherUsersDirectoryLinkInAStickyDirectoryLeadsNowhere) {
                          "(not followed, as fs.protected_symlinks refuses it)"),
               std::string::npos);
     EXPECT_TRUE(fs::is_empty(priv));
+  }
+}
+
+// A twenty-fourth re-attack (N1): the destination was resolved safely, then looked up again by name
+// to tell a descriptor (/proc/self/fd/1); another user swapping a file and a link to
+// /proc/self/fd/1 under the name won the race (58 tries) and the file went to standard output.
+// One walk decides both now: the swap is refused or lands in the other user's file, never in
+// standard output.
+TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
+  write_text_file(ws.root / "payload", "PAYLOAD-MARKER\n");
+  const fs::path shared = ws.local / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms(01777));
+  write_text_file(shared / "x", "nb\n");
+  fs::create_symlink("/proc/self/fd/1", shared / "x.r");
+  ASSERT_EQ(::lchown((shared / "x").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::lchown((shared / "x.r").c_str(), kNobody, kNobody), 0);
+  std::atomic<bool> stop{false};
+  std::thread racer([&] {
+    while (!stop)
+      ::renameat2(AT_FDCWD, (shared / "x").c_str(), AT_FDCWD, (shared / "x.r").c_str(), RENAME_EXCHANGE);
+  });
+  int refused = 0;
+  for (int i = 0; i < 150; ++i) {
+    auto r = run({"recv", "-q", "127.0.0.1:payload", (shared / "x").string()});
+    EXPECT_EQ(r.out.find("PAYLOAD-MARKER"), std::string::npos) << "try " << i << ": " << r.describe();
+    refused += r.exit_code != 0;
+  }
+  stop = true;
+  racer.join();
+  EXPECT_GT(refused, 0);
+}
+
+// A twenty-fourth re-attack (N1b): a dangling link whose target ends in "/" names a directory to
+// make; a file was created under the target's name instead (the kernel and cp refuse it).
+TEST_F(ClientLocal, ADanglingLinkToADirectoryPathGetsNoFile) {
+  write_text_file(ws.root / "plain.txt", "plain\n");
+  fs::create_symlink("missing/", ws.local / "lnk");
+  for (bool resume : {false, true}) {
+    std::vector<std::string> args{"recv", "-q", "127.0.0.1:plain.txt", (ws.local / "lnk").string()};
+    if (resume) args.push_back("--resume");
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("lnk: not a directory"), std::string::npos) << r.describe();
+    EXPECT_FALSE(fs::exists(ws.local / "missing"));
   }
 }
 
