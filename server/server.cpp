@@ -72,6 +72,14 @@ struct Server::Impl {
   // twenty-fourth re-attack, N2: a connect loop that never filled the pool wrote 2.6 MB in 3 s).
   std::chrono::steady_clock::time_point early_logged{};
   uint64_t early_unlogged = 0;
+  // Refused keys: a stranger needs no authorized key to make one (a twenty-fifth re-attack, N1:
+  // fresh keys in a loop wrote 4,771 lines in 5 s), yet each refusal is worth its line to an
+  // operator authorizing a new client: up to kRefusedLinesPerSecond a second, the next line
+  // counting those left out.
+  static constexpr int kRefusedLinesPerSecond = 10;
+  std::chrono::steady_clock::time_point refused_window{};
+  int refused_lines = 0;
+  uint64_t refused_unlogged = 0;
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -125,6 +133,8 @@ struct Server::Impl {
   // A session's failure line; one that came before its handshake completed is bounded to one line a
   // second (early_logged).
   void log_failure(bool shook, const std::string& line);
+  // A refused key's line, at most kRefusedLinesPerSecond a second.
+  void log_refused_key(const std::string& line);
   // Under mu: "" and the connection counted in the startups pool, or why it is turned away
   // ("server busy: ..."): the per-source limit, a full pool, or the random early drop between
   // START and FULL (the drop probability rises linearly from RATE% to 100%, as sshd's).
@@ -364,7 +374,8 @@ void Server::Impl::reap(bool all) {
 
 void Server::Impl::session(int fd, std::string peer, Slot& slot) {
   Conn c(fd, opt.timeout, peer);
-  bool shook = false;  // the handshake completed: every later failure gets its line
+  bool shook = false;        // the handshake completed: every later failure gets its line
+  bool refused_key = false;  // ...but a refused key's, bounded (refused_window)
   try {
     proto::ServerHandshake hs(
         host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
@@ -386,14 +397,16 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
       w.status = proto::Status::refused;
       w.text = "client key " + proto::fingerprint(keys.client_key) + " is not authorized on this server";
       c.send_message(w);
+      refused_key = true;
       throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key) +
                     (why.empty() ? "" : "; no key of authorized_keys is trusted: " + why));
     }
     if (root->removed()) {
       // Whatever is at the path now is not what the server was started to serve: refused, and
       // logged at each login, until the server is restarted (a deleted root would otherwise
-      // take puts that vanish and list nothing).
-      w.status = proto::Status::refused;
+      // take puts that vanish and list nothing). not_found, not refused: the client's advice to
+      // authorize its key belongs to a refused key only (a twenty-fifth re-attack, N1b).
+      w.status = proto::Status::not_found;
       w.text = "the server's root directory was removed after the server started (restart it)";
       c.send_message(w);
       throw Failure("refused: the root directory " + printable(root->real().string()) +
@@ -412,10 +425,33 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
         " cipher=" + keys.cipher->name + " mac=" + crypto::mac_label(keys.cipher, keys.mac));
     serve_requests(c, keys);
   } catch (const Failure& f) {
-    log_failure(shook, "peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f)));
+    const std::string line = "peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f));
+    if (refused_key)
+      log_refused_key(line);
+    else
+      log_failure(shook, line);
   } catch (const std::exception& e) {
     log_failure(shook, "peer=" + peer + " error=" + proto::quoted(e.what()));
   }
+}
+
+void Server::Impl::log_refused_key(const std::string& line) {
+  uint64_t unlogged = 0;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - refused_window >= std::chrono::seconds(1)) {
+      refused_window = now;
+      refused_lines = 0;
+    }
+    if (refused_lines >= kRefusedLinesPerSecond) {
+      ++refused_unlogged;
+      return;
+    }
+    ++refused_lines;
+    unlogged = std::exchange(refused_unlogged, 0);
+  }
+  log(line + (unlogged ? " refused_keys_without_a_line=" + std::to_string(unlogged) : std::string()));
 }
 
 void Server::Impl::log_failure(bool shook, const std::string& line) {

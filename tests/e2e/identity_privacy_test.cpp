@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "files/keystore.h"
 #include "proto/handshake.h"
+#include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -28,6 +31,7 @@ bool contains(const Bytes& hay, const Bytes& needle) {
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 using IdentityPrivacy = ServerTest;
+using Clock = std::chrono::steady_clock;
 
 TEST_F(IdentityPrivacy, ClientKeyNeverCrossesTheWireInClear) {
   write_random_file(ws.local / "f.bin", 100000, 17);
@@ -96,6 +100,37 @@ TEST_F(IdentityPrivacy, UnauthorizedKeyIsNamedInTheServerLogOnly) {
 
 // A protocol-3 client (its ClientHello carries its key at body offset 76, 112 bytes) is told
 // the version by a ServerHello with status 3 and this build's version, and the server logs both.
+// A twenty-fifth re-attack (N1): a stranger with fresh keys in a loop (no authorized key needed)
+// wrote a log line per refused key, 4,771 lines in 5 s. Ten lines a second at most, the next one
+// counting those left out; an operator still sees each of a few refusals.
+TEST_F(IdentityPrivacy, RefusedKeysCostTheLogTenLinesASecond) {
+  TempDir other("aesxfer-stranger");
+  const fs::path id = other.path() / "id_ed25519";
+  const auto t0 = Clock::now();
+  int tried = 0;
+  while (Clock::now() - t0 < std::chrono::milliseconds(1500)) {
+    try {
+      HandSession s(server->port(), id);
+    } catch (const proto::Failure&) {
+    }
+    ++tried;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  try {
+    HandSession s(server->port(), id);
+  } catch (const proto::Failure&) {
+  }
+  ASSERT_TRUE(server->wait_for_log("refused_keys_without_a_line=", 5)) << server->log().substr(0, 4000);
+  const std::string log = server->log();
+  size_t lines = 0;
+  for (size_t at = 0; (at = log.find("refused unauthorized client key", at)) != std::string::npos; ++at)
+    ++lines;
+  std::printf("[refused ] %d refused logins in %.1f s: %zu log lines\n", tried, secs, lines);
+  EXPECT_GT(tried, 20);
+  EXPECT_LE(double(lines), 10 * (secs + 2) + 1) << log.substr(0, 4000);
+}
+
 TEST_F(IdentityPrivacy, Version3ClientHelloGetsTheVersionRefusal) {
   Bytes ch = {0, 0, 0, 113, 1, 'A', 'E', 'S', 'X', 'F', 'E', 'R', '1', 3, 1, 2, 2};
   ch.insert(ch.end(), 32, 0x09);  // X25519 value

@@ -85,6 +85,8 @@ TEST_F(RemovedRoot, LoginsAreRefusedWithTheReasonUntilARestart) {
               std::string::npos)
         << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    // Not about the key: no advice to authorize it (a twenty-fifth re-attack, N1b).
+    EXPECT_EQ(r.err.find("authorized_keys"), std::string::npos) << r.err;
   }
   EXPECT_TRUE(fs::is_empty(ws.root));
   EXPECT_TRUE(server->wait_for_log("was removed after the server started; restart the server", 5, 2))
