@@ -743,10 +743,12 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
     int n = streams_for(st.size);
     if (n > 1) return get_parallel(remote, local, st, n, on_start, progress, dirfd);
   }
-  proto::Message resp = ask(get_request(remote, zero_size));
-
+  // The destination first: one that cannot be made fails here, before the server opens the file
+  // and starts sending it (a twenty-fifth re-attack, N3: the session then ended without a Result
+  // and the server logged a "protocol error"). A refused get removes the temporary file again.
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = open_local(local, dirfd);
+  proto::Message resp = ask(get_request(remote, zero_size));
 
   FileResult r;
   r.file = remote;

@@ -477,6 +477,23 @@ TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
               refused);
 }
 
+// A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
+// server had started sending the file; the session ended without a Result and the server logged
+// "protocol error: expected a result". It is made first now: the server is not asked at all, and
+// a refused get leaves no temporary file.
+TEST_F(ClientLocal, ADestinationThatCannotBeMadeFailsBeforeTheGet) {
+  write_text_file(ws.root / "plain.txt", "plain\n");
+  auto r = run({"recv", "-q", "127.0.0.1:plain.txt", (ws.local / "nodir" / "x").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("nodir/x: no such file or directory"), std::string::npos) << r.describe();
+  r = run({"recv", "-q", "127.0.0.1:missing", (ws.local / "y").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+  EXPECT_TRUE(server->wait_for_log("op=get file=\"missing\"")) << server->log();
+  EXPECT_EQ(server->log().find("protocol error"), std::string::npos) << server->log();
+  EXPECT_EQ(server->log().find("op=get file=\"plain.txt\""), std::string::npos) << server->log();
+}
+
 // A twenty-fourth re-attack (N1b): a dangling link whose target ends in "/" names a directory to
 // make; a file was created under the target's name instead (the kernel and cp refuse it).
 TEST_F(ClientLocal, ADanglingLinkToADirectoryPathGetsNoFile) {
