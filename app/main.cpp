@@ -6,8 +6,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -235,6 +237,16 @@ int precheck(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+// A command's status, made a failure when what it wrote on standard output (--json objects, a
+// listing, ciphers) did not all get there: a full disk or a closed file failed without a word and
+// exit 0 (a twenty-fifth re-attack, N2), where coreutils say so and exit 1.
+static int output_written(int rc) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  die_line(std::string("standard output: ") + (errno ? std::strerror(errno) : "write error"));
+  return rc == 0 ? kExitFail : rc;
+}
+
 int main(int argc, char** argv) {
   aesxfer::files::note_inherited_descriptors();  // first: before anything takes descriptor 0, 1 or 2
   CLI::App app{"aesxfer: encrypted file transfer over TCP, with the cipher you pick"};
@@ -284,7 +296,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("serve") && !::isatty(STDERR_FILENO)) proto::set_utf8_output(true);
   try {
     for (auto& [sub, run] : commands)
-      if (*sub) return run();
+      if (*sub) return output_written(run());
   } catch (const std::exception& e) {  // proto::Failure too: one line, as every error
     die_line(e.what());
     return kExitFail;

@@ -494,6 +494,18 @@ TEST_F(ClientLocal, ADestinationThatCannotBeMadeFailsBeforeTheGet) {
   EXPECT_EQ(server->log().find("op=get file=\"plain.txt\""), std::string::npos) << server->log();
 }
 
+// A twenty-fifth re-attack (N2): --json objects that could not be written (standard output on a
+// full disk) were lost without a word, exit 0. Said, and exit 1, as coreutils do.
+TEST_F(ClientLocal, JsonThatCannotBeWrittenIsAFailure) {
+  write_text_file(ws.root / "plain.txt", "plain\n");
+  const auto r = run_process({"/bin/sh", "-c",
+                              "exec " AESXFER_BINARY " recv --json -q -P " + std::to_string(server->port()) +
+                                  " 127.0.0.1:plain.txt " + (ws.local / "j.txt").string() + " >/dev/full"},
+                             {{"AESXFER_HOME", ws.home.string()}}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("aesxfer: standard output: "), std::string::npos) << r.describe();
+}
+
 // A twenty-fourth re-attack (N1b): a dangling link whose target ends in "/" names a directory to
 // make; a file was created under the target's name instead (the kernel and cp refuse it).
 TEST_F(ClientLocal, ADanglingLinkToADirectoryPathGetsNoFile) {
