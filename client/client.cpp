@@ -163,8 +163,19 @@ void Client::write_keylog() const {
   // extra connections of --streams add their lines whole. An existing file takes the keys only
   // when it is this user's regular file with one link that nobody else may read or write (another
   // user could have made it, in a shared or sticky directory, to read the keys).
-  files::UniqueFd kfd(
-      ::open(opt_.keylog.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  // Its directory reached by the kernel's rule for links in sticky directories, whatever the
+  // sysctls say (files/guarded_path.h; a twenty-sixth re-attack, N1: another user's link in /tmp,
+  // partway along the path, chose the directory the keys were appended in).
+  const fs::path kpath(opt_.keylog);
+  files::UniqueFd kdir;
+  try {
+    kdir = files::open_guarded_dir(kpath.parent_path().empty() ? fs::path(".") : kpath.parent_path());
+  } catch (const Failure& f) {
+    throw Failure("key log " + printable(opt_.keylog) + ": " + f.what());
+  }
+  if (!kdir) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
+  files::UniqueFd kfd(::openat(kdir.get(), kpath.filename().c_str(),
+                               O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!kfd) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(kfd.get(), &st) != 0 || !S_ISREG(st.st_mode))

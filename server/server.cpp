@@ -30,6 +30,7 @@
 
 #include "crypto/suite.h"
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
 #include "net/conn.h"
@@ -479,20 +480,36 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
 
 // The bound port, written to a temporary file made by mkstemp in the same directory and renamed
 // over `path` (a symlink planted at the name is replaced, never followed).
+// Its directory is opened once, by the kernel's rule for links in sticky directories whatever the
+// sysctls say, and the file made and renamed relative to it (a twenty-sixth re-attack, N2: another
+// user's link partway along the path chose the directory, and the two lookups by name could
+// differ).
 static void write_port_file(const fs::path& path, uint16_t port) {
-  fs::path dir = path.parent_path();
-  if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
-  if (!fd) throw Failure("--port-file " + path.string() + ": " + errno_text(errno));
+  const std::string shown = "--port-file " + printable(path.string());
+  UniqueFd dir;
+  try {
+    dir = files::open_guarded_dir(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+  } catch (const Failure& f) {
+    throw Failure(shown + ": " + f.what());
+  }
+  if (!dir) throw Failure(shown + ": " + errno_text(errno));
+  const std::string name = path.filename().string();
+  std::string tmp;
+  UniqueFd fd;
+  for (int attempt = 0; attempt < 100 && !fd; ++attempt) {
+    tmp = files::random_temp_name(name);
+    fd.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd && errno != EEXIST) break;
+  }
+  if (!fd) throw Failure(shown + ": " + errno_text(errno));
   std::string text = std::to_string(port) + "\n";
   bool ok =
       ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd.get(), 0644) == 0;
   ok = fd.close() == 0 && ok;
-  if (!ok || ::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (!ok || ::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
     int e = errno;
-    ::unlink(tmpl.c_str());
-    throw Failure("--port-file " + path.string() + ": " + errno_text(e));
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    throw Failure(shown + ": " + errno_text(e));
   }
 }
 

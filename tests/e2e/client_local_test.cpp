@@ -477,6 +477,33 @@ TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
               refused);
 }
 
+// A twenty-sixth re-attack (N1): --keylog followed another user's link partway along its path (in
+// a sticky directory), and the session keys were appended to a file of the victim's in the
+// directory it chose. The key log's directory is reached by the destinations' rule now.
+TEST_F(ClientLocal, AKeyLogThroughAnotherUsersLinkIsRefused) {
+  write_text_file(ws.root / "small", "small\n");
+  const fs::path shared = ws.local / "shared", priv = ws.local / "rootonly";
+  fs::create_directories(shared);
+  fs::create_directories(priv);
+  fs::permissions(shared, fs::perms(01777));
+  fs::permissions(priv, fs::perms(0700));
+  write_text_file(priv / "notes", "important line\n");
+  fs::permissions(priv / "notes", fs::perms(0600));
+  fs::create_symlink(priv, shared / "kd");
+  ASSERT_EQ(::lchown((shared / "kd").c_str(), kNobody, kNobody), 0);
+  auto r = run({"recv", "-q", "--keylog", (shared / "kd" / "notes").string(), "127.0.0.1:small",
+                (ws.local / "got").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("kd: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(read_text_file(priv / "notes"), "important line\n");
+  // Its own key log, in a directory of its own, still works.
+  r = run({"recv", "-q", "--keylog", (ws.local / "keys.log").string(), "127.0.0.1:small",
+           (ws.local / "got2").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(read_text_file(ws.local / "keys.log").find("AESXFER_V1"), std::string::npos);
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and

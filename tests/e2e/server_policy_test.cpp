@@ -114,5 +114,25 @@ TEST(ServerPolicyOptions, ARootThroughAnotherUsersLinkInAStickyDirectoryIsRefuse
   EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.describe();
 }
 
+// A twenty-sixth re-attack (N2): --port-file followed another user's link partway along its path
+// and renamed the port file into the directory it chose (over a file of that name there).
+TEST(ServerPolicyOptions, APortFileThroughAnotherUsersLinkIsRefused) {
+  Workspace ws;
+  const fs::path shared = ws.local / "shared", priv = ws.local / "private";
+  fs::create_directories(shared);
+  fs::create_directories(priv);
+  fs::permissions(shared, fs::perms(01777));
+  write_text_file(priv / "notes", "keep\n");
+  fs::create_symlink(priv, shared / "kd");
+  ASSERT_EQ(::lchown((shared / "kd").c_str(), kNobody, kNobody), 0);
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(),
+                        "--port-file", (shared / "kd" / "notes").string()},
+                       ws.home, 20);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("kd: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(read_text_file(priv / "notes"), "keep\n");
+}
+
 }  // namespace
 }  // namespace aesxfer::test
