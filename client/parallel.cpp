@@ -482,12 +482,6 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
 FileResult Client::get_parallel(const std::string& remote, const fs::path& local_in, const proto::Message& st,
                                 int n, const std::function<void(uint64_t)>& on_start,
                                 const ProgressFn& progress, int dirfd) {
-  n = open_extra(n);
-  std::vector<Client*> conns{this};
-  for (auto& c : extra_) conns.push_back(c.get());
-  const size_t nconn =
-      std::max<size_t>(1, std::min({size_t(n), conns.size(), size_t(split(st.size, n).size())}));
-  auto ranges = split(st.size, parts_for(st.size, nconn));
   fs::path local = local_in;
   bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
   std::error_code ec;
@@ -503,6 +497,14 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
                     std::to_string(st.size >> 20) + " MiB to receive, " +
                     std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)");
   }
+  // The extra connections only once the destination is there: one refused, or that cannot be
+  // made, costs no login (a twenty-sixth re-attack, N4).
+  n = open_extra(n);
+  std::vector<Client*> conns{this};
+  for (auto& c : extra_) conns.push_back(c.get());
+  const size_t nconn =
+      std::max<size_t>(1, std::min({size_t(n), conns.size(), size_t(split(st.size, n).size())}));
+  auto ranges = split(st.size, parts_for(st.size, nconn));
   const size_t parts = std::max<size_t>(1, ranges.size());
   if (ranges.empty()) ranges.emplace_back(0, 0);
 

@@ -504,6 +504,23 @@ TEST_F(ClientLocal, AKeyLogThroughAnotherUsersLinkIsRefused) {
   EXPECT_NE(read_text_file(ws.local / "keys.log").find("AESXFER_V1"), std::string::npos);
 }
 
+// A twenty-sixth re-attack (N4): recv --streams opened its extra sessions before it checked the
+// destination, so a refused one still cost the server a login per stream. One login now.
+TEST_F(ClientLocal, AParallelGetChecksTheDestinationBeforeItsExtraLogins) {
+  write_random_file(ws.root / "big", 8u << 20, 26);
+  auto r = run({"recv", "-q", "--streams", "4", "127.0.0.1:big", (ws.local / "nodir" / "big").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.describe();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string log = server->log();
+  size_t logins = 0;
+  for (size_t at = 0; (at = log.find("msg=accepted", at)) != std::string::npos; ++at) ++logins;
+  EXPECT_EQ(logins, 1u) << log;
+  r = run({"recv", "-q", "--streams", "4", "127.0.0.1:big", (ws.local / "big").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(ws.local / "big"), sha256_file(ws.root / "big"));
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and
