@@ -171,6 +171,28 @@ PartialLock lock_partial(int dirfd, const std::string& pname, int fd) noexcept {
   return PartialLock::held;
 }
 
+OpenedPartial open_partial(int dirfd, const std::string& pname, int extra_flags) {
+  OpenedPartial out;
+  for (int attempt = 0;; ++attempt) {
+    out.fd.reset(
+        ::openat(dirfd, pname.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | extra_flags, 0600));
+    out.err = errno;
+    if (out.unfit = partial_unfit(dirfd, pname, out.fd.get(), out.err); !out.unfit.empty()) {
+      out.fd.reset();
+      return out;
+    }
+    if (!out.fd) return out;
+    out.err = 0;
+    const PartialLock got = lock_partial(dirfd, pname, out.fd.get());
+    if (got == PartialLock::held) return out;
+    out.fd.reset();
+    if (got == PartialLock::busy || attempt == 3) {
+      out.busy = true;
+      return out;
+    }
+  }
+}
+
 int close_and_rename_locked(UniqueFd& fd, int dirfd, const std::string& from, const std::string& to,
                             bool* closed) {
   *closed = false;
@@ -213,19 +235,13 @@ void PartialFile::open(const std::string& name) {
     return Failure(path_.string() + ": not resuming from this partial file: " + why,
                    proto::Status::permission, EPERM);
   };
-  for (int attempt = 0;; ++attempt) {
-    fd_.reset(::openat(dirfd_.get(), pname_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    const int e = errno;
-    if (std::string why = partial_unfit(dirfd_.get(), pname_, fd_.get(), e); !why.empty())
-      throw passed_over(why);
-    if (!fd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(e));
-    const PartialLock got = lock_partial(dirfd_.get(), pname_, fd_.get());
-    if (got == PartialLock::held) break;
-    fd_.reset();
-    if (got == PartialLock::busy || attempt == 3)
-      throw Failure(dest_.filename().string() + ": another transfer is writing this file",
-                    proto::Status::busy, EWOULDBLOCK);
-  }
+  OpenedPartial p = open_partial(dirfd_.get(), pname_);
+  if (!p.unfit.empty()) throw passed_over(p.unfit);
+  if (p.busy)
+    throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
+                  EWOULDBLOCK);
+  if (!p.fd) throw Failure("cannot open " + path_.string() + ": " + errno_text(p.err));
+  fd_ = std::move(p.fd);
   slot_ = register_kept(dirfd_.get(), pname_, path_.string());
 }
 

@@ -74,6 +74,18 @@ enum class PartialLock { held, busy, moved };
 // lock): the caller opens the name again, never writes the file it holds (a twenty-second
 // re-attack, N2: two sessions wrote one inode, and an ok put left an empty destination).
 PartialLock lock_partial(int dirfd, const std::string& pname, int fd) noexcept;
+// The one way both ends open a partial file to write it (the client's PartialFile, the server's
+// KeptPartial): `pname` in dirfd, created 0600 without following a link, adopted only when
+// partial_unfit() finds nothing against it, and locked by lock_partial(), opened again when its
+// name moved on. Exactly one outcome: fd (locked), unfit (why it is passed over), busy (another
+// transfer holds it), or err (the errno of a failed open).
+struct OpenedPartial {
+  UniqueFd fd;
+  std::string unfit;
+  bool busy = false;
+  int err = 0;
+};
+OpenedPartial open_partial(int dirfd, const std::string& pname, int extra_flags = 0);
 // Closes fd (reporting what close reports: write errors surface there on NFS) while a duplicate
 // still holds its flock, then renames `from` over `to` in dirfd and lets the lock go: the name is
 // never free for another transfer to lock and truncate between the close and the rename. Returns

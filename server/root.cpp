@@ -507,22 +507,13 @@ KeptPartial::KeptPartial(const Place& dest)
   const std::string shown = shown_partial(dest);
   if (!dir_)
     throw Failure("cannot open the partial file: " + errno_text(errno), proto::Status::io_error, errno);
-  for (int attempt = 0;; ++attempt) {
-    fd_.reset(
-        ::openat(dir_.get(), partial_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
-    const int e = errno;
-    if (std::string why = files::partial_unfit(dir_.get(), partial_, fd_.get(), e); !why.empty()) {
-      fd_.reset();
-      throw Failure(partial_refusal(shown, why), proto::Status::permission, 0);
-    }
-    if (!fd_) throw Failure("cannot open the partial file: " + errno_text(e), proto::Status::io_error, e);
-    // Locked, and still the file of that name: never one another session is renaming into place.
-    const files::PartialLock got = files::lock_partial(dir_.get(), partial_, fd_.get());
-    if (got == files::PartialLock::held) return;
-    fd_.reset();
-    if (got == files::PartialLock::busy || attempt == 3)
-      throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
-  }
+  // Locked, and still the file of that name: never one another session is renaming into place.
+  files::OpenedPartial p = files::open_partial(dir_.get(), partial_, O_NONBLOCK);
+  if (!p.unfit.empty()) throw Failure(partial_refusal(shown, p.unfit), proto::Status::permission, 0);
+  if (p.busy) throw Failure("another transfer is writing this file", proto::Status::io_error, EWOULDBLOCK);
+  if (!p.fd)
+    throw Failure("cannot open the partial file: " + errno_text(p.err), proto::Status::io_error, p.err);
+  fd_ = std::move(p.fd);
 }
 
 uint64_t KeptPartial::length() const {
