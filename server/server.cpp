@@ -52,6 +52,38 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// At most `per_second` lines a second of one kind; the first line let through after some were
+// left out carries their count (" KEY=N").
+class LineBudget {
+ public:
+  LineBudget(int per_second, const char* key) : per_second_(per_second), key_(key) {}
+  // Under the caller's lock: nullopt when this line is left out (counted), else the suffix to
+  // append to it ("" or " KEY=N").
+  std::optional<std::string> take() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_ >= std::chrono::seconds(1)) {
+      window_ = now;
+      used_ = 0;
+    }
+    if (used_ >= per_second_) {
+      ++left_out_;
+      return std::nullopt;
+    }
+    ++used_;
+    const uint64_t n = std::exchange(left_out_, 0);
+    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
+  }
+
+ private:
+  int per_second_;
+  const char* key_;
+  std::chrono::steady_clock::time_point window_{};
+  int used_ = 0;
+  uint64_t left_out_ = 0;
+};
+}  // namespace
+
 struct Server::Impl {
   ServerOptions opt;
   std::unique_ptr<Root> root;  // every file operation goes through it
@@ -63,24 +95,16 @@ struct Server::Impl {
   asio::io_context io;
   std::atomic<int> stop_signal{0};  // RequestContext::stop_signal
   std::mutex mu;
-  // Connections turned away before the handshake cost the log one line a second at most (a
-  // thirteenth re-attack, H2: a loop of connects wrote 4 MB of log in 2 s): the first drop of a
-  // second is logged with its peer and the count of those dropped without a line since (under mu).
-  std::chrono::steady_clock::time_point drop_logged{};
-  uint64_t drops_unlogged = 0;
-  // The same bound for connections that fail before their handshake completes (closed at once,
-  // an HTTP request, garbage): one line a second with the count of those left out since (a
-  // twenty-fourth re-attack, N2: a connect loop that never filled the pool wrote 2.6 MB in 3 s).
-  std::chrono::steady_clock::time_point early_logged{};
-  uint64_t early_unlogged = 0;
-  // Refused keys: a stranger needs no authorized key to make one (a twenty-fifth re-attack, N1:
-  // fresh keys in a loop wrote 4,771 lines in 5 s), yet each refusal is worth its line to an
-  // operator authorizing a new client: up to kRefusedLinesPerSecond a second, the next line
-  // counting those left out.
-  static constexpr int kRefusedLinesPerSecond = 10;
-  std::chrono::steady_clock::time_point refused_window{};
-  int refused_lines = 0;
-  uint64_t refused_unlogged = 0;
+  // Lines that a peer who has not logged in can make the server write, each kind bounded by its
+  // own LineBudget (under mu): connections turned away before the handshake, one line a second (a
+  // thirteenth re-attack, H2: a loop of connects wrote 4 MB of log in 2 s); connections that fail
+  // before their handshake completes (closed at once, an HTTP request, garbage), one a second (a
+  // twenty-fourth, N2: 2.6 MB in 3 s from a loop that never filled the pool); refused keys, which
+  // a stranger makes with any fresh key, ten a second, since each is worth its line to an operator
+  // authorizing a new client (a twenty-fifth, N1: 4,771 lines in 5 s).
+  LineBudget drops{1, "dropped_without_a_line"};
+  LineBudget early{1, "failed_handshakes_without_a_line"};
+  LineBudget refused_keys{10, "refused_keys_without_a_line"};
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -131,11 +155,8 @@ struct Server::Impl {
   }
 
   void session(int fd, std::string peer, Slot& slot);
-  // A session's failure line; one that came before its handshake completed is bounded to one line a
-  // second (early_logged).
-  void log_failure(bool shook, const std::string& line);
-  // A refused key's line, at most kRefusedLinesPerSecond a second.
-  void log_refused_key(const std::string& line);
+  // `line`, unless `budget` leaves it out this second (LineBudget).
+  void log_within(LineBudget& budget, const std::string& line);
   // Under mu: "" and the connection counted in the startups pool, or why it is turned away
   // ("server busy: ..."): the per-source limit, a full pool, or the random early drop between
   // START and FULL (the drop probability rises linearly from RATE% to 100%, as sshd's).
@@ -375,8 +396,9 @@ void Server::Impl::reap(bool all) {
 
 void Server::Impl::session(int fd, std::string peer, Slot& slot) {
   Conn c(fd, opt.timeout, peer);
-  bool shook = false;        // the handshake completed: every later failure gets its line
-  bool refused_key = false;  // ...but a refused key's, bounded (refused_window)
+  // Where the session's failure line is counted: before the handshake completes and for a refused
+  // key, a budget; after login, none (every failure gets its line).
+  LineBudget* budget = &early;
   try {
     proto::ServerHandshake hs(
         host, [this](const proto::PublicKey& pk) { return authorized(pk); }, policy);
@@ -387,7 +409,7 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     proto::Step st = drive_handshake(c, hs, lim);
     if (st.ec && st.ec != proto::errc::unauthorized)
       throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
-    shook = true;
+    budget = nullptr;
     tune_for_path(fd);
     set_congestion(fd, opt.congestion);
     proto::SessionKeys& keys = hs.keys();
@@ -398,7 +420,7 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
       w.status = proto::Status::refused;
       w.text = "client key " + proto::fingerprint(keys.client_key) + " is not authorized on this server";
       c.send_message(w);
-      refused_key = true;
+      budget = &refused_keys;
       throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key) +
                     (why.empty() ? "" : "; no key of authorized_keys is trusted: " + why));
     }
@@ -427,48 +449,20 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     serve_requests(c, keys);
   } catch (const Failure& f) {
     const std::string line = "peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f));
-    if (refused_key)
-      log_refused_key(line);
-    else
-      log_failure(shook, line);
+    budget ? log_within(*budget, line) : log(line);
   } catch (const std::exception& e) {
-    log_failure(shook, "peer=" + peer + " error=" + proto::quoted(e.what()));
+    const std::string line = "peer=" + peer + " error=" + proto::quoted(e.what());
+    budget ? log_within(*budget, line) : log(line);
   }
 }
 
-void Server::Impl::log_refused_key(const std::string& line) {
-  uint64_t unlogged = 0;
+void Server::Impl::log_within(LineBudget& budget, const std::string& line) {
+  std::optional<std::string> suffix;
   {
     std::lock_guard<std::mutex> g(mu);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - refused_window >= std::chrono::seconds(1)) {
-      refused_window = now;
-      refused_lines = 0;
-    }
-    if (refused_lines >= kRefusedLinesPerSecond) {
-      ++refused_unlogged;
-      return;
-    }
-    ++refused_lines;
-    unlogged = std::exchange(refused_unlogged, 0);
+    suffix = budget.take();
   }
-  log(line + (unlogged ? " refused_keys_without_a_line=" + std::to_string(unlogged) : std::string()));
-}
-
-void Server::Impl::log_failure(bool shook, const std::string& line) {
-  if (shook) return log(line);
-  uint64_t unlogged = 0;
-  {
-    std::lock_guard<std::mutex> g(mu);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - early_logged < std::chrono::seconds(1)) {
-      ++early_unlogged;
-      return;
-    }
-    early_logged = now;
-    unlogged = std::exchange(early_unlogged, 0);
-  }
-  log(line + (unlogged ? " failed_handshakes_without_a_line=" + std::to_string(unlogged) : std::string()));
+  if (suffix) log(line + *suffix);
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
@@ -478,38 +472,23 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   server::serve_requests(ctx);
 }
 
-// The bound port, written to a temporary file made by mkstemp in the same directory and renamed
-// over `path` (a symlink planted at the name is replaced, never followed).
-// Its directory is opened once, by the kernel's rule for links in sticky directories whatever the
-// sysctls say, and the file made and renamed relative to it (a twenty-sixth re-attack, N2: another
-// user's link partway along the path chose the directory, and the two lookups by name could
-// differ).
+// The bound port, written through files::AtomicFile (a temporary file renamed over `path`: a
+// symlink planted at the name is replaced, never followed) in a directory opened once by the
+// kernel's rule for links in sticky directories, whatever the sysctls say (a twenty-sixth
+// re-attack, N2: another user's link partway along the path chose the directory, and the two
+// lookups by name could differ).
 static void write_port_file(const fs::path& path, uint16_t port) {
   const std::string shown = "--port-file " + printable(path.string());
-  UniqueFd dir;
   try {
-    dir = files::open_guarded_dir(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+    const UniqueFd dir =
+        files::open_guarded_dir(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+    if (!dir) throw Failure(errno_text(errno));
+    files::AtomicFile out(dir.get(), path.filename().string(), path);
+    const std::string text = std::to_string(port) + "\n";
+    if (::write(out.fd(), text.data(), text.size()) != ssize_t(text.size())) throw Failure(errno_text(errno));
+    out.commit(files::FileMode(0644));
   } catch (const Failure& f) {
     throw Failure(shown + ": " + f.what());
-  }
-  if (!dir) throw Failure(shown + ": " + errno_text(errno));
-  const std::string name = path.filename().string();
-  std::string tmp;
-  UniqueFd fd;
-  for (int attempt = 0; attempt < 100 && !fd; ++attempt) {
-    tmp = files::random_temp_name(name);
-    fd.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd && errno != EEXIST) break;
-  }
-  if (!fd) throw Failure(shown + ": " + errno_text(errno));
-  std::string text = std::to_string(port) + "\n";
-  bool ok =
-      ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size()) && ::fchmod(fd.get(), 0644) == 0;
-  ok = fd.close() == 0 && ok;
-  if (!ok || ::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
-    int e = errno;
-    ::unlinkat(dir.get(), tmp.c_str(), 0);
-    throw Failure(shown + ": " + errno_text(e));
   }
 }
 
@@ -676,23 +655,13 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
                  ":" + std::to_string(rep.port());
     const std::string source = pe ? "?" : source_of(rep.address(), opt.source_v4_bits, opt.source_v6_bits);
     std::string busy;
-    bool say = false;
-    uint64_t unlogged = 0;
     {
       std::lock_guard<std::mutex> g(mu);
       busy = enter_pool(source);
-      const auto now = std::chrono::steady_clock::now();
-      if (!busy.empty() && (say = now - drop_logged >= std::chrono::seconds(1))) {
-        drop_logged = now;
-        unlogged = std::exchange(drops_unlogged, 0);
-      } else if (!busy.empty()) {
-        ++drops_unlogged;
-      }
     }
     if (!busy.empty()) {
-      if (say)
-        log("peer=" + peer + " error=" + proto::quoted(busy + "; connection dropped before the handshake") +
-            (unlogged ? " dropped_without_a_line=" + std::to_string(unlogged) : std::string()));
+      log_within(drops, "peer=" + peer +
+                            " error=" + proto::quoted(busy + "; connection dropped before the handshake"));
       refuse_busy(std::move(sock));
     } else {
       int fd = sock.release();
