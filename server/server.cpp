@@ -472,23 +472,33 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   server::serve_requests(ctx);
 }
 
-// The bound port, written through files::AtomicFile (a temporary file renamed over `path`: a
-// symlink planted at the name is replaced, never followed) in a directory opened once by the
-// kernel's rule for links in sticky directories, whatever the sysctls say (a twenty-sixth
-// re-attack, N2: another user's link partway along the path chose the directory, and the two
-// lookups by name could differ).
-static void write_port_file(const fs::path& path, uint16_t port) {
-  const std::string shown = "--port-file " + printable(path.string());
+// The port file, in two steps around the start lines. First, before them, its directory opened
+// once by the kernel's rule for links in sticky directories, whatever the sysctls say (a
+// twenty-sixth re-attack, N2: another user's link partway along the path chose the directory, and
+// two lookups by name could differ), and its temporary file made there: a path that is refused
+// stops the server before it logs "listening" (a twenty-seventh, N1). Then, after them, the port
+// written and the file renamed over `path` (files::AtomicFile: a symlink planted at the name is
+// replaced, never followed).
+static std::string port_file_shown(const fs::path& path) { return "--port-file " + printable(path.string()); }
+
+static std::unique_ptr<files::AtomicFile> open_port_file(const fs::path& path) {
   try {
     const UniqueFd dir =
         files::open_guarded_dir(path.parent_path().empty() ? fs::path(".") : path.parent_path());
     if (!dir) throw Failure(errno_text(errno));
-    files::AtomicFile out(dir.get(), path.filename().string(), path);
+    return std::make_unique<files::AtomicFile>(dir.get(), path.filename().string(), path);
+  } catch (const Failure& f) {
+    throw Failure(port_file_shown(path) + ": " + f.what());
+  }
+}
+
+static void write_port_file(files::AtomicFile& out, const fs::path& path, uint16_t port) {
+  try {
     const std::string text = std::to_string(port) + "\n";
     if (::write(out.fd(), text.data(), text.size()) != ssize_t(text.size())) throw Failure(errno_text(errno));
     out.commit(files::FileMode(0644));
   } catch (const Failure& f) {
-    throw Failure(shown + ": " + f.what());
+    throw Failure(port_file_shown(path) + ": " + f.what());
   }
 }
 
@@ -687,10 +697,13 @@ void Server::run() {
       stop();
     }
   });
+  std::unique_ptr<files::AtomicFile> port_file;
+  if (!s.opt.port_file.empty()) port_file = open_port_file(s.opt.port_file);
   s.log_start(port_);
   // The port file last: whoever waits for it (a test, a service script) finds the start lines
   // written and SIGTERM already handled (before, a stop sent at once killed the process mid-start).
-  if (!s.opt.port_file.empty()) write_port_file(s.opt.port_file, port_);
+  if (port_file) write_port_file(*port_file, s.opt.port_file, port_);
+  port_file.reset();
   asio::steady_timer backoff(s.io);
   auto delay = std::chrono::milliseconds(10);
   s.accept_loop(acc, backoff, delay);

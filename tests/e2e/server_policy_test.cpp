@@ -132,6 +132,9 @@ TEST(ServerPolicyOptions, APortFileThroughAnotherUsersLinkIsRefused) {
   EXPECT_NE(r.err.find("kd: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
       << r.describe();
   EXPECT_EQ(read_text_file(priv / "notes"), "keep\n");
+  // Refused before the start lines: a supervisor reading the log never sees "listening" from a
+  // server that then stops (a twenty-seventh re-attack, N1).
+  EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.describe();
 }
 
 }  // namespace
