@@ -3,7 +3,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace aesxfer::app {
 using Clock = std::chrono::steady_clock;
@@ -19,6 +21,57 @@ std::string human_bytes(uint64_t n) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%s", v, units[u]);
   return buf;
+}
+
+namespace {
+// The columns a code point takes on a terminal, without the locale's wcwidth (the process runs in
+// whatever locale it was given, often "C", where wcwidth knows no character beyond ASCII):
+// combining marks 0, the wide East Asian blocks and emoji 2, the rest 1.
+int columns_of(char32_t c) {
+  if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || c == 0xfe0f) return 0;
+  if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf) || (c >= 0xac00 && c <= 0xd7a3) ||
+      (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
+      (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
+      (c >= 0x20000 && c <= 0x3fffd))
+    return 2;
+  return 1;
+}
+
+// The length of the UTF-8 sequence at s[i] and its code point (a byte that starts none: 1, itself).
+size_t next_char(const std::string& s, size_t i, char32_t& c) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
+  if (n == 1 || i + n > s.size()) {
+    c = b;
+    return 1;
+  }
+  c = b & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    const auto x = static_cast<unsigned char>(s[i + k]);
+    if ((x & 0xc0) != 0x80) {
+      c = b;
+      return 1;
+    }
+    c = (c << 6) | (x & 0x3f);
+  }
+  return n;
+}
+}  // namespace
+
+std::string fit_columns(const std::string& text, int cols) {
+  std::string out;
+  int used = 0;
+  for (size_t i = 0; i < text.size();) {
+    char32_t c = 0;
+    const size_t n = next_char(text, i, c);
+    const int w = columns_of(c);
+    if (used + w > cols) break;
+    out.append(text, i, n);
+    used += w;
+    i += n;
+  }
+  out.append(size_t(std::max(0, cols - used)), ' ');
+  return out;
 }
 
 Progress::Progress(std::string name, bool enabled, std::FILE* out, std::chrono::milliseconds stall_after)
@@ -92,10 +145,14 @@ void Progress::draw(uint64_t done, bool final) {
   else
     std::snprintf(right, sizeof right, " %3d%% %8s %7.1fMB/s %11s", pct, human_bytes(done).c_str(),
                   rate / 1048576.0, eta);
-  int name_w = cols - int(std::string(right).size()) - 1;
-  if (name_w < 8) name_w = 8;
-  const std::string name = name_.size() > size_t(name_w) ? name_.substr(0, size_t(name_w)) : name_;
-  std::fprintf(out_, "\r%-*s%s", name_w, name.c_str(), right);
+  // One line of at most cols - 1 columns, whatever the name (a line that wraps is never redrawn
+  // over by "\r"): the name cut at a character, never inside one, and padded by the columns it
+  // takes; a terminal too narrow for 8 of them gets the figures alone, cut to fit.
+  const int room = std::max(cols - 1, 1), right_w = int(std::strlen(right));
+  if (room - right_w >= 8)
+    std::fprintf(out_, "\r%s%s", fit_columns(name_, room - right_w).c_str(), right);
+  else
+    std::fprintf(out_, "\r%.*s", room, right + 1);
   if (final) std::fputc('\n', out_);
   std::fflush(out_);
 }

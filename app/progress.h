@@ -54,6 +54,9 @@ class Progress {
   std::thread ticker_;
 };
 
-std::string human_bytes(uint64_t n);  // "1024MB" like scp: KB/MB/GB with 1024 steps
+std::string human_bytes(uint64_t n);
+// The longest start of `text` (UTF-8, made printable already) that fits in `cols` terminal
+// columns, never cut inside a character, padded with spaces to exactly `cols` columns.
+std::string fit_columns(const std::string& text, int cols);  // "1024MB" like scp: KB/MB/GB with 1024 steps
 
 }  // namespace aesxfer::app

@@ -3,8 +3,13 @@
 // rate counting only the bytes that moved.
 #include "app/progress.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -150,6 +155,73 @@ TEST(Progress, ScpUnits) {
   EXPECT_EQ(app::human_bytes(99999), "99999B");
   EXPECT_EQ(app::human_bytes(100000), "98KB");
   EXPECT_EQ(app::human_bytes(uint64_t(1) << 30), "1024MB");
+}
+
+// A twenty-fourth re-attack's note: the name was cut by bytes (half a UTF-8 character on the
+// terminal) and padded by bytes, and a terminal narrower than the figures got a line that wrapped,
+// which "\r" then never drew over.
+TEST(Progress, NamesAreCutAtACharacterAndFitTheirColumns) {
+  EXPECT_EQ(app::fit_columns("abc", 5), "abc  ");
+  EXPECT_EQ(app::fit_columns("h\xc3\xa9llo", 2), "h\xc3\xa9");  // "hé": 2 columns, 3 bytes
+  // Wide characters take two columns: 5 columns hold two of them and a space, never half a third.
+  EXPECT_EQ(app::fit_columns("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", 5), "\xe6\x97\xa5\xe6\x9c\xac ");
+  // A byte that starts no character (printable() leaves none, but the cut must not trip on one).
+  EXPECT_EQ(app::fit_columns("\xff\xc3", 3), "\xff\xc3 ");
+  EXPECT_EQ(app::fit_columns("abc", 0), "");
+}
+
+TEST(Progress, ALineNeverOutgrowsANarrowTerminal) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(slave, 0);
+  for (const unsigned short cols : {30, 60}) {
+    SCOPED_TRACE(cols);
+    winsize ws{};
+    ws.ws_col = cols;
+    ws.ws_row = 24;
+    ASSERT_EQ(::ioctl(slave, TIOCSWINSZ, &ws), 0);
+    // The meter asks the size of the stream it writes to: the pty's.
+    std::FILE* tty = ::fdopen(::dup(slave), "w");
+    ASSERT_NE(tty, nullptr);
+    std::string name;
+    for (int i = 0; i < 40; ++i) name += "\xc3\xa9";  // 40 columns of "é", 80 bytes
+    {
+      app::Progress p(name, true, tty);
+      p.start(1000);
+      p.update(500);
+      p.finish(1000, 1.0);
+    }
+    std::fclose(tty);
+    std::string got;
+    char buf[4096];
+    pollfd pf{master, POLLIN, 0};
+    while (::poll(&pf, 1, 200) > 0) {
+      const ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, size_t(n));
+    }
+    ASSERT_NE(got.find("100%"), std::string::npos) << got;
+    // Each drawing, between "\r"s: at most cols - 1 columns, and no character cut in two.
+    size_t start = 0;
+    while ((start = got.find('\r', start)) != std::string::npos) {
+      size_t end = got.find_first_of("\r\n", start + 1);
+      if (end == std::string::npos) end = got.size();
+      const std::string line = got.substr(start + 1, end - start - 1);
+      start = end;
+      if (line.empty()) continue;
+      int columns = 0;
+      for (size_t i = 0; i < line.size(); ++i)
+        columns += (static_cast<unsigned char>(line[i]) & 0xc0) != 0x80;
+      EXPECT_LE(columns, cols - 1) << line;
+      EXPECT_EQ(std::count(line.begin(), line.end(), '\xc3'), std::count(line.begin(), line.end(), '\xa9'))
+          << "a character cut in two: " << line;
+    }
+  }
+  ::close(slave);
+  ::close(master);
 }
 
 }  // namespace
