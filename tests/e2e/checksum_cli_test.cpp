@@ -65,6 +65,38 @@ TEST_F(ChecksumCli, JsonHexEqualsTheReferenceTools) {
   EXPECT_NE(v.out.find("xxh128 " + xxh), std::string::npos) << v.out;
 }
 
+// "verified" says something checked the bytes (a twenty-sixth re-attack's note: it said true with
+// no MAC and no checksum). The records' MAC alone, or the checksum alone, is a check.
+TEST_F(ChecksumCli, VerifiedOnlyWhenSomethingCheckedTheBytes) {
+  fs::path src = ws.local / "src.bin";
+  write_random_file(src, 300000, 23);
+  struct Case {
+    std::vector<std::string> args;
+    std::string verified;
+  } cases[] = {{{"-c", "none", "-m", "none", "--checksum", "none"}, "false"},
+               {{"-c", "none", "-m", "none"}, "true"},
+               {{"-c", "none", "--checksum", "none"}, "true"},
+               {{"-c", "aes128-gcm", "--checksum", "none"}, "true"}};
+  for (const auto& c : cases) {
+    for (const char* verb : {"send", "recv"}) {
+      std::vector<std::string> a = {verb, "--json"};
+      if (std::string(verb) == "send") {
+        a.push_back(src.string());
+        a.push_back("127.0.0.1:dst.bin");
+      } else {
+        a.push_back("127.0.0.1:dst.bin");
+        a.push_back((ws.local / "back.bin").string());
+      }
+      a.insert(a.end(), c.args.begin(), c.args.end());
+      auto r = run(a);
+      ASSERT_EQ(r.exit_code, 0) << r.describe();
+      auto j = parse_flat_json(r.out);
+      ASSERT_TRUE(j) << r.out;
+      EXPECT_EQ((*j)["verified"], c.verified) << r.out;
+    }
+  }
+}
+
 TEST_F(ChecksumCli, ResumedSendCarriesTheWholeFilesChecksum) {
   fs::path src = ws.local / "src.bin";
   write_random_file(src, 6 * proto::kDefaultPayload + 1, 22);
