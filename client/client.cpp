@@ -157,15 +157,15 @@ void Client::check_host_key(const proto::PublicKey& key) {
   }
 }
 
-void Client::write_keylog() const {
-  if (opt_.keylog.empty()) return;
-  // Created 0600, never through a symbolic link; one write per connection (O_APPEND), so the
-  // extra connections of --streams add their lines whole. An existing file takes the keys only
-  // when it is this user's regular file with one link that nobody else may read or write (another
-  // user could have made it, in a shared or sticky directory, to read the keys).
-  // Its directory reached by the kernel's rule for links in sticky directories, whatever the
-  // sysctls say (files/guarded_path.h; a twenty-sixth re-attack, N1: another user's link in /tmp,
-  // partway along the path, chose the directory the keys were appended in).
+// --keylog, opened before the connection (a twenty-sixth re-attack's note: a key log refused after
+// the login cost the server a session it logged as "transfer incomplete"): created 0600, never
+// through a symbolic link. An existing file takes the keys only when it is this user's regular
+// file with one link that nobody else may read or write (another user could have made it, in a
+// shared or sticky directory, to read the keys). Its directory is reached by the kernel's rule
+// for links in sticky directories, whatever the sysctls say (files/guarded_path.h; a twenty-sixth
+// re-attack, N1: another user's link in /tmp, partway along the path, chose the directory).
+files::UniqueFd Client::open_keylog() const {
+  if (opt_.keylog.empty()) return {};
   const fs::path kpath(opt_.keylog);
   files::UniqueFd kdir;
   try {
@@ -183,6 +183,12 @@ void Client::write_keylog() const {
   if (std::string why = files::ownership_problem(st, 077); !why.empty())
     throw Failure("key log " + printable(opt_.keylog) + ": refused: " + why +
                   " (it must be this user's file, with one link and mode 0600)");
+  return kfd;
+}
+
+// One write per connection (O_APPEND), so the extra connections of --streams add their lines whole.
+void Client::write_keylog(files::UniqueFd kfd) const {
+  if (!kfd) return;
   std::string lines = keys_->keylog_lines();
   bool ok = ::write(kfd.get(), lines.data(), lines.size()) == ssize_t(lines.size());
   crypto::secure_zero(lines.data(), lines.size());
@@ -250,6 +256,7 @@ void Client::log_session(Clock::duration handshake) const {
 
 Client::Client(const ClientOptions& opt) : opt_(opt) {
   const auto t0 = Clock::now();
+  files::UniqueFd keylog = open_keylog();
   proto::Identity id = load_client_identity();
   proto::ClientHandshake hs(id, *opt_.cipher, *opt_.mac, {opt_.checksum, opt_.record_size});
   connect_and_hello(hs);
@@ -260,7 +267,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   log(1, "sent ClientAuth: signature by " + proto::fingerprint(id.pk) +
              " over the transcript, key and signature sealed (AES-128-GCM handshake key)");
   keys_ = std::make_unique<proto::SessionKeys>(hs.keys());
-  write_keylog();
+  write_keylog(std::move(keylog));
   conn_->start_records(*keys_, true, opt_.impl);
   tune_for_path(conn_->fd());
   cc_ = net::set_congestion(conn_->fd(), opt_.congestion);

@@ -276,7 +276,8 @@ class Client {
   proto::Identity load_client_identity() const;
   void connect_and_hello(proto::ClientHandshake& hs);
   void check_host_key(const proto::PublicKey& host_key);
-  void write_keylog() const;
+  files::UniqueFd open_keylog() const;
+  void write_keylog(files::UniqueFd kfd) const;
   void await_welcome(const proto::Identity& id);
   void log(int level, const std::string& line) const {
     if (opt_.debug) opt_.debug(level, line);

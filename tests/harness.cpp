@@ -73,6 +73,21 @@ void chown_tree(const fs::path& p, uid_t who) {
       throw std::runtime_error("lchown " + it->path().string());
 }
 
+StickyShare::StickyShare(const fs::path& base, const std::string& private_name)
+    : shared(base / "shared"), priv(base / private_name) {
+  fs::create_directories(shared);
+  fs::create_directories(priv);
+  fs::permissions(shared, fs::perms(01777));
+  fs::permissions(priv, fs::perms(0700));
+}
+
+fs::path StickyShare::link(const std::string& name, const fs::path& target, uid_t who) const {
+  const fs::path at = shared / name;
+  fs::create_symlink(target, at);
+  if (::lchown(at.c_str(), who, who) != 0) throw std::runtime_error("lchown " + at.string());
+  return at;
+}
+
 fs::path client_home(const Workspace& ws) {
   const fs::path own = ws.tmp / "client-home";
   return fs::exists(own) ? own : ws.home;

@@ -54,6 +54,16 @@ void hand_over(const Workspace& ws, uid_t who);
 // The client's home: ws.home, or after hand_over the client's own.
 fs::path client_home(const Workspace& ws);
 
+// Another local user's ground in a directory shared with this one, as /tmp is: base/shared
+// (sticky, world-writable) beside base/PRIVATE (this user's, 0700), where the other user plants
+// symbolic links (made by the constructor's directories; throws).
+struct StickyShare {
+  fs::path shared, priv;
+  explicit StickyShare(const fs::path& base, const std::string& private_name = "private");
+  // A symbolic link shared/name -> target, owned by uid and gid `who`; returns its path.
+  fs::path link(const std::string& name, const fs::path& target, uid_t who = kNobody) const;
+};
+
 // Lower-case hex SHA-256 of a file's contents (OpenSSL); throws when it cannot be read.
 std::string sha256_file(const fs::path& p);
 // The first word a reference tool (/usr/bin/xxh128sum, sha256sum) prints for a file.

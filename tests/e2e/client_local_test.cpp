@@ -367,13 +367,10 @@ TEST_F(ClientLocal, SpecialDestinationsAreWrittenThrough) {
 // is followed or written through only when it is this user's or the directory owner's.
 TEST_F(ClientLocal, AnotherUsersLinkOrFifoInAStickyDirectoryIsNeitherFollowedNorWrittenThrough) {
   write_text_file(ws.root / "x", "SERVER-DATA\n");
-  const fs::path shared = ws.local / "shared", home = ws.local / "victimhome";
-  fs::create_directories(shared);
-  fs::create_directories(home);
-  fs::permissions(shared, fs::perms(01777));
+  const StickyShare s(ws.local, "victimhome");
+  const fs::path &shared = s.shared, &home = s.priv;
   write_text_file(home / "rc", "PRIVATE\n");
-  fs::create_symlink(home / "rc", shared / "x");
-  ASSERT_EQ(::lchown((shared / "x").c_str(), kNobody, kNobody), 0);
+  s.link("x", home / "rc");
   for (bool resume : {false, true}) {
     SCOPED_TRACE(resume ? "--resume" : "plain");
     std::vector<std::string> args{"recv", "127.0.0.1:x", shared.string() + "/", "-q"};
@@ -414,14 +411,9 @@ TEST_F(ClientLocal, AnotherUsersDirectoryLinkInAStickyDirectoryLeadsNowhere) {
   write_text_file(ws.root / "x", "SERVER-DATA\n");
   fs::create_directories(ws.root / "t2");
   write_text_file(ws.root / "t2" / "a", "a\n");
-  const fs::path shared = ws.local / "shared", priv = ws.local / "rootdir2";
-  fs::create_directories(shared);
-  fs::create_directories(priv);
-  fs::permissions(shared, fs::perms(01777));
-  fs::permissions(priv, fs::perms(0700));
-  fs::create_symlink(priv, shared / "d");
-  ASSERT_EQ(::lchown((shared / "d").c_str(), kNobody, kNobody), 0);
-  const std::string d = (shared / "d").string();
+  const StickyShare s(ws.local);
+  const fs::path& priv = s.priv;
+  const std::string d = s.link("d", priv).string();
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:x", d + "/"},
                                              {"recv", "--resume", "127.0.0.1:x", d + "/"},
@@ -482,21 +474,19 @@ TEST_F(ClientLocal, ASwappedLinkToStandardOutputNeverGetsTheFile) {
 // directory it chose. The key log's directory is reached by the destinations' rule now.
 TEST_F(ClientLocal, AKeyLogThroughAnotherUsersLinkIsRefused) {
   write_text_file(ws.root / "small", "small\n");
-  const fs::path shared = ws.local / "shared", priv = ws.local / "rootonly";
-  fs::create_directories(shared);
-  fs::create_directories(priv);
-  fs::permissions(shared, fs::perms(01777));
-  fs::permissions(priv, fs::perms(0700));
+  const StickyShare s(ws.local);
+  const fs::path& priv = s.priv;
   write_text_file(priv / "notes", "important line\n");
   fs::permissions(priv / "notes", fs::perms(0600));
-  fs::create_symlink(priv, shared / "kd");
-  ASSERT_EQ(::lchown((shared / "kd").c_str(), kNobody, kNobody), 0);
-  auto r = run({"recv", "-q", "--keylog", (shared / "kd" / "notes").string(), "127.0.0.1:small",
+  auto r = run({"recv", "-q", "--keylog", (s.link("kd", priv) / "notes").string(), "127.0.0.1:small",
                 (ws.local / "got").string()});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("kd: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
       << r.describe();
   EXPECT_EQ(read_text_file(priv / "notes"), "important line\n");
+  // Refused before the connection: the server saw nothing (it logged "transfer incomplete").
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server->log().find("peer="), std::string::npos) << server->log();
   // Its own key log, in a directory of its own, still works.
   r = run({"recv", "-q", "--keylog", (ws.local / "keys.log").string(), "127.0.0.1:small",
            (ws.local / "got2").string()});

@@ -98,14 +98,10 @@ TEST_F(RemovedRoot, LoginsAreRefusedWithTheReasonUntilARestart) {
 // fs.protected_symlinks never looks). Refused at start with the reason.
 TEST(ServerPolicyOptions, ARootThroughAnotherUsersLinkInAStickyDirectoryIsRefused) {
   Workspace ws;
-  const fs::path shared = ws.local / "shared", priv = ws.local / "private";
-  fs::create_directories(shared);
-  fs::create_directories(priv);
-  fs::permissions(shared, fs::perms(01777));
-  fs::create_symlink(priv, shared / "srvlink");
-  ASSERT_EQ(::lchown((shared / "srvlink").c_str(), kNobody, kNobody), 0);
-  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", (shared / "srvlink").string()},
-                       ws.home, 20);
+  const StickyShare s(ws.local);
+  auto r =
+      run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", s.link("srvlink", s.priv).string()},
+                  ws.home, 20);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("srvlink: a symbolic link owned by uid 65534 in a sticky directory others can write "
                        "to (not followed, as fs.protected_symlinks refuses it)"),
@@ -118,15 +114,11 @@ TEST(ServerPolicyOptions, ARootThroughAnotherUsersLinkInAStickyDirectoryIsRefuse
 // and renamed the port file into the directory it chose (over a file of that name there).
 TEST(ServerPolicyOptions, APortFileThroughAnotherUsersLinkIsRefused) {
   Workspace ws;
-  const fs::path shared = ws.local / "shared", priv = ws.local / "private";
-  fs::create_directories(shared);
-  fs::create_directories(priv);
-  fs::permissions(shared, fs::perms(01777));
+  const StickyShare s(ws.local);
+  const fs::path& priv = s.priv;
   write_text_file(priv / "notes", "keep\n");
-  fs::create_symlink(priv, shared / "kd");
-  ASSERT_EQ(::lchown((shared / "kd").c_str(), kNobody, kNobody), 0);
   auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(),
-                        "--port-file", (shared / "kd" / "notes").string()},
+                        "--port-file", (s.link("kd", priv) / "notes").string()},
                        ws.home, 20);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("kd: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)

@@ -36,20 +36,11 @@ struct stat stat_path(const fs::path& p) {
 bool same(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 // A sticky directory anyone may write to (as /tmp), owned by root, with a private directory beside it.
-struct Sticky {
+struct TempBase {
   TempDir tmp{"aesxfer-guarded"};
-  fs::path shared = tmp / "shared", priv = tmp / "private";
-  Sticky() {
-    fs::create_directories(shared);
-    fs::create_directories(priv);
-    fs::permissions(shared, fs::perms(01777));
-    write_text_file(priv / "rc", "PRIVATE\n");
-  }
-  // A symbolic link at shared/name to target, owned by uid `who`.
-  void link(const std::string& name, const fs::path& target, uid_t who) const {
-    fs::create_symlink(target, shared / name);
-    ASSERT_EQ(::lchown((shared / name).c_str(), who, who), 0);
-  }
+};
+struct Sticky : TempBase, StickyShare {  // TempBase first: it is made before StickyShare uses it
+  Sticky() : StickyShare(tmp.path()) { write_text_file(priv / "rc", "PRIVATE\n"); }
 };
 
 std::string refusal(const fs::path& p) {
