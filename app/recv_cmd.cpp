@@ -291,6 +291,15 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       const fs::path local = dest / fs::path(paths[i]).filename();
+      if (std::error_code ec; fs::is_directory(local, ec)) {
+        // Refused before its get, in its place among the others (a twenty-seventh re-attack, N3:
+        // the file moved whole, then its rename failed).
+        pl.drain();
+        const proto::Failure f(net::printable(local.string()) + ": is a directory");
+        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
+        settled[i] = 1;
+        continue;
+      }
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, i](const client::FileResult* r, const proto::Failure* f) {

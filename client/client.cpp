@@ -563,8 +563,8 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   fs::path local = local_in;
   std::error_code ec;
-  // A descriptor (/dev/stdout) is written as it is, a directory too (refused by open_local): a
-  // name appended would reopen it through /proc (a twentieth re-attack, N9).
+  // A descriptor (/dev/stdout) is written as it is, even one that is a directory (refused by
+  // open_local): a name appended would reopen it through /proc (a twentieth re-attack, N9).
   if (local != "/dev/null" && named_descriptor(local) < 0 && fs::is_directory(local, ec))
     local /= fs::path(remote).filename();
   return fetch(remote, local, zero_size, on_start, progress);
@@ -724,9 +724,12 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
     return AtomicFile::write_through(fd, shown);
   }
   struct stat st {};
-  if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode) &&
-      !S_ISDIR(st.st_mode))
+  if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+    // A directory where the file goes is refused now, before the get: the rename at the end would
+    // fail after the whole file moved (a twenty-seventh re-attack, N3: 200 MB for nothing).
+    if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
     return write_through_special(g, local);
+  }
   return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
 }
 

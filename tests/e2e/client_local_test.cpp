@@ -511,6 +511,25 @@ TEST_F(ClientLocal, AParallelGetChecksTheDestinationBeforeItsExtraLogins) {
   EXPECT_EQ(sha256_file(ws.local / "big"), sha256_file(ws.root / "big"));
 }
 
+// A twenty-seventh re-attack (N3): `recv host:NAME DIR` with DIR/NAME a directory moved the whole
+// file, then failed at the rename ("cannot rename into ./big: is a directory"). Refused before the
+// get now, alone and among several sources.
+TEST_F(ClientLocal, ADirectoryWhereTheFileGoesIsRefusedBeforeTheGet) {
+  write_random_file(ws.root / "big", 4u << 20, 27);
+  write_text_file(ws.root / "small", "small\n");
+  fs::create_directories(ws.local / "in" / "big");
+  auto r = run({"recv", "-q", "127.0.0.1:big", (ws.local / "in").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("in/big: is a directory"), std::string::npos) << r.describe();
+  r = run({"recv", "--json", "127.0.0.1:big", "127.0.0.1:small", (ws.local / "in").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.out.find("in/big: is a directory"), std::string::npos) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "in" / "small"), "small\n");
+  EXPECT_TRUE(server->wait_for_log("op=get file=\"small\"")) << server->log();
+  EXPECT_EQ(server->log().find("op=get file=\"big\""), std::string::npos) << server->log();
+  EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and
