@@ -71,6 +71,12 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
     return false;
   }
   const std::string shown = net::printable(r.host + ":" + r.path);
+  // Refused here, with the reason, not by the server's "invalid path" after a login (a
+  // twenty-seventh re-attack, N6).
+  if (r.path.find_first_of("\r\n") != std::string::npos) {
+    die_line(shown + ": a CR or LF in a path cannot be sent (no path on the wire may hold one)");
+    return false;
+  }
   if (!r.path.empty() && r.path[0] == '/' && r.path != special) {
     die_line(shown + ": absolute paths are refused: paths are relative to the server's --root (" + special +
              " is the one exception)");
@@ -309,13 +315,7 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
                       int& rc) {
   if (f) {
     die_line(f->what());
-    if (t.json) {  // a script reading --json learns of the file too, not only of the ones that came
-      app::Json j;
-      app::set_name(j, "file", shown);
-      j["error"] = f->what();
-      j["verified"] = false;
-      std::fputs(app::json_line(j).c_str(), stdout);
-    }
+    json_failed(t, shown, f->what());  // a script reading --json learns of the file too
     rc = kExitFail;
     return;
   }
@@ -328,6 +328,22 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
   prog.finish(res.bytes, res.seconds, true);
   jp.finish(res.bytes, res.seconds);
   report(t, co, res, tty);
+}
+
+void json_failed(const TransferOpts& t, const std::string& file, const std::string& error) {
+  if (!t.json) return;
+  app::Json j;
+  app::set_name(j, "file", file);
+  j["error"] = error;
+  j["verified"] = false;
+  std::fputs(app::json_line(j).c_str(), stdout);
+}
+
+int end_with_unreported(const TransferOpts& t, const proto::Failure& f,
+                        const std::vector<std::string>& unreported) {
+  die_line(f.what());
+  for (const auto& file : unreported) json_failed(t, file, f.what());
+  return kExitFail;
 }
 
 void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bool tty,

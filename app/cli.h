@@ -194,6 +194,16 @@ void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bo
                       const std::string& shown, const char* not_moved, int& rc,
                       const std::string& why = "the session ended when an earlier file failed");
 
+// With --json, the object of a file that failed: {file, [file_hex], error, verified: false}.
+void json_failed(const TransferOpts& t, const std::string& file, const std::string& error);
+
+// A failure that ends the command before every source was reported (a connection or a login that
+// failed, a lost link with no retry left): its line once and, with --json, an object for each
+// source in `unreported`, so a script learns of every source it named (a twenty-seventh
+// re-attack, N2: send, several-source recv and recv -r printed none). Returns kExitFail.
+int end_with_unreported(const TransferOpts& t, const proto::Failure& f,
+                        const std::vector<std::string>& unreported);
+
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);
 // A timeout or a duration: seconds, more than 0 and at most a year.

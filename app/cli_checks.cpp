@@ -279,6 +279,10 @@ std::string unwritable(const std::filesystem::path& p) {
   if (::stat(dir.c_str(), &st) != 0) return proto::printable(p.string()) + ": " + std::strerror(errno);
   if (!S_ISDIR(st.st_mode)) return proto::printable(p.string()) + ": " + std::strerror(ENOTDIR);
   if (::access(dir.c_str(), W_OK) != 0) return proto::printable(p.string()) + ": " + std::strerror(errno);
+  // A directory at the name is one the file cannot replace (a twenty-seventh re-attack, N10: exit 1
+  // after the start lines).
+  if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return proto::printable(p.string()) + ": " + std::strerror(EISDIR);
   return "";
 }
 

@@ -47,8 +47,8 @@ std::string size_words(uint64_t bytes);
 // CLI11's error (a value missing, arguments not expected, a value not converted) as one line that
 // says what to do; `cmd` is the command it happened in ("" for none).
 // Why a file to be written at `p` could not be (its directory missing, not one, or not
-// writable), or "": checked before the work that ends in writing it (serve --port-file before
-// listening, --plot before a benchmark's minutes: a nineteenth re-attack, N5).
+// writable; a directory at `p`), or "": checked before the work that ends in writing it (serve --port-file
+// before listening, --plot before a benchmark's minutes: a nineteenth re-attack, N5).
 std::string unwritable(const std::filesystem::path& p);
 
 std::string parse_error_line(const CLI::ParseError& e, const std::string& cmd);

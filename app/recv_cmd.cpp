@@ -70,6 +70,22 @@ bool retryable_destination(const std::string& dest, bool to_stdout) {
          (::stat(dest.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
 }
 
+// The last failure of a resumable get, with the partial file it leaves named as the first lost
+// connection's line names it (a twenty-seventh re-attack, N8: the last line, after the retries,
+// did not say that what arrived was kept).
+proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptions& co, const fs::path& local,
+                              const std::string& remote) {
+  static constexpr std::string_view kNote = " (partial file kept for --resume)";
+  if (!co.resume || std::string_view(f.what()).find(kNote) != std::string_view::npos) return f;
+  std::error_code ec;
+  const fs::path at = fs::is_directory(local, ec) ? local / fs::path(remote).filename() : local;
+  struct stat st {};
+  if (::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) != 0 ||
+      !S_ISREG(st.st_mode) || st.st_size == 0)
+    return f;
+  return proto::Failure(std::string(f.what()) + std::string(kNote), f.status, f.err, f.origin);
+}
+
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in,
              Retrier& retry) {
   auto remote = parse_remote(src);
@@ -121,14 +137,15 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       return 0;
     } catch (const proto::Failure& f) {
       if (tty) std::fputc('\n', msg);
-      if ((!may_retry || !retry.worth(f)) && t.json && !to_stdout) {  // its object too (N2)
+      const bool last = !may_retry || !retry.worth(f);
+      if (last && t.json && !to_stdout) {  // its object too (N2)
         int rc = 0;
-        const proto::Failure hinted = use_r_hint(f);
+        const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
         report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc);
         if (client) client->bye();
         return kExitFail;
       }
-      if (!may_retry || !retry.worth(f)) return end_on_failure(use_r_hint(f), client.get());
+      if (last) return end_on_failure(use_r_hint(with_kept_note(f, co, local, remote->path)), client.get());
       retry.wait(f);
     } catch (const std::exception& e) {
       die_line(e.what());
@@ -208,6 +225,11 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       lost = f;
       return kExitFail;
     }
+    // With --json the tree's object too (a twenty-seventh re-attack, N2: none).
+    json_failed(t, remote->path,
+                f.origin == net::Origin::peer && f.status == proto::Status::not_directory
+                    ? with_hint(f.what(), " (recv -r fetches directories; a file without -r)")
+                    : std::string(f.what()));
     return end_on_failure(f, client.get(), proto::Status::not_directory,
                           " (recv -r fetches directories; a file without -r)");
   } catch (const std::exception& e) {
@@ -243,6 +265,21 @@ bool fetch_alone(client::Client& client, const std::string& from, const fs::path
 // recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
 // by one (parallel streams as for one file).
+// A directory where a source's file goes: refused before its get, in its place among the others
+// (a twenty-seventh re-attack, N3: the file moved whole, then its rename failed).
+std::optional<proto::Failure> directory_in_the_way(const fs::path& local) {
+  std::error_code ec;
+  if (!fs::is_directory(local, ec)) return std::nullopt;
+  return proto::Failure(net::printable(local.string()) + ": is a directory");
+}
+
+std::vector<std::string> unsettled(const std::vector<std::string>& paths, const std::vector<char>& settled) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (!settled[i]) out.push_back(paths[i]);
+  return out;
+}
+
 ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& t_in, Retrier& retry) {
   using Then = ManyOutcome::Then;
   const fs::path dest = args.back();
@@ -272,10 +309,10 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
     std::vector<std::optional<proto::Failure>> refused(paths.size());
     for (size_t i = 0; i < paths.size(); ++i)
       pl.stat(paths[i], [&, i](const proto::Message* ok, const proto::Failure* f) {
-        if (ok)
-          st[i] = *ok;
-        else
+        if (!ok)
           refused[i] = use_r_hint(*f);
+        else if (!(refused[i] = directory_in_the_way(dest / fs::path(paths[i]).filename())))
+          st[i] = *ok;
       });
     pl.drain();
     // A refused source's line and, with --json, its object (a sixteenth re-attack, L3: none), in
@@ -291,15 +328,6 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       const fs::path local = dest / fs::path(paths[i]).filename();
-      if (std::error_code ec; fs::is_directory(local, ec)) {
-        // Refused before its get, in its place among the others (a twenty-seventh re-attack, N3:
-        // the file moved whole, then its rename failed).
-        pl.drain();
-        const proto::Failure f(net::printable(local.string()) + ": is a directory");
-        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
-        settled[i] = 1;
-        continue;
-      }
       if (pl.can_get(st[i]->size)) {
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, i](const client::FileResult* r, const proto::Failure* f) {
@@ -323,7 +351,10 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
     pl.drain();
     client->bye();
   } catch (const proto::Failure& f) {
-    if (!retry.worth(f)) return {Then::done, end_on_failure(f, client.get()), {}};
+    if (!retry.worth(f)) {
+      if (client) client->bye();
+      return {Then::done, end_with_unreported(t, f, unsettled(paths, settled)), {}};
+    }
     retry.wait(f);
     return {Then::one_by_one, rc, std::move(settled)};  // the rest resume: retry.used() > 0
   }

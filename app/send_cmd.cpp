@@ -65,6 +65,14 @@ int check_send_usage(const std::vector<std::string>& args, const TransferOpts& t
 // The local sources of a send, checked before connecting (scp semantics): one that is missing or
 // unreadable is reported in one line (rc becomes 1), the others still go. "-" is standard input,
 // read as it comes when its turn comes (an unsized put, docs/PROTOCOL.md 3.3).
+// For a missing source of the shape HOST:PATH: that send reads local files (a twenty-seventh
+// re-attack, N5: "127.0.0.1:f: no such file or directory" read like the server's answer).
+std::string remote_source_hint(const std::string& arg) {
+  if (!parse_remote(arg)) return "";
+  return " (send's sources are local files; to fetch from a server, aesxfer recv " + net::printable(arg) +
+         " DEST)";
+}
+
 std::vector<std::string> check_sources(const std::vector<std::string>& args, const TransferOpts& t, int& rc) {
   std::vector<std::string> sources;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
@@ -72,20 +80,25 @@ std::vector<std::string> check_sources(const std::vector<std::string>& args, con
       sources.push_back(args[i]);
       continue;
     }
+    // A source refused here gets its line and, with --json, its object (a twenty-seventh
+    // re-attack, N1: none), ahead of the objects of the files that move.
+    const auto refuse = [&](const std::string& why) {
+      const std::string line = net::printable(args[i]) + ": " + why;
+      die_line(line);
+      json_failed(t, args[i], line);
+      rc = kExitFail;
+    };
     struct stat st {};
     if (::stat(args[i].c_str(), &st) != 0) {
-      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
-      rc = kExitFail;
+      refuse(files::errno_text(errno) + remote_source_hint(args[i]));
       continue;
     }
     if (S_ISDIR(st.st_mode) && !t.recursive) {
-      die_line(net::printable(args[i]) + ": is a directory (use -r)");
-      rc = kExitFail;
+      refuse("is a directory (use -r)");
       continue;
     }
     if (!S_ISDIR(st.st_mode) && ::access(args[i].c_str(), R_OK) != 0) {
-      die_line(net::printable(args[i]) + ": " + files::errno_text(errno));
-      rc = kExitFail;
+      refuse(files::errno_text(errno));
       continue;
     }
     sources.push_back(args[i]);
@@ -312,8 +325,10 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         rc = r;
     } catch (const proto::Failure& f) {
       if (!retry.worth(f)) {
-        die_line(f.what());
-        return kExitFail;
+        std::vector<std::string> unreported;
+        for (const auto& src : sources)
+          if (!done.settled.count(src)) unreported.push_back(src);
+        return end_with_unreported(t, f, unreported);
       }
       lost = f;
     } catch (const std::exception& e) {

@@ -309,12 +309,17 @@ void Client::expect_ok_result(const std::string& remote) {
   if (res.status != proto::Status::ok) throw refused(res, remote);
 }
 
+std::string failure_result_text(const Failure& e) {
+  return std::string("the client's side failed: ") +
+         (e.err ? errno_text(e.err) : std::string(proto::status_name(e.status)));
+}
+
 void Client::send_failure_result(const Failure& e) noexcept {
   try {
     proto::Message result;
     result.type = proto::MsgType::result;
     result.status = e.status;
-    result.text = e.what();
+    result.text = failure_result_text(e);
     conn_->send_message(result);
   } catch (...) {
   }

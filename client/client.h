@@ -59,6 +59,12 @@ bool written_through(const std::filesystem::path& local);
 // for reading without blocking (a FIFO put where a file was, by another user who can write to the
 // tree, opens at once and is refused: never waited on; an eighth re-attack, F3) and then required
 // to be a regular file; `st` is its fstat. Throws Failure naming `shown`, origin local.
+// The text of the Result that tells the server a get failed on this side: the reason alone (its
+// errno, or its status), never the local path, which is none of the server's business (a
+// twenty-seventh re-attack, N4: the client's directory names, already escaped, reached the
+// server's log escaped twice more).
+std::string failure_result_text(const proto::Failure& e);
+
 files::UniqueFd open_source(int dirfd, const std::filesystem::path& name, const std::filesystem::path& shown,
                             struct stat& st);
 

@@ -323,7 +323,7 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   result.tag = it.tag;
   if (failed) {
     result.status = failed->status == proto::Status::ok ? proto::Status::io_error : failed->status;
-    result.text = failed->what();
+    result.text = failure_result_text(*failed);
     c_.conn_->send_message(result);
     return it.done(nullptr, &*failed);
   }

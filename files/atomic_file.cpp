@@ -177,8 +177,16 @@ void AtomicFile::create(const std::string& shown_dir) {
     if (errno != EEXIST) break;
   }
   int e = errno;
+  // A destination that is writable in a directory that is not: say why that is not enough (a
+  // twenty-seventh re-attack, N9: "permission denied" alone, where scp would write the file).
+  const bool dest_writable =
+      e == EACCES && ::faccessat(dirfd_.get(), name_.c_str(), W_OK, AT_SYMLINK_NOFOLLOW) == 0;
   dirfd_.reset();
-  throw Failure("cannot create a file in " + shown_dir + ": " + errno_text(e));
+  throw Failure("cannot create a file in " + shown_dir + ": " + errno_text(e) +
+                (dest_writable ? " (" + shown_.filename().string() +
+                                     " itself is writable, but it is replaced by a file written beside it "
+                                     "and renamed, never rewritten in place)"
+                               : std::string()));
 }
 
 std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {

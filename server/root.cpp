@@ -154,7 +154,7 @@ bool Root::removed() const {
 std::optional<std::vector<std::string>> Root::split(const std::string& req, Refusal& why) {
   why.status = proto::Status::bad_path;
   if (bad_name(req)) {
-    why.text = "invalid path";
+    why.text = req.empty() ? "invalid path: empty" : "invalid path: a NUL, CR or LF in it";
     return std::nullopt;
   }
   if (req[0] == '/') {

@@ -3,17 +3,21 @@
 // the port, HOST:PATH with the port apart); usage errors found before any byte moves; what happened
 // said once and in one convention (a new identity, /dev/zero without --size, one line per file,
 // one rate per file, the server's log of a failed put and of its own stop).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -213,6 +217,13 @@ TEST(CliWords, AnOutputPathThatCannotBeWrittenIsRefusedFirst) {
     EXPECT_FALSE(has(r.err, "listening")) << r.err;
     EXPECT_LT(secs, 10) << "refused before the work";
   }
+  // A directory at the name (a twenty-seventh re-attack, N10: exit 1 after the start lines).
+  auto r = run_aesxfer({"serve", "--root", ws.root.string(), "--listen", "127.0.0.1", "-P", "0",
+                        "--port-file", ws.local.string()},
+                       ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(has(r.err, "Is a directory")) << r.err;
+  EXPECT_FALSE(has(r.err, "listening")) << r.err;
 }
 
 // ---- item 7 -------------------------------------------------------------------------------------
@@ -473,6 +484,81 @@ TEST_F(CliWordsServer, EachFileEndsAsOneLineInOneConvention) {
     EXPECT_TRUE(
         std::regex_search(file_lines[0], std::regex(name + ": 3000000 bytes in [0-9.]+ s, [0-9.]+ MB/s")))
         << file_lines[0];
+  }
+}
+
+// A twenty-seventh re-attack (N1, N2): with --json, sources refused before the connection, and
+// every source of a command whose connection failed, had no object (only one-source recv had).
+TEST_F(CliWordsServer, EverySourceNamedGetsAJsonObject) {
+  write_text_file(ws.local / "ok.txt", "ok\n");
+  fs::create_directories(ws.local / "tree");
+  fs::create_directories(ws.root / "in");
+  const auto objects = [](const std::string& out) {
+    std::map<std::string, nlohmann::json> by_file;
+    for (const auto& l : nonempty_lines(out)) {
+      auto j = nlohmann::json::parse(l);
+      by_file[j["file"].get<std::string>()] = j;
+    }
+    return by_file;
+  };
+  const std::string missing = (ws.local / "missing").string(), tree = (ws.local / "tree").string(),
+                    ok = (ws.local / "ok.txt").string();
+  auto r = run({"send", "--json", missing, tree, ok, "127.0.0.1:in/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto got = objects(r.out);
+  ASSERT_EQ(got.size(), 3u) << r.out;
+  EXPECT_TRUE(has(got[missing]["error"].get<std::string>(), "no such file or directory")) << r.out;
+  EXPECT_TRUE(has(got[tree]["error"].get<std::string>(), "is a directory (use -r)")) << r.out;
+  EXPECT_EQ(got[ok]["verified"], true) << r.out;
+
+  // A port where nothing listens (bound, never listening: connections are refused).
+  const int hold = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(hold, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(hold, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t closed = ntohs(a.sin_port);
+  for (const auto& c : std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
+           {{"send", "--json", "--retries", "0", ok, missing, "127.0.0.1:in/"}, {ok, missing}},
+           {{"send", "--json", "--retries", "0", ok, "127.0.0.1:in/"}, {ok}},
+           {{"recv", "--json", "--retries", "0", "127.0.0.1:x", "127.0.0.1:y", ws.local.string()},
+            {"x", "y"}},
+           {{"recv", "-r", "--json", "--retries", "0", "127.0.0.1:t", (ws.local / "t").string()}, {"t"}}}) {
+    r = run(c.first, closed);
+    SCOPED_TRACE(r.describe());
+    EXPECT_EQ(r.exit_code, 1);
+    got = objects(r.out);
+    EXPECT_EQ(got.size(), c.second.size());
+    for (const auto& f : c.second) {
+      ASSERT_TRUE(got.count(f)) << f;
+      EXPECT_EQ(got[f]["verified"], false);
+      EXPECT_FALSE(got[f]["error"].get<std::string>().empty());
+    }
+  }
+  ::close(hold);
+}
+
+// Words a newcomer gets for a source or path that cannot work (a twenty-seventh re-attack, N5 and
+// N6): a send source of the shape HOST:PATH is said to be local; a CR or LF in a remote path is
+// refused before the connection with its reason (it was "invalid path" from the server).
+TEST_F(CliWordsServer, RemoteShapedSourcesAndUnsendablePathsAreExplained) {
+  fs::create_directories(ws.root / "in");
+  auto r = run({"send", "127.0.0.1:f.txt", "127.0.0.1:in/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(has(r.err,
+                  "127.0.0.1:f.txt: no such file or directory (send's sources are local files; to "
+                  "fetch from a server, aesxfer recv 127.0.0.1:f.txt DEST)"))
+      << r.err;
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:nl\nname", (ws.local / "x").string()},
+                                             {"send", (ws.local / "x").string(), "127.0.0.1:x\ry"}}) {
+    write_text_file(ws.local / "x", "x\n");
+    r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(has(r.err, "a CR or LF in a path cannot be sent")) << r.err;
+    EXPECT_EQ(server->log().find("peer="), std::string::npos) << server->log();
   }
 }
 

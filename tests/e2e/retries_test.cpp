@@ -370,6 +370,28 @@ TEST_F(Retries, ARetryOffersOnlyWhatTheCommandWrote) {
 }
 
 // --retries 0, and Retries 0 in the config file: the command ends at the first loss.
+// A twenty-seventh re-attack (N8): after the retries, the last line ("cannot connect", "timed out")
+// did not say that what arrived was kept for --resume; only the first lost connection's line did.
+TEST_F(Retries, TheLastLineSaysThePartialFileWasKept) {
+  write_random_file(ws.root / "big.bin", 24 * kMiB, 35);
+  const fs::path dest = ws.local / "big.bin", partial = ws.local / ".big.bin.aesxfer-partial";
+  ProcResult r;
+  std::thread client([&] {
+    r = run({"recv", "--resume", "-l", "40M", "--retries", "1", "127.0.0.1:big.bin", dest.string()});
+  });
+  std::error_code ec;
+  for (int i = 0; i < 600 && !(fs::file_size(partial, ec) >= 2 * kMiB && !ec); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server->stop(), 0);  // the retry then finds no server
+  client.join();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(retry_lines(r.err), 1) << r.err;
+  const auto lines = nonempty_lines(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("(partial file kept for --resume)"), std::string::npos) << r.err;
+  EXPECT_GE(fs::file_size(partial, ec), 2 * kMiB) << ec.message();
+}
+
 TEST_F(Retries, ZeroEndsAtTheFirstLoss) {
   const fs::path src = ws.local / "big.bin";
   write_random_file(src, 8 * kMiB, 34);
