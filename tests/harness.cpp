@@ -345,6 +345,23 @@ ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& hom
   return run_process(argv, {{"AESXFER_HOME", home.string()}}, timeout_s);
 }
 
+NobodyClient::NobodyClient(const Workspace& ws) : home(ws.tmp / "nobody-home") {
+  fs::create_directories(home);
+  chown_tree(home, kNobody);
+  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  if (run({"keygen"}).exit_code != 0) throw std::runtime_error("keygen as nobody");
+  const std::string line = read_text_file(home / "id_ed25519.pub");
+  if (run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code != 0)
+    throw std::runtime_error("authorize nobody's key");
+}
+
+ProcResult NobodyClient::run(const std::vector<std::string>& args, double timeout_s) const {
+  std::vector<std::string> argv{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                AESXFER_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, {{"AESXFER_HOME", home.string()}}, timeout_s);
+}
+
 ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
                              const std::vector<std::string>& extra_args, uid_t as_user,
                              const std::map<std::string, std::string>& extra_env) {

@@ -136,6 +136,15 @@ ProcResult run_process(const std::vector<std::string>& argv, const std::map<std:
 // Runs the aesxfer binary (AESXFER_BINARY) with args and AESXFER_HOME=home.
 ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& home, double timeout_s = 120);
 
+// A client running as uid 65534 (nobody), with a home and key of its own (ws.tmp/nobody-home),
+// its key authorized in ws.home, and ws.tmp made passable (0711). Throws when it cannot be made.
+struct NobodyClient {
+  fs::path home;
+  explicit NobodyClient(const Workspace& ws);
+  // The aesxfer binary with args, as that user, AESXFER_HOME=home.
+  ProcResult run(const std::vector<std::string>& args, double timeout_s = 120) const;
+};
+
 // `aesxfer serve --listen 127.0.0.1 -P 0 --root ROOT --port-file ...` with AESXFER_HOME=home.
 // The constructor returns once the port file exists (throws if the server exits or takes more
 // than 10 s). The destructor stops the server by its PID: SIGTERM, then SIGKILL after 5 s.

@@ -516,24 +516,14 @@ TEST_F(ClientLocal, AParallelGetChecksTheDestinationBeforeItsExtraLogins) {
 TEST(ClientLocalAsAUser, AWritableFileInADirectoryThatIsNotSaysWhyItIsNotEnough) {
   Workspace ws;
   write_text_file(ws.root / "new.txt", "new\n");
-  const fs::path mine = ws.tmp / "nobody-home", rodir = ws.tmp / "rodir";
-  fs::create_directories(mine);
-  chown_tree(mine, kNobody);
-  fs::permissions(ws.tmp.path(), fs::perms(0711));
+  const NobodyClient nobody(ws);
+  const fs::path rodir = ws.tmp / "rodir";
   fs::create_directories(rodir);
   fs::permissions(rodir, fs::perms(0755));
   write_text_file(rodir / "mine", "old\n");
   ASSERT_EQ(::chown((rodir / "mine").c_str(), kNobody, kNobody), 0);
-  auto nobody = [&](std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AESXFER_BINARY});
-    return run_process(args, {{"AESXFER_HOME", mine.string()}});
-  };
-  ASSERT_EQ(nobody({"keygen"}).exit_code, 0);
-  const std::string line = read_text_file(mine / "id_ed25519.pub");
-  ASSERT_EQ(run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code, 0);
   ServerProcess server(ws.home, ws.root);
-  auto r = nobody(
+  auto r = nobody.run(
       {"recv", "-q", "127.0.0.1:new.txt", (rodir / "mine").string(), "-P", std::to_string(server.port())});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("rodir: permission denied (mine itself is writable, but it is replaced by a file "

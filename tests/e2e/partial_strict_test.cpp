@@ -316,18 +316,8 @@ TEST(PartialStrictModesAsAUser, AnUnopenablePartialFileInAStickyDirectoryBlocksN
   Workspace ws;
   write_random_file(ws.local / "p.bin", 600000, 61);
   // nobody's own client home and key, authorized before the server's home becomes nobody's
-  const fs::path mine = ws.tmp / "nobody-home";
-  fs::create_directories(mine);
-  chown_tree(mine, kNobody);
-  fs::permissions(ws.tmp.path(), fs::perms(0711));
-  auto nobody = [&](std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AESXFER_BINARY});
-    return run_process(args, {{"AESXFER_HOME", mine.string()}});
-  };
-  ASSERT_EQ(nobody({"keygen"}).exit_code, 0);
-  const std::string line = read_text_file(mine / "id_ed25519.pub");
-  ASSERT_EQ(run_aesxfer({"authorize", line.substr(0, line.size() - 1)}, ws.home).exit_code, 0);
+  const NobodyClient nobody_client(ws);
+  const auto nobody = [&](const std::vector<std::string>& args) { return nobody_client.run(args); };
   hand_over(ws, kNobody);
   // A third user's partial file, 0600, where each end's user may not open, remove or rename it.
   const auto plant_theirs = [](const fs::path& dir) {
