@@ -564,13 +564,32 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 
 static int named_descriptor(const fs::path& local);
 
+namespace {
+// What a local destination is, told by the same guarded walk open_local() writes through (never
+// by a second lookup by name that another user could race): a descriptor of this process's, a
+// directory, a special file (FIFO, device, socket), or anything else (a regular file, nothing yet,
+// or a path the walk refuses, which open_local() then refuses with the reason).
+enum class LocalKind { other, descriptor, directory, special };
+LocalKind guarded_kind(const fs::path& local) {
+  try {
+    const files::GuardedEntry g = files::resolve_guarded(local);
+    if (g.magic) return LocalKind::descriptor;
+    struct stat st {};
+    if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return LocalKind::other;
+    if (S_ISDIR(st.st_mode)) return LocalKind::directory;
+    return S_ISREG(st.st_mode) ? LocalKind::other : LocalKind::special;
+  } catch (const Failure&) {
+    return LocalKind::other;
+  }
+}
+}  // namespace
+
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
                        const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   fs::path local = local_in;
-  std::error_code ec;
   // A descriptor (/dev/stdout) is written as it is, even one that is a directory (refused by
   // open_local): a name appended would reopen it through /proc (a twentieth re-attack, N9).
-  if (local != "/dev/null" && named_descriptor(local) < 0 && fs::is_directory(local, ec))
+  if (local != "/dev/null" && guarded_kind(local) == LocalKind::directory)
     local /= fs::path(remote).filename();
   return fetch(remote, local, zero_size, on_start, progress);
 }
@@ -741,14 +760,12 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
 static bool writes_through(const fs::path& local, int dirfd);
 bool written_through(const fs::path& local) { return writes_through(local, AT_FDCWD); }
 
-// True when a get into `local` must be written through (no temporary file, no resume, one stream).
+// True when a get into `local` must be written through (no temporary file, no resume, one stream):
+// a descriptor or a special file, by the walk open_local() takes.
 static bool writes_through(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return false;
-  if (named_descriptor(local) >= 0) return true;
-  struct stat st {};
-  if (::stat(local.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return true;
-  std::error_code ec;
-  return fs::is_symlink(local, ec) && fs::read_symlink(local, ec).string().rfind("/proc/", 0) == 0;
+  const LocalKind k = guarded_kind(local);
+  return k == LocalKind::descriptor || k == LocalKind::special;
 }
 
 FileResult Client::fetch(const std::string& remote, const fs::path& local, uint64_t zero_size,
