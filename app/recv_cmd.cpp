@@ -262,9 +262,6 @@ bool fetch_alone(client::Client& client, const std::string& from, const fs::path
   }
 }
 
-// recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
-// pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
-// by one (parallel streams as for one file).
 // A directory where a source's file goes: refused before its get, in its place among the others
 // (a twenty-seventh re-attack, N3: the file moved whole, then its rename failed).
 std::optional<proto::Failure> directory_in_the_way(const fs::path& local) {
@@ -280,6 +277,9 @@ std::vector<std::string> unsettled(const std::vector<std::string>& paths, const 
   return out;
 }
 
+// recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
+// pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
+// by one (parallel streams as for one file).
 ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& t_in, Retrier& retry) {
   using Then = ManyOutcome::Then;
   const fs::path dest = args.back();
