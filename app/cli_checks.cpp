@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "files/guarded_path.h"
 #include "proto/failure.h"
 
 namespace aesxfer::app {
@@ -275,6 +276,11 @@ std::string parse_error_line(const CLI::ParseError& e, const std::string& cmd) {
 
 std::string unwritable(const std::filesystem::path& p) {
   const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  try {  // another user's link on the way in a sticky directory: refused now, as when it is written
+    files::open_guarded_dir(dir);
+  } catch (const proto::Failure& f) {
+    return proto::printable(p.string()) + ": " + f.what();
+  }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return proto::printable(p.string()) + ": " + std::strerror(errno);
   if (!S_ISDIR(st.st_mode)) return proto::printable(p.string()) + ": " + std::strerror(ENOTDIR);

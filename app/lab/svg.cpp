@@ -10,6 +10,9 @@
 #include <set>
 
 #include "app/lab/svg_draw.h"
+#include "files/atomic_file.h"
+#include "files/guarded_path.h"
+#include "files/io.h"
 #include "proto/failure.h"
 
 namespace aesxfer::app::svg {
@@ -447,16 +450,21 @@ std::string bar_chart(const BarChart& c) {
   return s;
 }
 
+// Written as the port file is: a temporary file made in the chart's directory and renamed over
+// the name (a link planted there is replaced, never followed), the directory reached by the
+// kernel's rule for links in sticky directories whatever the sysctls say (files/guarded_path.h; a
+// twenty-sixth re-attack's note: an ofstream opened the name and followed another user's link in
+// /tmp into the victim's file).
 bool write_file(const std::filesystem::path& p, const std::string& doc, std::string& why) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    why = proto::printable(p.string()) + ": " + std::strerror(errno);
-    return false;
-  }
-  f << doc;
-  f.flush();
-  if (!f) {
-    why = proto::printable(p.string()) + ": write failed";
+  try {
+    const files::UniqueFd dir =
+        files::open_guarded_dir(p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path());
+    if (!dir) throw proto::Failure(proto::printable(p.string()) + ": " + std::strerror(errno));
+    files::AtomicFile out(dir.get(), p.filename().string(), p);
+    files::write_full(out.fd(), reinterpret_cast<const uint8_t*>(doc.data()), doc.size());
+    out.commit(files::FileMode(0644));
+  } catch (const proto::Failure& f) {
+    why = f.what();
     return false;
   }
   return true;

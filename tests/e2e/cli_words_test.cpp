@@ -217,6 +217,19 @@ TEST(CliWords, AnOutputPathThatCannotBeWrittenIsRefusedFirst) {
     EXPECT_FALSE(has(r.err, "listening")) << r.err;
     EXPECT_LT(secs, 10) << "refused before the work";
   }
+  // Another user's link on the way, in a sticky directory: refused first too, and a chart is
+  // never written through it (an ofstream followed it into the victim's file).
+  const StickyShare s(ws.local);
+  write_text_file(s.priv / "out.svg", "keep\n");
+  const std::string through = (s.link("kd", s.priv) / "out.svg").string();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"speed", "--seconds", "30", "-c", "aes128-gcm", "--plot", through},
+           {"bench", "--size", "64M", "-c", "aes128-gcm", "--plot", through}}) {
+    auto r = run_aesxfer(args, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(has(r.err, "kd: a symbolic link owned by uid 65534 in a sticky directory")) << r.err;
+  }
+  EXPECT_EQ(read_text_file(s.priv / "out.svg"), "keep\n");
   // A directory at the name (a twenty-seventh re-attack, N10: exit 1 after the start lines).
   auto r = run_aesxfer({"serve", "--root", ws.root.string(), "--listen", "127.0.0.1", "-P", "0",
                         "--port-file", ws.local.string()},
