@@ -835,11 +835,26 @@ void take_result(RequestContext& ctx, const Message& res) {
   RequestContext::AwaitedResult a = std::move(ctx.awaiting.front());
   ctx.awaiting.pop_front();
   const double secs = std::chrono::duration<double>(Clock::now() - a.started).count();
-  if (res.status == Status::ok)
-    return log_outcome(ctx, a.req, a.shown,
-                       transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from), "ok");
-  log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, a.resumed_from),
-              std::string("failed: ") + proto::refusal(res, "client reported").what());
+  // Every byte of a pipelined get left before its Result: a failure reported by the client is
+  // logged with them too (a twenty-eighth re-attack, N1: "bytes=0" for a file sent whole).
+  log_outcome(
+      ctx, a.req, a.shown, transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from),
+      res.status == Status::ok ? std::string("ok")
+                               : std::string("failed: ") + proto::refusal(res, "client reported").what());
+}
+
+// The pipelined gets still awaiting their Results when the session ends (a Bye, a closed or lost
+// connection, a protocol error): each logged with the bytes sent for it and why it was not
+// answered, never left out of the log (a twenty-eighth re-attack, N1: a client that read its files
+// and closed without Results appeared in no op=get line).
+void log_unanswered(RequestContext& ctx, const std::string& why) {
+  for (const auto& a : ctx.awaiting)
+    log_outcome(
+        ctx, a.req, a.shown,
+        transfer_details(ctx, a.req, a.bytes - a.resumed_from,
+                         std::chrono::duration<double>(Clock::now() - a.started).count(), a.resumed_from),
+        "failed: " + why);
+  ctx.awaiting.clear();
 }
 
 // One handler per row of proto::kOps, in its order (the table's wire ids).
@@ -861,27 +876,34 @@ constexpr bool handlers_match_ops() {
 }
 static_assert(handlers_match_ops(), "server: one handler for every row of proto::kOps, in its order");
 
-}  // namespace
-
-void serve_requests(RequestContext& ctx) {
+void serve_until_bye(RequestContext& ctx) {
   for (;;) {
     Message req = ctx.c.recv_message("the session");
     if (req.type == proto::MsgType::result) {
       take_result(ctx, req);
       continue;
     }
-    if (req.type == proto::MsgType::bye) {
-      for (const auto& a : ctx.awaiting)
-        log_outcome(ctx, a.req, a.shown, transfer_details(ctx, a.req, 0, 0, 0),
-                    "failed: the client sent no result");
-      return;
-    }
+    if (req.type == proto::MsgType::bye) return log_unanswered(ctx, "the client sent no result");
     if (!ctx.awaiting.empty() && !(req.flags & proto::kFlagAhead))
       throw Failure("protocol error: a request that waits for its answer while pipelined gets await results");
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
     // The decoder checked the op's flags against its row (proto/ops.h): a handler sees only
     // requests its op accepts.
     kHandlers[uint8_t(req.op) - 1].handle(ctx, req);
+  }
+}
+
+}  // namespace
+
+void serve_requests(RequestContext& ctx) {
+  try {
+    serve_until_bye(ctx);
+  } catch (const Failure& f) {
+    log_unanswered(ctx, "the session ended before its result: " + failure_text(ctx.stop_signal, f));
+    throw;
+  } catch (const std::exception& e) {
+    log_unanswered(ctx, std::string("the session ended before its result: ") + e.what());
+    throw;
   }
 }
 

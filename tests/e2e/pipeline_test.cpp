@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -462,6 +463,49 @@ TEST_F(PipelineHostileClient, ResultForTheWrongGetEndsTheSession) {
   s.conn().send_message(res);
   EXPECT_THROW(s.conn().recv_message("anything"), proto::Failure);
   EXPECT_TRUE(server->wait_for_log("answers no pipelined get in order"));
+}
+
+// A twenty-eighth re-attack (N1): a pipelined get whose Result never came was logged with bytes=0
+// after a Bye and not at all when the client just closed (it read whole files that no log line
+// named); one the client reported failed said bytes=0 too. Each is logged with the bytes sent.
+TEST_F(PipelineHostileClient, GetsWithoutResultsAreLoggedWithTheirBytes) {
+  write_random_file(ws.root / "a", 1000, 1);
+  write_random_file(ws.root / "b", 2000, 2);
+  write_random_file(ws.root / "c", 3000, 3);
+  const auto read_both = [](HandSession& s, int n) {
+    for (int i = 0; i < n; ++i) {
+      Message resp = s.conn().recv_message("the response");
+      ASSERT_EQ(resp.status, Status::ok);
+      net::recv_stream(s.conn(), -1, resp.size, nullptr);
+    }
+  };
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    s.conn().send_message(ahead_request(Op::get, "a", 0, 1));
+    s.conn().send_message(ahead_request(Op::get, "b", 0, 2));
+    read_both(s, 2);
+    Message res;
+    res.type = MsgType::result;
+    res.tagged = true;
+    res.tag = 1;
+    res.status = Status::io_error;
+    res.text = "x";
+    s.conn().send_message(res);
+  }  // closed without b's Result
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  s.conn().send_message(ahead_request(Op::get, "c", 0, 1));
+  read_both(s, 1);
+  s.bye();
+  ASSERT_TRUE(server->wait_for_log("op=get file=\"b\""));
+  ASSERT_TRUE(server->wait_for_log("op=get file=\"c\""));
+  const std::string log = server->log();
+  for (const char* expected :
+       {"op=get file=\"a\" bytes=1000 [^\n]*failed: client reported",
+        "op=get file=\"b\" bytes=2000 [^\n]*failed: the session ended before its result",
+        "op=get file=\"c\" bytes=3000 [^\n]*failed: the client sent no result"})
+    EXPECT_TRUE(std::regex_search(log, std::regex(expected))) << expected << "\n" << log;
 }
 
 // ---- a fake server whose answers are out of order -----------------------------------------------
