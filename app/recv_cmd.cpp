@@ -17,6 +17,7 @@
 #include "client/pipeline.h"
 #include "client/recv_tree.h"
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 
 namespace aesxfer::app {
@@ -262,12 +263,24 @@ bool fetch_alone(client::Client& client, const std::string& from, const fs::path
   }
 }
 
-// A directory where a source's file goes: refused before its get, in its place among the others
-// (a twenty-seventh re-attack, N3: the file moved whole, then its rename failed).
-std::optional<proto::Failure> directory_in_the_way(const fs::path& local) {
-  std::error_code ec;
-  if (!fs::is_directory(local, ec)) return std::nullopt;
-  return proto::Failure(net::printable(local.string()) + ": is a directory");
+// Why a source's file cannot go to DEST/NAME, found before its get and reported in its place among
+// the others: a directory there (a twenty-seventh re-attack, N3: the file moved whole, then its
+// rename failed), or a link the guarded walk refuses, with its reason (a twenty-eighth, N3 and
+// N4: another user's link as DEST cost the server every file, and was called "a directory").
+// A source that names a directory ("tree/", ".") is left to the server, which says what it is.
+std::optional<proto::Failure> refused_destination(const fs::path& dest, const std::string& remote) {
+  const fs::path name = fs::path(remote).filename();
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  try {
+    const files::GuardedEntry g = files::resolve_guarded(dest / name);
+    struct stat st {};
+    if (!g.magic && ::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode))
+      return proto::Failure(net::printable((dest / name).string()) + ": is a directory");
+  } catch (const proto::Failure& f) {
+    return f;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> unsettled(const std::vector<std::string>& paths, const std::vector<char>& settled) {
@@ -311,7 +324,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       pl.stat(paths[i], [&, i](const proto::Message* ok, const proto::Failure* f) {
         if (!ok)
           refused[i] = use_r_hint(*f);
-        else if (!(refused[i] = directory_in_the_way(dest / fs::path(paths[i]).filename())))
+        else if (!(refused[i] = refused_destination(dest, paths[i])))
           st[i] = *ok;
       });
     pl.drain();

@@ -604,10 +604,15 @@ proto::Message Client::exchange(const proto::Message& req, const char* what) {
 }
 
 proto::Message Client::ask(const proto::Message& req, const char* what) {
+  // A get's data is due once it is answered ok: a failure after that leaves the session mid-file.
+  const bool get = req.op == proto::Op::get;
+  if (get) clean_failure_ = false;
   proto::Message resp = exchange(req, what);
-  if (resp.status != proto::Status::ok)
+  if (resp.status != proto::Status::ok) {
+    if (get) clean_failure_ = true;  // refused: nothing comes, the session goes on
     throw refused(resp, req.op == proto::Op::put || req.op == proto::Op::probe ? put_shown(req.path, req.text)
                                                                                : req.path);
+  }
   return resp;
 }
 
@@ -750,8 +755,12 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   struct stat st {};
   if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
     // A directory where the file goes is refused now, before the get: the rename at the end would
-    // fail after the whole file moved (a twenty-seventh re-attack, N3: 200 MB for nothing).
-    if (S_ISDIR(st.st_mode)) throw Failure(printable(local.string()) + ": is a directory");
+    // fail after the whole file moved (a twenty-seventh re-attack, N3: 200 MB for nothing). Not a
+    // path that names the directory itself ("d3/" for a source "tree/"): the server says what the
+    // source is ("is a directory (use -r)", "not a directory"; a twenty-eighth, N1).
+    if (S_ISDIR(st.st_mode) && g.name != ".") throw Failure(printable(local.string()) + ": is a directory");
+    if (S_ISDIR(st.st_mode))
+      return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
     return write_through_special(g, local);
   }
   return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
@@ -772,6 +781,10 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
                          const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
                          uint64_t size_hint, int dirfd) {
   bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
+  // Until the get goes out, a failure here (a destination refused or that cannot be made) ends
+  // nothing: the next file follows on this session (a twenty-eighth re-attack, N2: one planted
+  // link among several sources ended the command).
+  clean_failure_ = true;
   bool through = !sink && writes_through(local, dirfd);
   std::string not_resumed;
   if (opt_.resume && !sink && !through && remote != "/dev/zero")

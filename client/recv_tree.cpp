@@ -58,7 +58,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   // with --resume and after every retry, and its target kept the old data). A path as typed is
   // resolved once from descriptors, by the kernel's rule for links in sticky directories
   // (files/guarded_path.h; a twenty-third re-attack, N1: --resume followed another user's link).
-  files::GuardedEntry g;
+  files::GuardedEntry g;  // dirfd given: a tree's directory, already walked
   if (dirfd == AT_FDCWD) {
     g = files::resolve_guarded(local_in);
     if (g.magic) throw Failure(printable(local_in.string()) + ": cannot be resumed (an open descriptor)");
@@ -68,6 +68,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   }
   const fs::path local = g.followed ? g.path : local_in;  // named where it is, beside a link's target
   const fs::path at = g.dir ? fs::path(g.name) : local.filename();  // the destination, in dirfd
+  if (at == ".") return std::nullopt;  // "d3/" for "tree/": the server says what it is (28th re-attack, N1)
   struct stat dst {};
   if (::fstatat(dirfd, at.c_str(), &dst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(dst.st_mode))
     throw Failure(printable(local.string()) + ": is a directory");

@@ -552,6 +552,60 @@ TEST_F(ClientLocal, ADirectoryWhereTheFileGoesIsRefusedBeforeTheGet) {
   EXPECT_TRUE(temp_debris(ws.local).empty());
 }
 
+// A twenty-eighth re-attack (N1): with that check, a source that names a directory ("tree/", ".")
+// into an existing local directory blamed the local directory ("d3/: is a directory"); the
+// server's answer says what the source is, as before.
+TEST_F(ClientLocal, ASourceThatNamesADirectoryIsToldByTheServer) {
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "a", "a\n");
+  write_text_file(ws.root / "plain", "plain\n");
+  fs::create_directories(ws.local / "d3");
+  const std::string d3 = (ws.local / "d3").string();
+  for (const auto& c : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"recv", "-q", "127.0.0.1:tree/", d3 + "/"}, "(use -r)"},
+           {{"recv", "-q", "127.0.0.1:.", d3}, "(use -r)"},
+           {{"recv", "-q", "127.0.0.1:plain/", d3 + "/"}, "not a directory"},
+           {{"recv", "-q", "--resume", "127.0.0.1:tree/", d3 + "/"}, "(use -r)"}}) {
+    auto r = run(c.first);
+    SCOPED_TRACE(r.describe());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(c.second), std::string::npos);
+    EXPECT_EQ(r.err.find("d3/: is a directory"), std::string::npos);
+  }
+  EXPECT_TRUE(fs::is_empty(ws.local / "d3"));
+}
+
+// A twenty-eighth re-attack (N2, N3, N4): among several sources, another user's link or FIFO where
+// one file goes failed that file and ended the command (the others "not fetched"); a link as
+// DEST/NAME to a directory was called "a directory"; and the refusals came after the server had
+// sent the files. Each is refused before its get, with its reason, and the others come.
+TEST_F(ClientLocal, AnotherUsersEntriesAmongSeveralSourcesFailThoseSourcesAlone) {
+  write_random_file(ws.root / "big", 12u << 20, 28);  // too large to pipeline: fetched alone
+  write_random_file(ws.root / "big2", 12u << 20, 29);
+  write_text_file(ws.root / "small", "small\n");
+  write_text_file(ws.root / "dlink", "dlink\n");
+  const StickyShare s(ws.local);
+  write_text_file(s.priv / "nfile", "theirs\n");
+  s.link("small", s.priv / "nfile");
+  s.link("dlink", s.priv);
+  ASSERT_EQ(::mkfifo((s.shared / "big").c_str(), 0666), 0);
+  ASSERT_EQ(::chown((s.shared / "big").c_str(), kNobody, kNobody), 0);
+  auto r = run({"recv", "--json", "--streams", "1", "127.0.0.1:big", "127.0.0.1:small", "127.0.0.1:dlink",
+                "127.0.0.1:big2", s.shared.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("big: a FIFO owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("small: a symbolic link owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dlink: a symbolic link owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not fetched"), std::string::npos) << r.err;
+  EXPECT_EQ(sha256_file(s.shared / "big2"), sha256_file(ws.root / "big2"));
+  EXPECT_EQ(read_text_file(s.priv / "nfile"), "theirs\n");
+  EXPECT_TRUE(server->wait_for_log("op=get file=\"big2\""));
+  for (const char* refused : {"big", "small", "dlink"})
+    EXPECT_EQ(server->log().find(std::string("op=get file=\"") + refused + "\""), std::string::npos)
+        << refused << "\n"
+        << server->log();
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and
