@@ -162,18 +162,23 @@ extern "C" void bench_on_signal(int sig) {
   }
 }
 
+// Every signal that ends a bench run from outside: ^C, kill, a closed terminal (SIGHUP) and a
+// reader that went away (SIGPIPE: `aesxfer bench | head`). The last two killed the process before
+// it removed its data file, up to 1 GiB of RAM in /dev/shm, and its scratch directory with the
+// run's keys (a twenty-eighth re-attack, N5).
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
 class SignalCleanup {
  public:
   SignalCleanup() {
     struct sigaction sa {};
     sa.sa_handler = bench_on_signal;
     ::sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &sa, &old_[i]);
   }
   ~SignalCleanup() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i)
+      ::sigaction(kCleanupSignals[i], &old_[i], nullptr);
     g_data_path[0] = 0;
     for (int i = 0; i < kChildSlots; ++i) g_child_pids[i] = -1;
     g_interrupted = 0;
@@ -182,8 +187,7 @@ class SignalCleanup {
   SignalCleanup& operator=(const SignalCleanup&) = delete;
 
  private:
-  struct sigaction old_int_ {
-  }, old_term_{};
+  struct sigaction old_[std::size(kCleanupSignals)]{};
 };
 
 // A directory under the temp directory, removed with everything in it on destruction.

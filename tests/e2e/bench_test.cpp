@@ -10,12 +10,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/lab/bench_proc.h"
@@ -327,6 +329,45 @@ TEST(BenchCli, JsonRunWithPlot) {
   EXPECT_NE(doc.find("MB/s"), std::string::npos) << "the y axis is labelled";
   EXPECT_NE(doc.find(">aes128-gcm<"), std::string::npos);
   EXPECT_NE(doc.find(">none<"), std::string::npos);
+}
+
+// A twenty-eighth re-attack (N5): a bench ended by SIGHUP (its terminal closed) or SIGPIPE
+// (`aesxfer bench | head`) left its data file (up to 1 GiB of RAM in /dev/shm) and its scratch
+// directory with the run's keys. Both go, as on ^C.
+TEST(BenchCli, AClosedTerminalOrPipeLeavesNoDataFileOrKeys) {
+  for (const int sig : {SIGHUP, SIGPIPE}) {
+    SCOPED_TRACE(sig);
+    Workspace ws;
+    const fs::path tmp = ws.tmp / "tmpdir", pid_file = ws.tmp / "pid";
+    fs::create_directories(tmp);
+    ProcResult r;
+    std::thread bench([&] {
+      r = run_process({"/bin/sh", "-c",
+                       "'" + std::string(AESXFER_BINARY) +
+                           "' bench --size 768M --repeat 3 -c aes128-gcm,none & echo $! > '" +
+                           pid_file.string() + "'; wait $!"},
+                      {{"AESXFER_HOME", ws.home.string()}, {"TMPDIR", tmp.string()}}, 120);
+    });
+    // The data file, found among the bench's open files while it writes it.
+    fs::path data;
+    for (int i = 0; i < 600 && data.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const pid_t pid =
+          pid_t(std::atol(("0" + (fs::exists(pid_file) ? read_text_file(pid_file) : std::string())).c_str()));
+      if (pid <= 0) continue;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        const fs::path target = fs::read_symlink(e.path(), ec);
+        if (!ec && target.filename().string().rfind("aesxfer-bench-data-", 0) == 0) data = target;
+      }
+      if (!data.empty()) ::kill(pid, sig);
+    }
+    bench.join();
+    ASSERT_FALSE(data.empty()) << r.describe();
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_FALSE(fs::exists(data)) << data;
+    EXPECT_TRUE(fs::is_empty(tmp)) << "the scratch directory (keys) is left";
+  }
 }
 
 TEST(BenchCli, CsvColumns) {
