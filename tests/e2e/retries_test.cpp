@@ -392,6 +392,17 @@ TEST_F(Retries, TheLastLineSaysThePartialFileWasKept) {
   EXPECT_GE(fs::file_size(partial, ec), 2 * kMiB) << ec.message();
 }
 
+// ...but only after a lost connection (a twenty-eighth re-attack, N2: the server's "no such file"
+// got the note too, beside an old partial file of that name).
+TEST_F(Retries, TheServersRefusalSaysNothingOfAPartialFile) {
+  write_text_file(ws.local / ".gone.bin.aesxfer-partial", "old prefix\n");
+  fs::permissions(ws.local / ".gone.bin.aesxfer-partial", fs::perms(0600));
+  auto r = run({"recv", "--resume", "127.0.0.1:gone.bin", (ws.local / "gone.bin").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("partial file kept"), std::string::npos) << r.err;
+}
+
 TEST_F(Retries, ZeroEndsAtTheFirstLoss) {
   const fs::path src = ws.local / "big.bin";
   write_random_file(src, 8 * kMiB, 34);
