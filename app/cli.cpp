@@ -419,6 +419,11 @@ void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni) {
   sub->add_flag("-q,--quiet", t.quiet, "No progress meter and no summary line");
   sub->add_flag("--json", t.json, "Print one JSON object per file");
   sub->add_option("--keylog", t.keylog, "Append the session keys to FILE (see docs/PROTOCOL.md)")
+      ->check(CLI::Validator(
+          [](std::string& s) {  // --keylog "$UNSET" wrote nothing without a word (a 28th re-attack, N4)
+            return s.empty() ? std::string("an empty name ('') names no file") : std::string();
+          },
+          "FILE"))
       ->type_name("FILE");
   sub->add_option("--timeout", t.timeout, "Seconds to wait on the network before giving up (default 30)")
       ->check(timeout_seconds())

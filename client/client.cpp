@@ -176,6 +176,10 @@ files::UniqueFd Client::open_keylog() const {
   if (!kdir) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
   files::UniqueFd kfd(::openat(kdir.get(), kpath.filename().c_str(),
                                O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!kfd && errno == ELOOP)  // O_NOFOLLOW's word for a link ("too many levels", a 28th re-attack, N4)
+    throw Failure("key log " + printable(opt_.keylog) +
+                  ": a symbolic link (refused: the keys are never written "
+                  "through a link)");
   if (!kfd) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(kfd.get(), &st) != 0 || !S_ISREG(st.st_mode))
