@@ -121,7 +121,7 @@ void answer(RequestContext& ctx, const Message& req, Message m) {
 
 void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r) {
   answer(ctx, req, response(r.status, r.text));
-  log_outcome(ctx, req, shown, "", "refused: " + r.text);
+  if (const auto more = ctx.refusal_lines.take()) log_outcome(ctx, req, shown, *more, "refused: " + r.text);
   // A pipelined put's data is already on its way: read it to its end record and drop it, so the
   // next request is where the client put it. Bounded: the size is at most kMaxAheadSize, and
   // anything but exactly that stream ends the session.
@@ -896,6 +896,17 @@ void serve_until_bye(RequestContext& ctx) {
 }  // namespace
 
 void serve_requests(RequestContext& ctx) {
+  // The refusals the budget left out are counted in the log when the session ends, however it ends.
+  struct LeftOut {
+    RequestContext& ctx;
+    ~LeftOut() {
+      try {
+        if (const std::string n = ctx.refusal_lines.left_out_suffix(); !n.empty())
+          ctx.log("peer=" + ctx.c.peer() + " msg=\"refusals left out of the log\"" + n);
+      } catch (...) {
+      }
+    }
+  } left_out{ctx};
   try {
     serve_until_bye(ctx);
   } catch (const Failure& f) {

@@ -18,6 +18,7 @@
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "server/digests.h"
+#include "server/line_budget.h"
 #include "server/parts.h"
 #include "server/root.h"
 #include "server/sweep.h"
@@ -47,6 +48,10 @@ struct RequestContext {
   std::atomic<uint64_t>& listing_bytes;
   std::function<void(const std::string&)> log;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
+  // Refused requests cost the log ten lines a second per session, the next one written counting
+  // those left out, and the session's end the rest (a twenty-eighth re-attack, N6: a session
+  // of refused requests with long names wrote 56 MB of log in 3 s).
+  LineBudget refusal_lines{10, "refusals_without_a_line"};
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
   // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
   struct AwaitedResult {

@@ -37,6 +37,7 @@
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
+#include "server/line_budget.h"
 #include "server/parts.h"
 #include "server/requests.h"
 #include "server/root.h"
@@ -51,38 +52,6 @@ namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-// At most `per_second` lines a second of one kind; the first line let through after some were
-// left out carries their count (" KEY=N").
-class LineBudget {
- public:
-  LineBudget(int per_second, const char* key) : per_second_(per_second), key_(key) {}
-  // Under the caller's lock: nullopt when this line is left out (counted), else the suffix to
-  // append to it ("" or " KEY=N").
-  std::optional<std::string> take() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - window_ >= std::chrono::seconds(1)) {
-      window_ = now;
-      used_ = 0;
-    }
-    if (used_ >= per_second_) {
-      ++left_out_;
-      return std::nullopt;
-    }
-    ++used_;
-    const uint64_t n = std::exchange(left_out_, 0);
-    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
-  }
-
- private:
-  int per_second_;
-  const char* key_;
-  std::chrono::steady_clock::time_point window_{};
-  int used_ = 0;
-  uint64_t left_out_ = 0;
-};
-}  // namespace
 
 struct Server::Impl {
   ServerOptions opt;

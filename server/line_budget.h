@@ -1,0 +1,46 @@
+// How many lines of one kind a peer can make the server write: at most `per_second` a second, and
+// the first line let through after some were left out carries their count (" KEY=N"). Used for
+// the lines a peer who has not logged in causes (server.cpp, under the server's lock) and for the
+// refusals of one session (requests.cpp, its own thread).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace aesxfer::server {
+
+class LineBudget {
+ public:
+  LineBudget(int per_second, const char* key) : per_second_(per_second), key_(key) {}
+  // nullopt when this line is left out (counted), else the suffix to append to it ("" or
+  // " KEY=N").
+  std::optional<std::string> take() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_ >= std::chrono::seconds(1)) {
+      window_ = now;
+      used_ = 0;
+    }
+    if (used_ >= per_second_) {
+      ++left_out_;
+      return std::nullopt;
+    }
+    ++used_;
+    return left_out_suffix();
+  }
+  // " KEY=N" for the lines left out since the last one written (and forgets them), or "".
+  std::string left_out_suffix() {
+    const uint64_t n = std::exchange(left_out_, 0);
+    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
+  }
+
+ private:
+  int per_second_;
+  const char* key_;
+  std::chrono::steady_clock::time_point window_{};
+  int used_ = 0;
+  uint64_t left_out_ = 0;
+};
+
+}  // namespace aesxfer::server
