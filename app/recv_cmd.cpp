@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -91,8 +92,10 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
   return proto::Failure(std::string(f.what()) + std::string(kNote), f.status, f.err, f.origin);
 }
 
+// `lost`, when given, is set when the command's connection to the source's host failed for good
+// (a lost or refused connection with no retry left): the caller stops asking that host.
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in,
-             Retrier& retry) {
+             Retrier& retry, std::string* lost = nullptr) {
   auto remote = parse_remote(src);
   if (!remote) {
     die_line("recv: the first argument must be HOST:PATH (got '" + net::printable(src) + "')");
@@ -143,6 +146,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     } catch (const proto::Failure& f) {
       if (tty) std::fputc('\n', msg);
       const bool last = !may_retry || !retry.worth(f);
+      if (last && lost && f.origin == net::Origin::link) *lost = f.what();
       if (last && t.json && !to_stdout) {  // its object too (N2)
         int rc = 0;
         const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
@@ -490,11 +494,24 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
     rc = m.rc;
     settled = std::move(m.settled);
   }
+  // A host whose connection failed for good is not asked again for the sources after it: each is
+  // named, "not fetched" with the reason (a twenty-eighth re-attack, N3: --retries 0 went on
+  // connecting for every later source, and a dead server gave one "cannot connect" line per
+  // source, none naming its file).
+  std::map<std::string, std::string> lost_hosts;
   for (size_t i = 0; i < n; ++i) {
     if (i < settled.size() && settled[i]) continue;  // reported before the link was lost
-    const int r = cmd_recv(args[i], dest, zero_size, t, retry);
+    const std::string host = parse_remote(args[i])->host;
+    if (const auto it = lost_hosts.find(host); it != lost_hosts.end()) {
+      report_not_moved(t, client::ClientOptions{}, false, parse_remote(args[i])->path, "not fetched", rc,
+                       it->second);
+      continue;
+    }
+    std::string lost;
+    const int r = cmd_recv(args[i], dest, zero_size, t, retry, &lost);
     if (r == kExitUsage) return r;
     if (r != 0) rc = r;
+    if (!lost.empty()) lost_hosts[host] = lost;
   }
   return rc;
 }

@@ -550,6 +550,17 @@ TEST_F(CliWordsServer, EverySourceNamedGetsAJsonObject) {
       EXPECT_FALSE(got[f]["error"].get<std::string>().empty());
     }
   }
+  // One by one (--resume, -l): a host that cannot be reached is not asked again for each later
+  // source; those are named, with the reason (a twenty-eighth re-attack, N3: one bare "cannot
+  // connect" line per source, and --retries 0 went on connecting).
+  r = run({"recv", "--json", "--resume", "--retries", "0", "127.0.0.1:x", "127.0.0.1:y", "127.0.0.1:z",
+           ws.local.string()},
+          closed);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  got = objects(r.out);
+  EXPECT_EQ(got.size(), 3u) << r.out;
+  EXPECT_TRUE(has(r.err, "y: not fetched: cannot connect")) << r.err;
+  EXPECT_TRUE(has(r.err, "z: not fetched: cannot connect")) << r.err;
   ::close(hold);
 }
 
