@@ -606,6 +606,22 @@ TEST_F(ClientLocal, AnotherUsersEntriesAmongSeveralSourcesFailThoseSourcesAlone)
         << server->log();
 }
 
+// A twenty-eighth re-attack (N5): recv -r into a DEST whose way is missing, or through another
+// user's link, was refused only after the server had listed the whole tree.
+TEST_F(ClientLocal, ATreesDestinationIsWalkedBeforeTheListing) {
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "a", "a\n");
+  const StickyShare s(ws.local);
+  s.link("kd", s.priv);
+  for (const fs::path& dest : {ws.local / "nodir" / "a" / "b", s.shared / "kd" / "copy"}) {
+    auto r = run({"recv", "-r", "-q", "127.0.0.1:t", dest.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+  }
+  EXPECT_TRUE(fs::is_empty(s.priv));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server->log().find("op=list"), std::string::npos) << server->log();
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and
