@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/unique_fd.h"
 #include "net/conn.h"
 
@@ -25,7 +26,16 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 bool read_config(const fs::path& path, bool required, std::string& text) {
   const std::string name = net::printable(path.string());
   if (path == "/dev/null") return true;  // ssh -F /dev/null: an empty configuration
-  const files::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  // Reached by the rule for links in sticky directories, as every file the user names (a
+  // twenty-eighth re-attack, N7: another user's link in /tmp was followed).
+  files::UniqueFd fd;
+  try {
+    const files::GuardedEntry g = files::resolve_guarded(path);
+    fd.reset(g.magic ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                     : ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+  } catch (const proto::Failure& f) {
+    throw client::ConfigError("cannot read config file " + name + ": " + f.what());
+  }
   if (!fd) {
     if (errno == ENOENT && !required) return false;
     throw client::ConfigError("cannot read config file " + name + ": " + files::errno_text(errno));
@@ -34,7 +44,10 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw client::ConfigError("config file " + name + " is not a regular file");
   }
-  if ((st.st_uid != 0 && st.st_uid != ::getuid()) || (st.st_mode & 022)) {
+  if (st.st_uid != 0 && st.st_uid != ::getuid())  // the owner is the problem, not the mode (N7)
+    throw client::ConfigError("bad owner of config file " + name + ": it belongs to uid " +
+                              std::to_string(st.st_uid) + "; it must be yours (or root's)");
+  if (st.st_mode & 022) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
     throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +

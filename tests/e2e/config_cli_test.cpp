@@ -152,6 +152,22 @@ TEST_F(ConfigCli, ConfigWritableByOthersIsRefused) {
   ASSERT_EQ(::chmod((client / "config").c_str(), 0644), 0);  // readable by others is fine, as for ssh
   auto ok = run({"send", f(), "box:g", "-i", key.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+  // Another user's file: the owner is named, not the mode (a twenty-eighth re-attack, N7: "mode
+  // 0644 ... chmod go-w it"); and another user's link in a sticky directory is not followed.
+  const fs::path theirs = ws.local / "their-config";
+  write_mode(theirs, "Host box\n  Port 1\n", 0644);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  auto r = run({"send", f(), "box:g", "-i", key.string(), "-F", theirs.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("bad owner of config file " + theirs.string() + ": it belongs to uid 65534"),
+            std::string::npos)
+      << r.err;
+  const StickyShare s(ws.local);
+  fs::copy_file(client / "config", s.priv / "config");
+  r = run({"send", f(), "box:g", "-i", key.string(), "-F", s.link("cfg", s.priv / "config").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("cfg: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(ConfigCli, IdentityMustBeAuthorizedAndPrivate) {
