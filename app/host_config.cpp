@@ -29,12 +29,19 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
   // Reached by the rule for links in sticky directories, as every file the user names (a
   // twenty-eighth re-attack, N7: another user's link in /tmp was followed).
   files::UniqueFd fd;
+  // No home yet (a first run makes it): no config file, as when the file alone is missing (a
+  // twenty-ninth re-attack, N1: the walk's "no such file" for the directory became exit 2).
+  struct stat dir_st {};
+  if (!required &&
+      ::stat((path.parent_path().empty() ? fs::path(".") : path.parent_path()).c_str(), &dir_st) != 0 &&
+      errno == ENOENT)
+    return false;
   try {
     const files::GuardedEntry g = files::resolve_guarded(path);
     fd.reset(g.magic ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                      : ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
   } catch (const proto::Failure& f) {
-    throw client::ConfigError("cannot read config file " + name + ": " + f.what());
+    throw client::ConfigError(std::string("cannot read config file: ") + f.what());
   }
   if (!fd) {
     if (errno == ENOENT && !required) return false;
