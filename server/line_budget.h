@@ -1,10 +1,11 @@
 // How many lines of one kind a peer can make the server write: at most `per_second` a second, and
 // the first line let through after some were left out carries their count (" KEY=N"). Used for
 // the lines a peer who has not logged in causes (server.cpp, under the server's lock) and for the
-// refusals of one session (requests.cpp, its own thread).
+// lines of one client key's requests that move no data (requests.cpp, SharedLineBudget).
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +42,24 @@ class LineBudget {
   std::chrono::steady_clock::time_point window_{};
   int used_ = 0;
   uint64_t left_out_ = 0;
+};
+
+// One LineBudget shared by the sessions of one client key, each taking from it under its lock.
+class SharedLineBudget {
+ public:
+  SharedLineBudget(int per_second, const char* key) : budget_(per_second, key) {}
+  std::optional<std::string> take() {
+    std::lock_guard<std::mutex> g(mu_);
+    return budget_.take();
+  }
+  std::string left_out_suffix() {
+    std::lock_guard<std::mutex> g(mu_);
+    return budget_.left_out_suffix();
+  }
+
+ private:
+  std::mutex mu_;
+  LineBudget budget_;
 };
 
 }  // namespace aesxfer::server

@@ -81,9 +81,18 @@ Message response(Status st, const std::string& text = {}) {
 // the file and the result, made one refused request cost eight times its size in log bytes (an
 // eleventh re-attack); sshd cuts what it logs of a peer's words too.
 constexpr size_t kLoggedPath = 256, kLoggedResult = 512;
+// Cut after escaping, never inside an escape: a name of 0xff bytes was cut at 256 bytes and then
+// grew fourfold (a twenty-ninth re-attack, N5: lines of 2.2 KB).
 std::string log_value(const std::string& s, size_t max) {
-  if (s.size() <= max) return proto::quoted(s);
-  return proto::quoted(s.substr(0, max) + "...[" + std::to_string(s.size()) + " bytes]");
+  const std::string q = proto::quoted(s);  // "...", every escape starting with a backslash
+  if (q.size() <= max + 2) return q;
+  size_t cut = max + 1;  // the opening quote and max characters
+  for (size_t p = cut - 1; p + 4 > cut && p > 0; --p)
+    if (q[p] == '\\') {
+      if (p + (q[p + 1] == 'x' ? 4 : 2) > cut) cut = p;
+      break;
+    }
+  return q.substr(0, cut) + "...[" + std::to_string(s.size()) + " bytes]\"";
 }
 
 // The one place a request's outcome is logged, in logfmt: 'peer=P op=OP file="F"[ details]
@@ -119,9 +128,14 @@ void answer(RequestContext& ctx, const Message& req, Message m) {
   ctx.c.send_message(m);
 }
 
+// log_outcome for a request that moved no data: within the key's budget (RequestContext::quiet_lines).
+void log_quiet(RequestContext& ctx, const Message& req, const std::string& shown, const std::string& result) {
+  if (const auto more = ctx.quiet_lines->take()) log_outcome(ctx, req, shown, *more, result);
+}
+
 void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r) {
   answer(ctx, req, response(r.status, r.text));
-  if (const auto more = ctx.refusal_lines.take()) log_outcome(ctx, req, shown, *more, "refused: " + r.text);
+  log_quiet(ctx, req, shown, "refused: " + r.text);
   // A pipelined put's data is already on its way: read it to its end record and drop it, so the
   // next request is where the client put it. Bounded: the size is at most kMaxAheadSize, and
   // anything but exactly that stream ends the session.
@@ -256,7 +270,7 @@ bool put_resumed(RequestContext& ctx, const Message& req, const Place& dest, con
     pf = std::make_unique<KeptPartial>(dest);
   } catch (const Failure& f) {
     if (!f.err && f.status == Status::permission && req.offset == 0) {
-      log_outcome(ctx, req, shown, "", std::string(f.what()) + "; received from the start instead");
+      log_quiet(ctx, req, shown, std::string(f.what()) + "; received from the start instead");
       return false;
     }
     refuse(ctx, req, shown,
@@ -473,7 +487,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     UniqueFd fd = open_kept_partial(*dest, distrust);
     if (!distrust.empty()) {  // nothing kept that may be used: the put runs from the start (3.6)
       m.text = distrust;
-      log_outcome(ctx, req, dest->shown, "", m.text);
+      log_quiet(ctx, req, dest->shown, m.text);
       return answer(ctx, req, m);
     }
     struct stat sb {};
@@ -558,7 +572,10 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
       apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
   answer(ctx, req, response(Status::ok, target->shown));
-  log_outcome(ctx, req, target->shown, "", "ok");
+  if (exists)
+    log_quiet(ctx, req, target->shown, "ok (it was there)");
+  else
+    log_outcome(ctx, req, target->shown, "", "ok");
 }
 
 // ---- list (recv -r) ---------------------------------------------------------------------------
@@ -896,13 +913,13 @@ void serve_until_bye(RequestContext& ctx) {
 }  // namespace
 
 void serve_requests(RequestContext& ctx) {
-  // The refusals the budget left out are counted in the log when the session ends, however it ends.
+  // The lines the budget left out are counted in the log when the session ends, however it ends.
   struct LeftOut {
     RequestContext& ctx;
     ~LeftOut() {
       try {
-        if (const std::string n = ctx.refusal_lines.left_out_suffix(); !n.empty())
-          ctx.log("peer=" + ctx.c.peer() + " msg=\"refusals left out of the log\"" + n);
+        if (const std::string n = ctx.quiet_lines->left_out_suffix(); !n.empty())
+          ctx.log("peer=" + ctx.c.peer() + " msg=\"requests that moved no data left out of the log\"" + n);
       } catch (...) {
       }
     }

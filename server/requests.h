@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -48,10 +49,13 @@ struct RequestContext {
   std::atomic<uint64_t>& listing_bytes;
   std::function<void(const std::string&)> log;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
-  // Refused requests cost the log ten lines a second per session, the next one written counting
-  // those left out, and the session's end the rest (a twenty-eighth re-attack, N6: a session
-  // of refused requests with long names wrote 56 MB of log in 3 s).
-  LineBudget refusal_lines{10, "refusals_without_a_line"};
+  // Requests that move no data (refused, a mkdir of a directory that was there, a probe or resumed
+  // put that meets a partial file it may not use) cost the log ten lines a second per client key,
+  // shared by all its sessions; the next line written counts those left out, and a session's end
+  // the rest (a twenty-eighth re-attack, N6: 56 MB of refusals in 3 s from one session; a
+  // twenty-ninth, N2 and N5: 67 MB of no-op mkdirs, and a budget per session renewed by
+  // reconnecting). The server sets the key's; alone (tests), a session has its own.
+  std::shared_ptr<SharedLineBudget> quiet_lines = std::make_shared<SharedLineBudget>(10, "unlogged_requests");
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
   // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
   struct AwaitedResult {

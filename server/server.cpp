@@ -74,6 +74,7 @@ struct Server::Impl {
   LineBudget drops{1, "dropped_without_a_line"};
   LineBudget early{1, "failed_handshakes_without_a_line"};
   LineBudget refused_keys{10, "refused_keys_without_a_line"};
+  std::map<std::string, std::shared_ptr<SharedLineBudget>> key_budgets;  // RequestContext::quiet_lines
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -438,6 +439,14 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c,     keys,     *root,         limits,
                      parts, *sweeper, listing_bytes, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
+  {
+    // One budget per client key, for every session of it (authorized keys are few: the map stays
+    // as small as authorized_keys).
+    std::lock_guard<std::mutex> g(mu);
+    auto& b = key_budgets[proto::fingerprint(keys.client_key)];
+    if (!b) b = std::make_shared<SharedLineBudget>(10, "unlogged_requests");
+    ctx.quiet_lines = b;
+  }
   server::serve_requests(ctx);
 }
 
