@@ -80,7 +80,7 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
   // Only for a lost connection, and a partial file of this user's (a twenty-eighth re-attack, N2:
   // the note also followed the server's "no such file" and another user's planted file).
   static constexpr std::string_view kNote = " (partial file kept for --resume)";
-  if (!co.resume || f.origin == net::Origin::peer ||
+  if (!co.resume || f.origin == net::Origin::peer || f.status == proto::Status::busy ||
       std::string_view(f.what()).find(kNote) != std::string_view::npos)
     return f;
   std::error_code ec;
@@ -272,23 +272,15 @@ bool fetch_alone(client::Client& client, const std::string& from, const fs::path
 }
 
 // Why a source's file cannot go to DEST/NAME, found before its get and reported in its place among
-// the others: a directory there (a twenty-seventh re-attack, N3: the file moved whole, then its
-// rename failed), or a link the guarded walk refuses, with its reason (a twenty-eighth, N3 and
-// N4: another user's link as DEST cost the server every file, and was called "a directory").
-// A source that names a directory ("tree/", ".") is left to the server, which says what it is.
+// the others (client::destination_refusal): a directory there (a twenty-seventh re-attack, N3:
+// the file moved whole, then its rename failed), a link or FIFO another user planted (a
+// twenty-eighth, N2 to N4; a twenty-ninth, N3, for the small, pipelined files), or another user's
+// file in a sticky directory that the rename cannot replace (a twenty-ninth, N4). A source that
+// names a directory ("tree/", ".") is left to the server, which says what it is.
 std::optional<proto::Failure> refused_destination(const fs::path& dest, const std::string& remote) {
   const fs::path name = fs::path(remote).filename();
   if (name.empty() || name == "." || name == "..") return std::nullopt;
-  try {
-    const files::GuardedEntry g = files::resolve_guarded(dest / name);
-    struct stat st {};
-    if (!g.magic && ::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode))
-      return proto::Failure(net::printable((dest / name).string()) + ": is a directory");
-  } catch (const proto::Failure& f) {
-    return f;
-  }
-  return std::nullopt;
+  return client::destination_refusal(dest / name);  // a twenty-ninth re-attack, N3: FIFOs too
 }
 
 std::vector<std::string> unsettled(const std::vector<std::string>& paths, const std::vector<char>& settled) {

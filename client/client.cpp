@@ -314,8 +314,14 @@ void Client::expect_ok_result(const std::string& remote) {
 }
 
 std::string failure_result_text(const Failure& e) {
-  return std::string("the client's side failed: ") +
-         (e.err ? errno_text(e.err) : std::string(proto::status_name(e.status)));
+  // The reason: the errno's words, or the line's last part ("PATH: reason"), which names no local
+  // directory (a twenty-ninth re-attack, N3: "internal error" for a refused FIFO or rename).
+  const std::string line = e.what();
+  const size_t colon = line.rfind(": ");
+  return std::string("the client's side failed: ") + (e.err ? errno_text(e.err)
+                                                      : colon == std::string::npos
+                                                          ? std::string(proto::status_name(e.status))
+                                                          : line.substr(colon + 2));
 }
 
 void Client::send_failure_result(const Failure& e) noexcept {
@@ -687,6 +693,10 @@ UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, str
 }
 
 namespace {
+const char* special_kind(const struct stat& st) {
+  return S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+}
+
 // The descriptor number a magic /proc link names when it is one of this process's own
 // (/proc/self/fd/N), else -1.
 int own_descriptor(const files::GuardedEntry& g) {
@@ -712,17 +722,41 @@ std::unique_ptr<AtomicFile> write_through_special(const files::GuardedEntry& g, 
   if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
     throw Failure(shown + ": changed while it was being opened");
   if (std::string why = files::planted_by(st.st_uid, ds); !why.empty())
-    throw Failure(shown + ": " +
-                  (S_ISFIFO(st.st_mode)   ? "a FIFO"
-                   : S_ISSOCK(st.st_mode) ? "a socket"
-                                          : "a device") +
-                  " " + why + " (not written through, as fs.protected_fifos refuses it)");
+    throw Failure(shown + ": " + special_kind(st) + " " + why +
+                  " (not written through, as fs.protected_fifos refuses it)");
   const std::string again = "/proc/self/fd/" + std::to_string(e.get());
   const int fd = ::open(again.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw Failure(shown + ": " + errno_text(errno));
   return AtomicFile::write_through(fd, local);
 }
 }  // namespace
+
+std::optional<Failure> destination_refusal(const fs::path& local) {
+  const std::string shown = printable(local.string());
+  try {
+    const files::GuardedEntry g = files::resolve_guarded(local);
+    if (g.magic) return std::nullopt;  // a descriptor: judged when it is opened
+    if (g.dir_form) return Failure(shown + ": not a directory (a link to a directory path)");
+    struct stat st {
+    }, ds{};
+    if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        ::fstat(g.dir.get(), &ds) != 0)
+      return std::nullopt;  // a new file
+    if (S_ISDIR(st.st_mode))
+      return g.name == "." ? std::nullopt : std::optional<Failure>(Failure(shown + ": is a directory"));
+    if (!S_ISREG(st.st_mode)) {
+      if (std::string why = files::planted_by(st.st_uid, ds); !why.empty())
+        return Failure(shown + ": " + special_kind(st) + " " + why +
+                       " (not written through, as fs.protected_fifos refuses it)");
+      return std::nullopt;
+    }
+    if (std::string why = files::unreplaceable(g.dir.get(), g.name); !why.empty())
+      return Failure(shown + ": " + why, proto::Status::permission, EPERM);
+  } catch (const Failure& f) {
+    return f;
+  }
+  return std::nullopt;
+}
 
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
 // with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user

@@ -65,6 +65,12 @@ bool written_through(const std::filesystem::path& local);
 // server's log escaped twice more).
 std::string failure_result_text(const proto::Failure& e);
 
+// Why a get into `local` (a destination the user named, or DEST/NAME) would be refused, found
+// before its request: what open_local() refuses (a link or a special file another user planted in
+// a sticky directory, a link to a directory path, a directory where the file goes) and a file the
+// final rename cannot replace (files::unreplaceable). nullopt when nothing is against it.
+std::optional<proto::Failure> destination_refusal(const std::filesystem::path& local);
+
 files::UniqueFd open_source(int dirfd, const std::filesystem::path& name, const std::filesystem::path& shown,
                             struct stat& st);
 

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 
+#include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/resume.h"
 #include "proto/failure.h"
@@ -166,6 +167,10 @@ AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem
 }
 
 void AtomicFile::create(const std::string& shown_dir) {
+  if (std::string why = unreplaceable(dirfd_.get(), name_); !why.empty()) {
+    dirfd_.reset();
+    throw Failure(shown_.string() + ": " + why, proto::Status::permission, EPERM);
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string tmp = random_temp_name(name_);
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -24,6 +24,18 @@ std::string planted_by(uid_t owner, const struct stat& dir) {
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
 }
 
+std::string unreplaceable(int dirfd, const std::string& name) {
+  struct stat st {
+  }, dir{};
+  const uid_t me = ::geteuid();
+  if (me == 0 || ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid == me ||
+      ::fstat(dirfd, &dir) != 0 || !(dir.st_mode & S_ISVTX) || dir.st_uid == me)
+    return "";
+  return "owned by uid " + std::to_string(st.st_uid) +
+         " in a sticky directory: only its owner may replace it (aesxfer writes a new file and renames "
+         "it into place)";
+}
+
 namespace {
 
 constexpr int kMaxLinks = 40;  // as the kernel's MAXSYMLINKS

@@ -24,6 +24,13 @@ namespace aesxfer::files {
 // directory that is not both sticky and writable by others, everything does.
 std::string planted_by(uid_t owner, const struct stat& dir);
 
+// Why `name` in dirfd, an existing entry of another user's in a sticky directory that is not this
+// user's, cannot be replaced by a rename (the sticky bit lets only the entry's or the directory's
+// owner, or a process with CAP_FOWNER, here taken to be root, remove or rename over it), or "".
+// Checked before a transfer whose end is that rename (a twenty-ninth re-attack, N4: the whole file
+// came, then "operation not permitted").
+std::string unreplaceable(int dirfd, const std::string& name);
+
 // The directory that holds the last component of `path` and that component's name. Every link on
 // the way, the last component's too, is followed (a link to a file: the file it names), each only
 // when planted_by() accepts it; at most 40. The last name is never a link, except a /proc magic

@@ -13,6 +13,7 @@
 
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 #include "proto/failure.h"
 
@@ -235,10 +236,14 @@ void PartialFile::open(const std::string& name) {
     return Failure(path_.string() + ": not resuming from this partial file: " + why,
                    proto::Status::permission, EPERM);
   };
+  // A destination the final rename could not replace: said now, not after the transfer (a
+  // twenty-ninth re-attack, N4). EACCES, not EPERM: no fallback to a plain get, which meets the same.
+  if (std::string why = unreplaceable(dirfd_.get(), name); !why.empty())
+    throw Failure(dest_.string() + ": " + why, proto::Status::permission, EACCES);
   OpenedPartial p = open_partial(dirfd_.get(), pname_);
   if (!p.unfit.empty()) throw passed_over(p.unfit);
-  if (p.busy)
-    throw Failure(dest_.filename().string() + ": another transfer is writing this file", proto::Status::busy,
+  if (p.busy)  // named as typed, not by its last component alone (a twenty-ninth re-attack, N6)
+    throw Failure(dest_.string() + ": another transfer is writing this file", proto::Status::busy,
                   EWOULDBLOCK);
   if (!p.fd) throw Failure("cannot open " + path_.string() + ": " + errno_text(p.err));
   fd_ = std::move(p.fd);

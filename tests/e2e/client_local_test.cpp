@@ -588,10 +588,15 @@ TEST_F(ClientLocal, AnotherUsersEntriesAmongSeveralSourcesFailThoseSourcesAlone)
   write_text_file(s.priv / "nfile", "theirs\n");
   s.link("small", s.priv / "nfile");
   s.link("dlink", s.priv);
-  ASSERT_EQ(::mkfifo((s.shared / "big").c_str(), 0666), 0);
-  ASSERT_EQ(::chown((s.shared / "big").c_str(), kNobody, kNobody), 0);
+  // FIFOs where a large file (fetched alone) and a small one (pipelined: a twenty-ninth re-attack,
+  // N3, found it refused only after the server had sent it) go.
+  write_text_file(ws.root / "fsmall", "fsmall\n");
+  for (const char* fifo : {"big", "fsmall"}) {
+    ASSERT_EQ(::mkfifo((s.shared / fifo).c_str(), 0666), 0);
+    ASSERT_EQ(::chown((s.shared / fifo).c_str(), kNobody, kNobody), 0);
+  }
   auto r = run({"recv", "--json", "--streams", "1", "127.0.0.1:big", "127.0.0.1:small", "127.0.0.1:dlink",
-                "127.0.0.1:big2", s.shared.string()});
+                "127.0.0.1:fsmall", "127.0.0.1:big2", s.shared.string()});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("big: a FIFO owned by uid 65534"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("small: a symbolic link owned by uid 65534"), std::string::npos) << r.err;
@@ -600,7 +605,8 @@ TEST_F(ClientLocal, AnotherUsersEntriesAmongSeveralSourcesFailThoseSourcesAlone)
   EXPECT_EQ(sha256_file(s.shared / "big2"), sha256_file(ws.root / "big2"));
   EXPECT_EQ(read_text_file(s.priv / "nfile"), "theirs\n");
   EXPECT_TRUE(server->wait_for_log("op=get file=\"big2\""));
-  for (const char* refused : {"big", "small", "dlink"})
+  EXPECT_NE(r.err.find("fsmall: a FIFO owned by uid 65534"), std::string::npos) << r.err;
+  for (const char* refused : {"big", "small", "dlink", "fsmall"})
     EXPECT_EQ(server->log().find(std::string("op=get file=\"") + refused + "\""), std::string::npos)
         << refused << "\n"
         << server->log();
@@ -620,6 +626,36 @@ TEST_F(ClientLocal, ATreesDestinationIsWalkedBeforeTheListing) {
   EXPECT_TRUE(fs::is_empty(s.priv));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(server->log().find("op=list"), std::string::npos) << server->log();
+}
+
+// A twenty-ninth re-attack (N4): for a user who is not root, another user's file in a sticky
+// directory (where only its owner may rename over it) took the whole file, then failed with
+// "operation not permitted", and with --resume kept a partial file no later run could finish.
+// Refused before the get, with the reason.
+TEST(ClientLocalAsAUser, AnotherUsersFileInAStickyDirectoryIsRefusedBeforeTheGet) {
+  Workspace ws;
+  write_random_file(ws.root / "f", 3u << 20, 29);
+  const NobodyClient nobody(ws);
+  const fs::path shared = ws.tmp / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms(01777));
+  write_text_file(shared / "f", "root's\n");
+  fs::permissions(shared / "f", fs::perms(0666));  // writable even: it still cannot be renamed over
+  ServerProcess server(ws.home, ws.root);
+  for (const bool resume : {false, true}) {
+    std::vector<std::string> args{
+        "recv", "-q", "127.0.0.1:f", shared.string() + "/", "-P", std::to_string(server.port())};
+    if (resume) args.push_back("--resume");
+    auto r = nobody.run(args);
+    SCOPED_TRACE(r.describe());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("f: owned by uid 0 in a sticky directory: only its owner may replace it"),
+              std::string::npos);
+  }
+  EXPECT_EQ(read_text_file(shared / "f"), "root's\n");
+  EXPECT_FALSE(fs::exists(shared / ".f.aesxfer-partial"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server.log().find("op=get file=\"f\""), std::string::npos) << server.log();
 }
 
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
