@@ -33,6 +33,15 @@ using Clock = std::chrono::steady_clock;
 using proto::Message;
 using proto::Status;
 
+// A failure the client reported in its Result, as the log shows it: its text raw, made printable
+// once where the line is written (log_value), not also here (a twenty-ninth re-attack, N6: a
+// client's text logged as \x5cxff). Its status is the client's, an error in any case.
+static Failure client_reported(const Message& res) {
+  const std::string text = res.text.empty() ? std::string(proto::status_name(res.status)) : res.text;
+  return Failure("client reported: " + text, res.status == Status::ok ? Status::internal : res.status, 0,
+                 proto::Origin::peer);
+}
+
 void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions& opt,
                             const net::ProgressFn& progress) {
   bool sent = false;
@@ -41,7 +50,7 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     sent = true;
     Message res = c.recv_message("the transfer");
     if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
-    if (res.status != Status::ok) throw proto::refusal(res, "client reported");
+    if (res.status != Status::ok) throw client_reported(res);
   } catch (const Failure&) {
     if (sent) throw;
     // Cut while sending: the client may have said why it stopped (disk full, ...) before closing.
@@ -49,8 +58,7 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     try {
       c.set_timeout(std::chrono::milliseconds(500));
       Message res = c.recv_message("the transfer");
-      if (res.type == proto::MsgType::result && res.status != Status::ok)
-        why = proto::refusal(res, "client reported");
+      if (res.type == proto::MsgType::result && res.status != Status::ok) why = client_reported(res);
     } catch (const Failure&) {
     }
     if (why) throw *why;
@@ -856,8 +864,7 @@ void take_result(RequestContext& ctx, const Message& res) {
   // logged with them too (a twenty-eighth re-attack, N1: "bytes=0" for a file sent whole).
   log_outcome(
       ctx, a.req, a.shown, transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from),
-      res.status == Status::ok ? std::string("ok")
-                               : std::string("failed: ") + proto::refusal(res, "client reported").what());
+      res.status == Status::ok ? std::string("ok") : std::string("failed: ") + client_reported(res).what());
 }
 
 // The pipelined gets still awaiting their Results when the session ends (a Bye, a closed or lost

@@ -490,7 +490,7 @@ TEST_F(PipelineHostileClient, GetsWithoutResultsAreLoggedWithTheirBytes) {
     res.tagged = true;
     res.tag = 1;
     res.status = Status::io_error;
-    res.text = "x";
+    res.text = "x\x1b\xff";  // escaped once in the log (a twenty-ninth re-attack, N6: twice)
     s.conn().send_message(res);
   }  // closed without b's Result
   HandSession s(server->port(), ws.home / "id_ed25519");
@@ -506,6 +506,7 @@ TEST_F(PipelineHostileClient, GetsWithoutResultsAreLoggedWithTheirBytes) {
         "op=get file=\"b\" bytes=2000 [^\n]*failed: the session ended before its result",
         "op=get file=\"c\" bytes=3000 [^\n]*failed: the client sent no result"})
     EXPECT_TRUE(std::regex_search(log, std::regex(expected))) << expected << "\n" << log;
+  EXPECT_NE(log.find("client reported: x\\x1b\\xff\""), std::string::npos) << log;
 }
 
 // A twenty-eighth re-attack (N6): an authorized client's refused requests wrote a log line each
