@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "files/keystore.h"
+#include "proto/handshake.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -39,6 +43,36 @@ struct Victim {
 void plant(const fs::path& at, const fs::path& target) {
   fs::create_symlink(target, at);
   ASSERT_EQ(::lchown(at.c_str(), kOther, kOther), 0);
+}
+
+// A twenty-ninth re-attack (N1): two processes making the identity of a new home at the same
+// moment: one read the file the other had created and not yet written, "identity file ... is
+// damaged" (about one start in twenty). Written whole, then linked to its name: every one of many
+// threads racing on a fresh home loads the one key.
+TEST(HomeLinks, ProcessesMakingOneIdentityAtOnceAllLoadIt) {
+  for (int round = 0; round < 20; ++round) {
+    TempDir home("aesxfer-idrace");
+    const fs::path id = home.path() / "new" / "id_ed25519";
+    constexpr int kRacers = 8;
+    std::vector<std::string> keys(kRacers), errors(kRacers);
+    std::vector<std::thread> racers;
+    for (int i = 0; i < kRacers; ++i)
+      racers.emplace_back([&, i] {
+        try {
+          const proto::Identity got = files::load_or_create_identity(id);
+          keys[i] = proto::fingerprint(got.pk);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    for (auto& r : racers) r.join();
+    for (int i = 0; i < kRacers; ++i) {
+      EXPECT_EQ(errors[i], "") << "round " << round;
+      EXPECT_EQ(keys[i], keys[0]) << "round " << round;
+    }
+    for (const auto& e : fs::directory_iterator(id.parent_path()))
+      EXPECT_TRUE(e.path().filename() == "id_ed25519" || e.path().filename() == "id_ed25519.pub") << e.path();
+  }
 }
 
 TEST(HomeLinks, KeygenNeverWritesThroughALinkAtItsTemporaryName) {
