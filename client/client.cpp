@@ -422,8 +422,8 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     ~ServerKept() { unregister_kept(slot); }
   } kept;
   if ((req.flags & proto::kFlagResume) && !ok.text.empty())  // empty: the server keeps nothing
-    kept.slot = register_server_kept(
-        printable("what arrived of " + local.filename().string() + " in " + conn_->peer() + ":" + ok.text));
+    kept.slot = register_server_kept(printable("what arrived of " + local.filename().string() + " in " +
+                                               remote_name(ok.text) + port_note()));
 
   FileResult r;
   r.file = local.string();
