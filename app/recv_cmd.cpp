@@ -374,6 +374,28 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   return {Then::done, rc, {}};
 }
 
+// The usage errors of a DEST that is written through: standard output not open or a directory,
+// and --resume, which keeps a partial file beside DEST: none beside standard output, a descriptor
+// or a special file, where it was ignored without a word (a thirtieth re-attack, N2), as send
+// refuses --resume of standard input.
+int check_written_through_dest(const std::string& dest, const TransferOpts& t) {
+  struct stat out {};
+  if (dest == "-" && !files::inherited_descriptor(1)) {
+    die_line("recv: - (standard output) was not open when aesxfer started");
+    return kExitUsage;
+  }
+  if (dest == "-" && ::fstat(STDOUT_FILENO, &out) == 0 && S_ISDIR(out.st_mode)) {
+    die_line("recv: - (standard output) is a directory");
+    return kExitUsage;
+  }
+  if (t.resume && (dest == "-" || dest == "/dev/null" || client::written_through(dest))) {
+    die_line("recv: " + (dest == "-" ? std::string("- (standard output)") : net::printable(dest)) +
+             " cannot be resumed: no partial file can be kept beside it (drop --resume)");
+    return kExitUsage;
+  }
+  return 0;
+}
+
 // The usage errors of a recv, found before anything moves: the number of arguments, a source that
 // is not HOST:PATH (a port given after -p among them) or that means nothing here ('~'),
 // /dev/zero without --size, several sources into what is not a directory. Returns the exit status
@@ -396,15 +418,7 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
     die_line("recv: an empty destination ('') names no file" + std::string(usage));
     return kExitUsage;
   }
-  struct stat out {};
-  if (dest == "-" && !files::inherited_descriptor(1)) {
-    die_line("recv: - (standard output) was not open when aesxfer started");
-    return kExitUsage;
-  }
-  if (dest == "-" && ::fstat(STDOUT_FILENO, &out) == 0 && S_ISDIR(out.st_mode)) {
-    die_line("recv: - (standard output) is a directory");
-    return kExitUsage;
-  }
+  if (const int bad = check_written_through_dest(dest, t)) return bad;
   for (size_t i = 0; i < n; ++i) {
     const auto r = parse_remote(args[i]);
     if (!r) {

@@ -731,8 +731,15 @@ std::unique_ptr<AtomicFile> write_through_special(const files::GuardedEntry& g, 
 }
 }  // namespace
 
+Failure reserved_destination(const fs::path& local) {
+  return Failure(printable(local.string()) +
+                 ": a name of the shape aesxfer keeps for its own temporary and partial files "
+                 "(.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); give DEST another name");
+}
+
 std::optional<Failure> destination_refusal(const fs::path& local) {
   const std::string shown = printable(local.string());
+  if (files::is_reserved_name(local.filename().string())) return reserved_destination(local);
   try {
     const files::GuardedEntry g = files::resolve_guarded(local);
     if (g.magic) return std::nullopt;  // a descriptor: judged when it is opened
@@ -823,6 +830,10 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   // nothing: the next file follows on this session (a twenty-eighth re-attack, N2: one planted
   // link among several sources ended the command).
   clean_failure_ = true;
+  // Never a local file of the shapes aesxfer keeps for its own temporary and partial files: a later
+  // recv of the file beside it would remove it as stale, or resume from it (a thirtieth re-attack,
+  // N1: a single-file recv wrote one; recv -r skips them, and the server refuses them).
+  if (!sink && files::is_reserved_name(local.filename().string())) throw reserved_destination(local);
   bool through = !sink && writes_through(local, dirfd);
   std::string not_resumed;
   if (opt_.resume && !sink && !through && remote != "/dev/zero")

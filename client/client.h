@@ -70,6 +70,9 @@ std::string failure_result_text(const proto::Failure& e);
 // a sticky directory, a link to a directory path, a directory where the file goes) and a file the
 // final rename cannot replace (files::unreplaceable). nullopt when nothing is against it.
 std::optional<proto::Failure> destination_refusal(const std::filesystem::path& local);
+// The refusal of a local destination named in the shapes of aesxfer's own temporary and partial
+// files (a thirtieth re-attack, N1).
+proto::Failure reserved_destination(const std::filesystem::path& local);
 
 files::UniqueFd open_source(int dirfd, const std::filesystem::path& name, const std::filesystem::path& shown,
                             struct stat& st);

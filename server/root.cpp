@@ -284,6 +284,16 @@ static bool existing_is(const Place& p, mode_t type, bool* found, Refusal& why) 
   return false;
 }
 
+// The refusal of a name of the shapes the server gives its own temporary and partial files, which
+// its sweep removes once old and --resume takes for its own: neither a file (a thirteenth
+// re-attack, H3) nor a directory (a fourteenth, J3: one blocked every later resume of its file).
+static Refusal reserved_shape(const std::string& shown) {
+  return {proto::Status::bad_path,
+          shown +
+              ": a name of the shape the server keeps for its own temporary and "
+              "partial files (.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); rename it"};
+}
+
 std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
   auto parts = split(req, why);
   if (!parts) return std::nullopt;
@@ -293,6 +303,12 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   }
   auto p = place(*parts, req, why);
   if (!p) return std::nullopt;
+  // Not served either: no request may name one (PROTOCOL.md 3.7; a thirtieth re-attack, N1: a get
+  // of one was answered, and the client's next recv of the file took it for its own partial file).
+  if (files::is_reserved_name(p->name)) {
+    why = reserved_shape(p->shown);
+    return std::nullopt;
+  }
   Source s;
   s.fd.reset(::openat(p->dir.get(), p->name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!s.fd || ::fstat(s.fd.get(), &s.st) != 0) {
@@ -322,16 +338,6 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   }
   s.shown = p->shown;
   return s;
-}
-
-// The refusal of a name of the shapes the server gives its own temporary and partial files, which
-// its sweep removes once old and --resume takes for its own: neither a file (a thirteenth
-// re-attack, H3) nor a directory (a fourteenth, J3: one blocked every later resume of its file).
-static Refusal reserved_shape(const std::string& shown) {
-  return {proto::Status::bad_path,
-          shown +
-              ": a name of the shape the server keeps for its own temporary and "
-              "partial files (.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); rename it"};
 }
 
 std::optional<Place> Root::put_target(const std::string& req, const std::string& basename,

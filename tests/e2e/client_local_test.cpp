@@ -658,6 +658,39 @@ TEST(ClientLocalAsAUser, AnotherUsersFileInAStickyDirectoryIsRefusedBeforeTheGet
   EXPECT_EQ(server.log().find("op=get file=\"f\""), std::string::npos) << server.log();
 }
 
+// A thirtieth re-attack (N1): a single-file recv wrote a file named in the shape of aesxfer's own
+// partial files (from the source's name, or an explicit DEST), and the next recv of the file
+// beside it removed it as stale, or resumed from it. Neither end takes such a name now; and
+// (N2) --resume into standard output, where no partial file can be kept, is a usage error.
+TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
+  fs::create_directories(ws.root / "t4");
+  write_text_file(ws.root / "t4" / "a", "a\n");
+  write_text_file(ws.root / "t4" / ".a.aesxfer-partial", "theirs\n");
+  fs::create_directories(ws.local / "e6");
+  auto r = run({"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6").string() + "/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("e6/.a.aesxfer-partial: a name of the shape aesxfer keeps for its own"),
+            std::string::npos)
+      << r.err;
+  // Under another local name, the server refuses it: no request may name one (PROTOCOL.md 3.7).
+  r = run({"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6" / "renamed").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("a name of the shape the server keeps for its own"), std::string::npos) << r.err;
+  r = run({"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".b.aesxfer-partial").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find(".b.aesxfer-partial: a name of the shape aesxfer keeps for its own"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(ws.local / "e6"));
+  for (const char* dest : {"-", "/dev/null"}) {
+    r = run({"recv", "-q", "--resume", "127.0.0.1:t4/a", dest});
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find("cannot be resumed: no partial file can be kept beside it (drop --resume)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 // A twenty-fifth re-attack (N3): a destination that cannot be made was opened only after the
 // server had started sending the file; the session ended without a Result and the server logged
 // "protocol error: expected a result". It is made first now: the server is not asked at all, and
