@@ -17,6 +17,7 @@
 
 #include "crypto/util.h"
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/link_walk.h"
 #include "files/unique_fd.h"
@@ -109,6 +110,14 @@ std::string os_error(int err) {
 // link between the two would take the chmod elsewhere (the twelfth re-attack's G3 for authorize; a
 // seventeenth found the same in the identity's creation). One that was there keeps its mode.
 void make_private_home(const fs::path& dir) {
+  // Its way walked by the rule for links in sticky directories first, from the deepest part that
+  // exists: another user's link there never chooses where the keys go (a thirtieth re-attack, N2:
+  // keygen wrote root's secret key into nobody's 0777 directory through nobody's link in /tmp).
+  fs::path there = dir;
+  struct stat st {};
+  while (!there.empty() && there != there.root_path() && ::lstat(there.c_str(), &st) != 0 && errno == ENOENT)
+    there = there.parent_path();
+  if (!there.empty()) (void)resolve_guarded(there);
   std::error_code ec;
   if (!fs::create_directories(dir, ec)) return;
   if (UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)); d)

@@ -75,6 +75,27 @@ TEST(HomeLinks, ProcessesMakingOneIdentityAtOnceAllLoadIt) {
   }
 }
 
+// A thirtieth re-attack (N2): AESXFER_HOME reached through another user's link in a sticky
+// directory: keygen wrote the secret key into that user's 0777 directory, and serve made its host
+// key there before refusing the home. The home's way is walked by the kernel's rule first.
+TEST(HomeLinks, AHomeThroughAnotherUsersLinkGetsNoKey) {
+  TempDir base("aesxfer-homelink");
+  const StickyShare s(base.path());
+  const fs::path theirs = s.shared / "nbdir";
+  fs::create_directories(theirs);
+  fs::permissions(theirs, fs::perms(0777));
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  const fs::path home = s.link("vh1", theirs);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"keygen"}, {"serve", "--listen", "127.0.0.1", "-P", "0", "--root", base.path().string()}}) {
+    auto r = run_aesxfer(args, home, 20);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("vh1: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
+        << r.describe();
+    EXPECT_TRUE(fs::is_empty(theirs)) << args[0];
+  }
+}
+
 TEST(HomeLinks, KeygenNeverWritesThroughALinkAtItsTemporaryName) {
   TempDir t{"aesxfer-homelinks"};
   const fs::path home = t / "home";
