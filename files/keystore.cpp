@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "crypto/util.h"
 #include "files/atomic_file.h"
@@ -49,25 +50,22 @@ bool unb64(const std::string& s, uint8_t* out, size_t n) {
   return len == n;
 }
 
-// Writes p whole through P.tmp, which is created afresh (O_EXCL) and never through a symbolic link:
-// a name planted there (a link to a file of the user's, in a home another user can write) is
-// removed, not followed (a twelfth re-attack, G2: keygen rewrote the link's target, mode 0644).
-// The mode is set on the descriptor; rename() replaces p itself, never what a link at p names.
-void write_file_mode(const fs::path& p, const std::string& content, mode_t mode) {
-  fs::create_directories(p.parent_path());
-  fs::path tmp = p;
-  tmp += ".tmp";
-  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  UniqueFd fd(::open(tmp.c_str(), flags, mode));
-  if (!fd && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd.reset(::open(tmp.c_str(), flags, mode));
-  if (!fd) throw Failure("cannot write " + proto::printable(tmp.string()) + ": " + std::strerror(errno));
+// Writes `content` whole as `name` in the directory open as dirfd (`shown` names it in messages),
+// through a temporary file of a random name created afresh (O_EXCL) and never through a symbolic
+// link (a twelfth re-attack, G2: keygen rewrote a planted link's target, mode 0644). The mode is
+// set on the descriptor; renameat() replaces the name itself, never what a link there names.
+void write_file_mode_at(int dirfd, const std::string& name, const fs::path& shown, const std::string& content,
+                        mode_t mode) {
+  const std::string tmp = random_temp_name(name);
+  UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) throw Failure("cannot write " + proto::printable(shown.string()) + ": " + std::strerror(errno));
   const bool ok = ::fchmod(fd.get(), mode) == 0 &&
                   ::write(fd.get(), content.data(), content.size()) == ssize_t(content.size()) &&
                   ::fsync(fd.get()) == 0 && fd.close() == 0;
-  if (!ok || ::rename(tmp.c_str(), p.c_str()) != 0) {
+  if (!ok || ::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
     const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Failure("cannot write " + proto::printable(p.string()) + ": " + std::strerror(e));
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    throw Failure("cannot write " + proto::printable(shown.string()) + ": " + std::strerror(e));
   }
 }
 
@@ -105,23 +103,39 @@ std::string os_error(int err) {
   return t;
 }
 
-// Creates `dir` (and its parents) when missing; a directory made here becomes the user's alone
-// (0700) through a descriptor opened without following a link, never by name: a name swapped for a
-// link between the two would take the chmod elsewhere (the twelfth re-attack's G3 for authorize; a
-// seventeenth found the same in the identity's creation). One that was there keeps its mode.
-void make_private_home(const fs::path& dir) {
-  // Its way walked by the rule for links in sticky directories first, from the deepest part that
-  // exists: another user's link there never chooses where the keys go (a thirtieth re-attack, N2:
-  // keygen wrote root's secret key into nobody's 0777 directory through nobody's link in /tmp).
+// Opens `dir`, making what is missing of it, and returns its descriptor. The part that exists is
+// reached by the rule for links in sticky directories (open_guarded_dir: a thirtieth re-attack,
+// N2, found keygen writing root's secret key into nobody's 0777 directory through nobody's link
+// in /tmp); each missing directory is made with mkdirat relative to the one before and opened
+// without following a link, so a link planted meanwhile is never followed (a thirty-first, N1,
+// won that race by path in ten tries). The home made here becomes the user's alone (0700, by
+// fchmod on its descriptor: the twelfth re-attack's G3); one that was there keeps its mode.
+UniqueFd make_private_home(const fs::path& dir_in) {
+  fs::path dir = dir_in.has_filename() ? dir_in : dir_in.parent_path();
+  std::vector<std::string> missing;  // innermost first
   fs::path there = dir;
   struct stat st {};
-  while (!there.empty() && there != there.root_path() && ::lstat(there.c_str(), &st) != 0 && errno == ENOENT)
+  while (!there.empty() && there != there.root_path() && ::lstat(there.c_str(), &st) != 0 &&
+         errno == ENOENT) {
+    missing.push_back(there.filename().string());
     there = there.parent_path();
-  if (!there.empty()) (void)resolve_guarded(there);
-  std::error_code ec;
-  if (!fs::create_directories(dir, ec)) return;
-  if (UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)); d)
-    ::fchmod(d.get(), 0700);
+  }
+  UniqueFd cur = open_guarded_dir(there.empty() ? fs::path(".") : there);
+  if (!cur) throw Failure("cannot open " + proto::printable(dir.string()) + ": " + os_error(errno));
+  for (size_t i = missing.size(); i-- > 0;) {
+    const std::string& c = missing[i];
+    const bool made = ::mkdirat(cur.get(), c.c_str(), i == 0 ? 0700 : 0755) == 0;
+    if (!made && errno != EEXIST)
+      throw Failure("cannot create " + proto::printable(dir.string()) + ": " + os_error(errno));
+    UniqueFd next(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next)
+      throw Failure(
+          "cannot create " + proto::printable(dir.string()) + ": " + os_error(errno) +
+          (errno == ELOOP || errno == ENOTDIR ? " (replaced by a link while it was being made)" : ""));
+    if (made && i == 0) ::fchmod(next.get(), 0700);
+    cur = std::move(next);
+  }
+  return cur;
 }
 
 // Reads the whole (small) file open as fd: the identity's secret key, wiped on failure.
@@ -230,13 +244,15 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
   }
   id = proto::Identity::generate();
   std::string secret = b64(id.sk.data(), id.sk.size()) + "\n";
-  make_private_home(path.parent_path());
+  const UniqueFd home = make_private_home(path.parent_path());
+  const std::string name = path.filename().string();
   // Written whole into a temporary file beside it, then linked to its name, which fails if the
   // name exists: a second process starting at the same moment (or a crash) never finds the name
   // holding a key not yet written (a twenty-ninth re-attack, N1: "identity file ... is damaged",
-  // about one start in twenty of two servers on a new home).
-  const fs::path tmp = path.parent_path() / random_temp_name(path.filename().string());
-  fd.reset(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  // about one start in twenty of two servers on a new home). All relative to the home's
+  // descriptor (a thirty-first, N1).
+  const std::string tmp = random_temp_name(name);
+  fd.reset(::openat(home.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) {
     int e = errno;
     crypto::secure_zero(secret.data(), secret.size());
@@ -250,17 +266,18 @@ proto::Identity load_or_create_identity(const fs::path& path, bool* created) {
     ok = false;
     e = errno;
   }
-  if (ok && ::link(tmp.c_str(), path.c_str()) != 0) {
+  if (ok && ::linkat(home.get(), tmp.c_str(), home.get(), name.c_str(), 0) != 0) {
     e = errno;
     ok = false;
   }
-  ::unlink(tmp.c_str());
+  ::unlinkat(home.get(), tmp.c_str(), 0);
   if (!ok && e == EEXIST) return load_or_create_identity(path, created);  // made meanwhile by another process
   if (!ok)
     throw Failure("cannot write identity file " + proto::printable(path.string()) + ": " + os_error(e));
   fs::path pub = path;
   pub += ".pub";
-  write_file_mode(pub, encode_public_key(id.pk) + " " + key_comment() + "\n", 0644);
+  write_file_mode_at(home.get(), name + ".pub", pub, encode_public_key(id.pk) + " " + key_comment() + "\n",
+                     0644);
   if (created) *created = true;
   return id;
 }
@@ -460,10 +477,11 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   // A home made here is the user's alone; one that was there keeps its mode (StrictModes below says
   // whether the server would trust it): a chmod by name followed a link to another directory (a
   // twelfth re-attack, G3).
-  make_private_home(file.parent_path());
+  const UniqueFd home = make_private_home(file.parent_path());
   struct stat st {};
-  const bool existed = ::lstat(file.c_str(), &st) == 0;
-  UniqueFd fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string name = file.filename().string();
+  const bool existed = ::fstatat(home.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  UniqueFd fd(::openat(home.get(), name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw Failure("cannot open " + proto::printable(file.string()) + ": " + std::strerror(errno));
   // "added" must mean let in: the keys as the server reads them (load_trusted_keys: StrictModes, a
   // readable regular file); a file it would not trust is refused with its reason (a sixth
@@ -471,7 +489,7 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   std::string refused;
   const std::vector<proto::PublicKey> keys = load_trusted_keys(file, refused);
   if (!refused.empty()) {
-    if (!existed) ::unlink(file.c_str());
+    if (!existed) ::unlinkat(home.get(), name.c_str(), 0);
     // The server's own words, which its log quotes; here they go to a terminal: printable (a tenth
     // re-attack: a home named with escapes came out raw).
     throw Failure(proto::printable(refused) +

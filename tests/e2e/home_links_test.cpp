@@ -3,10 +3,14 @@
 // mode. keygen wrote the public key through a link at its temporary name (the link's target,
 // any file root may write, got the key line and mode 0644); the first contact appended to a
 // known_hosts link; authorize chmodded the directory a home link named to 0700.
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +100,52 @@ TEST(HomeLinks, AHomeThroughAnotherUsersLinkGetsNoKey) {
   }
 }
 
+// A thirty-first re-attack (N1): the home's missing directories were made by path after the
+// check, so another user's link planted in between took root's new home and key into their
+// directory (won in ten tries). Made with mkdirat and opened without following a link now: another
+// user swapping a link in and out of the way as fast as it can never gets a home in theirs.
+TEST(HomeLinks, AHomeMadeWhileAnotherUserSwapsALinkOnItsWayNeverLandsInTheirs) {
+  TempDir base("aesxfer-homerace");
+  fs::permissions(base.path(), fs::perms(0711));  // the other user reaches the shared directory
+  const StickyShare s(base.path());
+  const fs::path theirs = s.shared / "nbdir", way = s.shared / "r";
+  fs::create_directories(theirs);
+  fs::permissions(theirs, fs::perms(0777));
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  const std::string target = theirs.string(), link = way.string();
+  const pid_t racer = ::fork();
+  ASSERT_GE(racer, 0);
+  if (racer == 0) {  // the other user: only system calls from here
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+        ::setresuid(kNobody, kNobody, kNobody) != 0)
+      ::_exit(1);
+    for (;;) {  // the link there about half the time, in and out every few microseconds
+      if (::symlink(target.c_str(), link.c_str()) != 0) continue;
+      ::usleep(20);
+      ::unlink(link.c_str());
+      ::usleep(20);
+    }
+  }
+  int seen = 0;  // the racer runs: its link is seen
+  for (int i = 0; i < 200000 && seen < 100; ++i) seen += fs::is_symlink(fs::symlink_status(way));
+  EXPECT_GT(seen, 0) << "the other user's link never appeared";
+  int made = 0;
+  for (int i = 0; i < 300; ++i) {
+    try {
+      files::load_or_create_identity(way / ("h" + std::to_string(i)) / "id_ed25519");
+      ++made;
+    } catch (const std::exception&) {  // refused: the link was there, or came in between
+    }
+    std::error_code ec;
+    if (!fs::is_symlink(way, ec)) fs::remove_all(way, ec);  // ours: the next try starts without it
+  }
+  ::kill(racer, SIGKILL);
+  ::waitpid(racer, nullptr, 0);
+  std::printf("[ raced ] 300 homes made beside a link swapped in and out: %d made here, %d refused\n", made,
+              300 - made);
+  EXPECT_TRUE(fs::is_empty(theirs)) << "a home landed in the other user's directory";
+}
+
 TEST(HomeLinks, KeygenNeverWritesThroughALinkAtItsTemporaryName) {
   TempDir t{"aesxfer-homelinks"};
   const fs::path home = t / "home";
@@ -108,7 +158,9 @@ TEST(HomeLinks, KeygenNeverWritesThroughALinkAtItsTemporaryName) {
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(home / "id_ed25519.pub")));
   EXPECT_EQ(read_text_file(home / "id_ed25519.pub").rfind("aesxfer-ed25519 ", 0), 0u);
   EXPECT_EQ(mode_of(home / "id_ed25519.pub"), 0644u);
-  EXPECT_FALSE(fs::exists(fs::symlink_status(home / "id_ed25519.pub.tmp")));
+  // The temporary name is random now (a thirty-first re-attack's fix writes relative to the home's
+  // descriptor): the planted link is neither followed nor used, and stays as it was.
+  EXPECT_TRUE(fs::is_symlink(home / "id_ed25519.pub.tmp"));
 }
 
 TEST(HomeLinks, TheFirstContactNeverAppendsThroughAKnownHostsLink) {
