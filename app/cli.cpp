@@ -14,6 +14,7 @@
 #include "client/config.h"
 #include "crypto/aes.h"
 #include "crypto/suite.h"
+#include "files/atomic_file.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
 
@@ -73,6 +74,14 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   const std::string shown = net::printable(r.host + ":" + r.path);
   // Refused here, with the reason, not by the server's "invalid path" after a login (a
   // twenty-seventh re-attack, N6).
+  // A name of the shapes aesxfer keeps for its own temporary and partial files: no request may
+  // name one (PROTOCOL.md 3.7), said before the connection (a thirty-first re-attack, N1: after
+  // the login, exit 1).
+  if (const size_t slash = r.path.rfind('/');
+      files::is_reserved_name(slash == std::string::npos ? r.path : r.path.substr(slash + 1))) {
+    die_line(shown + ": " + kReservedShape);
+    return false;
+  }
   if (r.path.find_first_of("\r\n") != std::string::npos) {
     die_line(shown + ": a CR or LF in a path cannot be sent (no path on the wire may hold one)");
     return false;

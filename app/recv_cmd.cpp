@@ -435,6 +435,10 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
       return kExitUsage;
     }
   }
+  if (files::is_reserved_name(fs::path(dest).filename().string())) {  // a thirty-first re-attack, N1
+    die_line("recv: " + net::printable(dest) + ": " + kReservedShape);
+    return kExitUsage;
+  }
   // A DEST of the shape HOST:PATH is another server's path, which recv cannot write (scp would
   // copy between the two servers); it became a local file named "host:x" (a fifteenth re-attack,
   // K5). As in scp, ./host:x names a local file.

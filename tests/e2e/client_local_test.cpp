@@ -22,6 +22,8 @@
 #include <thread>
 
 #include "app/json.h"
+#include "proto/ops.h"
+#include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -667,23 +669,28 @@ TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
   write_text_file(ws.root / "t4" / "a", "a\n");
   write_text_file(ws.root / "t4" / ".a.aesxfer-partial", "theirs\n");
   fs::create_directories(ws.local / "e6");
-  auto r = run({"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6").string() + "/"});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("e6/.a.aesxfer-partial: a name of the shape aesxfer keeps for its own"),
-            std::string::npos)
-      << r.err;
-  // Under another local name, the server refuses it: no request may name one (PROTOCOL.md 3.7).
-  r = run({"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6" / "renamed").string()});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("a name of the shape the server keeps for its own"), std::string::npos) << r.err;
-  r = run({"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".b.aesxfer-partial").string()});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find(".b.aesxfer-partial: a name of the shape aesxfer keeps for its own"),
-            std::string::npos)
-      << r.err;
+  // Usage errors, before the connection (a thirty-first re-attack, N1: after the login, exit 1):
+  // as a source, as a local DEST, and as a send's remote DEST.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6").string() + "/"},
+           {"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".b.aesxfer-partial").string()},
+           {"send", "-q", (ws.local / "e6").string(), "127.0.0.1:.c.aesxfer-tmp-abcdefghij"}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find("a name of the shape aesxfer keeps for its own temporary and partial files"),
+              std::string::npos)
+        << r.err;
+  }
+  // The server refuses a get of one too (PROTOCOL.md 3.7: no request may name one).
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  std::string got;
+  EXPECT_EQ(s.get(proto::request(proto::Op::get, "t4/.a.aesxfer-partial"), &got).status,
+            proto::Status::bad_path);
+  s.bye();
   EXPECT_TRUE(fs::is_empty(ws.local / "e6"));
   for (const char* dest : {"-", "/dev/null"}) {
-    r = run({"recv", "-q", "--resume", "127.0.0.1:t4/a", dest});
+    auto r = run({"recv", "-q", "--resume", "127.0.0.1:t4/a", dest});
     EXPECT_EQ(r.exit_code, 2) << r.describe();
     EXPECT_NE(r.err.find("cannot be resumed: no partial file can be kept beside it (drop --resume)"),
               std::string::npos)
