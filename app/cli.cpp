@@ -79,7 +79,7 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   // the login, exit 1).
   if (const size_t slash = r.path.rfind('/');
       files::is_reserved_name(slash == std::string::npos ? r.path : r.path.substr(slash + 1))) {
-    die_line(shown + ": " + kReservedShape);
+    die_line(shown + ": " + files::kReservedShape);
     return false;
   }
   if (r.path.find_first_of("\r\n") != std::string::npos) {

@@ -194,11 +194,6 @@ void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bo
                       const std::string& shown, const char* not_moved, int& rc,
                       const std::string& why = "the session ended when an earlier file failed");
 
-// Why a name of the shapes of aesxfer's own temporary and partial files cannot be used.
-inline constexpr char kReservedShape[] =
-    "a name of the shape aesxfer keeps for its own temporary and partial files (.NAME.aesxfer-tmp-*, "
-    ".NAME.aesxfer-partial); no transfer may name one";
-
 // With --json, the object of a file that failed: {file, [file_hex], error, verified: false}.
 void json_failed(const TransferOpts& t, const std::string& file, const std::string& error);
 

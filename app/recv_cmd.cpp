@@ -436,7 +436,7 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
     }
   }
   if (files::is_reserved_name(fs::path(dest).filename().string())) {  // a thirty-first re-attack, N1
-    die_line("recv: " + net::printable(dest) + ": " + kReservedShape);
+    die_line("recv: " + net::printable(dest) + ": " + files::kReservedShape);
     return kExitUsage;
   }
   // A DEST of the shape HOST:PATH is another server's path, which recv cannot write (scp would

@@ -575,23 +575,8 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
 static int named_descriptor(const fs::path& local);
 
 namespace {
-// What a local destination is, told by the same guarded walk open_local() writes through (never
-// by a second lookup by name that another user could race): a descriptor of this process's, a
-// directory, a special file (FIFO, device, socket), or anything else (a regular file, nothing yet,
-// or a path the walk refuses, which open_local() then refuses with the reason).
 enum class LocalKind { other, descriptor, directory, special };
-LocalKind guarded_kind(const fs::path& local) {
-  try {
-    const files::GuardedEntry g = files::resolve_guarded(local);
-    if (g.magic) return LocalKind::descriptor;
-    struct stat st {};
-    if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return LocalKind::other;
-    if (S_ISDIR(st.st_mode)) return LocalKind::directory;
-    return S_ISREG(st.st_mode) ? LocalKind::other : LocalKind::special;
-  } catch (const Failure&) {
-    return LocalKind::other;
-  }
-}
+LocalKind guarded_kind(const fs::path& local);
 }  // namespace
 
 FileResult Client::get(const std::string& remote, const fs::path& local_in, uint64_t zero_size,
@@ -732,33 +717,66 @@ std::unique_ptr<AtomicFile> write_through_special(const files::GuardedEntry& g, 
 }  // namespace
 
 Failure reserved_destination(const fs::path& local) {
-  return Failure(printable(local.string()) +
-                 ": a name of the shape aesxfer keeps for its own temporary and partial files "
-                 "(.NAME.aesxfer-tmp-*, .NAME.aesxfer-partial); give DEST another name");
+  return Failure(printable(local.string()) + ": " + files::kReservedShape);
 }
 
-std::optional<Failure> destination_refusal(const fs::path& local) {
+namespace {
+// A destination the user named, walked once from descriptors (files/guarded_path.h), and what is
+// at its end: every decision about it (descriptor, directory, special file, refusal) is taken from
+// this one walk, never from a second lookup of the name another user could race.
+struct WalkedDest {
+  files::GuardedEntry g;
+  struct stat st {};
+  bool exists = false;
+};
+
+WalkedDest walk_destination(const fs::path& local) {
+  WalkedDest d;
+  d.g = files::resolve_guarded(local);
+  d.exists = !d.g.magic && ::fstatat(d.g.dir.get(), d.g.name.c_str(), &d.st, AT_SYMLINK_NOFOLLOW) == 0;
+  return d;
+}
+
+// What open_local() refuses at a walked destination before anything is written: a link to a
+// directory path, a directory where the file goes (a twenty-seventh re-attack, N3: the rename at
+// the end failed after 200 MB; not a path naming the directory itself, "d3/" for a source
+// "tree/", where the server says what the source is: a twenty-eighth, N1), and a FIFO, device or
+// socket another user made in a sticky directory (the kernel's fs.protected_fifos rule).
+std::optional<Failure> refusal_at(const WalkedDest& d, const fs::path& local) {
   const std::string shown = printable(local.string());
+  if (d.g.dir_form) return Failure(shown + ": not a directory (a link to a directory path)");
+  if (!d.exists || S_ISREG(d.st.st_mode)) return std::nullopt;
+  if (S_ISDIR(d.st.st_mode))
+    return d.g.name == "." ? std::nullopt : std::optional<Failure>(Failure(shown + ": is a directory"));
+  struct stat ds {};
+  if (::fstat(d.g.dir.get(), &ds) != 0) return std::nullopt;
+  if (std::string why = files::planted_by(d.st.st_uid, ds); !why.empty())
+    return Failure(shown + ": " + special_kind(d.st) + " " + why +
+                   " (not written through, as fs.protected_fifos refuses it)");
+  return std::nullopt;
+}
+
+LocalKind guarded_kind(const fs::path& local) {
+  try {
+    const WalkedDest d = walk_destination(local);
+    if (d.g.magic) return LocalKind::descriptor;
+    if (!d.exists || S_ISREG(d.st.st_mode)) return LocalKind::other;
+    return S_ISDIR(d.st.st_mode) ? LocalKind::directory : LocalKind::special;
+  } catch (const Failure&) {
+    return LocalKind::other;  // open_local() refuses it with the reason
+  }
+}
+}  // namespace
+
+std::optional<Failure> destination_refusal(const fs::path& local) {
   if (files::is_reserved_name(local.filename().string())) return reserved_destination(local);
   try {
-    const files::GuardedEntry g = files::resolve_guarded(local);
-    if (g.magic) return std::nullopt;  // a descriptor: judged when it is opened
-    if (g.dir_form) return Failure(shown + ": not a directory (a link to a directory path)");
-    struct stat st {
-    }, ds{};
-    if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        ::fstat(g.dir.get(), &ds) != 0)
-      return std::nullopt;  // a new file
-    if (S_ISDIR(st.st_mode))
-      return g.name == "." ? std::nullopt : std::optional<Failure>(Failure(shown + ": is a directory"));
-    if (!S_ISREG(st.st_mode)) {
-      if (std::string why = files::planted_by(st.st_uid, ds); !why.empty())
-        return Failure(shown + ": " + special_kind(st) + " " + why +
-                       " (not written through, as fs.protected_fifos refuses it)");
-      return std::nullopt;
-    }
-    if (std::string why = files::unreplaceable(g.dir.get(), g.name); !why.empty())
-      return Failure(shown + ": " + why, proto::Status::permission, EPERM);
+    const WalkedDest d = walk_destination(local);
+    if (d.g.magic) return std::nullopt;  // a descriptor: judged when it is opened
+    if (auto f = refusal_at(d, local)) return f;
+    if (d.exists && S_ISREG(d.st.st_mode))
+      if (std::string why = files::unreplaceable(d.g.dir.get(), d.g.name); !why.empty())
+        return Failure(printable(local.string()) + ": " + why, proto::Status::permission, EPERM);
   } catch (const Failure& f) {
     return f;
   }
@@ -775,7 +793,8 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories
   // whatever the sysctls say (files/guarded_path.h): what is written is what was checked (twenty-
   // second and twenty-third re-attacks: a link another user planted in /tmp, and a race on one).
-  files::GuardedEntry g = files::resolve_guarded(local);
+  const WalkedDest d = walk_destination(local);
+  const files::GuardedEntry& g = d.g;
   if (g.dir_form) throw Failure(printable(local.string()) + ": not a directory (a link to a directory path)");
   // A descriptor (/dev/stdout, /dev/fd/N, a link to /proc/self/fd/N) is told from that same walk,
   // never from a second lookup of the name (a twenty-fourth re-attack, N1: a race between two
@@ -797,17 +816,9 @@ std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
     if (fd < 0) throw Failure(printable(shown.string()) + ": " + errno_text(errno));
     return AtomicFile::write_through(fd, shown);
   }
-  struct stat st {};
-  if (::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-    // A directory where the file goes is refused now, before the get: the rename at the end would
-    // fail after the whole file moved (a twenty-seventh re-attack, N3: 200 MB for nothing). Not a
-    // path that names the directory itself ("d3/" for a source "tree/"): the server says what the
-    // source is ("is a directory (use -r)", "not a directory"; a twenty-eighth, N1).
-    if (S_ISDIR(st.st_mode) && g.name != ".") throw Failure(printable(local.string()) + ": is a directory");
-    if (S_ISDIR(st.st_mode))
-      return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
-    return write_through_special(g, local);
-  }
+  if (auto f = refusal_at(d, local)) throw *f;
+  // A FIFO, device or socket is written through: judged again on the descriptor it is opened as.
+  if (d.exists && !S_ISREG(d.st.st_mode) && !S_ISDIR(d.st.st_mode)) return write_through_special(g, local);
   return std::make_unique<AtomicFile>(g.dir.get(), g.name, g.followed ? g.path : local);
 }
 

@@ -482,10 +482,10 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
 FileResult Client::get_parallel(const std::string& remote, const fs::path& local_in, const proto::Message& st,
                                 int n, const std::function<void(uint64_t)>& on_start,
                                 const ProgressFn& progress, int dirfd) {
-  fs::path local = local_in;
+  // `local` names the file itself: Client::get() appended the source's name to a directory, from
+  // the same walk open_local() takes, never from a second lookup here.
+  const fs::path& local = local_in;
   bool sink = local == "/dev/null" && dirfd == AT_FDCWD;
-  std::error_code ec;
-  if (!sink && dirfd == AT_FDCWD && fs::is_directory(local, ec)) local /= fs::path(remote).filename();
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
     out = open_local(local, dirfd);
