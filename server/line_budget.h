@@ -1,7 +1,8 @@
 // How many lines of one kind a peer can make the server write: at most `per_second` a second, and
 // the first line let through after some were left out carries their count (" KEY=N"). Used for
-// the lines a peer who has not logged in causes (server.cpp, under the server's lock) and for the
-// lines of one client key's requests that move no data (requests.cpp, SharedLineBudget).
+// the lines a peer who has not logged in causes (server.cpp) and for the lines of one client key's
+// requests that move no data, shared by all its sessions (requests.cpp). Safe to share between
+// threads: each call takes the budget's own lock.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -18,6 +19,7 @@ class LineBudget {
   // nullopt when this line is left out (counted), else the suffix to append to it ("" or
   // " KEY=N").
   std::optional<std::string> take() {
+    std::lock_guard<std::mutex> g(mu_);
     const auto now = std::chrono::steady_clock::now();
     if (now - window_ >= std::chrono::seconds(1)) {
       window_ = now;
@@ -28,38 +30,25 @@ class LineBudget {
       return std::nullopt;
     }
     ++used_;
-    return left_out_suffix();
+    return suffix_locked();
   }
   // " KEY=N" for the lines left out since the last one written (and forgets them), or "".
   std::string left_out_suffix() {
-    const uint64_t n = std::exchange(left_out_, 0);
-    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
+    std::lock_guard<std::mutex> g(mu_);
+    return suffix_locked();
   }
 
  private:
+  std::string suffix_locked() {
+    const uint64_t n = std::exchange(left_out_, 0);
+    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
+  }
+  std::mutex mu_;
   int per_second_;
   const char* key_;
   std::chrono::steady_clock::time_point window_{};
   int used_ = 0;
   uint64_t left_out_ = 0;
-};
-
-// One LineBudget shared by the sessions of one client key, each taking from it under its lock.
-class SharedLineBudget {
- public:
-  SharedLineBudget(int per_second, const char* key) : budget_(per_second, key) {}
-  std::optional<std::string> take() {
-    std::lock_guard<std::mutex> g(mu_);
-    return budget_.take();
-  }
-  std::string left_out_suffix() {
-    std::lock_guard<std::mutex> g(mu_);
-    return budget_.left_out_suffix();
-  }
-
- private:
-  std::mutex mu_;
-  LineBudget budget_;
 };
 
 }  // namespace aesxfer::server

@@ -863,18 +863,26 @@ void handle_list(RequestContext& ctx, const Message& req) {
   log_transfer(ctx, req, dir->shown, lister.entries.size(), details, "ok");
 }
 
+// A pipelined get's line, once its data went out: the bytes sent, the time since its request.
+void log_awaited(RequestContext& ctx, const RequestContext::AwaitedResult& a, const std::string& result) {
+  const uint64_t sent = a.bytes - a.resumed_from;
+  log_transfer(
+      ctx, a.req, a.shown, sent,
+      transfer_details(ctx, a.req, sent, std::chrono::duration<double>(Clock::now() - a.started).count(),
+                       a.resumed_from),
+      result);
+}
+
 // The Result of the oldest pipelined get, which arrived between requests.
 void take_result(RequestContext& ctx, const Message& res) {
   if (ctx.awaiting.empty() || !res.tagged || res.tag != ctx.awaiting.front().req.tag)
     throw Failure("protocol error: a result that answers no pipelined get in order");
   RequestContext::AwaitedResult a = std::move(ctx.awaiting.front());
   ctx.awaiting.pop_front();
-  const double secs = std::chrono::duration<double>(Clock::now() - a.started).count();
   // Every byte of a pipelined get left before its Result: a failure reported by the client is
   // logged with them too (a twenty-eighth re-attack, N1: "bytes=0" for a file sent whole).
-  log_transfer(
-      ctx, a.req, a.shown, a.bytes - a.resumed_from,
-      transfer_details(ctx, a.req, a.bytes - a.resumed_from, secs, a.resumed_from),
+  log_awaited(
+      ctx, a,
       res.status == Status::ok ? std::string("ok") : std::string("failed: ") + client_reported(res).what());
 }
 
@@ -883,12 +891,7 @@ void take_result(RequestContext& ctx, const Message& res) {
 // answered, never left out of the log (a twenty-eighth re-attack, N1: a client that read its files
 // and closed without Results appeared in no op=get line).
 void log_unanswered(RequestContext& ctx, const std::string& why) {
-  for (const auto& a : ctx.awaiting)
-    log_transfer(
-        ctx, a.req, a.shown, a.bytes - a.resumed_from,
-        transfer_details(ctx, a.req, a.bytes - a.resumed_from,
-                         std::chrono::duration<double>(Clock::now() - a.started).count(), a.resumed_from),
-        "failed: " + why);
+  for (const auto& a : ctx.awaiting) log_awaited(ctx, a, "failed: " + why);
   ctx.awaiting.clear();
 }
 

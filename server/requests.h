@@ -37,6 +37,11 @@ struct RequestLimits {
   uint64_t max_list_memory = uint64_t(256) << 20;  // every listing in progress (serve --max-list-memory)
 };
 
+// The budget of one client key's lines that move no data (RequestContext::quiet_lines).
+inline std::shared_ptr<LineBudget> quiet_line_budget() {
+  return std::make_shared<LineBudget>(10, "unlogged_requests");
+}
+
 struct RequestContext {
   Conn& c;
   const proto::SessionKeys& keys;
@@ -55,7 +60,7 @@ struct RequestContext {
   // the rest (a twenty-eighth re-attack, N6: 56 MB of refusals in 3 s from one session; a
   // twenty-ninth, N2 and N5: 67 MB of no-op mkdirs, and a budget per session renewed by
   // reconnecting). The server sets the key's; alone (tests), a session has its own.
-  std::shared_ptr<SharedLineBudget> quiet_lines = std::make_shared<SharedLineBudget>(10, "unlogged_requests");
+  std::shared_ptr<LineBudget> quiet_lines = quiet_line_budget();
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
   // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
   struct AwaitedResult {

@@ -65,7 +65,7 @@ struct Server::Impl {
   std::atomic<int> stop_signal{0};  // RequestContext::stop_signal
   std::mutex mu;
   // Lines that a peer who has not logged in can make the server write, each kind bounded by its
-  // own LineBudget (under mu): connections turned away before the handshake, one line a second (a
+  // own LineBudget: connections turned away before the handshake, one line a second (a
   // thirteenth re-attack, H2: a loop of connects wrote 4 MB of log in 2 s); connections that fail
   // before their handshake completes (closed at once, an HTTP request, garbage), one a second (a
   // twenty-fourth, N2: 2.6 MB in 3 s from a loop that never filled the pool); refused keys, which
@@ -74,7 +74,7 @@ struct Server::Impl {
   LineBudget drops{1, "dropped_without_a_line"};
   LineBudget early{1, "failed_handshakes_without_a_line"};
   LineBudget refused_keys{10, "refused_keys_without_a_line"};
-  std::map<std::string, std::shared_ptr<SharedLineBudget>> key_budgets;  // RequestContext::quiet_lines
+  std::map<std::string, std::shared_ptr<LineBudget>> key_budgets;  // RequestContext::quiet_lines (under mu)
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -427,12 +427,7 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
 }
 
 void Server::Impl::log_within(LineBudget& budget, const std::string& line) {
-  std::optional<std::string> suffix;
-  {
-    std::lock_guard<std::mutex> g(mu);
-    suffix = budget.take();
-  }
-  if (suffix) log(line + *suffix);
+  if (const auto suffix = budget.take()) log(line + *suffix);
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
@@ -444,7 +439,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     // as small as authorized_keys).
     std::lock_guard<std::mutex> g(mu);
     auto& b = key_budgets[proto::fingerprint(keys.client_key)];
-    if (!b) b = std::make_shared<SharedLineBudget>(10, "unlogged_requests");
+    if (!b) b = quiet_line_budget();
     ctx.quiet_lines = b;
   }
   server::serve_requests(ctx);
