@@ -77,7 +77,8 @@ bool retryable_destination(const std::string& dest, bool to_stdout) {
 // did not say that what arrived was kept).
 proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptions& co, const fs::path& local,
                               const std::string& remote) {
-  // Only for a lost connection, and a partial file of this user's (a twenty-eighth re-attack, N2:
+  // Only for a lost connection, and a partial file --resume would adopt (files::ownership_problem,
+  // as partial_distrust; a twenty-eighth re-attack, N2:
   // the note also followed the server's "no such file" and another user's planted file).
   static constexpr std::string_view kNote = " (partial file kept for --resume)";
   if (!co.resume || f.origin == net::Origin::peer || f.status == proto::Status::busy ||
@@ -87,7 +88,7 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
   const fs::path at = fs::is_directory(local, ec) ? local / fs::path(remote).filename() : local;
   struct stat st {};
   if (::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) != 0 ||
-      !S_ISREG(st.st_mode) || st.st_size == 0 || st.st_uid != ::geteuid() || st.st_nlink != 1)
+      !S_ISREG(st.st_mode) || st.st_size == 0 || !files::ownership_problem(st, S_IWGRP | S_IWOTH).empty())
     return f;
   return proto::Failure(std::string(f.what()) + std::string(kNote), f.status, f.err, f.origin);
 }

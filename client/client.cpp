@@ -169,11 +169,10 @@ files::UniqueFd Client::open_keylog() const {
   const fs::path kpath(opt_.keylog);
   files::UniqueFd kdir;
   try {
-    kdir = files::open_guarded_dir(kpath.parent_path().empty() ? fs::path(".") : kpath.parent_path());
+    kdir = files::open_guarded_parent(kpath);
   } catch (const Failure& f) {
     throw Failure("key log " + printable(opt_.keylog) + ": " + f.what());
   }
-  if (!kdir) throw Failure("cannot write key log " + printable(opt_.keylog) + ": " + errno_text(errno));
   files::UniqueFd kfd(::openat(kdir.get(), kpath.filename().c_str(),
                                O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!kfd && errno == ELOOP)  // O_NOFOLLOW's word for a link ("too many levels", a 28th re-attack, N4)

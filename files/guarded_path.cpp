@@ -154,4 +154,11 @@ UniqueFd open_guarded_dir(const fs::path& path) {
   return UniqueFd(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
+UniqueFd open_guarded_parent(const fs::path& file) {
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  UniqueFd d = open_guarded_dir(dir);
+  if (!d) throw Failure(proto::printable(dir.string()) + ": " + errno_text(errno));
+  return d;
+}
+
 }  // namespace aesxfer::files

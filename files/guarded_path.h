@@ -52,5 +52,9 @@ GuardedEntry resolve_guarded(const std::filesystem::path& path);
 // invalid descriptor with errno set when it is not there or not a directory. Throws Failure as
 // resolve_guarded does for a refused link.
 UniqueFd open_guarded_dir(const std::filesystem::path& path);
+// The directory that holds `file` ("." when the path names none), opened as open_guarded_dir()
+// does: where a file the user names (a key log, a port file, a chart) is then made with openat.
+// Throws Failure "DIR: why" when it cannot be opened.
+UniqueFd open_guarded_parent(const std::filesystem::path& file);
 
 }  // namespace aesxfer::files

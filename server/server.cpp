@@ -456,9 +456,7 @@ static std::string port_file_shown(const fs::path& path) { return "--port-file "
 
 static std::unique_ptr<files::AtomicFile> open_port_file(const fs::path& path) {
   try {
-    const UniqueFd dir =
-        files::open_guarded_dir(path.parent_path().empty() ? fs::path(".") : path.parent_path());
-    if (!dir) throw Failure(errno_text(errno));
+    const UniqueFd dir = files::open_guarded_parent(path);
     return std::make_unique<files::AtomicFile>(dir.get(), path.filename().string(), path);
   } catch (const Failure& f) {
     throw Failure(port_file_shown(path) + ": " + f.what());

@@ -457,9 +457,7 @@ std::string bar_chart(const BarChart& c) {
 // /tmp into the victim's file).
 bool write_file(const std::filesystem::path& p, const std::string& doc, std::string& why) {
   try {
-    const files::UniqueFd dir =
-        files::open_guarded_dir(p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path());
-    if (!dir) throw proto::Failure(proto::printable(p.string()) + ": " + std::strerror(errno));
+    const files::UniqueFd dir = files::open_guarded_parent(p);
     files::AtomicFile out(dir.get(), p.filename().string(), p);
     files::write_full(out.fd(), reinterpret_cast<const uint8_t*>(doc.data()), doc.size());
     out.commit(files::FileMode(0644));
