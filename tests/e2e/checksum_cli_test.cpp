@@ -77,16 +77,11 @@ TEST_F(ChecksumCli, VerifiedOnlyWhenSomethingCheckedTheBytes) {
                {{"-c", "none", "-m", "none"}, "true"},
                {{"-c", "none", "--checksum", "none"}, "true"},
                {{"-c", "aes128-gcm", "--checksum", "none"}, "true"}};
+  const std::vector<std::vector<std::string>> ways = {
+      {"send", src.string(), "127.0.0.1:dst.bin", "--json"},
+      {"recv", "127.0.0.1:dst.bin", (ws.local / "back.bin").string(), "--json"}};
   for (const auto& c : cases) {
-    for (const char* verb : {"send", "recv"}) {
-      std::vector<std::string> a = {verb, "--json"};
-      if (std::string(verb) == "send") {
-        a.push_back(src.string());
-        a.push_back("127.0.0.1:dst.bin");
-      } else {
-        a.push_back("127.0.0.1:dst.bin");
-        a.push_back((ws.local / "back.bin").string());
-      }
+    for (std::vector<std::string> a : ways) {
       a.insert(a.end(), c.args.begin(), c.args.end());
       auto r = run(a);
       ASSERT_EQ(r.exit_code, 0) << r.describe();
