@@ -202,11 +202,22 @@ std::string unknown_command(int argc, char** argv) {
          (best.empty() ? "" : " (did you mean " + best + "?)") + "; commands: " + names + " (see --help)";
 }
 
+// "; also: a, b" for a row's comma-separated aliases, or "" (a thirty-first re-attack, B-N2: -c aes
+// worked, but only the man page said so).
+std::string also(const char* aliases) {
+  std::string s(aliases);
+  if (s.empty()) return s;
+  for (size_t i = s.find(','); i != std::string::npos; i = s.find(',', i + 2)) s.replace(i, 1, ", ");
+  return " (also: " + s + ")";
+}
+
 void list_ciphers() {
   for (const auto& c : crypto::ciphers())
-    std::printf("%-14s %s%s\n", c.name,
-                c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note);
-  for (const auto& m : crypto::macs()) std::printf("mac %-10s         %s\n", m.name, m.note);
+    std::printf("%-14s %s%s%s\n", c.name,
+                c.legacy && c.mode != crypto::CipherMode::none ? "legacy  " : "        ", c.note,
+                also(c.aliases).c_str());
+  for (const auto& m : crypto::macs())
+    std::printf("mac %-10s         %s%s\n", m.name, m.note, also(m.aliases).c_str());
 }
 
 // Checks made before CLI11 parses: no arguments, an unknown command, serve -p, an unknown option

@@ -67,7 +67,8 @@ struct MacDesc {
 std::span<const CipherDesc> ciphers() noexcept;
 std::span<const MacDesc> macs() noexcept;
 
-// Finds by canonical name or alias (case-sensitive, like ssh); nullptr when unknown.
+// Finds by canonical name or alias, without regard to ASCII case (-c AES works); nullptr when
+// unknown.
 const CipherDesc* find_cipher(std::string_view name) noexcept;
 const MacDesc* find_mac(std::string_view name) noexcept;
 const CipherDesc* cipher_by_wire_id(uint8_t id) noexcept;

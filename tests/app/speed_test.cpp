@@ -352,5 +352,36 @@ TEST(Speed, LegacyAgreesWithTheCipherTable) {
   }
 }
 
+// A thirty-first re-attack, B-N2: `-c aes` worked, but --list-ciphers named no alias. Every alias of
+// the table is on its row's line, and finds that row.
+TEST(Speed, ListCiphersNamesEveryAliasOnItsRow) {
+  auto list = test::run_process({AESXFER_BINARY, "--list-ciphers"}, {}, 30);
+  ASSERT_EQ(list.exit_code, 0) << list.describe();
+  auto row = [&](const std::string& start) {
+    for (const auto& l : lines_of(list.out))
+      if (l.rfind(start, 0) == 0) return l;
+    return std::string();
+  };
+  auto check = [&](const std::string& line, const char* aliases, auto find, const char* name) {
+    const size_t at = line.find("(also: ");
+    const std::string listed = at == std::string::npos ? "" : line.substr(at) + ",";
+    std::string a(aliases), alias;
+    std::istringstream in(a);
+    int n = 0;
+    while (std::getline(in, alias, ',')) {
+      ++n;
+      EXPECT_TRUE(listed.find(" " + alias + ",") != std::string::npos ||
+                  listed.find(" " + alias + ")") != std::string::npos)
+          << alias << " not among the line's aliases: " << line;
+      EXPECT_EQ(find(alias), find(name)) << alias;
+    }
+    EXPECT_EQ(at != std::string::npos, n > 0) << line;
+  };
+  for (const auto& c : crypto::ciphers())
+    check(row(std::string(c.name) + " "), c.aliases, crypto::find_cipher, c.name);
+  for (const auto& m : crypto::macs())
+    check(row("mac " + std::string(m.name) + " "), m.aliases, crypto::find_mac, m.name);
+}
+
 }  // namespace
 }  // namespace aesxfer::app
