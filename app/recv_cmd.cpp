@@ -47,7 +47,8 @@ proto::Failure use_r_hint(const proto::Failure& f) {
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported);
+                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported,
+                      client::MadeDirs& made);
 
 // What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
 // one, each on its own connection (the sources name several hosts, or the connection was lost
@@ -177,9 +178,11 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   // The files reported in an earlier session: a retry finds them whole and does not report them
   // again (a sixteenth re-attack, L2: every file of the tree once more per retry, in --json too).
   std::set<std::string> reported;
+  client::MadeDirs made;  // the directories it made, given their modes by the session that ends it
   for (;;) {
     std::optional<proto::Failure> lost;
-    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, reported); !lost)
+    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, reported, made);
+        !lost)
       return r;
     retry.wait(*lost);
     t.retried = retry.used();
@@ -190,7 +193,8 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 // One session of recv -r; a lost connection that --retries takes over comes back in `lost`.
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported) {
+                      int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported,
+                      client::MadeDirs& made) {
   auto remote = parse_remote(src);
   std::unique_ptr<client::Client> client;
   try {
@@ -225,7 +229,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       if (r && !reported.insert(from).second) return;
       report_pipelined(t, co, tty, from, r, f, rc);
     };
-    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made);
     client->bye();
     if (rc) return rc;
   } catch (const client::TreeEnded&) {  // every file already named

@@ -477,18 +477,29 @@ void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve)
   }
 }
 
+// Whether directory `fd` is this command's: made by this session (`created`), or found in
+// `by_command`, the ones an earlier session of the command made (and recorded there when made).
+bool commands_own(int fd, bool created, MadeDirs* by_command) {
+  struct stat st {};
+  if (!by_command || ::fstat(fd, &st) != 0) return created;
+  if (created) by_command->insert({st.st_dev, st.st_ino});
+  return created || by_command->count({st.st_dev, st.st_ino}) > 0;
+}
+
 // Makes the directory of entry e inside its parent (never through a symbolic link) and records it
 // when this command created it; one that cannot be made is skipped with all below it (reported)
 // when there is a reporter, else the tree stops.
 template <class Report>
 void make_tree_dir(DirWalker& walker, const proto::ListEntry& e, const std::string& base,
                    const std::string& shown, SkippedTrees& skipped, std::vector<Made>& made,
-                   const Report& report) {
+                   MadeDirs* by_command, const Report& report) {
   const std::string parent = parent_of(e.path);
   bool created = false;
   try {
-    make_dir_at(walker.dir_of(parent), parent.empty() ? e.path : e.path.substr(parent.size() + 1), shown,
-                e.mode, created);
+    const UniqueFd fd =
+        make_dir_at(walker.dir_of(parent), parent.empty() ? e.path : e.path.substr(parent.size() + 1), shown,
+                    e.mode, created);
+    created = commands_own(fd.get(), created, by_command);
   } catch (const Failure& f) {
     if (!report) throw;
     skipped.skip(e.path, base + e.path, fs::path(shown),
@@ -539,7 +550,8 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
                const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
                const std::function<void(const std::string&)>& note,
                const std::function<void(const std::string&, const fs::path&, const FileResult*,
-                                        const Failure*)>& pipelined) {
+                                        const Failure*)>& pipelined,
+               MadeDirs* by_command) {
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
@@ -558,7 +570,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first
-  if (top_created) made.push_back({"", d.mode, d.mtime});
+  if (commands_own(top_fd.get(), top_created, by_command)) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
   SkippedTrees skipped;
   for (const auto& e : d.entries) {
@@ -570,7 +582,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
       case proto::EntryType::dir:
-        make_tree_dir(walker, e, base, shown, skipped, made, pipelined);
+        make_tree_dir(walker, e, base, shown, skipped, made, by_command, pipelined);
         break;
       case proto::EntryType::file: {
         const fs::path local = top / e.path;

@@ -2,9 +2,13 @@
 // of a get with the resume flag (Client::list, Client::fetch_resumed in recv_tree.cpp), and the
 // local half of recv -r. See docs/PROTOCOL.md, "Listing" and "Resumed get".
 #pragma once
+#include <sys/types.h>
+
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "client/client.h"
 
@@ -17,6 +21,9 @@ struct TreeEnded : proto::Failure {
   explicit TreeEnded(const proto::Failure& f) : proto::Failure(f) {}
 };
 
+// The directories one recv -r command made, across its sessions, by device and inode.
+using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
+
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
 // the server's reply; the root "." has none, its contents go into dest), else as dest itself
@@ -27,8 +34,11 @@ struct TreeEnded : proto::Failure {
 // the same connection through fetch_one(remote path, local path as shown, size, parent dir fd
 // holding local.filename()), which reports progress and throws Failure to stop everything.
 // Directories are created owner-writable while they are filled; after their contents (deepest
-// first) the ones this call created get the listed mode & ~umask, with `preserve` the exact
-// mode (never setuid/setgid) and mtime; directories that existed keep theirs.
+// first) the ones this command created get the listed mode & ~umask, with `preserve` the exact
+// mode (never setuid/setgid) and mtime; directories that existed keep theirs. `made`, when given,
+// holds the directories an earlier session of the same command made (--retries) and gets this
+// one's: the second attempt finds them there and still treats them as the command's own (a
+// thirtieth re-attack, B-N3: they kept the mode they were made with).
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
@@ -40,6 +50,7 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // fetch_one, and each one's verdict arrives here: its result, or the failure that stopped this
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
-                                        const FileResult* ok, const proto::Failure* failed)>& pipelined = {});
+                                        const FileResult* ok, const proto::Failure* failed)>& pipelined = {},
+               MadeDirs* made = nullptr);
 
 }  // namespace aesxfer::client

@@ -572,6 +572,7 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     } else if (struct stat st{};
                ::fstatat(target->dir.get(), target->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       ctx.made_dirs.emplace(st.st_dev, st.st_ino);
+      ctx.key_made_dirs->add(st.st_dev, st.st_ino);
     }
   } else if (preserve && !target->name.empty()) {
     if (ctx.root.holds_hidden(target->shown))
@@ -585,8 +586,12 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
     // seventeenth re-attack, M1: send -r -p opened a private 0700 directory, or another user's,
     // to 0777). The server's user keeps rwx on what it serves (protocol 5): a directory sent as
     // 0000 or 0500 would otherwise be one the server can neither list, fill nor serve again.
+    // An earlier session of the key counts too (a retry's), for a directory still the server
+    // user's own: an inode freed and taken again by another user's directory is not.
     struct stat st {};
-    if (d && ::fstat(d.get(), &st) == 0 && ctx.made_dirs.count({st.st_dev, st.st_ino}))
+    if (d && ::fstat(d.get(), &st) == 0 &&
+        (ctx.made_dirs.count({st.st_dev, st.st_ino}) ||
+         (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino))))
       apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
   answer(ctx, req, response(Status::ok, target->shown));

@@ -20,6 +20,7 @@
 #include "proto/handshake.h"
 #include "server/digests.h"
 #include "server/line_budget.h"
+#include "server/made_dirs.h"
 #include "server/parts.h"
 #include "server/root.h"
 #include "server/sweep.h"
@@ -79,9 +80,12 @@ struct RequestContext {
   // still have hashed (server/digests.h).
   PrefixDigests digests{limits.max_probe_hash};
   bool told_budget = false;  // the log said once that the budget is spent
-  // The directories this session's mkdir created (device, inode): the only ones a mkdir with the
-  // preserve flag gives a mode and time (PROTOCOL.md 3.5). One that existed keeps its own.
+  // The directories this session's mkdir created (device, inode), and those every session of its
+  // client key made (server/made_dirs.h; the server sets the key's, alone a session has its own):
+  // the only ones a mkdir with the preserve flag gives a mode and time (PROTOCOL.md 3.5). One that
+  // existed keeps its own.
   std::set<std::pair<dev_t, ino_t>> made_dirs{};
+  std::shared_ptr<MadeDirs> key_made_dirs = std::make_shared<MadeDirs>();
 };
 
 // Why a request or session failed, as the log says: "the server was stopped (SIGTERM)" once the

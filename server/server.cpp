@@ -75,6 +75,7 @@ struct Server::Impl {
   LineBudget early{1, "failed_handshakes_without_a_line"};
   LineBudget refused_keys{10, "refused_keys_without_a_line"};
   std::map<std::string, std::shared_ptr<LineBudget>> key_budgets;  // RequestContext::quiet_lines (under mu)
+  std::map<std::string, std::shared_ptr<MadeDirs>> key_dirs;       // RequestContext::key_made_dirs (under mu)
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -438,9 +439,13 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     // One budget per client key, for every session of it (authorized keys are few: the map stays
     // as small as authorized_keys).
     std::lock_guard<std::mutex> g(mu);
-    auto& b = key_budgets[proto::fingerprint(keys.client_key)];
+    const std::string key = proto::fingerprint(keys.client_key);
+    auto& b = key_budgets[key];
     if (!b) b = quiet_line_budget();
     ctx.quiet_lines = b;
+    auto& d = key_dirs[key];
+    if (!d) d = std::make_shared<MadeDirs>();
+    ctx.key_made_dirs = d;
   }
   server::serve_requests(ctx);
 }

@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -337,6 +338,56 @@ TEST_F(Retries, TreesBothWaysSurviveACut) {
   EXPECT_EQ(sha256_file(back / "sub" / "z.bin"), sha256_file(src / "sub" / "z.bin"));
   EXPECT_EQ(read_text_file(back / "a.txt"), "a\n");
   EXPECT_FALSE(fs::exists(back / "tree")) << "the retry nested the tree in its own copy";
+}
+
+// A thirtieth re-attack (B-N3): after a retry, recv -r -p left the directories its first attempt
+// had made with the mode they were made with, not the source's (the second attempt found them
+// there and took them for the user's own). With -p every directory of the copy ends with the
+// source's mode and time, both ways, however many attempts made it.
+TEST_F(Retries, TreesKeepTheSourcesModesAndTimesAcrossACut) {
+  const fs::path src = ws.local / "ptree";
+  fs::create_directories(src / "a" / "deep");
+  fs::create_directories(src / "z");
+  write_text_file(src / "a" / "deep" / "s.txt", "s\n");
+  write_random_file(src / "z" / "big", 8 * kMiB, 44);
+  // Group-writable modes, which the umask takes from a directory made without -p.
+  const std::map<std::string, unsigned> modes{{"", 0750}, {"a", 0770}, {"a/deep", 0711}, {"z", 0775}};
+  const time_t old = 1500000000;
+  auto set_modes = [&](const fs::path& tree) {
+    for (const auto& [rel, mode] : modes) {
+      ::chmod((tree / rel).c_str(), mode);
+      const timespec ts[2] = {{old, 0}, {old, 0}};
+      ::utimensat(AT_FDCWD, (tree / rel).c_str(), ts, 0);
+    }
+  };
+  set_modes(src);
+  auto expect_modes = [&](const fs::path& copy, const char* way) {
+    for (const auto& [rel, mode] : modes) {
+      struct stat st {};
+      ASSERT_EQ(::stat((copy / rel).c_str(), &st), 0) << way << " " << rel;
+      EXPECT_EQ(st.st_mode & 07777, mode) << way << " " << (rel.empty() ? "the top" : rel);
+      EXPECT_EQ(st.st_mtime, old) << way << " " << (rel.empty() ? "the top" : rel);
+    }
+  };
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, false);
+    auto r = run({"send", "-r", "-p", "-q", src.string(), "127.0.0.1:ptree"}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+  }
+  expect_modes(ws.root / "ptree", "send -r -p");
+  // The server's copy made without aesxfer, so that recv is judged alone.
+  fs::remove_all(ws.root / "ptree");
+  fs::copy(src, ws.root / "ptree", fs::copy_options::recursive);
+  set_modes(ws.root / "ptree");
+  const fs::path back = ws.local / "pback";
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+    auto r = run({"recv", "-r", "-p", "-q", "127.0.0.1:ptree", back.string()}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+  }
+  expect_modes(back, "recv -r -p");
 }
 
 // Without --resume, a retry verifies and keeps only what this command wrote: a destination that
