@@ -320,26 +320,36 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 }
 
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const client::FileResult* r, const proto::Failure* f,
-                      int& rc) {
+                      const std::string& shown, const client::FileResult* r, const proto::Failure* f, int& rc,
+                      app::JsonProgress* jp) {
   if (f) {
-    die_line(f->what());
-    json_failed(t, shown, f->what());  // a script reading --json learns of the file too
+    // A lost connection's line names the file it stopped, as the JSON does (a twenty-ninth
+    // re-attack, B-N5: "connection ... lost", and no file, among several).
+    const std::string name = net::printable(shown) + ": ";
+    const bool named =
+        f->origin != net::Origin::link || std::string_view(f->what()).substr(0, name.size()) == name;
+    die_line(named ? std::string(f->what()) : name + f->what());
+    json_failed(t, shown, f->what(), jp);  // a script reading --json learns of the file too
     rc = kExitFail;
     return;
   }
   client::FileResult res = *r;
   res.file = shown;
   app::Progress prog(net::printable(fs::path(shown).filename().string()), tty);
-  app::JsonProgress jp(shown, t.json_progress);
+  app::JsonProgress lines(shown, t.json_progress);
   prog.start(res.bytes);
-  jp.start(res.bytes, 0);
+  lines.start(res.bytes, 0);
   prog.finish(res.bytes, res.seconds, true);
-  jp.finish(res.bytes, res.seconds);
+  lines.finish(res.bytes, res.seconds);
   report(t, co, res, tty);
 }
 
-void json_failed(const TransferOpts& t, const std::string& file, const std::string& error) {
+void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
+                 app::JsonProgress* jp) {
+  // And one reading --json-progress, the file's final line (a twenty-eighth re-attack's note: a
+  // file that failed had none, so a script waiting for its last line waited on).
+  app::JsonProgress own(file, t.json_progress);
+  (jp ? *jp : own).fail(error);
   if (!t.json) return;
   app::Json j;
   app::set_name(j, "file", file);

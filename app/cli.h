@@ -183,10 +183,11 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
             bool tty_progress, std::FILE* out = stdout);
 
 // A pipelined file's verdict (client/pipeline.h), when its answers arrive: its 100% line and
-// report as `shown`, or its failure line (rc becomes 1; the other files go on).
+// report as `shown`, or its failure line (rc becomes 1; the other files go on), with json_failed's
+// lines (`jp` as there).
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
-                      const std::string& shown, const client::FileResult* r, const proto::Failure* f,
-                      int& rc);
+                      const std::string& shown, const client::FileResult* r, const proto::Failure* f, int& rc,
+                      app::JsonProgress* jp = nullptr);
 
 // A file an earlier file's failure kept from moving (the session ended): its line and, with
 // --json, its object, as report_pipelined gives a failure ("not sent" or "not fetched").
@@ -194,8 +195,10 @@ void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bo
                       const std::string& shown, const char* not_moved, int& rc,
                       const std::string& why = "the session ended when an earlier file failed");
 
-// With --json, the object of a file that failed: {file, [file_hex], error, verified: false}.
-void json_failed(const TransferOpts& t, const std::string& file, const std::string& error);
+// With --json, the object of a file that failed: {file, [file_hex], error, verified: false}; with
+// --json-progress, its final line, from `jp` when the file had a meter, else from a new one.
+void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
+                 app::JsonProgress* jp = nullptr);
 
 // A failure that ends the command before every source was reported (a connection or a login that
 // failed, a lost link with no retry left): its line once and, with --json, an object for each

@@ -38,11 +38,14 @@ JsonProgress::JsonProgress(std::string name, bool enabled, std::FILE* out)
 
 void JsonProgress::start(uint64_t total, uint64_t base) {
   total_ = total;
-  base_ = base;
+  base_ = reached_ = base;
+  started_ = true;
+  ended_ = false;  // a retry starts the file again
   t0_ = last_ = Clock::now();
 }
 
 void JsonProgress::update(uint64_t done) {
+  reached_ = done;
   if (!enabled_) return;
   auto now = Clock::now();
   if (now - last_ < std::chrono::milliseconds(500)) return;
@@ -51,23 +54,34 @@ void JsonProgress::update(uint64_t done) {
 }
 
 void JsonProgress::finish(uint64_t done, double seconds) {
-  if (enabled_) line(done, true, seconds);
+  if (enabled_ && !ended_) line(done, true, seconds);
+  ended_ = true;
 }
 
-void JsonProgress::line(uint64_t done, bool final, double seconds) {
+void JsonProgress::fail(const std::string& why) {
+  if (!enabled_ || ended_) return;
+  if (!started_) t0_ = Clock::now();
+  line(reached_, false, -1, &why);
+  ended_ = true;
+}
+
+void JsonProgress::line(uint64_t done, bool final, double seconds, const std::string* error) {
   const double secs = seconds >= 0 ? seconds : std::chrono::duration<double>(Clock::now() - t0_).count();
   const double moved = done > base_ ? double(done - base_) : 0;
   Json j;
   set_name(j, "file", name_);
   j["bytes"] = done;
   // A stream of unknown size (send -): null until the final line, which has the size.
-  if (total_ != kUnknownTotal)
+  if (!started_)
+    j["total_bytes"] = nullptr;
+  else if (total_ != kUnknownTotal)
     j["total_bytes"] = total_;
   else
     j["total_bytes"] = final ? Json(done) : Json(nullptr);
   j["mb_per_s"] = rounded(secs > 0 ? moved / secs / 1e6 : 0.0, 2);
   j["seconds"] = rounded(secs, 3);
   j["done"] = final;
+  if (error) j["error"] = *error;
   std::fputs(json_line(j).c_str(), out_);
   std::fflush(out_);
 }

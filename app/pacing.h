@@ -33,21 +33,28 @@ class RateLimiter {
 // bytes counts the whole file (a resumed transfer starts at its offset); mb_per_s is the rate of
 // this run (bytes moved since start / seconds since start). A stream of unknown size (send -,
 // started with kUnknownTotal) has "total_bytes":null until its final line, which has the size.
-// The final line's seconds are the transfer's own when given (the ones --json and the summary line
-// divide by), so that every output states one rate for the file, a tiny pipelined one included.
+// A file that fails ends with a line of "done":false and "error" instead (fail()), so that every
+// file named gets one final line. The final line's seconds are the transfer's own when given (the ones --json
+// and the summary line divide by), so that every output states one rate for the file, a tiny pipelined one
+// included.
 class JsonProgress {
  public:
   JsonProgress(std::string name, bool enabled, std::FILE* out = stdout);
   void start(uint64_t total, uint64_t base = 0);
   void update(uint64_t done);
   void finish(uint64_t done, double seconds = -1);
+  // The final line of a file that failed (or was not moved because an earlier one ended the
+  // session): "done":false and "error":why, at the bytes it had reached ("total_bytes" null when it
+  // never started). Nothing when finish() or fail() already gave the final line.
+  void fail(const std::string& why);
 
  private:
-  void line(uint64_t done, bool final, double seconds = -1);
+  void line(uint64_t done, bool final, double seconds = -1, const std::string* error = nullptr);
   std::string name_;
   bool enabled_;
   std::FILE* out_;
-  uint64_t total_ = 0, base_ = 0;
+  bool started_ = false, ended_ = false;
+  uint64_t total_ = 0, base_ = 0, reached_ = 0;
   std::chrono::steady_clock::time_point t0_, last_;
 };
 

@@ -126,6 +126,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
   const bool may_retry = retryable_destination(dest, to_stdout);
+  app::JsonProgress jp(remote->path, t.json_progress, msg);  // one file's lines, across the retries
   for (;;) {
     // From the command's first retry on (in this source or an earlier one, or recv_many's), what
     // arrived is kept beside DEST and verified before the rest comes.
@@ -136,7 +137,6 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       retry.logged_in();
       app::Progress prog(net::printable(fs::path(remote->path).filename().string()), tty && !t.json_progress,
                          msg);
-      app::JsonProgress jp(remote->path, t.json_progress, msg);
       app::RateLimiter limiter(t.limit_kbit);
       FileMeter meter{prog, jp, limiter, *client};
       auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
@@ -152,11 +152,15 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       if (last && t.json && !to_stdout) {  // its object too (N2)
         int rc = 0;
         const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
-        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc);
+        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc, &jp);
         if (client) client->bye();
         return kExitFail;
       }
-      if (last) return end_on_failure(use_r_hint(with_kept_note(f, co, local, remote->path)), client.get());
+      if (last) {
+        const proto::Failure said = use_r_hint(with_kept_note(f, co, local, remote->path));
+        jp.fail(said.what());  // --json-progress's last line (on stderr when the data is on stdout)
+        return end_on_failure(said, client.get());
+      }
       retry.wait(f);
     } catch (const std::exception& e) {
       die_line(e.what());
@@ -215,7 +219,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
         // large file refused ended the tree). A link or local failure still ends the session
         // (recv_tree reports a local one, and the files after it: client::TreeEnded).
         if (f.origin != proto::Origin::peer) throw;
-        report_pipelined(t, co, tty, from, nullptr, &f, rc);
+        report_pipelined(t, co, tty, from, nullptr, &f, rc, &jp);
       }
     };
     // What the tree holds that -r skips by design (links, special files): left out by -q, as scp -q
@@ -271,7 +275,7 @@ bool fetch_alone(client::Client& client, const std::string& from, const fs::path
     // Data was due: a lost link is retried; else this file failed, and the ones after it are
     // named (a nineteenth re-attack, N2: no --json object for it, nothing for the rest).
     if (f.origin == net::Origin::link && retry.worth(f)) throw;
-    report_pipelined(t, co, tty, from, nullptr, &f, rc);
+    report_pipelined(t, co, tty, from, nullptr, &f, rc, &jp);
     return f.origin == net::Origin::peer || client.can_continue();  // before any data: the next follows
   }
 }

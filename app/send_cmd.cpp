@@ -184,7 +184,7 @@ struct SendSession {
       if (keep_for_retry(f)) return false;
       // The line, and with --json the file's own object, as for a pipelined file (a sixteenth
       // re-attack, L3: a large file that failed had no object).
-      report_pipelined(t, co, tty, file, nullptr, &f, rc);
+      report_pipelined(t, co, tty, file, nullptr, &f, rc, &jp);
       return false;
     }
   }

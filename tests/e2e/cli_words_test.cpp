@@ -610,6 +610,48 @@ TEST_F(CliWordsServer, JsonProgressAndJsonAgreeOnTheRate) {
   }
 }
 
+// A twenty-eighth re-attack's note: with --json-progress a file that failed got no final line, so
+// a script waiting for its last line waited on. Every file named ends with exactly one final
+// line: "done":true when it moved, else "done":false with "error" (a refusal, a missing source).
+TEST_F(CliWordsServer, EveryFileNamedEndsWithOneFinalJsonProgressLine) {
+  write_text_file(ws.root / "here.txt", "here\n");
+  write_text_file(ws.local / "up.txt", "up\n");
+  fs::create_directories(ws.local / "into");
+  const std::string up = (ws.local / "up.txt").string(), missing = (ws.local / "missing.txt").string();
+  const std::vector<std::pair<std::vector<std::string>, std::map<std::string, bool>>> cases{
+      {{"recv", "127.0.0.1:here.txt", "127.0.0.1:gone.txt", (ws.local / "into").string()},
+       {{"here.txt", true}, {"gone.txt", false}}},
+      {{"recv", "127.0.0.1:gone.txt", (ws.local / "into" / "x").string()}, {{"gone.txt", false}}},
+      {{"send", up, missing, "127.0.0.1:"}, {{up, true}, {missing, false}}},
+      {{"send", up, "127.0.0.1:nodir/up.txt"}, {{up, false}}},
+  };
+  for (const auto& [args, want] : cases) {
+    std::vector<std::string> a = args;
+    a.push_back("--json-progress");
+    auto r = run(a);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::map<std::string, std::vector<nlohmann::json>> lines;
+    for (const auto& l : nonempty_lines(r.out)) {
+      auto j = nlohmann::json::parse(l);
+      lines[j.value("file", "")].push_back(j);
+    }
+    ASSERT_EQ(lines.size(), want.size()) << r.out;
+    for (const auto& [file, moved] : want) {
+      ASSERT_TRUE(lines.count(file)) << file << " has no line:\n" << r.out;
+      int finals = 0;
+      for (const auto& j : lines[file]) finals += j.value("done", false) || j.contains("error");
+      EXPECT_EQ(finals, 1) << file << ":\n" << r.out;
+      const auto& last = lines[file].back();
+      EXPECT_EQ(last.value("done", !moved), moved) << last;
+      EXPECT_EQ(last.contains("error"), !moved) << last;
+      if (!moved) {
+        EXPECT_FALSE(last.at("error").get<std::string>().empty()) << last;
+        EXPECT_EQ(last.at("bytes").get<uint64_t>(), 0u) << last;
+      }
+    }
+  }
+}
+
 // The bytes= of the put line whose file is `name` in a server log, or -1.
 long long logged_bytes(const std::string& log, const std::string& name) {
   std::smatch m;

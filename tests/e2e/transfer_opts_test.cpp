@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -220,6 +221,39 @@ TEST_F(Limit, JsonProgressLines) {
   EXPECT_GT(std::stod((*last)["seconds"]), 2.0);
   EXPECT_GT(std::stod((*last)["mb_per_s"]), 0.5);
   EXPECT_LT(std::stod((*last)["mb_per_s"]), 1.3);
+}
+
+// A file cut off in its data (--retries 0) ends its --json-progress lines with one that says so:
+// "done":false, "error", and the bytes it had reached (a twenty-eighth re-attack's note: no final
+// line at all).
+TEST_F(Limit, AFileCutOffEndsItsJsonProgressWithTheError) {
+  fs::path f = ws.local / "cut.bin";
+  const uint64_t n = 3 << 20;
+  write_random_file(f, n, 8);
+  FaultSpec cut;
+  cut.kind = FaultKind::cut;
+  cut.cut_after = uint64_t(1) << 20;
+  Relay relay(server->port(), cut);
+  auto r =
+      run({"send", "-l", "16384", "--json-progress", "-q", "--retries", "0", f.string(), "127.0.0.1:cut.bin"},
+          relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(relay.fault_applied());
+  auto lines = nonempty_lines(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (size_t i = 0; i + 1 < lines.size(); ++i)
+    EXPECT_EQ(lines[i].find("\"error\""), std::string::npos) << lines[i];
+  const auto last = nlohmann::json::parse(lines.back());
+  EXPECT_FALSE(last.at("done").get<bool>()) << lines.back();
+  EXPECT_FALSE(last.at("error").get<std::string>().empty()) << lines.back();
+  EXPECT_EQ(last.at("total_bytes").get<uint64_t>(), n) << lines.back();
+  EXPECT_GT(last.at("bytes").get<uint64_t>(), 0u) << lines.back();
+  EXPECT_LT(last.at("bytes").get<uint64_t>(), n) << lines.back();
+  // The error line names the file it stopped, as the JSON line does (a twenty-ninth re-attack,
+  // B-N5: "connection reset", with no file).
+  const auto err = nonempty_lines(r.err);
+  ASSERT_FALSE(err.empty());
+  EXPECT_NE(err.back().find(f.string()), std::string::npos) << r.err;
 }
 
 // --resume: a put cut after ~3 MiB keeps .NAME.aesxfer-partial on the server; the second run sends
