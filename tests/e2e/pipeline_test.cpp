@@ -509,6 +509,34 @@ TEST_F(PipelineHostileClient, GetsWithoutResultsAreLoggedWithTheirBytes) {
   EXPECT_NE(log.find("client reported: x\\x1b\\xff\""), std::string::npos) << log;
 }
 
+// A thirty-second re-attack (A-N1): the text of a failed Result was logged up to 512 characters
+// after escaping, so 120 bytes of 0xff in every Result made a get of a 1-byte file cost the log 2.8
+// times what the client sent. The text keeps what escapes to 64 characters, and says its length.
+TEST_F(PipelineHostileClient, AClientsFailureTextCostsTheLogSixtyFourCharactersAtMost) {
+  write_random_file(ws.root / "one", 1, 1);
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  s.conn().send_message(ahead_request(Op::get, "one", 0, 1));
+  Message resp = s.conn().recv_message("the response");
+  ASSERT_EQ(resp.status, Status::ok);
+  net::recv_stream(s.conn(), -1, resp.size, nullptr);
+  Message res;
+  res.type = MsgType::result;
+  res.tagged = true;
+  res.tag = 1;
+  res.status = Status::io_error;
+  res.text = std::string(120, '\xff');
+  s.conn().send_message(res);
+  s.bye();
+  ASSERT_TRUE(server->wait_for_log("op=get file=\"one\""));
+  std::smatch m;
+  const std::string log = server->log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("client reported: ([^\"\n]*)\\.\\.\\.\\[120 bytes\\]")))
+      << log;
+  EXPECT_LE(m[1].str().size(), 64u) << m[1];
+  EXPECT_GE(m[1].str().size(), 60u) << m[1];
+}
+
 // A twenty-eighth re-attack (N6): an authorized client's refused requests wrote a log line each
 // (56 MB in 3 s with long names); a twenty-ninth (N2, N5): so did mkdirs of a directory that was
 // there (67 MB in 3 s), and a budget per session was renewed by reconnecting. Requests that move
@@ -518,36 +546,41 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   fs::create_directories(ws.root / "d");
   write_text_file(ws.root / "empty", "");
   constexpr int kEach = 150;
-  // Four sessions of one key, one after another: refused gets, mkdirs of a directory that was
-  // there, refused gets again, and gets of an empty file left without Results (a thirtieth
-  // re-attack, N1: a line each, 2.2 bytes of log per byte received).
-  for (const int kind : {0, 1, 0, 2}) {
+  // Five sessions of one key, one after another: refused gets, mkdirs of a directory that was
+  // there, refused gets again, gets of an empty file left without Results (a thirtieth
+  // re-attack, N1: a line each, 2.2 bytes of log per byte received), and empty puts to /dev/null (a
+  // thirty-second, A-N2: a line each).
+  for (const int kind : {0, 1, 0, 2, 3}) {
     HandSession s(server->port(), ws.home / "id_ed25519");
     ASSERT_TRUE(s.welcome_ok);
     for (int i = 0; i < kEach; ++i) {
       const uint32_t tag = uint32_t(i + 1);
       s.conn().send_message(kind == 0   ? ahead_request(Op::get, "missing-" + std::to_string(i), 0, tag)
                             : kind == 1 ? ahead_request(Op::mkdir, "d", 0, tag)
-                                        : ahead_request(Op::get, "empty", 0, tag));
+                            : kind == 2 ? ahead_request(Op::get, "empty", 0, tag)
+                                        : ahead_request(Op::put, "/dev/null", 0, tag));
+      if (kind == 3) net::send_stream(s.conn(), -1, 0, nullptr);
     }
-    for (int i = 0; i < kEach; ++i) {
+    for (int i = 0; i < kEach * (kind == 3 ? 2 : 1); ++i) {  // a put's Response, then its Result
       const Message a = s.conn().recv_message("the answer");
+      ASSERT_TRUE(kind == 0 || a.status == Status::ok) << proto::status_name(a.status) << " " << a.text;
       if (kind == 2 && a.status == Status::ok) net::recv_stream(s.conn(), -1, a.size, nullptr);
     }
     s.bye();
   }
-  ASSERT_TRUE(server->wait_for_log("left out of the log", 10, 4));
+  ASSERT_TRUE(server->wait_for_log("left out of the log", 10, 5));
   const std::string log = server->log();
   uint64_t lines = 0, counted = 0;
   for (const auto& l : nonempty_lines(log)) {
-    for (const char* op : {"op=get file=\"missing-", "op=mkdir", "op=get file=\"empty\""})
+    for (const char* op :
+         {"op=get file=\"missing-", "op=mkdir", "op=get file=\"empty\"", "op=put file=\"/dev/null\""})
       lines += l.find(op) != std::string::npos;
     std::smatch m;
     if (std::regex_search(l, m, std::regex("unlogged_requests=([0-9]+)"))) counted += std::stoull(m[1]);
   }
   EXPECT_GE(lines, 10u) << log;
   EXPECT_LT(lines, 100u) << log;  // ten a second for the key, however many sessions
-  EXPECT_EQ(lines + counted, uint64_t(4 * kEach)) << log;
+  EXPECT_EQ(lines + counted, uint64_t(5 * kEach)) << log;
 }
 
 // ---- a fake server whose answers are out of order -----------------------------------------------
