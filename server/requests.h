@@ -72,6 +72,7 @@ struct RequestContext {
     uint64_t resumed_from = 0;  // a resumed get (protocol 4): where its data started
   };
   std::deque<AwaitedResult> awaiting{};
+  size_t awaiting_bytes = 0;  // the sum of their `shown` (at most kMaxAwaitedBytes)
   // The signal that is stopping the server (SIGINT, SIGTERM; -1 for Server::stop()), 0 while it
   // runs: a transfer that fails then is logged as stopped, not as the connection failure the stop
   // caused.
@@ -95,6 +96,9 @@ std::string failure_text(const std::atomic<int>* stop_signal, const Failure& f);
 // Pipelined gets a session may leave unconfirmed at once (a client's window is far smaller); one
 // more is a protocol error.
 constexpr size_t kMaxAwaitedResults = 4096;
+// ...and at most this many bytes of their paths (the reference client, 256 requests in flight of
+// at most 4096 bytes each, needs 1 MiB).
+constexpr size_t kMaxAwaitedBytes = size_t(2) << 20;
 
 // Serves requests until the client says bye (returns) or the connection cannot continue (throws
 // Failure).

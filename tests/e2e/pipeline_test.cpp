@@ -19,6 +19,7 @@
 #include "client/client.h"
 #include "crypto/suite.h"
 #include "proto/messages.h"
+#include "server/requests.h"
 #include "tests/fake_server.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
@@ -535,6 +536,36 @@ TEST_F(PipelineHostileClient, AClientsFailureTextCostsTheLogSixtyFourCharactersA
       << log;
   EXPECT_LE(m[1].str().size(), 64u) << m[1];
   EXPECT_GE(m[1].str().size(), 60u) << m[1];
+}
+
+// A thirty-second re-attack (A-N6): 4,096 pipelined gets of a file with a path of some 4 KB, left
+// without Results, held 32 MB in each session (the whole request, kept for its log line). The
+// server keeps only what the line needs, and at most 2 MiB of their paths: past that the session
+// ends with a protocol error, every get sent logged.
+TEST_F(PipelineHostileClient, UnansweredGetsHoldTwoMebibytesOfPathsAtMost) {
+  std::string rel;
+  for (int i = 0; i < 15; ++i) rel += (rel.empty() ? "" : "/") + std::string(250, char('a' + i));
+  fs::create_directories(ws.root / rel);
+  rel += "/f";
+  write_random_file(ws.root / rel, 1, 1);
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const size_t fits = server::kMaxAwaitedBytes / rel.size();
+  for (size_t i = 0; i < fits + 20; ++i)
+    s.conn().send_message(ahead_request(Op::get, rel, 0, uint32_t(i + 1)));
+  size_t answered = 0;
+  try {
+    for (;;) {
+      const Message a = s.conn().recv_message("the answer");
+      ASSERT_EQ(a.status, Status::ok) << a.text;
+      net::recv_stream(s.conn(), -1, a.size, nullptr);
+      ++answered;
+    }
+  } catch (const proto::Failure&) {  // the server ended the session
+  }
+  EXPECT_EQ(answered, fits);
+  ASSERT_TRUE(server->wait_for_log("MiB of paths of pipelined gets without a result"));
+  ASSERT_TRUE(server->wait_for_log("op=get", 10, int(fits)));
 }
 
 // A twenty-eighth re-attack (N6): an authorized client's refused requests wrote a log line each
