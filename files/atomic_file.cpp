@@ -110,7 +110,7 @@ void put(const char* s) {
 extern "C" void on_stop_signal(int sig) {
   bool any = false;
   if (::isatty(STDERR_FILENO)) put("\n");
-  put("aesxfer: interrupted");
+  put(sig == SIGPIPE ? "aesxfer: stopped: the reader of its output went away" : "aesxfer: interrupted");
   for (auto& s : g_slots) {
     if (s.state.load() != 2) continue;
     put(any ? "; " : ": ");
@@ -135,7 +135,11 @@ void install_cleanup_on_signals() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigfillset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  // SIGPIPE too: `recv --json-progress ... | head -1` killed the process and left the temporary
+  // file for good (a thirty-second re-attack, B-N4). SIGXFSZ (a file past `ulimit -f`) is
+  // ignored: the write then fails with EFBIG, "file too large", and the failure cleans up.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 int register_kept(int dirfd, const std::string& name, const std::string& shown) {

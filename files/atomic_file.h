@@ -2,7 +2,7 @@
 // destination ("<dir>/.<name>.aesxfer-tmp-XXXXXXXXXX", the name part shortened so that the whole stays
 // within NAME_MAX), renamed into place by commit(); destroyed without commit(), the temporary
 // file is removed and an existing destination is untouched. While it exists, a client stopped by
-// SIGINT, SIGTERM or SIGHUP removes it (install_cleanup_on_signals).
+// SIGINT, SIGTERM, SIGHUP or SIGPIPE removes it (install_cleanup_on_signals).
 #pragma once
 #include <climits>
 #include <filesystem>
@@ -101,10 +101,10 @@ inline constexpr char kReservedShape[] =
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 
-// Client side (app/main.cpp calls it once): on SIGINT, SIGTERM or SIGHUP, remove every
+// Client side (send and recv call it once): on SIGINT, SIGTERM, SIGHUP or SIGPIPE, remove every
 // AtomicFile's temporary file, keep every registered partial file, print one line on stderr
 // saying what was left here and on the server ("aesxfer: interrupted: ..."), and exit with
-// 128 + the signal number.
+// 128 + the signal number. SIGXFSZ is ignored (a write past `ulimit -f` fails instead).
 void install_cleanup_on_signals();
 // Registers a file the signal handler leaves in place and names ("kept ... for --resume");
 // returns a slot for unregister_kept (-1 when none is free). Used by PartialFile. `shown`, here and

@@ -1261,5 +1261,33 @@ TEST_F(ClientLocal, ALowLimitSendsRecordsTheServerWaitsFor) {
   EXPECT_NE(r.err.find("1 record of up to 262144 bytes"), std::string::npos) << r.err;
 }
 
+// A thirty-second re-attack (B-N4): `recv --json-progress ... | head -1` killed the client with
+// SIGPIPE and left its temporary file for good (the next recv did not remove it), and a file past
+// `ulimit -f` did the same with SIGXFSZ. The first ends with its line and nothing left behind;
+// the second fails as a full disk does, "File too large", nothing left behind.
+TEST_F(ClientLocal, AClosedPipeOrAFileSizeLimitLeavesNoTemporaryFile) {
+  write_random_file(ws.root / "big.bin", 24 << 20, 9);
+  const std::string port = std::to_string(server->port());
+  const fs::path out = ws.local / "out.bin";
+  auto piped = run_process(
+      {"/bin/bash", "-c",
+       "\"$0\" recv --json-progress -l 40M -P \"$1\" 127.0.0.1:big.bin \"$2\" | head -1 >/dev/null; "
+       "echo \"status=${PIPESTATUS[0]}\" >&2",
+       AESXFER_BINARY, port, out.string()},
+      {{"AESXFER_HOME", ws.home.string()}}, 60);
+  EXPECT_NE(piped.err.find("status=141"), std::string::npos) << piped.describe();
+  EXPECT_NE(piped.err.find("the reader of its output went away"), std::string::npos) << piped.err;
+  EXPECT_TRUE(temp_debris(ws.local).empty()) << piped.describe();
+  EXPECT_FALSE(fs::exists(out));
+  auto limited = run_process(
+      {"/bin/bash", "-c", "ulimit -f 2048; exec \"$0\" recv -q -P \"$1\" 127.0.0.1:big.bin \"$2\"",
+       AESXFER_BINARY, port, out.string()},
+      {{"AESXFER_HOME", ws.home.string()}}, 60);
+  EXPECT_EQ(limited.exit_code, 1) << limited.describe();
+  EXPECT_NE(limited.err.find("ile too large"), std::string::npos) << limited.err;  // strerror(EFBIG)
+  EXPECT_TRUE(temp_debris(ws.local).empty()) << limited.describe();
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
 }  // namespace aesxfer::test
