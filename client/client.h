@@ -316,7 +316,9 @@ class Client {
   void expect_ok_result(const std::string& remote);
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              const proto::Message* commit = nullptr);
-  crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress);
+  // `version`: the server's name of the file version the part was read from (PROTOCOL.md 3.9).
+  crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress,
+                             std::string& version);
   // nullopt when the partial file may not be adopted: `not_resumed` says why, and the caller
   // receives the file from the start.
   std::optional<FileResult> fetch_resumed(const std::string& remote, const std::filesystem::path& local,

@@ -376,11 +376,13 @@ crypto::Checksum Client::put_range(int fd, const proto::Message& req, const Prog
   return sum;
 }
 
-crypto::Checksum Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress) {
+crypto::Checksum Client::get_range(int fd, const proto::Message& req, const ProgressFn& progress,
+                                   std::string& version) {
   crypto::Checksum sum;
   proto::Message resp = ask(req);
   if (resp.size != req.size)
     throw Failure(remote_name(printable(req.path)) + ": file changed size during the transfer" + port_note());
+  version = resp.text;
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
@@ -517,6 +519,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   auto t0 = Clock::now();
   ProgressSum sum(parts, progress);
   r.ranges.resize(parts);
+  std::vector<std::string> versions(parts);  // what the server named each part's file (3.9)
   PartQueue queue(parts);
   try {
     Runners run;
@@ -530,11 +533,21 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
               part.offset = ranges[i].first;
               part.length = ranges[i].second;
               r.ranges[i] = {part.offset, part.length,
-                             cl->get_range(out ? out->fd() : -1, part, sum.part(i))};
+                             cl->get_range(out ? out->fd() : -1, part, sum.part(i), versions[i])};
             }
           },
           nullptr);
     run.join();
+    // Every part from one version of the file: each range's checksum verifies what was read,
+    // not that the ranges were read from the same file (a thirty-second re-attack, B-N1: a file
+    // renamed over the source during recv --streams 4 arrived as a splice of both, "verified").
+    for (const auto& v : versions)
+      if (v != versions.front())
+        throw Failure(remote_name(printable(remote)) +
+                          ": file changed during the transfer (its parts were read from different "
+                          "versions of it); nothing was kept" +
+                          port_note(),
+                      proto::Status::integrity);
     if (out) out->commit(effective_mode(st.mode, opt_.preserve), effective_mtime(st.mtime, opt_.preserve));
   } catch (const Failure& e) {
     throw Failure(printable(local.string()) + ": " + e.what(), e.status, e.err,

@@ -89,19 +89,25 @@ inline bool start_fake_session(net::Conn& c, const proto::Identity& host) {
 class FakeServer {
  public:
   using Handler = std::function<void(net::Conn&, const proto::Message&)>;
-  explicit FakeServer(Handler on_request) : on_request_(std::move(on_request)) {
+  // `concurrent`: each connection served on its own thread (parallel streams), the handler then
+  // called from several at once; else one after the other.
+  explicit FakeServer(Handler on_request, bool concurrent = false) : on_request_(std::move(on_request)) {
     lfd_ = listen_loopback(port_);
-    thread_ = std::thread([this] {
+    thread_ = std::thread([this, concurrent] {
       for (;;) {
         int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
-        serve(fd);
+        if (concurrent)
+          conns_.emplace_back([this, fd] { serve(fd); });
+        else
+          serve(fd);
       }
     });
   }
   ~FakeServer() {
     ::shutdown(lfd_, SHUT_RDWR);
     thread_.join();
+    for (auto& t : conns_) t.join();
     ::close(lfd_);
   }
   uint16_t port() const { return port_; }
@@ -203,6 +209,7 @@ class FakeServer {
   int lfd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
+  std::vector<std::thread> conns_;  // concurrent: one per connection (only thread_ adds)
 };
 
 }  // namespace aesxfer::test

@@ -378,5 +378,45 @@ TEST_F(HostileServer, RefusalTextsReachTheTerminalPrintable) {
   }
 }
 
+// A thirty-second re-attack (B-N1): recv --streams reads each part with a get of its own, and a
+// file renamed over the source meanwhile arrived as a splice of both versions, "verified" (each
+// range's checksum verifies what was read, not that all were read from one file). The server
+// names the version each part was read from; parts from two versions fail the file, and nothing
+// is kept under its name.
+TEST_F(HostileServer, PartsReadFromTwoVersionsOfAFileAreRefused) {
+  constexpr uint64_t kSize = uint64_t(64) << 20;
+  for (const bool changed : {false, true}) {
+    SCOPED_TRACE(changed ? "two versions" : "one version");
+    FakeServer fake(
+        [&](net::Conn& c, const proto::Message& m) {
+          proto::Message ok = response(proto::Status::ok);
+          ok.size = kSize;
+          ok.mode = 0644;
+          ok.mtime = 1000000000;
+          if (m.op == proto::Op::stat) return c.send_message(ok);
+          if (m.op != proto::Op::get || !(m.flags & proto::kFlagRange))
+            return c.send_message(response(proto::Status::refused, "no"));
+          ok.text = changed && m.part % 2 ? "version-b" : "version-a";
+          c.send_message(ok);
+          net::send_stream(c, -1, m.length, nullptr, net::StreamOptions{0, false, true, m.offset});
+          c.recv_message("the result");
+        },
+        true);
+    const fs::path out = ws.local / (changed ? "two.bin" : "one.bin");
+    auto r = run({"recv", "--streams", "4", "-q", "--retries", "0", "-v", "127.0.0.1:f", out.string()},
+                 fake.port());
+    ASSERT_NE(r.err.find("4 connections open"), std::string::npos) << "no parallel parts: " << r.describe();
+    if (!changed) {
+      EXPECT_EQ(r.exit_code, 0) << r.describe();
+      EXPECT_EQ(fs::file_size(out), kSize);
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("file changed during the transfer"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_TRUE(temp_debris(ws.local).empty());
+  }
+}
+
 }  // namespace
 }  // namespace aesxfer::test

@@ -568,6 +568,40 @@ TEST_F(PipelineHostileClient, UnansweredGetsHoldTwoMebibytesOfPathsAtMost) {
   ASSERT_TRUE(server->wait_for_log("op=get", 10, int(fits)));
 }
 
+// The server's half of HostileServer.PartsReadFromTwoVersionsOfAFileAreRefused: a ranged get's
+// Response names the version of the file it reads, the same for the parts of one file and another
+// once a file of the same size was renamed over it (a thirty-second re-attack, B-N1).
+TEST_F(PipelineHostileClient, ARangedGetNamesTheVersionOfTheFileItReads) {
+  constexpr uint64_t kSize = 4096;
+  write_random_file(ws.root / "f", kSize, 1);
+  write_random_file(ws.root / "g", kSize, 2);
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  auto part = [&](uint32_t i) {
+    Message m = make_request(Op::get, "f", "", kSize);
+    m.flags = proto::kFlagRange;
+    m.xfer_id.fill(7);
+    m.nparts = 2;
+    m.part = i;
+    m.offset = i * kSize / 2;
+    m.length = kSize / 2;
+    s.conn().send_message(m);
+    const Message a = s.conn().recv_message("the response");
+    EXPECT_EQ(a.status, Status::ok) << a.text;
+    net::recv_stream(s.conn(), -1, m.length, nullptr, net::StreamOptions{0, false, true, m.offset});
+    Message res;
+    res.type = MsgType::result;
+    s.conn().send_message(res);
+    return a.text;
+  };
+  const std::string first = part(0);
+  EXPECT_EQ(first.size(), 32u) << first;
+  EXPECT_EQ(part(1), first);
+  fs::rename(ws.root / "g", ws.root / "f");
+  EXPECT_NE(part(1), first);
+  s.bye();
+}
+
 // A twenty-eighth re-attack (N6): an authorized client's refused requests wrote a log line each
 // (56 MB in 3 s with long names); a twenty-ninth (N2, N5): so did mkdirs of a directory that was
 // there (67 MB in 3 s), and a budget per session was renewed by reconnecting. Requests that move
