@@ -212,9 +212,13 @@ unsigned FileMode::resolve(int dirfd, const std::string& name) const {
   // Only a file of this user's own with one link: the mode of one another user planted (0666 in
   // a shared directory, or a hard link to some 0666 file of this user's) would let them read or
   // rewrite the data once it is renamed into place.
-  if (keep_existing && ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-      ownership_problem(st, 0).empty())
-    return st.st_mode & 07777;
+  if (!keep_existing || ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    return bits;
+  if (ownership_problem(st, 0).empty()) return st.st_mode & 07777;
+  // This user's file with more links (a hard-linked snapshot, cp -al): the bits both allow, never
+  // wider than either, so that a 0600 file stays private and a planted link to a 0666 one still
+  // opens nothing (a thirty-second re-attack, B-N3: such a file became 0644).
+  if (st.st_uid == ::geteuid()) return st.st_mode & bits & 07777;
   return bits;
 }
 

@@ -21,8 +21,9 @@ constexpr long long kNoMtime = LLONG_MIN;
 // The permission bits a receiver gives a file it writes (docs/PROTOCOL.md 3.4): `bits`, or,
 // with keep_existing, the mode of the regular file the new one replaces, when there is one and it
 // belongs to this user (without -p an overwritten destination keeps its mode, as with scp, cp and
-// rsync; a new file, or one another user owned, gets `bits`). Resolved at the rename, from the directory's
-// fd, without following a symlink.
+// rsync; a new file, or one another user owned, gets `bits`; one of this user's with more than one
+// link, the bits both modes allow). Resolved at the rename, from the directory's fd, without
+// following a symlink.
 struct FileMode {
   unsigned bits = 0644;
   bool keep_existing = false;

@@ -468,6 +468,33 @@ TEST_F(ModeRules, AnotherUsersFileLendsNoMode) {
   }
 }
 
+// A thirty-second re-attack (B-N3): a file of this user's own with a second hard link (a
+// snapshot tree, cp -al) lent no mode, so a 0600 file became 0644. It gets the bits both modes
+// allow: never wider than the file it replaces, nor than a new file would be.
+TEST_F(ModeRules, AHardLinkedFileOfOnesOwnNeverGetsWider) {
+  const unsigned um = process_umask();
+  for (const std::string verb : {"send", "recv"}) {
+    SCOPED_TRACE(verb);
+    const fs::path from = (verb == "send" ? ws.local : ws.root) / "h.txt";
+    const fs::path there = (verb == "send" ? ws.root : ws.local) / "h.txt";
+    write_text_file(from, "new\n");
+    fs::permissions(from, fs::perms(0644));
+    write_text_file(there, "old secret\n");
+    fs::permissions(there, fs::perms(0600));
+    const fs::path snapshot = there.parent_path() / "h.txt.snapshot";
+    fs::create_hard_link(there, snapshot);
+    auto r = verb == "send" ? run({"send", "-q", from.string(), "127.0.0.1:h.txt"})
+                            : run({"recv", "-q", "127.0.0.1:h.txt", there.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(read_text_file(there), "new\n");
+    EXPECT_EQ(mode_of(there), 0600u & 0644u & ~um);
+    EXPECT_EQ(read_text_file(snapshot), "old secret\n") << "never written through the link";
+    EXPECT_EQ(mode_of(snapshot), 0600u);
+    fs::remove(there);
+    fs::remove(snapshot);
+  }
+}
+
 // send: on the server (pipelined, a single large put, a resumed put).
 TEST_F(ModeRules, SendKeepsTheModeOfWhatItOverwrites) { check("send", ws.local, ws.root); }
 
