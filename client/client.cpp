@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -787,6 +788,15 @@ std::optional<Failure> destination_refusal(const fs::path& local) {
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
 // to standard output), a symbolic link to a regular file updates its target (beside the
 // target), anything else gets the temporary file and the rename.
+std::string room_problem(const AtomicFile& out, uint64_t size) {
+  struct stat st {};
+  struct statvfs vfs {};
+  if (::fstat(out.fd(), &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
+  if (::fstatvfs(out.fd(), &vfs) != 0 || size <= uint64_t(vfs.f_bavail) * vfs.f_frsize) return "";
+  return "no space left on device (" + std::to_string(size >> 20) + " MiB to receive, " +
+         std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)";
+}
+
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
   // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories
@@ -872,6 +882,10 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   proto::Message result;
   result.type = proto::MsgType::result;
   try {
+    // A file that cannot fit is said before its first byte, as for parallel streams (a
+    // thirty-second re-attack, B-N6: a 200 GB file filled the disk first).
+    if (const std::string why = out ? room_problem(*out, resp.size) : ""; !why.empty())
+      throw Failure(why, proto::Status::io_error, ENOSPC);
     r.checksum =
         recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out)

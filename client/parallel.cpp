@@ -491,13 +491,8 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
     out = open_local(local, dirfd);
-    // A file that cannot fit is said at once. Nothing is reserved: a server that claims a size it
-    // never sends (the third re-attack, R2) had the whole claim allocated here until the timeout.
-    struct statvfs vfs {};
-    if (::fstatvfs(out->fd(), &vfs) == 0 && st.size > uint64_t(vfs.f_bavail) * vfs.f_frsize)
-      throw Failure(printable(local.string()) + ": no space left on device (" +
-                    std::to_string(st.size >> 20) + " MiB to receive, " +
-                    std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)");
+    if (const std::string why = room_problem(*out, st.size); !why.empty())  // said at once
+      throw Failure(printable(local.string()) + ": " + why, proto::Status::io_error, ENOSPC);
   }
   // The extra connections only once the destination is there: one refused, or that cannot be
   // made, costs no login (a twenty-sixth re-attack, N4).

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "app/json.h"
+#include "files/unique_fd.h"
 #include "proto/ops.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
@@ -1287,6 +1288,29 @@ TEST_F(ClientLocal, AClosedPipeOrAFileSizeLimitLeavesNoTemporaryFile) {
   EXPECT_NE(limited.err.find("ile too large"), std::string::npos) << limited.err;  // strerror(EFBIG)
   EXPECT_TRUE(temp_debris(ws.local).empty()) << limited.describe();
   EXPECT_FALSE(fs::exists(out));
+}
+
+// A thirty-second re-attack (B-N6): a get over one connection checked no free space, so a file
+// larger than the disk was written until the disk was full (and with --resume kept so); over
+// parallel streams it was refused at once. Both say so before the first byte is written.
+TEST_F(ClientLocal, AFileLargerThanTheDiskIsRefusedBeforeItsFirstByte) {
+  const uint64_t size = uint64_t(8) << 40;  // 8 TiB, sparse on the server
+  {
+    files::UniqueFd fd(::open((ws.root / "huge").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(fd) << std::strerror(errno);
+    ASSERT_EQ(::ftruncate(fd.get(), off_t(size)), 0) << std::strerror(errno);
+  }
+  for (const char* streams : {"1", "4"}) {
+    SCOPED_TRACE(std::string("--streams ") + streams);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run({"recv", "-q", "--streams", streams, "--retries", "0", "127.0.0.1:huge",
+                  (ws.local / "huge").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("no space left on device (8388608 MiB to receive"), std::string::npos) << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    EXPECT_FALSE(fs::exists(ws.local / "huge"));
+    EXPECT_TRUE(temp_debris(ws.local).empty());
+  }
 }
 
 }  // namespace
