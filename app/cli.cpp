@@ -77,8 +77,11 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   // A name of the shapes aesxfer keeps for its own temporary and partial files: no request may
   // name one (PROTOCOL.md 3.7), said before the connection (a thirty-first re-attack, N1: after
   // the login, exit 1).
-  if (const size_t slash = r.path.rfind('/');
-      files::is_reserved_name(slash == std::string::npos ? r.path : r.path.substr(slash + 1))) {
+  // Its last component, trailing slashes aside (a thirty-second re-attack, B-a: ".x.aesxfer-partial/"
+  // passed, logged in, and failed).
+  const std::string trimmed = r.path.substr(0, r.path.find_last_not_of('/') + 1);
+  if (const size_t slash = trimmed.rfind('/');
+      files::is_reserved_name(slash == std::string::npos ? trimmed : trimmed.substr(slash + 1))) {
     die_line(shown + ": " + files::kReservedShape);
     return false;
   }
