@@ -663,12 +663,43 @@ static int named_descriptor(const fs::path& local) {
   return -1;
 }
 
+namespace {
+
+constexpr int kSourceFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+
+// A source opened for reading, following a symbolic link only by the kernel's rule for
+// fs.protected_symlinks, whatever the sysctl says (files::planted_by): a link another user planted
+// in a sticky directory such as /tmp is not followed, as for destinations (a thirty-second
+// re-attack, A-N3: `send /tmp/report.txt`, another user's link to a private file, uploaded that
+// file). A path the user typed is walked by files::resolve_guarded; an entry of a tree (dirfd
+// given) is judged on its own link, opened O_PATH | O_NOFOLLOW: a link this user or the
+// directory's owner made, which no other user may replace there, is followed; anything else is
+// opened with O_NOFOLLOW. Invalid with errno set when it cannot be opened.
+UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& shown) {
+  if (dirfd == AT_FDCWD) {
+    const files::GuardedEntry g = files::resolve_guarded(name);
+    return UniqueFd(::openat(g.dir.get(), g.name.c_str(), kSourceFlags | (g.magic ? 0 : O_NOFOLLOW)));
+  }
+  struct stat ls {
+  }, ds{};
+  UniqueFd at(::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at || ::fstat(at.get(), &ls) != 0) return UniqueFd();
+  if (!S_ISLNK(ls.st_mode)) return UniqueFd(::openat(dirfd, name.c_str(), kSourceFlags | O_NOFOLLOW));
+  if (::fstat(dirfd, &ds) != 0) return UniqueFd();
+  if (const std::string why = files::planted_by(ls.st_uid, ds); !why.empty())
+    throw Failure(printable(shown.string()) + ": a symbolic link " + why +
+                  " (not followed, as fs.protected_symlinks refuses it)");
+  return UniqueFd(::openat(dirfd, name.c_str(), kSourceFlags));
+}
+
+}  // namespace
+
 UniqueFd open_source(int dirfd, const fs::path& name, const fs::path& shown, struct stat& st) {
   auto refused = [&shown](const std::string& why) { return Failure(printable(shown.string()) + ": " + why); };
   if (const int n = dirfd == AT_FDCWD ? named_descriptor(name) : -1;
       n >= 0 && !files::inherited_descriptor(n))
     throw refused("descriptor " + std::to_string(n) + " was not open when aesxfer started");
-  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  UniqueFd fd = open_guarded_source(dirfd, name, shown);
   if (!fd || ::fstat(fd.get(), &st) != 0) throw refused(errno_text(errno));
   if (S_ISDIR(st.st_mode)) throw refused("is a directory");
   if (!S_ISREG(st.st_mode)) throw refused("not a regular file");

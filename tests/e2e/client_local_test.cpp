@@ -1315,5 +1315,45 @@ TEST_F(ClientLocal, AFileLargerThanTheDiskIsRefusedBeforeItsFirstByte) {
   }
 }
 
+// A thirty-second re-attack (A-N3): sources followed any symbolic link, so another user's link
+// in a sticky directory (/tmp/report.txt -> root's private file) had send upload the file it
+// chose, as a single source and inside a tree. A source follows a link by the kernel's rule for
+// fs.protected_symlinks, whatever the sysctl says, as destinations do; this user's own link
+// there is followed.
+TEST_F(ClientLocal, AnotherUsersLinkInAStickyDirectoryIsNoSource) {
+  const StickyShare s(ws.local);
+  write_text_file(s.priv / "secret.txt", "ROOT-SECRET\n");
+  fs::permissions(s.priv / "secret.txt", fs::perms(0600));
+  const fs::path planted = s.link("report.txt", s.priv / "secret.txt");
+  const fs::path mine = s.link("mine.txt", s.priv / "secret.txt", ::geteuid());
+  const std::string refusal =
+      "a symbolic link owned by uid 65534 in a sticky directory others can write to (not followed, as "
+      "fs.protected_symlinks refuses it)";
+  for (const bool resume : {false, true}) {
+    std::vector<std::string> a{"send", "-q", planted.string(), "127.0.0.1:up.txt"};
+    if (resume) a.push_back("--resume");
+    auto r = run(a);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("report.txt: " + refusal), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws.root / "up.txt"));
+  }
+  // In a tree: a sticky directory inside it, with another user's link and a file of its own.
+  const fs::path tree = ws.local / "tree";
+  fs::create_directories(tree / "incoming");
+  fs::permissions(tree / "incoming", fs::perms(01777));
+  write_text_file(tree / "incoming" / "ok.txt", "ok\n");
+  fs::create_symlink(s.priv / "secret.txt", tree / "incoming" / "x");
+  ASSERT_EQ(::lchown((tree / "incoming" / "x").c_str(), 65534, 65534), 0);
+  auto r = run({"send", "-r", "-q", tree.string(), "127.0.0.1:tree"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("x: " + refusal), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "tree" / "incoming" / "ok.txt"), "ok\n");
+  EXPECT_FALSE(fs::exists(ws.root / "tree" / "incoming" / "x"));
+  // This user's own link in the sticky directory is followed.
+  r = run({"send", "-q", mine.string(), "127.0.0.1:mine.txt"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "mine.txt"), "ROOT-SECRET\n");
+}
+
 }  // namespace
 }  // namespace aesxfer::test
