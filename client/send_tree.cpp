@@ -119,7 +119,10 @@ std::string file_dest(const std::string& base, const std::string& rel) {
 
 // -r --resume: true when DEST on the server already is this tree's copy (client/tree_resume.h),
 // so that it is continued rather than nested. The server's root always existed: never.
-bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries) {
+// `listed_nothing`: DEST is a directory that lists nothing at its top.
+bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries,
+                    bool& listed_nothing) {
+  listed_nothing = false;
   if (dest.empty() || dest == "." || dest == "./" || dest == "/" || dest == "/dev/null") return false;
   std::set<std::string> source;
   for (const auto& e : entries)
@@ -133,7 +136,9 @@ bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEn
     if (f.origin != proto::Origin::peer) throw;
     return false;  // no directory there, or too large to list: scp's rule
   }
-  return is_copy_of(top_names(there), source);
+  const std::vector<std::string> top = top_names(there);
+  listed_nothing = top.empty();
+  return is_copy_of(top, source);
 }
 
 }  // namespace
@@ -182,6 +187,28 @@ bool TreeSender::send_file(const fs::path& local, const std::string& to, bool pr
     return hooks_.send_one(local, -1, to) || c_.can_continue();
   }
   return send_open(local, fd.get(), st, to, probed);
+}
+
+// A partial file is left out of listings (PROTOCOL.md 3.7), so a DEST that holds only the one
+// the interrupted run kept of the tree's first file listed nothing, and the resume nested the
+// tree and orphaned it (a thirty-second re-attack, B-N2). The first 16 top-level files are probed,
+// pipelined; a partial file kept of any (a size and a digest, not the whole file) makes DEST the
+// copy. Its hashing is the session's, remembered for the resume that follows (server/digests.h).
+bool TreeSender::keeps_a_partial(const std::string& dest, const std::vector<TreeEntry>& entries) {
+  bool kept = false;
+  size_t asked = 0;
+  for (const auto& e : entries) {
+    struct stat st {};
+    if (e.dir || e.rel.find('/') != std::string::npos || asked == 16 || !probe_size(e, st)) continue;
+    ++asked;
+    pipeline_.probe(file_dest(dest, e.rel), e.local.filename().string(), uint64_t(st.st_size),
+                    [&kept](const proto::Message* m, const Failure*) {
+                      if (m && m->size > 0 && m->digest.size() == proto::kPrefixMacLen && m->text.empty())
+                        kept = true;
+                    });
+  }
+  pipeline_.drain();
+  return kept;
 }
 
 bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
@@ -350,7 +377,9 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   if (placed && !placed->empty()) {
     base = *placed;  // a retry: the copy the lost connection was writing
   } else {
-    const bool continued = c_.resuming() && continues_copy(c_, dest, entries);
+    bool listed_nothing = false;
+    const bool continued = c_.resuming() && (continues_copy(c_, dest, entries, listed_nothing) ||
+                                             (listed_nothing && keeps_a_partial(dest, entries)));
     base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
     if (placed) *placed = base;
   }

@@ -6,8 +6,10 @@
 // start a second copy from zero. With --resume a DEST that already is the copy is continued
 // instead: an existing directory that holds something, and nothing but names found at the top of
 // the source (a kept partial file ".X.aesxfer-partial" counts as X; a receiver's temporary files
-// are left out). So running the same `-r --resume` command again always lands in the same place,
-// as rsync does (docs/aesxfer.1, send and recv --resume).
+// are left out). Listings leave partial files out (PROTOCOL.md 3.7), so a DEST that lists nothing
+// is probed for one of the source's top-level files (TreeSender::keeps_a_partial). So running the same `-r
+// --resume` command again always lands in the same place, as rsync does (docs/aesxfer.1, send and recv
+// --resume).
 //
 // recv -r --resume cannot use that rule: the names would come from the server, and a hostile one
 // lists a victim directory's own names (.bashrc, .ssh, ...) to make `recv -r --resume host:x ~`

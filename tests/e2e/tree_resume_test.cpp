@@ -68,6 +68,35 @@ TEST_F(TreeResume, SendDashRResumeContinuesTheInterruptedDestination) {
   EXPECT_FALSE(fs::exists(ws.root / "backups" / "a.txt"));
 }
 
+// A thirty-second re-attack (B-N2): a tree whose first file was interrupted left DEST holding only
+// the partial file the server kept for --resume, which listings leave out: the resume found DEST
+// "empty", so not the copy, nested the tree in DEST/NAME and sent it all again, the partial file
+// orphaned. A partial file of one of the tree's top-level files makes DEST the copy.
+TEST_F(TreeResume, ATreeCutInItsFirstFileContinuesWhereItsPartialFileIs) {
+  const fs::path src = ws.local / "one";
+  fs::create_directories(src);
+  write_random_file(src / "big.iso", 8 << 20, 51);
+  {
+    FaultSpec cut;
+    cut.kind = FaultKind::cut;
+    cut.cut_after = uint64_t(3) << 20;
+    Relay relay(server->port(), cut);
+    auto r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:onecopy", "--retries", "0"},
+                 relay.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(relay.fault_applied());
+  }
+  ASSERT_TRUE(server->wait_for_log("partial file kept")) << server->log();
+  ASSERT_TRUE(fs::exists(ws.root / "onecopy" / ".big.iso.aesxfer-partial"));
+  auto r = run({"send", "-r", "--resume", "--json", src.string(), "127.0.0.1:onecopy"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.root / "onecopy" / "one")) << "the resume nested the tree";
+  EXPECT_EQ(sha256_file(ws.root / "onecopy" / "big.iso"), sha256_file(src / "big.iso"));
+  EXPECT_TRUE(temp_debris(ws.root / "onecopy").empty());
+  EXPECT_NE(r.out.find("\"resumed_from\":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"resumed_from\":0,"), std::string::npos) << "sent from the start: " << r.out;
+}
+
 TEST_F(TreeResume, RecvDashRResumeContinuesTheInterruptedDestination) {
   make_tree(ws.root / "tree");
   const fs::path dest = ws.local / "tree";
