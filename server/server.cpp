@@ -528,6 +528,20 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
     return ::lstat(f.c_str(), &st) == 0 ? key_file_problem(f) : std::string();
   };
   if (std::string p = problem(opt.home / "host_ed25519"); !p.empty()) throw Failure("host key: " + p);
+  // The home's way too, before anything is made in it: a first start under a directory another
+  // local user owns or can write to wrote the host key there, then refused it (a thirty-second
+  // re-attack, A-N5). Its deepest existing directory, as authorized_keys is judged; a link there
+  // is left to the home's own walk, which names it (files::make_private_home).
+  {
+    fs::path there = opt.home;
+    std::error_code ec;
+    while (!fs::exists(fs::symlink_status(there, ec)) && there.has_relative_path())
+      there = there.parent_path();
+    struct stat st {};
+    if (::lstat(there.c_str(), &st) == 0 && !S_ISLNK(st.st_mode))
+      if (std::string p = strict_modes_problem(there, st); !p.empty())
+        throw Failure("AESXFER_HOME " + printable(opt.home.string()) + ": " + p);
+  }
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
   if (std::string p = key_file_problem(opt.home / "host_ed25519"); !p.empty())
     throw Failure("host key: " + p);

@@ -100,6 +100,23 @@ TEST(HomeLinks, AHomeThroughAnotherUsersLinkGetsNoKey) {
   }
 }
 
+// A thirty-second re-attack (A-N5): a home below a directory another user owns (no link on the way)
+// got serve's host key before serve refused the home by StrictModes. The way is judged first now:
+// nothing is made there.
+TEST(HomeLinks, ServeMakesNothingInAHomeItWouldRefuse) {
+  TempDir base("aesxfer-homeway");
+  const StickyShare s(base.path());
+  const fs::path theirs = s.shared / "A";
+  fs::create_directories(theirs);
+  fs::permissions(theirs, fs::perms(0777));
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", base.path().string()},
+                       theirs / "B" / "C", 20);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("A is owned by uid 65534"), std::string::npos) << r.describe();
+  EXPECT_TRUE(fs::is_empty(theirs)) << r.describe();
+}
+
 // A thirty-first re-attack (N1): the home's missing directories were made by path after the
 // check, so another user's link planted in between took root's new home and key into their
 // directory (won in ten tries). Made with mkdirat and opened without following a link now: another
