@@ -288,8 +288,19 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   // configuration file and the identity are (a sixteenth re-attack, L7: another local user who
   // could write it, in a shared or temporary home, could pin a key of theirs). Read through the
   // descriptor that was checked.
+  // Reached by the kernel's rule for links in sticky directories, and added to from the home's
+  // descriptor (make_private_home), never by path: another user's link on the way chose where the
+  // home and known_hosts were made (a thirty-second re-attack, A-N4: in root's private directory).
   std::string text;
-  if (UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)); fd) {
+  UniqueFd fd;
+  try {
+    const GuardedEntry g = resolve_guarded(file);
+    fd.reset(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  } catch (const Failure&) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(file.parent_path(), ec))) throw;  // else a new home: no file yet
+  }
+  if (fd) {
     struct stat st {};
     std::string why = ::fstat(fd.get(), &st) != 0 ? os_error(errno)
                       : !S_ISREG(st.st_mode)      ? std::string("not a regular file")
@@ -319,10 +330,11 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
     return HostCheck::changed;
   }
   if (!add) return HostCheck::unknown;
-  fs::create_directories(file.parent_path());
   // Appended, never through a symbolic link (a link planted in a home another user can write would
   // otherwise take the line to a file of the user's choosing).
-  UniqueFd out(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const UniqueFd home = make_private_home(file.parent_path());
+  UniqueFd out(::openat(home.get(), file.filename().c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   const std::string entry = host_port + " " + encode_public_key(key) + "\n";
   if (!out || ::write(out.get(), entry.data(), entry.size()) != ssize_t(entry.size()) || out.close() != 0)
     throw Failure("cannot write " + proto::printable(file.string()) + ": " +

@@ -1355,5 +1355,23 @@ TEST_F(ClientLocal, AnotherUsersLinkInAStickyDirectoryIsNoSource) {
   EXPECT_EQ(read_text_file(ws.root / "mine.txt"), "ROOT-SECRET\n");
 }
 
+// A thirty-second re-attack (A-N4): known_hosts and the home's missing directories were made by
+// path: with AESXFER_HOME below another user's link in a sticky directory (and -i, so that no
+// identity was made there first), the home and known_hosts landed in root's private directory.
+// They are reached by the kernel's rule for such links now: refused, nothing made there.
+TEST_F(ClientLocal, KnownHostsIsNeverMadeThroughAnotherUsersLink) {
+  write_text_file(ws.root / "a.txt", "a\n");
+  const StickyShare s(ws.local);
+  const fs::path home = s.link("hl2", s.priv) / "newhome";
+  auto r = run_aesxfer({"recv", "-q", "-i", (ws.home / "id_ed25519").string(), "-P",
+                        std::to_string(server->port()), "127.0.0.1:a.txt", (ws.local / "out.txt").string()},
+                       home, 30);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("hl2: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
+      << r.describe();
+  EXPECT_TRUE(fs::is_empty(s.priv)) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.local / "out.txt"));
+}
+
 }  // namespace
 }  // namespace aesxfer::test
