@@ -428,11 +428,10 @@ void not_listed(const proto::ListEntry& e, const std::string& listed, const std:
   const std::string where = e.path == "." ? listed : base + e.path;
   const Failure f(
       printable(where) + ": " +
-      (unreadable
-           ? std::string("the server cannot read this directory; skipped with all below it")
-           : std::to_string(e.size) + (e.size == 1 ? " name" : " names") +
-                 " left out by the server (a CR or LF in a name cannot be sent; a directory so named goes "
-                 "with all below it)"));
+      (unreadable ? std::string("the server cannot read this directory; skipped with all below it")
+                  : std::to_string(e.size) + (e.size == 1 ? " name" : " names") +
+                        " left out by the server (a name with a CR or LF, or whose path would be longer than "
+                        "4096 bytes, cannot be sent; a directory so named goes with all below it)"));
   if (!report) throw f;
   report(where, e.path == "." ? top : top / e.path, nullptr, &f);
 }

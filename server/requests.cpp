@@ -739,7 +739,7 @@ class TreeLister {
   bool walk(const std::string& rel) {
     std::vector<Item> items;
     uint64_t items_cost = 0;
-    uint64_t left_out = 0;  // names with CR/LF here
+    uint64_t left_out = 0;  // names with CR/LF here, or whose path would pass kMaxPath
     try {
       // A description of its own to read (the chain's fd stays at offset 0 for openat).
       UniqueFd fd(::openat(chain_.open(rel), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -761,7 +761,11 @@ class TreeLister {
         }
         // A name with CR or LF cannot be listed (PROTOCOL.md 3.7): counted here, before
         // hides_name (which refuses such a name too), and announced with a left_out entry.
-        if (name.find_first_of("\r\n") != std::string::npos) {
+        // So is a name whose path would pass kMaxPath, with all below it (a thirty-second
+        // re-attack, B-N5: one such path anywhere made the whole listing fail, so anyone who
+        // could write into a shared tree could stop every recv -r of it).
+        if (name.find_first_of("\r\n") != std::string::npos ||
+            (rel.empty() ? 0 : rel.size() + 1) + name.size() > proto::kMaxPath) {
           ++left_out;
           continue;
         }
@@ -808,9 +812,6 @@ class TreeLister {
     for (const auto& it : items) {
       proto::ListEntry e;
       e.path = rel.empty() ? it.name : rel + "/" + it.name;
-      if (e.path.size() > proto::kMaxPath)
-        fail({Status::refused, shown_ + "/" + e.path.substr(0, 64) + "...: path longer than " +
-                                   std::to_string(proto::kMaxPath) + " bytes"});
       e.mode = it.st.st_mode & 07777;
       e.mtime = it.st.st_mtim.tv_sec;
       if (S_ISREG(it.st.st_mode)) {

@@ -5,14 +5,19 @@
 // tree sent as mode 0000 is not one the server can never list again. Before protocol 5 the first
 // refused the whole listing, the second exited 0 with less than the tree, and the third left the
 // server a directory it could not read.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <string>
 
+#include "files/unique_fd.h"
+#include "proto/messages.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -137,7 +142,9 @@ TEST(ListingGaps, NamesLeftOutAreCountedPerDirectory) {
   ServerProcess server(ws.home, ws.root);
   auto r = recv_tree(ws, server.port(), "out");
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  const std::string why = " left out by the server (a CR or LF in a name cannot be sent; ";
+  const std::string why =
+      " left out by the server (a name with a CR or LF, or whose path would be longer than 4096 bytes, "
+      "cannot be sent; ";
   EXPECT_NE(r.err.find("tree: 2 names" + why), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tree/sub: 1 name" + why), std::string::npos) << r.err;
   EXPECT_EQ(nonempty_lines(r.err).size(), 2u) << r.err;
@@ -145,6 +152,41 @@ TEST(ListingGaps, NamesLeftOutAreCountedPerDirectory) {
   EXPECT_EQ(read_text_file(ws.local / "out" / "sub" / "ok"), "ok\n");
   EXPECT_EQ(server.stop(), 0);
   EXPECT_NE(server.log().find(" unlisted=3 "), std::string::npos) << server.log();
+}
+
+// A thirty-second re-attack (B-N5): one path longer than 4096 bytes anywhere in a tree refused the
+// whole listing, so anyone who could write into a shared tree could stop every recv -r of it.
+// Such a name is left out and counted where it is, as a name with CR or LF; the rest arrives.
+TEST(ListingGaps, APathLongerThanAPathMayBeIsLeftOutAndTheRestArrives) {
+  Workspace ws;
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "important.txt", "important\n");
+  // 17 levels of 250-byte names below tree/deep: the 17th would make a path of 4,270 bytes.
+  files::UniqueFd at(::open((ws.root / "tree").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::string rel = "deep";
+  ASSERT_EQ(::mkdirat(at.get(), "deep", 0755), 0);
+  at.reset(::openat(at.get(), "deep", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int level = 0;
+  for (; level < 17; ++level) {
+    const std::string name(250, char('a' + level));
+    ASSERT_EQ(::mkdirat(at.get(), name.c_str(), 0755), 0) << std::strerror(errno);
+    at.reset(::openat(at.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(at);
+    if (rel.size() + 1 + name.size() > proto::kMaxPath) break;
+    rel += "/" + name;
+  }
+  ASSERT_LT(level, 17);
+  ServerProcess server(ws.home, ws.root);
+  auto r = recv_tree(ws, server.port(), "out");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find(
+                ": 1 name left out by the server (a name with a CR or LF, or whose path would be longer than "
+                "4096 bytes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "out" / "important.txt"), "important\n");
+  EXPECT_EQ(server.stop(), 0);
 }
 
 // With --json, what a listing could not hold has an object of its own (file, error, verified
