@@ -68,7 +68,14 @@ std::string Client::port_note() const {
 
 Failure Client::refused(const proto::Message& m, const std::string& path) const {
   const Failure f = proto::refusal(m, remote_name(path));
-  return Failure(f.what() + port_note(), f.status, f.err, f.origin);
+  // A wildcard the user's shell left alone reaches the server as a name (a thirty-second
+  // re-attack, B-e: "no such file or directory", and no word of why).
+  const std::string hint =
+      m.status == proto::Status::not_found && path.find_first_of("*?[") != std::string::npos
+          ? " (wildcards are not expanded: the server runs no shell; name the files, or "
+            "use recv -r on their directory)"
+          : "";
+  return Failure(f.what() + hint + port_note(), f.status, f.err, f.origin);
 }
 
 proto::Identity Client::load_client_identity() const {

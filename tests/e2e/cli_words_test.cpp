@@ -652,6 +652,23 @@ TEST_F(CliWordsServer, EveryFileNamedEndsWithOneFinalJsonProgressLine) {
   }
 }
 
+// A thirty-second re-attack (B-e): `recv 'host:tr/*' .` said only "no such file or directory".
+// A wildcard that reached the server as a name is explained.
+TEST_F(CliWordsServer, AWildcardTheShellLeftAloneIsExplained) {
+  fs::create_directories(ws.root / "tr");
+  write_text_file(ws.root / "tr" / "a", "a\n");
+  for (const char* pattern : {"tr/*", "tr/?", "tr/[ab]"}) {
+    auto r = run({"recv", "-q", std::string("127.0.0.1:") + pattern, ws.local.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("no such file or directory (wildcards are not expanded: the server runs no shell"),
+              std::string::npos)
+        << r.err;
+  }
+  auto r = run({"recv", "-q", "127.0.0.1:tr/b", ws.local.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.err.find("wildcards"), std::string::npos) << r.err;
+}
+
 // The bytes= of the put line whose file is `name` in a server log, or -1.
 long long logged_bytes(const std::string& log, const std::string& name) {
   std::smatch m;
