@@ -21,7 +21,21 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr auto kInterval = std::chrono::minutes(10);
-constexpr size_t kMaxRemembered = 4096;
+// About 5 MiB at most. When it is full, the entries past the interval go, else the oldest: a client
+// that probed into 4,096 other directories emptied the whole memory, and its next probe read a
+// directory of 200,000 names again 3 s after the last time (a thirty-third re-attack, A-N1). Now
+// it must make and probe 65,536 directories for one extra sweep of another.
+constexpr size_t kMaxRemembered = 65536;
+
+template <class Map>
+void make_room(Map& last, std::chrono::steady_clock::time_point now) {
+  if (last.size() < kMaxRemembered) return;
+  for (auto it = last.begin(); it != last.end();)
+    it = now - it->second >= kInterval ? last.erase(it) : std::next(it);
+  if (last.size() < kMaxRemembered) return;
+  last.erase(std::min_element(last.begin(), last.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; }));
+}
 }  // namespace
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
@@ -34,7 +48,7 @@ void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
     auto key = std::make_pair(st.st_dev, st.st_ino);
     auto it = last_.find(key);
     if (it != last_.end() && now - it->second < kInterval) return;
-    if (last_.size() >= kMaxRemembered) last_.clear();
+    make_room(last_, now);
     last_[key] = now;
   }
   sweep(dirfd, shown, log);

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "files/atomic_file.h"
+#include "files/unique_fd.h"
 #include "server/root.h"
 #include "tests/harness.h"
 
@@ -39,6 +40,35 @@ TEST(Sweep, NamePatterns) {
   const std::string longest = files::random_temp_name(std::string(255, 'x'));
   EXPECT_LE(longest.size(), 255u);
   EXPECT_TRUE(files::is_temp_name(longest)) << longest;
+}
+
+// A thirty-third re-attack (A-N1): the memory of swept directories was emptied whole once it held
+// 4,096, so a client that probed into that many others had a large directory read again seconds
+// after its sweep. Filling it now forgets what is past the interval, else the oldest: a directory
+// swept a moment ago stays remembered while 5,000 others are swept.
+TEST(Sweep, ADirectorySweptAMomentAgoIsNotSweptAgainAfterManyOthers) {
+  TempDir d("aesxfer-sweepmem");
+  fs::create_directories(d / "big");
+  auto plant = [&] {
+    write_text_file(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ", "x");
+    fs::permissions(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ", fs::perms(0600));
+    make_old(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ", 3);
+  };
+  Sweeper sweeper(std::chrono::hours(24 * 7));
+  auto sweep = [&](const fs::path& dir) {
+    files::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    sweeper.maybe_sweep(fd.get(), dir.string(), [](const std::string&) {});
+  };
+  plant();
+  sweep(d / "big");
+  EXPECT_FALSE(fs::exists(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ")) << "the first sweep";
+  for (int i = 0; i < 5000; ++i) {
+    fs::create_directory(d / ("o" + std::to_string(i)));
+    sweep(d / ("o" + std::to_string(i)));
+  }
+  plant();
+  sweep(d / "big");
+  EXPECT_TRUE(fs::exists(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ")) << "swept again within 10 minutes";
 }
 
 TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
