@@ -12,6 +12,7 @@
 #include <set>
 
 #include "client/tree_resume.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 
 namespace aesxfer::client {
@@ -213,7 +214,16 @@ bool TreeSender::keeps_a_partial(const std::string& dest, const std::vector<Tree
 
 bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
   try {  // a stat below the walk's directory: the file itself is opened once, when it is sent
-    return ::fstatat(entry_dir(e), e.local.filename().c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
+    const int dir = entry_dir(e);
+    const std::string name = e.local.filename().string();
+    // Not through a link open_source() will refuse (another user's in a sticky directory): the size
+    // of the file it names went to the server in a probe (a thirty-third re-attack, A-N2).
+    struct stat ls {
+    }, ds{};
+    if (::fstatat(dir, name.c_str(), &ls, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    if (S_ISLNK(ls.st_mode) && (::fstat(dir, &ds) != 0 || !files::planted_by(ls.st_uid, ds).empty()))
+      return false;
+    return ::fstatat(dir, name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
   } catch (const Failure&) {
     return false;
   }

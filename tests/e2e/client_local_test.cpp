@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -1349,6 +1350,18 @@ TEST_F(ClientLocal, AnotherUsersLinkInAStickyDirectoryIsNoSource) {
   EXPECT_NE(r.err.find("x: " + refusal), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(ws.root / "tree" / "incoming" / "ok.txt"), "ok\n");
   EXPECT_FALSE(fs::exists(ws.root / "tree" / "incoming" / "x"));
+  // With --resume no probe goes out for it either (a thirty-third re-attack, A-N2: the probe
+  // carried the size of the file the link named). A partial file the server distrusts, there for
+  // it, would log that probe.
+  fs::create_directories(ws.root / "tree3" / "incoming");
+  write_text_file(ws.root / "tree3" / "incoming" / ".x.aesxfer-partial", "theirs\n");
+  fs::permissions(ws.root / "tree3" / "incoming" / ".x.aesxfer-partial", fs::perms(0666));
+  r = run({"send", "-r", "-q", "--resume", tree.string(), "127.0.0.1:tree3"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("x: " + refusal), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.root / "tree3" / "incoming" / "ok.txt"), "ok\n");
+  EXPECT_FALSE(std::regex_search(server->log(), std::regex("op=probe file=\"[^\"]*incoming/x\"")))
+      << server->log();
   // This user's own link in the sticky directory is followed.
   r = run({"send", "-q", mine.string(), "127.0.0.1:mine.txt"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
