@@ -498,7 +498,12 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   std::error_code dir_ec;
   if (args.size() >= 2 && !t.recursive && names_directory(args.back()) &&
       !fs::is_directory(args.back(), dir_ec)) {
-    die_line("recv: " + net::printable(args.back()) + ": not a directory");
+    const std::string why = "recv: " + net::printable(args.back()) + ": not a directory";
+    die_line(why);
+    // Each source's --json object and --json-progress final line, as for the other failures that
+    // exit 1 (a thirty-third re-attack, B-N2: none).
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+      if (const auto r = parse_remote(args[i])) json_failed(t, r->path, why);
     return kExitFail;
   }
   if (int usage = check_recv_usage(args, t)) return usage;

@@ -250,7 +250,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
     const std::string why = client.remote_name(net::printable(dest)) + ": not a directory";
     die_line(why + client.port_note());
     int rc = kExitFail;
-    if (t.json)
+    if (t.json || t.json_progress)  // and --json-progress's final lines (a thirty-third re-attack, B-N1)
       for (const auto& src : sources) report_not_moved(t, co, tty, src, "not sent", rc, why);
     client.bye();
     return kExitFail;

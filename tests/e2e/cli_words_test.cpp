@@ -617,13 +617,20 @@ TEST_F(CliWordsServer, EveryFileNamedEndsWithOneFinalJsonProgressLine) {
   write_text_file(ws.root / "here.txt", "here\n");
   write_text_file(ws.local / "up.txt", "up\n");
   fs::create_directories(ws.local / "into");
-  const std::string up = (ws.local / "up.txt").string(), missing = (ws.local / "missing.txt").string();
+  write_text_file(ws.local / "up2.txt", "up2\n");
+  const std::string up = (ws.local / "up.txt").string(), missing = (ws.local / "missing.txt").string(),
+                    up2 = (ws.local / "up2.txt").string();
   const std::vector<std::pair<std::vector<std::string>, std::map<std::string, bool>>> cases{
       {{"recv", "127.0.0.1:here.txt", "127.0.0.1:gone.txt", (ws.local / "into").string()},
        {{"here.txt", true}, {"gone.txt", false}}},
       {{"recv", "127.0.0.1:gone.txt", (ws.local / "into" / "x").string()}, {{"gone.txt", false}}},
       {{"send", up, missing, "127.0.0.1:"}, {{up, true}, {missing, false}}},
       {{"send", up, "127.0.0.1:nodir/up.txt"}, {{up, false}}},
+      // Several sources into a DEST that is no directory, on either end (a thirty-third
+      // re-attack, B-N1 and B-N2: no line at all).
+      {{"send", up, up2, "127.0.0.1:nodir/"}, {{up, false}, {up2, false}}},
+      {{"recv", "127.0.0.1:here.txt", "127.0.0.1:gone.txt", (ws.local / "missing").string() + "/"},
+       {{"here.txt", false}, {"gone.txt", false}}},
   };
   for (const auto& [args, want] : cases) {
     std::vector<std::string> a = args;
