@@ -157,6 +157,13 @@ TEST_F(PartialStrictModes, ClientPassesOverAPartialFileItCannotTrust) {
     fs::remove(elsewhere);
     fs::remove(dest);
   }
+  // With -q too, as the man page promises (a thirty-third re-attack, B-N6: -q hid the note).
+  const std::string reason = plant(Plant::other_owner, ws.root / "p.bin", partial, elsewhere);
+  auto r = run({"recv", "-q", "--resume", "127.0.0.1:p.bin", dest.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find(partial.string() + ": not resuming from this partial file: " + reason),
+            std::string::npos)
+      << r.err;
 }
 
 // A third re-attack (N11): recv --resume took another user's planted destination (0666, same
