@@ -442,8 +442,12 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
     StreamOptions so{req.offset, opt_.fine_progress};
     if (req.offset) so.prefix_hash = &scan->sum;
     r.checksum = send_stream(*conn_, fd, req.size, progress, so);
-  } catch (const Failure&) {
+  } catch (const Failure& f) {
     throw_receivers_reason(put_shown(remote, req.text));
+    // This end's own failure as it read the file ("file shrank while being sent"), named as a
+    // pipelined file's is (a thirty-third re-attack, B-N9: no name among several files).
+    if (f.origin == Origin::local)
+      throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
     throw;
   }
   expect_ok_result(put_shown(remote, req.text));
