@@ -94,8 +94,8 @@ inline bool is_reserved_name(const std::string& n) { return is_temp_name(n) || i
 // Why such a name is never a source or a destination of a transfer (the client's words; the
 // server's refusal says the same of its own files).
 inline constexpr char kReservedShape[] =
-    "a name of the shape aesxfer keeps for its own temporary and partial files (.NAME.aesxfer-tmp-*, "
-    ".NAME.aesxfer-partial); no transfer may name one";
+    "a name of the shape aesxfer keeps for its own temporary and partial files (.NAME.aesxfer-tmp- and ten "
+    "letters or digits, .NAME.aesxfer-partial); no transfer may name one";
 
 // Sets the permission bits of fd's file, and its modification (and access) time unless mtime is
 // kNoMtime (a time before 1970 is negative, and kept: a nineteenth re-attack, N3).
