@@ -830,11 +830,11 @@ std::optional<Failure> destination_refusal(const fs::path& local) {
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
 // to standard output), a symbolic link to a regular file updates its target (beside the
 // target), anything else gets the temporary file and the rename.
-std::string room_problem(const AtomicFile& out, uint64_t size) {
+std::string room_problem(int fd, uint64_t size) {
   struct stat st {};
   struct statvfs vfs {};
-  if (::fstat(out.fd(), &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
-  if (::fstatvfs(out.fd(), &vfs) != 0 || size <= uint64_t(vfs.f_bavail) * vfs.f_frsize) return "";
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
+  if (::fstatvfs(fd, &vfs) != 0 || size <= uint64_t(vfs.f_bavail) * vfs.f_frsize) return "";
   return "no space left on device (" + std::to_string(size >> 20) + " MiB to receive, " +
          std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)";
 }
@@ -926,7 +926,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   try {
     // A file that cannot fit is said before its first byte, as for parallel streams (a
     // thirty-second re-attack, B-N6: a 200 GB file filled the disk first).
-    if (const std::string why = out ? room_problem(*out, resp.size) : ""; !why.empty())
+    if (const std::string why = out ? room_problem(out->fd(), resp.size) : ""; !why.empty())
       throw Failure(why, proto::Status::io_error, ENOSPC);
     r.checksum =
         recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});

@@ -42,11 +42,11 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
-// Why `size` bytes cannot fit in the file system of `out`, a regular file ("no space left on
+// Why `size` more bytes cannot fit in the file system of `fd`, a regular file ("no space left on
 // device (N MiB to receive, M MiB free)"), said before any is written, or "" (also for a FIFO, a
 // device or a socket, written through). Nothing is reserved: a server that
 // claims a size it never sends would have it held until the timeout (the third re-attack, R2).
-std::string room_problem(const AtomicFile& out, uint64_t size);
+std::string room_problem(int fd, uint64_t size);
 // How a put to `remote` of a file named `name` is named to the user: a directory written with a
 // trailing slash (a tree's files, client/send_tree.cpp) and the name, the name alone in the root
 // "." (a disk full under "send f host:" said "host:.: no space left": a nineteenth re-attack, N5),

@@ -491,7 +491,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
     out = open_local(local, dirfd);
-    if (const std::string why = room_problem(*out, st.size); !why.empty())  // said at once
+    if (const std::string why = room_problem(out->fd(), st.size); !why.empty())  // said at once
       throw Failure(printable(local.string()) + ": " + why, proto::Status::io_error, ENOSPC);
   }
   // The extra connections only once the destination is there: one refused, or that cannot be

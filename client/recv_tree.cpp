@@ -163,6 +163,14 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
   if (start && whole) copy_prefix(base_fd, pf.fd(), start);
   pf.truncate_to(start);
+  // What is still to come must fit, said before its first byte as for a get without --resume (a
+  // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed).
+  if (const std::string why = room_problem(pf.fd(), resp.size - start); !why.empty()) {
+    if (!start) pf.discard();  // nothing of it to keep
+    send_failure_result(Failure(why, proto::Status::io_error, ENOSPC));
+    throw Failure(printable(local.string()) + ": " + why + (start ? " (partial file kept for --resume)" : ""),
+                  proto::Status::io_error, ENOSPC);
+  }
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {

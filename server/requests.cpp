@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -394,6 +395,20 @@ void handle_put(RequestContext& ctx, const Message& req) {
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
   }
   const std::string shown = dest ? dest->shown : req.path;
+  // A file that cannot fit is refused before its data, as a get's client does (a thirty-third
+  // re-attack, B-N4: the put filled the server's file system, its other services' too, and failed
+  // at the end of a whole upload). A resumed put needs what is past its offset; the parts of a
+  // ranged put share one file and are not judged one by one.
+  if (dest && !ranged && !(req.flags & proto::kFlagUnsized)) {
+    struct statvfs vfs {};
+    const uint64_t need = req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
+    if (::fstatvfs(dest->dir.get(), &vfs) == 0 && need > uint64_t(vfs.f_bavail) * vfs.f_frsize)
+      return refuse(
+          ctx, req, shown,
+          {Status::io_error, shown + ": no space left on device on the server (" +
+                                 std::to_string(need >> 20) + " MiB to receive, " +
+                                 std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)"});
+  }
   Receiver r;
 
   if (ranged) {
