@@ -405,7 +405,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     if (::fstatvfs(dest->dir.get(), &vfs) == 0 && need > uint64_t(vfs.f_bavail) * vfs.f_frsize)
       return refuse(
           ctx, req, shown,
-          {Status::io_error, shown + ": no space left on device on the server (" +
+          {Status::no_space, shown + ": no space left on device on the server (" +
                                  std::to_string(need >> 20) + " MiB to receive, " +
                                  std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)"});
   }
