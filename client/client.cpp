@@ -915,6 +915,12 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   // and the server logged a "protocol error"). A refused get removes the temporary file again.
   std::unique_ptr<AtomicFile> out;
   if (!sink) out = open_local(local, dirfd);
+  // The size known already (the sources' stats, a listing): a file that cannot fit fails alone,
+  // before the get, and the session goes on (a thirty-third re-attack, B-N5: the later sources
+  // were "not fetched").
+  if (const std::string why = out && size_hint != UINT64_MAX ? room_problem(out->fd(), size_hint) : "";
+      !why.empty())
+    throw Failure(out->shown().string() + ": " + why, proto::Status::no_space, ENOSPC);
   proto::Message resp = ask(get_request(remote, zero_size));
 
   FileResult r;
