@@ -571,11 +571,11 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
     std::string distrust;
     UniqueFd fd = open_kept_partial(*dest, distrust);
-    if (!distrust.empty()) {  // nothing kept that may be used: the put runs from the start (3.6)
-      m.text = distrust;
-      log_quiet(ctx, req, dest->shown, m.text);
-      return answer(ctx, req, m);
-    }
+    // A partial file that may not be used is passed over (3.6), said in the text, logged; the
+    // destination is still judged: one whole and this server's own is up to date all the same (a
+    // thirty-third re-attack, B-N7: another user's planted partial file had an identical file
+    // sent whole on every run).
+    if (!distrust.empty()) log_quiet(ctx, req, dest->shown, distrust);
     struct stat sb {};
     bool whole = false;
     if (!fd) {  // no partial file: the destination itself, when it has the probed size
@@ -585,6 +585,10 @@ void handle_probe(RequestContext& ctx, const Message& req) {
       whole = fd && ::fstat(fd.get(), &sb) == 0 && S_ISREG(sb.st_mode) && uint64_t(sb.st_size) == req.size &&
               files::ownership_problem(sb, 0).empty();
       if (!whole) fd.reset();
+    }
+    if (!distrust.empty() && !whole) {  // nothing kept that may be used: the put runs from the start
+      m.text = distrust;
+      return answer(ctx, req, m);
     }
     if (fd && ::fstat(fd.get(), &sb) == 0) {
       m.size = uint64_t(sb.st_size);

@@ -227,6 +227,27 @@ TEST_F(PartialStrictModes, TheServerNeverTakesAnotherUsersDestinationAsUpToDate)
   EXPECT_EQ(fs::hard_link_count(dest), 1u);
 }
 
+// A thirty-third re-attack (B-N7): another user's partial file planted beside an identical
+// destination of the server's own made send --resume send the whole file on every run: the
+// passed-over partial file hid the destination. It is judged all the same: up to date, and the
+// planted file left alone.
+TEST_F(PartialStrictModes, APlantedPartialFileHidesNoUpToDateDestination) {
+  write_random_file(ws.local / "aa", 3 << 20, 71);
+  fs::create_directories(ws.root / "s6");
+  fs::copy_file(ws.local / "aa", ws.root / "s6" / "aa");
+  const fs::path partial = ws.root / "s6" / ".aa.aesxfer-partial";
+  write_text_file(partial, "planted\n");
+  fs::permissions(partial, fs::perms(0666));
+  for (const bool tree : {false, true}) {
+    auto r = tree ? run({"send", "-r", "--resume", (ws.local / "aa").string(), "127.0.0.1:s6/"})
+                  : run({"send", "--resume", (ws.local / "aa").string(), "127.0.0.1:s6/"});
+    SCOPED_TRACE(tree ? "send -r --resume" : "send --resume");
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.out.find("up to date"), std::string::npos) << r.describe();
+    EXPECT_EQ(read_text_file(partial), "planted\n");
+  }
+}
+
 // An eighth re-attack (F5): the server's refusal of a planted partial file escaped its name, and
 // the client and the log escaped it again ("\x5cx1b"); the probe's refusal also named the
 // directory sent to ("up/") instead of the file. Escaped once, where it is shown.
