@@ -542,19 +542,19 @@ TEST_F(Chaos, ATreesFilesAfterAFileThatShrankAreNamed) {
 namespace aesxfer::test {
 namespace {
 
-// A twentieth re-attack (N2): a small (pipelined) file that fails as it is read ends the session
-// mid-file; the files before it, already stored, got no line and no object, and the failure's
-// line did not name the file. Made certain with tests/size_liar.cpp (LD_PRELOAD), whose fstat
-// says 4096 bytes more for a "*.liar" file: each file before it is reported, it is named, each
-// after it is "not sent", for several sources and in a tree.
+// The environment of a client run under tests/size_liar.cpp (LD_PRELOAD), whose fstat says 4096
+// bytes more for a "*.liar" file.
+std::map<std::string, std::string> liar_env(const Workspace& ws) {
+  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  return {{"AESXFER_HOME", ws.home.string()},
+          {"LD_PRELOAD", AESXFER_SIZE_LIAR},
+          {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+}
+
 // A thirty-third re-attack (B-N9): a file too large to pipeline that shrank as it was sent was
 // reported as "file shrank while being sent (...)", with no name, among several sources.
 TEST_F(Chaos, ALargeFileThatShrankIsNamed) {
-  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-  const std::map<std::string, std::string> env = {
-      {"AESXFER_HOME", ws.home.string()},
-      {"LD_PRELOAD", AESXFER_SIZE_LIAR},
-      {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+  const std::map<std::string, std::string> env = liar_env(ws);
   write_text_file(ws.local / "a1", "a1\n");
   write_random_file(ws.local / "big.liar", 2 << 20, 61);
   auto r = run_process({AESXFER_BINARY, "send", "-q", (ws.local / "a1").string(),
@@ -564,12 +564,13 @@ TEST_F(Chaos, ALargeFileThatShrankIsNamed) {
   EXPECT_NE(r.err.find("big.liar: file shrank while being sent"), std::string::npos) << r.err;
 }
 
+// A twentieth re-attack (N2): a small (pipelined) file that fails as it is read ends the session
+// mid-file; the files before it, already stored, got no line and no object, and the failure's
+// line did not name the file. Made certain with tests/size_liar.cpp (LD_PRELOAD), whose fstat
+// says 4096 bytes more for a "*.liar" file: each file before it is reported, it is named, each
+// after it is "not sent", for several sources and in a tree.
 TEST_F(Chaos, APipelinedFileThatShrankIsNamedAndTheOthersReported) {
-  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-  const std::map<std::string, std::string> env = {
-      {"AESXFER_HOME", ws.home.string()},
-      {"LD_PRELOAD", AESXFER_SIZE_LIAR},
-      {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+  const std::map<std::string, std::string> env = liar_env(ws);
   const fs::path t = ws.local / "t";
   fs::create_directories(t);
   write_text_file(t / "a1", "a1\n");
