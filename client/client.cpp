@@ -6,7 +6,6 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -825,20 +824,18 @@ std::optional<Failure> destination_refusal(const fs::path& local) {
   return std::nullopt;
 }
 
+std::string room_problem(int fd, uint64_t size) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
+  const std::string short_by = files::space_shortfall(fd, size);
+  return short_by.empty() ? "" : "no space left on device (" + short_by + ")";
+}
+
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
 // with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
 // to standard output), a symbolic link to a regular file updates its target (beside the
 // target), anything else gets the temporary file and the rename.
-std::string room_problem(int fd, uint64_t size) {
-  struct stat st {};
-  struct statvfs vfs {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
-  if (::fstatvfs(fd, &vfs) != 0 || size <= uint64_t(vfs.f_bavail) * vfs.f_frsize) return "";
-  return "no space left on device (" + std::to_string(size >> 20) + " MiB to receive, " +
-         std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)";
-}
-
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
   // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -109,6 +110,14 @@ bool inherited_descriptor(int fd) noexcept {
   if (fd < 0) return false;
   if (!g_noted) return ::fcntl(fd, F_GETFD) >= 0;
   return fd < kNotedFds && g_inherited.test(size_t(fd));
+}
+
+std::string space_shortfall(int fd, uint64_t need) {
+  struct statvfs vfs {};
+  if (::fstatvfs(fd, &vfs) != 0) return "";
+  const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  if (need <= free) return "";
+  return std::to_string(need >> 20) + " MiB to receive, " + std::to_string(free >> 20) + " MiB free";
 }
 
 }  // namespace aesxfer::files

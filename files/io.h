@@ -46,4 +46,9 @@ bool inherited_descriptor(int fd) noexcept;
 // base and key log, the kept modes of FileMode and the server's sweeper.
 std::string ownership_problem(const struct stat& st, unsigned forbidden);
 
+// "N MiB to receive, M MiB free" when `need` bytes are more than the free space of the file
+// system fd is on (statvfs), else "": what a receiver says, before the first byte, of a file
+// that cannot fit (the client's gets, the server's puts).
+std::string space_shortfall(int fd, uint64_t need);
+
 }  // namespace aesxfer::files

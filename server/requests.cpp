@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -400,14 +399,10 @@ void handle_put(RequestContext& ctx, const Message& req) {
   // at the end of a whole upload). A resumed put needs what is past its offset; the parts of a
   // ranged put share one file and are not judged one by one.
   if (dest && !ranged && !(req.flags & proto::kFlagUnsized)) {
-    struct statvfs vfs {};
     const uint64_t need = req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
-    if (::fstatvfs(dest->dir.get(), &vfs) == 0 && need > uint64_t(vfs.f_bavail) * vfs.f_frsize)
-      return refuse(
-          ctx, req, shown,
-          {Status::no_space, shown + ": no space left on device on the server (" +
-                                 std::to_string(need >> 20) + " MiB to receive, " +
-                                 std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize >> 20) + " MiB free)"});
+    if (const std::string short_by = files::space_shortfall(dest->dir.get(), need); !short_by.empty())
+      return refuse(ctx, req, shown,
+                    {Status::no_space, shown + ": no space left on device on the server (" + short_by + ")"});
   }
   Receiver r;
 
