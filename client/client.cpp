@@ -682,7 +682,7 @@ constexpr int kSourceFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 // in a sticky directory such as /tmp is not followed, as for destinations (a thirty-second
 // re-attack, A-N3: `send /tmp/report.txt`, another user's link to a private file, uploaded that
 // file). A path the user typed is walked by files::resolve_guarded; an entry of a tree (dirfd
-// given) is judged on its own link, opened O_PATH | O_NOFOLLOW: a link this user or the
+// given) is judged on its own link (files::source_follow_flag): a link this user or the
 // directory's owner made, which no other user may replace there, is followed; anything else is
 // opened with O_NOFOLLOW. Invalid with errno set when it cannot be opened.
 UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& shown) {
@@ -690,16 +690,8 @@ UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& sh
     const files::GuardedEntry g = files::resolve_guarded(name);
     return UniqueFd(::openat(g.dir.get(), g.name.c_str(), kSourceFlags | (g.magic ? 0 : O_NOFOLLOW)));
   }
-  struct stat ls {
-  }, ds{};
-  UniqueFd at(::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!at || ::fstat(at.get(), &ls) != 0) return UniqueFd();
-  if (!S_ISLNK(ls.st_mode)) return UniqueFd(::openat(dirfd, name.c_str(), kSourceFlags | O_NOFOLLOW));
-  if (::fstat(dirfd, &ds) != 0) return UniqueFd();
-  if (const std::string why = files::planted_by(ls.st_uid, ds); !why.empty())
-    throw Failure(printable(shown.string()) + ": a symbolic link " + why +
-                  " (not followed, as fs.protected_symlinks refuses it)");
-  return UniqueFd(::openat(dirfd, name.c_str(), kSourceFlags));
+  const int follow = files::source_follow_flag(dirfd, name.string(), shown);
+  return UniqueFd(::openat(dirfd, name.c_str(), kSourceFlags | follow));
 }
 
 }  // namespace

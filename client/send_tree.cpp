@@ -218,12 +218,8 @@ bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
     const std::string name = e.local.filename().string();
     // Not through a link open_source() will refuse (another user's in a sticky directory): the size
     // of the file it names went to the server in a probe (a thirty-third re-attack, A-N2).
-    struct stat ls {
-    }, ds{};
-    if (::fstatat(dir, name.c_str(), &ls, AT_SYMLINK_NOFOLLOW) != 0) return false;
-    if (S_ISLNK(ls.st_mode) && (::fstat(dir, &ds) != 0 || !files::planted_by(ls.st_uid, ds).empty()))
-      return false;
-    return ::fstatat(dir, name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
+    const int follow = files::source_follow_flag(dir, name, e.local);
+    return ::fstatat(dir, name.c_str(), &st, follow ? AT_SYMLINK_NOFOLLOW : 0) == 0 && S_ISREG(st.st_mode);
   } catch (const Failure&) {
     return false;
   }

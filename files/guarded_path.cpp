@@ -24,6 +24,18 @@ std::string planted_by(uid_t owner, const struct stat& dir) {
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
 }
 
+int source_follow_flag(int dirfd, const std::string& name, const fs::path& shown) {
+  struct stat ls {
+  }, ds{};
+  const UniqueFd at(::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at || ::fstat(at.get(), &ls) != 0 || !S_ISLNK(ls.st_mode)) return O_NOFOLLOW;
+  if (::fstat(dirfd, &ds) != 0) throw Failure(proto::printable(shown.string()) + ": " + errno_text(errno));
+  if (const std::string why = planted_by(ls.st_uid, ds); !why.empty())
+    throw Failure(proto::printable(shown.string()) + ": a symbolic link " + why +
+                  " (not followed, as fs.protected_symlinks refuses it)");
+  return 0;
+}
+
 std::string unreplaceable(int dirfd, const std::string& name) {
   struct stat st {
   }, dir{};
