@@ -147,7 +147,9 @@ bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEn
 std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped,
                                  std::vector<std::string>* unreadable) {
   std::vector<TreeEntry> out;
-  const files::UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // as the user named it
+  // Every link on the way judged as for a single source (a thirty-fourth re-attack, A-N1: another
+  // user's link in /tmp named as the tree was followed, and the directory it named was sent).
+  const files::UniqueFd fd = files::open_guarded_dir(top);
   if (!fd) throw Failure(printable(top.string()) + ": " + files::errno_text(errno));
   walk(fd.get(), top, "", out, skipped, unreadable);
   return out;
@@ -218,8 +220,9 @@ bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
     const std::string name = e.local.filename().string();
     // Not through a link open_source() will refuse (another user's in a sticky directory): the size
     // of the file it names went to the server in a probe (a thirty-third re-attack, A-N2).
-    const int follow = files::source_follow_flag(dir, name, e.local);
-    return ::fstatat(dir, name.c_str(), &st, follow ? AT_SYMLINK_NOFOLLOW : 0) == 0 && S_ISREG(st.st_mode);
+    const files::GuardedEntry g = files::resolve_guarded_at(dir, e.local.parent_path(), name);
+    return ::fstatat(g.dir.get(), g.name.c_str(), &st, g.magic ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(st.st_mode);
   } catch (const Failure&) {
     return false;
   }

@@ -24,18 +24,6 @@ std::string planted_by(uid_t owner, const struct stat& dir) {
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
 }
 
-int source_follow_flag(int dirfd, const std::string& name, const fs::path& shown) {
-  struct stat ls {
-  }, ds{};
-  const UniqueFd at(::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!at || ::fstat(at.get(), &ls) != 0 || !S_ISLNK(ls.st_mode)) return O_NOFOLLOW;
-  if (::fstat(dirfd, &ds) != 0) throw Failure(proto::printable(shown.string()) + ": " + errno_text(errno));
-  if (const std::string why = planted_by(ls.st_uid, ds); !why.empty())
-    throw Failure(proto::printable(shown.string()) + ": a symbolic link " + why +
-                  " (not followed, as fs.protected_symlinks refuses it)");
-  return 0;
-}
-
 std::string unreplaceable(int dirfd, const std::string& name) {
   struct stat st {
   }, dir{};
@@ -92,14 +80,20 @@ bool only_dots(const std::vector<std::string>& todo) {
 }  // namespace
 
 GuardedEntry resolve_guarded(const fs::path& path) {
-  const std::string shown = proto::printable(path.string());
+  std::error_code ec;
+  return resolve_guarded_at(AT_FDCWD, path.is_absolute() ? fs::path("/") : fs::current_path(ec), path);
+}
+
+GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path& path) {
+  const std::string shown =
+      proto::printable((dirfd == AT_FDCWD || path.is_absolute() ? path : where / path).string());
   const auto fail = [&](const std::string& why) { return Failure(shown + ": " + why); };
   std::vector<std::string> todo;
   push_parts(todo, path);
-  UniqueFd cur(::open(path.is_absolute() ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd cur(path.is_absolute() ? ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
+                                  : ::openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!cur) throw fail(errno_text(errno));
-  std::error_code ec;
-  fs::path at = path.is_absolute() ? fs::path("/") : fs::current_path(ec);  // cur's path, for messages
+  fs::path at = path.is_absolute() ? fs::path("/") : where;  // cur's path, for messages
   bool followed = false;
   const auto entry = [&](UniqueFd dir, const std::string& name, bool magic) {
     if (!dir) throw fail(errno_text(errno));

@@ -24,14 +24,6 @@ namespace aesxfer::files {
 // directory that is not both sticky and writable by others, everything does.
 std::string planted_by(uid_t owner, const struct stat& dir);
 
-// How the entry `name` of dirfd may be opened as a source: O_NOFOLLOW when it is no symbolic link
-// (or is missing), 0 when it is a link planted_by() accepts (judged on the link itself, opened
-// O_PATH | O_NOFOLLOW). A link another user planted throws Failure "SHOWN: a symbolic link owned
-// by ... (not followed, ...)", with `shown` made printable. The client's open of a tree's entry
-// and its probe of that entry's size both ask it (a thirty-third re-attack, A-N2: the probe went
-// through a link the open refused).
-int source_follow_flag(int dirfd, const std::string& name, const std::filesystem::path& shown);
-
 // Why `name` in dirfd, an existing entry of another user's in a sticky directory that is not this
 // user's, cannot be replaced by a rename (the sticky bit lets only the entry's or the directory's
 // owner, or a process with CAP_FOWNER, here taken to be root, remove or rename over it), or "".
@@ -55,6 +47,12 @@ struct GuardedEntry {
   std::filesystem::path path;  // where the entry is, absolute, for messages
 };
 GuardedEntry resolve_guarded(const std::filesystem::path& path);
+// The same walk begun in dirfd, whose path is `where` (for messages), for a relative `path`: an
+// entry of a tree the client sends, each link on its way judged as above, not only its own (a
+// thirty-fourth re-attack, A-N2: the user's link in the tree to another user's link in /tmp was
+// followed whole by the kernel).
+GuardedEntry resolve_guarded_at(int dirfd, const std::filesystem::path& dir,
+                                const std::filesystem::path& path);
 
 // The directory `path` names, opened through resolve_guarded (O_RDONLY | O_DIRECTORY), or an
 // invalid descriptor with errno set when it is not there or not a directory. Throws Failure as

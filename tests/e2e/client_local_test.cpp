@@ -1368,6 +1368,48 @@ TEST_F(ClientLocal, AnotherUsersLinkInAStickyDirectoryIsNoSource) {
   EXPECT_EQ(read_text_file(ws.root / "mine.txt"), "ROOT-SECRET\n");
 }
 
+// A thirty-fourth re-attack (A-N1, A-N2): send -r opened the tree it was named as the user typed
+// it, so another user's link in a sticky directory named as the tree had the directory it chose
+// sent; and a tree's entry was judged on its own link only, so this user's link in the tree to
+// another user's link in /tmp was followed whole. Every link on the way is judged, with --resume
+// too; nothing of the private directory reaches the server.
+TEST_F(ClientLocal, ATreeIsReachedOnlyThroughLinksTheKernelsRuleFollows) {
+  const StickyShare s(ws.local);
+  write_text_file(s.priv / "secret.txt", "ROOT-SECRET\n");
+  fs::permissions(s.priv / "secret.txt", fs::perms(0600));
+  const fs::path planted_dir = s.link("reports", s.priv);
+  const fs::path planted_file = s.link("latest", s.priv / "secret.txt");
+  fs::create_symlink(planted_dir, ws.local / "mytree");  // this user's link to another user's link
+  const std::string refusal =
+      "a symbolic link owned by uid 65534 in a sticky directory others can write to (not followed, as "
+      "fs.protected_symlinks refuses it)";
+  for (const bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "--resume" : "no --resume");
+    for (const fs::path& top : {planted_dir, ws.local / "mytree", ws.local / "mytree" / ""}) {
+      std::vector<std::string> a{"send", "-r", "-q", top.string(), "127.0.0.1:got"};
+      if (resume) a.push_back("--resume");
+      auto r = run(a);
+      EXPECT_EQ(r.exit_code, 1) << r.describe();
+      EXPECT_NE(r.err.find("reports: " + refusal), std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(ws.root / "got")) << top;
+    }
+    const fs::path tree = ws.local / "tree";
+    fs::create_directories(tree);
+    write_text_file(tree / "ok.txt", "ok\n");
+    if (!fs::is_symlink(tree / "latest.txt")) fs::create_symlink(planted_file, tree / "latest.txt");
+    const std::string to = resume ? "tree-r" : "tree";
+    std::vector<std::string> a{"send", "-r", "-q", tree.string(), "127.0.0.1:" + to};
+    if (resume) a.push_back("--resume");
+    auto r = run(a);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("latest: " + refusal), std::string::npos) << r.err;
+    EXPECT_EQ(read_text_file(ws.root / to / "ok.txt"), "ok\n");
+    EXPECT_FALSE(fs::exists(ws.root / to / "latest.txt"));
+    EXPECT_FALSE(std::regex_search(server->log(), std::regex("op=probe file=\"[^\"]*latest.txt\"")))
+        << server->log();
+  }
+}
+
 // A thirty-second re-attack (A-N4): known_hosts and the home's missing directories were made by
 // path: with AESXFER_HOME below another user's link in a sticky directory (and -i, so that no
 // identity was made there first), the home and known_hosts landed in root's private directory.
