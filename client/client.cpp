@@ -885,7 +885,8 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   bool through = !sink && writes_through(local, dirfd);
   std::string not_resumed;
   if (opt_.resume && !sink && !through && remote != "/dev/zero")
-    if (auto r = fetch_resumed(remote, local, zero_size, on_start, progress, dirfd, not_resumed)) return *r;
+    if (auto r = fetch_resumed(remote, local, zero_size, on_start, progress, size_hint, dirfd, not_resumed))
+      return *r;
   resume_offset_ = 0;
   if (!opt_.resume && !opt_.paced && !through &&
       (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&

@@ -325,11 +325,12 @@ class Client {
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              std::string& version);
   // nullopt when the partial file may not be adopted: `not_resumed` says why, and the caller
-  // receives the file from the start.
+  // receives the file from the start. `size_hint` as for fetch(): the file's size when known.
   std::optional<FileResult> fetch_resumed(const std::string& remote, const std::filesystem::path& local,
                                           uint64_t zero_size,
                                           const std::function<void(uint64_t size)>& on_start,
-                                          const ProgressFn& progress, int dirfd, std::string& not_resumed);
+                                          const ProgressFn& progress, uint64_t size_hint, int dirfd,
+                                          std::string& not_resumed);
   // For prefix_mac's tick while this client hashes a resume prefix: a `stat` of the root every
   // half second, so that a server's idle timeout (30 s by default) never drops the session while
   // a large file is hashed from a slow disk.
@@ -344,6 +345,10 @@ class Client {
   // recv --resume once the server agreed where to start: the stream into the partial file (or,
   // when the destination already is the server's whole file, only its end record), the Result,
   // and the file's figures. base_fd: the destination offered as the prefix, or -1.
+  // recv --resume before its get: the prefix offered (the partial file, or the destination base_fd
+  // copied into it unless `whole`), hashed once the room for the rest is judged (recv_tree.cpp).
+  std::optional<files::PrefixScan> resume_prefix(PartialFile& pf, int base_fd, bool whole, uint64_t have,
+                                                 uint64_t size_hint, const std::filesystem::path& local);
   FileResult finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
                             PartialFile& pf, int base_fd, bool whole, const std::filesystem::path& local,
                             const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);

@@ -52,7 +52,7 @@ std::string parent_of(const std::string& rel) {
 std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const fs::path& local_in,
                                                 uint64_t zero_size,
                                                 const std::function<void(uint64_t)>& on_start,
-                                                const ProgressFn& progress, int dirfd,
+                                                const ProgressFn& progress, uint64_t size_hint, int dirfd,
                                                 std::string& not_resumed) {
   // A symbolic link is written through, as without --resume: the partial file beside its target,
   // renamed over the target (a fifteenth re-attack, K2: the link itself was replaced by the file,
@@ -100,15 +100,13 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
       if (st.status == proto::Status::ok && dsize <= st.size) {
         have = dsize;
         whole = dsize == st.size;
+        size_hint = st.size;
       } else {
         base.reset();
       }
     }
   }
-  std::optional<PrefixScan> scan;
-  if (have)
-    scan = scan_prefix(*keys_, base.get() >= 0 ? base.get() : pf.fd(), have,
-                       base.get() >= 0 && !whole ? pf.fd() : -1, keepalive());
+  const std::optional<PrefixScan> scan = resume_prefix(pf, base.get(), whole, have, size_hint, local);
   const proto::Message req = get_request(remote, zero_size, proto::kFlagResume, have, scan ? scan->mac : "");
   proto::Message resp = ask(req);
   // The server echoes our prefix hash when it resumes at our offset, and sends none when it
@@ -128,6 +126,36 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   if (start) so.prefix_hash = &scan->sum;
 
   return finish_resumed(r, resp, so, pf, base.get(), whole, local, on_start, progress);
+}
+
+std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bool whole, uint64_t have,
+                                                uint64_t size_hint, const fs::path& local) {
+  const bool copy = base_fd >= 0 && !whole;
+  // The size known already (the server's stat above, a listing, the sources' stats): what is
+  // still to come, and the copy of the destination before it, must fit, said before the copy and
+  // the get (a thirty-fourth re-attack, A-N3 and B-N2: the copy filled the disk, and a partial
+  // file that held nothing but the destination's bytes was kept; A-N4: asked first, the refusal
+  // ended a tree). Nothing asked yet: this file fails alone.
+  if (size_hint != UINT64_MAX && !whole) {
+    const uint64_t need = copy ? size_hint : size_hint - std::min(size_hint, have);
+    if (const std::string why = room_problem(pf.fd(), need); !why.empty()) {
+      if (copy || !have) pf.discard();  // else what arrived before stays for --resume
+      throw Failure(printable(local.string()) + ": " + why, proto::Status::no_space, ENOSPC);
+    }
+  }
+  std::optional<PrefixScan> scan;
+  try {
+    if (have)
+      scan = scan_prefix(*keys_, base_fd >= 0 ? base_fd : pf.fd(), have, copy ? pf.fd() : -1, keepalive());
+  } catch (const Failure& f) {
+    if (!copy || f.origin != Origin::local) throw;
+    pf.discard();  // a copy of the destination, which is as it was: nothing worth keeping
+    throw Failure(
+        printable(local.string()) + ": " + f.what() +
+            " (copying the destination into its partial file; nothing kept, the destination is as it was)",
+        f.status, f.err);
+  }
+  return scan;
 }
 
 FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
@@ -160,17 +188,21 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   }
 
   // The server's file grew between the stat and the request: the destination was hashed but not
-  // copied. Copy it now; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
-  if (start && whole) copy_prefix(base_fd, pf.fd(), start);
-  pf.truncate_to(start);
+  // copied. It is copied below; if it changed meanwhile, the whole-file SHA-256 fails the transfer.
+  const bool copy = start && whole;
+  if (!copy) pf.truncate_to(start);
   // What is still to come must fit, said before its first byte as for a get without --resume (a
-  // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed).
-  if (const std::string why = room_problem(pf.fd(), resp.size - start); !why.empty()) {
-    if (!start) pf.discard();  // nothing of it to keep
+  // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed), and before
+  // the copy, which it counts (a thirty-fourth, A-N3).
+  if (const std::string why = room_problem(pf.fd(), copy ? resp.size : resp.size - start); !why.empty()) {
+    const bool keep = start && !copy;  // else nothing of it to keep
+    if (!keep) pf.discard();
     send_failure_result(Failure(why, proto::Status::io_error, ENOSPC));
-    throw Failure(printable(local.string()) + ": " + why + (start ? " (partial file kept for --resume)" : ""),
+    throw Failure(printable(local.string()) + ": " + why + (keep ? " (partial file kept for --resume)" : ""),
                   proto::Status::io_error, ENOSPC);
   }
+  if (copy) copy_prefix(base_fd, pf.fd(), start);
+  pf.truncate_to(start);
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
@@ -540,14 +572,18 @@ void name_the_rest(const RemoteDir& d, size_t from, const std::string& base, con
 // a word (a twentieth re-attack, N3; PROTOCOL.md 3.3), and is thrown as TreeEnded. A lost link is
 // left to the retry, which fetches them.
 template <class FetchOne, class Report>
-void fetch_or_end(const FetchOne& fetch_one, const Report& pipelined, const RemoteDir& d, size_t i,
-                  const std::string& base, const fs::path& top, const SkippedTrees& skipped, int pfd) {
+void fetch_or_end(const Client& client, const FetchOne& fetch_one, const Report& pipelined,
+                  const RemoteDir& d, size_t i, const std::string& base, const fs::path& top,
+                  const SkippedTrees& skipped, int pfd) {
   const auto& e = d.entries[i];
   try {
     fetch_one(base + e.path, top / e.path, e.size, pfd);
   } catch (const Failure& f) {
     if (!pipelined || f.origin != proto::Origin::local) throw;
     pipelined(base + e.path, top / e.path, nullptr, &f);
+    // Failed before its get (a file the listing's size says cannot fit): this file alone, as
+    // among several sources (a thirty-fourth re-attack, A-N4 and B-N1: the rest were "not fetched").
+    if (client.can_continue()) return;
     name_the_rest(d, i + 1, base, top, skipped, pipelined);
     throw TreeEnded(f);
   }
@@ -614,7 +650,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
           break;
         }
         pipeline.drain();
-        fetch_or_end(fetch_one, pipelined, d, size_t(&e - d.entries.data()), base, top, skipped, pfd);
+        fetch_or_end(client, fetch_one, pipelined, d, size_t(&e - d.entries.data()), base, top, skipped, pfd);
         break;
       }
       case proto::EntryType::symlink:

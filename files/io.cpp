@@ -117,7 +117,13 @@ std::string space_shortfall(int fd, uint64_t need) {
   if (::fstatvfs(fd, &vfs) != 0) return "";
   const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
   if (need <= free) return "";
-  return std::to_string(need >> 20) + " MiB to receive, " + std::to_string(free >> 20) + " MiB free";
+  // One unit for both, chosen by the need; the need rounded up and the free space down, so that
+  // the figures never read as if the file fit (a thirty-fourth re-attack, A-N5: "1 MiB to
+  // receive, 1 MiB free" for 2,000,000 bytes).
+  const int shift = need < (uint64_t(10) << 10) ? 0 : need < (uint64_t(10) << 20) ? 10 : 20;
+  const char* unit = shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB";
+  const uint64_t up = (need >> shift) + ((need & ((uint64_t(1) << shift) - 1)) != 0);
+  return std::to_string(up) + unit + " to receive, " + std::to_string(free >> shift) + unit + " free";
 }
 
 }  // namespace aesxfer::files

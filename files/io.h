@@ -48,7 +48,8 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden);
 
 // "N MiB to receive, M MiB free" when `need` bytes are more than the free space of the file
 // system fd is on (statvfs), else "": what a receiver says, before the first byte, of a file
-// that cannot fit (the client's gets, the server's puts).
+// that cannot fit (the client's gets, the server's puts). In bytes below 10 KiB and in KiB below
+// 10 MiB of need; the need rounded up, the free space down.
 std::string space_shortfall(int fd, uint64_t need);
 
 }  // namespace aesxfer::files

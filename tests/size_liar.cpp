@@ -1,12 +1,17 @@
 // A test helper loaded with LD_PRELOAD into the aesxfer binary: fstat(2) of a regular file whose
 // name ends in ".liar" reports 4096 bytes more than the file holds, so that the sender meets, every
 // time, a file that "shrank" while it was read (the race a real shrinking file only sometimes
-// wins). Nothing else changes. Used by tests/e2e/chaos_test.cpp.
+// wins). With AESXFER_LIAR_ROOM set, fstatvfs(2) also reports a tebibyte free whatever the file
+// system holds, so that a receiver's check of the free space before a file passes and its disk
+// fills during the data (the failure the check now prevents, which must still end well). Nothing
+// else changes. Used by tests/e2e/chaos_test.cpp.
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -28,6 +33,13 @@ int lie(int (*real)(int, Stat*), int fd, Stat* st) {
   return r;
 }
 
+template <class Vfs>
+int roomy(int (*real)(int, Vfs*), int fd, Vfs* st) {
+  const int r = real(fd, st);
+  if (r == 0 && std::getenv("AESXFER_LIAR_ROOM") && st->f_frsize) st->f_bavail = (1ull << 40) / st->f_frsize;
+  return r;
+}
+
 }  // namespace
 
 extern "C" int fstat(int fd, struct stat* st) {
@@ -38,4 +50,14 @@ extern "C" int fstat(int fd, struct stat* st) {
 extern "C" int fstat64(int fd, struct stat64* st) {
   static auto real = reinterpret_cast<int (*)(int, struct stat64*)>(::dlsym(RTLD_NEXT, "fstat64"));
   return lie(real, fd, st);
+}
+
+extern "C" int fstatvfs(int fd, struct statvfs* st) {
+  static auto real = reinterpret_cast<int (*)(int, struct statvfs*)>(::dlsym(RTLD_NEXT, "fstatvfs"));
+  return roomy(real, fd, st);
+}
+
+extern "C" int fstatvfs64(int fd, struct statvfs64* st) {
+  static auto real = reinterpret_cast<int (*)(int, struct statvfs64*)>(::dlsym(RTLD_NEXT, "fstatvfs64"));
+  return roomy(real, fd, st);
 }

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const std::string kOld = "old destination contents: an interrupted transfer must leave these alone\n";
+
+// The environment of a client run under tests/size_liar.cpp (LD_PRELOAD), whose fstat says 4096
+// bytes more for a "*.liar" file (and, with AESXFER_LIAR_ROOM set, whose fstatvfs says a TiB is
+// free).
+std::map<std::string, std::string> liar_env(const Workspace& ws) {
+  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  return {{"AESXFER_HOME", ws.home.string()},
+          {"LD_PRELOAD", AESXFER_SIZE_LIAR},
+          {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+}
 
 // Starts the aesxfer binary in the background (stdout/stderr to `log`); returns its PID.
 pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& log) {
@@ -468,15 +479,21 @@ TEST_F(ChaosDiskFull, AFileThatCannotFitFailsAloneAndTheOthersArrive) {
 // The same inside recv -r (a twentieth re-attack, N3): a full disk during a large file of the tree
 // ended the session with one line, and the files after it were left out without a word. The
 // failed file and each file after it get their line and object, in the listing's order, once.
+// Since the thirty-fourth re-attack a file the listing says cannot fit fails alone before its get
+// (ATreesFileThatCannotFitFailsAloneBeforeItsGet): here the client's fstatvfs says a TiB is free
+// (tests/size_liar.cpp), so that the disk still fills during the data, as when another writer
+// takes the space after the check.
 TEST_F(ChaosDiskFull, ATreesFilesAfterAFailureThatEndsTheSessionAreNamed) {
   fs::create_directories(ws.root / "lt");
   write_random_file(ws.root / "lt" / "a1", 700 << 10, 1);
   write_random_file(ws.root / "lt" / "b2", 5 << 20, 2);  // more than the 4 MiB disk, not pipelined
   write_text_file(ws.root / "lt" / "c3", "c3\n");
   write_random_file(ws.root / "lt" / "d4", 3 << 20, 4);
-  auto r = run_aesxfer({"recv", "-r", "--json", "127.0.0.1:lt", small.string(), "-P",
+  std::map<std::string, std::string> env = liar_env(ws);
+  env["AESXFER_LIAR_ROOM"] = "1";
+  auto r = run_process({AESXFER_BINARY, "recv", "-r", "--json", "127.0.0.1:lt", small.string(), "-P",
                         std::to_string(server->port()), "--timeout", "10"},
-                       ws.home, 60);
+                       env, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   std::vector<std::string> files, errors;
   for (const auto& l : nonempty_lines(r.out)) {
@@ -488,6 +505,7 @@ TEST_F(ChaosDiskFull, ATreesFilesAfterAFailureThatEndsTheSessionAreNamed) {
   ASSERT_EQ(files, (std::vector<std::string>{"lt/a1", "lt/b2", "lt/c3", "lt/d4"})) << r.out;
   EXPECT_EQ(errors[0], "") << r.out;
   EXPECT_NE(errors[1].find("no space"), std::string::npos) << r.out;
+  EXPECT_EQ(errors[1].find("to receive"), std::string::npos) << "refused before its data: " << r.out;
   for (size_t i : {2, 3})
     EXPECT_NE(errors[i].find(files[i] + ": not fetched: the session ended when an earlier file failed"),
               std::string::npos)
@@ -495,6 +513,97 @@ TEST_F(ChaosDiskFull, ATreesFilesAfterAFailureThatEndsTheSessionAreNamed) {
   EXPECT_EQ(nonempty_lines(r.err).size(), 3u + (r.err.find("Permanently added") != std::string::npos))
       << r.err;
   EXPECT_TRUE(temp_debris(small).empty());
+}
+
+// A thirty-fourth re-attack (A-N4, B-N1): in recv -r a file the listing says cannot fit was refused
+// before its get, and then ended the tree: the files after it, which fit, were "not fetched". It
+// fails alone now, with --resume too, and the figures show the gap in KiB (A-N5: "1 MiB to
+// receive, 1 MiB free"). A small file, fetched pipelined, is judged before its first byte too
+// (A-N6: it filled the disk first, then failed with no figures).
+TEST_F(ChaosDiskFull, ATreesFileThatCannotFitFailsAloneBeforeItsGet) {
+  fs::create_directories(ws.root / "lt");
+  write_random_file(ws.root / "lt" / "a1", 700 << 10, 1);
+  write_random_file(ws.root / "lt" / "b2", 5 << 20, 2);  // more than the 4 MiB disk, not pipelined
+  write_text_file(ws.root / "lt" / "c3", "c3\n");
+  write_random_file(ws.root / "lt" / "d4", 2 << 20, 4);
+  for (const bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "--resume" : "no --resume");
+    fs::remove_all(small / "lt");
+    std::vector<std::string> a{
+        "recv",      "-r", "--json", "127.0.0.1:lt", small.string(), "-P", std::to_string(server->port()),
+        "--timeout", "10"};
+    if (resume) a.push_back("--resume");
+    auto r = run_aesxfer(a, ws.home, 60);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::map<std::string, std::string> errors;
+    for (const auto& l : nonempty_lines(r.out))
+      if (auto o = parse_flat_json(l)) errors[(*o)["file"]] = (*o)["error"];
+    EXPECT_EQ(errors.size(), 4u) << r.out;
+    EXPECT_NE(errors["lt/b2"].find("b2: no space left on device (5120 KiB to receive, "), std::string::npos)
+        << r.out;
+    for (const char* f : {"a1", "c3", "d4"}) {
+      EXPECT_EQ(errors[std::string("lt/") + f], "") << f << "\n" << r.out;
+      EXPECT_EQ(sha256_file(small / "lt" / f), sha256_file(ws.root / "lt" / f)) << f;
+    }
+    EXPECT_FALSE(fs::exists(small / "lt" / "b2"));
+    EXPECT_TRUE(temp_debris(small / "lt").empty());
+  }
+  // A small file, pipelined, with less room than it needs: refused with the figures, the next
+  // file arrives, nothing of it is written.
+  fs::remove_all(small / "lt");
+  fs::create_directories(ws.root / "st");
+  write_random_file(ws.root / "st" / "a", 900000, 5);
+  write_text_file(ws.root / "st" / "b", "b\n");
+  {
+    struct statvfs v {};
+    ASSERT_EQ(::statvfs(small.c_str(), &v), 0);
+    const uint64_t free = uint64_t(v.f_bavail) * v.f_frsize;
+    ASSERT_GT(free, uint64_t(600) << 10);
+    write_random_file(small / "filler", free - (uint64_t(500) << 10), 6);
+  }
+  auto r = run_aesxfer({"recv", "-r", "127.0.0.1:st", small.string(), "-P", std::to_string(server->port())},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("st/a: no space left on device (879 KiB to receive, "), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(small / "st" / "b"), "b\n");
+  EXPECT_FALSE(fs::exists(small / "st" / "a"));
+  EXPECT_TRUE(temp_debris(small / "st").empty());
+}
+
+// A thirty-fourth re-attack (A-N3, B-N2): recv --resume onto a shorter destination copied it into
+// the partial file before anything judged the room, filled the disk, kept a partial file that was
+// only a copy of the destination, and said "no space left on device" without naming the file.
+// The copy and the rest after it are judged first: refused with the figures, the file named,
+// nothing kept, the destination as it was; in a tree that file fails alone.
+TEST_F(ChaosDiskFull, ResumingOntoAShorterDestinationJudgesTheCopyFirst) {
+  write_random_file(ws.root / "r3", 3 << 20, 7);
+  fs::create_directories(ws.root / "t5");
+  fs::copy_file(ws.root / "r3", ws.root / "t5" / "f");
+  write_text_file(ws.root / "t5" / "g", "g\n");
+  const auto prefix = [&](const fs::path& to) {
+    std::string all = read_text_file(ws.root / "r3");
+    write_text_file(to, all.substr(0, 2600u << 10));
+  };
+  prefix(small / "r3");
+  const std::string before = sha256_file(small / "r3");
+  auto r = run_aesxfer({"recv", "-q", "--resume", "127.0.0.1:r3", (small / "r3").string(), "-P",
+                        std::to_string(server->port())},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("r3: no space left on device (3072 KiB to receive, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("partial file kept"), std::string::npos) << r.err;
+  EXPECT_EQ(sha256_file(small / "r3"), before);
+  EXPECT_TRUE(temp_debris(small).empty());
+  fs::remove(small / "r3");
+  fs::create_directories(small / "t5");
+  prefix(small / "t5" / "f");
+  r = run_aesxfer({"recv", "-r", "--resume", "--json", "127.0.0.1:t5", small.string(), "-P",
+                   std::to_string(server->port())},
+                  ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.out.find("t5/f: no space left on device (3072 KiB to receive, "), std::string::npos) << r.out;
+  EXPECT_EQ(read_text_file(small / "t5" / "g"), "g\n");
+  EXPECT_TRUE(temp_debris(small / "t5").empty());
 }
 
 }  // namespace
@@ -541,15 +650,6 @@ TEST_F(Chaos, ATreesFilesAfterAFileThatShrankAreNamed) {
 
 namespace aesxfer::test {
 namespace {
-
-// The environment of a client run under tests/size_liar.cpp (LD_PRELOAD), whose fstat says 4096
-// bytes more for a "*.liar" file.
-std::map<std::string, std::string> liar_env(const Workspace& ws) {
-  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-  return {{"AESXFER_HOME", ws.home.string()},
-          {"LD_PRELOAD", AESXFER_SIZE_LIAR},
-          {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
-}
 
 // A thirty-third re-attack (B-N9): a file too large to pipeline that shrank as it was sent was
 // reported as "file shrank while being sent (...)", with no name, among several sources.
