@@ -57,6 +57,12 @@ std::string port_in_path_hint(const Remote& r) {
          ": a port goes in -P " + port + ")";
 }
 
+std::string last_name(const std::string& path) {
+  const std::string trimmed = path.substr(0, path.find_last_not_of('/') + 1);
+  const size_t slash = trimmed.rfind('/');
+  return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+}
+
 bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   if (!r.user.empty() && !quiet)
     std::fprintf(stderr,
@@ -79,9 +85,7 @@ bool check_remote(const Remote& r, bool quiet, const std::string& special) {
   // the login, exit 1).
   // Its last component, trailing slashes aside (a thirty-second re-attack, B-a: ".x.aesxfer-partial/"
   // passed, logged in, and failed).
-  const std::string trimmed = r.path.substr(0, r.path.find_last_not_of('/') + 1);
-  if (const size_t slash = trimmed.rfind('/');
-      files::is_reserved_name(slash == std::string::npos ? trimmed : trimmed.substr(slash + 1))) {
+  if (files::is_reserved_name(last_name(r.path))) {
     die_line(shown + ": " + files::kReservedShape);
     return false;
   }

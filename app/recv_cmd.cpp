@@ -444,7 +444,9 @@ int check_recv_usage(const std::vector<std::string>& args, const TransferOpts& t
       return kExitUsage;
     }
   }
-  if (files::is_reserved_name(fs::path(dest).filename().string())) {  // a thirty-first re-attack, N1
+  // A thirty-first re-attack (N1); trailing slashes aside since a thirty-fourth (B-N3: recv -r made
+  // a local directory ".q.aesxfer-partial/"), as for a remote path.
+  if (files::is_reserved_name(last_name(dest))) {
     die_line("recv: " + net::printable(dest) + ": " + files::kReservedShape);
     return kExitUsage;
   }
@@ -496,8 +498,9 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
   // "iso/" names a directory that must exist, one source or several (as cp): checked first, since
   // it is not a usage error but a missing directory (exit 1).
   std::error_code dir_ec;
+  // A reserved name is a usage error, said by check_recv_usage (a thirty-fourth re-attack, B-N3).
   if (args.size() >= 2 && !t.recursive && names_directory(args.back()) &&
-      !fs::is_directory(args.back(), dir_ec)) {
+      !files::is_reserved_name(last_name(args.back())) && !fs::is_directory(args.back(), dir_ec)) {
     const std::string why = "recv: " + net::printable(args.back()) + ": not a directory";
     die_line(why);
     // Each source's --json object and --json-progress final line, as for the other failures that

@@ -672,12 +672,17 @@ TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
   write_text_file(ws.root / "t4" / ".a.aesxfer-partial", "theirs\n");
   fs::create_directories(ws.local / "e6");
   // Usage errors, before the connection (a thirty-first re-attack, N1: after the login, exit 1):
-  // as a source (with a trailing slash too: a thirty-second, B-a), as a local DEST, and as a
+  // as a source (with a trailing slash too: a thirty-second, B-a), as a local DEST (with a
+  // trailing slash too: a thirty-fourth, B-N3, where recv -r made that directory), and as a
   // send's remote DEST.
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6").string() + "/"},
            {"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial//", (ws.local / "e6").string() + "/"},
            {"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".b.aesxfer-partial").string()},
+           {"recv", "-q", "-r", "127.0.0.1:t4", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/"},
+           {"recv", "-q", "-r", "127.0.0.1:t4",
+            (ws.local / "e6" / ".z.aesxfer-tmp-abcdefghij").string() + "//"},
+           {"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/"},
            {"send", "-q", (ws.local / "e6").string(), "127.0.0.1:.c.aesxfer-tmp-abcdefghij"}}) {
     auto r = run(args);
     EXPECT_EQ(r.exit_code, 2) << r.describe();
