@@ -139,6 +139,7 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
 }
 
 void Client::check_host_key(const proto::PublicKey& key) {
+  host_key_fp_ = proto::fingerprint(key);
   const std::string& hp = conn_->peer();
   proto::PublicKey expected{};
   const fs::path known = opt_.home / "known_hosts";

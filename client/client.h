@@ -261,6 +261,8 @@ class Client {
   }
   // $AESXFER_HOME (recv -r records the trees it created there: client/tree_resume.h).
   const std::filesystem::path& home() const { return opt_.home; }
+  // The server's host key, as "SHA256:..." (proto::fingerprint), once the handshake checked it.
+  const std::string& host_key_fingerprint() const { return host_key_fp_; }
   // Offset the current or last put or get resumed from (valid from its on_start call on).
   uint64_t resume_offset() const { return resume_offset_; }
 
@@ -271,6 +273,7 @@ class Client {
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
   bool clean_failure_ = false;
+  std::string host_key_fp_;
   net::Congestion cc_;
   // The path's base round trip (tcpi_min_rtt, else the smoothed one) and the auto number of
   // connections decided from it, once per invocation (client/parallel.cpp); -1: not yet.

@@ -360,6 +360,14 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
                     ": control byte in a name)");
 }
 
+// What tree_copies records a copy of: the path on a server, the server known by its host key.
+// Another server on the same host (another port) is another source (a thirty-fourth re-attack,
+// B-N6: its tree was merged into the first one's copy); the same server reached another way (a
+// tunnel, a relay, another port forwarded to it) is the same.
+std::string copy_source(const Client& client, const std::string& asked) {
+  return client.host_key_fingerprint() + " " + client.remote_name(asked);
+}
+
 // The top: DEST/NAME when DEST is an existing directory (NAME the last component of the request;
 // the root's contents go into DEST itself), else DEST, created here. Sets top and top_created.
 // recv -r --resume: true when the local directory dest is the copy an earlier recv -r of the same
@@ -604,7 +612,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   check_listing(client, d, remote, asked, bool(pipelined));
   fs::path top;
   bool top_created = false;
-  const std::string source = client.remote_name(asked);
+  const std::string source = copy_source(client, asked);
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
   if (top_created && top == dest && asked != ".")

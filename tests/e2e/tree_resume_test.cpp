@@ -183,6 +183,33 @@ TEST_F(TreeResume, ADirectoryOnAReusedInodeIsNotTheCopy) {
               inode_of(work) == ino ? "got" : "did not get");
 }
 
+// A thirty-fourth re-attack (B-N6): the record named the source as "host:path" alone, so the same
+// path on another server on the same host (another port) was taken for the same source, and its
+// tree was merged into the first one's copy. The source is known by the server's host key too:
+// another server's tree goes DEST/NAME; the first server, reached again, still continues its copy.
+TEST_F(TreeResume, TheSamePathOnAnotherServerIsAnotherSource) {
+  make_tree(ws.root / "tree");
+  const fs::path home2 = ws.tmp / "home2", root2 = ws.tmp / "root2";
+  fs::create_directories(home2);
+  fs::create_directories(root2 / "tree");
+  fs::permissions(home2, fs::perms(0700));
+  fs::copy_file(ws.home / "id_ed25519.pub", home2 / "authorized_keys");
+  write_text_file(root2 / "tree" / "a.txt", "the other server's a\n");
+  ServerProcess other(home2, root2);
+  const fs::path dl = ws.local / "dl";
+  auto r = run({"recv", "-r", "-q", "127.0.0.1:tree", dl.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", dl.string()}, other.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(dl / "a.txt"), "a\n") << "merged into the first server's copy";
+  EXPECT_EQ(read_text_file(dl / "tree" / "a.txt"), "the other server's a\n");
+  r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", dl.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(dl / "a.txt"), "a\n");
+  EXPECT_FALSE(fs::exists(dl / "tree" / "z.bin")) << "the first server's copy was nested";
+  EXPECT_EQ(other.stop(), 0);
+}
+
 // N5: a FIFO where a file of a tree goes does not hang recv -r --resume (the destination is opened
 // non-blocking, and is no resume base); it is replaced like any other non-file. (A FIFO the user
 // names as the destination of one file is written through, as cp does: that waits for a reader.)
