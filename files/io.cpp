@@ -112,6 +112,17 @@ bool inherited_descriptor(int fd) noexcept {
   return fd < kNotedFds && g_inherited.test(size_t(fd));
 }
 
+namespace {
+// The unit of a figure of `n` bytes: bytes below 10 KiB, KiB below 10 MiB, else MiB (its shift).
+int unit_shift(uint64_t n) { return n < (uint64_t(10) << 10) ? 0 : n < (uint64_t(10) << 20) ? 10 : 20; }
+const char* unit_name(int shift) { return shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB"; }
+}  // namespace
+
+std::string size_text(uint64_t n) {
+  const int shift = unit_shift(n);
+  return std::to_string(n >> shift) + unit_name(shift);
+}
+
 std::string space_shortfall(int fd, uint64_t need) {
   struct statvfs vfs {};
   if (::fstatvfs(fd, &vfs) != 0) return "";
@@ -120,8 +131,8 @@ std::string space_shortfall(int fd, uint64_t need) {
   // One unit for both, chosen by the need; the need rounded up and the free space down, so that
   // the figures never read as if the file fit (a thirty-fourth re-attack, A-N5: "1 MiB to
   // receive, 1 MiB free" for 2,000,000 bytes).
-  const int shift = need < (uint64_t(10) << 10) ? 0 : need < (uint64_t(10) << 20) ? 10 : 20;
-  const char* unit = shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB";
+  const int shift = unit_shift(need);
+  const char* unit = unit_name(shift);
   const uint64_t up = (need >> shift) + ((need & ((uint64_t(1) << shift) - 1)) != 0);
   return std::to_string(up) + unit + " to receive, " + std::to_string(free >> shift) + unit + " free";
 }

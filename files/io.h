@@ -51,5 +51,7 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden);
 // that cannot fit (the client's gets, the server's puts). In bytes below 10 KiB and in KiB below
 // 10 MiB of need; the need rounded up, the free space down.
 std::string space_shortfall(int fd, uint64_t need);
+// `n` bytes as space_shortfall() writes a figure ("3072 KiB"), rounded down.
+std::string size_text(uint64_t n);
 
 }  // namespace aesxfer::files

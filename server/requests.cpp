@@ -382,6 +382,31 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
 
 // ---- put --------------------------------------------------------------------------------------
 
+// Why a put of req.size bytes to NAME in dirfd cannot fit, or "". A resumed put's partial file of
+// this server's own is cut to the put's offset before the data, so what it holds past the offset
+// counts as free; any other put leaves it until its own file is in place, and the refusal names
+// it (a thirty-fourth re-attack, B-N5: a stale partial file took the space, and the line said
+// nothing of it).
+std::string room_refusal(int dirfd, const std::string& name, const std::string& shown, const Message& req,
+                         bool resume) {
+  uint64_t need = req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
+  struct stat pst {};
+  const std::string pname = files::partial_name(name);
+  const uint64_t kept = ::fstatat(dirfd, pname.c_str(), &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                S_ISREG(pst.st_mode) && files::partial_distrust(pst).empty()
+                            ? uint64_t(pst.st_size)
+                            : 0;
+  if (resume && kept > req.offset) need -= std::min(need, kept - req.offset);
+  const std::string short_by = files::space_shortfall(dirfd, need);
+  if (short_by.empty()) return "";
+  const std::string dir = parent_shown(shown);
+  return shown + ": no space left on device on the server (" + short_by +
+         (resume || !kept ? ""
+                          : "; " + (dir == "." ? "" : dir + "/") + pname +
+                                ", kept for send --resume, holds " + files::size_text(kept)) +
+         ")";
+}
+
 void handle_put(RequestContext& ctx, const Message& req) {
   const bool ranged = req.flags & proto::kFlagRange;
   const bool resume = (req.flags & proto::kFlagResume) && !ranged;
@@ -399,10 +424,8 @@ void handle_put(RequestContext& ctx, const Message& req) {
   // at the end of a whole upload). A resumed put needs what is past its offset; the parts of a
   // ranged put share one file and are not judged one by one.
   if (dest && !ranged && !(req.flags & proto::kFlagUnsized)) {
-    const uint64_t need = req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
-    if (const std::string short_by = files::space_shortfall(dest->dir.get(), need); !short_by.empty())
-      return refuse(ctx, req, shown,
-                    {Status::no_space, shown + ": no space left on device on the server (" + short_by + ")"});
+    if (std::string why = room_refusal(dest->dir.get(), dest->name, shown, req, resume); !why.empty())
+      return refuse(ctx, req, shown, {Status::no_space, std::move(why)});
   }
   Receiver r;
 

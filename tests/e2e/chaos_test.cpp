@@ -336,6 +336,33 @@ TEST_F(ChaosDiskFull, AFileLargerThanTheFreeSpaceIsRefusedBeforeItsData) {
   EXPECT_EQ(small_server.stop(), 0);
 }
 
+// A thirty-fourth re-attack (B-N5): a stale partial file of the server's own took the space, and
+// every put of that name was refused without a word of it. A resumed put cuts that partial file
+// to its offset before the data, so what it holds past the offset counts as free and the put
+// goes; any other put names it in the refusal.
+TEST_F(ChaosDiskFull, AServersKeptPartialFileIsCountedOrNamed) {
+  ServerProcess small_server(ws.home, small, server_args);
+  write_random_file(small / ".f35.aesxfer-partial", 3 << 20, 35);
+  fs::permissions(small / ".f35.aesxfer-partial", fs::perms(0600));
+  write_random_file(ws.local / "f35", 3500 << 10, 36);  // another file: its prefix does not match
+  auto r = run_aesxfer(
+      {"send", "-q", (ws.local / "f35").string(), "127.0.0.1:", "-P", std::to_string(small_server.port())},
+      ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("f35: no space left on device on the server (3500 KiB to receive, "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; .f35.aesxfer-partial, kept for send --resume, holds 3072 KiB)"), std::string::npos)
+      << r.err;
+  r = run_aesxfer({"send", "-q", "--resume", (ws.local / "f35").string(), "127.0.0.1:", "-P",
+                   std::to_string(small_server.port())},
+                  ws.home, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(sha256_file(small / "f35"), sha256_file(ws.local / "f35"));
+  EXPECT_FALSE(fs::exists(small / ".f35.aesxfer-partial"));
+  EXPECT_EQ(small_server.stop(), 0);
+}
+
 TEST_F(ChaosDiskFull, GetIntoFullDisk) {
   write_text_file(small / "dest.bin", kOld);
   for (const char* name : {"dest.bin", "new.bin"}) {
