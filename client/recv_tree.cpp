@@ -368,8 +368,6 @@ std::string copy_source(const Client& client, const std::string& asked) {
   return client.host_key_fingerprint() + " " + client.remote_name(asked);
 }
 
-// The top: DEST/NAME when DEST is an existing directory (NAME the last component of the request;
-// the root's contents go into DEST itself), else DEST, created here. Sets top and top_created.
 // recv -r --resume: true when the local directory dest is the copy an earlier recv -r of the same
 // source created (recorded in $AESXFER_HOME, client/tree_resume.h: never decided from the
 // server's listing), so that it is continued rather than nested.
@@ -378,8 +376,9 @@ bool continues_copy(const Client& client, const fs::path& dest, const std::strin
   return d && is_tree_copy(client.home(), d.get(), source);
 }
 
-// The local top of recv -r: dest/NAME when dest is a directory (scp), else dest; with
-// `continue_dest` (--resume, dest already the copy) dest itself.
+// The local top of recv -r: dest/NAME when dest is a directory (scp; NAME the last component of
+// the request, the root's contents into dest itself), else dest, created here; with
+// `continue_dest` (--resume, dest already the copy) dest itself. Sets top and top_created.
 UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::string& remote, uint32_t mode,
                   bool continue_dest, fs::path& top, bool& top_created) {
   struct stat dst {};
