@@ -565,7 +565,42 @@ TEST_F(PipelineHostileClient, UnansweredGetsHoldTwoMebibytesOfPathsAtMost) {
   }
   EXPECT_EQ(answered, fits);
   ASSERT_TRUE(server->wait_for_log("MiB of paths of pipelined gets without a result"));
-  ASSERT_TRUE(server->wait_for_log("op=get", 10, int(fits)));
+  // The first ten in a line each, the rest summed in one (a thirty-fifth re-attack, A-N5).
+  ASSERT_TRUE(server->wait_for_log("op=get unanswered=" + std::to_string(fits - 10) +
+                                   " bytes=" + std::to_string(fits - 10) + " result=\"failed: "))
+      << server->log();
+  EXPECT_TRUE(server->wait_for_log("op=get file=", 10, 10));
+  EXPECT_FALSE(server->wait_for_log("op=get file=", 0.5, 11)) << server->log();
+}
+
+// A thirty-fifth re-attack (A-N5): a session of 4,000 pipelined gets of a 1-byte file that sent no
+// Result wrote a ~240-byte line for each, 3.7 log bytes for each byte it sent. Ten lines a session,
+// and one that sums the rest: the log stays far below what the client sends. (The client reads
+// the answers here, so that the server has sent every one before the session ends.)
+TEST_F(PipelineHostileClient, GetsWithoutResultsCostTheLogLessThanTheySend) {
+  write_random_file(ws.root / "o", 1, 1);
+  const std::string before = server->log();
+  uint64_t sent = 0;
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (uint32_t i = 1; i <= 4000; ++i) {
+      const Message m = ahead_request(Op::get, "o", 0, i);
+      s.conn().send_message(m);
+      sent += 40;  // a record's header, tag and tag-sized fields: at least this much on the wire
+    }
+    for (int i = 0; i < 4000; ++i) {
+      const Message a = s.conn().recv_message("the answer");
+      ASSERT_EQ(a.status, Status::ok) << a.text;
+      net::recv_stream(s.conn(), -1, a.size, nullptr);
+    }
+    s.bye();
+  }
+  ASSERT_TRUE(server->wait_for_log("op=get unanswered=")) << server->log();
+  const size_t logged = server->log().size() - before.size();
+  std::printf("[ pipeline ] 4000 gets never read: %zu log bytes for at least %llu bytes sent\n", logged,
+              (unsigned long long)sent);
+  EXPECT_LT(logged, sent / 10) << server->log();
 }
 
 // The server's half of HostileServer.PartsReadFromTwoVersionsOfAFileAreRefused: a ranged get's
