@@ -58,7 +58,18 @@ std::string port_in_path_hint(const Remote& r) {
 }
 
 std::string last_name(const std::string& path) {
-  const std::string trimmed = path.substr(0, path.find_last_not_of('/') + 1);
+  // Trailing "/" and "/." set aside, which name the same directory (a thirty-fifth re-attack, A-N3
+  // and B-N5: ".q.aesxfer-partial/." was made); "." alone stays.
+  std::string trimmed = path;
+  for (;;) {
+    const size_t n = trimmed.size();
+    if (n > 1 && trimmed.back() == '/')
+      trimmed.pop_back();
+    else if (n > 2 && trimmed.compare(n - 2, 2, "/.") == 0)
+      trimmed.resize(n - 2);
+    else
+      break;
+  }
   const size_t slash = trimmed.rfind('/');
   return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
 }

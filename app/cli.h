@@ -45,7 +45,7 @@ using client::Remote;
 // `special`: /dev/null to send to, /dev/zero to fetch; a ".." component) is refused here, before
 // anything moves, as the man page promises. Returns false after printing the error.
 bool check_remote(const Remote& r, bool quiet, const std::string& special);
-// The last name of a path, trailing slashes aside ("a/b/" -> "b"): what is judged against the
+// The last name of a path, trailing "/" and "/." aside ("a/b/./" -> "b"): what is judged against the
 // reserved shapes of aesxfer's own files (files::is_reserved_name) on either side.
 std::string last_name(const std::string& path);
 // " (...)" when r's path begins with digits and a colon (host:7720:f), which scp and aesxfer read as

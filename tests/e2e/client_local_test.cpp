@@ -17,6 +17,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -673,7 +674,8 @@ TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
   fs::create_directories(ws.local / "e6");
   // Usage errors, before the connection (a thirty-first re-attack, N1: after the login, exit 1):
   // as a source (with a trailing slash too: a thirty-second, B-a), as a local DEST (with a
-  // trailing slash too: a thirty-fourth, B-N3, where recv -r made that directory), and as a
+  // trailing slash or "/." too: a thirty-fourth and thirty-fifth, B-N3 and A-N3, where recv -r
+  // made that directory), and as a
   // send's remote DEST.
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"recv", "-q", "127.0.0.1:t4/.a.aesxfer-partial", (ws.local / "e6").string() + "/"},
@@ -683,6 +685,10 @@ TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
            {"recv", "-q", "-r", "127.0.0.1:t4",
             (ws.local / "e6" / ".z.aesxfer-tmp-abcdefghij").string() + "//"},
            {"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/"},
+           {"recv", "-q", "-r", "127.0.0.1:t4", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/."},
+           {"recv", "-q", "-r", "127.0.0.1:t4", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/./"},
+           {"recv", "-q", "127.0.0.1:t4/a", (ws.local / "e6" / ".q.aesxfer-partial").string() + "/."},
+           {"send", "-q", (ws.local / "e6").string(), "127.0.0.1:.c.aesxfer-partial/."},
            {"send", "-q", (ws.local / "e6").string(), "127.0.0.1:.c.aesxfer-tmp-abcdefghij"}}) {
     auto r = run(args);
     EXPECT_EQ(r.exit_code, 2) << r.describe();
@@ -1412,6 +1418,29 @@ TEST_F(ClientLocal, ATreeIsReachedOnlyThroughLinksTheKernelsRuleFollows) {
     EXPECT_FALSE(fs::exists(ws.root / to / "latest.txt"));
     EXPECT_FALSE(std::regex_search(server->log(), std::regex("op=probe file=\"[^\"]*latest.txt\"")))
         << server->log();
+    // Among several sources the refused tree fails alone, with its own --json object, and the
+    // sources after it go (a thirty-fifth re-attack, B-N1: they were not sent, without a word).
+    const std::string up = resume ? "up-r" : "up";
+    fs::create_directories(ws.root / up);
+    fs::create_directories(ws.local / "sf");
+    write_text_file(ws.local / "sf" / "a", "a\n");
+    a = {"send",
+         "-r",
+         "--json",
+         (ws.local / "sf").string(),
+         planted_dir.string(),
+         tree.string(),
+         "127.0.0.1:" + up + "/"};
+    if (resume) a.push_back("--resume");
+    r = run(a);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::map<std::string, std::string> errors;
+    for (const auto& l : nonempty_lines(r.out))
+      if (auto o = parse_flat_json(l)) errors[(*o)["file"]] = (*o)["error"];
+    EXPECT_NE(errors[planted_dir.string()].find("reports: " + refusal), std::string::npos) << r.out;
+    EXPECT_EQ(read_text_file(ws.root / up / "sf" / "a"), "a\n");
+    EXPECT_EQ(read_text_file(ws.root / up / "tree" / "ok.txt"), "ok\n") << r.describe();
+    EXPECT_FALSE(fs::exists(ws.root / up / "reports"));
   }
 }
 
