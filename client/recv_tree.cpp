@@ -360,12 +360,14 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
                     ": control byte in a name)");
 }
 
-// What tree_copies records a copy of: the path on a server, the server known by its host key.
-// Another server on the same host (another port) is another source (a thirty-fourth re-attack,
-// B-N6: its tree was merged into the first one's copy); the same server reached another way (a
-// tunnel, a relay, another port forwarded to it) is the same.
+// What tree_copies records a copy of: the path on a server, the server known by its host key and
+// not by the name typed for it. Another server on the same host (another port, another key) is
+// another source (a thirty-fourth re-attack, B-N6: its tree was merged into the first one's copy);
+// the same server reached another way (a tunnel, a relay, localhost for 127.0.0.1) is the same (a
+// thirty-fifth, B-N4: a second copy was nested). Servers that share one host key (one
+// AESXFER_HOME, two roots) are one server here, as they are to known_hosts.
 std::string copy_source(const Client& client, const std::string& asked) {
-  return client.host_key_fingerprint() + " " + client.remote_name(asked);
+  return client.host_key_fingerprint() + ":" + asked;
 }
 
 // recv -r --resume: true when the local directory dest is the copy an earlier recv -r of the same

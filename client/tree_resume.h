@@ -16,7 +16,7 @@
 // write into ~ itself (scp's CVE-2019-6111 class). Its evidence is local: each recv -r that
 // creates DEST itself as the copy records DEST (device, inode and birth time: an inode number is
 // reused by the next directory made after a removal) with the source it copies (the server's
-// host key fingerprint and "host:path") in $AESXFER_HOME/tree_copies; --resume continues an
+// host key fingerprint and the path on it) in $AESXFER_HOME/tree_copies; --resume continues an
 // existing DEST only when it is recorded there for the same source, else scp's rule (DEST/NAME)
 // holds. A record written before the fingerprint was part of it (0.5.0 and earlier) matches nothing:
 // such a DEST nests once, as scp would.

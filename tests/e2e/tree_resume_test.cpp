@@ -185,8 +185,9 @@ TEST_F(TreeResume, ADirectoryOnAReusedInodeIsNotTheCopy) {
 
 // A thirty-fourth re-attack (B-N6): the record named the source as "host:path" alone, so the same
 // path on another server on the same host (another port) was taken for the same source, and its
-// tree was merged into the first one's copy. The source is known by the server's host key too:
-// another server's tree goes DEST/NAME; the first server, reached again, still continues its copy.
+// tree was merged into the first one's copy. The source is known by the server's host key, not by
+// the name typed for it: another server's tree goes DEST/NAME; the first server, reached again by
+// another name, still continues its copy.
 TEST_F(TreeResume, TheSamePathOnAnotherServerIsAnotherSource) {
   make_tree(ws.root / "tree");
   const fs::path home2 = ws.tmp / "home2", root2 = ws.tmp / "root2";
@@ -203,9 +204,13 @@ TEST_F(TreeResume, TheSamePathOnAnotherServerIsAnotherSource) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(dl / "a.txt"), "a\n") << "merged into the first server's copy";
   EXPECT_EQ(read_text_file(dl / "tree" / "a.txt"), "the other server's a\n");
-  r = run({"recv", "-r", "--resume", "-q", "127.0.0.1:tree", dl.string()});
+  // The first server by another of its names (a thirty-fifth re-attack, B-N4: localhost for
+  // 127.0.0.1 nested a second copy).
+  fs::remove(dl / "z.bin");
+  r = run({"recv", "-r", "--resume", "-q", "localhost:tree", dl.string()});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(dl / "a.txt"), "a\n");
+  EXPECT_EQ(sha256_file(dl / "z.bin"), sha256_file(ws.root / "tree" / "z.bin"));
   EXPECT_FALSE(fs::exists(dl / "tree" / "z.bin")) << "the first server's copy was nested";
   EXPECT_EQ(other.stop(), 0);
 }
