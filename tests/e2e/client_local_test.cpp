@@ -700,8 +700,12 @@ TEST_F(ClientLocal, NamesOfTheShapeOfAesxfersOwnFilesAreNeverWrittenHere) {
   HandSession s(server->port(), ws.home / "id_ed25519");
   ASSERT_TRUE(s.welcome_ok);
   std::string got;
-  EXPECT_EQ(s.get(proto::request(proto::Op::get, "t4/.a.aesxfer-partial"), &got).status,
-            proto::Status::bad_path);
+  const proto::Message refused = s.get(proto::request(proto::Op::get, "t4/.a.aesxfer-partial"), &got);
+  EXPECT_EQ(refused.status, proto::Status::bad_path);
+  // The shape stated exactly, as the client states it (a thirty-fifth re-attack, B-N9: "-tmp-*").
+  EXPECT_NE(refused.text.find("(.NAME.aesxfer-tmp- and ten letters or digits, .NAME.aesxfer-partial)"),
+            std::string::npos)
+      << refused.text;
   s.bye();
   EXPECT_TRUE(fs::is_empty(ws.local / "e6"));
   for (const char* dest : {"-", "/dev/null"}) {
