@@ -8,6 +8,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bitset>
 #include <cctype>
 #include <cerrno>
@@ -117,6 +118,15 @@ namespace {
 int unit_shift(uint64_t n) { return n < (uint64_t(10) << 10) ? 0 : n < (uint64_t(10) << 20) ? 10 : 20; }
 const char* unit_name(int shift) { return shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB"; }
 }  // namespace
+
+std::string reserve_reached(int fd, uint64_t next) {
+  struct statvfs vfs {};
+  if (::fstatvfs(fd, &vfs) != 0) return "";
+  const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  const uint64_t reserve = std::min(uint64_t(64) << 20, uint64_t(vfs.f_blocks) * vfs.f_frsize / 64);
+  if (free >= reserve + next) return "";
+  return "only " + size_text(free) + " left free: a transfer stops before the file system is full";
+}
 
 std::string size_text(uint64_t n) {
   const int shift = unit_shift(n);

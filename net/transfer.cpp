@@ -419,6 +419,7 @@ struct BatchStore {
   int fd;
   int64_t wpos;
   bool keep_error;
+  bool keep_reserve;
   crypto::FileChecksum& hash;
   std::optional<Failure> failed;
   void operator()(Batch* b) {
@@ -426,6 +427,9 @@ struct BatchStore {
       hash.update(b->payload[i].data(), b->payload[i].size());
       if (fd >= 0 && !failed) {
         try {
+          if (keep_reserve)
+            if (const std::string why = files::reserve_reached(fd, b->payload[i].size()); !why.empty())
+              throw Failure("no space left on device (" + why + ")", proto::Status::no_space, ENOSPC);
           files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
         } catch (const Failure& f) {
           if (!keep_error) throw;
@@ -466,7 +470,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   StreamScope scope{order};
 
   if (opt.complete) *opt.complete = false;
-  BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, hash, {}};
+  BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, opt.keep_reserve, hash, {}};
   const bool threaded = pipeline_threads(c, opt.pipeline);
   std::thread writer;
   if (threaded)

@@ -54,6 +54,9 @@ struct StreamOptions {
   // When set, receives the stream's length (the end record's): the one way to learn an unsized
   // stream's size.
   uint64_t* length = nullptr;
+  // Receiver: before each write, the file system's reserve is judged (files::reserve_reached),
+  // and a write that would go into it fails with no_space (the server's puts).
+  bool keep_reserve = false;
 };
 
 // Unsized streams (StreamOptions::unsized): how long a record waits for more input once it holds

@@ -201,6 +201,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     // write error or a bad checksum fails this file alone and the next request follows.
     o.read_to_end = ahead;
     o.complete = &complete;
+    o.keep_reserve = true;  // a put of unknown size, or puts that each fit alone (files::reserve_reached)
     recv_stream(
         ctx.c, r.fd, size, [&got](uint64_t d) { got = d; }, o);
     if (r.finish) r.finish();

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "tests/harness.h"
@@ -360,6 +361,29 @@ TEST_F(ChaosDiskFull, AServersKeptPartialFileIsCountedOrNamed) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(sha256_file(small / "f35"), sha256_file(ws.local / "f35"));
   EXPECT_FALSE(fs::exists(small / ".f35.aesxfer-partial"));
+  EXPECT_EQ(small_server.stop(), 0);
+}
+
+// A thirty-fifth re-attack (A-N1, A-N4): a put of unknown size (send -) had nothing to judge
+// before its data and filled the server's file system to its last block; so did puts that each fit
+// alone. A put's write that would take the free space below a reserve (1/64 of the file system, at
+// most 64 MiB) fails it: here 64 KiB of the 4 MiB stay free.
+TEST_F(ChaosDiskFull, APutOfUnknownSizeStopsBeforeTheDiskIsFull) {
+  ServerProcess small_server(ws.home, small, server_args);
+  const std::string cmd = "head -c 20000000 /dev/zero | '" + std::string(AESXFER_BINARY) +
+                          "' send -q - 127.0.0.1:piped -P " + std::to_string(small_server.port());
+  auto r = run_process({"/bin/sh", "-c", cmd}, {{"AESXFER_HOME", ws.home.string()}}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("127.0.0.1:piped: no space left on device (only "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("left free: a transfer stops before the file system is full)"), std::string::npos)
+      << r.err;
+  ASSERT_TRUE(small_server.wait_for_log("op=put file=\"piped\"")) << small_server.log();
+  std::smatch m;
+  const std::string log = small_server.log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("op=put file=\"piped\" bytes=([0-9]+)"))) << log;
+  EXPECT_LE(std::stoull(m[1]), (uint64_t(4) << 20) - (uint64_t(64) << 10)) << log;
+  EXPECT_TRUE(wait_no_debris(small, 5));
+  EXPECT_FALSE(fs::exists(small / "piped"));
   EXPECT_EQ(small_server.stop(), 0);
 }
 
