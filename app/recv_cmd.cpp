@@ -76,12 +76,13 @@ bool retryable_destination(const std::string& dest, bool to_stdout) {
 // The last failure of a resumable get, with the partial file it leaves named as the first lost
 // connection's line names it (a twenty-seventh re-attack, N8: the last line, after the retries,
 // did not say that what arrived was kept).
+constexpr std::string_view kNote = " (partial file kept for --resume)";
+
 proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptions& co, const fs::path& local,
                               const std::string& remote) {
   // Only for a lost connection, and a partial file --resume would adopt (files::ownership_problem,
   // as partial_distrust; a twenty-eighth re-attack, N2:
   // the note also followed the server's "no such file" and another user's planted file).
-  static constexpr std::string_view kNote = " (partial file kept for --resume)";
   if (!co.resume || f.origin == net::Origin::peer || f.status == proto::Status::busy ||
       std::string_view(f.what()).find(kNote) != std::string_view::npos)
     return f;
@@ -148,7 +149,12 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
     } catch (const proto::Failure& f) {
       if (tty) std::fputc('\n', msg);
       const bool last = !may_retry || !retry.worth(f);
-      if (last && lost && f.origin == net::Origin::link) *lost = f.what();
+      // The reason the later sources of this host are not fetched: without the note on what this
+      // file kept (a thirty-fifth re-attack, B-N6: each of them said "partial file kept").
+      if (last && lost && f.origin == net::Origin::link) {
+        *lost = f.what();
+        if (const size_t at = lost->find(kNote); at != std::string::npos) lost->erase(at, kNote.size());
+      }
       if (last && t.json && !to_stdout) {  // its object too (N2)
         int rc = 0;
         const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));

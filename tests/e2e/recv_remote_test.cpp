@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -464,6 +465,29 @@ TEST_F(RecvResume, CutThenResumeFetchesOnlyTheRest) {
   EXPECT_EQ(sha256_file(dest), want);
   EXPECT_FALSE(fs::exists(partial));
   EXPECT_TRUE(temp_debris(ws.local).empty());
+}
+
+// A thirty-fifth re-attack (B-N6): among several sources, the ones after a get whose connection was
+// lost for good said "not fetched: ... (partial file kept for --resume)", the note of the file in
+// flight, though nothing of theirs was kept. Only that file's line has it.
+TEST_F(RecvResume, OnlyTheFileInFlightSaysItsPartialFileWasKept) {
+  write_random_file(ws.root / "big.bin", uint64_t(8) << 20, 7);
+  write_text_file(ws.root / "a.txt", "a\n");
+  FaultSpec cut;
+  cut.cut_s2c_after = uint64_t(3) << 20;
+  Relay relay(server->port(), cut);
+  auto r = run({"recv", "--resume", "--json", "--retries", "0", "127.0.0.1:big.bin", "127.0.0.1:a.txt",
+                ws.local.string()},
+               relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  std::map<std::string, std::string> errors;
+  for (const auto& l : nonempty_lines(r.out))
+    if (auto o = parse_flat_json(l)) errors[(*o)["file"]] = (*o)["error"];
+  EXPECT_NE(errors["big.bin"].find("(partial file kept for --resume)"), std::string::npos) << r.out;
+  EXPECT_NE(errors["a.txt"].find("not fetched"), std::string::npos) << r.out;
+  EXPECT_EQ(errors["a.txt"].find("partial file kept"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(ws.local / ".big.bin.aesxfer-partial"));
+  EXPECT_FALSE(fs::exists(ws.local / ".a.txt.aesxfer-partial"));
 }
 
 TEST_F(RecvResume, MismatchedPartialIsFetchedAgainWhole) {
