@@ -424,9 +424,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   }
   const proto::Message ok = ask_put(req);
   // From here the server keeps what arrives of a resumable put: a Ctrl-C says so, and where.
-  struct ServerKept {
+  struct ServerKept {  // still kept after a failure (the destructor runs as it unwinds)
     int slot = -1;
-    ~ServerKept() { unregister_kept(slot); }
+    const int unwinding = std::uncaught_exceptions();
+    ~ServerKept() { unregister_kept(slot, std::uncaught_exceptions() > unwinding); }
   } kept;
   if ((req.flags & proto::kFlagResume) && !ok.text.empty())  // empty: the server keeps nothing
     kept.slot = register_server_kept(printable("what arrived of " + local.filename().string() + " in " +

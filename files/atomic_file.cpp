@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <mutex>
 
 #include "files/guarded_path.h"
 #include "files/io.h"
@@ -69,7 +70,7 @@ namespace {
 enum class Kind { temporary, kept, remote };  // removed; kept here; kept by the server
 
 struct Slot {
-  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active, 3 lingering (still kept, no transfer)
   Kind kind = Kind::temporary;
   int dirfd = -1;
   char name[NAME_MAX + 1];
@@ -78,23 +79,38 @@ struct Slot {
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
 
-int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind) {
-  for (int i = 0; i < kSlots; ++i) {
-    int expect = 0;
-    if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
-    Slot& s = g_slots[i];
-    s.kind = kind;
-    s.dirfd = dirfd;
-    std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
-    std::snprintf(s.shown, sizeof s.shown, "%s", shown.c_str());  // printable already
-    s.state.store(2);
-    return i;
+// A lingering slot of the same file gives way to its next transfer (a retry); when every slot is
+// taken, the lingering ones do.
+// Under g_claim: a lingering slot's name is read only while no other claim may refill it.
+std::mutex g_claim;
+void drop_lingering(const std::string* shown) {
+  for (auto& s : g_slots) {
+    int expect = 3;
+    if (s.state.load() != 3 || (shown && *shown != s.shown)) continue;
+    s.state.compare_exchange_strong(expect, 0);
   }
+}
+
+int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind) {
+  const std::lock_guard<std::mutex> lock(g_claim);
+  drop_lingering(&shown);
+  for (int round = 0; round < 2; ++round, drop_lingering(nullptr))
+    for (int i = 0; i < kSlots; ++i) {
+      int expect = 0;
+      if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
+      Slot& s = g_slots[i];
+      s.kind = kind;
+      s.dirfd = dirfd;
+      std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
+      std::snprintf(s.shown, sizeof s.shown, "%s", shown.c_str());  // printable already
+      s.state.store(2);
+      return i;
+    }
   return -1;
 }
 
-void release(int slot) noexcept {
-  if (slot >= 0) g_slots[slot].state.store(0);
+void release(int slot, bool lingers = false) noexcept {
+  if (slot >= 0) g_slots[slot].state.store(lingers ? 3 : 0);
 }
 
 void put(const char* s) {
@@ -112,7 +128,7 @@ extern "C" void on_stop_signal(int sig) {
   if (::isatty(STDERR_FILENO)) put("\n");
   put(sig == SIGPIPE ? "aesxfer: stopped: the reader of its output went away" : "aesxfer: interrupted");
   for (auto& s : g_slots) {
-    if (s.state.load() != 2) continue;
+    if (const int st = s.state.load(); st != 2 && st != 3) continue;
     put(any ? "; " : ": ");
     if (s.kind == Kind::temporary) {
       ::unlinkat(s.dirfd, s.name, 0);
@@ -148,7 +164,7 @@ int register_kept(int dirfd, const std::string& name, const std::string& shown) 
 
 int register_server_kept(const std::string& shown) { return claim(-1, "", shown, Kind::remote); }
 
-void unregister_kept(int slot) noexcept { release(slot); }
+void unregister_kept(int slot, bool lingers) noexcept { release(slot, lingers); }
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 

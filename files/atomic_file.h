@@ -115,6 +115,9 @@ int register_kept(int dirfd, const std::string& name, const std::string& shown);
 // ("the server keeps <shown> for --resume") instead of saying nothing was left behind. Released
 // with unregister_kept.
 int register_server_kept(const std::string& shown);
-void unregister_kept(int slot) noexcept;
+// `lingers`: the transfer ended and the file stays kept (it broke): the handler still names it,
+// while a retry waits, until a registration of the same `shown` (that retry) takes its place (a
+// thirty-fifth re-attack, B-N2: a Ctrl-C between retries said "nothing was left behind").
+void unregister_kept(int slot, bool lingers = false) noexcept;
 
 }  // namespace aesxfer::files

@@ -254,8 +254,9 @@ PartialFile::~PartialFile() {
   // Kept when the transfer broke, unless it holds nothing: an empty one resumes nothing and only
   // litters the directory (a refused get with --resume left one). Removed while still ours (open,
   // locked); after commit() the descriptor is closed and the name is the destination's.
-  if (fd_ && length() == 0) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
-  unregister_kept(slot_);
+  const bool kept = fd_ && length() > 0;
+  if (fd_ && !kept) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
+  unregister_kept(slot_, kept);
 }
 
 uint64_t PartialFile::length() const {

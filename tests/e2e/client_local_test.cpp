@@ -851,6 +851,36 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
   }
 }
 
+// A thirty-fifth re-attack (B-N2): a Ctrl-C while a retry waited said "interrupted: nothing was
+// left behind", though the broken get's partial file stayed for --resume. What a broken transfer
+// kept is named until its retry takes it up again.
+TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
+  write_random_file(ws.root / "big.bin", 8 << 20, 5);
+  FaultSpec cut;
+  cut.cut_s2c_after = uint64_t(3) << 20;
+  Relay relay(server->port(), cut);  // one connection: the retries find nobody listening
+  const fs::path dir = ws.local / "r";
+  fs::create_directories(dir);
+  pid_t pid = spawn_aesxfer({"recv", "--resume", "--retries", "5", "127.0.0.1:big.bin",
+                             (dir / "big.bin").string(), "-P", std::to_string(relay.port())},
+                            ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (read_text_file(ws.local / "err.txt").find("retry 1 of 5") == std::string::npos &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  EXPECT_NE(err.find("retry 1 of 5"), std::string::npos) << err;
+  EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
+  EXPECT_NE(
+      err.find("aesxfer: interrupted: kept " + (dir / ".big.bin.aesxfer-partial").string() + " for --resume"),
+      std::string::npos)
+      << err;
+  EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
+}
+
 // Issue 24 item E13: send --resume stopped by a signal says what the server keeps and where (its
 // partial file, named from the server's answer), never that nothing was left behind.
 TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
