@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "files/unique_fd.h"
 #include "proto/failure.h"
@@ -114,18 +115,32 @@ bool inherited_descriptor(int fd) noexcept {
 }
 
 namespace {
+// Bytes of fd's file system free to this user (statvfs f_bavail), and its size; nullopt when
+// fstatvfs fails (nothing is judged then).
+std::optional<uint64_t> free_space(int fd, uint64_t* size = nullptr) {
+  struct statvfs vfs {};
+  if (::fstatvfs(fd, &vfs) != 0) return std::nullopt;
+  if (size) *size = uint64_t(vfs.f_blocks) * vfs.f_frsize;
+  return uint64_t(vfs.f_bavail) * vfs.f_frsize;
+}
+
 // The unit of a figure of `n` bytes: bytes below 10 KiB, KiB below 10 MiB, else MiB (its shift).
 int unit_shift(uint64_t n) { return n < (uint64_t(10) << 10) ? 0 : n < (uint64_t(10) << 20) ? 10 : 20; }
 const char* unit_name(int shift) { return shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB"; }
 }  // namespace
 
-std::string reserve_reached(int fd, uint64_t next) {
-  struct statvfs vfs {};
-  if (::fstatvfs(fd, &vfs) != 0) return "";
-  const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
-  const uint64_t reserve = std::min(uint64_t(64) << 20, uint64_t(vfs.f_blocks) * vfs.f_frsize / 64);
-  if (free >= reserve + next) return "";
-  return "only " + size_text(free) + " left free: a transfer stops before the file system is full";
+std::string reserve_reached(int fd, uint64_t next, uint64_t& headroom) {
+  headroom = UINT64_MAX;
+  uint64_t size = 0;
+  const std::optional<uint64_t> free = free_space(fd, &size);
+  if (!free) return "";
+  const uint64_t reserve = std::min(uint64_t(64) << 20, size / 64);
+  if (*free < reserve + next) {
+    headroom = 0;
+    return "only " + size_text(*free) + " left free: a transfer stops before the file system is full";
+  }
+  headroom = *free - reserve - next;
+  return "";
 }
 
 std::string size_text(uint64_t n) {
@@ -134,9 +149,7 @@ std::string size_text(uint64_t n) {
 }
 
 std::string space_shortfall(int fd, uint64_t need) {
-  struct statvfs vfs {};
-  if (::fstatvfs(fd, &vfs) != 0) return "";
-  const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  const uint64_t free = free_space(fd).value_or(UINT64_MAX);
   if (need <= free) return "";
   // One unit for both, chosen by the need; the need rounded up and the free space down, so that
   // the figures never read as if the file fit (a thirty-fourth re-attack, A-N5: "1 MiB to

@@ -52,10 +52,13 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden);
 // 10 MiB of need; the need rounded up, the free space down.
 std::string space_shortfall(int fd, uint64_t need);
 // Why a receiver about to write `next` bytes into fd's file system must stop, or "": they would take
-// its free space below a reserve of 1/64 of its size, at most 64 MiB. For what no check before the data can
-// judge: a put of unknown size (send -), puts that each fit alone and not together, the parts of a ranged put
-// (a thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled to its last block).
-std::string reserve_reached(int fd, uint64_t next);
+// its free space below a reserve of 1/64 of its size, at most 64 MiB. For what no check before the
+// data can judge: a put of unknown size (send -), puts that each fit alone and not together, the
+// parts of a ranged put (a thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled
+// to its last block). `headroom`: what may still be written after `next` before the reserve
+// (UINT64_MAX when the file system cannot be asked), for a writer that asks again only once it
+// wrote part of it (net/transfer.cpp).
+std::string reserve_reached(int fd, uint64_t next, uint64_t& headroom);
 // `n` bytes as space_shortfall() writes a figure ("3072 KiB"), rounded down.
 std::string size_text(uint64_t n);
 

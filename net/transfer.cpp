@@ -422,14 +422,26 @@ struct BatchStore {
   bool keep_reserve;
   crypto::FileChecksum& hash;
   std::optional<Failure> failed;
+  // With keep_reserve: bytes that may still be written before the file system is asked again. An
+  // eighth of the headroom it last reported, so that a few receivers writing into it at once still
+  // stop at the reserve, and a large file system is asked seldom (not once a record).
+  uint64_t unjudged = 0;
+  void judge_reserve(uint64_t n) {
+    if (n <= unjudged) {
+      unjudged -= n;
+      return;
+    }
+    uint64_t headroom = 0;
+    if (const std::string why = files::reserve_reached(fd, n, headroom); !why.empty())
+      throw Failure("no space left on device (" + why + ")", proto::Status::no_space, ENOSPC);
+    unjudged = headroom == UINT64_MAX ? UINT64_MAX : headroom / 8;
+  }
   void operator()(Batch* b) {
     for (size_t i = 0; i < b->n; ++i) {
       hash.update(b->payload[i].data(), b->payload[i].size());
       if (fd >= 0 && !failed) {
         try {
-          if (keep_reserve)
-            if (const std::string why = files::reserve_reached(fd, b->payload[i].size()); !why.empty())
-              throw Failure("no space left on device (" + why + ")", proto::Status::no_space, ENOSPC);
+          if (keep_reserve) judge_reserve(b->payload[i].size());
           files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
         } catch (const Failure& f) {
           if (!keep_error) throw;

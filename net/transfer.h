@@ -54,8 +54,9 @@ struct StreamOptions {
   // When set, receives the stream's length (the end record's): the one way to learn an unsized
   // stream's size.
   uint64_t* length = nullptr;
-  // Receiver: before each write, the file system's reserve is judged (files::reserve_reached),
-  // and a write that would go into it fails with no_space (the server's puts).
+  // Receiver: the writes keep the file system's reserve (files::reserve_reached, asked again each
+  // time an eighth of the headroom it reported was written); one that would go into it fails with
+  // no_space (the server's puts).
   bool keep_reserve = false;
 };
 
