@@ -73,18 +73,18 @@ bool retryable_destination(const std::string& dest, bool to_stdout) {
          (::stat(dest.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
 }
 
+using client::kKeptNote;
+
 // The last failure of a resumable get, with the partial file it leaves named as the first lost
 // connection's line names it (a twenty-seventh re-attack, N8: the last line, after the retries,
 // did not say that what arrived was kept).
-constexpr std::string_view kNote = " (partial file kept for --resume)";
-
 proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptions& co, const fs::path& local,
                               const std::string& remote) {
   // Only for a lost connection, and a partial file --resume would adopt (files::ownership_problem,
   // as partial_distrust; a twenty-eighth re-attack, N2:
   // the note also followed the server's "no such file" and another user's planted file).
   if (!co.resume || f.origin == net::Origin::peer || f.status == proto::Status::busy ||
-      std::string_view(f.what()).find(kNote) != std::string_view::npos)
+      std::string_view(f.what()).find(kKeptNote) != std::string_view::npos)
     return f;
   std::error_code ec;
   const fs::path at = fs::is_directory(local, ec) ? local / fs::path(remote).filename() : local;
@@ -92,7 +92,7 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
   if (::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) != 0 ||
       !S_ISREG(st.st_mode) || st.st_size == 0 || !files::ownership_problem(st, S_IWGRP | S_IWOTH).empty())
     return f;
-  return proto::Failure(std::string(f.what()) + std::string(kNote), f.status, f.err, f.origin);
+  return proto::Failure(std::string(f.what()) + std::string(kKeptNote), f.status, f.err, f.origin);
 }
 
 // `lost`, when given, is set when the command's connection to the source's host failed for good
@@ -153,7 +153,8 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       // file kept (a thirty-fifth re-attack, B-N6: each of them said "partial file kept").
       if (last && lost && f.origin == net::Origin::link) {
         *lost = f.what();
-        if (const size_t at = lost->find(kNote); at != std::string::npos) lost->erase(at, kNote.size());
+        if (const size_t at = lost->find(kKeptNote); at != std::string::npos)
+          lost->erase(at, kKeptNote.size());
       }
       if (last && t.json && !to_stdout) {  // its object too (N2)
         int rc = 0;

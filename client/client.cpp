@@ -815,11 +815,14 @@ std::optional<Failure> destination_refusal(const fs::path& local) {
   return std::nullopt;
 }
 
-std::string room_problem(int fd, uint64_t size) {
+std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& shown) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "";  // a pipe, a device: written through
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return std::nullopt;  // a pipe, a device: written through
   const std::string short_by = files::space_shortfall(fd, size);
-  return short_by.empty() ? "" : "no space left on device (" + short_by + ")";
+  if (short_by.empty()) return std::nullopt;
+  return Failure((shown.empty() ? "" : shown + ": ") + "no space left on device (" + short_by + ")",
+                 proto::Status::no_space, ENOSPC);
 }
 
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
@@ -907,9 +910,8 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   // The size known already (the sources' stats, a listing): a file that cannot fit fails alone,
   // before the get, and the session goes on (a thirty-third re-attack, B-N5: the later sources
   // were "not fetched").
-  if (const std::string why = out && size_hint != UINT64_MAX ? room_problem(out->fd(), size_hint) : "";
-      !why.empty())
-    throw Failure(out->shown().string() + ": " + why, proto::Status::no_space, ENOSPC);
+  if (out && size_hint != UINT64_MAX)
+    if (auto full = room_refusal(out->fd(), size_hint, out->shown().string())) throw *full;
   proto::Message resp = ask(get_request(remote, zero_size));
 
   FileResult r;
@@ -921,8 +923,7 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   try {
     // A file that cannot fit is said before its first byte, as for parallel streams (a
     // thirty-second re-attack, B-N6: a 200 GB file filled the disk first).
-    if (const std::string why = out ? room_problem(out->fd(), resp.size) : ""; !why.empty())
-      throw Failure(why, proto::Status::io_error, ENOSPC);
+    if (auto full = out ? room_refusal(out->fd(), resp.size, "") : std::nullopt) throw *full;
     r.checksum =
         recv_stream(*conn_, out ? out->fd() : -1, resp.size, progress, StreamOptions{0, opt_.fine_progress});
     if (out)

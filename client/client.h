@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,11 +43,16 @@ constexpr uint64_t kUnknownSize = UINT64_MAX;
 // with O_NOFOLLOW; else written through for a FIFO, device or socket, beside the target for a
 // symbolic link to a file, else a temporary file renamed into place.
 std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int dirfd);
-// Why `size` more bytes cannot fit in the file system of `fd`, a regular file ("no space left on
-// device (N MiB to receive, M MiB free)"), said before any is written, or "" (also for a FIFO, a
-// device or a socket, written through). Nothing is reserved: a server that
+// The failure of a get whose `size` more bytes cannot fit in the file system of `fd`, a regular
+// file: "SHOWN: no space left on device (N KiB to receive, M KiB free)" (`shown` printable already;
+// "" for the reason alone), status no_space, said before any byte is written; nullopt when they
+// fit (and for a FIFO, a device or a socket, written through). Nothing is reserved: a server that
 // claims a size it never sends would have it held until the timeout (the third re-attack, R2).
-std::string room_problem(int fd, uint64_t size);
+std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown);
+// What a failed get's line says when its partial file stays for the next --resume (recv_tree.cpp,
+// and app/recv_cmd.cpp, which adds it after a lost connection and takes it off the reason given
+// to the sources after it).
+inline constexpr std::string_view kKeptNote = " (partial file kept for --resume)";
 // How a put to `remote` of a file named `name` is named to the user: a directory written with a
 // trailing slash (a tree's files, client/send_tree.cpp) and the name, the name alone in the root
 // "." (a disk full under "send f host:" said "host:.: no space left": a nineteenth re-attack, N5),

@@ -491,8 +491,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
   std::unique_ptr<AtomicFile> out;
   if (!sink) {
     out = open_local(local, dirfd);
-    if (const std::string why = room_problem(out->fd(), st.size); !why.empty())  // said at once
-      throw Failure(printable(local.string()) + ": " + why, proto::Status::no_space, ENOSPC);
+    if (auto full = room_refusal(out->fd(), st.size, printable(local.string()))) throw *full;  // said at once
   }
   // The extra connections only once the destination is there: one refused, or that cannot be
   // made, costs no login (a twenty-sixth re-attack, N4).

@@ -294,8 +294,8 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
     // What comes (after our copy, when the server's file grew) must fit, said before the first
     // byte is written: this file alone fails, its data read and dropped (a thirty-fourth
     // re-attack, A-N6: the disk filled first).
-    if (const std::string why = out ? room_problem(out->fd(), resp.size) : ""; !why.empty())
-      throw Failure(printable(it.local.string()) + ": " + why, proto::Status::no_space, ENOSPC);
+    if (auto full = out ? room_refusal(out->fd(), resp.size, printable(it.local.string())) : std::nullopt)
+      throw *full;
     if (out && start > 0) {  // the server's file grew: ours, then the rest
       copy_prefix(it.offer->fd.get(), out->fd(), start);
       if (::lseek(out->fd(), off_t(start), SEEK_SET) < 0) throw Failure(errno_text(errno));

@@ -138,9 +138,9 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   // ended a tree). Nothing asked yet: this file fails alone.
   if (size_hint != UINT64_MAX && !whole) {
     const uint64_t need = copy ? size_hint : size_hint - std::min(size_hint, have);
-    if (const std::string why = room_problem(pf.fd(), need); !why.empty()) {
+    if (auto full = room_refusal(pf.fd(), need, printable(local.string()))) {
       if (copy || !have) pf.discard();  // else what arrived before stays for --resume
-      throw Failure(printable(local.string()) + ": " + why, proto::Status::no_space, ENOSPC);
+      throw *full;
     }
   }
   std::optional<PrefixScan> scan;
@@ -194,12 +194,12 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // What is still to come must fit, said before its first byte as for a get without --resume (a
   // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed), and before
   // the copy, which it counts (a thirty-fourth, A-N3).
-  if (const std::string why = room_problem(pf.fd(), copy ? resp.size : resp.size - start); !why.empty()) {
+  if (auto full = room_refusal(pf.fd(), copy ? resp.size : resp.size - start, "")) {
     const bool keep = start && !copy;  // else nothing of it to keep
     if (!keep) pf.discard();
-    send_failure_result(Failure(why, proto::Status::io_error, ENOSPC));
-    throw Failure(printable(local.string()) + ": " + why + (keep ? " (partial file kept for --resume)" : ""),
-                  proto::Status::io_error, ENOSPC);
+    send_failure_result(*full);
+    throw Failure(printable(local.string()) + ": " + full->what() + (keep ? std::string(kKeptNote) : ""),
+                  full->status, full->err);
   }
   if (copy) copy_prefix(base_fd, pf.fd(), start);
   pf.truncate_to(start);
@@ -211,14 +211,13 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   } catch (const Failure& e) {
     if (e.origin != Origin::local) {
       // Connection lost: what arrived was verified record by record and stays for --resume.
-      throw Failure(std::string(e.what()) + " (partial file kept for --resume)", e.status, e.err, e.origin);
+      throw Failure(std::string(e.what()) + std::string(kKeptNote), e.status, e.err, e.origin);
     }
     bool bad = e.status == proto::Status::integrity;
     if (bad) pf.discard();  // known bad: the next --resume starts over
     send_failure_result(e);
-    throw Failure(
-        printable(local.string()) + ": " + e.what() + (bad ? "" : " (partial file kept for --resume)"),
-        e.status, e.err);
+    throw Failure(printable(local.string()) + ": " + e.what() + (bad ? "" : std::string(kKeptNote)), e.status,
+                  e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
