@@ -683,10 +683,15 @@ constexpr int kSourceFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 // fs.protected_symlinks, whatever the sysctl says (files::planted_by): a link another user planted
 // in a sticky directory such as /tmp is not followed, as for destinations (a thirty-second
 // re-attack, A-N3: `send /tmp/report.txt`, another user's link to a private file, uploaded that
-// file). A path the user typed is walked by files::resolve_guarded, an entry of a tree (dirfd
-// given) by files::resolve_guarded_at from its directory: every link on the way is judged. The
-// file itself is opened with O_NOFOLLOW. Invalid with errno set when it cannot be opened.
+// file). A path the user typed is walked by files::resolve_guarded. An entry of a tree (dirfd
+// given, its directory already walked) is opened at once with O_NOFOLLOW; only a link there
+// (ELOOP) is walked by files::resolve_guarded_at from its directory, every link on the way judged.
+// The file itself is opened with O_NOFOLLOW. Invalid with errno set when it cannot be opened.
 UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& shown) {
+  if (dirfd != AT_FDCWD) {
+    UniqueFd fd(::openat(dirfd, name.c_str(), kSourceFlags | O_NOFOLLOW));
+    if (fd || errno != ELOOP) return fd;
+  }
   const files::GuardedEntry g = dirfd == AT_FDCWD
                                     ? files::resolve_guarded(name)
                                     : files::resolve_guarded_at(dirfd, shown.parent_path(), name);

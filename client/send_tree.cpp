@@ -220,6 +220,9 @@ bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
     const std::string name = e.local.filename().string();
     // Not through a link open_source() will refuse (another user's in a sticky directory): the size
     // of the file it names went to the server in a probe (a thirty-third re-attack, A-N2).
+    // Only a link is walked (files::resolve_guarded_at), every link on its way judged.
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    if (!S_ISLNK(st.st_mode)) return S_ISREG(st.st_mode);
     const files::GuardedEntry g = files::resolve_guarded_at(dir, e.local.parent_path(), name);
     return ::fstatat(g.dir.get(), g.name.c_str(), &st, g.magic ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
            S_ISREG(st.st_mode);
