@@ -351,13 +351,13 @@ class Client {
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const proto::Failure& e) noexcept;
-  // recv --resume once the server agreed where to start: the stream into the partial file (or,
-  // when the destination already is the server's whole file, only its end record), the Result,
-  // and the file's figures. base_fd: the destination offered as the prefix, or -1.
   // recv --resume before its get: the prefix offered (the partial file, or the destination base_fd
   // copied into it unless `whole`), hashed once the room for the rest is judged (recv_tree.cpp).
   std::optional<files::PrefixScan> resume_prefix(PartialFile& pf, int base_fd, bool whole, uint64_t have,
                                                  uint64_t size_hint, const std::filesystem::path& local);
+  // recv --resume once the server agreed where to start: the stream into the partial file (or,
+  // when the destination already is the server's whole file, only its end record), the Result,
+  // and the file's figures. base_fd: the destination offered as the prefix, or -1.
   FileResult finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
                             PartialFile& pf, int base_fd, bool whole, const std::filesystem::path& local,
                             const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);

@@ -79,10 +79,12 @@ struct Slot {
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
 
-// A lingering slot of the same file gives way to its next transfer (a retry); when every slot is
-// taken, the lingering ones do.
-// Under g_claim: a lingering slot's name is read only while no other claim may refill it.
+// Claims are made under g_claim, so that a lingering slot's name is read only while no other
+// claim may refill it. The signal handler takes no lock: it reads only slots in state 2 or 3.
 std::mutex g_claim;
+
+// Frees the lingering slots of `shown` (a retry of the same file takes their place), or every
+// lingering slot (nullptr: all the others are taken).
 void drop_lingering(const std::string* shown) {
   for (auto& s : g_slots) {
     int expect = 3;
@@ -94,7 +96,8 @@ void drop_lingering(const std::string* shown) {
 int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind) {
   const std::lock_guard<std::mutex> lock(g_claim);
   drop_lingering(&shown);
-  for (int round = 0; round < 2; ++round, drop_lingering(nullptr))
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) drop_lingering(nullptr);  // full: what only lingers gives way
     for (int i = 0; i < kSlots; ++i) {
       int expect = 0;
       if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
@@ -106,6 +109,7 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
       s.state.store(2);
       return i;
     }
+  }
   return -1;
 }
 

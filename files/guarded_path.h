@@ -51,7 +51,7 @@ GuardedEntry resolve_guarded(const std::filesystem::path& path);
 // entry of a tree the client sends, each link on its way judged as above, not only its own (a
 // thirty-fourth re-attack, A-N2: the user's link in the tree to another user's link in /tmp was
 // followed whole by the kernel).
-GuardedEntry resolve_guarded_at(int dirfd, const std::filesystem::path& dir,
+GuardedEntry resolve_guarded_at(int dirfd, const std::filesystem::path& where,
                                 const std::filesystem::path& path);
 
 // The directory `path` names, opened through resolve_guarded (O_RDONLY | O_DIRECTORY), or an

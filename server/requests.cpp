@@ -990,9 +990,8 @@ void take_result(RequestContext& ctx, const Message& res) {
 // and closed without Results appeared in no op=get line).
 //
 // Past the first kUnansweredLines of a session that moved data, they are summed in one line, their
-// count and bytes
-// (a thirty-fifth re-attack, A-N5: 4,000 pipelined gets of a 1-byte file, never read, cost the log
-// 3.7 bytes for each byte the client sent).
+// count and bytes (a thirty-fifth re-attack, A-N5: 4,000 pipelined gets of a 1-byte file, never
+// read, cost the log 3.7 bytes for each byte the client sent).
 constexpr size_t kUnansweredLines = 10;
 void log_unanswered(RequestContext& ctx, const std::string& why) {
   size_t n = 0;
