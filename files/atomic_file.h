@@ -91,11 +91,14 @@ std::string partial_name(const std::string& name);
 bool is_partial_name(const std::string& n);
 // `n` has one of the two shapes above: a name aesxfer keeps for its own files, never a user's.
 inline bool is_reserved_name(const std::string& n) { return is_temp_name(n) || is_partial_name(n); }
+// The shapes themselves, as both ends state them (the server's refusal of such a path too).
+inline constexpr char kReservedShapes[] =
+    "(.NAME.aesxfer-tmp- and ten letters or digits, .NAME.aesxfer-partial)";
 // Why such a name is never a source or a destination of a transfer (the client's words; the
 // server's refusal says the same of its own files).
-inline constexpr char kReservedShape[] =
-    "a name of the shape aesxfer keeps for its own temporary and partial files (.NAME.aesxfer-tmp- and ten "
-    "letters or digits, .NAME.aesxfer-partial); no transfer may name one";
+inline const std::string kReservedShape =
+    std::string("a name of the shape aesxfer keeps for its own temporary and partial files ") +
+    kReservedShapes + "; no transfer may name one";
 
 // Sets the permission bits of fd's file, and its modification (and access) time unless mtime is
 // kNoMtime (a time before 1970 is negative, and kept: a nineteenth re-attack, N3).

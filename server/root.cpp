@@ -288,11 +288,9 @@ static bool existing_is(const Place& p, mode_t type, bool* found, Refusal& why) 
 // its sweep removes once old and --resume takes for its own: neither a file (a thirteenth
 // re-attack, H3) nor a directory (a fourteenth, J3: one blocked every later resume of its file).
 static Refusal reserved_shape(const std::string& shown) {
-  return {
-      proto::Status::bad_path,
-      shown +
-          ": a name of the shape the server keeps for its own temporary and "
-          "partial files (.NAME.aesxfer-tmp- and ten letters or digits, .NAME.aesxfer-partial); rename it"};
+  return {proto::Status::bad_path,
+          shown + ": a name of the shape the server keeps for its own temporary and partial files " +
+              files::kReservedShapes + "; rename it"};
 }
 
 std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
