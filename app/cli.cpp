@@ -330,6 +330,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
   if (!r.not_resumed.empty())
     std::fprintf(stderr, "aesxfer: note: %s; it was left as it is and the file moved from the start\n",
                  r.not_resumed.c_str());
+  t.retried = 0;  // the retries so far served this file
   std::fflush(out);
   if (co.debug && r.record_size) {
     const uint64_t records = (r.bytes - r.resumed_from + r.record_size - 1) / r.record_size;
@@ -402,6 +403,7 @@ void Retrier::resume(client::ClientOptions& co) const {
 
 void Retrier::wait(const proto::Failure& f) {
   ++used_;
+  ++untaken_;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
   std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, resuming\n", f.what(), used_, max_, delay);
   std::fflush(stderr);

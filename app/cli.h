@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/pacing.h"
@@ -85,19 +86,22 @@ struct TransferOpts {
   int verbose = 0;                                // -v
   bool strict_host_keys = false;                  // --strict-host-keys
   int retries = 5;                                // --retries / Retries: new connections after a lost one
-  int retried = 0;                                // retries used so far (the summary counts them)
-  std::string identity;                           // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
-  std::string config_file;                        // -F (else $AESXFER_HOME/config)
-  std::vector<std::string> config_options;        // -o, repeatable
-  std::set<std::string> given;                    // long names of the options on the command line
+  // Retries since the last file reported: the next file reported is the one they served (the
+  // one in flight when the connection was lost), and report() sets it back to 0 (a thirty-fifth
+  // re-attack, B-N12: every later file of the session said "retries":1).
+  mutable int retried = 0;
+  std::string identity;                     // -i (else IdentityFile, else $AESXFER_HOME/id_ed25519)
+  std::string config_file;                  // -F (else $AESXFER_HOME/config)
+  std::vector<std::string> config_options;  // -o, repeatable
+  std::set<std::string> given;              // long names of the options on the command line
 };
 
 // --retries: a connection lost after login (reset, closed, timed out) is replaced by a new one
 // and the transfer goes on as --resume would, verifying what the other end kept: at most
 // t.retries times in a command, after 1, 2, 4 ... (at most 30) seconds, each said on stderr. A
 // refusal, a local error or a failed first connection is never retried.
-// One Retrier serves a whole command (all its sources share the count); the caller copies used()
-// into TransferOpts::retried before a summary.
+// One Retrier serves a whole command (all its sources share the count); the caller adds each
+// retry to TransferOpts::retried, which the next file's summary takes.
 class Retrier {
  public:
   // Notes the start of the command (the coarse real-time clock, which stamps a file's ctime).
@@ -120,6 +124,9 @@ class Retrier {
   // Says what was lost and waits before the next attempt (used() counts it).
   void wait(const proto::Failure& f);
   int used() const { return used_; }
+  // The retries not yet counted for a file: the next file reported takes them (the one in flight
+  // when the connection was lost), and the count starts again from 0.
+  int take() { return std::exchange(untaken_, 0); }
   // From a retry on, the transfer runs as with --resume, but (unless --resume was given) a get
   // offers only a destination this command wrote, one changed since the command started.
   void resume(client::ClientOptions& co) const;
@@ -128,6 +135,7 @@ class Retrier {
   timespec started_{};
   int max_;
   int used_ = 0;
+  int untaken_ = 0;
   bool logged_in_ = false;
 };
 

@@ -142,7 +142,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       FileMeter meter{prog, jp, limiter, *client};
       auto r = client->get(remote->path, local, zero_size, meter.on_start(), meter.on_progress());
       meter.finish(r);
-      t.retried = retry.used();
+      t.retried = retry.take();  // this file's, and those of a lost session it was in flight in
       report(t, co, r, tty, msg);
       client->bye();
       return 0;
@@ -196,7 +196,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
         !lost)
       return r;
     retry.wait(*lost);
-    t.retried = retry.used();
+    t.retried += retry.take();
     retry.resume(co);  // the copy goes on where it stopped (client/tree_resume.h)
   }
 }

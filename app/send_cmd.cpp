@@ -337,7 +337,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     }
     if (!lost) break;
     retry.wait(*lost);
-    t.retried = retry.used();
+    t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued
   }
   return rc;

@@ -295,6 +295,48 @@ TEST_F(Retries, SeveralSourcesAreReportedOnceAcrossARetry) {
   EXPECT_EQ(sha256_file(ws.local / "many" / "zbig"), sha256_file(ws.root / "zbig"));
 }
 
+// A thirty-fifth re-attack (B-N12): --json gave every file after a retry "retries":1, though only
+// the file in flight when the connection was lost had needed it. The retries go to that file; the
+// files after it say 0. Both ways, several sources, the large one first and cut once.
+TEST_F(Retries, ARetryIsCountedForTheFileItServed) {
+  write_random_file(ws.local / "zbig", 8 * kMiB, 43);
+  write_random_file(ws.root / "zbig", 8 * kMiB, 44);
+  for (const char* n : {"s0", "s1"}) {
+    write_text_file(ws.local / n, std::string(n) + "\n");
+    write_text_file(ws.root / n, std::string(n) + "\n");
+  }
+  const auto retries = [](const std::string& out) {
+    std::map<std::string, int> m;
+    for (const auto& l : nonempty_lines(out)) {
+      const auto j = nlohmann::json::parse(l);
+      m[fs::path(j.value("file", "")).filename().string()] = j.value("retries", -1);
+    }
+    return m;
+  };
+  const std::map<std::string, int> want{{"zbig", 1}, {"s0", 0}, {"s1", 0}};
+  fs::create_directories(ws.root / "up");
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, false);
+    auto r = run({"send", "--json", (ws.local / "zbig").string(), (ws.local / "s0").string(),
+                  (ws.local / "s1").string(), "127.0.0.1:up"},
+                 relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(retries(r.out), want) << r.out;
+  }
+  fs::create_directories(ws.local / "down");
+  {
+    CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+    auto r = run(
+        {"recv", "--json", "127.0.0.1:zbig", "127.0.0.1:s0", "127.0.0.1:s1", (ws.local / "down").string()},
+        relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), 1);
+    EXPECT_EQ(retries(r.out), want) << r.out;
+  }
+  EXPECT_EQ(sha256_file(ws.local / "down" / "zbig"), sha256_file(ws.root / "zbig"));
+}
+
 // A seventeenth re-attack (M2): recv into /dev/fd/3 on a regular file was retried after a cut and
 // wrote the whole file again after the first attempt's bytes ("verified", exit 0). A destination
 // written through a descriptor is never retried: exit 1, nothing written twice.
