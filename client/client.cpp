@@ -314,6 +314,12 @@ void Client::throw_receivers_reason(const std::string& remote) {
   }
 }
 
+proto::Message Client::expect_result() {
+  proto::Message res = conn_->recv_message("the transfer");
+  if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+  return res;
+}
+
 void Client::expect_ok_result(const std::string& remote) {
   proto::Message res = conn_->recv_message("the transfer");
   if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
@@ -442,14 +448,10 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   try {
     StreamOptions so{req.offset, opt_.fine_progress};
     if (req.offset) so.prefix_hash = &scan->sum;
+    so.since = &st;  // as opened, before its prefix was hashed
     r.checksum = send_stream(*conn_, fd, req.size, progress, so);
   } catch (const Failure& f) {
-    throw_receivers_reason(put_shown(remote, req.text));
-    // This end's own failure as it read the file ("file shrank while being sent"), named as a
-    // pipelined file's is (a thirty-third re-attack, B-N9: no name among several files).
-    if (f.origin == Origin::local)
-      throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
-    throw;
+    put_failed(f, local, put_shown(remote, req.text));
   }
   expect_ok_result(put_shown(remote, req.text));
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -460,6 +462,22 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.not_resumed = not_resumed;
   note_send(r, {conn_->fd()}, before);
   return r;
+}
+
+void Client::put_failed(const Failure& f, const fs::path& local, const std::string& shown) {
+  if (net::withdrawn(f) && f.origin == Origin::local) {
+    // It changed as it was read: the server drops what arrived (a resumed put keeps its partial
+    // file as it was) and answers; the session goes on with the next file.
+    expect_result();
+    clean_failure_ = true;
+    throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
+  }
+  throw_receivers_reason(shown);
+  // This end's own failure as it read the file ("file shrank while being sent"), named as a
+  // pipelined file's is (a thirty-third re-attack, B-N9: no name among several files).
+  if (f.origin == Origin::local)
+    throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
+  throw f;
 }
 
 void Client::note_send(FileResult& r, const std::vector<int>& fds,
@@ -934,8 +952,12 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
     if (out)
       out->commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const Failure& e) {
-    if (e.origin != Origin::local) throw;
+    // A stream the server withdrew (the file changed as it read it) ended at its end record: this
+    // file fails alone, nothing of it kept, and the session goes on.
+    const bool withdrawn = net::withdrawn(e);
+    if (e.origin != Origin::local && !withdrawn) throw;
     send_failure_result(e);
+    if (withdrawn) clean_failure_ = true;
     throw Failure((out ? out->shown().string() : printable(local.string())) + ": " + e.what(), e.status,
                   e.err);
   }

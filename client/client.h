@@ -328,8 +328,15 @@ class Client {
   proto::Message ask_put(const proto::Message& req);
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
+  // The Result that follows a stream, whatever its status.
+  proto::Message expect_result();
+  // A put's stream failed with `f`: the failure to report, the file named (a withdrawn one after
+  // the server's Result, the session going on). `shown`: the destination as put_shown names it.
+  [[noreturn]] void put_failed(const proto::Failure& f, const std::filesystem::path& local,
+                               const std::string& shown);
+  // `since`: the file as put_parallel found it (a part read after it changed is withdrawn).
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                             const proto::Message* commit = nullptr);
+                             const proto::Message* commit, const struct stat* since);
   // `version`: the server's name of the file version the part was read from (PROTOCOL.md 3.9).
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              std::string& version);

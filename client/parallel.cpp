@@ -361,11 +361,13 @@ int Client::open_extra(int want) {
 }
 
 crypto::Checksum Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                                   const proto::Message* commit) {
+                                   const proto::Message* commit, const struct stat* since) {
   crypto::Checksum sum;
   proto::Message resp = ask_put(req);  // refused: this connection is still clean (can_continue)
   try {
-    sum = send_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
+    StreamOptions so{0, false, true, req.offset};
+    so.since = since;
+    sum = send_stream(*conn_, fd, req.length, progress, so);
     if (commit) conn_->send_message(*commit);  // saves a round trip at the end
   } catch (const Failure&) {
     throw_receivers_reason(req.path);
@@ -388,7 +390,7 @@ crypto::Checksum Client::get_range(int fd, const proto::Message& req, const Prog
   try {
     sum = recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
   } catch (const Failure& e) {
-    if (e.origin == Origin::local) send_failure_result(e);
+    if (e.origin == Origin::local || net::withdrawn(e)) send_failure_result(e);
     throw;
   }
   conn_->send_message(result);
@@ -404,6 +406,8 @@ void set_range(proto::Message& req, size_t parts) {
 
 FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
+  struct stat opened {};  // every part's reads are judged against the file as it was here
+  if (::fstat(fd, &opened) != 0) throw Failure(printable(local.string()) + ": " + errno_text(errno));
   n = open_extra(n);
   auto ranges = split(req.size, n);
   std::vector<Client*> conns{this};
@@ -436,7 +440,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
       // The commit rides behind this connection's last part once every part is handed out.
       committed = c == 0 && queue.empty();
       r.ranges[i] = {part.offset, part.length,
-                     cl->put_range(fd, part, sum.part(i), committed ? &commit : nullptr)};
+                     cl->put_range(fd, part, sum.part(i), committed ? &commit : nullptr, &opened)};
     }
     if (c == 0 && !committed && !run.failed()) {  // the others still move their last parts
       clean_failure_ = false;                     // the commit's answer is due

@@ -95,12 +95,20 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   it.before = net::tcp_counts(c_.conn_->fd());
   it.done = std::move(done);
   c_.conn_->send_message(req);
-  // The data goes right behind the request (a file that shrinks meanwhile breaks the session,
-  // as it does for any put once data flows).
+  // The data goes right behind the request. A file that changed or shrank as it was read is
+  // withdrawn (net::withdrawn): this file fails alone once its Result comes, the session goes on.
   try {
-    it.sum = send_stream(*c_.conn_, fd, size, nullptr, StreamOptions{});
+    StreamOptions so;
+    so.since = &st;
+    it.sum = send_stream(*c_.conn_, fd, size, nullptr, so);
   } catch (const Failure& f) {
     if (f.origin != proto::Origin::local) throw;
+    if (net::withdrawn(f)) {
+      it.withdrawn = Failure(printable(local.string()) + ": " + f.what(), f.status, f.err);
+      bytes_ += size;
+      q_.push_back(std::move(it));
+      return;
+    }
     // This file failed as it was read: the session ends here, mid-file. The answers of the files
     // before it are due (the server has them whole) and go to their callbacks, then this file's
     // failure, named, to its own (a twentieth re-attack, N2: neither was reported, and the line
@@ -219,8 +227,8 @@ void Pipeline::complete_front() {
     }
     case Kind::put: {
       proto::Message res = answer(it, proto::MsgType::result);
-      if (res.status != proto::Status::ok) {
-        Failure f = c_.refused(res, it.remote);
+      if (res.status != proto::Status::ok || it.withdrawn) {
+        Failure f = it.withdrawn ? *it.withdrawn : c_.refused(res, it.remote);
         return it.done(nullptr, &f);
       }
       FileResult r;
@@ -318,8 +326,9 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
     else if (!failed && c_.opt_.preserve)  // verified as it is: only the attributes
       apply_mode_mtime(it.offer->fd.get(), resp.mode, resp.mtime);
   } catch (const Failure& e) {
-    // Only a failure that left the stream at the file's end lets the session go on.
-    if (e.origin != Origin::local || !complete) throw;
+    // Only a failure that left the stream at the file's end lets the session go on (a stream the
+    // server withdrew too: the file changed as it read it).
+    if (!complete || (e.origin != Origin::local && !net::withdrawn(e))) throw;
     if (!failed) failed = Failure(printable(it.local.string()) + ": " + e.what(), e.status, e.err);
   }
   proto::Message result;

@@ -107,6 +107,7 @@ class Pipeline {
     crypto::Checksum sum;
     std::chrono::steady_clock::time_point started;
     net::TcpCounts before;  // put: the connection's counters when its data started (--json's resent_percent)
+    std::optional<proto::Failure> withdrawn;  // put: this end withdrew its stream; the Result is still due
     Done done;
     DirDone dir_done;
     StatDone stat_done;

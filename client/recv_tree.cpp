@@ -158,6 +158,18 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   return scan;
 }
 
+namespace {
+// The partial file cut back to `start`; false when it could not be.
+bool cut_back(PartialFile& pf, uint64_t start) {
+  try {
+    pf.truncate_to(start);
+    return true;
+  } catch (const Failure&) {
+    return false;
+  }
+}
+}  // namespace
+
 FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
                                   PartialFile& pf, int base_fd, bool whole, const fs::path& local,
                                   const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
@@ -173,8 +185,9 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     try {
       r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const Failure& e) {
-      if (e.origin != Origin::local) throw;
+      if (e.origin != Origin::local && !net::withdrawn(e)) throw;
       send_failure_result(e);
+      if (net::withdrawn(e)) clean_failure_ = true;  // at a file boundary: the session goes on
       throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)",
                     e.status, e.err);
     }
@@ -209,15 +222,21 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     r.checksum = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const Failure& e) {
-    if (e.origin != Origin::local) {
+    const bool withdrawn = net::withdrawn(e);
+    if (e.origin != Origin::local && !withdrawn) {
       // Connection lost: what arrived was verified record by record and stays for --resume.
       throw Failure(std::string(e.what()) + std::string(kKeptNote), e.status, e.err, e.origin);
     }
-    bool bad = e.status == proto::Status::integrity;
-    if (bad) pf.discard();  // known bad: the next --resume starts over
+    // Known bad: the next --resume starts over. Withdrawn (the server's file changed as it read
+    // it): what arrived is dropped, the prefix it agreed to stays (not a copy of the destination,
+    // which is still there), and the session goes on.
+    const bool keep =
+        withdrawn ? start && !copy && cut_back(pf, start) : e.status != proto::Status::integrity;
+    if (withdrawn) clean_failure_ = true;
+    if (!keep) pf.discard();
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what() + (bad ? "" : std::string(kKeptNote)), e.status,
-                  e.err);
+    throw Failure(printable(local.string()) + ": " + e.what() + (keep ? std::string(kKeptNote) : ""),
+                  e.status, e.err);
   }
   conn_->send_message(result);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -15,6 +15,7 @@
 #include "net/transfer.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -141,18 +142,35 @@ struct Joiner {
   }
 };
 
+// A read of the file being sent that failed (it shrank, or the read itself failed): the stream
+// is withdrawn (StreamOptions::since), not the connection dropped.
+struct ReadFailure : Failure {
+  proto::Withdrawal why;
+  ReadFailure(const std::string& what, proto::Withdrawal w) : Failure(what, proto::Status::changed), why(w) {}
+};
+
+[[noreturn]] void read_failed(uint64_t at, uint64_t size) {
+  if (size == UINT64_MAX)
+    throw ReadFailure("file shrank while being sent (at byte " + std::to_string(at) + ")",
+                      proto::Withdrawal::shrank);
+  throw ReadFailure(
+      "file shrank while being sent (" + std::to_string(at) + " of " + std::to_string(size) + " bytes)",
+      proto::Withdrawal::shrank);
+}
+[[noreturn]] void read_error() {
+  throw ReadFailure(std::string("read error: ") + std::strerror(errno), proto::Withdrawal::unreadable);
+}
+
 void read_full(int fd, uint8_t* p, size_t n, uint64_t at, uint64_t size) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = ::read(fd, p + got, n - got);
-    if (r > 0) {
+    if (r > 0)
       got += size_t(r);
-    } else if (r == 0) {
-      throw Failure("file shrank while being sent (" + std::to_string(at + got) + " of " +
-                    std::to_string(size) + " bytes)");
-    } else if (errno != EINTR) {
-      throw Failure(std::string("read error: ") + std::strerror(errno));
-    }
+    else if (r == 0)
+      read_failed(at + got, size);
+    else if (errno != EINTR)
+      read_error();
   }
 }
 
@@ -160,13 +178,12 @@ void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = ::pread(fd, p + got, n - got, off_t(pos + got));
-    if (r > 0) {
+    if (r > 0)
       got += size_t(r);
-    } else if (r == 0) {
-      throw Failure("file shrank while being sent (at byte " + std::to_string(pos + got) + ")");
-    } else if (errno != EINTR) {
-      throw Failure(std::string("read error: ") + std::strerror(errno));
-    }
+    else if (r == 0)
+      read_failed(pos + got, UINT64_MAX);
+    else if (errno != EINTR)
+      read_error();
   }
 }
 
@@ -272,66 +289,118 @@ bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p) {
   return !(c.loopback_peer() && cores < 4);
 }
 
+namespace {
+
+// The source as it was opened (StreamOptions::since) or is now, when it is a regular file read
+// whole or in a range: what send_stream compares it with once read.
+std::optional<struct stat> source_version(int fd, const StreamOptions& opt) {
+  struct stat st {};
+  if (fd < 0 || opt.unsized) return std::nullopt;
+  if (opt.since)
+    st = *opt.since;
+  else if (::fstat(fd, &st) != 0)
+    return std::nullopt;
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
+  return st;
+}
+
+// Whether the file changed since `before`: its size, modification or change time (as GNU tar
+// judges "file changed as we read it"; a write, a truncate, a chmod or a new link all count).
+bool changed_since(int fd, const struct stat& before) {
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) return true;
+  return now.st_size != before.st_size || now.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+         now.st_mtim.tv_nsec != before.st_mtim.tv_nsec || now.st_ctim.tv_sec != before.st_ctim.tv_sec ||
+         now.st_ctim.tv_nsec != before.st_ctim.tv_nsec;
+}
+
+// The sender's reading stage on a thread of its own: batches filled and handed over until the last.
+std::thread start_reader(Handoff& h, BatchFiller& fill) {
+  return std::thread([&h, &fill] {
+    try {
+      for (bool last = false; !last;) {
+        Batch* b = h.take_free();
+        if (!b) return;
+        fill(b);
+        last = b->last;
+        h.put_full(b);
+      }
+    } catch (...) {
+      h.stop(std::current_exception());
+    }
+  });
+}
+
+}  // namespace
+
 crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& progress,
                              const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
   const size_t per_batch = opt.per_record ? 1 : std::min(kSendSlots, c.sealer().batch_records());
   const size_t rec_size = c.record_size();
+  if (opt.complete) *opt.complete = false;
   Handoff h(per_batch, rec_size + overhead);
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the end of the file");
   if (opt.ranged && opt.offset) throw Failure("internal error: a ranged stream cannot resume");
   if (opt.unsized && (opt.ranged || opt.offset || fd < 0))
     throw Failure("internal error: an unsized stream reads a descriptor from its start");
+  const std::optional<struct stat> version = source_version(fd, opt);
   if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
   BatchFiller fill{fd, size, rec_size, per_batch, opt, hash, opt.offset};
   const bool threaded = pipeline_threads(c, opt.pipeline);
-  std::thread reader;
-  if (threaded)
-    reader = std::thread([&] {
-      try {
-        for (bool last = false; !last;) {
-          Batch* b = h.take_free();
-          if (!b) return;
-          fill(b);
-          last = b->last;
-          h.put_full(b);
-        }
-      } catch (...) {
-        h.stop(std::current_exception());
-      }
-    });
+  std::thread reader = threaded ? start_reader(h, fill) : std::thread();
   Joiner joiner{h, reader};
 
   uint64_t done = opt.offset;
   proto::RecordSealer::Job jobs[kSendSlots];
   struct iovec iov[kSendSlots];
-  for (;;) {
-    Batch* b = threaded ? h.take_full() : h.take_free();
-    if (!b) {
-      h.rethrow();
-      throw Failure("internal error: the file reader stopped");
+  proto::EndRecord end;
+  std::string why;  // a withdrawn stream's reason
+  try {
+    for (;;) {
+      Batch* b = threaded ? h.take_full() : h.take_free();
+      if (!b) {
+        h.rethrow();
+        throw Failure("internal error: the file reader stopped");
+      }
+      if (!threaded) fill(b);
+      for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0};
+      c.sealer().seal_batch(jobs, b->n);
+      for (size_t i = 0; i < b->n; ++i) {
+        iov[i].iov_base = b->slot(i);
+        iov[i].iov_len = jobs[i].wire_len;
+        done += b->len[i];
+      }
+      c.writev_all(iov, int(b->n));
+      bool last = b->last;
+      h.put_free(b);
+      if (progress) progress(done);
+      if (last) break;
     }
-    if (!threaded) fill(b);
-    for (size_t i = 0; i < b->n; ++i) jobs[i] = {RecordType::data, 0, b->slot(i), b->len[i], 0};
-    c.sealer().seal_batch(jobs, b->n);
-    for (size_t i = 0; i < b->n; ++i) {
-      iov[i].iov_base = b->slot(i);
-      iov[i].iov_len = jobs[i].wire_len;
-      done += b->len[i];
+    if (threaded) reader.join();
+    h.rethrow();
+    if (version && changed_since(fd, *version)) {
+      end.withdrawn = proto::Withdrawal::changed;
+      why = "changed while it was read (its size, modification or change time moved)";
     }
-    c.writev_all(iov, int(b->n));
-    bool last = b->last;
-    h.put_free(b);
-    if (progress) progress(done);
-    if (last) break;
+  } catch (const ReadFailure& e) {
+    end.withdrawn = e.why;
+    why = e.what();
   }
-  if (threaded) reader.join();
-  h.rethrow();
-
-  proto::EndRecord end{opt.unsized ? fill.at : size, hash.final()};
+  if (end.withdrawn != proto::Withdrawal::none) end.length = done;  // all the receiver counted
+  if (end.withdrawn == proto::Withdrawal::none) {
+    end.length = opt.unsized ? fill.at : size;
+    end.checksum = hash.final();
+  }
   c.send_record(RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));
+  if (opt.complete) *opt.complete = true;
+  // Withdrawn: the receiver drops what arrived (docs/PROTOCOL.md 3.1), and the connection stays at
+  // a file boundary.
+  if (end.withdrawn != proto::Withdrawal::none)
+    throw Failure(why + ": not sent, run again once it is still", proto::Status::changed, 0,
+                  proto::Origin::local);
   if (opt.length) *opt.length = end.length;
   return end.checksum;
 }
@@ -453,6 +522,18 @@ struct BatchStore {
   }
 };
 
+// The end record's verdict on the stream: its checksum, or the sender's withdrawal.
+crypto::Checksum close_stream(proto::RecordOrder& order, crypto::FileChecksum& hash,
+                              const StreamOptions& opt) {
+  crypto::Checksum mine = hash.final();
+  const auto v = order.close(mine);
+  if (v == proto::RecordOrder::Verdict::withdrawn)
+    throw Failure(order.describe(v), proto::Status::changed, 0, proto::Origin::peer);
+  if (v != proto::RecordOrder::Verdict::ok) throw Failure(order.describe(v), proto::Status::integrity);
+  if (opt.length) *opt.length = order.end().length;
+  return mine;
+}
+
 struct StreamScope {
   proto::RecordOrder& order;
   ~StreamScope() { order.abandon(); }
@@ -534,11 +615,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   h.rethrow();
   if (opt.complete) *opt.complete = true;
   if (store.failed) throw *store.failed;
-  crypto::Checksum mine = hash.final();
-  const auto v = order.close(mine);
-  if (v != proto::RecordOrder::Verdict::ok) throw Failure(order.describe(v), proto::Status::integrity);
-  if (opt.length) *opt.length = order.end().length;
-  return mine;
+  return close_stream(order, hash, opt);
 }
 
 }  // namespace aesxfer::net

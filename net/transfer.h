@@ -2,6 +2,8 @@
 // followed by an `end` record (final flag, the length and the whole-file checksum of the algorithm
 // the handshake agreed), or receive such a stream into a file.
 #pragma once
+#include <sys/stat.h>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -34,10 +36,18 @@ struct StreamOptions {
   // Receiver (pipelined transfers, docs/PROTOCOL.md "Pipelining"): a write error does not stop the
   // stream; the rest of the file's records are read (and dropped) up to its end record, and the
   // write error is thrown after that. `complete`, when set, becomes true once the end record has
-  // been read, so a caller can tell a failure that left the connection at a file boundary (a bad
-  // checksum, a write error) from one that did not.
+  // been read (sender: sent), so a caller can tell a failure that left the connection at a file
+  // boundary (a bad checksum, a write error, a withdrawn stream) from one that did not.
   bool read_to_end = false;
   bool* complete = nullptr;
+  // Sender: the file as it was when opened (fstat), before anything was read of it (a resume's
+  // prefix hashed, say); nullptr: as send_stream finds it. A regular file whose size,
+  // modification or change time moved by the time it was read, or that shrank or could not be
+  // read, is withdrawn (docs/PROTOCOL.md 3.1, protocol 6): its end record says so, the receiver
+  // drops what arrived, and send_stream throws a Failure that withdrawn() recognizes. A file
+  // changed in place while it was read arrived as a mix of two versions, "verified" (a thirty-fifth
+  // re-attack, B-N3). Unsized streams (send -) copy what they read, as cat does.
+  const struct stat* since = nullptr;
   // Whether the file I/O and checksum run on a thread of their own beside the record crypto and
   // the socket (threads), or in the calling thread (inline). auto: inline when both ends share
   // this machine's cores (a loopback peer) and there are fewer than 4 of them, where a second
@@ -64,6 +74,14 @@ struct StreamOptions {
 // some, and how long the sender waits for input before it sends an empty record instead.
 constexpr std::chrono::milliseconds kGatherWindow{50};
 constexpr std::chrono::milliseconds kKeepAlive{1000};
+
+// A stream its sender withdrew (StreamOptions::since): thrown by send_stream once the end record
+// that says so is sent (origin local), by recv_stream once it is read (origin peer). Status
+// changed; the connection is at a file boundary, so that file fails alone and the session goes on
+// (the receiver still sends its Result, status changed).
+inline bool withdrawn(const proto::Failure& e) {
+  return e.status == proto::Status::changed && e.origin != proto::Origin::link;
+}
 
 // The choice `auto_choice` makes for this connection.
 bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p);

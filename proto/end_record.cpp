@@ -6,8 +6,27 @@
 
 namespace aesxfer::proto {
 
+const char* withdrawal_text(Withdrawal w) noexcept {
+  switch (w) {
+    case Withdrawal::none:
+      return "not withdrawn";
+    case Withdrawal::changed:
+      return "the file changed while it was read";
+    case Withdrawal::shrank:
+      return "the file shrank while it was read";
+    case Withdrawal::unreadable:
+      return "the file could not be read to its end";
+  }
+  return "withdrawn";
+}
+
 size_t encode_end(uint8_t* out, const EndRecord& e) noexcept {
   crypto::store_be64(out, e.length);
+  if (e.withdrawn != Withdrawal::none) {
+    out[8] = kWithdrawnId;
+    out[9] = uint8_t(e.withdrawn);
+    return 10;
+  }
   out[8] = uint8_t(e.checksum.alg);
   const size_t n = crypto::checksum_len(e.checksum.alg);
   std::memcpy(out + 9, e.checksum.bytes.data(), n);
@@ -15,6 +34,13 @@ size_t encode_end(uint8_t* out, const EndRecord& e) noexcept {
 }
 
 std::optional<EndRecord> decode_end(std::span<const uint8_t> p) noexcept {
+  if (p.size() == 10 && p[8] == kWithdrawnId) {
+    if (p[9] < uint8_t(Withdrawal::changed) || p[9] > uint8_t(Withdrawal::unreadable)) return std::nullopt;
+    EndRecord e;
+    e.length = crypto::load_be64(p.data());
+    e.withdrawn = Withdrawal(p[9]);
+    return e;
+  }
   if (p.size() < 9 || !crypto::checksum_known(p[8])) return std::nullopt;
   EndRecord e;
   e.length = crypto::load_be64(p.data());
@@ -52,7 +78,7 @@ RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uin
       auto e = decode_end(payload);
       if (!e) return Verdict::malformed_end;
       end_ = *e;
-      if (e->checksum.alg != checksum_) return Verdict::wrong_checksum;
+      if (e->withdrawn == Withdrawal::none && e->checksum.alg != checksum_) return Verdict::wrong_checksum;
       state_ = State::ended;
       return Verdict::ok;
     }
@@ -63,6 +89,8 @@ RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uin
 RecordOrder::Verdict RecordOrder::close(const crypto::Checksum& mine) noexcept {
   if (state_ != State::ended) return Verdict::short_stream;
   state_ = State::between;
+  if (end_.withdrawn != Withdrawal::none)
+    return end_.length == received_ ? Verdict::withdrawn : Verdict::length_mismatch;
   if (unsized_ && end_.length != received_) return Verdict::length_mismatch;
   if (!unsized_ && (end_.length != size_ || received_ != size_)) return Verdict::short_stream;
   if (mine.alg != end_.checksum.alg || mine.len != end_.checksum.len ||
@@ -95,6 +123,9 @@ std::string RecordOrder::describe(Verdict v) const {
              " arrived";
     case Verdict::digest_mismatch:
       return std::string("whole-file ") + crypto::checksum_name(checksum_) + " mismatch";
+    case Verdict::withdrawn:
+      return std::string("the sender withdrew it: ") + withdrawal_text(end_.withdrawn) + " (" +
+             std::to_string(received_) + " bytes sent); run again once it is still";
   }
   return "record out of order";
 }

@@ -3,6 +3,11 @@
 //
 //   u64 BE length | u8 checksum id (4.3) | digest (0, 16 or 32 bytes, by the id)
 //
+// or, when the sender withdraws the file (protocol 6: it changed, shrank or failed to read while
+// it was sent, so no version of it arrived whole):
+//
+//   u64 BE length (the bytes sent) | u8 0xff | u8 reason (Withdrawal)
+//
 // Pure: the connection (net/conn.cpp) and the data plane (net/transfer.cpp) read and open the
 // records, hash the data and ask RecordOrder whether each record may come where it came.
 #pragma once
@@ -18,10 +23,18 @@
 namespace aesxfer::proto {
 
 constexpr size_t kMaxEndPayload = 8 + 1 + crypto::kMaxChecksumLen;
+// The checksum id of a withdrawn stream's end record (no checksum algorithm has it).
+constexpr uint8_t kWithdrawnId = 0xff;
+
+// Why a sender withdrew a stream (docs/PROTOCOL.md 3.1); none: a whole stream.
+enum class Withdrawal : uint8_t { none = 0, changed = 1, shrank = 2, unreadable = 3 };
+// Its words: "the file changed while it was read", ...
+const char* withdrawal_text(Withdrawal w) noexcept;
 
 struct EndRecord {
   uint64_t length = 0;
   crypto::Checksum checksum;
+  Withdrawal withdrawn = Withdrawal::none;  // not none: checksum is unset, length the bytes sent
 };
 
 // Writes the payload into out (room for kMaxEndPayload bytes); returns its length.
@@ -36,7 +49,9 @@ std::optional<EndRecord> decode_end(std::span<const uint8_t> payload) noexcept;
 // digest, and control records follow again. A control record inside a stream, or a data or end
 // record outside one (after the end record of a file, say), is refused. An unsized stream (an
 // unsized put, new in protocol 4) announces no size: its data records (each still at most the
-// record size) run until the end record, whose length must be the bytes counted.
+// record size) run until the end record, whose length must be the bytes counted. A withdrawn
+// stream's end record (protocol 6) may come after any number of data records, up to the announced
+// size; its length must be the bytes counted, and close() says `withdrawn`.
 class RecordOrder {
  public:
   enum class Verdict : uint8_t {
@@ -50,6 +65,7 @@ class RecordOrder {
     short_stream,       // close(): the end record's length or the data counted is not the size
     length_mismatch,    // close(), unsized: the end record's length is not the data counted
     digest_mismatch,    // close(): the end record's digest is not the receiver's
+    withdrawn,          // close(): the sender withdrew the stream (its length is the data counted)
   };
 
   RecordOrder(crypto::ChecksumAlg checksum, size_t record_size) noexcept

@@ -31,7 +31,7 @@
 namespace aesxfer::proto {
 
 constexpr size_t kMaxFrame = 4096;
-constexpr uint8_t kVersion = 5;
+constexpr uint8_t kVersion = 6;
 // Bounds of the negotiated record size (payload bytes of a data record).
 constexpr uint32_t kMinRecordSize = 4096;
 constexpr uint32_t kMaxRecordSize = uint32_t(kMaxPayload);

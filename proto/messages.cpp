@@ -46,6 +46,8 @@ const char* status_name(Status s) noexcept {
       return "is a directory";
     case Status::not_directory:
       return "not a directory";
+    case Status::changed:
+      return "changed while it was read";
   }
   return "unknown status";
 }
@@ -54,7 +56,7 @@ namespace {
 
 constexpr uint32_t kModeMask = 07777;
 
-bool valid_status(uint8_t s) { return s <= uint8_t(Status::not_directory); }
+bool valid_status(uint8_t s) { return s <= uint8_t(Status::changed); }
 
 // The u32 tag that may end a Response or Result (the answer to a pipelined request): exactly
 // four more bytes, or none.

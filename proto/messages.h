@@ -65,6 +65,7 @@ enum class Status : uint8_t {
   internal = 9,
   is_directory = 10,   // protocol 3: the path names a directory where a file was meant
   not_directory = 11,  // protocol 3: a path component, or a listed path, is not a directory
+  changed = 12,        // protocol 6: the sender withdrew the file, it changed as it was read (3.1)
 };
 const char* status_name(Status s) noexcept;
 

@@ -64,8 +64,13 @@ void send_file_await_result(Conn& c, int fd, uint64_t size, const StreamOptions&
     Message res = c.recv_message("the transfer");
     if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
     if (res.status != Status::ok) throw client_reported(res);
-  } catch (const Failure&) {
+  } catch (const Failure& e) {
     if (sent) throw;
+    if (net::withdrawn(e)) {  // the end record said so: the client's Result follows as after any stream
+      Message res = c.recv_message("the transfer");
+      if (res.type != proto::MsgType::result) throw Failure("protocol error: expected a result");
+      throw;
+    }
     // Cut while sending: the client may have said why it stopped (disk full, ...) before closing.
     std::optional<Failure> why;
     try {
@@ -170,7 +175,13 @@ void refuse(RequestContext& ctx, const Message& req, const std::string& shown, c
   // A pipelined put's data is already on its way: read it to its end record and drop it, so the
   // next request is where the client put it. Bounded: the size is at most kMaxAheadSize, and
   // anything but exactly that stream ends the session.
-  if (req.op == proto::Op::put && (req.flags & proto::kFlagAhead)) recv_stream(ctx.c, -1, req.size, nullptr);
+  if (req.op == proto::Op::put && (req.flags & proto::kFlagAhead)) {
+    try {
+      recv_stream(ctx.c, -1, req.size, nullptr);
+    } catch (const Failure& e) {
+      if (!net::withdrawn(e)) throw;  // withdrawn: it ended at its end record all the same
+    }
+  }
 }
 
 // ---- the one receive path (put: plain, resumed, ranged) ---------------------------------------
@@ -210,7 +221,8 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     result.status = e.status;
     result.text = e.what();
     std::string label = r.failed ? r.failed(e) : "failed";
-    const bool goes_on = ahead && complete && e.origin == proto::Origin::local;
+    // A stream the client withdrew (it changed as the client read it) ended at its end record too.
+    const bool goes_on = complete && ((ahead && e.origin == proto::Origin::local) || net::withdrawn(e));
     // Not after the link's own failure (this end stopped waiting for the client, or the connection
     // broke): a client that was only suspended would read a refusal naming its own address and end
     // the command; with the connection closed it meets a lost link, which --retries resumes (a
@@ -263,8 +275,12 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     try {
       send_stream(ctx.c, fd, size, count, so);
     } catch (const Failure& e) {
-      failed(e);
-      throw;
+      // Withdrawn: the client's Result for it comes later, as for any pipelined get, and its line
+      // is written then (take_result).
+      if (!net::withdrawn(e)) {
+        failed(e);
+        throw;
+      }
     }
     // What its line needs, not the request's path, text and digest again (a thirty-second
     // re-attack, A-N6: 4,096 gets of 4 KB paths held 32 MB a session).
@@ -283,6 +299,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     send_file_await_result(ctx.c, fd, size, so, count);
   } catch (const Failure& e) {
     failed(e);
+    if (net::withdrawn(e) && e.origin == proto::Origin::local) return;  // the session goes on
     throw;
   }
   log_transfer(ctx, req, shown, size - so.offset,
@@ -369,10 +386,18 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
   ctx.c.send_message(ok);
   r.fd = pf->fd();
   r.finish = [&] { pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
-  // Known bad data: start over next time. A lost connection keeps the partial file.
+  // Known bad data: start over next time. A lost connection keeps the partial file; a stream the
+  // client withdrew keeps what was there before it (the next probe judges that prefix).
   r.failed = [&](const Failure& e) {
-    if (e.origin != proto::Origin::local || e.status != Status::integrity)
+    if (net::withdrawn(e)) {
+      try {
+        pf->truncate_to(req.offset);
+        return std::string("failed (partial file kept as it was)");
+      } catch (const Failure&) {
+      }
+    } else if (e.origin != proto::Origin::local || e.status != Status::integrity) {
       return std::string("failed (partial file kept)");
+    }
     pf->discard();
     return std::string("failed");
   };
@@ -543,9 +568,12 @@ void handle_get(RequestContext& ctx, const Message& req) {
                     {Status::integrity, req.path + ": file changed size during the transfer"});
     resp.text = file_version(src->st);
     ::posix_fadvise(fd, off_t(req.offset), off_t(req.length), POSIX_FADV_SEQUENTIAL);
-    return send(ctx, req, src->shown, resp, fd, req.length, StreamOptions{0, false, true, req.offset});
+    StreamOptions part{0, false, true, req.offset};
+    part.since = &src->st;
+    return send(ctx, req, src->shown, resp, fd, req.length, part);
   }
   StreamOptions so{0, false};
+  so.since = &src->st;  // as opened: before its prefix was hashed (withdrawn if it changed since)
   std::optional<files::PrefixScan> mine;
   // Resume only where the client's prefix hashes like ours (and the session's hashing budget
   // allows); otherwise from 0. The checksum starts from the scan's state: no second read.

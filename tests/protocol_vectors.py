@@ -2,7 +2,7 @@
 """docs/PROTOCOL.md section 6 computed from the document's formulas alone, with Python's hashlib
 and the `cryptography` package: a second implementation, independent of proto/ and libsodium.
 Prints the "label = hex" lines; tests/proto/protocol_vectors_test.cpp checks the same values against the
-product. Usage: python3 tests/protocol_vectors.py [version]   (default 5)
+product. Usage: python3 tests/protocol_vectors.py [version]   (default 6)
        python3 tests/protocol_vectors.py --check docs/PROTOCOL.md [version]
 The second form compares every "label = hex" line of the document's section 6 with the values
 computed here and exits 1 on any value missing, extra or different (a ctest runs it).
@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 ARGS = sys.argv[1:]
 CHECK = ARGS[1] if len(ARGS) >= 2 and ARGS[0] == "--check" else None
 if CHECK: ARGS = ARGS[2:]
-VERSION = int(ARGS[0]) if ARGS else 5
+VERSION = int(ARGS[0]) if ARGS else 6
 out = []
 def emit(label, b): out.append((label, b.hex()))
 def run(start, n=32): return bytes((start + i) & 0xff for i in range(n))

@@ -219,7 +219,7 @@ TEST_F(ConfigCli, VerboseShowsHandshakeHostKeySuiteBuffersAndRoundTrip) {
         "debug1: identity " + key.string() + " (SHA256:",
         "debug1: connected to 127.0.0.1 port " + port + " in ",
         std::string(
-            "debug1: sent ClientHello: protocol 5, cipher aes128-cbc, MAC hmac-sha256, checksum xxh128, "
+            "debug1: sent ClientHello: protocol 6, cipher aes128-cbc, MAC hmac-sha256, checksum xxh128, "
             "record size 262144\n"),
         std::string("debug1: received ServerHello ("), "debug1: host key for " + hp + " is known: SHA256:",
         std::string("debug1: sent ClientAuth: signature by SHA256:"),

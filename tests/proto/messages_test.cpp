@@ -153,7 +153,7 @@ TEST(Messages, BadFieldsAreRejected) {
   }
   {
     Bytes b = enc(s[0]);
-    b[1] = 12;  // unknown status
+    b[1] = 13;  // unknown status
     EXPECT_FALSE(decode(b));
   }
   {
