@@ -164,5 +164,44 @@ TEST(RecordOrder, UnsizedStreamEndsAtItsEndRecord) {
   EXPECT_EQ(o.on_record(RecordType::data, Bytes(3)), V::over_announced);
 }
 
+// Protocol 6: a sender withdraws a stream (the file changed, shrank or could not be read) with an
+// end record of checksum id 0xff and a reason, after any number of data records up to the size.
+// Its length must be the bytes counted; close() says withdrawn, whatever digest the receiver has.
+TEST(RecordOrder, AWithdrawnStreamEndsAtItsEndRecord) {
+  Bytes w(kMaxEndPayload);
+  EndRecord e;
+  e.length = 6;
+  e.withdrawn = Withdrawal::changed;
+  w.resize(encode_end(w.data(), e));
+  EXPECT_EQ(w, (Bytes{0, 0, 0, 0, 0, 0, 0, 6, 0xff, 1}));
+  const auto back = decode_end(w);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->length, 6u);
+  EXPECT_EQ(back->withdrawn, Withdrawal::changed);
+  for (Bytes bad : {Bytes{0, 0, 0, 0, 0, 0, 0, 6, 0xff, 0}, Bytes{0, 0, 0, 0, 0, 0, 0, 6, 0xff, 4},
+                    Bytes{0, 0, 0, 0, 0, 0, 0, 6, 0xff}, Bytes{0, 0, 0, 0, 0, 0, 0, 6, 0xff, 1, 0}})
+    EXPECT_FALSE(decode_end(bad)) << bad.size();
+
+  RecordOrder o(kAlg, 4);
+  o.begin_stream(10);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(4)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(2)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, w), V::ok);  // no checksum: not wrong_checksum
+  EXPECT_EQ(o.close(checksum_of(Bytes(6))), V::withdrawn);
+  EXPECT_EQ(o.describe(V::withdrawn),
+            "the sender withdrew it: the file changed while it was read (6 bytes sent); run again once it is "
+            "still");
+  EXPECT_FALSE(o.in_stream());
+  // Its length is not the bytes counted: refused as any end record that misstates them.
+  o.begin_stream(10);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes(4)), V::ok);
+  EXPECT_EQ(o.on_record(RecordType::end, w), V::ok);
+  EXPECT_EQ(o.close(checksum_of(Bytes(4))), V::length_mismatch);
+  // Withdrawn before any data, resumed at an offset: the offset counts.
+  o.begin_stream(10, 6);
+  EXPECT_EQ(o.on_record(RecordType::end, w), V::ok);
+  EXPECT_EQ(o.close(checksum_of({})), V::withdrawn);
+}
+
 }  // namespace
 }  // namespace aesxfer::proto
