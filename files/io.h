@@ -1,5 +1,7 @@
 // Plain file I/O both ends share: whole writes that say why they failed, errno as a message.
 #pragma once
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,16 +51,36 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden);
 // "N MiB to receive, M MiB free" when `need` bytes are more than the free space of the file
 // system fd is on (statvfs), else "": what a receiver says, before the first byte, of a file
 // that cannot fit (the client's gets, the server's puts). In bytes below 10 KiB and in KiB below
-// 10 MiB of need; the need rounded up, the free space down.
-std::string space_shortfall(int fd, uint64_t need);
-// Why a receiver about to write `next` bytes into fd's file system must stop, or "": they would take
-// its free space below a reserve of 1/64 of its size, at most 64 MiB. For what no check before the
-// data can judge: a put of unknown size (send -), puts that each fit alone and not together, the
-// parts of a ranged put (a thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled
-// to its last block). `headroom`: what may still be written after `next` before the reserve
-// (UINT64_MAX when the file system cannot be asked), for a writer that asks again only once it
-// wrote part of it (net/transfer.cpp).
-std::string reserve_reached(int fd, uint64_t next, uint64_t& headroom);
+// 10 MiB of need; the need rounded up, the free space down. With keep_reserve (the server's puts)
+// the need must leave the reserve (reserve_of) free as well, and the text says how much of the
+// free space that is: ", R KiB of it kept in reserve" (a thirty-sixth re-attack, B2: a put that
+// fit the free space but not the reserve streamed 9 MB before it failed, and a resumed one was
+// refused at byte 0 with figures that read as if it fit).
+std::string space_shortfall(int fd, uint64_t need, bool keep_reserve = false);
+// The reserve a receiver keeps free on a file system of `size` bytes: 1/64 of it, at most 64 MiB.
+uint64_t reserve_of(uint64_t size);
+// The writes of one receiver (the server's puts, net/transfer.cpp) into fd's file system, kept out
+// of its reserve: take(n) before writing n bytes says why they may not be written ("only N KiB
+// left free: ..."), or "". All receivers of the process writing into one file system share one
+// allowance, an eighth of the headroom (free space less the reserve) it last reported, asked again
+// once that is spent or a second has passed: for what no check before the data can judge, a put of
+// unknown size (send -), puts that each fit alone and not together, the parts of a ranged put (a
+// thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled to its last block; a
+// thirty-sixth, A1 and B1: nine puts, each with an eighth of its own, filled it all the same).
+class SpaceReserve {
+ public:
+  explicit SpaceReserve(int fd);
+  std::string take(uint64_t n);
+
+ private:
+  int fd_;
+  dev_t dev_ = 0;
+  bool known_ = false;  // fd's device is known (else nothing is judged)
+};
+// Why nothing more may be made in fd's file system (a file or a directory), or "": its free inodes
+// are down to 1/64 of them (at most 65,536), so that no client uses up the last ones with empty
+// files (a thirty-sixth re-attack, A3: one send -r of empty files took every inode).
+std::string inodes_short(int fd);
 // `n` bytes as space_shortfall() writes a figure ("3072 KiB"), rounded down.
 std::string size_text(uint64_t n);
 

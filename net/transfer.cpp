@@ -491,19 +491,12 @@ struct BatchStore {
   bool keep_reserve;
   crypto::FileChecksum& hash;
   std::optional<Failure> failed;
-  // With keep_reserve: bytes that may still be written before the file system is asked again. An
-  // eighth of the headroom it last reported, so that a few receivers writing into it at once still
-  // stop at the reserve, and a large file system is asked seldom (not once a record).
-  uint64_t unjudged = 0;
+  // With keep_reserve: the file system's reserve, shared with every other receiver writing into it.
+  std::optional<files::SpaceReserve> reserve;
   void judge_reserve(uint64_t n) {
-    if (n <= unjudged) {
-      unjudged -= n;
-      return;
-    }
-    uint64_t headroom = 0;
-    if (const std::string why = files::reserve_reached(fd, n, headroom); !why.empty())
+    if (!reserve) reserve.emplace(fd);
+    if (const std::string why = reserve->take(n); !why.empty())
       throw Failure("no space left on device (" + why + ")", proto::Status::no_space, ENOSPC);
-    unjudged = headroom == UINT64_MAX ? UINT64_MAX : headroom / 8;
   }
   void operator()(Batch* b) {
     for (size_t i = 0; i < b->n; ++i) {
@@ -563,7 +556,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   StreamScope scope{order};
 
   if (opt.complete) *opt.complete = false;
-  BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, opt.keep_reserve, hash, {}};
+  BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, opt.keep_reserve, hash, {}, {}};
   const bool threaded = pipeline_threads(c, opt.pipeline);
   std::thread writer;
   if (threaded)

@@ -64,9 +64,9 @@ struct StreamOptions {
   // When set, receives the stream's length (the end record's): the one way to learn an unsized
   // stream's size.
   uint64_t* length = nullptr;
-  // Receiver: the writes keep the file system's reserve (files::reserve_reached, asked again each
-  // time an eighth of the headroom it reported was written); one that would go into it fails with
-  // no_space (the server's puts).
+  // Receiver: the writes keep the file system's reserve (files::SpaceReserve, one allowance shared
+  // by every receiver writing into it); one that would go into it fails with no_space (the
+  // server's puts).
   bool keep_reserve = false;
 };
 

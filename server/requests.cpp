@@ -212,7 +212,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     // write error or a bad checksum fails this file alone and the next request follows.
     o.read_to_end = ahead;
     o.complete = &complete;
-    o.keep_reserve = true;  // a put of unknown size, or puts that each fit alone (files::reserve_reached)
+    o.keep_reserve = true;  // a put of unknown size, or puts that each fit alone (files::SpaceReserve)
     recv_stream(
         ctx.c, r.fd, size, [&got](uint64_t d) { got = d; }, o);
     if (r.finish) r.finish();
@@ -423,7 +423,7 @@ std::string room_refusal(int dirfd, const std::string& name, const std::string& 
                             ? uint64_t(pst.st_size)
                             : 0;
   if (resume && kept > req.offset) need -= std::min(need, kept - req.offset);
-  const std::string short_by = files::space_shortfall(dirfd, need);
+  const std::string short_by = files::space_shortfall(dirfd, need, true);
   if (short_by.empty()) return "";
   const std::string dir = parent_shown(shown);
   return shown + ": no space left on device on the server (" + short_by +
@@ -453,6 +453,10 @@ void handle_put(RequestContext& ctx, const Message& req) {
     if (std::string why = room_refusal(dest->dir.get(), dest->name, shown, req, resume); !why.empty())
       return refuse(ctx, req, shown, {Status::no_space, std::move(why)});
   }
+  if (dest)  // every put makes a file (its temporary or partial one), empty ones too
+    if (const std::string why = files::inodes_short(dest->dir.get()); !why.empty())
+      return refuse(ctx, req, shown,
+                    {Status::no_space, shown + ": no space left on device on the server (" + why + ")"});
   Receiver r;
 
   if (ranged) {
@@ -684,6 +688,10 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (!target) return refuse(ctx, req, req.path, why);
   bool preserve = req.flags & proto::kFlagPreserve;
   if (!exists) {
+    if (const std::string full = files::inodes_short(target->dir.get()); !full.empty())
+      return refuse(
+          ctx, req, target->shown,
+          {Status::no_space, target->shown + ": no space left on device on the server (" + full + ")"});
     // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
     // mkdir of the same directory with the preserve flag), still with owner rwx.
     if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0) {

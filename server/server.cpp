@@ -100,13 +100,32 @@ struct Server::Impl {
   std::unique_ptr<Sweeper> sweeper;        // expires kept partial files and temporary-file debris
   std::atomic<uint64_t> listing_bytes{0};  // what the listings in progress hold (--max-list-memory)
 
+  // A write to the log that fails (a full disk) loses that line, not the log: the stream's error
+  // is cleared and the next line that is written says how many were lost (a thirty-sixth
+  // re-attack, A2: one ENOSPC set the stream's badbit, and every later line was dropped in silence
+  // until a restart). Under log_mu.
+  uint64_t lost_lines = 0;
   void log(const std::string& line) {
     if (!opt.log) return;
     std::time_t t = std::time(nullptr);
     std::tm tm{};
     gmtime_r(&t, &tm);
+    std::ostringstream stamp;
+    stamp << "time=" << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ") << " ";
+    std::string text;
     std::lock_guard<std::mutex> g(log_mu);
-    *opt.log << "time=" << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ") << " " << line << std::endl;
+    if (lost_lines)
+      text = "\n" + stamp.str() + "msg=\"log lines lost\" lines=" + std::to_string(lost_lines) +
+             " why=\"writing the log failed (a full disk?)\"\n";
+    text += stamp.str() + line + "\n";
+    opt.log->write(text.data(), std::streamsize(text.size()));
+    opt.log->flush();
+    if (opt.log->good()) {
+      lost_lines = 0;
+      return;
+    }
+    opt.log->clear();
+    ++lost_lines;
   }
 
   fs::path authorized_keys_file() const {

@@ -364,7 +364,8 @@ ProcResult NobodyClient::run(const std::vector<std::string>& args, double timeou
 
 ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
                              const std::vector<std::string>& extra_args, uid_t as_user,
-                             const std::map<std::string, std::string>& extra_env) {
+                             const std::map<std::string, std::string>& extra_env, const fs::path& log_path)
+    : err_path_(log_path.empty() ? dir_.path() / "stderr" : log_path) {
   fs::path port_file = dir_.path() / "port";
   std::vector<std::string> argv{AESXFER_BINARY, "serve",       "--listen",    "127.0.0.1",       "-P", "0",
                                 "--root",       root.string(), "--port-file", port_file.string()};
@@ -373,7 +374,7 @@ ServerProcess::ServerProcess(const fs::path& home, const fs::path& root,
   env["AESXFER_HOME"] = home.string();
   ExecArgs ea(argv, env);
   int out_fd = ::open((dir_.path() / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err_fd = ::open((dir_.path() / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0 || err_fd < 0) throw std::runtime_error("ServerProcess: cannot create log files");
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -439,7 +440,7 @@ int ServerProcess::stop() {
   return exit_code_;
 }
 
-std::string ServerProcess::log() const { return read_text_file(dir_.path() / "stderr"); }
+std::string ServerProcess::log() const { return read_text_file(err_path_); }
 
 bool ServerProcess::wait_for_log(const std::string& needle, double timeout_s, size_t times) const {
   auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));

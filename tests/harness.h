@@ -152,9 +152,11 @@ class ServerProcess {
  public:
   // With as_user (a uid other than 0), the server drops to that user and group (and no
   // supplementary groups) before it runs: a root test's way to a server that permissions bind.
-  // extra_env is added to its environment (an LD_PRELOAD probe).
+  // extra_env is added to its environment (an LD_PRELOAD probe). log_path: where its stderr (its
+  // log) goes, when not a file of its own temporary directory (a log on a file system a test fills).
   ServerProcess(const fs::path& home, const fs::path& root, const std::vector<std::string>& extra_args = {},
-                uid_t as_user = 0, const std::map<std::string, std::string>& extra_env = {});
+                uid_t as_user = 0, const std::map<std::string, std::string>& extra_env = {},
+                const fs::path& log_path = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -174,6 +176,7 @@ class ServerProcess {
 
  private:
   TempDir dir_{"aesxfer-srv"};
+  fs::path err_path_;
   pid_t pid_ = -1;
   uint16_t port_ = 0;
   int exit_code_ = -1;

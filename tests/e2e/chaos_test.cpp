@@ -16,9 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <regex>
@@ -386,6 +388,148 @@ TEST_F(ChaosDiskFull, APutOfUnknownSizeStopsBeforeTheDiskIsFull) {
   EXPECT_TRUE(wait_no_debris(small, 5));
   EXPECT_FALSE(fs::exists(small / "piped"));
   EXPECT_EQ(small_server.stop(), 0);
+}
+
+// A thirty-sixth re-attack (A1, B1): each put wrote an eighth of the headroom it had been told of
+// before it asked again, so nine or more puts at once went past the reserve together and filled
+// the file system to its last block (sampled at 0 bytes free; puts failed with the kernel's own
+// ENOSPC). The puts share one allowance per file system: twelve unsized puts of 8 MiB each at
+// 32 Mbit/s, started 50 ms apart into a 64 MiB tmpfs (reserve 1 MiB), sampled every 2 ms, never
+// take it below its reserve, and every one that fails says so in the reserve's words.
+TEST_F(ChaosDiskFull, ConcurrentPutsTogetherStopAtTheReserve) {
+  const fs::path mid = ws.tmp / "mid";
+  fs::create_directories(mid);
+  ASSERT_EQ(::mount("tmpfs", mid.c_str(), "tmpfs", 0, "size=64m"), 0) << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mid};
+  ServerProcess mid_server(ws.home, mid, server_args);
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> least{UINT64_MAX};
+  std::thread sampler([&] {
+    while (!done) {
+      struct statvfs v {};
+      if (::statvfs(mid.c_str(), &v) == 0) {
+        const uint64_t free = uint64_t(v.f_bavail) * v.f_frsize;
+        if (free < least) least = free;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<ProcResult> results(12);
+  std::vector<std::thread> puts;
+  for (int i = 0; i < 12; ++i) {
+    puts.emplace_back([&, i] {
+      const std::string cmd = "head -c 8388608 /dev/zero | '" + std::string(AESXFER_BINARY) +
+                              "' send -q -l 32M --retries 0 - 127.0.0.1:p" + std::to_string(i) + " -P " +
+                              std::to_string(mid_server.port());
+      results[i] = run_process({"/bin/sh", "-c", cmd}, {{"AESXFER_HOME", ws.home.string()}}, 60);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& t : puts) t.join();
+  done = true;
+  sampler.join();
+  int failed = 0;
+  for (const auto& r : results) {
+    if (r.exit_code == 0) continue;
+    ++failed;
+    EXPECT_NE(r.err.find("left free: a transfer stops before the file system is full"), std::string::npos)
+        << r.describe();
+  }
+  EXPECT_GT(failed, 0) << "96 MiB fit in a 64 MiB file system?";
+  EXPECT_GE(least.load(), uint64_t(1) << 20) << "the file system went below its reserve";
+  EXPECT_TRUE(wait_no_debris(mid, 5));
+  EXPECT_EQ(mid_server.stop(), 0);
+}
+
+// A thirty-sixth re-attack (B2): the check before a put's data compared it with the free space
+// alone, so a file that fit the free space but not the reserve streamed most of its bytes before
+// it failed, and (not pipelined) ended the session; resumed, it was refused at byte 0 with figures
+// that read as if it fit. The check keeps the reserve too and says how much of the free space it
+// is: refused before any data, the next file still goes.
+TEST_F(ChaosDiskFull, APutThatWouldTakeTheReserveIsRefusedBeforeItsData) {
+  ServerProcess small_server(ws.home, small, server_args);
+  struct statvfs v {};
+  ASSERT_EQ(::statvfs(small.c_str(), &v), 0);
+  const uint64_t free = uint64_t(v.f_bavail) * v.f_frsize;
+  write_random_file(ws.local / "fits-not", free - (uint64_t(32) << 10), 71);  // free, less half the reserve
+  write_text_file(ws.local / "tiny", "tiny\n");
+  auto r = run_aesxfer({"send", (ws.local / "fits-not").string(), (ws.local / "tiny").string(),
+                        "127.0.0.1:", "-P", std::to_string(small_server.port()), "--retries", "0"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("fits-not: no space left on device on the server ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" KiB free, 64 KiB of it kept in reserve)"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(small / "tiny"), "tiny\n");
+  ASSERT_TRUE(small_server.wait_for_log("op=put file=\"fits-not\"")) << small_server.log();
+  EXPECT_EQ(small_server.log().find("op=put file=\"fits-not\" bytes="), std::string::npos)
+      << "data moved before the refusal\n"
+      << small_server.log();
+  EXPECT_FALSE(fs::exists(small / "fits-not"));
+  EXPECT_EQ(small_server.stop(), 0);
+}
+
+// A thirty-sixth re-attack (A3): one send -r of empty files used up every inode of the server's
+// file system; nothing more could be made on it, by anyone. Files and directories keep the last
+// 1/64 of the inodes free: on a tmpfs of 64 inodes, a tree of 100 empty files and a directory stops
+// with one left, each refused file named.
+TEST_F(ChaosDiskFull, EmptyFilesLeaveTheLastInodesFree) {
+  const fs::path few = ws.tmp / "few";
+  fs::create_directories(few);
+  ASSERT_EQ(::mount("tmpfs", few.c_str(), "tmpfs", 0, "size=4m,nr_inodes=64"), 0) << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{few};
+  const fs::path tree = ws.local / "empties";
+  fs::create_directories(tree / "sub");
+  for (int i = 0; i < 100; ++i) write_text_file(tree / ("e" + std::to_string(i)), "");
+  ServerProcess few_server(ws.home, few, server_args);
+  auto r = run_aesxfer({"send", "-r", "-q", tree.string(), "127.0.0.1:", "-P",
+                        std::to_string(few_server.port()), "--retries", "0"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("no space left on device on the server (only 1 of 64 inodes left free"),
+            std::string::npos)
+      << r.err;
+  struct statvfs v {};
+  ASSERT_EQ(::statvfs(few.c_str(), &v), 0);
+  EXPECT_GE(v.f_favail, 1u);
+  EXPECT_EQ(few_server.stop(), 0);
+}
+
+// A thirty-sixth re-attack (A2): one write of the server's log that failed (its file system full
+// for a moment) set the stream's error, and every later line was dropped in silence until a
+// restart: gets that succeeded once there was room again were never logged. A failed line is
+// lost alone, and the next line written says how many were.
+TEST_F(ChaosDiskFull, AFullDiskLosesLogLinesNotTheLog) {
+  const fs::path log = small / "server.log";
+  ServerProcess logged(ws.home, ws.root, server_args, 0, {}, log);
+  const std::string port = std::to_string(logged.port());
+  {
+    const int fd = ::open((small / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string page(4096, 'f');
+    while (::write(fd, page.data(), page.size()) > 0) {
+    }
+    ::close(fd);
+  }
+  // Twenty gets, about 9 KB of lines: more than the log's last page had room for.
+  write_text_file(ws.root / "one", "1");
+  for (int i = 0; i < 20; ++i) {
+    auto r =
+        run_aesxfer({"recv", "-q", "127.0.0.1:one", (ws.local / "got").string(), "-P", port}, ws.home, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+  fs::remove(small / "filler");
+  auto r = run_aesxfer({"recv", "-q", "127.0.0.1:source.bin", (ws.local / "after").string(), "-P", port},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(logged.wait_for_log("msg=\"log lines lost\" lines=")) << logged.log();
+  EXPECT_TRUE(logged.wait_for_log("op=get file=\"source.bin\"")) << logged.log();
+  EXPECT_EQ(logged.stop(), 0);
 }
 
 TEST_F(ChaosDiskFull, GetIntoFullDisk) {
