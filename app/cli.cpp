@@ -343,7 +343,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
                       const std::string& shown, const client::FileResult* r, const proto::Failure* f, int& rc,
-                      app::JsonProgress* jp) {
+                      app::JsonProgress* jp, std::FILE* out) {
   if (f) {
     // A lost connection's line names the file it stopped, as the JSON does (a twenty-ninth
     // re-attack, B-N5: "connection ... lost", and no file, among several).
@@ -351,7 +351,7 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
     const bool named =
         f->origin != net::Origin::link || std::string_view(f->what()).substr(0, name.size()) == name;
     die_line(named ? std::string(f->what()) : name + f->what());
-    json_failed(t, shown, f->what(), jp);  // a script reading --json learns of the file too
+    json_failed(t, shown, f->what(), jp, out);  // a script reading --json learns of the file too
     rc = kExitFail;
     return;
   }
@@ -367,7 +367,7 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 }
 
 void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
-                 app::JsonProgress* jp) {
+                 app::JsonProgress* jp, std::FILE* out) {
   // And one reading --json-progress, the file's final line (a twenty-eighth re-attack's note: a
   // file that failed had none, so a script waiting for its last line waited on).
   app::JsonProgress own(file, t.json_progress);
@@ -377,7 +377,7 @@ void json_failed(const TransferOpts& t, const std::string& file, const std::stri
   app::set_name(j, "file", file);
   j["error"] = error;
   j["verified"] = false;
-  std::fputs(app::json_line(j).c_str(), stdout);
+  std::fputs(app::json_line(j).c_str(), out);
 }
 
 int end_with_unreported(const TransferOpts& t, const proto::Failure& f,

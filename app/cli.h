@@ -198,7 +198,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
 // lines (`jp` as there).
 void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bool tty,
                       const std::string& shown, const client::FileResult* r, const proto::Failure* f, int& rc,
-                      app::JsonProgress* jp = nullptr);
+                      app::JsonProgress* jp = nullptr, std::FILE* out = stdout);
 
 // A file an earlier file's failure kept from moving (the session ended): its line and, with
 // --json, its object, as report_pipelined gives a failure ("not sent" or "not fetched").
@@ -208,8 +208,9 @@ void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bo
 
 // With --json, the object of a file that failed: {file, [file_hex], error, verified: false}; with
 // --json-progress, its final line, from `jp` when the file had a meter, else from a new one.
+// `out`: where --json goes (standard error when the data goes to standard output).
 void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
-                 app::JsonProgress* jp = nullptr);
+                 app::JsonProgress* jp = nullptr, std::FILE* out = stdout);
 
 // A failure that ends the command before every source was reported (a connection or a login that
 // failed, a lost link with no retry left): its line once and, with --json, an object for each

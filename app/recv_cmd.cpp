@@ -156,10 +156,12 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         if (const size_t at = lost->find(kKeptNote); at != std::string::npos)
           lost->erase(at, kKeptNote.size());
       }
-      if (last && t.json && !to_stdout) {  // its object too (N2)
+      // Its object too (N2), on standard error when the data is on standard output (a thirty-sixth
+      // re-attack, B4: recv --json host:f - gave a failed source none).
+      if (last && t.json) {
         int rc = 0;
         const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
-        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc, &jp);
+        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc, &jp, msg);
         if (client) client->bye();
         return kExitFail;
       }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,23 @@ TEST_F(DestRules, RecvOfSeveralSourcesGivesAFailedOneItsJsonObject) {
   EXPECT_EQ(order, (std::vector<std::string>{"{\"file\":\"ok1\"", "{\"file\":\"nonexist\"",
                                              "{\"file\":\"bigdir\"", "{\"file\":\"big\""}))
       << r.out;
+}
+
+// A thirty-sixth re-attack (B4): recv --json of a source that failed into standard output gave
+// no object (a successful one had its object on standard error). The failed one's object goes to
+// standard error too, and nothing to standard output.
+TEST_F(DestRules, RecvToStandardOutputGivesAFailedSourceItsJsonObject) {
+  auto r = run({"recv", "-q", "--json", "127.0.0.1:nonexist", "-"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.out, "");
+  bool object = false;
+  for (const auto& l : nonempty_lines(r.err)) {
+    if (l.empty() || l[0] != '{') continue;
+    const auto j = nlohmann::json::parse(l);
+    object =
+        j.value("file", "") == "nonexist" && j.value("error", "") != "" && j.value("verified", true) == false;
+  }
+  EXPECT_TRUE(object) << r.err;
 }
 
 // A fifteenth re-attack (K5): recv HOST:f HOST:x wrote a local file named "HOST:x", exit 0 (scp
