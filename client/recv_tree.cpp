@@ -139,8 +139,13 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   if (size_hint != UINT64_MAX && !whole) {
     const uint64_t need = copy ? size_hint : size_hint - std::min(size_hint, have);
     if (auto full = room_refusal(pf.fd(), need, printable(local.string()))) {
-      if (copy || !have) pf.discard();  // else what arrived before stays for --resume
-      throw *full;
+      if (copy || !have) {
+        pf.discard();
+        throw *full;
+      }
+      // What arrived before stays for --resume, and the line says so (a thirty-sixth re-attack,
+      // B5: recv -r --resume said nothing of it).
+      throw Failure(std::string(full->what()) + std::string(kKeptNote), full->status, full->err);
     }
   }
   std::optional<PrefixScan> scan;

@@ -532,6 +532,26 @@ TEST_F(ChaosDiskFull, AFullDiskLosesLogLinesNotTheLog) {
   EXPECT_EQ(logged.stop(), 0);
 }
 
+// A thirty-sixth re-attack (B5): recv -r --resume of a file whose rest cannot fit kept its partial
+// file, as it should, but its line (and --json) did not say so, where a single source's did.
+TEST_F(ChaosDiskFull, ATreesRefusedResumeSaysItsPartialFileWasKept) {
+  fs::create_directories(ws.root / "bt");
+  write_random_file(ws.root / "bt" / "a3", 3 << 20, 72);
+  fs::create_directories(small / "bt");
+  const std::string all = read_text_file(ws.root / "bt" / "a3");
+  write_text_file(small / "bt" / ".a3.aesxfer-partial", all.substr(0, 1 << 20));
+  fs::permissions(small / "bt" / ".a3.aesxfer-partial", fs::perms(0600));
+  write_random_file(small / "fill", 1800 << 10, 73);
+  auto r = run_aesxfer({"recv", "-r", "--resume", "--json", "127.0.0.1:bt", small.string(), "-P",
+                        std::to_string(server->port()), "--retries", "0"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("a3: no space left on device (2048 KiB to receive, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("free) (partial file kept for --resume)"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("(partial file kept for --resume)"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::file_size(small / "bt" / ".a3.aesxfer-partial"), uintmax_t(1) << 20);
+}
+
 TEST_F(ChaosDiskFull, GetIntoFullDisk) {
   write_text_file(small / "dest.bin", kOld);
   for (const char* name : {"dest.bin", "new.bin"}) {
