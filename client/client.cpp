@@ -26,6 +26,7 @@
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "net/handshake_driver.h"
+#include "proto/error.h"
 #include "proto/ops.h"
 
 namespace aesxfer::client {
@@ -131,9 +132,14 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
       throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
   };
   step = drive_handshake(*conn_, hs, lim);
+  // A server turned this connection away for load (--max-startups): status busy from the peer, which
+  // --retries waits out after a lost connection, as it does the Welcome's busy (a thirty-sixth
+  // re-attack, B3: the retry met it and the command ended with its retries unused).
   if (step.ec)
-    throw Failure("handshake with " + hp +
-                  " failed: " + (step.detail.empty() ? step.ec.message() : step.detail));
+    throw Failure(
+        "handshake with " + hp + " failed: " + (step.detail.empty() ? step.ec.message() : step.detail),
+        step.ec == proto::errc::server_busy ? proto::Status::busy : proto::Status::internal, 0,
+        step.ec == proto::errc::server_busy ? Origin::peer : Origin::local);
   log(1, "received ServerHello (protocol " + std::to_string(proto::kVersion) + "): host key " +
              proto::fingerprint(*hs.host_key()) + ", its signature over the transcript verified");
 }

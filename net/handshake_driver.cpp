@@ -47,7 +47,11 @@ proto::Step drive_handshake(Conn& c, proto::HandshakeMachine& m, const Handshake
   uint8_t buf[4096];
   for (bool first = true;; first = false) {
     const size_t n = read_within(c, buf, sizeof buf, lim, deadline, restore.t);
-    if (n == 0) throw Failure(c.peer() + " closed the connection during the handshake" + lim.closed_hint);
+    // A lost connection (origin link), as a reset is: --retries takes it over once a session of the
+    // command logged in (a thirty-sixth re-attack, B3: a retry's connection closed during the
+    // handshake ended the command).
+    if (n == 0)
+      throw Failure::link(c.peer() + " closed the connection during the handshake" + lim.closed_hint);
     if (first && lim.first_bytes) lim.first_bytes(buf, n);
     // feed() stops at the end of each frame it completes: feed the rest too.
     for (size_t off = 0; off < n;) {

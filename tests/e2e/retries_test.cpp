@@ -240,6 +240,41 @@ TEST_F(RetriesSilentBreak, ASendOutlastsTheServersStaleSession) {
   EXPECT_TRUE(temp_debris(ws.root).empty());
 }
 
+// A thirty-sixth re-attack (B3): a retry's connection that the server turned away for load in the
+// handshake (--per-source-max-startups) ended the command with its retries unused, though the
+// Welcome's "busy" was waited out. Here an idle connection from the same address holds the one
+// startup slot from the cut until 2.5 s after it: the first retry (1 s) is turned away, and the
+// second (3 s) gets in and resumes.
+class RetriesBusy : public ServerTest {
+  std::vector<std::string> server_args() const override {
+    return {"--per-source-max-startups", "1", "--handshake-timeout", "5"};
+  }
+};
+
+TEST_F(RetriesBusy, ARetryTurnedAwayForLoadIsWaitedOut) {
+  write_random_file(ws.root / "big.bin", 12 * kMiB, 45);
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  std::atomic<bool> stop{false};
+  std::thread holder([&] {
+    while (relay.cut() == 0 && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(server->port());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)
+      for (int i = 0; i < 250 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::close(fd);
+  });
+  auto r = run({"recv", "127.0.0.1:big.bin", (ws.local / "big.bin").string()}, relay.port());
+  stop = true;
+  holder.join();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("server busy"), std::string::npos) << r.err;
+  EXPECT_EQ(retry_lines(r.err), 2) << r.err;
+  EXPECT_EQ(sha256_file(ws.local / "big.bin"), sha256_file(ws.root / "big.bin"));
+}
+
 // A sixteenth re-attack (L2): after a retry, send -r and recv -r reported every file of the tree
 // once more ("up to date"), in --json too, so a script counting files or bytes read each one once
 // per attempt. Each file is reported once.
