@@ -150,8 +150,10 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   }
   std::optional<PrefixScan> scan;
   try {
+    pf.copying(copy && have);  // a signal meanwhile removes the copy, never keeps it
     if (have)
       scan = scan_prefix(*keys_, base_fd >= 0 ? base_fd : pf.fd(), have, copy ? pf.fd() : -1, keepalive());
+    pf.copying(false);
   } catch (const Failure& f) {
     if (!copy || f.origin != Origin::local) throw;
     pf.discard();  // a copy of the destination, which is as it was: nothing worth keeping
@@ -219,7 +221,11 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     throw Failure(printable(local.string()) + ": " + full->what() + (keep ? std::string(kKeptNote) : ""),
                   full->status, full->err);
   }
-  if (copy) copy_prefix(base_fd, pf.fd(), start);
+  if (copy) {
+    pf.copying(true);
+    copy_prefix(base_fd, pf.fd(), start);
+    pf.copying(false);
+  }
   pf.truncate_to(start);
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();

@@ -67,11 +67,12 @@ bool is_partial_name(const std::string& n) {
 
 namespace {
 
-enum class Kind { temporary, kept, remote };  // removed; kept here; kept by the server
+// Removed; kept here; kept by the server; removed, a copy of the destination still being made.
+enum class Kind { temporary, kept, remote, copying };
 
 struct Slot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active, 3 lingering (still kept, no transfer)
-  Kind kind = Kind::temporary;
+  std::atomic<Kind> kind{Kind::temporary};  // a kept slot turns copying and back (mark_copying)
   int dirfd = -1;
   char name[NAME_MAX + 1];
   char shown[1024];
@@ -134,14 +135,17 @@ extern "C" void on_stop_signal(int sig) {
   for (auto& s : g_slots) {
     if (const int st = s.state.load(); st != 2 && st != 3) continue;
     put(any ? "; " : ": ");
-    if (s.kind == Kind::temporary) {
+    const Kind kind = s.kind.load();
+    if (kind == Kind::temporary || kind == Kind::copying) {
       ::unlinkat(s.dirfd, s.name, 0);
-      put("removed the temporary file of ");
+      put(kind == Kind::temporary ? "removed the temporary file of " : "removed ");
     } else {
-      put(s.kind == Kind::kept ? "kept " : "the server keeps ");
+      put(kind == Kind::kept ? "kept " : "the server keeps ");
     }
     put(s.shown);
-    if (s.kind != Kind::temporary) put(" for --resume");
+    if (kind == Kind::kept || kind == Kind::remote) put(" for --resume");
+    if (kind == Kind::copying)
+      put(", where a copy of the destination was being made (the destination is as it was)");
     any = true;
   }
   if (!any) put(": nothing was left behind");
@@ -169,6 +173,10 @@ int register_kept(int dirfd, const std::string& name, const std::string& shown) 
 int register_server_kept(const std::string& shown) { return claim(-1, "", shown, Kind::remote); }
 
 void unregister_kept(int slot, bool lingers) noexcept { release(slot, lingers); }
+
+void mark_copying(int slot, bool copying) noexcept {
+  if (slot >= 0) g_slots[slot].kind.store(copying ? Kind::copying : Kind::kept);
+}
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 

@@ -122,5 +122,10 @@ int register_server_kept(const std::string& shown);
 // while a retry waits, until a registration of the same `shown` (that retry) takes its place (a
 // thirty-fifth re-attack, B-N2: a Ctrl-C between retries said "nothing was left behind").
 void unregister_kept(int slot, bool lingers = false) noexcept;
+// While `copying`, a kept slot's file holds only a copy of the destination being made (recv
+// --resume onto a shorter destination): a signal removes it and says the destination is as it was
+// (a thirty-sixth re-attack, B9: Ctrl-C kept a partial file of 115 MB of copied bytes beside the
+// 250 MB destination, "kept ... for --resume").
+void mark_copying(int slot, bool copying) noexcept;
 
 }  // namespace aesxfer::files

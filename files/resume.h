@@ -114,6 +114,8 @@ class PartialFile {
   void truncate_to(uint64_t n);
   void commit(FileMode mode, long long mtime);
   void discard() noexcept;  // removes the partial file (its contents are known bad)
+  // It holds only a copy of the destination being made: removed, not kept, on a signal (mark_copying).
+  void copying(bool on) noexcept { mark_copying(slot_, on); }
 
  private:
   void open(const std::string& name);

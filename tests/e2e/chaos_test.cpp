@@ -552,6 +552,32 @@ TEST_F(ChaosDiskFull, ATreesRefusedResumeSaysItsPartialFileWasKept) {
   EXPECT_EQ(fs::file_size(small / "bt" / ".a3.aesxfer-partial"), uintmax_t(1) << 20);
 }
 
+// A thirty-sixth re-attack (B9): a Ctrl-C while recv --resume copied a shorter destination into
+// its partial file kept that copy ("kept ... for --resume"), bytes the destination still held,
+// and the next run resumed from them. The copy is removed and the line says the destination is as
+// it was. tests/size_liar.cpp makes each 1 MiB read of the "*.slow" destination wait 100 ms.
+TEST_F(Chaos, ASignalDuringTheCopyOfTheDestinationKeepsNoCopy) {
+  write_random_file(ws.root / "grown", 20 << 20, 74);
+  const fs::path dir = ws.local / "c";
+  fs::create_directories(dir);
+  write_text_file(dir / "d.slow", read_text_file(ws.root / "grown").substr(0, 16 << 20));
+  const std::string before = sha256_file(dir / "d.slow");
+  const fs::path partial = dir / ".d.slow.aesxfer-partial";
+  const std::string cmd =
+      "'" + std::string(AESXFER_BINARY) + "' recv -q --resume 127.0.0.1:grown '" + (dir / "d.slow").string() +
+      "' -P " + std::to_string(server->port()) + " & pid=$!; i=0; while [ ! -s '" + partial.string() +
+      "' ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; kill -INT $pid; wait $pid; "
+      "echo rc=$?";
+  auto r = run_process({"/bin/sh", "-c", cmd}, liar_env(ws), 60);
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("aesxfer: interrupted: removed " + partial.string() +
+                       ", where a copy of the destination was being made (the destination is as it was)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(sha256_file(dir / "d.slow"), before);
+}
+
 TEST_F(ChaosDiskFull, GetIntoFullDisk) {
   write_text_file(small / "dest.bin", kOld);
   for (const char* name : {"dest.bin", "new.bin"}) {
