@@ -130,6 +130,10 @@ std::optional<uint64_t> free_space(int fd, uint64_t* size = nullptr) {
 // The unit of a figure of `n` bytes: bytes below 10 KiB, KiB below 10 MiB, else MiB (its shift).
 int unit_shift(uint64_t n) { return n < (uint64_t(10) << 10) ? 0 : n < (uint64_t(10) << 20) ? 10 : 20; }
 const char* unit_name(int shift) { return shift == 0 ? " bytes" : shift == 10 ? " KiB" : " MiB"; }
+// `n` of the unit of `shift`, "1 byte" for one (a thirty-sixth re-attack, B11: "1 bytes to receive").
+std::string figure(uint64_t n, int shift) {
+  return std::to_string(n) + (shift == 0 && n == 1 ? " byte" : unit_name(shift));
+}
 }  // namespace
 
 uint64_t reserve_of(uint64_t size) { return std::min(uint64_t(64) << 20, size / 64); }
@@ -188,7 +192,7 @@ std::string inodes_short(int fd) {
 
 std::string size_text(uint64_t n) {
   const int shift = unit_shift(n);
-  return std::to_string(n >> shift) + unit_name(shift);
+  return figure(n >> shift, shift);
 }
 
 std::string space_shortfall(int fd, uint64_t need, bool keep_reserve) {
@@ -200,12 +204,10 @@ std::string space_shortfall(int fd, uint64_t need, bool keep_reserve) {
   // the figures never read as if the file fit (a thirty-fourth re-attack, A-N5: "1 MiB to
   // receive, 1 MiB free" for 2,000,000 bytes).
   const int shift = unit_shift(need);
-  const char* unit = unit_name(shift);
   const uint64_t up = (need >> shift) + ((need & ((uint64_t(1) << shift) - 1)) != 0);
-  std::string text =
-      std::to_string(up) + unit + " to receive, " + std::to_string(free >> shift) + unit + " free";
+  std::string text = figure(up, shift) + " to receive, " + figure(free >> shift, shift) + " free";
   if (reserve)  // the reserve stated, in the same unit (a thirty-sixth re-attack, B2)
-    text += ", " + std::to_string((std::min(reserve, free) + (uint64_t(1) << shift) - 1) >> shift) + unit +
+    text += ", " + figure((std::min(reserve, free) + (uint64_t(1) << shift) - 1) >> shift, shift) +
             " of it kept in reserve";
   return text;
 }

@@ -75,4 +75,14 @@ TEST(ReadSmallFile, AFailedReadGivesItsErrno) {
 }
 
 }  // namespace
+// The figures of the free-space lines: one unit by the size, and one byte in the singular (a
+// thirty-sixth re-attack, B11: "1 bytes to receive, 0 bytes free").
+TEST(SizeText, OneByteIsSingular) {
+  EXPECT_EQ(files::size_text(0), "0 bytes");
+  EXPECT_EQ(files::size_text(1), "1 byte");
+  EXPECT_EQ(files::size_text(2), "2 bytes");
+  EXPECT_EQ(files::size_text(10 << 10), "10 KiB");
+  EXPECT_EQ(files::size_text(uint64_t(10) << 20), "10 MiB");
+}
+
 }  // namespace aesxfer::files
