@@ -52,7 +52,11 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
     if (::fstatat(dirfd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) continue;
     const bool link = S_ISLNK(lst.st_mode);
     if (::fstatat(dirfd, name.c_str(), &st, 0) != 0) {
-      if (skipped) skipped->push_back(printable(rel) + " (dangling symlink)");
+      // A loop is not dangling (a thirty-sixth re-attack, B11: "l_loop (dangling symlink)").
+      const std::string why = errno == ELOOP    ? "a loop of symbolic links"
+                              : errno == ENOENT ? "dangling symlink"
+                                                : files::errno_text(errno);
+      if (skipped) skipped->push_back(printable(rel) + " (" + why + ")");
       continue;
     }
     TreeEntry t;

@@ -361,14 +361,16 @@ TEST_F(BidiNames, SendTreeSkipNotesArePrintable) {
   write_text_file(t / "plain", "x");
   ASSERT_EQ(::mkfifo((t / "fifo\x1b]0;owned\x07\x1b[2J").c_str(), 0600), 0);
   fs::create_symlink("nowhere", t / "dang\x1b[31mRED");
+  fs::create_symlink("loop", t / "loop");  // a loop is no dangling link (a thirty-sixth re-attack, B11)
   fs::create_directory_symlink("d", t / ("dirlink" + kRlo + "KNILB"));
   auto r = run({"send", "-r", t.string(), "127.0.0.1:."});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const std::string shown = r.out + r.err;
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << proto::printable(shown);
   EXPECT_EQ(shown.find(kRlo), std::string::npos) << proto::printable(shown);
-  for (const char* want : {"skipping fifo\\x1b]0;owned\\x07\\x1b[2J (not a regular file)",
-                           "skipping dang\\x1b[31mRED (dangling symlink)"})
+  for (const char* want :
+       {"skipping fifo\\x1b]0;owned\\x07\\x1b[2J (not a regular file)",
+        "skipping dang\\x1b[31mRED (dangling symlink)", "skipping loop (a loop of symbolic links)"})
     EXPECT_NE(shown.find(want), std::string::npos) << want << "\n" << proto::printable(shown);
   EXPECT_NE(shown.find("skipping dirlink\\xe2\\x80\\xaeKNILB"), std::string::npos) << proto::printable(shown);
   EXPECT_TRUE(fs::exists(ws.root / "t" / "plain"));
