@@ -605,6 +605,12 @@ void handle_stat(RequestContext& ctx, const Message& req) {
   } else {
     Refusal why;
     auto src = ctx.root.open_source(req.path, why);
+    if (!src && why.status == Status::is_directory) {
+      // The answer a send of several files asks for (is DEST a directory?), not a refusal (a
+      // thirty-sixth re-attack, B7: every such send logged 'result="refused: tree: is a directory"').
+      answer(ctx, req, response(why.status, why.text));
+      return log_quiet(ctx, req, req.path, "a directory");
+    }
     if (!src) return refuse(ctx, req, req.path, why);
     m.size = uint64_t(src->st.st_size);
     m.mode = src->st.st_mode & 07777;

@@ -338,6 +338,18 @@ TEST_F(DestRules, RecvOfSeveralSourcesGivesAFailedOneItsJsonObject) {
       << r.out;
 }
 
+// A thirty-sixth re-attack (B7): each send of several files asks whether DEST is a directory,
+// and the server logged the answer as a refusal ('result="refused: tree: is a directory"').
+TEST_F(DestRules, TheServerLogsAStatOfADirectoryAsItsAnswer) {
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.local / "a", "a\n");
+  write_text_file(ws.local / "b", "b\n");
+  auto r = run({"send", "-q", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:tree"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(server->wait_for_log("op=stat file=\"tree\" result=\"a directory\"")) << server->log();
+  EXPECT_EQ(server->log().find("refused: tree: is a directory"), std::string::npos) << server->log();
+}
+
 // A thirty-sixth re-attack (B4): recv --json of a source that failed into standard output gave
 // no object (a successful one had its object on standard error). The failed one's object goes to
 // standard error too, and nothing to standard output.
