@@ -12,6 +12,7 @@
 #include <set>
 
 #include "client/tree_resume.h"
+#include "files/atomic_file.h"
 #include "files/guarded_path.h"
 #include "files/io.h"
 
@@ -57,6 +58,17 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
                               : errno == ENOENT ? "dangling symlink"
                                                 : files::errno_text(errno);
       if (skipped) skipped->push_back(printable(rel) + " (" + why + ")");
+      continue;
+    }
+    // A name of the shapes aesxfer keeps for its own working files, which no server stores: skipped
+    // in one line, a directory with all below it, and the command fails at the end, as recv -r
+    // does (a thirty-sixth re-attack, B6: the server refused each, and the files below such a
+    // directory failed one by one with "not a directory").
+    if (files::is_reserved_name(name) && unreadable) {
+      unreadable->push_back(
+          printable((dir / name).string()) +
+          ": a name of the shape aesxfer keeps for its own partial and temporary files; skipped" +
+          (S_ISDIR(st.st_mode) ? " with all below it" : ""));
       continue;
     }
     TreeEntry t;

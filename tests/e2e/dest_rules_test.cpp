@@ -338,6 +338,34 @@ TEST_F(DestRules, RecvOfSeveralSourcesGivesAFailedOneItsJsonObject) {
       << r.out;
 }
 
+// A thirty-sixth re-attack (B6): send -r of a tree holding names of aesxfer's own shapes (a
+// partial file that a recv --resume kept there, a directory so named) had each refused by the
+// server and the files below such a directory failed one by one with "not a directory" (four
+// lines for one directory). Each is skipped in one line, as recv -r skips them, the rest of the
+// tree arrives, and the command fails at the end.
+TEST_F(DestRules, SendTreeSkipsNamesOfAesxfersOwnShapesInOneLine) {
+  const fs::path t = ws.local / "dl";
+  fs::create_directories(t / ".d.aesxfer-partial" / "sub");
+  write_text_file(t / ".d.aesxfer-partial" / "in1", "1\n");
+  write_text_file(t / ".d.aesxfer-partial" / "sub" / "in2", "2\n");
+  write_text_file(t / ".big.iso.aesxfer-partial", "partial\n");
+  write_text_file(t / "ok", "ok\n");
+  auto r = run({"send", "-r", t.string(), "127.0.0.1:"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "dl" / "ok"), "ok\n");
+  EXPECT_FALSE(fs::exists(ws.root / "dl" / ".big.iso.aesxfer-partial"));
+  EXPECT_FALSE(fs::exists(ws.root / "dl" / ".d.aesxfer-partial"));
+  const std::string shape =
+      ": a name of the shape aesxfer keeps for its own partial and temporary files; skipped";
+  EXPECT_NE(r.err.find((t / ".big.iso.aesxfer-partial").string() + shape + "\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((t / ".d.aesxfer-partial").string() + shape + " with all below it"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("not a directory"), std::string::npos) << r.err;
+  size_t lines = 0;
+  for (const auto& l : nonempty_lines(r.err)) lines += l.find(shape) != std::string::npos;
+  EXPECT_EQ(lines, 2u) << r.err;
+}
+
 // A thirty-sixth re-attack (B7): each send of several files asks whether DEST is a directory,
 // and the server logged the answer as a refusal ('result="refused: tree: is a directory"').
 TEST_F(DestRules, TheServerLogsAStatOfADirectoryAsItsAnswer) {
