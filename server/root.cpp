@@ -293,9 +293,25 @@ static Refusal reserved_shape(const std::string& shown) {
               files::kReservedShapes + "; rename it"};
 }
 
+// A directory on the way with a name of those shapes: a path through it is refused as the name
+// itself is, so that nothing is stored or served where recv -r skips (a thirty-sixth re-attack,
+// B8: a put to .dd.aesxfer-partial/x was stored and a get served it, but recv -r could never
+// fetch it back). The last name is judged by each caller.
+static bool reserved_on_the_way(const std::vector<std::string>& parts, Refusal& why) {
+  std::string shown;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    shown += (i ? "/" : "") + parts[i];
+    if (files::is_reserved_name(parts[i])) {
+      why = reserved_shape(shown);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
   auto parts = split(req, why);
-  if (!parts) return std::nullopt;
+  if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   if (parts->empty()) {
     why = refusal_for(req, EISDIR);
     return std::nullopt;
@@ -342,7 +358,7 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
 std::optional<Place> Root::put_target(const std::string& req, const std::string& basename,
                                       Refusal& why) const {
   auto parts = split(req, why);
-  if (!parts) return std::nullopt;
+  if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   std::optional<Place> p;
   int d = open_dir(*parts, parts->size());
   if (d < 0 && names_directory(req)) {  // "iso/": a directory that must exist, as cp and scp say
@@ -360,6 +376,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
       return std::nullopt;
     }
     parts->push_back(basename);
+    if (reserved_on_the_way(*parts, why)) return std::nullopt;  // DEST itself is on the way now
     if (under_hidden(*parts)) {
       why = refusal_for(req, EACCES);
       return std::nullopt;
@@ -398,13 +415,14 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
                                         Refusal& why) const {
   *exists = false;
   auto parts = split(req, why);
-  if (!parts) return std::nullopt;
+  if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   if (!name.empty()) {
     if (bad_leaf(name)) {
       why = {proto::Status::bad_path, "invalid directory name"};
       return std::nullopt;
     }
     if (const UniqueFd d(open_dir(*parts, parts->size())); d) parts->push_back(name);
+    if (reserved_on_the_way(*parts, why)) return std::nullopt;
   }
   if (parts->empty()) {  // the root itself
     *exists = true;

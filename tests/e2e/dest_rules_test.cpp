@@ -366,6 +366,27 @@ TEST_F(DestRules, SendTreeSkipsNamesOfAesxfersOwnShapesInOneLine) {
   EXPECT_EQ(lines, 2u) << r.err;
 }
 
+// A thirty-sixth re-attack (B8): a path through a directory of aesxfer's own name shapes was
+// stored and served, though recv -r skips such a directory and could never fetch it back. The
+// server refuses it as it refuses the name itself: put into it (as DEST or through it), get and
+// mkdir through it.
+TEST_F(DestRules, APathThroughAReservedDirectoryIsRefused) {
+  fs::create_directories(ws.root / ".dd.aesxfer-partial");
+  write_text_file(ws.root / ".dd.aesxfer-partial" / "old", "old\n");
+  write_text_file(ws.local / "tiny", "tiny\n");
+  for (const char* dest : {"127.0.0.1:.dd.aesxfer-partial/x", "127.0.0.1:.dd.aesxfer-partial/sub/x"}) {
+    auto r = run({"send", "-q", (ws.local / "tiny").string(), dest});
+    EXPECT_EQ(r.exit_code, 1) << dest << "\n" << r.describe();
+    EXPECT_NE(r.err.find(".dd.aesxfer-partial: a name of the shape the server keeps for its own"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(ws.root / ".dd.aesxfer-partial" / "x"));
+  auto r = run({"recv", "-q", "127.0.0.1:.dd.aesxfer-partial/old", (ws.local / "got").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.local / "got"));
+}
+
 // A thirty-sixth re-attack (B7): each send of several files asks whether DEST is a directory,
 // and the server logged the answer as a refusal ('result="refused: tree: is a directory"').
 TEST_F(DestRules, TheServerLogsAStatOfADirectoryAsItsAnswer) {
