@@ -563,7 +563,11 @@ TEST_F(PipelineHostileClient, UnansweredGetsHoldTwoMebibytesOfPathsAtMost) {
     }
   } catch (const proto::Failure&) {  // the server ended the session
   }
-  EXPECT_EQ(answered, fits);
+  // What the server answered is counted in its log below (ten lines and the sum). The client may
+  // read fewer: the server closes with the last requests unread, and the reset that follows can
+  // drop answers still on their way (seen once in five runs on a loaded machine: 522 of 556).
+  EXPECT_LE(answered, fits);
+  EXPECT_GT(answered, 0u);
   ASSERT_TRUE(server->wait_for_log("MiB of paths of pipelined gets without a result"));
   // The first ten in a line each, the rest summed in one (a thirty-fifth re-attack, A-N5).
   ASSERT_TRUE(server->wait_for_log("op=get unanswered=" + std::to_string(fits - 10) +
