@@ -260,6 +260,17 @@ TEST_F(Chaos, FiftyInterruptedTransfers) {
 
 // The receiver's disk fills up: both sides report "no space", the temporary file is removed and
 // an existing destination survives.
+// A tmpfs of its own mounted on `at` (made here) for one test, unmounted when it ends.
+struct Tmpfs {
+  fs::path at;
+  bool ok;
+  Tmpfs(const fs::path& dir, const char* options)
+      : at(dir), ok(fs::create_directories(dir) && ::mount("tmpfs", dir.c_str(), "tmpfs", 0, options) == 0) {}
+  ~Tmpfs() {
+    if (ok) ::umount2(at.c_str(), MNT_DETACH);
+  }
+};
+
 class ChaosDiskFull : public Chaos {
  protected:
   fs::path small;
@@ -398,12 +409,8 @@ TEST_F(ChaosDiskFull, APutOfUnknownSizeStopsBeforeTheDiskIsFull) {
 // take it below its reserve, and every one that fails says so in the reserve's words.
 TEST_F(ChaosDiskFull, ConcurrentPutsTogetherStopAtTheReserve) {
   const fs::path mid = ws.tmp / "mid";
-  fs::create_directories(mid);
-  ASSERT_EQ(::mount("tmpfs", mid.c_str(), "tmpfs", 0, "size=64m"), 0) << std::strerror(errno);
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
-  } unmount{mid};
+  const Tmpfs mounted_mid(mid, "size=64m");
+  ASSERT_TRUE(mounted_mid.ok) << std::strerror(errno);
   ServerProcess mid_server(ws.home, mid, server_args);
   std::atomic<bool> done{false};
   std::atomic<uint64_t> least{UINT64_MAX};
@@ -477,12 +484,8 @@ TEST_F(ChaosDiskFull, APutThatWouldTakeTheReserveIsRefusedBeforeItsData) {
 // with one left, each refused file named.
 TEST_F(ChaosDiskFull, EmptyFilesLeaveTheLastInodesFree) {
   const fs::path few = ws.tmp / "few";
-  fs::create_directories(few);
-  ASSERT_EQ(::mount("tmpfs", few.c_str(), "tmpfs", 0, "size=4m,nr_inodes=64"), 0) << std::strerror(errno);
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
-  } unmount{few};
+  const Tmpfs mounted_few(few, "size=4m,nr_inodes=64");
+  ASSERT_TRUE(mounted_few.ok) << std::strerror(errno);
   const fs::path tree = ws.local / "empties";
   fs::create_directories(tree / "sub");
   for (int i = 0; i < 100; ++i) write_text_file(tree / ("e" + std::to_string(i)), "");
