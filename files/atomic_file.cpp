@@ -219,11 +219,15 @@ void AtomicFile::create(const std::string& shown_dir) {
   const bool dest_writable =
       e == EACCES && ::faccessat(dirfd_.get(), name_.c_str(), W_OK, AT_SYMLINK_NOFOLLOW) == 0;
   dirfd_.reset();
-  throw Failure("cannot create a file in " + shown_dir + ": " + errno_text(e) +
-                (dest_writable ? " (" + shown_.filename().string() +
-                                     " itself is writable, but it is replaced by a file written beside it "
-                                     "and renamed, never rewritten in place)"
-                               : std::string()));
+  // The file named first: in a tree, one line per file said only the directory (a thirty-fifth
+  // re-attack, B-N10: "cannot create a file in DIR: no space left on device", once per file).
+  throw Failure(
+      shown_.string() + ": cannot create a file in " + shown_dir + ": " + errno_text(e) +
+          (dest_writable ? " (" + shown_.filename().string() +
+                               " itself is writable, but it is replaced by a file written beside it "
+                               "and renamed, never rewritten in place)"
+                         : std::string()),
+      e == ENOSPC ? proto::Status::no_space : proto::Status::io_error, e);
 }
 
 std::unique_ptr<AtomicFile> AtomicFile::write_through(int fd, const std::filesystem::path& shown) {

@@ -581,6 +581,24 @@ TEST_F(Chaos, ASignalDuringTheCopyOfTheDestinationKeepsNoCopy) {
   EXPECT_EQ(sha256_file(dir / "d.slow"), before);
 }
 
+// A thirty-fifth re-attack (B-N10): when the inodes ran out, recv -r said "cannot create a file in
+// DIR: no space left on device" once per file, without the file's name. Each line names its file.
+TEST_F(ChaosDiskFull, ATreesFilesWithoutInodesAreNamed) {
+  const fs::path few = ws.tmp / "few";
+  const Tmpfs mounted_few(few, "size=4m,nr_inodes=6");
+  ASSERT_TRUE(mounted_few.ok) << std::strerror(errno);
+  fs::create_directories(ws.root / "many");
+  for (int i = 0; i < 10; ++i) write_text_file(ws.root / "many" / ("f" + std::to_string(i)), "x\n");
+  auto r = run_aesxfer(
+      {"recv", "-r", "127.0.0.1:many", few.string(), "-P", std::to_string(server->port()), "--retries", "0"},
+      ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find((few / "many" / "f9").string() + ": cannot create a file in " +
+                       (few / "many").string() + ": no space left on device"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(ChaosDiskFull, GetIntoFullDisk) {
   write_text_file(small / "dest.bin", kOld);
   for (const char* name : {"dest.bin", "new.bin"}) {
