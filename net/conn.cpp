@@ -236,9 +236,12 @@ size_t Conn::read_record(uint8_t* rec, proto::RecordHeader& hdr, const char* wha
     if (framer.have() + framer.want() > room)
       throw Failure(order_.describe(too_long), proto::Status::integrity);
     const size_t r = read_some(rec + framer.have(), framer.want());
+    // Between requests nothing was cut short: the peer only left without Bye (a thirty-fifth
+    // re-attack, A-N5: every empty login was logged as "(transfer incomplete)").
     if (r == 0)
-      throw Failure::link(std::string("connection to ") + peer_ + " closed during " + what +
-                          " (transfer incomplete)");
+      throw Failure::link(
+          std::string("connection to ") + peer_ + " closed during " + what +
+          (std::strcmp(what, "the session") == 0 ? ", without Bye" : " (transfer incomplete)"));
     switch (framer.added(rec, r, ec)) {
       case proto::RecordFramer::Status::need_more:
         break;

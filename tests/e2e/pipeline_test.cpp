@@ -357,6 +357,18 @@ class PipelineHostileClient : public ServerTest {};
 // A refused pipelined put whose data is sent anyway: the server reads that file's records to its
 // end and drops them (nothing written anywhere), answers the next requests in order, and the
 // session goes on.
+// A thirty-fifth re-attack (A-N5's side note): a client that logged in and left without a request
+// or Bye was logged as "closed during the session (transfer incomplete)", though nothing was cut
+// short. Its line says that it left without Bye.
+TEST_F(PipelineHostileClient, AnEmptyLoginIsNotLoggedAsAnIncompleteTransfer) {
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+  }
+  ASSERT_TRUE(server->wait_for_log("closed during the session, without Bye")) << server->log();
+  EXPECT_EQ(server->log().find("transfer incomplete"), std::string::npos) << server->log();
+}
+
 TEST_F(PipelineHostileClient, RefusedPutsDataIsDroppedAndTheSessionGoesOn) {
   TempDir outside{"aesxfer-outside"};
   fs::create_directories(ws.root / "in");
