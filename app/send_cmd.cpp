@@ -130,6 +130,10 @@ struct SendSession {
   void settle(const std::string& shown) {
     if (settled) settled->insert(shown);
   }
+  // A tree's skip and failure lines once per command, not again in each session after a retry (a
+  // thirty-fifth re-attack, B-N13).
+  std::set<std::string>* said = nullptr;
+  bool said_first(const std::string& line) { return !said || said->insert(line).second; }
 
   client::TreeSender::Hooks hooks() {
     client::TreeSender::Hooks h;
@@ -151,13 +155,13 @@ struct SendSession {
     };
     h.failed = [this](const proto::Failure& f) {
       if (keep_for_retry(f)) return;
-      die_line(f.what());
+      if (said_first(f.what())) die_line(f.what());
       rc = kExitFail;
     };
     h.note = [](const std::string& line) { std::fprintf(stderr, "aesxfer: %s\n", line.c_str()); };
     // Left out by -q, as recv -r's and scp -q's (a twentieth re-attack, N7: send -r showed them).
     h.skipped = [this](const std::string& line) {
-      if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+      if (!t.quiet && said_first(line)) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
     };
     h.not_sent = [this](const std::string& shown) {
       if (lost || (settled && settled->count(shown))) return;  // a retry sends it
@@ -232,6 +236,7 @@ void not_sent(const TransferOpts& t, const client::ClientOptions& co, bool tty,
 struct SendProgress {
   std::set<std::string> settled;
   std::map<std::string, std::string> placed;
+  std::set<std::string> said;  // lines of skipped and failed entries already shown
 };
 
 // One session of a send: the sources not yet settled, over one connection. A lost connection that
@@ -256,6 +261,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
     return kExitFail;
   }
   SendSession s{t, co, client, tty, &retry, &done.settled};
+  s.said = &done.said;
   std::vector<std::string> trees;
   bool stopped = false;  // after a failure mid-stream: the connection cannot go on
   size_t i = 0;

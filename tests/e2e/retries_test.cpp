@@ -307,6 +307,26 @@ TEST_F(Retries, ATreeReportsEachFileOnceAcrossRetries) {
   EXPECT_EQ(sha256_file(ws.local / "back" / "d" / "big"), sha256_file(src / "d" / "big"));
 }
 
+// A thirty-fifth re-attack (B-N13): send -r said its skip lines (a dangling link, a FIFO) again in
+// each session after a retry. Each is said once per command.
+TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
+  const fs::path src = ws.local / "sk";
+  fs::create_directories(src);
+  write_random_file(src / "big", 8 * kMiB, 46);
+  fs::create_symlink("nowhere", src / "dang");
+  ASSERT_EQ(::mkfifo((src / "fifo").c_str(), 0600), 0);
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, false);
+  auto r = run({"send", "-r", src.string(), "127.0.0.1:skd"}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  for (const std::string line : {"skipping dang (dangling symlink)", "skipping fifo (not a regular file)"}) {
+    size_t n = 0;
+    for (size_t at = 0; (at = r.err.find(line, at)) != std::string::npos; at += line.size()) ++n;
+    EXPECT_EQ(n, 1u) << line << "\n" << r.err;
+  }
+  EXPECT_EQ(sha256_file(ws.root / "skd" / "big"), sha256_file(src / "big"));
+}
+
 // A twenty-third re-attack (N1): recv of several sources reported every file fetched before a
 // lost link again after the retry (400 sources gave 422 objects). Each source once.
 TEST_F(Retries, SeveralSourcesAreReportedOnceAcrossARetry) {
