@@ -48,7 +48,10 @@ std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int d
 // "" for the reason alone), status no_space, said before any byte is written; nullopt when they
 // fit (and for a FIFO, a device or a socket, written through). Nothing is reserved: a server that
 // claims a size it never sends would have it held until the timeout (the third re-attack, R2).
-std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown);
+// `copied`: the first bytes of `size` are a copy of the destination made here (recv --resume onto
+// a shorter destination), said apart.
+std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown,
+                                           uint64_t copied = 0);
 // What a failed get's line says when its partial file stays for the next --resume (recv_tree.cpp,
 // and app/recv_cmd.cpp, which adds it after a lost connection and takes it off the reason given
 // to the sources after it).

@@ -138,7 +138,7 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   // ended a tree). Nothing asked yet: this file fails alone.
   if (size_hint != UINT64_MAX && !whole) {
     const uint64_t need = copy ? size_hint : size_hint - std::min(size_hint, have);
-    if (auto full = room_refusal(pf.fd(), need, printable(local.string()))) {
+    if (auto full = room_refusal(pf.fd(), need, printable(local.string()), copy ? have : 0)) {
       if (copy || !have) {
         pf.discard();
         throw *full;
@@ -214,7 +214,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // What is still to come must fit, said before its first byte as for a get without --resume (a
   // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed), and before
   // the copy, which it counts (a thirty-fourth, A-N3).
-  if (auto full = room_refusal(pf.fd(), copy ? resp.size : resp.size - start, "")) {
+  if (auto full = room_refusal(pf.fd(), copy ? resp.size : resp.size - start, "", copy ? start : 0)) {
     const bool keep = start && !copy;  // else nothing of it to keep
     if (!keep) pf.discard();
     send_failure_result(*full);
