@@ -389,8 +389,9 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
     end.withdrawn = e.why;
     why = e.what();
   }
-  if (end.withdrawn != proto::Withdrawal::none) end.length = done;  // all the receiver counted
-  if (end.withdrawn == proto::Withdrawal::none) {
+  if (end.withdrawn != proto::Withdrawal::none) {
+    end.length = done;  // all the receiver counted
+  } else {
     end.length = opt.unsized ? fill.at : size;
     end.checksum = hash.final();
   }
@@ -499,11 +500,22 @@ struct BatchStore {
       throw Failure("no space left on device (" + why + ")", proto::Status::no_space, ENOSPC);
   }
   void operator()(Batch* b) {
+    // The reserve is judged once for the batch's bytes (one lock, and now and then an fstatvfs),
+    // not once per record.
+    if (keep_reserve && fd >= 0 && !failed) {
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < b->n; ++i) bytes += b->payload[i].size();
+      try {
+        judge_reserve(bytes);
+      } catch (const Failure& f) {
+        if (!keep_error) throw;
+        failed = f;
+      }
+    }
     for (size_t i = 0; i < b->n; ++i) {
       hash.update(b->payload[i].data(), b->payload[i].size());
       if (fd >= 0 && !failed) {
         try {
-          if (keep_reserve) judge_reserve(b->payload[i].size());
           files::write_full(fd, b->payload[i].data(), b->payload[i].size(), wpos);
         } catch (const Failure& f) {
           if (!keep_error) throw;
