@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <optional>
@@ -849,14 +848,8 @@ std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& sh
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     return std::nullopt;  // a pipe, a device: written through
-  std::string short_by = files::space_shortfall(fd, size);
+  const std::string short_by = files::space_shortfall(fd, size, false, copied);
   if (short_by.empty()) return std::nullopt;
-  // A copy of the destination comes first: said apart from what is to receive (a thirty-fifth
-  // re-attack, B-N8: "3072 KiB to receive" where 977 KiB were to come).
-  if (const size_t at = short_by.find(" to receive"); copied && at != std::string::npos)
-    short_by.replace(at, std::strlen(" to receive"),
-                     " to write, a copy of the " + files::size_text(copied) + " here and " +
-                         files::size_text(size - std::min(size, copied)) + " to receive");
   return Failure((shown.empty() ? "" : shown + ": ") + "no space left on device (" + short_by + ")",
                  proto::Status::no_space, ENOSPC);
 }

@@ -195,7 +195,7 @@ std::string size_text(uint64_t n) {
   return figure(n >> shift, shift);
 }
 
-std::string space_shortfall(int fd, uint64_t need, bool keep_reserve) {
+std::string space_shortfall(int fd, uint64_t need, bool keep_reserve, uint64_t copied) {
   uint64_t size = 0;
   const uint64_t free = free_space(fd, &size).value_or(UINT64_MAX);
   const uint64_t reserve = keep_reserve && free != UINT64_MAX ? reserve_of(size) : 0;
@@ -205,7 +205,13 @@ std::string space_shortfall(int fd, uint64_t need, bool keep_reserve) {
   // receive, 1 MiB free" for 2,000,000 bytes).
   const int shift = unit_shift(need);
   const uint64_t up = (need >> shift) + ((need & ((uint64_t(1) << shift) - 1)) != 0);
-  std::string text = figure(up, shift) + " to receive, " + figure(free >> shift, shift) + " free";
+  // A copy of the destination made here comes first: said apart from what is to receive (a
+  // thirty-fifth re-attack, B-N8: "3072 KiB to receive" where 977 KiB were to come).
+  std::string text = figure(up, shift) +
+                     (copied ? " to write, a copy of the " + size_text(copied) + " here and " +
+                                   size_text(need - std::min(need, copied)) + " to receive, "
+                             : std::string(" to receive, ")) +
+                     figure(free >> shift, shift) + " free";
   if (reserve)  // the reserve stated, in the same unit (a thirty-sixth re-attack, B2)
     text += ", " + figure((std::min(reserve, free) + (uint64_t(1) << shift) - 1) >> shift, shift) +
             " of it kept in reserve";

@@ -56,7 +56,9 @@ std::string ownership_problem(const struct stat& st, unsigned forbidden);
 // free space that is: ", R KiB of it kept in reserve" (a thirty-sixth re-attack, B2: a put that
 // fit the free space but not the reserve streamed 9 MB before it failed, and a resumed one was
 // refused at byte 0 with figures that read as if it fit).
-std::string space_shortfall(int fd, uint64_t need, bool keep_reserve = false);
+// `copied`: the first bytes of `need` are a copy of a destination made here (recv --resume onto a
+// shorter destination), said apart: "N KiB to write, a copy of the C KiB here and R KiB to receive".
+std::string space_shortfall(int fd, uint64_t need, bool keep_reserve = false, uint64_t copied = 0);
 // The reserve a receiver keeps free on a file system of `size` bytes: 1/64 of it, at most 64 MiB.
 uint64_t reserve_of(uint64_t size);
 // The writes of one receiver (the server's puts, net/transfer.cpp) into fd's file system, kept out
