@@ -216,6 +216,27 @@ std::string mb(double bytes_per_s) {
   return b;
 }
 
+// Why the growth stopped, for -v: ": a queue stands (round trip 1.4 times the base)".
+std::string stop_reason(const StreamGrowth::Phase& p) {
+  char b[96];
+  switch (p.why) {
+    case StreamGrowth::Stop::kLittleLoss:
+      return ": too little loss for more connections to help";
+    case StreamGrowth::Stop::kQueue:
+      std::snprintf(b, sizeof b, ": a queue stands (round trip %.2f times the base)", p.rtt_ratio);
+      return b;
+    case StreamGrowth::Stop::kNoGain:
+      return ": the connections added last brought too little";
+    case StreamGrowth::Stop::kCap:
+      return ": as many as the file's parts allow";
+    case StreamGrowth::Stop::kRefused:
+      return ": the server turned a connection away";
+    case StreamGrowth::Stop::kNone:
+      break;
+  }
+  return "";
+}
+
 void Grower::loop() {
   const auto t0 = Clock::now();
   std::map<int, net::TcpCounts> base;  // each connection's counters when first sampled
@@ -256,7 +277,7 @@ void Grower::loop() {
     }
     if (rule_.stopped()) {
       log_("streams: staying at " + std::to_string(run_.fds().size()) + " (" + std::to_string(p.conns) +
-           " moved " + mb(p.rate) + ", " + resent_pct + " sent again)");
+           " moved " + mb(p.rate) + ", " + resent_pct + " sent again" + stop_reason(p) + ")");
       return;
     }
   }

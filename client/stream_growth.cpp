@@ -29,15 +29,20 @@ int StreamGrowth::step(const Sample& s) {
   now.rate = double(acked - m_acked_) * 1000.0 / double(ms - m_ms_);
   now.resent = sent > m_sent_ ? double(resent - m_resent_) / double(sent - m_sent_) : 0;
   now.rtt_ratio = s.base_rtt_us ? double(s.srtt_us) / double(s.base_rtt_us) : 0;
-  last_ = now;
-  bool grow = now.resent >= kMinResent && now.rtt_ratio <= kMaxRttRatio;
-  if (grow && have_prev_ && now.conns <= prev_.conns) grow = false;  // nothing was added
-  if (grow && have_prev_) {
-    const double per_added = (now.rate - prev_.rate) / double(now.conns - prev_.conns);
-    grow = per_added >= kMinGain * prev_.rate / double(prev_.conns);
-  }
   const int cap = std::min(s.max, kMaxStreams);
-  if (!grow || conns >= cap) {
+  if (now.resent < kMinResent) {
+    now.why = Stop::kLittleLoss;
+  } else if (now.rtt_ratio > kMaxRttRatio) {
+    now.why = Stop::kQueue;
+  } else if (have_prev_ && (now.conns <= prev_.conns ||  // nothing was added, or too little came of it
+                            (now.rate - prev_.rate) / double(now.conns - prev_.conns) <
+                                kMinGain * prev_.rate / double(prev_.conns))) {
+    now.why = Stop::kNoGain;
+  } else if (conns >= cap) {
+    now.why = Stop::kCap;
+  }
+  last_ = now;
+  if (now.why != Stop::kNone) {
     stopped_ = true;
     return 0;
   }

@@ -40,12 +40,18 @@ class StreamGrowth {
   static constexpr double kMaxRttRatio = 1.25;  // smoothed / base RTT above which a queue stands
   static constexpr int kMaxStreams = 16;
 
+  // Why the rule stopped (for -v): none yet; too little was sent again (loss does not limit);
+  // a queue stands (the round trip is above kMaxRttRatio times the base); the last connections
+  // added brought less than kMinGain each; the cap was reached; the server turned one away.
+  enum class Stop { kNone, kLittleLoss, kQueue, kNoGain, kCap, kRefused };
+
   // What step() saw in the last phase it decided on (for -v).
   struct Phase {
     int conns = 0;
     double rate = 0;       // bytes/s delivered
     double resent = 0;     // share of the bytes sent that were sent again
     double rtt_ratio = 0;  // smoothed / base round trip at the decision
+    Stop why = Stop::kNone;
   };
 
   // One sample: milliseconds since the transfer began; the sums over every connection open at
@@ -62,7 +68,10 @@ class StreamGrowth {
   // Returns how many connections to open now (0: none).
   int step(const Sample& s);
   // The caller opened fewer than asked (the server turned one away): no more growth.
-  void refused() { stopped_ = true; }
+  void refused() {
+    stopped_ = true;
+    last_.why = Stop::kRefused;
+  }
   bool stopped() const { return stopped_; }
   const Phase& last() const { return last_; }
 

@@ -4,6 +4,7 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -82,6 +83,11 @@ std::string TunRelay::summary() const {
 }
 
 void TunRelay::pump(int from, int to, LinkStats* st, uint64_t seed) {
+  if (p_.realtime) {
+    sched_param sp{};
+    sp.sched_priority = 1;
+    if (::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &sp) != 0) st->realtime_failed = true;
+  }
   const uint64_t maxpkt = p_.max_packet;
   // The ring holds the bottleneck's queue and what is in flight behind it (rate x delay), with
   // room for the headers of small packets; without a bottleneck, a deep router buffer.

@@ -25,16 +25,22 @@ struct LinkParams {
   std::chrono::microseconds slack{200};   // how early a packet may leave (fewer wake-ups)
   uint64_t seed = 0x243f6a8885a308d3ull;  // loss pattern (each direction derives its own)
   uint32_t max_packet = 65536;            // the largest packet (the TUN devices' MTU at most)
+  // Run the relay's threads SCHED_FIFO (needs root; the netns tests have it), so that a loaded
+  // machine does not add its scheduling delay to the path's round trip: a wire does not slow
+  // down when the CPUs are busy. For tests that judge the round trip; the kernel's RT throttling
+  // still leaves the rest of the machine 5 % of each second.
+  bool realtime = false;
 };
 
 struct LinkStats {
-  std::atomic<uint64_t> packets{0};    // forwarded
-  std::atomic<uint64_t> bytes{0};      // forwarded
-  std::atomic<uint64_t> lost{0};       // dropped at random
-  std::atomic<uint64_t> overflow{0};   // dropped because the bottleneck's queue was full
-  std::atomic<uint64_t> cut{0};        // dropped while the path was cut (blackhole)
-  std::atomic<uint64_t> max_queue{0};  // the deepest the bottleneck queue got, bytes
-  std::atomic<uint64_t> cpu_us{0};     // the direction's thread CPU (user + system), set at stop
+  std::atomic<uint64_t> packets{0};          // forwarded
+  std::atomic<uint64_t> bytes{0};            // forwarded
+  std::atomic<uint64_t> lost{0};             // dropped at random
+  std::atomic<uint64_t> overflow{0};         // dropped because the bottleneck's queue was full
+  std::atomic<uint64_t> cut{0};              // dropped while the path was cut (blackhole)
+  std::atomic<uint64_t> max_queue{0};        // the deepest the bottleneck queue got, bytes
+  std::atomic<uint64_t> cpu_us{0};           // the direction's thread CPU (user + system), set at stop
+  std::atomic<bool> realtime_failed{false};  // LinkParams::realtime was asked and refused
 };
 
 class TunRelay {

@@ -57,6 +57,7 @@ TEST(StreamGrowth, WithoutLossNothingIsAdded) {
   EXPECT_TRUE(p.rule.stopped());
   EXPECT_EQ(p.rule.last().conns, 8);
   EXPECT_NEAR(p.rule.last().rate, 112e6, 1e6);
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kLittleLoss);
 }
 
 TEST(StreamGrowth, NothingIsDecidedBeforeSettlingAndMeasuring) {
@@ -80,6 +81,7 @@ TEST(StreamGrowth, GrowsWhileEachAddedConnectionPaysThenStops) {
   EXPECT_EQ(p.asked, (std::vector<int>{2, 4}));  // 2 -> 4 (4.8 MB/s) -> 8 (5 MB/s: full)
   EXPECT_EQ(p.conns, 8);
   EXPECT_TRUE(p.rule.stopped());
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kNoGain);
 }
 
 TEST(StreamGrowth, BoundedByTheCallersMaximumAndSixteen) {
@@ -88,11 +90,13 @@ TEST(StreamGrowth, BoundedByTheCallersMaximumAndSixteen) {
   p.run(30, loss_limited(1e6, 1e9), 0.01, 6);  // two parts left: 6 connections at most
   EXPECT_EQ(p.asked, (std::vector<int>{2}));
   EXPECT_EQ(p.conns, 6);
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kCap);
   Path q;
   q.conns = 8;
   q.run(60, loss_limited(1e6, 1e9), 0.01, 100);
   EXPECT_EQ(q.asked, (std::vector<int>{8}));
   EXPECT_EQ(q.conns, StreamGrowth::kMaxStreams);
+  EXPECT_EQ(q.rule.last().why, StreamGrowth::Stop::kCap);
 }
 
 TEST(StreamGrowth, LittleLossIsNotWorthMoreConnections) {
@@ -101,6 +105,7 @@ TEST(StreamGrowth, LittleLossIsNotWorthMoreConnections) {
   p.run(30, loss_limited(1e6, 1e9), StreamGrowth::kMinResent / 2, 16);
   EXPECT_TRUE(p.asked.empty());
   EXPECT_TRUE(p.rule.stopped());
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kLittleLoss);
 }
 
 // Loss from a full bottleneck (its queue stands: the round trip is inflated) is not the path's:
@@ -113,6 +118,7 @@ TEST(StreamGrowth, LossAtAFullQueueIsNotWorthMoreConnections) {
   EXPECT_TRUE(p.asked.empty());
   EXPECT_TRUE(p.rule.stopped());
   EXPECT_NEAR(p.rule.last().rtt_ratio, 3, 0.01);
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kQueue);
 }
 
 TEST(StreamGrowth, AServerThatTurnsOneAwayEndsTheGrowth) {
@@ -125,6 +131,7 @@ TEST(StreamGrowth, AServerThatTurnsOneAwayEndsTheGrowth) {
   p.run(30, loss_limited(1e6, 1e9), 0.01, 16);
   EXPECT_EQ(p.asked.size(), 1u);
   EXPECT_TRUE(p.rule.stopped());
+  EXPECT_EQ(p.rule.last().why, StreamGrowth::Stop::kRefused);
 }
 
 }  // namespace
