@@ -351,7 +351,7 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
     const bool named =
         f->origin != net::Origin::link || std::string_view(f->what()).substr(0, name.size()) == name;
     die_line(named ? std::string(f->what()) : name + f->what());
-    json_failed(t, shown, f->what(), jp, out);  // a script reading --json learns of the file too
+    json_failed(t, shown, f->what(), jp, out, f->size);  // a script reading --json learns of the file too
     rc = kExitFail;
     return;
   }
@@ -367,11 +367,11 @@ void report_pipelined(const TransferOpts& t, const client::ClientOptions& co, bo
 }
 
 void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
-                 app::JsonProgress* jp, std::FILE* out) {
+                 app::JsonProgress* jp, std::FILE* out, uint64_t total) {
   // And one reading --json-progress, the file's final line (a twenty-eighth re-attack's note: a
   // file that failed had none, so a script waiting for its last line waited on).
   app::JsonProgress own(file, t.json_progress);
-  (jp ? *jp : own).fail(error);
+  (jp ? *jp : own).fail(error, total);
   if (!t.json) return;
   app::Json j;
   app::set_name(j, "file", file);

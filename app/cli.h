@@ -208,9 +208,11 @@ void report_not_moved(const TransferOpts& t, const client::ClientOptions& co, bo
 
 // With --json, the object of a file that failed: {file, [file_hex], error, verified: false}; with
 // --json-progress, its final line, from `jp` when the file had a meter, else from a new one.
-// `out`: where --json goes (standard error when the data goes to standard output).
+// `out`: where --json goes (standard error when the data goes to standard output). `total`: the
+// file's size if known though it never started (proto::Failure::size), for "total_bytes".
 void json_failed(const TransferOpts& t, const std::string& file, const std::string& error,
-                 app::JsonProgress* jp = nullptr, std::FILE* out = stdout);
+                 app::JsonProgress* jp = nullptr, std::FILE* out = stdout,
+                 uint64_t total = proto::Failure::kNoSize);
 
 // A failure that ends the command before every source was reported (a connection or a login that
 // failed, a lost link with no retry left): its line once and, with --json, an object for each

@@ -58,9 +58,15 @@ void JsonProgress::finish(uint64_t done, double seconds) {
   ended_ = true;
 }
 
-void JsonProgress::fail(const std::string& why) {
+void JsonProgress::fail(const std::string& why, uint64_t total) {
   if (!enabled_ || ended_) return;
-  if (!started_) t0_ = Clock::now();
+  if (!started_) {
+    t0_ = Clock::now();
+    if (total != kUnknownTotal) {
+      started_ = true;
+      total_ = total;
+    }
+  }
   line(reached_, false, -1, &why);
   ended_ = true;
 }

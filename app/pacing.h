@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "app/progress.h"
+
 namespace aesxfer::app {
 
 // -l LIMIT (Kbit/s, like scp): a token bucket with a burst of 50 ms of the rate (4 KiB at least),
@@ -46,7 +48,9 @@ class JsonProgress {
   // The final line of a file that failed (or was not moved because an earlier one ended the
   // session): "done":false and "error":why, at the bytes it had reached ("total_bytes" null when it
   // never started). Nothing when finish() or fail() already gave the final line.
-  void fail(const std::string& why);
+  // `total`: the file's size when it is known although the file never started (a get refused for
+  // room before its data: proto::Failure::size).
+  void fail(const std::string& why, uint64_t total = kUnknownTotal);
 
  private:
   void line(uint64_t done, bool final, double seconds = -1, const std::string* error = nullptr);

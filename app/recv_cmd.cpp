@@ -38,10 +38,9 @@ int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hin
 
 // A directory refused as a file source gets " (use -r)".
 proto::Failure use_r_hint(const proto::Failure& f) {
-  return proto::Failure(f.origin == net::Origin::peer && f.status == proto::Status::is_directory
-                            ? with_hint(f.what(), " (use -r)")
-                            : std::string(f.what()),
-                        f.status, f.err, f.origin);
+  return f.reworded(f.origin == net::Origin::peer && f.status == proto::Status::is_directory
+                        ? with_hint(f.what(), " (use -r)")
+                        : std::string(f.what()));
 }
 
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
@@ -92,7 +91,7 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
   if (::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) != 0 ||
       !S_ISREG(st.st_mode) || st.st_size == 0 || !files::ownership_problem(st, S_IWGRP | S_IWOTH).empty())
     return f;
-  return proto::Failure(std::string(f.what()) + std::string(kKeptNote), f.status, f.err, f.origin);
+  return f.reworded(std::string(f.what()) + std::string(kKeptNote));
 }
 
 // `lost`, when given, is set when the command's connection to the source's host failed for good
@@ -167,7 +166,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       }
       if (last) {
         const proto::Failure said = use_r_hint(with_kept_note(f, co, local, remote->path));
-        jp.fail(said.what());  // --json-progress's last line (on stderr when the data is on stdout)
+        jp.fail(said.what(), said.size);  // --json-progress's last line (stderr if data is on stdout)
         return end_on_failure(said, client.get());
       }
       retry.wait(f);

@@ -75,7 +75,7 @@ Failure Client::refused(const proto::Message& m, const std::string& path) const 
           ? " (wildcards are not expanded: the server runs no shell; name the files, or "
             "use recv -r on their directory)"
           : "";
-  return Failure(f.what() + hint + port_note(), f.status, f.err, f.origin);
+  return f.reworded(f.what() + hint + port_note());
 }
 
 proto::Identity Client::load_client_identity() const {
@@ -476,13 +476,12 @@ void Client::put_failed(const Failure& f, const fs::path& local, const std::stri
     // file as it was) and answers; the session goes on with the next file.
     expect_result();
     clean_failure_ = true;
-    throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
+    throw f.reworded(printable(local.string()) + ": " + f.what());
   }
   throw_receivers_reason(shown);
   // This end's own failure as it read the file ("file shrank while being sent"), named as a
   // pipelined file's is (a thirty-third re-attack, B-N9: no name among several files).
-  if (f.origin == Origin::local)
-    throw Failure(printable(local.string()) + ": " + f.what(), f.status, f.err, f.origin);
+  if (f.origin == Origin::local) throw f.reworded(printable(local.string()) + ": " + f.what());
   throw f;
 }
 
@@ -850,8 +849,10 @@ std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& sh
     return std::nullopt;  // a pipe, a device: written through
   const std::string short_by = files::space_shortfall(fd, size, false, copied);
   if (short_by.empty()) return std::nullopt;
-  return Failure((shown.empty() ? "" : shown + ": ") + "no space left on device (" + short_by + ")",
-                 proto::Status::no_space, ENOSPC);
+  Failure f((shown.empty() ? "" : shown + ": ") + "no space left on device (" + short_by + ")",
+            proto::Status::no_space, ENOSPC);
+  f.size = size;  // a resumed get's callers put the whole file's
+  return f;
 }
 
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat

@@ -139,6 +139,7 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   if (size_hint != UINT64_MAX && !whole) {
     const uint64_t need = copy ? size_hint : size_hint - std::min(size_hint, have);
     if (auto full = room_refusal(pf.fd(), need, printable(local.string()), copy ? have : 0)) {
+      full->size = size_hint;
       if (copy || !have) {
         pf.discard();
         throw *full;
@@ -215,6 +216,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed), and before
   // the copy, which it counts (a thirty-fourth, A-N3).
   if (auto full = room_refusal(pf.fd(), copy ? resp.size : resp.size - start, "", copy ? start : 0)) {
+    full->size = resp.size;
     const bool keep = start && !copy;  // else nothing of it to keep
     if (!keep) pf.discard();
     send_failure_result(*full);
@@ -236,7 +238,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     const bool withdrawn = net::withdrawn(e);
     if (e.origin != Origin::local && !withdrawn) {
       // Connection lost: what arrived was verified record by record and stays for --resume.
-      throw Failure(std::string(e.what()) + std::string(kKeptNote), e.status, e.err, e.origin);
+      throw e.reworded(std::string(e.what()) + std::string(kKeptNote));
     }
     // Known bad: the next --resume starts over. Withdrawn (the server's file changed as it read
     // it): what arrived is dropped, the prefix it agreed to stays (not a copy of the destination,

@@ -10,7 +10,10 @@
 //           peer:  the peer refused or reported it (its Response or Result said so)
 //           link:  the connection failed (closed, timed out, a record that did not authenticate);
 //                  nothing more can be read from it
+//   size    the file's size when it was known before the failure (a get refused for room):
+//           --json-progress's "total_bytes" on the file's failed line; kNoSize otherwise
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,9 +34,19 @@ struct Failure : std::runtime_error {
     return Failure(what, st, err_no, Origin::link);
   }
 
+  static constexpr uint64_t kNoSize = UINT64_MAX;
+
+  // The same failure said in other words (a hint or a note added): every field kept.
+  Failure reworded(const std::string& what) const {
+    Failure g(what, status, err, origin);
+    g.size = size;
+    return g;
+  }
+
   Status status;
   int err;
   Origin origin;
+  uint64_t size = kNoSize;
 };
 
 // A peer's non-ok Response or Result as one line for the user: "what: the peer's reason", the

@@ -849,10 +849,13 @@ TEST_F(ChaosDiskFull, ResumingOntoAShorterDestinationJudgesTheCopyFirst) {
   };
   prefix(small / "r3");
   const std::string before = sha256_file(small / "r3");
-  auto r = run_aesxfer({"recv", "-q", "--resume", "127.0.0.1:r3", (small / "r3").string(), "-P",
-                        std::to_string(server->port())},
+  auto r = run_aesxfer({"recv", "-q", "--resume", "--json-progress", "127.0.0.1:r3", (small / "r3").string(),
+                        "-P", std::to_string(server->port())},
                        ws.home, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
+  // Its --json-progress line has the size that was known (a thirty-fifth re-attack, B-N8: null).
+  EXPECT_NE(r.out.find("\"total_bytes\":3145728,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"done\":false,\"error\":"), std::string::npos) << r.out;
   // The copy and the rest said apart (a thirty-fifth re-attack, B-N8: "3072 KiB to receive").
   EXPECT_NE(
       r.err.find("r3: no space left on device (3072 KiB to write, a copy of the 2600 KiB here and 472 KiB "
@@ -865,10 +868,11 @@ TEST_F(ChaosDiskFull, ResumingOntoAShorterDestinationJudgesTheCopyFirst) {
   fs::remove(small / "r3");
   fs::create_directories(small / "t5");
   prefix(small / "t5" / "f");
-  r = run_aesxfer({"recv", "-r", "--resume", "--json", "127.0.0.1:t5", small.string(), "-P",
-                   std::to_string(server->port())},
+  r = run_aesxfer({"recv", "-r", "--resume", "--json", "--json-progress", "127.0.0.1:t5", small.string(),
+                   "-P", std::to_string(server->port())},
                   ws.home, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.out.find("\"total_bytes\":3145728,"), std::string::npos) << r.out;  // B11: null
   EXPECT_NE(r.out.find("t5/f: no space left on device (3072 KiB to write, a copy of the 2600 KiB here and "
                        "472 KiB to receive, "),
             std::string::npos)
