@@ -405,7 +405,9 @@ void Retrier::wait(const proto::Failure& f) {
   ++used_;
   ++untaken_;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
-  std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, resuming\n", f.what(), used_, max_, delay);
+  // Not "resuming" where this file's partial file was passed over (Failure::from_start).
+  std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, %s\n", f.what(), used_, max_, delay,
+               f.from_start ? "this file from its start" : "resuming");
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(delay));
 }

@@ -55,6 +55,16 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
   return printable(line);
 }
 
+// A failure of a file whose partial file was passed over says so, and that a retry starts it from
+// its first byte (a thirty-sixth re-attack, B10: the note was said only of a file that arrived,
+// and each retry said "resuming" while it fetched the file from 0 again).
+Failure passed_over(const Failure& f, const std::string& not_resumed) {
+  if (not_resumed.empty()) return f;
+  Failure g = f.reworded(std::string(f.what()) + " (" + not_resumed + ")");
+  g.from_start = true;
+  return g;
+}
+
 }  // namespace
 
 std::string Client::remote_name(const std::string& path) const {
@@ -434,6 +444,18 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
       return done;
     }
   }
+  try {
+    FileResult r = put_data(fd, st, local, remote, req, scan, on_start, progress);
+    r.not_resumed = not_resumed;
+    return r;
+  } catch (const Failure& f) {
+    throw passed_over(f, not_resumed);
+  }
+}
+
+FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local, const std::string& remote,
+                            const proto::Message& req, const std::optional<PrefixScan>& scan,
+                            const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   const proto::Message ok = ask_put(req);
   // From here the server keeps what arrives of a resumable put: a Ctrl-C says so, and where.
   struct ServerKept {  // still kept after a failure (the destructor runs as it unwinds)
@@ -465,7 +487,6 @@ FileResult Client::put(const fs::path& local, const std::string& remote,
   r.record_size = conn_->record_size();
   r.resumed_from = req.offset;
   r.verified = true;
-  r.not_resumed = not_resumed;
   note_send(r, {conn_->fd()}, before);
   return r;
 }
@@ -922,6 +943,18 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   if (opt_.resume && !sink && !through && remote != "/dev/zero")
     if (auto r = fetch_resumed(remote, local, zero_size, on_start, progress, size_hint, dirfd, not_resumed))
       return *r;
+  try {
+    FileResult r = fetch_whole(remote, local, zero_size, on_start, progress, size_hint, dirfd, sink, through);
+    r.not_resumed = not_resumed;
+    return r;
+  } catch (const Failure& f) {
+    throw passed_over(f, not_resumed);
+  }
+}
+
+FileResult Client::fetch_whole(const std::string& remote, const fs::path& local, uint64_t zero_size,
+                               const std::function<void(uint64_t)>& on_start, const ProgressFn& progress,
+                               uint64_t size_hint, int dirfd, bool sink, bool through) {
   resume_offset_ = 0;
   if (!opt_.resume && !opt_.paced && !through &&
       (opt_.streams > 1 || (opt_.streams == 0 && auto_streams() > 1)) &&
@@ -973,7 +1006,6 @@ FileResult Client::fetch(const std::string& remote, const fs::path& local, uint6
   r.bytes = resp.size;
   r.record_size = conn_->record_size();
   r.verified = true;
-  r.not_resumed = not_resumed;
   return r;
 }
 

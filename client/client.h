@@ -345,6 +345,14 @@ class Client {
                              std::string& version);
   // nullopt when the partial file may not be adopted: `not_resumed` says why, and the caller
   // receives the file from the start. `size_hint` as for fetch(): the file's size when known.
+  // fetch() and put() past the resume: the whole file, or (put) from the offset the probe agreed.
+  FileResult fetch_whole(const std::string& remote, const std::filesystem::path& local, uint64_t zero_size,
+                         const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                         uint64_t size_hint, int dirfd, bool sink, bool through);
+  FileResult put_data(int fd, const struct stat& st, const std::filesystem::path& local,
+                      const std::string& remote, const proto::Message& req,
+                      const std::optional<files::PrefixScan>& scan,
+                      const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   std::optional<FileResult> fetch_resumed(const std::string& remote, const std::filesystem::path& local,
                                           uint64_t zero_size,
                                           const std::function<void(uint64_t size)>& on_start,

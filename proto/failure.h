@@ -12,6 +12,8 @@
 //                  nothing more can be read from it
 //   size    the file's size when it was known before the failure (a get refused for room):
 //           --json-progress's "total_bytes" on the file's failed line; kNoSize otherwise
+//   from_start  a retry starts this file from its first byte: its partial file was passed over
+//           (taken by a directory, another user's), so nothing of this attempt is kept to resume
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -40,6 +42,7 @@ struct Failure : std::runtime_error {
   Failure reworded(const std::string& what) const {
     Failure g(what, status, err, origin);
     g.size = size;
+    g.from_start = from_start;
     return g;
   }
 
@@ -47,6 +50,7 @@ struct Failure : std::runtime_error {
   int err;
   Origin origin;
   uint64_t size = kNoSize;
+  bool from_start = false;
 };
 
 // A peer's non-ok Response or Result as one line for the user: "what: the peer's reason", the

@@ -554,6 +554,33 @@ TEST_F(Retries, TheServersRefusalSaysNothingOfAPartialFile) {
   EXPECT_EQ(r.err.find("partial file kept"), std::string::npos) << r.err;
 }
 
+// A partial file passed over (its name taken by a directory): the retries say that the file starts
+// again from its first byte, and the last line why (a thirty-sixth re-attack, B10: each retry said
+// "resuming", and the failure said nothing of the partial file).
+TEST_F(Retries, APartialFilePassedOverIsSaidOfEachRetryAndTheFailure) {
+  write_random_file(ws.root / "big.bin", 16 * kMiB, 36);
+  const fs::path dest = ws.local / "big.bin";
+  fs::create_directories(ws.local / ".big.bin.aesxfer-partial");
+  CuttingRelay relay(server->port(), 3, 4 * kMiB, true);
+  auto r = run({"recv", "--resume", "--retries", "2", "127.0.0.1:big.bin", dest.string()}, relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(relay.cut(), 3);
+  const auto lines = nonempty_lines(r.err);
+  int from_start = 0;
+  for (const auto& l : lines) {
+    if (l.find("; retry ") == std::string::npos) continue;
+    EXPECT_EQ(l.find(" s, resuming"), std::string::npos) << l;
+    from_start += l.find(", this file from its start") != std::string::npos;
+  }
+  EXPECT_EQ(from_start, 2) << r.err;
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find(".big.bin.aesxfer-partial: not resuming from this partial file: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dest));
+  EXPECT_TRUE(fs::is_directory(ws.local / ".big.bin.aesxfer-partial"));
+}
+
 TEST_F(Retries, ZeroEndsAtTheFirstLoss) {
   const fs::path src = ws.local / "big.bin";
   write_random_file(src, 8 * kMiB, 34);
