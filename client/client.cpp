@@ -364,6 +364,12 @@ void Client::send_failure_result(const Failure& e) noexcept {
   }
 }
 
+void Client::answer_failed_receive(const Failure& e) {
+  if (!net::at_file_end(e)) throw e;
+  send_failure_result(e);
+  if (net::withdrawn(e)) clean_failure_ = true;  // at a file boundary: the session goes on
+}
+
 void Client::bye() noexcept {
   for (auto& c : extra_) c->bye();
   try {
@@ -994,10 +1000,7 @@ FileResult Client::fetch_whole(const std::string& remote, const fs::path& local,
   } catch (const Failure& e) {
     // A stream the server withdrew (the file changed as it read it) ended at its end record: this
     // file fails alone, nothing of it kept, and the session goes on.
-    const bool withdrawn = net::withdrawn(e);
-    if (e.origin != Origin::local && !withdrawn) throw;
-    send_failure_result(e);
-    if (withdrawn) clean_failure_ = true;
+    answer_failed_receive(e);
     throw Failure((out ? out->shown().string() : printable(local.string())) + ": " + e.what(), e.status,
                   e.err);
   }

@@ -369,6 +369,10 @@ class Client {
   // Tells the server why this receiver stopped (a Result with the error's status); a connection
   // that is already gone is not an error here.
   void send_failure_result(const proto::Failure& e) noexcept;
+  // A receive into a destination that failed: rethrows `e` unless the connection is at the file's
+  // end (net::at_file_end), else answers it with a Result; a stream the server withdrew (the file
+  // changed as it read it) then lets the session go on with the next file.
+  void answer_failed_receive(const proto::Failure& e);
   // recv --resume before its get: the prefix offered (the partial file, or the destination base_fd
   // copied into it unless `whole`), hashed once the room for the rest is judged (recv_tree.cpp).
   std::optional<files::PrefixScan> resume_prefix(PartialFile& pf, int base_fd, bool whole, uint64_t have,

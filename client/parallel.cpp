@@ -411,7 +411,7 @@ crypto::Checksum Client::get_range(int fd, const proto::Message& req, const Prog
   try {
     sum = recv_stream(*conn_, fd, req.length, progress, StreamOptions{0, false, true, req.offset});
   } catch (const Failure& e) {
-    if (e.origin == Origin::local || net::withdrawn(e)) send_failure_result(e);
+    if (net::at_file_end(e)) send_failure_result(e);
     throw;
   }
   conn_->send_message(result);

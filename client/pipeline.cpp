@@ -328,7 +328,7 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   } catch (const Failure& e) {
     // Only a failure that left the stream at the file's end lets the session go on (a stream the
     // server withdrew too: the file changed as it read it).
-    if (!complete || (e.origin != Origin::local && !net::withdrawn(e))) throw;
+    if (!complete || !net::at_file_end(e)) throw;
     if (!failed) failed = Failure(printable(it.local.string()) + ": " + e.what(), e.status, e.err);
   }
   proto::Message result;

@@ -193,9 +193,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     try {
       r.checksum = recv_stream(*conn_, -1, resp.size, progress, so);
     } catch (const Failure& e) {
-      if (e.origin != Origin::local && !net::withdrawn(e)) throw;
-      send_failure_result(e);
-      if (net::withdrawn(e)) clean_failure_ = true;  // at a file boundary: the session goes on
+      answer_failed_receive(e);
       throw Failure(printable(local.string()) + ": " + e.what() + " (the destination was left as it was)",
                     e.status, e.err);
     }

@@ -82,6 +82,10 @@ constexpr std::chrono::milliseconds kKeepAlive{1000};
 inline bool withdrawn(const proto::Failure& e) {
   return e.status == proto::Status::changed && e.origin != proto::Origin::link;
 }
+// A receive that failed with the connection at the file's end: this end's own failure (a bad end
+// record, a write that failed) or a stream the sender withdrew. The receiver answers it with a
+// Result; any other failure (the link, the peer's refusal) leaves nothing to answer.
+inline bool at_file_end(const proto::Failure& e) { return e.origin == proto::Origin::local || withdrawn(e); }
 
 // The choice `auto_choice` makes for this connection.
 bool pipeline_threads(const Conn& c, StreamOptions::Pipeline p);
