@@ -33,6 +33,7 @@
 #include "crypto/util.h"
 #include "files/io.h"
 #include "files/resume.h"
+#include "files/version.h"
 #include "proto/end_record.h"
 
 namespace aesxfer::net {
@@ -304,14 +305,12 @@ std::optional<struct stat> source_version(int fd, const StreamOptions& opt) {
   return st;
 }
 
-// Whether the file changed since `before`: its size, modification or change time (as GNU tar
-// judges "file changed as we read it"; a write, a truncate, a chmod or a new link all count).
+// Whether the file changed since `before` (files::FileVersion: its size, modification or change
+// time; a write, a truncate, a chmod or a new link all count).
 bool changed_since(int fd, const struct stat& before) {
   struct stat now {};
   if (::fstat(fd, &now) != 0) return true;
-  return now.st_size != before.st_size || now.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-         now.st_mtim.tv_nsec != before.st_mtim.tv_nsec || now.st_ctim.tv_sec != before.st_ctim.tv_sec ||
-         now.st_ctim.tv_nsec != before.st_ctim.tv_nsec;
+  return files::FileVersion::of(now) != files::FileVersion::of(before);
 }
 
 // The sender's reading stage on a thread of its own: batches filled and handed over until the last.

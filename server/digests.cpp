@@ -5,10 +5,7 @@
 namespace aesxfer::server {
 
 PrefixDigests::Key PrefixDigests::key_of(const struct stat& st, uint64_t len) {
-  return Key{uint64_t(st.st_dev),         uint64_t(st.st_ino),
-             uint64_t(st.st_size),        int64_t(st.st_mtim.tv_sec),
-             int64_t(st.st_mtim.tv_nsec), int64_t(st.st_ctim.tv_sec),
-             int64_t(st.st_ctim.tv_nsec), len};
+  return Key{files::FileVersion::of(st), len};
 }
 
 std::optional<files::PrefixScan> PrefixDigests::remembered(const struct stat& st, uint64_t len) const {

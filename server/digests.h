@@ -16,6 +16,7 @@
 #include <string>
 
 #include "files/resume.h"
+#include "files/version.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::server {
@@ -38,8 +39,7 @@ class PrefixDigests {
 
  private:
   struct Key {
-    uint64_t dev, ino, size;
-    int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+    files::FileVersion version;
     uint64_t len;
     auto operator<=>(const Key&) const = default;
   };

@@ -22,6 +22,7 @@
 #include "files/dir_chain.h"
 #include "files/io.h"
 #include "files/resume.h"
+#include "files/version.h"
 #include "net/transfer.h"
 #include "proto/listing.h"
 #include "proto/ops.h"
@@ -527,7 +528,7 @@ std::string over_budget(const RequestContext& ctx, uint64_t len) {
 
 // Names the version of a file that a ranged get reads (PROTOCOL.md 3.9, the Response's text): the
 // same for every part read from the file as it was, another once it was replaced or written
-// (device, inode, size, mtime to the nanosecond), hashed with a salt of this process's so that it
+// (files::FileVersion), hashed with a salt of this process's so that it
 // says nothing else. The client compares its parts' (a thirty-second re-attack, B-N1: a file
 // renamed over the source during recv --streams 4 arrived as a splice of both, "verified").
 std::string file_version(const struct stat& st) {
@@ -536,8 +537,8 @@ std::string file_version(const struct stat& st) {
     if (::getrandom(s.data(), s.size(), 0) != ssize_t(s.size())) s.fill(0);  // still a version
     return s;
   }();
-  const uint64_t f[] = {uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
-                        uint64_t(st.st_mtim.tv_sec), uint64_t(st.st_mtim.tv_nsec)};
+  const files::FileVersion v = files::FileVersion::of(st);
+  const uint64_t f[] = {v.dev, v.ino, v.size, uint64_t(v.mtime_ns), uint64_t(v.ctime_ns)};
   crypto::Sha256 h;
   h.update(salt.data(), salt.size());
   h.update(f, sizeof f);
