@@ -42,6 +42,8 @@ std::vector<std::string> names_in(int dirfd, const fs::path& dir) {
   return names;
 }
 
+// A skipped entry is named by its local path as the user wrote the tree's top, as recv -r names one
+// by the server path typed (a thirty-fifth re-attack, B-N13: "skipping fifo" named no tree).
 void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
           std::vector<std::string>* skipped, std::vector<std::string>* unreadable) {
   struct stat ds {};
@@ -57,7 +59,7 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
       const std::string why = errno == ELOOP    ? "a loop of symbolic links"
                               : errno == ENOENT ? "dangling symlink"
                                                 : files::errno_text(errno);
-      if (skipped) skipped->push_back(printable(rel) + " (" + why + ")");
+      if (skipped) skipped->push_back(printable((dir / name).string()) + " (" + why + ")");
       continue;
     }
     // A name of the shapes aesxfer keeps for its own working files, which no server stores: skipped
@@ -80,13 +82,16 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
     t.parent_ino = ds.st_ino;
     if (S_ISDIR(st.st_mode)) {
       if (link) {
-        if (skipped) skipped->push_back(printable(rel) + " (symlink to a directory, not followed)");
+        if (skipped)
+          skipped->push_back(printable((dir / name).string()) + " (symlink to a directory, not followed)");
         continue;
       }
       const files::UniqueFd sub(
           ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub && (errno == ELOOP || errno == ENOTDIR)) {  // replaced since the fstatat
-        if (skipped) skipped->push_back(printable(rel) + " (replaced while the tree was read, not followed)");
+        if (skipped)
+          skipped->push_back(printable((dir / name).string()) +
+                             " (replaced while the tree was read, not followed)");
         continue;
       }
       // A directory this user may not read or search (mode 0000, 0600): named, skipped with all
@@ -114,7 +119,7 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
     } else if (S_ISREG(st.st_mode)) {
       out.push_back(t);
     } else if (skipped) {
-      skipped->push_back(printable(rel) + " (not a regular file)");
+      skipped->push_back(printable((dir / name).string()) + " (not a regular file)");
     }
   }
 }

@@ -322,7 +322,8 @@ TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
   auto r = run({"send", "-r", src.string(), "127.0.0.1:skd"}, relay.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(relay.cut(), 1);
-  for (const std::string line : {"skipping dang (dangling symlink)", "skipping fifo (not a regular file)"}) {
+  for (const std::string& line : {"skipping " + (src / "dang").string() + " (dangling symlink)",
+                                  "skipping " + (src / "fifo").string() + " (not a regular file)"}) {
     size_t n = 0;
     for (size_t at = 0; (at = r.err.find(line, at)) != std::string::npos; at += line.size()) ++n;
     EXPECT_EQ(n, 1u) << line << "\n" << r.err;
