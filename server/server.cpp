@@ -166,7 +166,7 @@ struct Server::Impl {
     if (opt.log)
       log("level=warning msg=" + proto::quoted(line));
     else
-      std::cerr << "aesxfer serve: " << line << std::endl;
+      std::cerr << "aesxfer serve: " << proto::printable(line) << std::endl;  // as the log's (37th, B3)
   }
   // Compares RLIMIT_NOFILE with what --max-sessions can use, raises the soft limit where it can
   // and says so, and sets the global budget of parallel-stream files from what there is.

@@ -324,3 +324,26 @@ TEST(Authorize, AFileTheServerWouldNotTrustIsRefused) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-seventh re-attack (B3): serve -q wrote its start-up warnings to the terminal as they
+// were, so a home path with ESC and bidi controls reached it raw; the log escaped them.
+TEST(StrictModes, WarningsWithoutALogAreEscapedAsTheLogsAre) {
+  Workspace ws;
+  const fs::path home = ws.tmp / "h\x1b[31m\xe2\x80\xaex";
+  fs::create_directories(home);
+  ASSERT_EQ(::chmod(home.c_str(), 0700), 0);
+  OtherClient other;
+  write_text_file(home / "authorized_keys", other.line + "\n");
+  ASSERT_EQ(::chmod((home / "authorized_keys").c_str(), 0664), 0);
+  auto r = run_aesxfer({"serve", "-q", "--listen", "127.0.0.1", "--port", "0", "--root", ws.root.string()},
+                       home, 3);
+  EXPECT_NE(r.err.find("no key of authorized_keys is trusted: "), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("h\\x1b[31m\\xe2\\x80\\xaex/authorized_keys"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << proto::printable(r.err);
+}
+
+}  // namespace
+}  // namespace aesxfer::test
