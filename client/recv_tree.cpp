@@ -563,19 +563,49 @@ bool commands_own(int fd, bool created, MadeDirs* by_command) {
   return created || by_command->count({st.st_dev, st.st_ino}) > 0;
 }
 
+// The client's own $AESXFER_HOME (its identity, known_hosts, config, tree_copies): a tree from a
+// server never writes into it, as a server never serves or writes its own home (a thirty-seventh
+// re-attack, B1: `recv -r host:.config ~` let the server replace the identity, pin its own host
+// keys and redirect every later command through a config of its choosing). Told by device and
+// inode, so that no name, link or bind mount reaches it.
+class OwnHome {
+ public:
+  explicit OwnHome(const fs::path& home) {
+    struct stat st {};
+    known_ = !home.empty() && ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
+  // Throws when fd is the home.
+  void refuse(int fd, const std::string& shown) const {
+    struct stat st {};
+    if (known_ && ::fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
+      throw Failure(printable(shown) +
+                        ": this client's own aesxfer home ($AESXFER_HOME), which a tree from a "
+                        "server never writes into",
+                    proto::Status::permission, EPERM);
+  }
+
+ private:
+  bool known_ = false;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
 // Makes the directory of entry e inside its parent (never through a symbolic link) and records it
-// when this command created it; one that cannot be made is skipped with all below it (reported)
-// when there is a reporter, else the tree stops.
+// when this command created it; one that cannot be made, or is this client's home, is skipped with
+// all below it (reported) when there is a reporter, else the tree stops.
 template <class Report>
 void make_tree_dir(DirWalker& walker, const proto::ListEntry& e, const std::string& base,
                    const std::string& shown, SkippedTrees& skipped, std::vector<Made>& made,
-                   MadeDirs* by_command, const Report& report) {
+                   MadeDirs* by_command, const OwnHome& home, const Report& report) {
   const std::string parent = parent_of(e.path);
   bool created = false;
   try {
     const UniqueFd fd =
         make_dir_at(walker.dir_of(parent), parent.empty() ? e.path : e.path.substr(parent.size() + 1), shown,
                     e.mode, created);
+    home.refuse(fd.get(), shown);
     created = commands_own(fd.get(), created, by_command);
   } catch (const Failure& f) {
     if (!report) throw;
@@ -645,6 +675,8 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   const std::string source = copy_source(client, asked);
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
+  const OwnHome home(client.home());
+  home.refuse(top_fd.get(), top.string());
   if (top_created && top == dest && asked != ".")
     remember_tree_copy(client.home(), top_fd.get(),
                        source);  // DEST itself is the copy: --resume continues it
@@ -663,7 +695,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
     std::string name = parent.empty() ? e.path : e.path.substr(parent.size() + 1);
     switch (e.type) {
       case proto::EntryType::dir:
-        make_tree_dir(walker, e, base, shown, skipped, made, by_command, pipelined);
+        make_tree_dir(walker, e, base, shown, skipped, made, by_command, home, pipelined);
         break;
       case proto::EntryType::file: {
         const fs::path local = top / e.path;

@@ -629,3 +629,43 @@ TEST_F(ModeRules, SendTreePreserveLeavesExistingDirectoriesAlone) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-seventh re-attack (B1): a tree from a server wrote into this client's own
+// $AESXFER_HOME (recv -r host:.config ~ with the home at ~/.config/aesxfer), so the server chose
+// its identity, known_hosts and config. That directory is skipped with all below it, named, and
+// the command fails at the end; the rest of the tree arrives. A tree whose top is the home is
+// refused.
+TEST_F(DestRules, ATreeFromAServerNeverWritesIntoThisClientsHome) {
+  const fs::path cfg = ws.root / "cfg";
+  fs::create_directories(cfg / "aesxfer");
+  write_text_file(cfg / "aesxfer" / "known_hosts", "planted\n");
+  write_text_file(cfg / "aesxfer" / "config", "Host *\n  Port 1\n");
+  write_text_file(cfg / "other", "kept\n");
+  const fs::path home = ws.local / "cfg" / "aesxfer";
+  fs::create_directories(home);
+  ASSERT_EQ(::chmod(home.c_str(), 0700), 0);
+  for (const char* f : {"id_ed25519", "id_ed25519.pub"}) fs::copy_file(ws.home / f, home / f);
+  auto r = run_aesxfer(
+      {"recv", "-r", "127.0.0.1:cfg", ws.local.string(), "-P", std::to_string(server->port())}, home);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find(home.string() + ": this client's own aesxfer home ($AESXFER_HOME)"), std::string::npos)
+      << r.err;
+  const std::string pins = read_text_file(home / "known_hosts");  // this command's own pin, not the server's
+  EXPECT_NE(pins.find("127.0.0.1:"), std::string::npos) << pins;
+  EXPECT_FALSE(fs::exists(home / "config"));
+  EXPECT_EQ(read_text_file(ws.local / "cfg" / "other"), "kept\n");
+  // The home as the tree's top.
+  r = run_aesxfer({"recv", "-r", "127.0.0.1:cfg/aesxfer", (ws.local / "cfg").string(), "-P",
+                   std::to_string(server->port())},
+                  home);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("this client's own aesxfer home"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(home / "known_hosts"), pins);
+  EXPECT_FALSE(fs::exists(home / "config"));
+}
+
+}  // namespace
+}  // namespace aesxfer::test
