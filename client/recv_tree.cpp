@@ -354,12 +354,22 @@ UniqueFd open_dir_at(int dirfd, const std::string& name, const std::string& show
 }
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
-// opens it. `created` says whether this call made it.
+// opens it. `created` says whether this call made it. One that was there and that another user
+// planted in a sticky directory others can write to is refused, its owner named: that user could
+// read, rename or replace what it receives (a thirty-seventh re-attack, A1: recv -r of a private
+// tree went into nobody's 0777 directory of that name in /tmp, exit 0).
 UniqueFd make_dir_at(int dirfd, const std::string& name, const std::string& shown, uint32_t mode,
                      bool& created) {
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown) + ": " + errno_text(errno));
-  return open_dir_at(dirfd, name, shown);
+  UniqueFd fd = open_dir_at(dirfd, name, shown);
+  struct stat st {
+  }, parent{};
+  if (!created && ::fstat(fd.get(), &st) == 0 && ::fstat(dirfd, &parent) == 0)
+    if (const std::string who = files::planted_by(st.st_uid, parent); !who.empty())
+      throw Failure(printable(shown) + ": a directory " + who + ": a tree is not written into it",
+                    proto::Status::permission, EPERM);
+  return fd;
 }
 
 bool has_control_byte(const std::string& s) {
@@ -570,11 +580,13 @@ bool commands_own(int fd, bool created, MadeDirs* by_command) {
 // inode, so that no name, link or bind mount reaches it.
 class OwnHome {
  public:
-  explicit OwnHome(const fs::path& home) {
+  // Throws when top_fd, the tree's top (shown as `top`), is the home.
+  OwnHome(const fs::path& home, int top_fd, const std::string& top) {
     struct stat st {};
     known_ = !home.empty() && ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
     dev_ = st.st_dev;
     ino_ = st.st_ino;
+    refuse(top_fd, top);
   }
   // Throws when fd is the home.
   void refuse(int fd, const std::string& shown) const {
@@ -675,11 +687,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   const std::string source = copy_source(client, asked);
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
-  const OwnHome home(client.home());
-  home.refuse(top_fd.get(), top.string());
-  if (top_created && top == dest && asked != ".")
-    remember_tree_copy(client.home(), top_fd.get(),
-                       source);  // DEST itself is the copy: --resume continues it
+  const OwnHome home(client.home(), top_fd.get(), top.string());  // refused as the top
+  if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
+    remember_tree_copy(client.home(), top_fd.get(), source);
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first

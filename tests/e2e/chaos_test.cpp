@@ -503,6 +503,26 @@ TEST_F(ChaosDiskFull, EmptyFilesLeaveTheLastInodesFree) {
   EXPECT_EQ(few_server.stop(), 0);
 }
 
+// A thirty-seventh re-attack (A2): mkdirs were judged by the inodes alone, and 6,000 pipelined ones
+// took the server's file system from its reserve to 0 bytes free. A mkdir takes its block from the
+// reserve's allowance as a put's bytes do.
+TEST_F(ChaosDiskFull, DirectoriesLeaveTheReserveFree) {
+  const fs::path fs_dir = ws.tmp / "dirs";
+  const Tmpfs mounted_dirs(fs_dir, "size=4m");
+  ASSERT_TRUE(mounted_dirs.ok) << std::strerror(errno);
+  write_random_file(fs_dir / "filler", (4u << 20) - (32u << 10), 37);  // 32 KiB left: below the reserve
+  const fs::path tree = ws.local / "dirs";
+  fs::create_directories(tree / "a" / "b");
+  ServerProcess dir_server(ws.home, fs_dir, server_args);
+  auto r = run_aesxfer({"send", "-r", "-q", tree.string(), "127.0.0.1:", "-P",
+                        std::to_string(dir_server.port()), "--retries", "0"},
+                       ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("no space left on device on the server ("), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(fs_dir / "dirs"));
+  EXPECT_EQ(dir_server.stop(), 0);
+}
+
 // A thirty-sixth re-attack (A2): one write of the server's log that failed (its file system full
 // for a moment) set the stream's error, and every later line was dropped in silence until a
 // restart: gets that succeeded once there was room again were never logged. A failed line is

@@ -669,3 +669,47 @@ TEST_F(DestRules, ATreeFromAServerNeverWritesIntoThisClientsHome) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-seventh re-attack (A1): a directory another user planted under a tree's name in a
+// sticky directory others can write to took the tree, on either end (recv -r into /tmp; send -r
+// into a served 1777 directory, logged "ok (it was there)"), and that user read it. Refused with
+// the owner named, nothing written into it.
+TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOne) {
+  fs::create_directories(ws.root / "priv");
+  write_text_file(ws.root / "priv" / "doc", "secret\n");
+  const fs::path share = ws.local / "share";
+  fs::create_directories(share / "priv");
+  ASSERT_EQ(::chmod(share.c_str(), 01777), 0);
+  ASSERT_EQ(::chmod((share / "priv").c_str(), 0777), 0);
+  ASSERT_EQ(::chown((share / "priv").c_str(), kNobody, kNobody), 0);
+  auto r = run({"recv", "-r", "127.0.0.1:priv", share.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(
+      r.err.find((share / "priv").string() +
+                 ": a directory owned by uid 65534 in a sticky directory others can write to: a tree is "
+                 "not written into it"),
+      std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(share / "priv" / "doc"));
+
+  // The server's side: send -r into a served sticky directory where the name is another user's.
+  fs::create_directories(ws.root / "pub" / "l1");
+  ASSERT_EQ(::chmod((ws.root / "pub").c_str(), 01777), 0);
+  ASSERT_EQ(::chmod((ws.root / "pub" / "l1").c_str(), 0777), 0);
+  ASSERT_EQ(::chown((ws.root / "pub" / "l1").c_str(), kNobody, kNobody), 0);
+  fs::create_directories(ws.local / "l1");
+  write_text_file(ws.local / "l1" / "doc", "local secret\n");
+  r = run({"send", "-r", "-p", (ws.local / "l1").string(), "127.0.0.1:pub/"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("a directory owned by uid 65534 in a sticky directory others can write to"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "pub" / "l1" / "doc"));
+  EXPECT_TRUE(server->wait_for_log("op=mkdir file=\"pub/l1\" result=\"refused: ")) << server->log();
+}
+
+}  // namespace
+}  // namespace aesxfer::test

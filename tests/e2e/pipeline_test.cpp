@@ -665,8 +665,9 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   // Five sessions of one key, one after another: refused gets, mkdirs of a directory that was
   // there, refused gets again, gets of an empty file left without Results (a thirtieth
   // re-attack, N1: a line each, 2.2 bytes of log per byte received), and empty puts to /dev/null (a
-  // thirty-second, A-N2: a line each).
-  for (const int kind : {0, 1, 0, 2, 3}) {
+  // thirty-second, A-N2: a line each), and mkdirs that create (a thirty-seventh, A3: a line each,
+  // 2.5 bytes of log per byte sent).
+  for (const int kind : {0, 1, 0, 2, 3, 4}) {
     HandSession s(server->port(), ws.home / "id_ed25519");
     ASSERT_TRUE(s.welcome_ok);
     for (int i = 0; i < kEach; ++i) {
@@ -674,7 +675,8 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
       s.conn().send_message(kind == 0   ? ahead_request(Op::get, "missing-" + std::to_string(i), 0, tag)
                             : kind == 1 ? ahead_request(Op::mkdir, "d", 0, tag)
                             : kind == 2 ? ahead_request(Op::get, "empty", 0, tag)
-                                        : ahead_request(Op::put, "/dev/null", 0, tag));
+                            : kind == 3 ? ahead_request(Op::put, "/dev/null", 0, tag)
+                                        : ahead_request(Op::mkdir, "new-" + std::to_string(i), 0, tag));
       if (kind == 3) net::send_stream(s.conn(), -1, 0, nullptr);
     }
     for (int i = 0; i < kEach * (kind == 3 ? 2 : 1); ++i) {  // a put's Response, then its Result
@@ -696,7 +698,8 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   }
   EXPECT_GE(lines, 10u) << log;
   EXPECT_LT(lines, 100u) << log;  // ten a second for the key, however many sessions
-  EXPECT_EQ(lines + counted, uint64_t(5 * kEach)) << log;
+  EXPECT_EQ(lines + counted, uint64_t(6 * kEach)) << log;
+  EXPECT_TRUE(fs::is_directory(ws.root / ("new-" + std::to_string(kEach - 1))));
 }
 
 // ---- a fake server whose answers are out of order -----------------------------------------------
