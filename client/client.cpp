@@ -738,14 +738,21 @@ constexpr int kSourceFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 // (ELOOP) is walked by files::resolve_guarded_at from its directory, every link on the way judged.
 // The file itself is opened with O_NOFOLLOW. Invalid with errno set when it cannot be opened.
 UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& shown) {
+  struct stat link {};
   if (dirfd != AT_FDCWD) {
     UniqueFd fd(::openat(dirfd, name.c_str(), kSourceFlags | O_NOFOLLOW));
-    if (fd || errno != ELOOP) return fd;
+    if (fd || errno != ELOOP || ::fstatat(dirfd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) != 0) return fd;
   }
   const files::GuardedEntry g = dirfd == AT_FDCWD
                                     ? files::resolve_guarded(name)
                                     : files::resolve_guarded_at(dirfd, shown.parent_path(), name);
-  return UniqueFd(::openat(g.dir.get(), g.name.c_str(), kSourceFlags | (g.magic ? 0 : O_NOFOLLOW)));
+  UniqueFd fd(::openat(g.dir.get(), g.name.c_str(), kSourceFlags | (g.magic ? 0 : O_NOFOLLOW)));
+  // A tree's link, judged on what it led to (the walk judged it too; this is what was opened).
+  struct stat target {};
+  if (fd && dirfd != AT_FDCWD && ::fstat(fd.get(), &target) == 0)
+    if (const std::string why = files::foreign_link(link, target); !why.empty())
+      throw Failure(printable(shown.string()) + ": " + why);
+  return fd;
 }
 
 }  // namespace

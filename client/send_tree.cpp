@@ -42,6 +42,20 @@ std::vector<std::string> names_in(int dirfd, const fs::path& dir) {
   return names;
 }
 
+// Why an entry of the tree is left out and the command fails at the end, or "":
+// - a name of the shapes aesxfer keeps for its own working files, which no server stores: skipped in
+//   one line, a directory with all below it, as recv -r does (a thirty-sixth re-attack, B6: the
+//   server refused each, and the files below such a directory failed one by one);
+// - another user's link to a file that user does not own (files::foreign_link; one in a sticky
+//   directory is judged by the kernel's rule, with its own words, when it is opened).
+std::string refused_entry(const std::string& name, bool link, const struct stat& lst, const struct stat& st,
+                          const struct stat& ds) {
+  if (files::is_reserved_name(name))
+    return std::string("a name of the shape aesxfer keeps for its own partial and temporary files; skipped") +
+           (S_ISDIR(st.st_mode) ? " with all below it" : "");
+  return link && files::planted_by(lst.st_uid, ds).empty() ? files::foreign_link(lst, st) : "";
+}
+
 // A skipped entry is named by its local path as the user wrote the tree's top, as recv -r names one
 // by the server path typed (a thirty-fifth re-attack, B-N13: "skipping fifo" named no tree).
 void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector<TreeEntry>& out,
@@ -62,16 +76,11 @@ void walk(int dirfd, const fs::path& dir, const std::string& prefix, std::vector
       if (skipped) skipped->push_back(printable((dir / name).string()) + " (" + why + ")");
       continue;
     }
-    // A name of the shapes aesxfer keeps for its own working files, which no server stores: skipped
-    // in one line, a directory with all below it, and the command fails at the end, as recv -r
-    // does (a thirty-sixth re-attack, B6: the server refused each, and the files below such a
-    // directory failed one by one with "not a directory").
-    if (files::is_reserved_name(name) && unreadable) {
-      unreadable->push_back(
-          printable((dir / name).string()) +
-          ": a name of the shape aesxfer keeps for its own partial and temporary files; skipped" +
-          (S_ISDIR(st.st_mode) ? " with all below it" : ""));
-      continue;
+    if (unreadable) {  // else these are sent, and the server says why not
+      if (std::string why = refused_entry(name, link, lst, st, ds); !why.empty()) {
+        unreadable->push_back(printable((dir / name).string()) + ": " + why);  // the command fails at the end
+        continue;
+      }
     }
     TreeEntry t;
     t.local = dir / name;

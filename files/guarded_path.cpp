@@ -24,6 +24,12 @@ std::string planted_by(uid_t owner, const struct stat& dir) {
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
 }
 
+std::string foreign_link(const struct stat& link, const struct stat& target) {
+  if (link.st_uid == ::geteuid() || link.st_uid == 0 || link.st_uid == target.st_uid) return "";
+  return "a symbolic link of uid " + std::to_string(link.st_uid) + " to a file of uid " +
+         std::to_string(target.st_uid) + ", which that user does not own: not followed";
+}
+
 std::string unreplaceable(int dirfd, const std::string& name) {
   struct stat st {
   }, dir{};

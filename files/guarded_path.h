@@ -24,6 +24,14 @@ namespace aesxfer::files {
 // directory that is not both sticky and writable by others, everything does.
 std::string planted_by(uid_t owner, const struct stat& dir);
 
+// Why a symbolic link `link` (its lstat) inside a tree that send -r reads may not be followed to
+// `target` (the fstat of what it leads to), or "": a link of another user than this one or root to
+// a file that user does not own. Whoever can write in a tree could otherwise plant a link there to
+// a file of the user who sends it (a thirty-seventh re-attack, A8: root's send -r of a tree nobody
+// could write to uploaded root's 0600 file through nobody's link, exit 0). The kernel's
+// fs.protected_symlinks judges links this way only in sticky directories.
+std::string foreign_link(const struct stat& link, const struct stat& target);
+
 // Why `name` in dirfd, an existing entry of another user's in a sticky directory that is not this
 // user's, cannot be replaced by a rename (the sticky bit lets only the entry's or the directory's
 // owner, or a process with CAP_FOWNER, here taken to be root, remove or rename over it), or "".

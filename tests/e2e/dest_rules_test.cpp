@@ -713,3 +713,37 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-seventh re-attack (A8): send -r of a tree another user can write to followed that user's
+// link to a private file of the sender's (root's 0600 file, uploaded, exit 0). A link of another
+// user to a file that user does not own is named and not followed; the rest goes, exit 1.
+TEST_F(DestRules, SendTreeNeverFollowsAnotherUsersLinkToAFileNotTheirs) {
+  const fs::path secret = ws.local / "secret";
+  write_text_file(secret, "root only\n");
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  const fs::path tree = ws.local / "theirs";
+  fs::create_directories(tree);
+  write_text_file(tree / "f", "hi\n");
+  write_text_file(tree / "mine", "theirs\n");
+  ASSERT_EQ(::chown((tree / "mine").c_str(), kNobody, kNobody), 0);
+  fs::create_symlink(secret, tree / "leak");
+  fs::create_symlink(tree / "mine", tree / "own");  // their link to their file: followed
+  for (const char* l : {"leak", "own"}) ASSERT_EQ(::lchown((tree / l).c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chown(tree.c_str(), kNobody, kNobody), 0);
+  auto r = run({"send", "-r", tree.string(), "127.0.0.1:up"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find((tree / "leak").string() +
+                       ": a symbolic link of uid 65534 to a file of uid 0, which that user does not own: not "
+                       "followed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "up" / "leak"));
+  EXPECT_EQ(read_text_file(ws.root / "up" / "f"), "hi\n");
+  EXPECT_EQ(read_text_file(ws.root / "up" / "own"), "theirs\n");
+}
+
+}  // namespace
+}  // namespace aesxfer::test
