@@ -1,6 +1,7 @@
 // aesxfer serve, keygen and authorize: the server and the keys.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <cstdio>
@@ -8,11 +9,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "app/cli.h"
 #include "app/cli_checks.h"
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
+#include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/keystore.h"
 #include "files/unique_fd.h"
@@ -144,6 +147,41 @@ int cmd_keygen() {
   return 0;
 }
 
+// The first key line of .pub file `path` into `line`, or why not. Reached as every file aesxfer
+// trusts is, without following another user's link in a sticky directory, and only a file of this
+// user's or root's that no one else may write: the key it adds lets its owner in (a thirty-seventh
+// re-attack, A6: another user's key swapped into the .pub of a home they could write to, or their
+// link in /tmp, was added without a word).
+namespace {
+std::string read_key_file(const std::string& path, std::string& line) {
+  files::UniqueFd fd;
+  try {
+    const files::GuardedEntry g = files::resolve_guarded(path);
+    fd.reset(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+  } catch (const proto::Failure& f) {
+    return f.what();
+  }
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return files::errno_text(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != 0 && st.st_uid != ::getuid())
+    return "it belongs to uid " + std::to_string(st.st_uid) + "; a key file must be yours (or root's)";
+  if (st.st_mode & 022) return "writable by group or others: its key is not added";
+  std::string text(size_t(std::min<off_t>(st.st_size, 64 << 10)), '\0');
+  const ssize_t n = ::read(fd.get(), text.data(), text.size());
+  if (n < 0) return files::errno_text(errno);
+  text.resize(size_t(n));
+  std::istringstream in(text);
+  line.clear();
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') {
+      line = l;
+      break;
+    }
+  return "";
+}
+}  // namespace
+
 int cmd_authorize(const std::string& what) {
   if (what.empty()) {
     die_line(
@@ -162,17 +200,10 @@ int cmd_authorize(const std::string& what) {
     return kExitFail;
   }
   if (fs::is_regular_file(what, ec)) {  // a .pub file: its first key line
-    std::ifstream in(what);
-    if (!in) {
-      die_line("authorize: " + net::printable(what) + ": " + files::errno_text(errno));
+    if (const std::string why = read_key_file(what, line); !why.empty()) {
+      die_line("authorize: " + net::printable(what) + ": " + why);
       return kExitFail;
     }
-    line.clear();
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty() && l[0] != '#') {
-        line = l;
-        break;
-      }
   }
   const fs::path file = files::aesxfer_home() / "authorized_keys";
   proto::PublicKey pk{};

@@ -371,6 +371,30 @@ TEST(Authorize, KeygenLineOrPubFileLetsTheClientIn) {
   EXPECT_EQ(dir.exit_code, 1) << dir.describe();
   EXPECT_NE(dir.err.find(ws.local.string() + ": not a regular file"), std::string::npos) << dir.err;
   EXPECT_EQ(read_text_file(ws.home / "authorized_keys"), line + "\n") << "nothing added";
+  // A .pub file another user owns or may write to, or their link in a sticky directory, adds
+  // nothing (a thirty-seventh re-attack, A6: their key was added without a word).
+  TempDir other_home("aesxfer-other");
+  ASSERT_EQ(run_aesxfer({"keygen"}, other_home.path(), 30).exit_code, 0);
+  const fs::path theirs = ws.local / "theirs.pub", writable = ws.local / "writable.pub";
+  fs::copy_file(other_home / "id_ed25519.pub", theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  fs::copy_file(other_home / "id_ed25519.pub", writable);
+  ASSERT_EQ(::chmod(writable.c_str(), 0666), 0);
+  const fs::path share = ws.local / "share";
+  fs::create_directories(share);
+  ASSERT_EQ(::chmod(share.c_str(), 01777), 0);
+  fs::copy_file(other_home / "id_ed25519.pub", ws.local / "mine.pub");
+  fs::create_symlink(ws.local / "mine.pub", share / "k.pub");
+  ASSERT_EQ(::lchown((share / "k.pub").c_str(), kNobody, kNobody), 0);
+  for (const auto& [f, why] : std::vector<std::pair<fs::path, std::string>>{
+           {theirs, ": it belongs to uid 65534; a key file must be yours (or root's)"},
+           {writable, ": writable by group or others: its key is not added"},
+           {share / "k.pub", ": "}}) {
+    auto r = run_aesxfer({"authorize", f.string()}, ws.home, 30);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(f.string() + why), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(read_text_file(ws.home / "authorized_keys"), line + "\n") << "nothing added";
   ServerProcess server(ws.home, ws.root);
   write_text_file(ws.local / "f", "x");
   auto s =
