@@ -137,6 +137,9 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   log(2, "ClientHello is " + std::to_string(step.send.size()) + " bytes");
   HandshakeLimits lim;
   lim.closed_hint = " (is it an aesxfer server?)";
+  // The whole handshake within --timeout, as the server bounds its own (a thirty-seventh re-attack,
+  // B2: a ServerHello sent a byte at a time held the client for ever, each byte within the timeout).
+  if (conn_->timeout().count() > 0) lim.total = conn_->timeout();
   lim.first_bytes = [&](const uint8_t* p, size_t n) {
     if (std::string g = foreign_greeting(p, n); !g.empty())
       throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");

@@ -279,6 +279,9 @@ RemoteDir Client::list(const std::string& remote) {
     auto page = proto::decode_list_page(in.payload);
     if (!page) throw Failure(bad + " (malformed page)");
     last = page->last;
+    // A server fills a page before it sends the next: an empty one that is not the last only holds
+    // this client past its --timeout (a thirty-seventh re-attack, B2).
+    if (!last && page->entries.empty()) throw Failure(bad + " (an empty page that is not the last)");
     if (page->entries.size() > resp.size - d.entries.size())
       throw Failure(bad + " (more entries than announced)");
     for (auto& e : page->entries) {

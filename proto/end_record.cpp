@@ -72,6 +72,10 @@ RecordOrder::Verdict RecordOrder::on_record(RecordType type, std::span<const uin
     case RecordType::data:
       if (payload.size() > size_ - received_) return Verdict::over_announced;
       if (payload.size() > record_size_) return Verdict::over_record_size;
+      // Only an unsized stream's sender waits for its input, and keeps the session alive with empty
+      // records meanwhile; in a stream of known size one only holds the receiver (a thirty-seventh
+      // re-attack, B2: a hostile server's empty records kept a get alive past every --timeout).
+      if (payload.empty() && !unsized_) return Verdict::empty_in_sized;
       received_ += payload.size();
       return Verdict::ok;
     case RecordType::end: {
@@ -111,6 +115,8 @@ std::string RecordOrder::describe(Verdict v) const {
       return "peer sent more data than announced";
     case Verdict::over_record_size:
       return "peer sent a record larger than the agreed record size";
+    case Verdict::empty_in_sized:
+      return "peer sent an empty data record in a stream of known size";
     case Verdict::malformed_end:
       return "malformed end record";
     case Verdict::wrong_checksum:
@@ -125,7 +131,8 @@ std::string RecordOrder::describe(Verdict v) const {
       return std::string("whole-file ") + crypto::checksum_name(checksum_) + " mismatch";
     case Verdict::withdrawn:
       return std::string("the sender withdrew it: ") + withdrawal_text(end_.withdrawn) + " (" +
-             std::to_string(received_) + " bytes sent); run again once it is still";
+             std::to_string(received_) + (received_ == 1 ? " byte" : " bytes") +
+             " sent); run again once it is still";
   }
   return "record out of order";
 }

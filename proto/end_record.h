@@ -60,6 +60,7 @@ class RecordOrder {
     control_in_stream,  // a control record before the stream's end record
     over_announced,     // more data than the announced size
     over_record_size,   // a data record longer than the agreed record size
+    empty_in_sized,     // an empty data record in a stream of known size (only unsized ones keep alive)
     malformed_end,      // the end payload does not decode
     wrong_checksum,     // the end record's checksum algorithm is not the session's
     short_stream,       // close(): the end record's length or the data counted is not the size

@@ -508,8 +508,46 @@ TEST_F(Fault, ClientTimesOutOnSilentServer) {
                        ws.home, 30);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   ::close(lfd);
-  expect_failure(r, 1, {"timed out"});
+  expect_failure(r, 1, {"timed out", "handshake not completed within 1 s"});  // the read, or the whole
   EXPECT_LT(secs, 5.0);
+  expect_no_damage();
+}
+
+// ...and on one that sends its ServerHello a byte at a time, each within the timeout: the whole
+// handshake must end within --timeout (a thirty-seventh re-attack, B2: the client waited for ever).
+TEST_F(Fault, ClientGivesUpOnAServerHelloThatTrickles) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  const uint16_t port = ntohs(a.sin_port);
+  std::atomic<bool> stop{false};
+  std::thread trickler([&] {
+    const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (cfd < 0) return;
+    const uint8_t frame_start[] = {0, 0, 1, 0};  // a 256-byte frame's length, then its bytes slowly
+    ::send(cfd, frame_start, sizeof frame_start, MSG_NOSIGNAL);
+    for (int i = 0; i < 200 && !stop; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const uint8_t b = 0x55;
+      if (::send(cfd, &b, 1, MSG_NOSIGNAL) != 1) break;
+    }
+    ::close(cfd);
+  });
+  auto t0 = Clock::now();
+  auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P",
+                        std::to_string(port), "--timeout", "2", "-q"},
+                       ws.home, 30);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop = true;
+  trickler.join();
+  ::close(lfd);
+  expect_failure(r, 1, {"handshake not completed within 2 s"});
+  EXPECT_LT(secs, 6.0);
   expect_no_damage();
 }
 

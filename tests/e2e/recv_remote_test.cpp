@@ -391,6 +391,9 @@ TEST_F(RecvTree, HostileListingsAreRefusedBeforeAnythingIsWritten) {
       {"fewer than announced", 3, {page_of({{EntryType::file, "x", 5, 0644, 0}})}},
       {"too many announced", proto::kMaxListEntries + 1, {page_of({})}},
       {"garbage page", 1, {{6, 1, 0xff, 0xff, 0, 0, 0}}},
+      // An empty page that is not the last held the client past its --timeout (a thirty-seventh
+      // re-attack, B2).
+      {"empty page not last", 1, {{6, 0, 0, 0}, page_of({{EntryType::file, "x", 5, 0644, 0}})}},
       {"directory with a size", 1, {{6, 1, 0, 1, 2, 0,    1, 'd', 0, 0, 0, 0, 0, 0,
                                      0, 9, 0, 0, 1, 0xed, 0, 0,   0, 0, 0, 0, 0, 0}}},
   };

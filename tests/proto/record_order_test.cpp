@@ -71,6 +71,13 @@ TEST(RecordOrder, InsideAStream) {
             V::wrong_checksum);
   EXPECT_EQ(o.describe(V::wrong_checksum),
             "end record carries a xxh128 checksum, the session agreed on sha256");
+  // An empty data record in a stream of known size: only an unsized one's sender makes them (a
+  // thirty-seventh re-attack, B2: a hostile server's held a get past every --timeout).
+  o.begin_stream(6);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{}), V::empty_in_sized);
+  EXPECT_EQ(o.describe(V::empty_in_sized), "peer sent an empty data record in a stream of known size");
+  o.begin_stream(0);
+  EXPECT_EQ(o.on_record(RecordType::data, Bytes{}), V::empty_in_sized);
 }
 
 TEST(RecordOrder, CloseChecksLengthThenDigest) {
