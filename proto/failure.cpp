@@ -69,7 +69,10 @@ namespace {
 // U+13430..U+1343F), and every space separator but U+0020 (U+00A0, U+1680, U+2000..U+200A,
 // U+202F, U+205F, U+3000: "a b" with a no-break space is another name than "a b"), and the two
 // symbols that render as blank, U+2800 BRAILLE PATTERN BLANK and U+1D159 MUSICAL SYMBOL NULL
-// NOTEHEAD.
+// NOTEHEAD; and the look-alikes of a path's separators, so that one name cannot show as a path:
+// the slashes U+2044, U+2215, U+2571, U+29F8 and U+FF0F, and the dots U+2024, U+2025, U+FE52 and
+// U+FF0E (a thirty-seventh re-attack: "․․∕․․∕etc∕cron.d∕evil", one name, showed as a path that
+// leaves the tree).
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -78,6 +81,8 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x205f, 0x206f},   {0x2800, 0x2800},   {0x3000, 0x3000},   {0x3164, 0x3164},   {0xfe00, 0xfe0f},
       {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
       {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d159, 0x1d159}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+      {0x2024, 0x2025},   {0x2044, 0x2044},   {0x2215, 0x2215},   {0x2571, 0x2571},   {0x29f8, 0x29f8},
+      {0xfe52, 0xfe52},   {0xff0e, 0xff0f},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
