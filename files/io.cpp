@@ -212,9 +212,11 @@ std::string space_shortfall(int fd, uint64_t need, bool keep_reserve, uint64_t c
                                    size_text(need - std::min(need, copied)) + " to receive, "
                              : std::string(" to receive, ")) +
                      figure(free >> shift, shift) + " free";
-  if (reserve)  // the reserve stated, in the same unit (a thirty-sixth re-attack, B2)
-    text += ", " + figure((std::min(reserve, free) + (uint64_t(1) << shift) - 1) >> shift, shift) +
-            " of it kept in reserve";
+  // The reserve stated, in the same unit (a thirty-sixth re-attack, B2); all the free space when
+  // it is below the reserve, which "0 bytes of it" hid (a thirty-seventh).
+  const std::string kept = figure((reserve + (uint64_t(1) << shift) - 1) >> shift, shift);
+  if (reserve && reserve <= free) text += ", " + kept + " of it kept in reserve";
+  if (reserve > free) text += ", below the " + kept + " kept in reserve";
   return text;
 }
 

@@ -520,6 +520,14 @@ TEST_F(ChaosDiskFull, DirectoriesLeaveTheReserveFree) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("no space left on device on the server ("), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(fs_dir / "dirs"));
+  // A file refused there says that the free space is below the reserve (it said "0 bytes of it").
+  write_text_file(ws.local / "six", "six b\n");
+  r = run_aesxfer(
+      {"send", (ws.local / "six").string(), "127.0.0.1:", "-P", std::to_string(dir_server.port())}, ws.home,
+      60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("(6 bytes to receive, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" bytes free, below the 65536 bytes kept in reserve)"), std::string::npos) << r.err;
   EXPECT_EQ(dir_server.stop(), 0);
 }
 
