@@ -177,10 +177,13 @@ void Client::check_host_key(const proto::PublicKey& key) {
       break;
     case HostCheck::unknown:
       throw Failure("host key for " + hp + " is not known (" + proto::fingerprint(key) +
-                    ") and --strict-host-keys is set; add it to " + shown + " after checking it");
+                        ") and --strict-host-keys is set; add it to " + shown + " after checking it",
+                    proto::Status::integrity);
     case HostCheck::changed:
+      // Status integrity: never retried, and never only "fewer streams" (connect_more).
       throw Failure("host key for " + hp + " changed (expected " + proto::fingerprint(expected) + ", got " +
-                    proto::fingerprint(key) + "); if this is expected, remove its line from " + shown);
+                        proto::fingerprint(key) + "); if this is expected, remove its line from " + shown,
+                    proto::Status::integrity);
   }
 }
 

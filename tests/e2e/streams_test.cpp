@@ -4,8 +4,13 @@
 // stream on loopback, fallback when the server refuses extra sessions, and nothing left behind
 // when the client dies mid-transfer.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -247,6 +252,71 @@ TEST(StreamsBusy, FewerConnectionsWhenTheServerRefusesMore) {
   ASSERT_EQ(r.exit_code, 0) << r.describe() << server.log();
   EXPECT_EQ(last_json(r.out)["streams"], "1") << r.out;
   EXPECT_EQ(sha256_file(ws.root / "dst.bin"), sha256_file(src));
+}
+
+// A thirty-eighth re-attack (B-F3): the first connection reached one server and the extra ones
+// another, whose host key differs (a relay that splits them). The mismatch was said only with -v,
+// and the file went over one connection, exit 0. It stops the command, as on the first connection.
+TEST(StreamsHostKey, AnExtraConnectionWithAnotherHostKeyStopsTheCommand) {
+  Workspace ws;
+  ServerProcess first(ws.home, ws.root);
+  TempDir other_home("aesxfer-other-server");
+  write_text_file(other_home / "authorized_keys", read_text_file(ws.home / "id_ed25519.pub"));
+  ASSERT_EQ(::chmod((other_home / "authorized_keys").c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(other_home.path().c_str(), 0700), 0);
+  ServerProcess second(other_home.path(), ws.root);
+  // Connection 0 to the first server, every later one to the second.
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 16), 0);
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pipes;
+  std::thread acceptor([&] {
+    for (int n = 0; !stop; ++n) {
+      pollfd p{lfd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) {
+        --n;
+        continue;
+      }
+      const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+      const int sfd = connect_loopback(n == 0 ? first.port() : second.port());
+      pipes.emplace_back([cfd, sfd, &stop] {
+        char buf[65536];
+        for (bool open = true; open && !stop;) {
+          pollfd q[2] = {{cfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+          if (::poll(q, 2, 50) <= 0) continue;
+          for (int k = 0; k < 2 && open; ++k) {
+            if (!(q[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const ssize_t r = ::read(k == 0 ? cfd : sfd, buf, sizeof buf);
+            open = r > 0 && ::send(k == 0 ? sfd : cfd, buf, size_t(r), MSG_NOSIGNAL) == r;
+          }
+        }
+        ::close(cfd);
+        ::close(sfd);
+      });
+    }
+  });
+  const fs::path src = ws.local / "src.bin";
+  write_random_file(src, 8 * proto::kDefaultPayload, 38);
+  auto r = run_aesxfer({"send", src.string(), "127.0.0.1:dst.bin", "--streams", "4", "-P",
+                        std::to_string(ntohs(a.sin_port)), "--timeout", "10"},
+                       ws.home, 60);
+  stop = true;
+  acceptor.join();
+  for (auto& t : pipes) t.join();
+  ::close(lfd);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host key for 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + " changed (expected "),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "dst.bin"));
+  EXPECT_EQ(first.stop(), 0);
+  EXPECT_EQ(second.stop(), 0);
 }
 
 TEST_F(Streams, ClientKilledMidTransferLeavesNothing) {
