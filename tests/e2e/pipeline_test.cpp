@@ -665,9 +665,10 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   // Five sessions of one key, one after another: refused gets, mkdirs of a directory that was
   // there, refused gets again, gets of an empty file left without Results (a thirtieth
   // re-attack, N1: a line each, 2.2 bytes of log per byte received), and empty puts to /dev/null (a
-  // thirty-second, A-N2: a line each), and mkdirs that create (a thirty-seventh, A3: a line each,
-  // 2.5 bytes of log per byte sent).
-  for (const int kind : {0, 1, 0, 2, 3, 4}) {
+  // thirty-second, A-N2: a line each), mkdirs that create (a thirty-seventh, A3: a line each,
+  // 2.5 bytes of log per byte sent), and 1-byte puts withdrawn after their byte (a thirty-eighth,
+  // A-F4: 2.47 bytes of log per byte sent).
+  for (const int kind : {0, 1, 0, 2, 3, 4, 5}) {
     HandSession s(server->port(), ws.home / "id_ed25519");
     ASSERT_TRUE(s.welcome_ok);
     for (int i = 0; i < kEach; ++i) {
@@ -676,12 +677,23 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
                             : kind == 1 ? ahead_request(Op::mkdir, "d", 0, tag)
                             : kind == 2 ? ahead_request(Op::get, "empty", 0, tag)
                             : kind == 3 ? ahead_request(Op::put, "/dev/null", 0, tag)
-                                        : ahead_request(Op::mkdir, "new-" + std::to_string(i), 0, tag));
+                            : kind == 4 ? ahead_request(Op::mkdir, "new-" + std::to_string(i), 0, tag)
+                                        : ahead_request(Op::put, "w-" + std::to_string(i), 1, tag));
       if (kind == 3) net::send_stream(s.conn(), -1, 0, nullptr);
+      if (kind == 5) {
+        s.conn().payload_buffer()[0] = 'x';
+        s.conn().send_record(proto::RecordType::data, 0, 1);
+        proto::EndRecord end;
+        end.length = 1;
+        end.withdrawn = proto::Withdrawal::changed;
+        s.conn().send_record(proto::RecordType::end, proto::kFlagFinal,
+                             proto::encode_end(s.conn().payload_buffer(), end));
+      }
     }
-    for (int i = 0; i < kEach * (kind == 3 ? 2 : 1); ++i) {  // a put's Response, then its Result
+    for (int i = 0; i < kEach * (kind == 3 || kind == 5 ? 2 : 1); ++i) {  // a put's Response, its Result
       const Message a = s.conn().recv_message("the answer");
-      ASSERT_TRUE(kind == 0 || a.status == Status::ok) << proto::status_name(a.status) << " " << a.text;
+      ASSERT_TRUE(kind == 0 || kind == 5 || a.status == Status::ok)
+          << proto::status_name(a.status) << " " << a.text;
       if (kind == 2 && a.status == Status::ok) net::recv_stream(s.conn(), -1, a.size, nullptr);
     }
     s.bye();
@@ -690,13 +702,13 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   // Each session's count is written as it ends, which the last Bye does not wait for.
   std::string log;
   uint64_t lines = 0, counted = 0;
-  for (int wait = 0; wait < 50 && lines + counted < uint64_t(6 * kEach); ++wait) {
+  for (int wait = 0; wait < 50 && lines + counted < uint64_t(7 * kEach); ++wait) {
     if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     log = server->log();
     lines = counted = 0;
     for (const auto& l : nonempty_lines(log)) {
-      for (const char* op :
-           {"op=get file=\"missing-", "op=mkdir", "op=get file=\"empty\"", "op=put file=\"/dev/null\""})
+      for (const char* op : {"op=get file=\"missing-", "op=mkdir", "op=get file=\"empty\"",
+                             "op=put file=\"/dev/null\"", "op=put file=\"w-"})
         lines += l.find(op) != std::string::npos;
       std::smatch m;
       if (std::regex_search(l, m, std::regex("unlogged_requests=([0-9]+)"))) counted += std::stoull(m[1]);
@@ -704,7 +716,8 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   }
   EXPECT_GE(lines, 10u) << log;
   EXPECT_LT(lines, 100u) << log;  // ten a second for the key, however many sessions
-  EXPECT_EQ(lines + counted, uint64_t(6 * kEach)) << log;
+  EXPECT_EQ(lines + counted, uint64_t(7 * kEach)) << log;
+  EXPECT_FALSE(fs::exists(ws.root / "w-0"));  // withdrawn: nothing kept
   EXPECT_TRUE(fs::is_directory(ws.root / ("new-" + std::to_string(kEach - 1))));
 }
 
