@@ -236,14 +236,17 @@ void Client::await_welcome(const proto::Identity& id) {
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
   if (w.status == proto::Status::refused) {
     // Say what to do, in the one line: the line for the server's authorized_keys, which is this
-    // identity's .pub file, and where it goes (the server's text is the peer's; made printable).
+    // identity's .pub file, and where it goes. The server's own words come last, quoted and
+    // bounded, marked as its own: they may imitate this hint with another key line, which came
+    // first (a thirty-eighth re-attack, B-F5).
     const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
     const std::string where = opt_.identity.empty()
                                   ? "aesxfer keygen prints it"
                                   : printable(opt_.identity.string()) + ".pub holds it, if made by keygen";
-    throw Failure(printable(hp + " refused the login: " + text) + "; to be let in, add this line to " +
+    throw Failure(printable(hp) + " refused the login; to be let in, add this line to " +
                   "$AESXFER_HOME/authorized_keys on the server (" + where + "): " + encode_public_key(id.pk) +
-                  " " + key_comment());
+                  " " + key_comment() + " (the server said: \"" + printable(text.substr(0, 200)) +
+                  (text.size() > 200 ? "...\")" : "\")"));
   }
   if (w.status != proto::Status::ok) throw proto::refusal(w, hp + " refused the login");
   log(1, "login accepted: the server's Welcome arrived in the encrypted channel");

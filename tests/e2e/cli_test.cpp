@@ -195,6 +195,11 @@ TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
   const std::string last = refused.err.substr(refused.err.rfind('\n', refused.err.size() - 2) + 1);
   EXPECT_NE(last.find("refused the login"), std::string::npos) << refused.err;
   EXPECT_NE(last.find("aesxfer-ed25519 "), std::string::npos) << refused.err;
+  // The server's words come after this client's key line, quoted as its own: they may imitate
+  // the hint with another key (a thirty-eighth re-attack, B-F5: the impostor's line came first).
+  const size_t said = last.find(" (the server said: \"client key SHA256:");
+  ASSERT_NE(said, std::string::npos) << refused.err;
+  EXPECT_LT(last.find("aesxfer-ed25519 "), said) << refused.err;
   write_text_file(ws.home / "authorized_keys", k.out);
   auto ok = run_aesxfer(send, client_home.path(), 30);
   EXPECT_EQ(ok.exit_code, 0) << ok.describe() << server.log();
