@@ -72,7 +72,10 @@ namespace {
 // NOTEHEAD; and the look-alikes of a path's separators, so that one name cannot show as a path:
 // the slashes U+2044, U+2215, U+2571, U+29F8 and U+FF0F, and the dots U+2024, U+2025, U+FE52 and
 // U+FF0E (a thirty-seventh re-attack: "․․∕․․∕etc∕cron.d∕evil", one name, showed as a path that
-// leaves the tree).
+// leaves the tree); the symbols and punctuation that look the same (a thirty-eighth: the combining
+// overlays U+0337 and U+0338, U+0701, U+0702, U+1735, U+2027, U+27CB, U+2AFD, U+A60E, U+10A50,
+// U+1D16D, U+1D23A). Letters and digits that resemble them (katakana NO U+30CE, CJK U+4E3F, the
+// Arabic-Indic zeros, the middle dot of Catalan) pass: they are how other scripts write names.
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -82,7 +85,9 @@ bool invisible_or_bidi(uint32_t cp) {
       {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
       {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d159, 0x1d159}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
       {0x2024, 0x2025},   {0x2044, 0x2044},   {0x2215, 0x2215},   {0x2571, 0x2571},   {0x29f8, 0x29f8},
-      {0xfe52, 0xfe52},   {0xff0e, 0xff0f},
+      {0xfe52, 0xfe52},   {0xff0e, 0xff0f},   {0x0337, 0x0338},   {0x0701, 0x0702},   {0x1735, 0x1735},
+      {0x2027, 0x2027},   {0x27cb, 0x27cb},   {0x2afd, 0x2afd},   {0xa60e, 0xa60e},   {0x10a50, 0x10a50},
+      {0x1d16d, 0x1d16d}, {0x1d23a, 0x1d23a},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
