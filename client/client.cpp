@@ -139,7 +139,15 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   lim.closed_hint = " (is it an aesxfer server?)";
   // The whole handshake within --timeout, as the server bounds its own (a thirty-seventh re-attack,
   // B2: a ServerHello sent a byte at a time held the client for ever, each byte within the timeout).
-  if (conn_->timeout().count() > 0) lim.total = conn_->timeout();
+  if (conn_->timeout().count() > 0) {
+    lim.total = conn_->timeout();
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", double(lim.total.count()) / 1000);
+    // The Welcome too, which comes after the machine's frames (a thirty-eighth re-attack, B-F4:
+    // sent a byte a second, it held the client 25 s with --timeout 3).
+    conn_->set_deadline(Clock::now() + lim.total,
+                        std::string("handshake not completed within ") + secs + " s");
+  }
   lim.first_bytes = [&](const uint8_t* p, size_t n) {
     if (std::string g = foreign_greeting(p, n); !g.empty())
       throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
@@ -309,6 +317,7 @@ Client::Client(const ClientOptions& opt) : opt_(opt) {
   cc_ = net::set_congestion(conn_->fd(), opt_.congestion);
   log(1, "congestion control " + cc_.name + " (" + cc_.why + "), for the data this side sends");
   await_welcome(id);
+  conn_->clear_deadline();
   log_session(Clock::now() - t0);
   if (!opt_.extra_stream) {
     const int n = auto_streams();  // decided here, once, from the handshake's round trips

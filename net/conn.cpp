@@ -73,8 +73,18 @@ bool Conn::held(const uint8_t* p, size_t n) {
 void Conn::wait(short events) {
   pollfd p{fd_.get(), events, 0};
   for (;;) {
-    int r = ::poll(&p, 1, int(timeout_.count()));
+    std::chrono::milliseconds wait_for = timeout_;
+    bool by_deadline = false;
+    if (deadline_ != std::chrono::steady_clock::time_point::max()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) throw Failure::link(deadline_what_);
+      by_deadline = wait_for.count() < 0 || left < wait_for;
+      if (by_deadline) wait_for = left;
+    }
+    int r = ::poll(&p, 1, int(wait_for.count()));
     if (r > 0) return;
+    if (r == 0 && by_deadline) throw Failure::link(deadline_what_);
     if (r == 0)
       throw Failure::link("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " +
                           peer_);

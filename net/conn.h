@@ -40,6 +40,13 @@ class Conn {
   int fd() const { return fd_.get(); }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // A time by which every wait must be over, besides the per-read timeout (the client's whole
+  // handshake, its Welcome included); `what` is the failure's text when it passes.
+  void set_deadline(std::chrono::steady_clock::time_point at, std::string what) {
+    deadline_ = at;
+    deadline_what_ = std::move(what);
+  }
+  void clear_deadline() { deadline_ = std::chrono::steady_clock::time_point::max(); }
 
   void write_all(const uint8_t* p, size_t n);
   void read_exact(uint8_t* p, size_t n);
@@ -102,6 +109,8 @@ class Conn {
  private:
   files::UniqueFd fd_;
   std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::string deadline_what_;
   std::string peer_;
   std::unique_ptr<proto::RecordSealer> sealer_;
   std::unique_ptr<proto::RecordOpener> opener_;

@@ -9,12 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
+#include "net/conn.h"
+#include "net/handshake_driver.h"
+#include "proto/handshake.h"
 #include "proto/record.h"
+#include "tests/fake_server.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -545,6 +551,53 @@ TEST_F(Fault, ClientGivesUpOnAServerHelloThatTrickles) {
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   stop = true;
   trickler.join();
+  ::close(lfd);
+  expect_failure(r, 1, {"handshake not completed within 2 s"});
+  EXPECT_LT(secs, 6.0);
+  expect_no_damage();
+}
+
+// ...and on one that completes the handshake and then sends its Welcome a byte at a time: the
+// Welcome is part of the handshake's --timeout (a thirty-eighth re-attack, B-F4: 25 s with
+// --timeout 3; about 66 h at the default).
+TEST_F(Fault, ClientGivesUpOnAWelcomeThatTrickles) {
+  uint16_t port = 0;
+  const int lfd = listen_loopback(port);
+  ASSERT_GE(lfd, 0);
+  std::atomic<bool> stop{false};
+  std::thread fake([&] {
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    net::Conn c(fd, std::chrono::milliseconds(10000), "client");
+    const proto::Identity host = proto::Identity::generate();
+    proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
+    if (net::drive_handshake(c, hs).ec) return;
+    // The Welcome sealed as the session's first record, through a socket pair, then trickled.
+    int sp[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) return;
+    {
+      net::Conn sealer(sp[0], std::chrono::milliseconds(1000), "pair");
+      sealer.start_records(hs.keys(), false);
+      proto::Message w;
+      w.type = proto::MsgType::welcome;
+      sealer.send_message(w);
+    }
+    uint8_t sealed[4096];
+    const ssize_t n = ::read(sp[1], sealed, sizeof sealed);
+    ::close(sp[1]);
+    for (ssize_t i = 0; i < n && !stop; ++i) {
+      if (::send(fd, sealed + i, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  auto t0 = Clock::now();
+  auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P",
+                        std::to_string(port), "--timeout", "2", "-q", "--retries", "0"},
+                       ws.home, 30);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop = true;
+  ::shutdown(lfd, SHUT_RDWR);
+  fake.join();
   ::close(lfd);
   expect_failure(r, 1, {"handshake not completed within 2 s"});
   EXPECT_LT(secs, 6.0);
