@@ -86,10 +86,23 @@ std::mutex g_claim;
 
 // Frees the lingering slots of `shown` (a retry of the same file takes their place), or every
 // lingering slot (nullptr: all the others are taken).
+// `shown` as a slot keeps it: whole when it fits, else "..." and its tail, so that the name, at its
+// end, is still said (a thirty-eighth re-attack, B-F6: a path of about 1,000 bytes was cut at
+// 1023, and the Ctrl-C line named a file that does not exist). The cut never splits a UTF-8
+// character or a \xNN escape (the text is printable()'s).
+std::string fitted(const std::string& shown, size_t cap) {
+  if (shown.size() < cap) return shown;
+  size_t from = shown.size() - (cap - 4);
+  while (from < shown.size() && (static_cast<unsigned char>(shown[from]) & 0xc0) == 0x80) ++from;
+  for (size_t back = 1; back <= 3 && back <= from; ++back)
+    if (shown[from - back] == '\\') from = std::min(shown.size(), from - back + 4);
+  return "..." + shown.substr(from);
+}
+
 void drop_lingering(const std::string* shown) {
   for (auto& s : g_slots) {
     int expect = 3;
-    if (s.state.load() != 3 || (shown && *shown != s.shown)) continue;
+    if (s.state.load() != 3 || (shown && fitted(*shown, sizeof s.shown) != s.shown)) continue;
     s.state.compare_exchange_strong(expect, 0);
   }
 }
@@ -106,7 +119,8 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
       s.kind = kind;
       s.dirfd = dirfd;
       std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
-      std::snprintf(s.shown, sizeof s.shown, "%s", shown.c_str());  // printable already
+      std::snprintf(s.shown, sizeof s.shown, "%s",
+                    fitted(shown, sizeof s.shown).c_str());  // printable already
       s.state.store(2);
       return i;
     }

@@ -881,6 +881,34 @@ TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
   EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
 }
 
+// A thirty-eighth re-attack (B-F6): the line kept the first 1023 bytes of a long path, and named a
+// file that does not exist. It keeps the tail, where the name is.
+TEST_F(ClientLocal, ASignalNamesAKeptFileOfALongPathByItsTail) {
+  write_random_file(ws.root / "big.bin", 8 << 20, 6);
+  FaultSpec cut;
+  cut.cut_s2c_after = uint64_t(3) << 20;
+  Relay relay(server->port(), cut);
+  fs::path dir = ws.local;
+  for (int i = 0; i < 5; ++i) dir /= std::string(240, char('A' + i));
+  fs::create_directories(dir);
+  pid_t pid = spawn_aesxfer({"recv", "--resume", "--retries", "5", "127.0.0.1:big.bin",
+                             (dir / "tail_name.bin").string(), "-P", std::to_string(relay.port())},
+                            ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (read_text_file(ws.local / "err.txt").find("retry 1 of 5") == std::string::npos &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  EXPECT_NE(err.find("aesxfer: interrupted: kept ..."), std::string::npos) << err;
+  EXPECT_NE(err.find(std::string(100, 'E') + "/.tail_name.bin.aesxfer-partial for --resume"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(fs::exists(dir / ".tail_name.bin.aesxfer-partial"));
+}
+
 // Issue 24 item E13: send --resume stopped by a signal says what the server keeps and where (its
 // partial file, named from the server's answer), never that nothing was left behind.
 TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
