@@ -664,8 +664,10 @@ FileResult Client::get(const std::string& remote, const fs::path& local_in, uint
   fs::path local = local_in;
   // A descriptor (/dev/stdout) is written as it is, even one that is a directory (refused by
   // open_local): a name appended would reopen it through /proc (a twentieth re-attack, N9).
-  if (local != "/dev/null" && guarded_kind(local) == LocalKind::directory)
+  if (local != "/dev/null" && guarded_kind(local) == LocalKind::directory) {
+    if (auto planted = planted_destination_dir(local)) throw *planted;
     local /= fs::path(remote).filename();
+  }
   return fetch(remote, local, zero_size, on_start, progress);
 }
 
@@ -868,6 +870,26 @@ std::optional<Failure> refusal_at(const WalkedDest& d, const fs::path& local) {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<Failure> planted_destination_dir(const fs::path& local) {
+  const std::string typed = local.string();
+  if (typed.empty() || typed.back() == '/') return std::nullopt;  // named as a directory: meant
+  try {
+    const WalkedDest d = walk_destination(local);
+    struct stat ds {};
+    if (!d.exists || !S_ISDIR(d.st.st_mode) || d.g.name == "." || ::fstat(d.g.dir.get(), &ds) != 0)
+      return std::nullopt;
+    if (std::string why = files::planted_by(d.st.st_uid, ds); !why.empty())
+      return Failure(printable(typed) + ": a directory " + why +
+                         ": nothing is written into it (name it with a trailing / if it is meant)",
+                     proto::Status::permission, EPERM);
+  } catch (const Failure&) {
+  }
+  return std::nullopt;
+}
+
+namespace {
 LocalKind guarded_kind(const fs::path& local) {
   try {
     const WalkedDest d = walk_destination(local);

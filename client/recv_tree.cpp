@@ -429,6 +429,8 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
   const bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
   top = dest;
   top_created = false;
+  if (dest_dir)  // another user's, planted under the name typed: neither the copy nor its place
+    if (auto planted = planted_destination_dir(dest)) throw *planted;
   if (dest_dir && asked != "." && !continue_dest) {
     std::string name = fs::path(asked).filename().string();
     if (name == "..")

@@ -694,6 +694,29 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
       std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(share / "priv" / "doc"));
+  // Nor into one planted under the DEST typed as a name (a thirty-eighth re-attack, B-F1: recv
+  // host:f /tmp/copy and recv -r host:tree /tmp/copy wrote into nobody's /tmp/copy, exit 0); typed
+  // with a trailing "/", the directory is meant.
+  fs::create_directories(share / "copy");
+  ASSERT_EQ(::chmod((share / "copy").c_str(), 0777), 0);
+  ASSERT_EQ(::chown((share / "copy").c_str(), kNobody, kNobody), 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:priv/doc"},
+                                                                {"recv", "-r", "127.0.0.1:priv"}}) {
+    std::vector<std::string> a = args;
+    a.push_back((share / "copy").string());
+    r = run(a);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(
+        r.err.find((share / "copy").string() +
+                   ": a directory owned by uid 65534 in a sticky directory others can write to: nothing "
+                   "is written into it"),
+        std::string::npos)
+        << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(share / "copy"));
+  r = run({"recv", "127.0.0.1:priv/doc", (share / "copy").string() + "/"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(share / "copy" / "doc"), "secret\n");
 
   // The server's side: send -r into a served sticky directory where the name is another user's.
   fs::create_directories(ws.root / "pub" / "l1");
