@@ -731,6 +731,20 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "pub" / "l1" / "doc"));
+  // A put into one typed as a name (a thirty-eighth re-attack, B-F1); with a trailing "/" it is meant.
+  fs::create_directories(ws.root / "pub" / "up");
+  ASSERT_EQ(::chmod((ws.root / "pub" / "up").c_str(), 0777), 0);
+  ASSERT_EQ(::chown((ws.root / "pub" / "up").c_str(), kNobody, kNobody), 0);
+  r = run({"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("pub/up: a directory owned by uid 65534 in a sticky directory others can write to: "
+                       "nothing is written into it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "pub" / "up" / "doc"));
+  r = run({"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up/"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "pub" / "up" / "doc"), "local secret\n");
   EXPECT_TRUE(server->wait_for_log("op=mkdir file=\"pub/l1\" result=\"refused: ")) << server->log();
 }
 
