@@ -522,15 +522,9 @@ TEST_F(Fault, ClientTimesOutOnSilentServer) {
 // ...and on one that sends its ServerHello a byte at a time, each within the timeout: the whole
 // handshake must end within --timeout (a thirty-seventh re-attack, B2: the client waited for ever).
 TEST_F(Fault, ClientGivesUpOnAServerHelloThatTrickles) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 4), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  const uint16_t port = ntohs(a.sin_port);
+  uint16_t port = 0;
+  const int lfd = listen_loopback(port);
+  ASSERT_GE(lfd, 0);
   std::atomic<bool> stop{false};
   std::thread trickler([&] {
     const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);

@@ -18,6 +18,7 @@
 
 #include "proto/messages.h"
 #include "proto/record.h"
+#include "tests/fake_server.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
 
@@ -266,14 +267,9 @@ TEST(StreamsHostKey, AnExtraConnectionWithAnotherHostKeyStopsTheCommand) {
   ASSERT_EQ(::chmod(other_home.path().c_str(), 0700), 0);
   ServerProcess second(other_home.path(), ws.root);
   // Connection 0 to the first server, every later one to the second.
-  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 16), 0);
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  uint16_t port = 0;
+  const int lfd = listen_loopback(port, 16);
+  ASSERT_GE(lfd, 0);
   std::atomic<bool> stop{false};
   std::vector<std::thread> pipes;
   std::thread acceptor([&] {
@@ -304,14 +300,14 @@ TEST(StreamsHostKey, AnExtraConnectionWithAnotherHostKeyStopsTheCommand) {
   const fs::path src = ws.local / "src.bin";
   write_random_file(src, 8 * proto::kDefaultPayload, 38);
   auto r = run_aesxfer({"send", src.string(), "127.0.0.1:dst.bin", "--streams", "4", "-P",
-                        std::to_string(ntohs(a.sin_port)), "--timeout", "10"},
+                        std::to_string(port), "--timeout", "10"},
                        ws.home, 60);
   stop = true;
   acceptor.join();
   for (auto& t : pipes) t.join();
   ::close(lfd);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("host key for 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + " changed (expected "),
+  EXPECT_NE(r.err.find("host key for 127.0.0.1:" + std::to_string(port) + " changed (expected "),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "dst.bin"));
