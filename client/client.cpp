@@ -766,6 +766,8 @@ UniqueFd open_guarded_source(int dirfd, const fs::path& name, const fs::path& sh
   const files::GuardedEntry g = dirfd == AT_FDCWD
                                     ? files::resolve_guarded(name)
                                     : files::resolve_guarded_at(dirfd, shown.parent_path(), name);
+  if (const std::string why = dirfd == AT_FDCWD ? files::foreign_reach(g) : ""; !why.empty())
+    throw Failure(printable(shown.string()) + ": " + why);
   UniqueFd fd(::openat(g.dir.get(), g.name.c_str(), kSourceFlags | (g.magic ? 0 : O_NOFOLLOW)));
   // A tree's link, judged on what it led to (the walk judged it too; this is what was opened).
   struct stat target {};
@@ -847,6 +849,8 @@ struct WalkedDest {
 WalkedDest walk_destination(const fs::path& local) {
   WalkedDest d;
   d.g = files::resolve_guarded(local);
+  if (const std::string why = files::foreign_reach(d.g); !why.empty())
+    throw Failure(printable(local.string()) + ": " + why);
   d.exists = !d.g.magic && ::fstatat(d.g.dir.get(), d.g.name.c_str(), &d.st, AT_SYMLINK_NOFOLLOW) == 0;
   return d;
 }

@@ -101,9 +101,10 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
   if (!cur) throw fail(errno_text(errno));
   fs::path at = path.is_absolute() ? fs::path("/") : where;  // cur's path, for messages
   bool followed = false;
+  std::vector<uid_t> owners;
   const auto entry = [&](UniqueFd dir, const std::string& name, bool magic) {
     if (!dir) throw fail(errno_text(errno));
-    return GuardedEntry{std::move(dir), name, magic, followed, false, name == "." ? at : at / name};
+    return GuardedEntry{std::move(dir), name, magic, followed, false, name == "." ? at : at / name, owners};
   };
   // A path ending in "/" has an empty last component (std::filesystem): the one before it must
   // be a directory, and the walk ends in it, as with a trailing ".".
@@ -138,6 +139,7 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
       if (std::string why = planted_by(st.st_uid, ds); !why.empty())
         throw Failure(proto::printable((at / c).string()) + ": a symbolic link " + why +
                       " (not followed, as fs.protected_symlinks refuses it)");
+      if (st.st_uid != ::geteuid() && st.st_uid != 0) owners.push_back(st.st_uid);
       if (++links > kMaxLinks) throw fail("too many levels of symbolic links");
       const std::string target = link_target(e.get());
       if (target.empty()) throw fail("cannot read a symbolic link on the way");
@@ -158,9 +160,23 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
   return entry(reopen_dir(cur), ".", false);
 }
 
+std::string foreign_reach(const GuardedEntry& g) {
+  if (g.link_owners.empty() || !g.dir) return "";
+  struct stat st {};
+  if (g.name == "." || g.magic || ::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    if (::fstat(g.dir.get(), &st) != 0) return "";
+  for (const uid_t owner : g.link_owners)
+    if (owner != st.st_uid)
+      return "reached through a symbolic link of uid " + std::to_string(owner) + " to what uid " +
+             std::to_string(st.st_uid) + " owns: not followed";
+  return "";
+}
+
 UniqueFd open_guarded_dir(const fs::path& path) {
   GuardedEntry g = resolve_guarded(path);
   if (!g.dir) return {};
+  if (const std::string why = foreign_reach(g); !why.empty())
+    throw Failure(proto::printable(path.string()) + ": " + why);
   if (g.name == ".") return std::move(g.dir);
   if (g.magic) return UniqueFd(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   return UniqueFd(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

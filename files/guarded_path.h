@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "files/unique_fd.h"
 
@@ -53,7 +54,16 @@ struct GuardedEntry {
   bool followed = false;       // a link was followed on the way (the entry is not where typed)
   bool dir_form = false;       // missing, and named with a trailing "/" (by the path or a link)
   std::filesystem::path path;  // where the entry is, absolute, for messages
+  // The owners of the links followed on the way that are neither this user nor root: what the
+  // walk reached must be theirs (foreign_reach).
+  std::vector<uid_t> link_owners;
 };
+// Why what `g` reached (its entry, or its directory when the entry is missing or ".") may not be
+// used: a link of another user than this one and root led there, to something that user does not
+// own (files::foreign_link's rule for the path the user typed, any directory, not only sticky
+// ones: a thirty-eighth re-attack, A-F1 and A-F2: nobody's link in nobody's own directory sent
+// root's private files, and a download replaced root's file through one). "" when it may.
+std::string foreign_reach(const GuardedEntry& g);
 GuardedEntry resolve_guarded(const std::filesystem::path& path);
 // The same walk begun in dirfd, whose path is `where` (for messages), for a relative `path`: an
 // entry of a tree the client sends, each link on its way judged as above, not only its own (a

@@ -400,8 +400,17 @@ TEST_F(ClientLocal, AnotherUsersLinkOrFifoInAStickyDirectoryIsNeitherFollowedNor
                        "written through, as fs.protected_fifos refuses it)"),
             std::string::npos)
       << r.err;
-  // The directory owner's link is followed, as the kernel follows it: the rule, not a ban on links.
+  // The directory owner's link, which the kernel follows, leads only to what its owner owns (a
+  // thirty-eighth re-attack, A-F2: it replaced this user's file); to its owner's own file it is
+  // followed: the rule, not a ban on links.
   ASSERT_EQ(::chown(shared.c_str(), kNobody, kNobody), 0);
+  r = run({"recv", "127.0.0.1:x", shared.string() + "/", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("reached through a symbolic link of uid 65534 to what uid 0 owns: not followed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text_file(home / "rc"), "PRIVATE\n");
+  ASSERT_EQ(::chown((home / "rc").c_str(), kNobody, kNobody), 0);
   r = run({"recv", "127.0.0.1:x", shared.string() + "/", "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(read_text_file(home / "rc"), "SERVER-DATA\n");

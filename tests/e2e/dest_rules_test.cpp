@@ -784,3 +784,48 @@ TEST_F(DestRules, SendTreeNeverFollowsAnotherUsersLinkToAFileNotTheirs) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-eighth re-attack (A-F1, A-F2): the path the user typed followed another user's link in
+// that user's own directory (not sticky, so the kernel's rule says nothing) to the sender's private
+// files, and a download replaced the receiver's file through one. A link of another user than
+// this one and root leads only to what that user owns, for sources and destinations alike.
+TEST_F(DestRules, ATypedPathNeverFollowsAnotherUsersLinkToWhatIsNotTheirs) {
+  const fs::path secret = ws.local / "secret";
+  fs::create_directories(secret);
+  write_text_file(secret / "s.txt", "root only\n");
+  ASSERT_EQ(::chmod((secret / "s.txt").c_str(), 0600), 0);
+  write_text_file(ws.local / "victim", "mine\n");
+  ASSERT_EQ(::chmod((ws.local / "victim").c_str(), 0600), 0);
+  write_text_file(ws.root / "a.txt", "from the server\n");
+  const fs::path theirs = ws.local / "theirs";
+  fs::create_directories(theirs);
+  fs::create_symlink(secret / "s.txt", theirs / "one.txt");
+  fs::create_directory_symlink(secret, theirs / "share");
+  fs::create_symlink(ws.local / "victim", theirs / "out.txt");
+  for (const char* l : {"one.txt", "share", "out.txt"})
+    ASSERT_EQ(::lchown((theirs / l).c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  const std::string why = ": reached through a symbolic link of uid 65534 to what uid 0 owns: not followed";
+  auto r = run({"send", (theirs / "one.txt").string(), "127.0.0.1:leak.txt"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find((theirs / "one.txt").string() + why), std::string::npos) << r.err;
+  r = run({"send", "-r", (theirs / "share").string(), "127.0.0.1:leak"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find((theirs / "share").string() + why), std::string::npos) << r.err;
+  r = run({"recv", "127.0.0.1:a.txt", (theirs / "out.txt").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find((theirs / "out.txt").string() + why), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "leak.txt"));
+  EXPECT_FALSE(fs::exists(ws.root / "leak"));
+  EXPECT_EQ(read_text_file(ws.local / "victim"), "mine\n");
+  // This user's own link is followed as before.
+  fs::create_symlink(secret / "s.txt", ws.local / "mine.txt");
+  r = run({"send", (ws.local / "mine.txt").string(), "127.0.0.1:mine.txt"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
+}  // namespace
+}  // namespace aesxfer::test
