@@ -222,6 +222,18 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   }
   co.port = t.port;
   co.home = files::aesxfer_home();
+  // A home others may write to: they can rename its config or known_hosts away (then an unknown
+  // host is trusted on first use whatever StrictHostKeyChecking said) or plant their own; serve
+  // refuses such a home, the client says so (a thirty-eighth re-attack, A-F3: not a word).
+  if (struct stat hs{}; !t.quiet && ::stat(co.home.c_str(), &hs) == 0 && (hs.st_mode & 022)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(hs.st_mode & 07777));
+    std::fprintf(
+        stderr,
+        "aesxfer: warning: $AESXFER_HOME (%s) is writable by group or others (mode %s): another user "
+        "can replace its config and known_hosts (chmod go-w it)\n",
+        net::printable(co.home.string()).c_str(), mode);
+  }
   co.identity = t.identity;
   co.debug = debug_sink(t.verbose);
   co.keylog = t.keylog;

@@ -829,3 +829,26 @@ TEST_F(DestRules, ATypedPathNeverFollowsAnotherUsersLinkToWhatIsNotTheirs) {
 
 }  // namespace
 }  // namespace aesxfer::test
+
+namespace aesxfer::test {
+namespace {
+
+// A thirty-eighth re-attack (A-F3): a client home others may write to was used without a word
+// (another user renamed its config away, and StrictHostKeyChecking yes no longer held).
+TEST_F(DestRules, AHomeOthersMayWriteToIsSaid) {
+  write_text_file(ws.root / "a.txt", "a\n");
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0777), 0);
+  auto r = run({"recv", "127.0.0.1:a.txt", (ws.local / "a.txt").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("warning: $AESXFER_HOME (" + ws.home.string() +
+                       ") is writable by group or others (mode 0777): another user can replace its config"),
+            std::string::npos)
+      << r.err;
+  ASSERT_EQ(::chmod(ws.home.c_str(), 0755), 0);
+  r = run({"recv", "127.0.0.1:a.txt", (ws.local / "b.txt").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err.find("writable by group or others"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aesxfer::test
