@@ -881,11 +881,8 @@ std::optional<Failure> planted_destination_dir(const fs::path& local) {
   if (typed.empty() || typed.back() == '/') return std::nullopt;  // named as a directory: meant
   try {
     const WalkedDest d = walk_destination(local);
-    struct stat ds {};
-    if (!d.exists || !S_ISDIR(d.st.st_mode) || d.g.name == "." || ::fstat(d.g.dir.get(), &ds) != 0)
-      return std::nullopt;
-    if (std::string why = files::planted_by(d.st.st_uid, ds); !why.empty())
-      return Failure(printable(typed) + ": a directory " + why +
+    if (std::string who = d.g.magic ? "" : files::planted_dir_at(d.g.dir.get(), d.g.name); !who.empty())
+      return Failure(printable(typed) + ": " + who +
                          ": nothing is written into it (name it with a trailing / if it is meant)",
                      proto::Status::permission, EPERM);
   } catch (const Failure&) {

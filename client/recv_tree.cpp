@@ -366,12 +366,9 @@ UniqueFd make_dir_at(int dirfd, const std::string& name, const std::string& show
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown) + ": " + errno_text(errno));
   UniqueFd fd = open_dir_at(dirfd, name, shown);
-  struct stat st {
-  }, parent{};
-  if (!created && ::fstat(fd.get(), &st) == 0 && ::fstat(dirfd, &parent) == 0)
-    if (const std::string who = files::planted_by(st.st_uid, parent); !who.empty())
-      throw Failure(printable(shown) + ": a directory " + who + ": a tree is not written into it",
-                    proto::Status::permission, EPERM);
+  if (const std::string who = created ? "" : files::planted_dir(fd.get()); !who.empty())
+    throw Failure(printable(shown) + ": " + who + ": a tree is not written into it",
+                  proto::Status::permission, EPERM);
   return fd;
 }
 

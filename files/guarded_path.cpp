@@ -24,6 +24,30 @@ std::string planted_by(uid_t owner, const struct stat& dir) {
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";
 }
 
+namespace {
+std::string planted_directory(const struct stat& dir, const struct stat& parent) {
+  if (!S_ISDIR(dir.st_mode)) return "";
+  const std::string who = planted_by(dir.st_uid, parent);
+  return who.empty() ? "" : "a directory " + who;
+}
+}  // namespace
+
+std::string planted_dir(int dir_fd) {
+  struct stat dir {
+  }, parent{};
+  if (::fstat(dir_fd, &dir) != 0 || ::fstatat(dir_fd, "..", &parent, 0) != 0) return "";
+  return planted_directory(dir, parent);
+}
+
+std::string planted_dir_at(int parent_fd, const std::string& name) {
+  struct stat dir {
+  }, parent{};
+  if (name.empty() || name == "." || ::fstatat(parent_fd, name.c_str(), &dir, AT_SYMLINK_NOFOLLOW) != 0 ||
+      ::fstat(parent_fd, &parent) != 0)
+    return "";
+  return planted_directory(dir, parent);
+}
+
 std::string foreign_link(const struct stat& link, const struct stat& target) {
   if (link.st_uid == ::geteuid() || link.st_uid == 0 || link.st_uid == target.st_uid) return "";
   return "a symbolic link of uid " + std::to_string(link.st_uid) + " to a file of uid " +

@@ -24,6 +24,13 @@ namespace aesxfer::files {
 // through, or "" when it may: this user's entries and the directory owner's count; in any
 // directory that is not both sticky and writable by others, everything does.
 std::string planted_by(uid_t owner, const struct stat& dir);
+// A directory judged by planted_by() against the directory that holds it: "a directory owned by
+// uid N in a sticky directory others can write to", when another user planted it there (a tree
+// or a file written into it would be theirs to read, rename or replace), or "". planted_dir takes
+// the directory open (its holder is its ".."), planted_dir_at its `name` in parent_fd (nothing
+// there, or no directory: "").
+std::string planted_dir(int dir_fd);
+std::string planted_dir_at(int parent_fd, const std::string& name);
 
 // Why a symbolic link `link` (its lstat) inside a tree that send -r reads may not be followed to
 // `target` (the fstat of what it leads to), or "": a link of another user than this one or root to

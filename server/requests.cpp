@@ -697,20 +697,6 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 
 // ---- mkdir ------------------------------------------------------------------------------------
 
-// Why a tree is not written into directory `name` of dirfd: one another user planted in a sticky
-// directory others can write to (files::planted_by), who could read, rename or replace what it
-// receives (a thirty-seventh re-attack, A1: send -r -p of a private tree went into nobody's 0777
-// directory, logged "ok (it was there)"). "" otherwise, or when there is none.
-std::string planted_dir(int dirfd, const std::string& name) {
-  struct stat st {
-  }, parent{};
-  if (name.empty() || ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-      ::fstat(dirfd, &parent) != 0)
-    return "";
-  const std::string who = files::planted_by(st.st_uid, parent);
-  return who.empty() ? "" : "a directory " + who + ": a tree is not written into it";
-}
-
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;
   bool exists = false;
@@ -737,8 +723,12 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
       ctx.key_made_dirs->add(st.st_dev, st.st_ino);
     }
   }
-  if (const std::string planted = planted_dir(target->dir.get(), target->name); !planted.empty())
-    return refuse(ctx, req, target->shown, {Status::permission, target->shown + ": " + planted});
+  // Not into a directory another user planted in a sticky directory others can write to, who could
+  // read, rename or replace what it receives (a thirty-seventh re-attack, A1: send -r -p of a
+  // private tree went into nobody's 0777 directory, logged "ok (it was there)").
+  if (const std::string who = files::planted_dir_at(target->dir.get(), target->name); !who.empty())
+    return refuse(ctx, req, target->shown,
+                  {Status::permission, target->shown + ": " + who + ": a tree is not written into it"});
   if (exists && preserve && !target->name.empty()) {
     if (ctx.root.holds_hidden(target->shown))
       return refuse(ctx, req, target->shown,

@@ -370,16 +370,13 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
     // Not one another user planted under the name typed (no trailing "/") in a sticky directory
     // others can write to: they would read what lands in it (a thirty-eighth re-attack, B-F1:
     // send f host:pub/up.txt stored pub/up.txt/f in nobody's directory).
-    struct stat ds {
-    }, ps{};
-    if (!names_directory(req) && !parts->empty() && ::fstat(dir.get(), &ds) == 0 &&
-        ::fstatat(dir.get(), "..", &ps, 0) == 0)
-      if (const std::string who = files::planted_by(ds.st_uid, ps); !who.empty()) {
-        why = {proto::Status::permission, req.substr(0, 256) + ": a directory " + who +
-                                              ": nothing is written into it (name it with a trailing / if "
-                                              "it is meant)"};
-        return std::nullopt;
-      }
+    if (const std::string who = names_directory(req) || parts->empty() ? "" : files::planted_dir(dir.get());
+        !who.empty()) {
+      why = {proto::Status::permission,
+             req.substr(0, 256) + ": " + who +
+                 ": nothing is written into it (name it with a trailing / if it is meant)"};
+      return std::nullopt;
+    }
     if (bad_leaf(basename)) {
       // Names the name (raw, cut to 256 bytes: the client and the log escape it), not only the
       // directory it was to go in (a twelfth re-attack, G6: "host:dd: invalid file name").
