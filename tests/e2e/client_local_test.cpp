@@ -860,6 +860,23 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
   }
 }
 
+// recv --resume of big.bin into `dest` through `port` (a relay that cuts it), stopped by SIGINT
+// once the first retry is announced: its standard error (and the exit status checked).
+std::string interrupted_at_first_retry(const Workspace& ws, const fs::path& dest, uint16_t port) {
+  pid_t pid = spawn_aesxfer(
+      {"recv", "--resume", "--retries", "5", "127.0.0.1:big.bin", dest.string(), "-P", std::to_string(port)},
+      ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  EXPECT_GT(pid, 0);
+  if (pid <= 0) return "";
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (read_text_file(ws.local / "err.txt").find("retry 1 of 5") == std::string::npos &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  return read_text_file(ws.local / "err.txt");
+}
+
 // A thirty-fifth re-attack (B-N2): a Ctrl-C while a retry waited said "interrupted: nothing was
 // left behind", though the broken get's partial file stayed for --resume. What a broken transfer
 // kept is named until its retry takes it up again.
@@ -870,17 +887,7 @@ TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
   Relay relay(server->port(), cut);  // one connection: the retries find nobody listening
   const fs::path dir = ws.local / "r";
   fs::create_directories(dir);
-  pid_t pid = spawn_aesxfer({"recv", "--resume", "--retries", "5", "127.0.0.1:big.bin",
-                             (dir / "big.bin").string(), "-P", std::to_string(relay.port())},
-                            ws.home, ws.local / "out.txt", ws.local / "err.txt");
-  ASSERT_GT(pid, 0);
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (read_text_file(ws.local / "err.txt").find("retry 1 of 5") == std::string::npos &&
-         Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
-  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
-  const std::string err = read_text_file(ws.local / "err.txt");
+  const std::string err = interrupted_at_first_retry(ws, dir / "big.bin", relay.port());
   EXPECT_NE(err.find("retry 1 of 5"), std::string::npos) << err;
   EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
   EXPECT_NE(
@@ -900,17 +907,7 @@ TEST_F(ClientLocal, ASignalNamesAKeptFileOfALongPathByItsTail) {
   fs::path dir = ws.local;
   for (int i = 0; i < 5; ++i) dir /= std::string(240, char('A' + i));
   fs::create_directories(dir);
-  pid_t pid = spawn_aesxfer({"recv", "--resume", "--retries", "5", "127.0.0.1:big.bin",
-                             (dir / "tail_name.bin").string(), "-P", std::to_string(relay.port())},
-                            ws.home, ws.local / "out.txt", ws.local / "err.txt");
-  ASSERT_GT(pid, 0);
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (read_text_file(ws.local / "err.txt").find("retry 1 of 5") == std::string::npos &&
-         Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
-  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
-  const std::string err = read_text_file(ws.local / "err.txt");
+  const std::string err = interrupted_at_first_retry(ws, dir / "tail_name.bin", relay.port());
   EXPECT_NE(err.find("aesxfer: interrupted: kept ..."), std::string::npos) << err;
   EXPECT_NE(err.find(std::string(100, 'E') + "/.tail_name.bin.aesxfer-partial for --resume"),
             std::string::npos)
