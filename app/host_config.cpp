@@ -26,9 +26,6 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 bool read_config(const fs::path& path, bool required, std::string& text) {
   const std::string name = net::printable(path.string());
   if (path == "/dev/null") return true;  // ssh -F /dev/null: an empty configuration
-  // Reached by the rule for links in sticky directories, as every file the user names (a
-  // twenty-eighth re-attack, N7: another user's link in /tmp was followed).
-  files::UniqueFd fd;
   // No home yet (a first run makes it): no config file, as when the file alone is missing (a
   // twenty-ninth re-attack, N1: the walk's "no such file" for the directory became exit 2).
   struct stat dir_st {};
@@ -36,42 +33,33 @@ bool read_config(const fs::path& path, bool required, std::string& text) {
       ::stat((path.parent_path().empty() ? fs::path(".") : path.parent_path()).c_str(), &dir_st) != 0 &&
       errno == ENOENT)
     return false;
-  try {
-    const files::GuardedEntry g = files::resolve_guarded(path);
-    fd.reset(g.magic ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                     : ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
-  } catch (const proto::Failure& f) {
-    throw client::ConfigError(std::string("cannot read config file: ") + f.what());
+  // Reached by the rules for links, owners and modes of every file aesxfer trusts (a twenty-eighth
+  // re-attack, N7: another user's link in /tmp was followed).
+  using P = files::TrustedText::Problem;
+  files::TrustedText t = files::read_trusted_text(path, kMaxConfigBytes);
+  switch (t.problem) {
+    case P::none:
+      text = std::move(t.text);
+      return true;
+    case P::missing:
+      if (t.error == ENOENT && !required) return false;
+      throw client::ConfigError("cannot read config file " + name + ": " + t.detail);
+    case P::unreachable:
+      throw client::ConfigError("cannot read config file: " + t.detail);
+    case P::not_regular:
+      throw client::ConfigError("config file " + name + " is not a regular file");
+    case P::owner:  // the owner is the problem, not the mode (N7)
+      throw client::ConfigError("bad owner of config file " + name + ": it belongs to uid " +
+                                std::to_string(t.st.st_uid) + "; it must be yours (or root's)");
+    case P::writable: {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", unsigned(t.st.st_mode & 07777));
+      throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
+                                "): it must belong to you and be writable by you only (chmod go-w it)");
+    }
+    case P::too_large:
+      throw client::ConfigError("config file " + name + " is larger than 1 MiB");
   }
-  if (!fd) {
-    if (errno == ENOENT && !required) return false;
-    throw client::ConfigError("cannot read config file " + name + ": " + files::errno_text(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw client::ConfigError("config file " + name + " is not a regular file");
-  }
-  if (st.st_uid != 0 && st.st_uid != ::getuid())  // the owner is the problem, not the mode (N7)
-    throw client::ConfigError("bad owner of config file " + name + ": it belongs to uid " +
-                              std::to_string(st.st_uid) + "; it must be yours (or root's)");
-  if (st.st_mode & 022) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    throw client::ConfigError("bad owner or permissions on config file " + name + " (mode " + mode +
-                              "): it must belong to you and be writable by you only (chmod go-w it)");
-  }
-  if (uint64_t(st.st_size) > kMaxConfigBytes) {
-    throw client::ConfigError("config file " + name + " is larger than 1 MiB");
-  }
-  text.assign(size_t(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += size_t(n);
-  }
-  text.resize(got);
   return true;
 }
 

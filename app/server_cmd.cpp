@@ -147,31 +147,31 @@ int cmd_keygen() {
   return 0;
 }
 
-// The first key line of .pub file `path` into `line`, or why not. Reached as every file aesxfer
-// trusts is, without following another user's link in a sticky directory, and only a file of this
-// user's or root's that no one else may write: the key it adds lets its owner in (a thirty-seventh
-// re-attack, A6: another user's key swapped into the .pub of a home they could write to, or their
-// link in /tmp, was added without a word).
+// The first key line of .pub file `path` into `line`, or why not. Read as every small file aesxfer
+// trusts is (files::read_trusted_text: no link of another user's but to what they own, and only a
+// file of this user's or root's that no one else may write): the key it adds lets its owner in (a
+// thirty-seventh re-attack, A6: another user's key swapped into the .pub of a home they could write to, or
+// their link in /tmp, was added without a word).
 namespace {
 std::string read_key_file(const std::string& path, std::string& line) {
-  files::UniqueFd fd;
-  try {
-    const files::GuardedEntry g = files::resolve_guarded(path);
-    fd.reset(::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
-  } catch (const proto::Failure& f) {
-    return f.what();
+  using P = files::TrustedText::Problem;
+  const files::TrustedText t = files::read_trusted_text(path, 64 << 10);
+  switch (t.problem) {
+    case P::none:
+      break;
+    case P::missing:
+    case P::unreachable:
+      return t.detail;
+    case P::not_regular:
+      return "not a regular file";
+    case P::owner:
+      return "it belongs to uid " + std::to_string(t.st.st_uid) + "; a key file must be yours (or root's)";
+    case P::writable:
+      return "writable by group or others: its key is not added";
+    case P::too_large:
+      return "larger than 64 KiB: not a .pub file";
   }
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0) return files::errno_text(errno);
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  if (st.st_uid != 0 && st.st_uid != ::getuid())
-    return "it belongs to uid " + std::to_string(st.st_uid) + "; a key file must be yours (or root's)";
-  if (st.st_mode & 022) return "writable by group or others: its key is not added";
-  std::string text(size_t(std::min<off_t>(st.st_size, 64 << 10)), '\0');
-  const ssize_t n = ::read(fd.get(), text.data(), text.size());
-  if (n < 0) return files::errno_text(errno);
-  text.resize(size_t(n));
-  std::istringstream in(text);
+  std::istringstream in(t.text);
   line.clear();
   for (std::string l; std::getline(in, l);)
     if (!l.empty() && l[0] != '#') {

@@ -213,4 +213,52 @@ UniqueFd open_guarded_parent(const fs::path& file) {
   return d;
 }
 
+TrustedText read_trusted_text(const fs::path& path, size_t max_bytes) {
+  TrustedText t;
+  UniqueFd fd;
+  try {
+    const GuardedEntry g = resolve_guarded(path);
+    if (const std::string why = foreign_reach(g); !why.empty()) {
+      t.problem = TrustedText::Problem::unreachable;
+      t.detail = proto::printable(path.string()) + ": " + why;
+      return t;
+    }
+    fd.reset(g.magic ? ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                     : ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+  } catch (const Failure& f) {
+    t.problem = TrustedText::Problem::unreachable;
+    t.detail = f.what();
+    return t;
+  }
+  using P = TrustedText::Problem;
+  if (!fd || ::fstat(fd.get(), &t.st) != 0) {
+    t.problem = P::missing;
+    t.error = errno;
+    t.detail = errno_text(t.error);
+    return t;
+  }
+  t.problem = !S_ISREG(t.st.st_mode)                          ? P::not_regular
+              : t.st.st_uid != 0 && t.st.st_uid != ::getuid() ? P::owner
+              : (t.st.st_mode & 022)                          ? P::writable
+              : uint64_t(t.st.st_size) > max_bytes            ? P::too_large
+                                                              : P::none;
+  if (t.problem != P::none) return t;
+  t.text.assign(size_t(t.st.st_size), '\0');
+  size_t got = 0;
+  while (got < t.text.size()) {
+    const ssize_t n = ::read(fd.get(), t.text.data() + got, t.text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      t.problem = P::missing;
+      t.error = errno;
+      t.detail = errno_text(t.error);
+      return t;
+    }
+    if (n == 0) break;
+    got += size_t(n);
+  }
+  t.text.resize(got);
+  return t;
+}
+
 }  // namespace aesxfer::files

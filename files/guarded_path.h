@@ -8,6 +8,7 @@
 // check and the use gains nothing (a twenty-third re-attack, N2, won that race against a check
 // made on path strings).
 #pragma once
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -87,5 +88,20 @@ UniqueFd open_guarded_dir(const std::filesystem::path& path);
 // does: where a file the user names (a key log, a port file, a chart) is then made with openat.
 // Throws Failure "DIR: why" when it cannot be opened.
 UniqueFd open_guarded_parent(const std::filesystem::path& file);
+
+// A small file whose words aesxfer acts on (a client's config, a key file to authorize), read
+// whole: reached by resolve_guarded's walk and foreign_reach's rule, its last component opened
+// without following a link, a regular file of this user's or root's that group and others cannot
+// write (the link, owner and mode rules ssh applies to its config), of at most `max_bytes`. Each
+// caller words the refusal: `problem` says which rule failed.
+struct TrustedText {
+  enum class Problem { none, missing, unreachable, not_regular, owner, writable, too_large };
+  Problem problem = Problem::none;
+  std::string text;    // none: the file's bytes
+  std::string detail;  // missing, unreachable: why (errno's words, or the walk's with the path)
+  int error = 0;       // missing: errno (ENOENT when there is no such file)
+  struct stat st {};   // not_regular, owner, writable, too_large: the file's
+};
+TrustedText read_trusted_text(const std::filesystem::path& path, size_t max_bytes);
 
 }  // namespace aesxfer::files

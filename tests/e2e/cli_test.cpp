@@ -391,10 +391,20 @@ TEST(Authorize, KeygenLineOrPubFileLetsTheClientIn) {
   fs::copy_file(other_home / "id_ed25519.pub", ws.local / "mine.pub");
   fs::create_symlink(ws.local / "mine.pub", share / "k.pub");
   ASSERT_EQ(::lchown((share / "k.pub").c_str(), kNobody, kNobody), 0);
+  // ...nor their link in a directory of their own to this user's file (the rule of every path the
+  // user types, files::foreign_reach), nor a file too large to be a .pub.
+  const fs::path their_dir = ws.local / "their-dir";
+  fs::create_directories(their_dir);
+  fs::create_symlink(ws.local / "mine.pub", their_dir / "k.pub");
+  ASSERT_EQ(::lchown((their_dir / "k.pub").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chown(their_dir.c_str(), kNobody, kNobody), 0);
+  write_text_file(ws.local / "huge.pub", read_text_file(ws.local / "mine.pub") + std::string(70000, '#'));
   for (const auto& [f, why] : std::vector<std::pair<fs::path, std::string>>{
            {theirs, ": it belongs to uid 65534; a key file must be yours (or root's)"},
            {writable, ": writable by group or others: its key is not added"},
-           {share / "k.pub", ": "}}) {
+           {share / "k.pub", ": "},
+           {their_dir / "k.pub", ": reached through a symbolic link of uid 65534 to what uid 0 owns"},
+           {ws.local / "huge.pub", ": larger than 64 KiB: not a .pub file"}}) {
     auto r = run_aesxfer({"authorize", f.string()}, ws.home, 30);
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_NE(r.err.find(f.string() + why), std::string::npos) << r.err;

@@ -168,6 +168,18 @@ TEST_F(ConfigCli, ConfigWritableByOthersIsRefused) {
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("cfg: a symbolic link owned by uid 65534 in a sticky directory"), std::string::npos)
       << r.err;
+  // Nor their link in a directory of their own, to a file they do not own (files::foreign_reach,
+  // the rule of every path the user types).
+  const fs::path their_dir = ws.local / "their-dir";
+  fs::create_directories(their_dir);
+  fs::create_symlink(client / "config", their_dir / "cfg");
+  ASSERT_EQ(::lchown((their_dir / "cfg").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chown(their_dir.c_str(), kNobody, kNobody), 0);
+  r = run({"send", f(), "box:g", "-i", key.string(), "-F", (their_dir / "cfg").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("cfg: reached through a symbolic link of uid 65534 to what uid 0 owns"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ConfigCli, IdentityMustBeAuthorizedAndPrivate) {
