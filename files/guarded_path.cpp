@@ -124,11 +124,12 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
                                   : ::openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!cur) throw fail(errno_text(errno));
   fs::path at = path.is_absolute() ? fs::path("/") : where;  // cur's path, for messages
-  bool followed = false;
+  bool followed = false, proc_way = false;
   std::vector<uid_t> owners;
   const auto entry = [&](UniqueFd dir, const std::string& name, bool magic) {
     if (!dir) throw fail(errno_text(errno));
-    return GuardedEntry{std::move(dir), name, magic, followed, false, name == "." ? at : at / name, owners};
+    return GuardedEntry{std::move(dir), name,    magic, followed, false, name == "." ? at : at / name,
+                        owners,         proc_way};
   };
   // A path ending in "/" has an empty last component (std::filesystem): the one before it must
   // be a directory, and the walk ends in it, as with a trailing ".".
@@ -156,6 +157,7 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
         if (last) return entry(reopen_dir(cur), c, true);
         UniqueFd through(::openat(cur.get(), c.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!through) throw fail(errno_text(errno));
+        proc_way = true;
         cur = std::move(through);
         at /= c;
         continue;
@@ -186,8 +188,15 @@ GuardedEntry resolve_guarded_at(int dirfd, const fs::path& where, const fs::path
 
 std::string foreign_reach(const GuardedEntry& g) {
   if (g.link_owners.empty() || !g.dir) return "";
+  // A /proc link (a descriptor or the directory of a process) is not judged by its owner, which is
+  // the process's, but opens what that process holds, as this user: never through another user's
+  // link (a thirty-ninth re-attack, A-F1: nobody's link to /proc/PID/fd/N of its own process,
+  // holding root's private directory by O_PATH, had send -r upload it and recv -r write into it).
+  if (g.magic || g.through_proc)
+    return "reached through a symbolic link of uid " + std::to_string(g.link_owners.front()) +
+           " to a link of /proc (what another process holds): not followed";
   struct stat st {};
-  if (g.name == "." || g.magic || ::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+  if (g.name == "." || ::fstatat(g.dir.get(), g.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     if (::fstat(g.dir.get(), &st) != 0) return "";
   for (const uid_t owner : g.link_owners)
     if (owner != st.st_uid)

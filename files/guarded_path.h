@@ -65,6 +65,7 @@ struct GuardedEntry {
   // The owners of the links followed on the way that are neither this user nor root: what the
   // walk reached must be theirs (foreign_reach).
   std::vector<uid_t> link_owners;
+  bool through_proc = false;  // a /proc link (a process's descriptor or directory) was passed through
 };
 // Why what `g` reached (its entry, or its directory when the entry is missing or ".") may not be
 // used: a link of another user than this one and root led there, to something that user does not

@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -825,6 +827,63 @@ TEST_F(DestRules, ATypedPathNeverFollowsAnotherUsersLinkToWhatIsNotTheirs) {
   fs::create_symlink(secret / "s.txt", ws.local / "mine.txt");
   r = run({"send", (ws.local / "mine.txt").string(), "127.0.0.1:mine.txt"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
+// A process of nobody's holding root's directory and file (opened before it became nobody's), as
+// descriptors and as its working directory: /proc/PID/fd/N and /proc/PID/cwd are the process's,
+// so nobody's link to them passed foreign_reach, and the kernel opened what they hold as root (a
+// thirty-ninth re-attack, A-F1: send -r uploaded root's 0700 directory, recv -r wrote into it).
+TEST_F(DestRules, AnotherUsersLinkToAProcLinkIsNeverFollowed) {
+  const fs::path secret = ws.local / "secret";
+  fs::create_directories(secret);
+  ASSERT_EQ(::chmod(secret.c_str(), 0700), 0);
+  write_text_file(secret / "s.txt", "root only\n");
+  ASSERT_EQ(::chmod((secret / "s.txt").c_str(), 0600), 0);
+  write_text_file(ws.root / "a.txt", "from the server\n");
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "planted", "x\n");
+  const int dir_fd = ::open(secret.c_str(), O_PATH | O_DIRECTORY);
+  const int file_fd = ::open((secret / "s.txt").c_str(), O_PATH);
+  ASSERT_GE(dir_fd, 0);
+  ASSERT_GE(file_fd, 0);
+  const pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // nobody's process, holding them as fds 100 and 101 and as its cwd
+    if (::dup2(dir_fd, 100) < 0 || ::dup2(file_fd, 101) < 0 || ::chdir(secret.c_str()) != 0) ::_exit(3);
+    ::execl("/usr/bin/setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sleep",
+            "60", static_cast<char*>(nullptr));
+    ::_exit(4);
+  }
+  ::close(dir_fd);
+  ::close(file_fd);
+  const std::string proc = "/proc/" + std::to_string(holder);
+  struct stat ps {};
+  for (int i = 0; i < 500 && (::stat(proc.c_str(), &ps) != 0 || ps.st_uid != kNobody); ++i) ::usleep(10000);
+  ASSERT_EQ(ps.st_uid, kNobody) << "the holder became nobody's";
+  const fs::path theirs = ws.local / "theirs";
+  fs::create_directories(theirs);
+  fs::create_symlink(proc + "/fd/100", theirs / "dir");
+  fs::create_symlink(proc + "/fd/101", theirs / "file");
+  fs::create_symlink(proc + "/cwd", theirs / "cwd");
+  for (const char* l : {"dir", "file", "cwd"}) ASSERT_EQ(::lchown((theirs / l).c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  const std::string why = ": reached through a symbolic link of uid 65534 to a link of /proc";
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"send", (theirs / "file").string(), "127.0.0.1:leak.txt"},
+                                             {"send", "-r", (theirs / "dir").string(), "127.0.0.1:leak"},
+                                             {"send", "-r", (theirs / "cwd").string(), "127.0.0.1:leak"},
+                                             {"recv", "-r", "127.0.0.1:tree", (theirs / "cwd").string()},
+                                             {"recv", "-r", "127.0.0.1:tree", (theirs / "dir").string()}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  }
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  EXPECT_FALSE(fs::exists(ws.root / "leak.txt"));
+  EXPECT_FALSE(fs::exists(ws.root / "leak"));
+  EXPECT_FALSE(fs::exists(secret / "tree"));
+  EXPECT_FALSE(fs::exists(secret / "planted"));
 }
 
 }  // namespace
