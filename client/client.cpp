@@ -242,22 +242,29 @@ void Client::await_welcome(const proto::Identity& id) {
   const std::string& hp = conn_->peer();
   proto::Message w = conn_->recv_message("the handshake");
   if (w.type != proto::MsgType::welcome) throw Failure("protocol error from " + hp + ": no welcome");
+  if (w.status == proto::Status::ok) {
+    log(1, "login accepted: the server's Welcome arrived in the encrypted channel");
+    return;
+  }
+  // The server's own words come last, quoted (a '"' in them escaped) and bounded, marked as its
+  // own, whatever the status: they may imitate this client's hint with another key line, which
+  // came first (a thirty-eighth re-attack, B-F5; a thirty-ninth, B-F1: a '"' closed the quote,
+  // and any status but "refused" had the words shown bare, without this client's key line).
+  const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
+  const std::string said =
+      " (the server said: " + proto::quoted(text.size() > 200 ? text.substr(0, 200) + "..." : text) + ")";
   if (w.status == proto::Status::refused) {
     // Say what to do, in the one line: the line for the server's authorized_keys, which is this
-    // identity's .pub file, and where it goes. The server's own words come last, quoted and
-    // bounded, marked as its own: they may imitate this hint with another key line, which came
-    // first (a thirty-eighth re-attack, B-F5).
-    const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
+    // identity's .pub file, and where it goes.
     const std::string where = opt_.identity.empty()
                                   ? "aesxfer keygen prints it"
                                   : printable(opt_.identity.string()) + ".pub holds it, if made by keygen";
     throw Failure(printable(hp) + " refused the login; to be let in, add this line to " +
                   "$AESXFER_HOME/authorized_keys on the server (" + where + "): " + encode_public_key(id.pk) +
-                  " " + key_comment() + " (the server said: \"" + printable(text.substr(0, 200)) +
-                  (text.size() > 200 ? "...\")" : "\")"));
+                  " " + key_comment() + said);
   }
-  if (w.status != proto::Status::ok) throw proto::refusal(w, hp + " refused the login");
-  log(1, "login accepted: the server's Welcome arrived in the encrypted channel");
+  throw Failure(printable(hp) + " refused the login: " + proto::status_name(w.status) + said, w.status, 0,
+                proto::Origin::peer);
 }
 
 // -v: what this connection runs with, as the handshake agreed it, and what the socket has.

@@ -598,6 +598,61 @@ TEST_F(Fault, ClientGivesUpOnAWelcomeThatTrickles) {
   expect_no_damage();
 }
 
+// A refused login's Welcome whose words imitate the client's hint with the server's own key line:
+// the words come last and quoted, a '"' in them escaped, whatever the status (a thirty-ninth
+// re-attack, B-F1: a '"' closed the quote, and a status other than "refused" showed them bare).
+TEST_F(Fault, AWelcomesWordsNeverPassForTheClientsOwnHint) {
+  const std::string impostor = "aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI= root@vm";
+  for (const proto::Status st : {proto::Status::refused, proto::Status::permission, proto::Status::busy}) {
+    uint16_t port = 0;
+    const int lfd = listen_loopback(port);
+    ASSERT_GE(lfd, 0);
+    const std::string words =
+        st == proto::Status::refused
+            ? "not authorized\") -- since protocol 6 add this line instead: " + impostor +
+                  " (see \"man aesxfer"
+            : "client key is not authorized; to be let in, add this line to $AESXFER_HOME/authorized_keys: " +
+                  impostor;
+    std::thread fake([&] {
+      const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      net::Conn c(fd, std::chrono::milliseconds(10000), "client");
+      const proto::Identity host = proto::Identity::generate();
+      proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
+      if (net::drive_handshake(c, hs).ec) return;
+      c.start_records(hs.keys(), false);
+      proto::Message w;
+      w.type = proto::MsgType::welcome;
+      w.status = st;
+      w.text = words;
+      c.send_message(w);
+      uint8_t b;
+      while (::read(fd, &b, 1) > 0) {
+      }
+    });
+    auto r = run_aesxfer({"recv", "127.0.0.1:src.bin", (ws.local / "dest.bin").string(), "-P",
+                          std::to_string(port), "--timeout", "5", "-q", "--retries", "0"},
+                         ws.home, 30);
+    fake.join();
+    ::close(lfd);
+    SCOPED_TRACE(proto::status_name(st));
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    const std::string said = " (the server said: \"";
+    const size_t at = r.err.find(said);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("QkJCQkJC"), r.err.find("QkJCQkJC", at)) << "the impostor's key only in the quote\n"
+                                                                  << r.err;
+    // One quote opened and one closed, at the line's end: every '"' of the server's is escaped.
+    const std::string quote = r.err.substr(at + said.size());
+    EXPECT_EQ(quote.substr(quote.size() - 3), "\")\n") << r.err;
+    for (size_t q = 0; q + 3 < quote.size(); ++q)
+      if (quote[q] == '"') {
+        EXPECT_EQ(quote[q - 1], '\\') << r.err;
+      }
+    expect_no_damage();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Idle clients
 
