@@ -858,6 +858,8 @@ WalkedDest walk_destination(const fs::path& local) {
   d.g = files::resolve_guarded(local);
   if (const std::string why = files::foreign_reach(d.g); !why.empty())
     throw Failure(printable(local.string()) + ": " + why);
+  if (d.g.dir && !d.g.magic)  // where it goes, and each directory above it
+    if (auto planted = planted_way_refusal(d.g.dir.get(), local.string())) throw *planted;
   d.exists = !d.g.magic && ::fstatat(d.g.dir.get(), d.g.name.c_str(), &d.st, AT_SYMLINK_NOFOLLOW) == 0;
   return d;
 }
@@ -885,15 +887,21 @@ std::optional<Failure> refusal_at(const WalkedDest& d, const fs::path& local) {
 
 std::optional<Failure> planted_destination_dir(const fs::path& local) {
   const std::string typed = local.string();
-  if (typed.empty() || typed.back() == '/') return std::nullopt;  // named as a directory: meant
+  if (typed.empty()) return std::nullopt;
   try {
     const WalkedDest d = walk_destination(local);
     if (std::string who = d.g.magic ? "" : files::planted_dir_at(d.g.dir.get(), d.g.name); !who.empty())
-      return Failure(printable(typed) + ": " + who +
-                         ": nothing is written into it (name it with a trailing / if it is meant)",
+      return Failure(printable(typed) + ": " + who + ": nothing is written into it",
                      proto::Status::permission, EPERM);
   } catch (const Failure&) {
   }
+  return std::nullopt;
+}
+
+std::optional<Failure> planted_way_refusal(int dirfd, const std::string& shown) {
+  if (const std::string who = files::planted_on_way(dirfd); !who.empty())
+    return Failure(printable(shown) + ": " + who + " is on its way: nothing is written into or below it",
+                   proto::Status::permission, EPERM);
   return std::nullopt;
 }
 

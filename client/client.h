@@ -50,11 +50,16 @@ std::unique_ptr<AtomicFile> open_local(const std::filesystem::path& local, int d
 // claims a size it never sends would have it held until the timeout (the third re-attack, R2).
 // `copied`: the first bytes of `size` are a copy of the destination made here (recv --resume onto
 // a shorter destination), said apart.
-// Why DEST, typed as a name (no trailing "/"), is not written into: an existing directory another
-// user planted under that name in a sticky directory others can write to (files::planted_by), who
-// could read, rename or replace what lands in it (a thirty-eighth re-attack, B-F1: recv host:f
-// /tmp/copy.key wrote /tmp/copy.key/f into nobody's directory, exit 0). nullopt otherwise.
+// Why DEST is not written into: an existing directory another user planted under that name in a
+// sticky directory others can write to (files::planted_by), who could read, rename or replace what
+// lands in it (a thirty-eighth re-attack, B-F1: recv host:f /tmp/copy.key wrote /tmp/copy.key/f
+// into nobody's directory, exit 0; a trailing "/" no longer makes it meant, as a directory above
+// DEST never could: a thirty-ninth, B-F5). nullopt otherwise.
 std::optional<proto::Failure> planted_destination_dir(const std::filesystem::path& local);
+// Why nothing is written into directory `dirfd` (where `shown` goes): it, or a directory above it,
+// is one another user planted in a sticky directory others can write to (files::planted_on_way),
+// who could rename or replace what lands below it. nullopt otherwise.
+std::optional<proto::Failure> planted_way_refusal(int dirfd, const std::string& shown);
 std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown,
                                            uint64_t copied = 0);
 // What a failed get's line says when its partial file stays for the next --resume (recv_tree.cpp,

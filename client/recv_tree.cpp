@@ -434,18 +434,21 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
       throw Failure(printable(remote) + ": names no directory of its own (give a path below it)");
     UniqueFd parent(files::open_guarded_dir(dest));
     if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    if (auto planted = planted_way_refusal(parent.get(), dest.string())) throw *planted;
     top = dest / name;
     return make_dir_at(parent.get(), name, top.string(), mode, top_created);
   }
   if (dest_dir) {
     UniqueFd fd(files::open_guarded_dir(dest));
     if (fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
+    if (auto planted = planted_way_refusal(fd.get(), dest.string())) throw *planted;
     return fd;
   }
   // Made in the directory that holds it, reached without following another user's link in a
   // sticky directory (files/guarded_path.h; a twenty-third re-attack, N1).
   files::GuardedEntry g = files::resolve_guarded(dest);
   if (g.name == "." || g.magic) throw Failure(printable(dest.string()) + ": not a directory");
+  if (auto planted = planted_way_refusal(g.dir.get(), dest.string())) throw *planted;
   return make_dir_at(g.dir.get(), g.name, dest.string(), mode, top_created);
 }
 

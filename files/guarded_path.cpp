@@ -39,6 +39,25 @@ std::string planted_dir(int dir_fd) {
   return planted_directory(dir, parent);
 }
 
+std::string planted_on_way(int dir_fd, const struct stat* top) {
+  UniqueFd up;
+  int cur = dir_fd;
+  for (int level = 0; level < 4096; ++level) {
+    struct stat dir {
+    }, parent{};
+    if (::fstat(cur, &dir) != 0 || ::fstatat(cur, "..", &parent, 0) != 0) return "";
+    if ((top && dir.st_dev == top->st_dev && dir.st_ino == top->st_ino) ||
+        (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino))
+      return "";
+    if (std::string who = planted_directory(dir, parent); !who.empty()) return who;
+    UniqueFd next(::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!next) return "";
+    up = std::move(next);
+    cur = up.get();
+  }
+  return "";
+}
+
 std::string planted_dir_at(int parent_fd, const std::string& name) {
   struct stat dir {
   }, parent{};

@@ -355,6 +355,21 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   return s;
 }
 
+// True (why set) when p's directory, or one above it below the root, is one another user planted
+// in a sticky directory others can write to, who could read, rename or replace what lands below
+// it: a put or a mkdir goes nowhere under it (a thirty-eighth re-attack, B-F1: send f
+// host:pub/up.txt stored pub/up.txt/f in nobody's directory; a thirty-ninth, B-F5: the same
+// through pub/up/f, or with a trailing "/").
+bool Root::planted_on_way(const Place& p, const std::string& req, Refusal& why) const {
+  struct stat top {};
+  if (::fstat(fd_.get(), &top) != 0) return false;
+  const std::string who = files::planted_on_way(p.dir.get(), &top);
+  if (who.empty()) return false;
+  why = {proto::Status::permission,
+         req.substr(0, 256) + ": " + who + " is on its way: nothing is written into or below it"};
+  return true;
+}
+
 std::optional<Place> Root::put_target(const std::string& req, const std::string& basename,
                                       Refusal& why) const {
   auto parts = split(req, why);
@@ -367,16 +382,6 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   }
   if (d >= 0) {  // a directory: the file goes in it under the sender's name
     UniqueFd dir(d);
-    // Not one another user planted under the name typed (no trailing "/") in a sticky directory
-    // others can write to: they would read what lands in it (a thirty-eighth re-attack, B-F1:
-    // send f host:pub/up.txt stored pub/up.txt/f in nobody's directory).
-    if (const std::string who = names_directory(req) || parts->empty() ? "" : files::planted_dir(dir.get());
-        !who.empty()) {
-      why = {proto::Status::permission,
-             req.substr(0, 256) + ": " + who +
-                 ": nothing is written into it (name it with a trailing / if it is meant)"};
-      return std::nullopt;
-    }
     if (bad_leaf(basename)) {
       // Names the name (raw, cut to 256 bytes: the client and the log escape it), not only the
       // directory it was to go in (a twelfth re-attack, G6: "host:dd: invalid file name").
@@ -410,6 +415,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
     why = reserved_shape(p->shown);
     return std::nullopt;
   }
+  if (planted_on_way(*p, req, why)) return std::nullopt;
   bool found = false;
   if (!existing_is(*p, S_IFREG, &found, why)) return std::nullopt;
   struct stat st {};
@@ -444,7 +450,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
     return Place{UniqueFd(d), "", "."};
   }
   auto p = place(*parts, req, why);
-  if (!p) return std::nullopt;
+  if (!p || planted_on_way(*p, req, why)) return std::nullopt;
   if (files::is_reserved_name(p->name)) {
     why = reserved_shape(p->shown);
     return std::nullopt;

@@ -128,6 +128,7 @@ class Root {
   std::vector<Hidden> hidden_;
   std::vector<std::filesystem::path> hidden_paths_;
   bool under_hidden(const std::vector<std::string>& parts) const;
+  bool planted_on_way(const Place& p, const std::string& req, Refusal& why) const;
   std::optional<Place> place(const std::vector<std::string>& parts, const std::string& req,
                              Refusal& why) const;
 };

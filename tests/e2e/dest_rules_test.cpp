@@ -697,8 +697,7 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
       << r.err;
   EXPECT_FALSE(fs::exists(share / "priv" / "doc"));
   // Nor into one planted under the DEST typed as a name (a thirty-eighth re-attack, B-F1: recv
-  // host:f /tmp/copy and recv -r host:tree /tmp/copy wrote into nobody's /tmp/copy, exit 0); typed
-  // with a trailing "/", the directory is meant.
+  // host:f /tmp/copy and recv -r host:tree /tmp/copy wrote into nobody's /tmp/copy, exit 0).
   fs::create_directories(share / "copy");
   ASSERT_EQ(::chmod((share / "copy").c_str(), 0777), 0);
   ASSERT_EQ(::chown((share / "copy").c_str(), kNobody, kNobody), 0);
@@ -715,10 +714,20 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
         std::string::npos)
         << r.err;
   }
+  // Nor below it, named with a trailing "/" or as a directory on the way (a thirty-ninth
+  // re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's /tmp/backup).
+  const std::string below =
+      " in a sticky directory others can write to is on its way: nothing is written into or below it";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"recv", "127.0.0.1:priv/doc", (share / "copy").string() + "/"},
+           {"recv", "127.0.0.1:priv/doc", (share / "copy" / "doc.copy").string()},
+           {"recv", "-r", "127.0.0.1:priv", (share / "copy").string() + "/"},
+           {"recv", "-r", "127.0.0.1:priv", (share / "copy" / "today").string()}}) {
+    r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(": a directory owned by uid 65534" + below), std::string::npos) << r.err;
+  }
   EXPECT_TRUE(fs::is_empty(share / "copy"));
-  r = run({"recv", "127.0.0.1:priv/doc", (share / "copy").string() + "/"});
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(read_text_file(share / "copy" / "doc"), "secret\n");
 
   // The server's side: send -r into a served sticky directory where the name is another user's.
   fs::create_directories(ws.root / "pub" / "l1");
@@ -733,20 +742,25 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "pub" / "l1" / "doc"));
-  // A put into one typed as a name (a thirty-eighth re-attack, B-F1); with a trailing "/" it is meant.
+  // A put into one typed as a name (a thirty-eighth re-attack, B-F1).
   fs::create_directories(ws.root / "pub" / "up");
   ASSERT_EQ(::chmod((ws.root / "pub" / "up").c_str(), 0777), 0);
   ASSERT_EQ(::chown((ws.root / "pub" / "up").c_str(), kNobody, kNobody), 0);
   r = run({"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("pub/up: a directory owned by uid 65534 in a sticky directory others can write to: "
-                       "nothing is written into it"),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("pub/up: a directory owned by uid 65534" + below), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "pub" / "up" / "doc"));
-  r = run({"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up/"});
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(read_text_file(ws.root / "pub" / "up" / "doc"), "local secret\n");
+  // Nor below it, whatever the form (a thirty-ninth re-attack, B-F5).
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up/"},
+           {"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up/doc.copy"},
+           {"send", "-r", (ws.local / "l1").string(), "127.0.0.1:pub/up/"},
+           {"send", "-r", (ws.local / "l1").string(), "127.0.0.1:pub/up/today"}}) {
+    r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(": a directory owned by uid 65534" + below), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(ws.root / "pub" / "up"));
   EXPECT_TRUE(server->wait_for_log("op=mkdir file=\"pub/l1\" result=\"refused: ")) << server->log();
 }
 
