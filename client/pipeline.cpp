@@ -292,6 +292,11 @@ uint64_t Pipeline::agreed_start(const Item& it, const proto::Message& resp) cons
   return it.offer->size;
 }
 
+namespace {
+// The most of a refused get's data read and dropped to keep the session: a pipelined file's bound.
+constexpr uint64_t kMaxDropped = 1 << 20;
+}  // namespace
+
 void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   const auto t0 = Clock::now();
   const uint64_t start = agreed_start(it, resp);
@@ -309,8 +314,17 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
       if (::lseek(out->fd(), off_t(start), SEEK_SET) < 0) throw Failure(errno_text(errno));
     }
   } catch (const Failure& e) {
-    failed = e;  // the data still comes: read it to its end record and drop it
+    failed = e;  // the data still comes: read it to its end record and drop it...
   }
+  // ...but no more of it than a pipelined file holds: a server that answers one with a size far
+  // beyond its listing's had the client read and drop it all, 1 TiB, silent, with --timeout never
+  // firing (a thirty-ninth re-attack, B-F2). The connection is given up instead, as the server
+  // gives up one whose refused put overruns 1 MiB.
+  if (failed && resp.size - std::min(resp.size, start) > kMaxDropped)
+    throw Failure::link(failed->what() + std::string("; the server sends ") + files::size_text(resp.size) +
+                            " for it, more than the 1 MiB of a refused file this client reads and drops: the "
+                            "connection is closed",
+                        failed->status, failed->err);
   bool complete = false;
   crypto::Checksum sum;
   try {

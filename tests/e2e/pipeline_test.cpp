@@ -772,6 +772,39 @@ TEST_F(PipelineFakeServer, AnswersOutOfOrderOrUntaggedAreRefused) {
   }
 }
 
+// A pipelined get answered with a size far beyond its listing's, for a file refused here (no room
+// for 1 TiB): the client closes the connection rather than read and drop it all (a thirty-ninth
+// re-attack, B-F2: 25 GiB read in 30 s, silent, --timeout never fired).
+TEST_F(PipelineFakeServer, AHugeAnswerForARefusedGetIsNotReadToItsEnd) {
+  using proto::EntryType;
+  FakeServer fake([&](net::Conn& c, const Message& m) {
+    if (m.op == Op::list) {
+      FakeServer::send_listing(c, "tree", {{EntryType::file, "a", 10, 0644, 0}});
+      return;
+    }
+    if (m.op != Op::get) return;
+    Message ok = response(Status::ok);
+    ok.size = uint64_t(1) << 40;
+    c.send_message(ok);
+    net::send_stream(c, -1, ok.size, nullptr);  // until the client closes
+  });
+  const fs::path dest = ws.local / "dest";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q", "--retries", "0"}, fake.port());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("no space left"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the server sends 1048576 MiB for it, more than the 1 MiB of a refused file this "
+                       "client reads and drops: the connection is closed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(secs, 30.0) << r.describe();
+  EXPECT_FALSE(fs::exists(dest / "a"));
+  if (fs::exists(dest)) {
+    EXPECT_TRUE(temp_debris(dest).empty());
+  }
+}
+
 // A put's Result where its Response is due (an answer skipped) is refused too.
 TEST_F(PipelineFakeServer, PutAnswersOutOfOrderAreRefused) {
   fs::create_directories(ws.local / "src");
