@@ -222,18 +222,18 @@ bool pick_suite(const TransferOpts& t, client::ClientOptions& co) {
   }
   co.port = t.port;
   co.home = files::aesxfer_home();
-  // A home others may write to: they can rename its config or known_hosts away (then an unknown
-  // host is trusted on first use whatever StrictHostKeyChecking said) or plant their own; serve
-  // refuses such a home, the client says so (a thirty-eighth re-attack, A-F3: not a word).
-  if (struct stat hs{}; !t.quiet && ::stat(co.home.c_str(), &hs) == 0 && (hs.st_mode & 022)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(hs.st_mode & 07777));
-    std::fprintf(
-        stderr,
-        "aesxfer: warning: $AESXFER_HOME (%s) is writable by group or others (mode %s): another user "
-        "can replace its config and known_hosts (chmod go-w it)\n",
-        net::printable(co.home.string()).c_str(), mode);
-  }
+  // A home others may write to, or one of another user's, or below a directory others may write to
+  // (sshd's StrictModes, as serve judges its own home): they can rename its config or known_hosts
+  // away (then an unknown host is trusted on first use whatever StrictHostKeyChecking said) or
+  // plant their own. Serve refuses such a home; the client says so, with -q too: it is no chatter
+  // (a thirty-eighth re-attack, A-F3: not a word; a thirty-ninth, B-F4: the mode bits alone were
+  // judged, so another user's 0755 home, or a 0700 one in a 0777 directory, went unsaid).
+  if (struct stat hs{}; ::stat(co.home.c_str(), &hs) == 0 && S_ISDIR(hs.st_mode))
+    if (const std::string p = files::strict_modes_problem(co.home, hs); !p.empty())
+      std::fprintf(
+          stderr,
+          "aesxfer: warning: $AESXFER_HOME: another user can replace its config and known_hosts: %s\n",
+          net::printable(p).c_str());
   co.identity = t.identity;
   co.debug = debug_sink(t.verbose);
   co.keylog = t.keylog;

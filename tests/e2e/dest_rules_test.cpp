@@ -910,17 +910,33 @@ namespace {
 // (another user renamed its config away, and StrictHostKeyChecking yes no longer held).
 TEST_F(DestRules, AHomeOthersMayWriteToIsSaid) {
   write_text_file(ws.root / "a.txt", "a\n");
+  const std::string warning = "warning: $AESXFER_HOME: another user can replace its config and known_hosts: ";
   ASSERT_EQ(::chmod(ws.home.c_str(), 0777), 0);
   auto r = run({"recv", "127.0.0.1:a.txt", (ws.local / "a.txt").string()});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.err.find("warning: $AESXFER_HOME (" + ws.home.string() +
-                       ") is writable by group or others (mode 0777): another user can replace its config"),
+  EXPECT_NE(r.err.find(warning + ws.home.string() + " is writable by group or others (mode 0777)"),
             std::string::npos)
       << r.err;
   ASSERT_EQ(::chmod(ws.home.c_str(), 0755), 0);
   r = run({"recv", "127.0.0.1:a.txt", (ws.local / "b.txt").string()});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(r.err.find("writable by group or others"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("warning: $AESXFER_HOME"), std::string::npos) << r.err;
+  // Another user's home, whatever its mode, and one below a directory others may write to, are
+  // said too, with -q as well (a thirty-ninth re-attack, B-F4: the mode bits alone were judged).
+  ASSERT_EQ(::chown(ws.home.c_str(), kNobody, kNobody), 0);
+  r = run({"recv", "-q", "127.0.0.1:a.txt", (ws.local / "c.txt").string()});
+  EXPECT_NE(r.err.find(warning + ws.home.string() + " is owned by uid 65534"), std::string::npos) << r.err;
+  ASSERT_EQ(::chown(ws.home.c_str(), 0, 0), 0);
+  const fs::path above = ws.home.parent_path();
+  struct stat was {};
+  ASSERT_EQ(::stat(above.c_str(), &was), 0);
+  ASSERT_EQ(::chmod(above.c_str(), 0777), 0);
+  r = run({"recv", "-q", "127.0.0.1:a.txt", (ws.local / "d.txt").string()});
+  ASSERT_EQ(::chmod(above.c_str(), was.st_mode & 07777), 0);
+  EXPECT_NE(
+      r.err.find(warning + "directory " + above.string() + " is writable by group or others (mode 0777)"),
+      std::string::npos)
+      << r.err;
 }
 
 }  // namespace
