@@ -74,8 +74,10 @@ namespace {
 // U+FF0E (a thirty-seventh re-attack: "․․∕․․∕etc∕cron.d∕evil", one name, showed as a path that
 // leaves the tree); the symbols and punctuation that look the same (a thirty-eighth: the combining
 // overlays U+0337 and U+0338, U+0701, U+0702, U+1735, U+2027, U+27CB, U+2AFD, U+A60E, U+10A50,
-// U+1D16D, U+1D23A). Letters and digits that resemble them (katakana NO U+30CE, CJK U+4E3F, the
-// Arabic-Indic zeros, the middle dot of Catalan) pass: they are how other scripts write names.
+// U+1D16D, U+1D23A; a thirty-ninth, from a search of the names with SOLIDUS, SLASH or FULL STOP:
+// U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C). Letters and digits that
+// resemble them (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass:
+// they are how other scripts write names.
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -87,7 +89,9 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x2024, 0x2025},   {0x2044, 0x2044},   {0x2215, 0x2215},   {0x2571, 0x2571},   {0x29f8, 0x29f8},
       {0xfe52, 0xfe52},   {0xff0e, 0xff0f},   {0x0337, 0x0338},   {0x0701, 0x0702},   {0x1735, 0x1735},
       {0x2027, 0x2027},   {0x27cb, 0x27cb},   {0x2afd, 0x2afd},   {0xa60e, 0xa60e},   {0x10a50, 0x10a50},
-      {0x1d16d, 0x1d16d}, {0x1d23a, 0x1d23a},
+      {0x1d16d, 0x1d16d}, {0x1d23a, 0x1d23a}, {0x0589, 0x0589},   {0x06d4, 0x06d4},   {0x20eb, 0x20eb},
+      {0x233f, 0x233f},   {0x29f6, 0x29f6},   {0x2afb, 0x2afb},   {0x2e3c, 0x2e3c},   {0x2e4a, 0x2e4a},
+      {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;

@@ -66,10 +66,13 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0x00a0u, 0x1680u, 0x2000u, 0x2007u, 0x200au, 0x202fu, 0x205fu, 0x3000u,  0x2800u,  0x1d159u})
     hidden.push_back(cp);
   // A thirty-seventh re-attack: the slash and dot look-alikes, with which one name showed as a path.
-  for (unsigned cp : {0x2024u, 0x2025u, 0x2044u, 0x2215u, 0x2571u, 0x29f8u, 0xfe52u, 0xff0eu, 0xff0fu,
-                      // a thirty-eighth: more symbols of the same look
-                      0x0337u, 0x0338u, 0x0701u, 0x0702u, 0x1735u, 0x2027u, 0x27cbu, 0x2afdu, 0xa60eu,
-                      0x10a50u, 0x1d16du, 0x1d23au})
+  for (unsigned cp :
+       {0x2024u, 0x2025u, 0x2044u, 0x2215u, 0x2571u, 0x29f8u, 0xfe52u, 0xff0eu, 0xff0fu,
+        // a thirty-eighth: more symbols of the same look
+        0x0337u, 0x0338u, 0x0701u, 0x0702u, 0x1735u, 0x2027u, 0x27cbu, 0x2afdu, 0xa60eu, 0x10a50u, 0x1d16du,
+        0x1d23au,
+        // a thirty-ninth: the rest of the names with SOLIDUS, SLASH or FULL STOP that look so
+        0x0589u, 0x06d4u, 0x20ebu, 0x233fu, 0x29f6u, 0x2afbu, 0x2e3cu, 0x2e4au, 0x2f03u, 0x1f67cu})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
