@@ -271,21 +271,13 @@ TrustedText read_trusted_text(const fs::path& path, size_t max_bytes) {
               : uint64_t(t.st.st_size) > max_bytes            ? P::too_large
                                                               : P::none;
   if (t.problem != P::none) return t;
-  t.text.assign(size_t(t.st.st_size), '\0');
-  size_t got = 0;
-  while (got < t.text.size()) {
-    const ssize_t n = ::read(fd.get(), t.text.data() + got, t.text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      t.problem = P::missing;
-      t.error = errno;
-      t.detail = errno_text(t.error);
-      return t;
-    }
-    if (n == 0) break;
-    got += size_t(n);
+  if (const int e = read_small_file(fd.get(), t.text, max_bytes); e != 0) {
+    t.problem = P::missing;
+    t.error = e;
+    t.detail = errno_text(e);
+  } else if (t.text.size() > max_bytes) {  // grew since its fstat
+    t.problem = P::too_large;
   }
-  t.text.resize(got);
   return t;
 }
 

@@ -64,7 +64,8 @@ uint64_t reserve_of(uint64_t size);
 // The writes of one receiver (the server's puts, net/transfer.cpp) into fd's file system, kept out
 // of its reserve: take(n) before writing n bytes says why they may not be written ("only N KiB
 // left free: ..."), or "". All receivers of the process writing into one file system share one
-// allowance, an eighth of the headroom (free space less the reserve) it last reported, asked again
+// allowance, an eighth of the headroom (free space less the reserve) it last reported and at most
+// 1/64 of the reserve (other processes writing there have allowances of their own), asked again
 // once that is spent or a second has passed: for what no check before the data can judge, a put of
 // unknown size (send -), puts that each fit alone and not together, the parts of a ranged put (a
 // thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled to its last block; a
