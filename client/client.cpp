@@ -47,12 +47,13 @@ std::string host_port(const std::string& host, uint16_t port) {
 
 // The first bytes a server sent, when they cannot start an aesxfer handshake frame (a u32 length
 // of at most 4096 begins with two zero bytes): the start of its first line, for the message
-// "HOST:PORT is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1')". Empty otherwise.
+// "HOST:PORT is not an aesxfer server (it sent "SSH-2.0-OpenSSH_9.2p1")", quoted as the peer's
+// words are (a '"' of its own escaped). Empty otherwise.
 std::string foreign_greeting(const uint8_t* p, size_t n) {
   if (n < 2 || (p[0] == 0 && p[1] == 0)) return "";
   std::string line(reinterpret_cast<const char*>(p), std::min<size_t>(n, 60));
   line = line.substr(0, line.find_first_of("\r\n"));
-  return printable(line);
+  return proto::quoted(line);
 }
 
 // A failure of a file whose partial file was passed over says so, and that a retry starts it from
@@ -150,7 +151,7 @@ void Client::connect_and_hello(proto::ClientHandshake& hs) {
   }
   lim.first_bytes = [&](const uint8_t* p, size_t n) {
     if (std::string g = foreign_greeting(p, n); !g.empty())
-      throw Failure(hp + " is not an aesxfer server (it sent '" + g + "')");
+      throw Failure(hp + " is not an aesxfer server (it sent " + g + ")");
   };
   step = drive_handshake(*conn_, hs, lim);
   // A server turned this connection away for load (--max-startups): status busy from the peer, which

@@ -103,7 +103,7 @@ TEST(Cli, APortThatIsNotAnAesxferServerIsNamed) {
   ::close(l);
   fake.join();
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("is not an aesxfer server (it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2')"),
+  EXPECT_NE(r.err.find("is not an aesxfer server (it sent \"SSH-2.0-OpenSSH_9.2p1 Debian-2\")"),
             std::string::npos)
       << r.err;
 }
