@@ -71,13 +71,17 @@ inline int listen_loopback(uint16_t& port, int backlog = 8) {
 }
 
 // The server's side of a session's start, as aesxfer serve does it: the real handshake with
-// `host` (any client key accepted), the record keys, then Welcome. False when the handshake failed.
-inline bool start_fake_session(net::Conn& c, const proto::Identity& host) {
+// `host` (any client key accepted), the record keys, then Welcome (with `status` and `text`: a
+// refusal). False when the handshake failed.
+inline bool start_fake_session(net::Conn& c, const proto::Identity& host,
+                               proto::Status status = proto::Status::ok, const std::string& text = "") {
   proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
   if (net::drive_handshake(c, hs).ec) return false;
   c.start_records(hs.keys(), false);
   proto::Message w;
   w.type = proto::MsgType::welcome;
+  w.status = status;
+  w.text = text;
   c.send_message(w);
   return true;
 }

@@ -617,15 +617,7 @@ TEST_F(Fault, AWelcomesWordsNeverPassForTheClientsOwnHint) {
       const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) return;
       net::Conn c(fd, std::chrono::milliseconds(10000), "client");
-      const proto::Identity host = proto::Identity::generate();
-      proto::ServerHandshake hs(host, [](const proto::PublicKey&) { return true; });
-      if (net::drive_handshake(c, hs).ec) return;
-      c.start_records(hs.keys(), false);
-      proto::Message w;
-      w.type = proto::MsgType::welcome;
-      w.status = st;
-      w.text = words;
-      c.send_message(w);
+      if (!start_fake_session(c, proto::Identity::generate(), st, words)) return;
       uint8_t b;
       while (::read(fd, &b, 1) > 0) {
       }
