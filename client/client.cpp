@@ -856,11 +856,7 @@ struct WalkedDest {
 
 WalkedDest walk_destination(const fs::path& local) {
   WalkedDest d;
-  d.g = files::resolve_guarded(local);
-  if (const std::string why = files::foreign_reach(d.g); !why.empty())
-    throw Failure(printable(local.string()) + ": " + why);
-  if (d.g.dir && !d.g.magic)  // where it goes, and each directory above it
-    if (auto planted = planted_way_refusal(d.g.dir.get(), local.string())) throw *planted;
+  d.g = guarded_destination(local);
   d.exists = !d.g.magic && ::fstatat(d.g.dir.get(), d.g.name.c_str(), &d.st, AT_SYMLINK_NOFOLLOW) == 0;
   return d;
 }
@@ -897,6 +893,15 @@ std::optional<Failure> planted_destination_dir(const fs::path& local) {
   } catch (const Failure&) {
   }
   return std::nullopt;
+}
+
+files::GuardedEntry guarded_destination(const fs::path& local) {
+  files::GuardedEntry g = files::resolve_guarded(local);
+  if (const std::string why = files::foreign_reach(g); !why.empty())
+    throw Failure(printable(local.string()) + ": " + why);
+  if (g.dir && !g.magic)  // where it goes, and each directory above it
+    if (auto planted = planted_way_refusal(g.dir.get(), local.string())) throw *planted;
+  return g;
 }
 
 std::optional<Failure> planted_way_refusal(int dirfd, const std::string& shown) {

@@ -16,6 +16,7 @@
 
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
+#include "files/guarded_path.h"
 #include "net/congestion.h"
 #include "net/conn.h"
 #include "net/transfer.h"
@@ -60,6 +61,12 @@ std::optional<proto::Failure> planted_destination_dir(const std::filesystem::pat
 // is one another user planted in a sticky directory others can write to (files::planted_on_way),
 // who could rename or replace what lands below it. nullopt otherwise.
 std::optional<proto::Failure> planted_way_refusal(int dirfd, const std::string& shown);
+// A destination path the user typed, walked by files::resolve_guarded, and refused (thrown) when
+// another user's link led there to what they do not own (files::foreign_reach) or a directory
+// another user planted is on its way (planted_way_refusal): the one walk of every single-file
+// destination, with --resume too (a fortieth re-attack, A-F2: recv --resume wrote into nobody's
+// /tmp/backup, where plain recv was refused).
+files::GuardedEntry guarded_destination(const std::filesystem::path& local);
 std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown,
                                            uint64_t copied = 0);
 // What a failed get's line says when its partial file stays for the next --resume (recv_tree.cpp,

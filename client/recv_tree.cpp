@@ -61,7 +61,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   // (files/guarded_path.h; a twenty-third re-attack, N1: --resume followed another user's link).
   files::GuardedEntry g;  // dirfd given: a tree's directory, already walked
   if (dirfd == AT_FDCWD) {
-    g = files::resolve_guarded(local_in);
+    g = guarded_destination(local_in);
     if (g.magic) throw Failure(printable(local_in.string()) + ": cannot be resumed (an open descriptor)");
     if (g.dir_form)
       throw Failure(printable(local_in.string()) + ": not a directory (a link to a directory path)");

@@ -722,7 +722,11 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
            {"recv", "127.0.0.1:priv/doc", (share / "copy").string() + "/"},
            {"recv", "127.0.0.1:priv/doc", (share / "copy" / "doc.copy").string()},
            {"recv", "-r", "127.0.0.1:priv", (share / "copy").string() + "/"},
-           {"recv", "-r", "127.0.0.1:priv", (share / "copy" / "today").string()}}) {
+           {"recv", "-r", "127.0.0.1:priv", (share / "copy" / "today").string()},
+           // ...with --resume too (a fortieth re-attack, A-F2: its own walk had no such rule)
+           {"recv", "--resume", "127.0.0.1:priv/doc", (share / "copy" / "doc.r").string()},
+           {"recv", "--resume", "--streams", "2", "127.0.0.1:priv/doc",
+            (share / "copy" / "doc.s").string()}}) {
     r = run(args);
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_NE(r.err.find(": a directory owned by uid 65534" + below), std::string::npos) << r.err;
@@ -831,9 +835,12 @@ TEST_F(DestRules, ATypedPathNeverFollowsAnotherUsersLinkToWhatIsNotTheirs) {
   r = run({"send", "-r", (theirs / "share").string(), "127.0.0.1:leak"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find((theirs / "share").string() + why), std::string::npos) << r.err;
-  r = run({"recv", "127.0.0.1:a.txt", (theirs / "out.txt").string()});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find((theirs / "out.txt").string() + why), std::string::npos) << r.err;
+  for (const bool resume : {false, true}) {
+    r = resume ? run({"recv", "--resume", "127.0.0.1:a.txt", (theirs / "out.txt").string()})
+               : run({"recv", "127.0.0.1:a.txt", (theirs / "out.txt").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find((theirs / "out.txt").string() + why), std::string::npos) << r.err;
+  }
   EXPECT_FALSE(fs::exists(ws.root / "leak.txt"));
   EXPECT_FALSE(fs::exists(ws.root / "leak"));
   EXPECT_EQ(read_text_file(ws.local / "victim"), "mine\n");
