@@ -147,6 +147,10 @@ namespace {
 struct Allowance {
   uint64_t bytes = 0;
   std::chrono::steady_clock::time_point asked{};
+  // Granted to writers (take) and not yet written (released): not in the free figure yet. Forty
+  // puts, each granted a batch larger than the allowance on one look at the same free figure,
+  // took the file system to 0 bytes free (a fortieth re-attack, A-F1).
+  uint64_t pending = 0;
 };
 constexpr auto kAllowanceLife = std::chrono::seconds(1);
 std::mutex g_allowances_mu;
@@ -161,6 +165,8 @@ SpaceReserve::SpaceReserve(int fd) : fd_(fd) {
   }
 }
 
+SpaceReserve::~SpaceReserve() { release(); }
+
 std::string SpaceReserve::take(uint64_t n) {
   if (!known_) return "";
   const auto now = std::chrono::steady_clock::now();
@@ -168,22 +174,39 @@ std::string SpaceReserve::take(uint64_t n) {
   Allowance& a = g_allowances[dev_];
   if (n <= a.bytes && now - a.asked < kAllowanceLife) {
     a.bytes -= n;
+    a.pending += n;
+    taken_ += n;
     return "";
   }
-  a = {0, now};
+  a.bytes = 0;
+  a.asked = now;
   uint64_t size = 0;
   const std::optional<uint64_t> free = free_space(fd_, &size);
   if (!free) return "";
   const uint64_t reserve = reserve_of(size);
-  if (*free < reserve + n)
-    return "only " + size_text(*free) + " left free: a transfer stops before the file system is full";
+  const uint64_t room = *free - std::min(*free, a.pending);  // less what is granted and not yet written
+  if (room < reserve + n)
+    return "only " + size_text(*free) + " left free" +
+           (a.pending ? ", " + size_text(*free - room) + " of it taken by writes in progress"
+                      : std::string()) +
+           ": a transfer stops before the file system is full";
   // At most 1/64 of the reserve between two asks: other processes (servers of other trust
   // domains, sharing the file system) take their own allowances, which no lock here can see; ten
   // servers with an eighth each went 700 KiB into an 875 KiB reserve (a thirty-ninth re-attack,
   // A-F2). Each writer now overshoots by 1/64 of the reserve at most: 64 writing at once to
   // spend it.
-  a.bytes = std::min((*free - reserve - n) / 8, reserve / 64);
+  a.bytes = std::min((room - reserve - n) / 8, reserve / 64);
+  a.pending += n;
+  taken_ += n;
   return "";
+}
+
+void SpaceReserve::release() {
+  if (!taken_) return;
+  const std::lock_guard<std::mutex> lock(g_allowances_mu);
+  Allowance& a = g_allowances[dev_];
+  a.pending -= std::min(a.pending, taken_);
+  taken_ = 0;
 }
 
 std::string inodes_short(int fd) {

@@ -70,15 +70,25 @@ uint64_t reserve_of(uint64_t size);
 // unknown size (send -), puts that each fit alone and not together, the parts of a ranged put (a
 // thirty-fifth re-attack, A-N1 and A-N4: the server's file system filled to its last block; a
 // thirty-sixth, A1 and B1: nine puts, each with an eighth of its own, filled it all the same).
+// What take() grants is counted as pending until release() (or the destructor) says it is written,
+// and every look at the free space subtracts the pending bytes of all writers of the process, so
+// that writers granted batches on one look at the same free figure cannot together pass it (a
+// fortieth re-attack, A-F1: forty puts did, to 0 bytes free). Writers of other processes are seen
+// only through the free figure: each may overshoot by its batch in flight and 1/64 of the reserve.
 class SpaceReserve {
  public:
   explicit SpaceReserve(int fd);
+  ~SpaceReserve();
+  SpaceReserve(const SpaceReserve&) = delete;
+  SpaceReserve& operator=(const SpaceReserve&) = delete;
   std::string take(uint64_t n);
+  void release();  // what take() granted is written now (or never will be)
 
  private:
   int fd_;
   dev_t dev_ = 0;
   bool known_ = false;  // fd's device is known (else nothing is judged)
+  uint64_t taken_ = 0;  // granted and not yet released
 };
 // Why nothing more may be made in fd's file system (a file or a directory), or "": its free inodes
 // are down to 1/64 of them (at most 65,536), so that no client uses up the last ones with empty

@@ -511,6 +511,13 @@ struct BatchStore {
         failed = f;
       }
     }
+    // What the reserve granted is released once written, or once the writes failed.
+    struct Released {
+      std::optional<files::SpaceReserve>& r;
+      ~Released() {
+        if (r) r->release();
+      }
+    } released{reserve};
     for (size_t i = 0; i < b->n; ++i) {
       hash.update(b->payload[i].data(), b->payload[i].size());
       if (fd >= 0 && !failed) {
