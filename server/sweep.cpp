@@ -27,29 +27,30 @@ constexpr auto kInterval = std::chrono::minutes(10);
 // it must make and probe 65,536 directories for one extra sweep of another.
 constexpr size_t kMaxRemembered = 65536;
 
-template <class Map>
-void make_room(Map& last, std::chrono::steady_clock::time_point now) {
-  if (last.size() < kMaxRemembered) return;
-  for (auto it = last.begin(); it != last.end();)
-    it = now - it->second >= kInterval ? last.erase(it) : std::next(it);
-  if (last.size() < kMaxRemembered) return;
-  last.erase(std::min_element(last.begin(), last.end(),
-                              [](const auto& a, const auto& b) { return a.second < b.second; }));
-}
 }  // namespace
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
                           const std::function<void(const std::string&)>& log) {
-  auto now = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point now;
   struct stat st {};
   if (::fstat(dirfd, &st) != 0) return;
   {
     std::lock_guard<std::mutex> g(mu_);
-    auto key = std::make_pair(st.st_dev, st.st_ino);
-    auto it = last_.find(key);
-    if (it != last_.end() && now - it->second < kInterval) return;
-    make_room(last_, now);
-    last_[key] = now;
+    now = std::chrono::steady_clock::now();  // under the lock: order_ stays in time order
+    const Key key(st.st_dev, st.st_ino);
+    if (auto it = last_.find(key); it != last_.end()) {
+      if (now - it->second.when < kInterval) return;
+      order_.erase(it->second.at);
+      last_.erase(it);
+    }
+    // Forgets what is past the interval, and past kMaxRemembered the least recently swept.
+    while (!order_.empty() &&
+           (last_.size() >= kMaxRemembered || now - last_.at(order_.front()).when >= kInterval)) {
+      last_.erase(order_.front());
+      order_.pop_front();
+    }
+    order_.push_back(key);
+    last_[key] = {now, std::prev(order_.end())};
   }
   sweep(dirfd, shown, log);
 }
