@@ -18,7 +18,10 @@ namespace aesxfer::files {
 using proto::Failure;
 
 std::string planted_by(uid_t owner, const struct stat& dir) {
-  if (owner == ::geteuid() || (dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH) ||
+  // Writable by others or by its group (a team's drop directory, or any ACL entry, which shows as
+  // the group bits): the kernel's fs.protected_fifos and protected_regular at 2 judge both, and a
+  // group member planted what a world-writable one would have refused (a fortieth re-attack, B-F3).
+  if (owner == ::geteuid() || !(dir.st_mode & S_ISVTX) || !(dir.st_mode & (S_IWOTH | S_IWGRP)) ||
       dir.st_uid == owner)
     return "";
   return "owned by uid " + std::to_string(owner) + " in a sticky directory others can write to";

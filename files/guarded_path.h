@@ -23,7 +23,8 @@ namespace aesxfer::files {
 
 // Why `owner`'s entry in the directory whose fstat is `dir` may not be followed or written
 // through, or "" when it may: this user's entries and the directory owner's count; in any
-// directory that is not both sticky and writable by others, everything does.
+// directory that is not both sticky and writable by others or by its group (or an ACL entry),
+// everything does.
 std::string planted_by(uid_t owner, const struct stat& dir);
 // A directory judged by planted_by() against the directory that holds it: "a directory owned by
 // uid N in a sticky directory others can write to", when another user planted it there (a tree

@@ -913,6 +913,32 @@ TEST_F(DestRules, AnotherUsersLinkToAProcLinkIsNeverFollowed) {
 namespace aesxfer::test {
 namespace {
 
+// A sticky directory writable by its group only (a team's drop directory): a member planted a
+// directory and a FIFO there, which the rules for world-writable ones refused (a fortieth
+// re-attack, B-F3). The kernel's protected_fifos and protected_regular at 2 judge both kinds.
+TEST_F(DestRules, AGroupWritableStickyDirectoryIsJudgedAsAWorldWritableOne) {
+  fs::create_directories(ws.root / "tree");
+  write_text_file(ws.root / "tree" / "doc", "secret\n");
+  const fs::path team = ws.local / "team";
+  fs::create_directories(team / "backup");
+  ASSERT_EQ(::chown(team.c_str(), 0, 1234), 0);
+  ASSERT_EQ(::chmod(team.c_str(), 01770), 0);
+  ASSERT_EQ(::chown((team / "backup").c_str(), kNobody, 1234), 0);
+  ASSERT_EQ(::chmod((team / "backup").c_str(), 0777), 0);
+  ASSERT_EQ(::mkfifo((team / "out").c_str(), 0666), 0);
+  ASSERT_EQ(::lchown((team / "out").c_str(), kNobody, 1234), 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"recv", "-r", "127.0.0.1:tree", (team / "backup" / "today").string()},
+           {"recv", "127.0.0.1:tree/doc", (team / "backup" / "doc").string()},
+           {"recv", "127.0.0.1:tree/doc", (team / "out").string()}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("owned by uid 65534 in a sticky directory others can write to"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(team / "backup"));
+}
+
 // A thirty-eighth re-attack (A-F3): a client home others may write to was used without a word
 // (another user renamed its config away, and StrictHostKeyChecking yes no longer held).
 TEST_F(DestRules, AHomeOthersMayWriteToIsSaid) {
