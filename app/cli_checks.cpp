@@ -276,8 +276,11 @@ std::string parse_error_line(const CLI::ParseError& e, const std::string& cmd) {
 
 std::string unwritable(const std::filesystem::path& p) {
   const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
-  try {  // another user's link on the way in a sticky directory: refused now, as when it is written
-    files::open_guarded_dir(dir);
+  try {  // refused now as when it is written: another user's link on the way in a sticky directory,
+         // or a directory another user planted
+    if (const files::UniqueFd d = files::open_guarded_dir(dir); d)
+      if (const std::string why = files::planted_way_text(d.get()); !why.empty())
+        return proto::printable(p.string()) + ": " + why;
   } catch (const proto::Failure& f) {
     return proto::printable(p.string()) + ": " + f.what();
   }

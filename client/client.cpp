@@ -905,9 +905,8 @@ files::GuardedEntry guarded_destination(const fs::path& local) {
 }
 
 std::optional<Failure> planted_way_refusal(int dirfd, const std::string& shown) {
-  if (const std::string who = files::planted_on_way(dirfd); !who.empty())
-    return Failure(printable(shown) + ": " + who + " is on its way: nothing is written into or below it",
-                   proto::Status::permission, EPERM);
+  if (const std::string why = files::planted_way_text(dirfd); !why.empty())
+    return Failure(printable(shown) + ": " + why, proto::Status::permission, EPERM);
   return std::nullopt;
 }
 

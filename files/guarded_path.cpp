@@ -241,7 +241,17 @@ UniqueFd open_guarded_parent(const fs::path& file) {
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   UniqueFd d = open_guarded_dir(dir);
   if (!d) throw Failure(proto::printable(dir.string()) + ": " + errno_text(errno));
+  // Nothing made in or below a directory another user planted, who could rename or replace it: a
+  // port file swapped for another port sent clients to their server (a fortieth re-attack, A-F4,
+  // B-F5).
+  if (const std::string why = planted_way_text(d.get()); !why.empty())
+    throw Failure(proto::printable(dir.string()) + ": " + why);
   return d;
+}
+
+std::string planted_way_text(int dir_fd, const struct stat* top) {
+  const std::string who = planted_on_way(dir_fd, top);
+  return who.empty() ? "" : who + " is on its way: nothing is written into or below it";
 }
 
 TrustedText read_trusted_text(const fs::path& path, size_t max_bytes) {

@@ -39,6 +39,8 @@ std::string planted_dir_at(int parent_fd, const std::string& name);
 // re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's /tmp/backup, which the
 // check of the last name alone never saw).
 std::string planted_on_way(int dir_fd, const struct stat* top = nullptr);
+// Its refusal in words ("WHO is on its way: nothing is written into or below it"), or "".
+std::string planted_way_text(int dir_fd, const struct stat* top = nullptr);
 
 // Why a symbolic link `link` (its lstat) inside a tree that send -r reads may not be followed to
 // `target` (the fstat of what it leads to), or "": a link of another user than this one or root to
@@ -94,7 +96,8 @@ GuardedEntry resolve_guarded_at(int dirfd, const std::filesystem::path& where,
 UniqueFd open_guarded_dir(const std::filesystem::path& path);
 // The directory that holds `file` ("." when the path names none), opened as open_guarded_dir()
 // does: where a file the user names (a key log, a port file, a chart) is then made with openat.
-// Throws Failure "DIR: why" when it cannot be opened.
+// Throws Failure "DIR: why" when it cannot be opened, or when it is or lies below a directory
+// another user planted (planted_way_text).
 UniqueFd open_guarded_parent(const std::filesystem::path& file);
 
 // A small file whose words aesxfer acts on (a client's config, a key file to authorize), read

@@ -113,6 +113,11 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
     throw Failure("root " + std::string(f.what()));
   }
   if (!fd_) throw Failure("root " + printable(root.string()) + ": " + errno_text(errno));
+  // Not a root another user planted, or one below it: they could rename or replace what is stored
+  // and served (a fortieth re-attack, B-F4: serve --root /tmp/drop, nobody's, started without a
+  // word, and a file fetched back was nobody's forgery, "verified").
+  if (const std::string why = files::planted_way_text(fd_.get()); !why.empty())
+    throw Failure("root " + printable(root.string()) + ": " + why);
   struct stat opened {
   }, named{};
   if (::fstat(fd_.get(), &opened) != 0 || ::stat(real_.c_str(), &named) != 0 ||
@@ -363,10 +368,9 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
 bool Root::planted_on_way(const Place& p, const std::string& req, Refusal& why) const {
   struct stat top {};
   if (::fstat(fd_.get(), &top) != 0) return false;
-  const std::string who = files::planted_on_way(p.dir.get(), &top);
-  if (who.empty()) return false;
-  why = {proto::Status::permission,
-         req.substr(0, 256) + ": " + who + " is on its way: nothing is written into or below it"};
+  const std::string text = files::planted_way_text(p.dir.get(), &top);
+  if (text.empty()) return false;
+  why = {proto::Status::permission, req.substr(0, 256) + ": " + text};
   return true;
 }
 

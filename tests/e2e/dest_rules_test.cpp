@@ -939,6 +939,37 @@ TEST_F(DestRules, AGroupWritableStickyDirectoryIsJudgedAsAWorldWritableOne) {
   EXPECT_TRUE(fs::is_empty(team / "backup"));
 }
 
+// What the user names for the programs' own output, and the server's root, are not in or below a
+// directory another user planted either (a fortieth re-attack, A-F4, B-F4, B-F5: nobody swapped the
+// port file of serve --port-file /tmp/run/port for their own server's port, and serve --root
+// /tmp/drop stored and served files nobody then replaced).
+TEST_F(DestRules, TheServersRootAndOutputFilesAreNeverInADirectoryAnotherUserPlanted) {
+  write_text_file(ws.root / "a.txt", "a\n");
+  const fs::path share = ws.local / "share", drop = share / "drop";
+  fs::create_directories(drop);
+  ASSERT_EQ(::chmod(share.c_str(), 01777), 0);
+  ASSERT_EQ(::chown(drop.c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chmod(drop.c_str(), 0777), 0);
+  const std::string why =
+      "a directory owned by uid 65534 in a sticky directory others can write to is on its "
+      "way: nothing is written into or below it";
+  auto r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", drop.string()}, ws.home, 30);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("root " + drop.string() + ": " + why), std::string::npos) << r.err;
+  r = run_aesxfer({"serve", "--listen", "127.0.0.1", "-P", "0", "--root", ws.root.string(), "--port-file",
+                   (drop / "port").string()},
+                  ws.home, 30);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  r = run({"recv", "127.0.0.1:a.txt", (ws.local / "a.txt").string(), "--keylog", (drop / "keys").string()});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  r = run_aesxfer({"speed", "--plot", (drop / "chart.svg").string()}, ws.home, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find((drop / "chart.svg").string() + ": " + why), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(drop));
+}
+
 // A thirty-eighth re-attack (A-F3): a client home others may write to was used without a word
 // (another user renamed its config away, and StrictHostKeyChecking yes no longer held).
 TEST_F(DestRules, AHomeOthersMayWriteToIsSaid) {
