@@ -297,6 +297,37 @@ TEST(ServerLog, APeersLongValueCostsLessLogThanItsRequest) {
   EXPECT_NE(f.at("result"), "ok");
 }
 
+// ...and a long value of characters of several bytes is cut between two of them: the line stays
+// well-formed UTF-8, as the journal needs (a fortieth re-attack, B-F6: cut inside an emoji, the
+// journal showed the line as "[N blob data]").
+TEST(ServerLog, ALongValueIsCutBetweenCharacters) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  std::string path;
+  for (int i = 0; i < 120; ++i) path += "\xf0\x9f\x98\x80";  // U+1F600, 480 bytes
+  for (const std::string& p : {path, "a" + path, "ab" + path, "abc" + path}) {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    std::string got;
+    EXPECT_NE(s.get(make_request(proto::Op::get, p), &got).status, proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("abc")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  int lines = 0;
+  for (const auto& l : nonempty_lines(server.log())) {
+    if (l.find("op=get") == std::string::npos) continue;
+    ++lines;
+    EXPECT_NE(l.find("...[48"), std::string::npos) << l;
+    for (size_t i = 0; i < l.size();) {
+      const size_t n = proto::utf8_sequence(l, i);
+      ASSERT_GT(n, 0u) << "ill-formed UTF-8 at byte " << i << ": " << l;
+      i += n;
+    }
+  }
+  EXPECT_EQ(lines, 4) << server.log();
+}
+
 // An eleventh re-attack (F1, its server half): names with CR or LF cannot be listed (PROTOCOL.md
 // 3.7) and are left out, and the log is to say how many; it never did (they were dropped as
 // hidden names before they were counted).
