@@ -75,7 +75,10 @@ namespace {
 // leaves the tree); the symbols and punctuation that look the same (a thirty-eighth: the combining
 // overlays U+0337 and U+0338, U+0701, U+0702, U+1735, U+2027, U+27CB, U+2AFD, U+A60E, U+10A50,
 // U+1D16D, U+1D23A; a thirty-ninth, from a search of the names with SOLIDUS, SLASH or FULL STOP:
-// U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C). Letters and digits that
+// U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C; a fortieth: the
+// CJK strokes U+31C0..U+31E3 (symbols, "㇒" a slash), U+2041, and the backslash look-alikes with
+// which a name imitates printable()'s own escapes, "a⧵x0ab": U+2216, U+20E5, U+244A, U+29F5,
+// U+29F9, U+FE68, U+FF3C, U+1F67D). Letters and digits that
 // resemble them (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass:
 // they are how other scripts write names.
 bool invisible_or_bidi(uint32_t cp) {
@@ -91,7 +94,9 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x2027, 0x2027},   {0x27cb, 0x27cb},   {0x2afd, 0x2afd},   {0xa60e, 0xa60e},   {0x10a50, 0x10a50},
       {0x1d16d, 0x1d16d}, {0x1d23a, 0x1d23a}, {0x0589, 0x0589},   {0x06d4, 0x06d4},   {0x20eb, 0x20eb},
       {0x233f, 0x233f},   {0x29f6, 0x29f6},   {0x2afb, 0x2afb},   {0x2e3c, 0x2e3c},   {0x2e4a, 0x2e4a},
-      {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c},
+      {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c}, {0x2041, 0x2041},   {0x31c0, 0x31e3},   {0x2216, 0x2216},
+      {0x20e5, 0x20e5},   {0x244a, 0x244a},   {0x29f5, 0x29f5},   {0x29f9, 0x29f9},   {0xfe68, 0xfe68},
+      {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
