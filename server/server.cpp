@@ -399,7 +399,6 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     proto::Step st = drive_handshake(c, hs, lim);
     if (st.ec && st.ec != proto::errc::unauthorized)
       throw Failure("handshake failed: " + st.ec.message() + (st.detail.empty() ? "" : ": " + st.detail));
-    budget = nullptr;
     tune_for_path(fd);
     set_congestion(fd, opt.congestion);
     proto::SessionKeys& keys = hs.keys();
@@ -407,13 +406,17 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
     proto::Message w;
     w.type = proto::MsgType::welcome;
     if (std::string why; !authorized(keys.client_key, &why)) {
+      // Within the refused keys' budget from here, the Welcome's send too: a peer that reset the
+      // connection right after its ClientAuth had every failed send logged, 1,560 lines a second
+      // (a forty-first re-attack, A-F1).
+      budget = &refused_keys;
       w.status = proto::Status::refused;
       w.text = "client key " + proto::fingerprint(keys.client_key) + " is not authorized on this server";
       c.send_message(w);
-      budget = &refused_keys;
       throw Failure("refused unauthorized client key " + proto::fingerprint(keys.client_key) +
                     (why.empty() ? "" : "; no key of authorized_keys is trusted: " + why));
     }
+    budget = nullptr;  // an authorized key: every failure from here gets its line
     if (root->removed()) {
       // Whatever is at the path now is not what the server was started to serve: refused, and
       // logged at each login, until the server is restarted (a deleted root would otherwise

@@ -103,6 +103,37 @@ TEST_F(IdentityPrivacy, UnauthorizedKeyIsNamedInTheServerLogOnly) {
 // A twenty-fifth re-attack (N1): a stranger with fresh keys in a loop (no authorized key needed)
 // wrote a log line per refused key, 4,771 lines in 5 s. Ten lines a second at most, the next one
 // counting those left out; an operator still sees each of a few refusals.
+// A stranger that resets the connection right after its ClientAuth: the server's failed send of
+// the refusal was logged outside every budget, 1,560 lines a second (a forty-first re-attack,
+// A-F1). Every failure before a key is accepted is within a budget (one line a second before the
+// key is known, ten for refused keys).
+TEST_F(IdentityPrivacy, StrangersThatResetAfterTheirAuthCostTheLogTenLinesASecond) {
+  const proto::Identity id = proto::Identity::generate();
+  const auto t0 = Clock::now();
+  int tried = 0;
+  while (Clock::now() - t0 < std::chrono::milliseconds(1500)) {
+    net::Conn c(net::connect_tcp("127.0.0.1", server->port(), std::chrono::milliseconds(5000)),
+                std::chrono::milliseconds(8000), "test");
+    proto::ClientHandshake hs(id, *crypto::find_cipher("aes128-gcm"), *crypto::find_mac("none"));
+    proto::Step step = hs.start();
+    c.write_all(step.send.data(), step.send.size());
+    step = net::drive_handshake(c, hs);
+    ASSERT_FALSE(step.ec) << step.detail;
+    step = hs.confirm_host();
+    c.write_all(step.send.data(), step.send.size());
+    const linger reset{1, 0};
+    ::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ++tried;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  size_t lines = 0;
+  for (const auto& l : nonempty_lines(server->log())) lines += l.find(" error=") != std::string::npos;
+  std::printf("[reset   ] %d resets after ClientAuth in %.1f s: %zu log lines\n", tried, secs, lines);
+  EXPECT_GT(tried, 20);
+  EXPECT_LE(double(lines), 11 * (secs + 2)) << server->log().substr(0, 4000);
+}
+
 TEST_F(IdentityPrivacy, RefusedKeysCostTheLogTenLinesASecond) {
   TempDir other("aesxfer-stranger");
   const fs::path id = other.path() / "id_ed25519";
