@@ -1,5 +1,6 @@
 #include "proto/failure.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -78,7 +79,8 @@ namespace {
 // U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C; a fortieth: the
 // CJK strokes U+31C0..U+31E3 (symbols, "㇒" a slash), U+2041, and the backslash look-alikes with
 // which a name imitates printable()'s own escapes, "a⧵x0ab": U+2216, U+20E5, U+244A, U+29F5,
-// U+29F9, U+FE68, U+FF3C, U+1F67D). Letters and digits that
+// U+29F9, U+FE68, U+FF3C, U+1F67D; a forty-first: U+27CD, U+2572, U+2F02, U+1D20F, U+1D23B).
+// Letters and digits that
 // resemble them (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass:
 // they are how other scripts write names.
 bool invisible_or_bidi(uint32_t cp) {
@@ -96,7 +98,8 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x233f, 0x233f},   {0x29f6, 0x29f6},   {0x2afb, 0x2afb},   {0x2e3c, 0x2e3c},   {0x2e4a, 0x2e4a},
       {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c}, {0x2041, 0x2041},   {0x31c0, 0x31e3},   {0x2216, 0x2216},
       {0x20e5, 0x20e5},   {0x244a, 0x244a},   {0x29f5, 0x29f5},   {0x29f9, 0x29f9},   {0xfe68, 0xfe68},
-      {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d},
+      {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d}, {0x27cd, 0x27cd},   {0x2572, 0x2572},   {0x2f02, 0x2f02},
+      {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
@@ -176,8 +179,55 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+namespace {
+// What looks like the '"' that closes a quote: shown as \xNN inside one, so that a peer's words
+// cannot seem to end it (a forty-first re-attack, B-F2: "denied″); then ... ″key" read as two
+// quotes, and file="pub.txt″ ... result=ok″ as another field). Outside quotes they are names'.
+bool quote_look_alike(uint32_t cp) {
+  switch (cp) {
+    case 0x02dd:
+    case 0x05f4:
+    case 0x201c:
+    case 0x201d:
+    case 0x201e:
+    case 0x201f:
+    case 0x2033:
+    case 0x2036:
+    case 0x275d:
+    case 0x275e:
+    case 0x2e42:
+    case 0x3003:
+    case 0xff02:
+    case 0x1f676:
+    case 0x1f677:
+    case 0x1f678:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 std::string quoted(std::string_view s) {
-  const std::string p = printable(s);
+  std::string p;
+  {
+    const std::string plain = printable(s);
+    for (size_t i = 0; i < plain.size();) {
+      const size_t len = std::max<size_t>(1, utf8_sequence(plain, i));
+      if (len > 1 && quote_look_alike(utf8_code_point(std::string_view(plain).substr(i), len))) {
+        static const char* hex = "0123456789abcdef";
+        for (size_t k = 0; k < len; ++k) {
+          const auto b = static_cast<unsigned char>(plain[i + k]);
+          p += "\\x";
+          p += hex[b >> 4];
+          p += hex[b & 15];
+        }
+      } else {
+        p.append(plain, i, len);
+      }
+      i += len;
+    }
+  }
   std::string out = "\"";
   for (char ch : p) {
     if (ch == '$' || ch == '`') {  // sh would expand them inside double quotes, shlex would not

@@ -75,7 +75,9 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0x0589u, 0x06d4u, 0x20ebu, 0x233fu, 0x29f6u, 0x2afbu, 0x2e3cu, 0x2e4au, 0x2f03u, 0x1f67cu,
         // a fortieth: the CJK strokes, U+2041, and the backslash look-alikes
         0x31c0u, 0x31d2u, 0x31d3u, 0x31e3u, 0x2041u, 0x2216u, 0x20e5u, 0x244au, 0x29f5u, 0x29f9u, 0xfe68u,
-        0xff3cu, 0x1f67du})
+        0xff3cu, 0x1f67du,
+        // a forty-first: more backslash look-alikes
+        0x27cdu, 0x2572u, 0x2f02u, 0x1d20fu, 0x1d23bu})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
@@ -88,6 +90,12 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0x30ceu,  0x4e3fu,  0x0660u,  0x06f0u, 0x00b7u,  0x0336u,  0x0339u})
     EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << std::hex << cp;
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
+  // Inside a quote, what looks like its closing '"' is escaped too, and only there (a forty-first
+  // re-attack, B-F2: "denied″); ... ″key" read as two quotes).
+  for (unsigned cp : {0x02ddu, 0x05f4u, 0x201cu, 0x201du, 0x2033u, 0x2036u, 0x3003u, 0xff02u, 0x1f676u})
+    EXPECT_EQ(proto::quoted("a" + utf8(cp) + "b"), "\"a" + hex(utf8(cp)) + "b\"") << std::hex << cp;
+  EXPECT_EQ(proto::printable("a" + utf8(0x201c) + "b"), "a" + utf8(0x201c) + "b");
+  EXPECT_EQ(proto::quoted("say \"hi\" $x"), "\"say \\\"hi\\\" \\x24x\"");
 }
 
 class BidiNames : public ServerTest {};
