@@ -328,6 +328,20 @@ TEST_F(RecvTree, ListingLimitIsAClearError) {
   r = run({"recv", "-r", "127.0.0.1:tree/sub", (ws.local / "small").string(), "-q"}, small.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(fs::is_regular_file(ws.local / "small" / "deep" / "c.bin"));
+  // The names a listing leaves out count too (a forty-first re-attack, A-F3: 300,000 partial files
+  // cost every one-entry listing a walk of them all).
+  fs::create_directories(ws.root / "kept");
+  write_text_file(ws.root / "kept" / "one", "1");
+  for (int i = 0; i < 12; ++i) {
+    const fs::path p = ws.root / "kept" / (".f" + std::to_string(i) + ".aesxfer-partial");
+    write_text_file(p, "");
+    fs::permissions(p, fs::perms(0600));
+  }
+  r = run({"recv", "-r", "127.0.0.1:kept", (ws.local / "kept").string(), "-q"}, small.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("more than 10 names to read (twice the server's limit, serve --max-list)"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(small.stop(), 0);
   // Many entries, in several pages (16 KiB each): 3000 files with 40-byte names.
   fs::path many = ws.root / "many";
