@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -312,12 +313,20 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
       throw Failure(proto::printable(file.string()) + ": " + os_error(e));
     if (text.size() > kMaxKeysFile) throw Failure(proto::printable(file.string()) + ": over 16 MiB");
   }
+  // Host names without regard to case, as DNS and ssh take them, and written in lower case: one
+  // server is one entry however it is spelled (a forty-first re-attack, B-F3: LOCALHOST was
+  // trusted on first use with another key while localhost was pinned).
+  const auto lower = [](std::string t) {
+    for (char& ch : t) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  const std::string wanted = lower(host_port);
   std::istringstream in(text);
   std::string line;
   for (int lineno = 1; in && std::getline(in, line); ++lineno) {
     std::istringstream ls(line);
     std::string name;
-    if (!(ls >> name) || name.empty() || name[0] == '#' || name != host_port) continue;
+    if (!(ls >> name) || name.empty() || name[0] == '#' || lower(name) != wanted) continue;
     std::string rest;
     std::getline(ls, rest);
     proto::PublicKey pk;
@@ -335,7 +344,7 @@ HostCheck check_known_host(const fs::path& file, const std::string& host_port, c
   const UniqueFd home = make_private_home(file.parent_path());
   UniqueFd out(::openat(home.get(), file.filename().c_str(),
                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  const std::string entry = host_port + " " + encode_public_key(key) + "\n";
+  const std::string entry = wanted + " " + encode_public_key(key) + "\n";
   if (!out || ::write(out.get(), entry.data(), entry.size()) != ssize_t(entry.size()) || out.close() != 0)
     throw Failure("cannot write " + proto::printable(file.string()) + ": " +
                   (errno == ELOOP ? std::string("is a symbolic link") : std::string(std::strerror(errno))));

@@ -1158,6 +1158,27 @@ TEST_F(ClientLocal, FirstContactIsAnnouncedAndStrictHostKeysRefusesUnknownHosts)
   EXPECT_EQ(r.err, "") << "known now: nothing to say";
 }
 
+// A host pinned under one spelling is the same host under another case (a forty-first re-attack,
+// B-F3: LOCALHOST was trusted on first use with another key while localhost was pinned), and a
+// new entry is written in lower case, as ssh writes it.
+TEST_F(ClientLocal, KnownHostsIgnoresTheCaseOfHostNames) {
+  write_text_file(ws.local / "f", "x");
+  const std::string port = std::to_string(server->port());
+  write_text_file(ws.home / "known_hosts",
+                  "LOCALHOST:" + port + " aesxfer-ed25519 QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=\n");
+  auto r = run({"send", (ws.local / "f").string(), "localhost:f", "-q"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host key for localhost:" + port + " changed"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.root / "f"));
+  fs::remove(ws.home / "known_hosts");
+  r = run({"send", (ws.local / "f").string(), "LocalHost:f"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.home / "known_hosts").rfind("localhost:" + port + " aesxfer-ed25519 ", 0), 0u)
+      << read_text_file(ws.home / "known_hosts");
+  r = run({"send", (ws.local / "f").string(), "LOCALHOST:f", "--strict-host-keys"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
 TEST_F(ClientLocal, UnparsableKnownHostsLineIsAnErrorNamingFileAndLine) {
   write_text_file(ws.local / "f", "x");
   const std::string hp = "127.0.0.1:" + std::to_string(server->port());
