@@ -1,6 +1,5 @@
 #include "proto/failure.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -139,46 +138,6 @@ std::atomic<bool> g_utf8_output{true};
 void set_utf8_output(bool on) noexcept { g_utf8_output.store(on, std::memory_order_relaxed); }
 bool utf8_output() noexcept { return g_utf8_output.load(std::memory_order_relaxed); }
 
-std::string printable(std::string_view s) {
-  const bool utf8 = utf8_output();
-  std::string out;
-  auto esc = [&](unsigned char ch) {
-    char b[8];
-    std::snprintf(b, sizeof b, "\\x%02x", ch);
-    out += b;
-  };
-  for (size_t i = 0; i < s.size();) {
-    unsigned char ch = static_cast<unsigned char>(s[i]);
-    if (ch < 0x80) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\')
-        esc(ch);
-      else
-        out += char(ch);
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) passes as
-    // it is, unless it encodes a C1 control (U+0080..U+009F: 0xc2 0x80..0x9f) or another code
-    // point escaped_code_point() names (escaped byte by byte); any other byte from 0x80 up is
-    // escaped on its own (a raw 0x9b is CSI to an 8-bit terminal), and so is every such byte
-    // when the output is not UTF-8.
-    const size_t len = utf8 ? utf8_sequence(s, i) : 0;
-    if (len == 0) {
-      esc(ch);
-      ++i;
-      continue;
-    }
-    if (escaped_code_point(utf8_code_point(s.substr(i, len), len))) {
-      for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
-      i += len;
-      continue;
-    }
-    out.append(s.substr(i, len));
-    i += len;
-  }
-  return out;
-}
-
 namespace {
 // What looks like the '"' that closes a quote: shown as \xNN inside one, so that a peer's words
 // cannot seem to end it (a forty-first re-attack, B-F2: "denied″); then ... ″key" read as two
@@ -208,26 +167,54 @@ bool quote_look_alike(uint32_t cp) {
 }
 }  // namespace
 
-std::string quoted(std::string_view s) {
-  std::string p;
-  {
-    const std::string plain = printable(s);
-    for (size_t i = 0; i < plain.size();) {
-      const size_t len = std::max<size_t>(1, utf8_sequence(plain, i));
-      if (len > 1 && quote_look_alike(utf8_code_point(std::string_view(plain).substr(i), len))) {
-        static const char* hex = "0123456789abcdef";
-        for (size_t k = 0; k < len; ++k) {
-          const auto b = static_cast<unsigned char>(plain[i + k]);
-          p += "\\x";
-          p += hex[b >> 4];
-          p += hex[b & 15];
-        }
-      } else {
-        p.append(plain, i, len);
-      }
-      i += len;
+namespace {
+// printable(), and inside a quote (quoted()) the look-alikes of its closing '"' escaped too.
+std::string escaped(std::string_view s, bool in_quote) {
+  const bool utf8 = utf8_output();
+  std::string out;
+  auto esc = [&](unsigned char ch) {
+    char b[8];
+    std::snprintf(b, sizeof b, "\\x%02x", ch);
+    out += b;
+  };
+  for (size_t i = 0; i < s.size();) {
+    unsigned char ch = static_cast<unsigned char>(s[i]);
+    if (ch < 0x80) {
+      if (ch < 0x20 || ch == 0x7f || ch == '\\')
+        esc(ch);
+      else
+        out += char(ch);
+      ++i;
+      continue;
     }
+    // A well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) passes as
+    // it is, unless it encodes a C1 control (U+0080..U+009F: 0xc2 0x80..0x9f) or another code
+    // point escaped_code_point() names (escaped byte by byte); any other byte from 0x80 up is
+    // escaped on its own (a raw 0x9b is CSI to an 8-bit terminal), and so is every such byte
+    // when the output is not UTF-8.
+    const size_t len = utf8 ? utf8_sequence(s, i) : 0;
+    if (len == 0) {
+      esc(ch);
+      ++i;
+      continue;
+    }
+    if (const uint32_t cp = utf8_code_point(s.substr(i, len), len);
+        escaped_code_point(cp) || (in_quote && quote_look_alike(cp))) {
+      for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
+      i += len;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
   }
+  return out;
+}
+}  // namespace
+
+std::string printable(std::string_view s) { return escaped(s, false); }
+
+std::string quoted(std::string_view s) {
+  const std::string p = escaped(s, true);
   std::string out = "\"";
   for (char ch : p) {
     if (ch == '$' || ch == '`') {  // sh would expand them inside double quotes, shlex would not
