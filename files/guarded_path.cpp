@@ -42,6 +42,8 @@ std::string planted_dir(int dir_fd) {
   return planted_directory(dir, parent);
 }
 
+namespace {
+// planted_dir() of dir_fd and of each directory above it, up to "/" or `top`: who planted one.
 std::string planted_on_way(int dir_fd, const struct stat* top) {
   UniqueFd up;
   int cur = dir_fd;
@@ -60,6 +62,7 @@ std::string planted_on_way(int dir_fd, const struct stat* top) {
   }
   return "";
 }
+}  // namespace
 
 std::string planted_dir_at(int parent_fd, const std::string& name) {
   struct stat dir {
@@ -264,8 +267,8 @@ TrustedText read_trusted_text(const fs::path& path, size_t max_bytes) {
       t.detail = proto::printable(path.string()) + ": " + why;
       return t;
     }
-    fd.reset(g.magic ? ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                     : ::openat(g.dir.get(), g.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+    fd.reset(::openat(g.dir.get(), g.name.c_str(),
+                      O_RDONLY | O_CLOEXEC | O_NONBLOCK | (g.magic ? 0 : O_NOFOLLOW)));
   } catch (const Failure& f) {
     t.problem = TrustedText::Problem::unreachable;
     t.detail = f.what();

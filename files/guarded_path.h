@@ -34,12 +34,11 @@ std::string planted_by(uid_t owner, const struct stat& dir);
 std::string planted_dir(int dir_fd);
 std::string planted_dir_at(int parent_fd, const std::string& name);
 // planted_dir() of `dir_fd` and of each directory above it, up to the file system's "/" or up to
-// `top` (its device and inode; not judged itself: the server's root), or "": nothing is written
-// into or below a directory another user planted, wherever it is on the way (a thirty-ninth
-// re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's /tmp/backup, which the
-// check of the last name alone never saw).
-std::string planted_on_way(int dir_fd, const struct stat* top = nullptr);
-// Its refusal in words ("WHO is on its way: nothing is written into or below it"), or "".
+// `top` (its device and inode; not judged itself: the server's root), as a refusal in words ("a
+// directory owned by uid N ... is on its way: nothing is written into or below it"), or "":
+// nothing is written into or below a directory another user planted, wherever it is on the way (a
+// thirty-ninth re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's
+// /tmp/backup, which the check of the last name alone never saw).
 std::string planted_way_text(int dir_fd, const struct stat* top = nullptr);
 
 // Why a symbolic link `link` (its lstat) inside a tree that send -r reads may not be followed to

@@ -118,10 +118,9 @@ Root::Root(const fs::path& root, const std::vector<fs::path>& hidden, Resolver r
   // word, and a file fetched back was nobody's forgery, "verified").
   if (const std::string why = files::planted_way_text(fd_.get()); !why.empty())
     throw Failure("root " + printable(root.string()) + ": " + why);
-  struct stat opened {
-  }, named{};
-  if (::fstat(fd_.get(), &opened) != 0 || ::stat(real_.c_str(), &named) != 0 ||
-      opened.st_dev != named.st_dev || opened.st_ino != named.st_ino)
+  struct stat named {};
+  if (::fstat(fd_.get(), &opened_) != 0 || ::stat(real_.c_str(), &named) != 0 ||
+      opened_.st_dev != named.st_dev || opened_.st_ino != named.st_ino)
     throw Failure("root " + printable(root.string()) + ": changed while the server opened it");
   const char* off = std::getenv("AESXFER_NO_OPENAT2");
   if (r == Resolver::automatic && !(off && *off && std::string(off) != "0")) {
@@ -366,9 +365,7 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
 // host:pub/up.txt stored pub/up.txt/f in nobody's directory; a thirty-ninth, B-F5: the same
 // through pub/up/f, or with a trailing "/").
 bool Root::planted_on_way(const Place& p, const std::string& req, Refusal& why) const {
-  struct stat top {};
-  if (::fstat(fd_.get(), &top) != 0) return false;
-  const std::string text = files::planted_way_text(p.dir.get(), &top);
+  const std::string text = files::planted_way_text(p.dir.get(), &opened_);
   if (text.empty()) return false;
   why = {proto::Status::permission, req.substr(0, 256) + ": " + text};
   return true;

@@ -118,6 +118,7 @@ class Root {
  private:
   std::filesystem::path real_;
   UniqueFd fd_;
+  struct stat opened_ {};  // fd_'s, once: where planted_on_way's walk up from a place stops
   bool openat2_ = false;
   struct Hidden {
     bool exists;  // at the start: dev and ino are known
