@@ -292,11 +292,6 @@ uint64_t Pipeline::agreed_start(const Item& it, const proto::Message& resp) cons
   return it.offer->size;
 }
 
-namespace {
-// The most of a refused get's data read and dropped to keep the session: a pipelined file's bound.
-constexpr uint64_t kMaxDropped = 1 << 20;
-}  // namespace
-
 void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   const auto t0 = Clock::now();
   const uint64_t start = agreed_start(it, resp);
@@ -320,7 +315,7 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
   // beyond its listing's had the client read and drop it all, 1 TiB, silent, with --timeout never
   // firing (a thirty-ninth re-attack, B-F2). The connection is given up instead, as the server
   // gives up one whose refused put overruns 1 MiB.
-  if (failed && resp.size - std::min(resp.size, start) > kMaxDropped)
+  if (failed && resp.size - std::min(resp.size, start) > proto::kMaxAheadSize)
     throw Failure::link(failed->what() + std::string("; the server sends ") + files::size_text(resp.size) +
                             " for it, more than the 1 MiB of a refused file this client reads and drops: the "
                             "connection is closed",
