@@ -88,6 +88,13 @@ fs::path StickyShare::link(const std::string& name, const fs::path& target, uid_
   return at;
 }
 
+fs::path plant_directory(const fs::path& at, uid_t who, gid_t gid) {
+  fs::create_directories(at);
+  if (::chown(at.c_str(), who, gid) != 0 || ::chmod(at.c_str(), 0777) != 0)
+    throw std::runtime_error("plant_directory " + at.string());
+  return at;
+}
+
 fs::path client_home(const Workspace& ws) {
   const fs::path own = ws.tmp / "client-home";
   return fs::exists(own) ? own : ws.home;

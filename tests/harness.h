@@ -64,6 +64,11 @@ struct StickyShare {
   fs::path link(const std::string& name, const fs::path& target, uid_t who = kNobody) const;
 };
 
+// A directory `at` that another user made (theirs, mode 0777, group `gid`), in a sticky directory the
+// caller made: what the planted-directory rules refuse (files::planted_by). Returns `at`; throws
+// when it cannot be made so.
+fs::path plant_directory(const fs::path& at, uid_t who = kNobody, gid_t gid = kNobody);
+
 // Lower-case hex SHA-256 of a file's contents (OpenSSL); throws when it cannot be read.
 std::string sha256_file(const fs::path& p);
 // The first word a reference tool (/usr/bin/xxh128sum, sha256sum) prints for a file.

@@ -683,10 +683,9 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
   fs::create_directories(ws.root / "priv");
   write_text_file(ws.root / "priv" / "doc", "secret\n");
   const fs::path share = ws.local / "share";
-  fs::create_directories(share / "priv");
+  fs::create_directories(share);
   ASSERT_EQ(::chmod(share.c_str(), 01777), 0);
-  ASSERT_EQ(::chmod((share / "priv").c_str(), 0777), 0);
-  ASSERT_EQ(::chown((share / "priv").c_str(), kNobody, kNobody), 0);
+  plant_directory(share / "priv");
   auto r = run({"recv", "-r", "127.0.0.1:priv", share.string()});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(
@@ -698,9 +697,7 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
   EXPECT_FALSE(fs::exists(share / "priv" / "doc"));
   // Nor into one planted under the DEST typed as a name (a thirty-eighth re-attack, B-F1: recv
   // host:f /tmp/copy and recv -r host:tree /tmp/copy wrote into nobody's /tmp/copy, exit 0).
-  fs::create_directories(share / "copy");
-  ASSERT_EQ(::chmod((share / "copy").c_str(), 0777), 0);
-  ASSERT_EQ(::chown((share / "copy").c_str(), kNobody, kNobody), 0);
+  plant_directory(share / "copy");
   for (const auto& args : std::vector<std::vector<std::string>>{{"recv", "127.0.0.1:priv/doc"},
                                                                 {"recv", "-r", "127.0.0.1:priv"}}) {
     std::vector<std::string> a = args;
@@ -734,10 +731,9 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
   EXPECT_TRUE(fs::is_empty(share / "copy"));
 
   // The server's side: send -r into a served sticky directory where the name is another user's.
-  fs::create_directories(ws.root / "pub" / "l1");
+  fs::create_directories(ws.root / "pub");
   ASSERT_EQ(::chmod((ws.root / "pub").c_str(), 01777), 0);
-  ASSERT_EQ(::chmod((ws.root / "pub" / "l1").c_str(), 0777), 0);
-  ASSERT_EQ(::chown((ws.root / "pub" / "l1").c_str(), kNobody, kNobody), 0);
+  plant_directory(ws.root / "pub" / "l1");
   fs::create_directories(ws.local / "l1");
   write_text_file(ws.local / "l1" / "doc", "local secret\n");
   r = run({"send", "-r", "-p", (ws.local / "l1").string(), "127.0.0.1:pub/"});
@@ -747,9 +743,7 @@ TEST_F(DestRules, ATreeIsNeverWrittenIntoADirectoryAnotherUserPlantedInASharedOn
       << r.err;
   EXPECT_FALSE(fs::exists(ws.root / "pub" / "l1" / "doc"));
   // A put into one typed as a name (a thirty-eighth re-attack, B-F1).
-  fs::create_directories(ws.root / "pub" / "up");
-  ASSERT_EQ(::chmod((ws.root / "pub" / "up").c_str(), 0777), 0);
-  ASSERT_EQ(::chown((ws.root / "pub" / "up").c_str(), kNobody, kNobody), 0);
+  plant_directory(ws.root / "pub" / "up");
   r = run({"send", (ws.local / "l1" / "doc").string(), "127.0.0.1:pub/up"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("pub/up: a directory owned by uid 65534" + below), std::string::npos) << r.err;
@@ -920,11 +914,10 @@ TEST_F(DestRules, AGroupWritableStickyDirectoryIsJudgedAsAWorldWritableOne) {
   fs::create_directories(ws.root / "tree");
   write_text_file(ws.root / "tree" / "doc", "secret\n");
   const fs::path team = ws.local / "team";
-  fs::create_directories(team / "backup");
+  fs::create_directories(team);
   ASSERT_EQ(::chown(team.c_str(), 0, 1234), 0);
   ASSERT_EQ(::chmod(team.c_str(), 01770), 0);
-  ASSERT_EQ(::chown((team / "backup").c_str(), kNobody, 1234), 0);
-  ASSERT_EQ(::chmod((team / "backup").c_str(), 0777), 0);
+  plant_directory(team / "backup", kNobody, 1234);
   ASSERT_EQ(::mkfifo((team / "out").c_str(), 0666), 0);
   ASSERT_EQ(::lchown((team / "out").c_str(), kNobody, 1234), 0);
   for (const auto& args : std::vector<std::vector<std::string>>{
@@ -946,10 +939,9 @@ TEST_F(DestRules, AGroupWritableStickyDirectoryIsJudgedAsAWorldWritableOne) {
 TEST_F(DestRules, TheServersRootAndOutputFilesAreNeverInADirectoryAnotherUserPlanted) {
   write_text_file(ws.root / "a.txt", "a\n");
   const fs::path share = ws.local / "share", drop = share / "drop";
-  fs::create_directories(drop);
+  fs::create_directories(share);
   ASSERT_EQ(::chmod(share.c_str(), 01777), 0);
-  ASSERT_EQ(::chown(drop.c_str(), kNobody, kNobody), 0);
-  ASSERT_EQ(::chmod(drop.c_str(), 0777), 0);
+  plant_directory(drop);
   const std::string why =
       "a directory owned by uid 65534 in a sticky directory others can write to is on its "
       "way: nothing is written into or below it";
