@@ -42,6 +42,7 @@
 #include "server/requests.h"
 #include "server/root.h"
 #include "server/sweep.h"
+#include "server/task_limit.h"
 
 namespace aesxfer::server {
 
@@ -171,7 +172,12 @@ struct Server::Impl {
   // Compares RLIMIT_NOFILE with what --max-sessions can use, raises the soft limit where it can
   // and says so, and sets the global budget of parallel-stream files from what there is.
   void check_descriptors();
-  void start_session(int fd, const std::string& peer, const std::string& source);
+  // Compares the task limit (RLIMIT_NPROC, the cgroup's pids.max) with the threads that
+  // --max-sessions and --max-startups can use, and warns when it is lower.
+  void check_tasks();
+  // Starts the session's thread, which owns the socket from then on; or, when no descriptor or
+  // no thread is to be had, takes the connection out of the pool and says why (sock untouched).
+  std::string start_session(tcp::socket& sock, const std::string& peer, const std::string& source);
   // Joins the threads of finished sessions (all: every session, waiting for them) and closes
   // their sockets.
   void reap(bool all);
@@ -298,25 +304,20 @@ void Server::Impl::refuse_busy(tcp::socket sock) {
   d->read();
 }
 
-void Server::Impl::start_session(int fd, const std::string& peer, const std::string& source) {
+std::string Server::Impl::start_session(tcp::socket& sock, const std::string& peer,
+                                        const std::string& source) {
   auto slot = std::make_unique<Slot>();
-  slot->fd.reset(fd);
   slot->source = source;
   slot->in_pool = true;  // enter_pool counted it
-  int conn_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (conn_fd < 0) {
-    const int e = errno;
-    slot->fd.reset();
-    {
-      std::lock_guard<std::mutex> g(mu);
-      leave_pool(*slot);
-    }
-    log("peer=" + peer + " error=" + proto::quoted("cannot start a session: " + errno_text(e)));
-    return;
-  }
   Slot* sp = slot.get();
-  UniqueFd conn(conn_fd);  // the session's thread owns it once it runs
+  const int conn_fd = ::fcntl(sock.native_handle(), F_DUPFD_CLOEXEC, 0);
+  const int dup_errno = errno;
   std::lock_guard<std::mutex> g(mu);
+  if (conn_fd < 0) {
+    leave_pool(*sp);
+    return "server busy: no descriptor for a session (" + errno_text(dup_errno) + ")";
+  }
+  UniqueFd conn(conn_fd);  // the session's thread owns it once it runs
   try {
     sp->th = std::thread([this, sp, conn_fd, peer] {
       session(conn_fd, peer, *sp);  // closes conn_fd
@@ -331,14 +332,16 @@ void Server::Impl::start_session(int fd, const std::string& peer, const std::str
       // The accept loop's thread joins this one and closes its socket (after a stop, run() does).
       asio::post(io, [this] { reap(false); });
     });
-    conn.release();
-  } catch (const std::system_error& te) {  // no thread to be had: refuse this one
-    sp->fd.reset();                        // conn closes its duplicate
-    leave_pool(*sp);
-    log("peer=" + peer + " error=" + proto::quoted(std::string("cannot start a session: ") + te.what()));
-    return;
+  } catch (const std::system_error& te) {  // no thread to be had (the task limit): refused busy
+    leave_pool(*sp);                       // conn closes the duplicate; the caller keeps sock
+    return std::string("server busy: no thread for a session (") + te.what() + ")";
   }
+  conn.release();
+  // The thread waits for mu before it touches the slot's descriptor.
+  boost::system::error_code ec;
+  sp->fd.reset(sock.release(ec));
   slots.push_back(std::move(slot));
+  return "";
 }
 
 void Server::Impl::check_descriptors() {
@@ -366,6 +369,18 @@ void Server::Impl::check_descriptors() {
          " can use; parallel-stream files get what is left, and accepts back off when none is");
   uint64_t fixed = kBase + pool + sessions_max * kPerSession;
   parts.set_max_files(std::min(opt.max_part_files, have > fixed ? have - fixed : 0));
+}
+
+void Server::Impl::check_tasks() {
+  // The io thread; a thread per connection in the pool or in a session; one more (the file
+  // reader or writer) per session moving a file.
+  const uint64_t want = 1 + opt.max_startups + 2 * uint64_t(opt.max_sessions);
+  const auto limit = task_limit();
+  if (limit && limit->max < want)
+    warn("warning: the task limit (" + std::to_string(limit->max) + ", " + limit->what + ") is below the " +
+         std::to_string(want) + " threads that --max-sessions " + std::to_string(opt.max_sessions) +
+         " and --max-startups " + std::to_string(opt.max_startups) +
+         " can use; connections beyond it are turned away busy");
 }
 
 void Server::Impl::reap(bool all) {
@@ -634,6 +649,7 @@ void Server::Impl::log_start(uint16_t port) {
   if (!own_refused.empty()) warn("this user's own identity is not trusted for logins: " + own_refused);
   for (const auto& p : problems) warn(p);
   check_descriptors();
+  check_tasks();
   auto join = [](const std::vector<std::string>& v) {
     std::string r;
     for (const auto& x : v) r += (r.empty() ? "" : ",") + x;
@@ -681,14 +697,17 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
       std::lock_guard<std::mutex> g(mu);
       busy = enter_pool(source);
     }
+    if (busy.empty()) {
+      tune_socket(sock.native_handle());
+      // A connection the process has no thread for is turned away as one over the pool is: a
+      // busy ServerHello and a line within the same budget (a forty-first re-attack, A-F1b: past
+      // the task limit every connect wrote a line, and a client read "closed the connection").
+      busy = start_session(sock, peer, source);
+    }
     if (!busy.empty()) {
       log_within(drops, "peer=" + peer +
                             " error=" + proto::quoted(busy + "; connection dropped before the handshake"));
       refuse_busy(std::move(sock));
-    } else {
-      int fd = sock.release();
-      tune_socket(fd);
-      start_session(fd, peer, source);
     }
     accept_loop(acc, backoff, delay);
   });

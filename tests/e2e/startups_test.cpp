@@ -14,6 +14,7 @@
 //   Startups.OptionIsCheckedAtStart                           a bad START:RATE:FULL is a usage error
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -225,6 +226,72 @@ TEST_F(Startups, PerSourceLimitCountsANetblock) {
   EXPECT_FALSE(refused_busy(server->port(), "127.0.1.2", 500));  // another one
   EXPECT_TRUE(server->wait_for_log("unauthenticated connections from 127.0.0.0/24 already")) << server->log();
   EXPECT_TRUE(server->wait_for_log("per_source_netblock=24:64")) << server->log();
+}
+
+// A forty-first re-attack (A-F1b): when the process may start no more threads (RLIMIT_NPROC of a
+// service user, systemd's TasksMax, a container's pids.max), every connect wrote a log line
+// (1,100 in 1.3 s) and an authorized client read "closed the connection during the handshake".
+// Now such a connection is told busy, as one over the pool is, within the drops' line a second;
+// serve warns at start that the limit is below what its options can use; once threads are
+// free again the next client gets in. The server runs as nobody (root is exempt from
+// RLIMIT_NPROC), under a soft limit the test sets on itself for the fork to inherit.
+TEST(StartupsTasks, PastTheTaskLimitAClientIsToldBusyAndTheLogKeepsItsBudget) {
+  Workspace ws;
+  write_random_file(ws.local / "f.bin", 20000, 24);
+  hand_over(ws, kNobody);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NPROC, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 12;  // nobody's tasks: the server's io thread and its sessions (and any other test's)
+  ASSERT_EQ(::setrlimit(RLIMIT_NPROC, &low), 0);
+  std::unique_ptr<ServerProcess> server;
+  try {
+    server = std::make_unique<ServerProcess>(
+        ws.home, ws.root, std::vector<std::string>{"--max-startups", "200", "--handshake-timeout", "30"},
+        kNobody);
+  } catch (...) {
+    ::setrlimit(RLIMIT_NPROC, &saved);
+    throw;
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NPROC, &saved), 0);
+  EXPECT_TRUE(server->wait_for_log("the task limit (12, RLIMIT_NPROC")) << server->log();
+  auto send = [&](const std::string& name) {
+    return run_aesxfer({"send", (ws.local / "f.bin").string(), "127.0.0.1:" + name, "-P",
+                        std::to_string(server->port()), "--timeout", "20", "-q"},
+                       client_home(ws), 60);
+  };
+  int tried = 0;
+  double secs = 0;
+  {
+    IdleFlood flood(server->port(), 16);  // more than the threads there are: the rest renew at once
+    const auto t0 = Clock::now();
+    while (!server->wait_for_log("no thread for a session", 0.05) &&
+           Clock::now() - t0 < std::chrono::seconds(10))
+      ;
+    ProcResult r = send("busy.bin");
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("server busy: "), std::string::npos) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+    EXPECT_FALSE(fs::exists(ws.root / "busy.bin"));
+    const auto t1 = Clock::now();
+    while (Clock::now() - t1 < std::chrono::milliseconds(1500)) {
+      const int fd = connect_loopback(server->port());
+      if (fd >= 0) ::close(fd);
+      ++tried;
+    }
+    secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  }  // the flood closes its connections: their threads end
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string log = server->log();
+  size_t lines = 0;
+  for (const auto& l : nonempty_lines(log)) lines += l.find(" error=") != std::string::npos;
+  std::printf("[startups] past the task limit: %d connections in %.1f s, %zu error lines\n", tried, secs,
+              lines);
+  EXPECT_GT(tried, 50);
+  EXPECT_LE(double(lines), 2 * (secs + 2)) << log.substr(0, 4000);
+  ProcResult in = send("in.bin");
+  EXPECT_EQ(in.exit_code, 0) << in.describe() << server->log();
+  EXPECT_EQ(server->stop(), 0);
 }
 
 TEST(StartupsOption, SourceBlocksAsSshdCountsThem) {
