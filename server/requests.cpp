@@ -774,8 +774,8 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 
 // The memory every listing of a server holds until its pages are sent (a client that does not
 // read keeps it until the idle timeout): at most RequestLimits::max_list_memory in all
-// (RequestContext::listing_bytes), charged as the walk goes: each entry (kEntryCost and its path)
-// until the lister goes, and each name read from a directory (kItemCost and the name) while that
+// (RequestContext::listings, server/listing_memory.h), charged as the walk goes: each entry (kEntryCost and
+// its path) until the lister goes, and each name read from a directory (kItemCost and the name) while that
 // directory's names are held, as readdir returns it, so that a directory too large for the bound is
 // refused before it has been read whole. A listing that would pass the bound is refused as busy,
 // and the others go on. Without it, 64 sessions listing 200,000 entries each held several GB (a
@@ -785,40 +785,11 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
 // path's heap block. The third re-attack measured about 0.7 KB per entry of a 250-byte name.
 constexpr uint64_t kEntryCost = 2 * sizeof(proto::ListEntry) + 32;
 
-class ListingCharge {
- public:
-  ListingCharge(std::atomic<uint64_t>& used, uint64_t cap) : used_(used), cap_(cap) {}
-  ListingCharge(const ListingCharge&) = delete;
-  ~ListingCharge() { used_.fetch_sub(held_); }
-  // Adds n bytes, or throws Failure (busy) when every listing together would pass the bound.
-  void add(uint64_t n) {
-    if (used_.fetch_add(n) + n > cap_) {
-      used_.fetch_sub(n);
-      throw Failure(
-          "server busy: the listings in progress hold all the memory the server allows them (serve "
-          "--max-list-memory); try again later",
-          Status::busy);
-    }
-    held_ += n;
-  }
-  // Gives back n bytes of what add() took.
-  void release(uint64_t n) noexcept {
-    n = std::min(n, held_);
-    used_.fetch_sub(n);
-    held_ -= n;
-  }
-
- private:
-  std::atomic<uint64_t>& used_;
-  uint64_t cap_;
-  uint64_t held_ = 0;
-};
-
 class TreeLister {
  public:
   TreeLister(const RequestContext& ctx, int top, const std::string& shown)
       : root_(ctx.root),
-        charge_(ctx.listing_bytes, ctx.limits.max_list_memory),
+        charge_(ctx.listings, ctx.limits.max_list_memory),
         chain_(top, [this](int at, const std::string& name,
                            const std::string& rel) { return open_at(at, name, rel); }),
         shown_(shown),
@@ -831,6 +802,8 @@ class TreeLister {
     std::vector<proto::ListEntry>().swap(entries);
     charge_.release(~uint64_t(0));
   }
+  // The walk is over: the listing holds its charge until it goes and makes no other wait.
+  void walked() noexcept { charge_.walked(); }
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
@@ -956,7 +929,7 @@ class TreeLister {
   }
 
   const Root& root_;
-  ListingCharge charge_;  // held until the lister (and its entries) goes
+  ListingMemory::Share charge_;  // held until the lister (and its entries) goes
   files::DirChain chain_;
   std::string shown_;
   uint64_t max_entries_;
@@ -1014,6 +987,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   TreeLister lister(ctx, dir->dir.get(), dir->shown);
   try {
     lister.walk("");
+    lister.walked();
   } catch (const Failure& f) {
     lister.drop();
     return refuse(ctx, req, dir->shown, {f.status, f.what()});

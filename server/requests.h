@@ -20,6 +20,7 @@
 #include "proto/handshake.h"
 #include "server/digests.h"
 #include "server/line_budget.h"
+#include "server/listing_memory.h"
 #include "server/made_dirs.h"
 #include "server/parts.h"
 #include "server/root.h"
@@ -50,9 +51,9 @@ struct RequestContext {
   const RequestLimits& limits;
   PartsRegistry& parts;
   Sweeper& sweeper;
-  // Bytes every listing of this server holds until its pages are sent, shared by its sessions
+  // What every listing of this server holds until its pages are sent, shared by its sessions
   // (bounded by limits.max_list_memory).
-  std::atomic<uint64_t>& listing_bytes;
+  ListingMemory& listings;
   std::function<void(const std::string&)> log;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
   // Requests that move no data (refused, a mkdir of a directory that was there, a probe or resumed

@@ -97,9 +97,9 @@ struct Server::Impl {
   size_t sessions = 0;   // authenticated sessions, at most opt.max_sessions; under mu
   size_t lingering = 0;  // busy refusals draining their socket; the io thread's alone
   std::mutex log_mu;
-  PartsRegistry parts;                     // files moving over several connections (--streams)
-  std::unique_ptr<Sweeper> sweeper;        // expires kept partial files and temporary-file debris
-  std::atomic<uint64_t> listing_bytes{0};  // what the listings in progress hold (--max-list-memory)
+  PartsRegistry parts;               // files moving over several connections (--streams)
+  std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
+  ListingMemory listings;            // what the listings in progress hold (--max-list-memory)
 
   // A write to the log that fails (a full disk) loses that line, not the log: the stream's error
   // is cleared and the next line that is written says how many were lost (a thirty-sixth
@@ -469,8 +469,8 @@ void Server::Impl::log_within(LineBudget& budget, const std::string& line) {
 }
 
 void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
-  RequestContext ctx{c,     keys,     *root,         limits,
-                     parts, *sweeper, listing_bytes, [this](const std::string& l) { log(l); }};
+  RequestContext ctx{c,     keys,     *root,    limits,
+                     parts, *sweeper, listings, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
   {
     // One budget per client key, for every session of it (authorized keys are few: the map stays

@@ -107,7 +107,7 @@ class InProcessServer {
       w.type = proto::MsgType::welcome;
       c.send_message(w);
       server::RequestContext ctx{
-          c, hs.keys(), root_, limits_, parts_, sweeper_, listing_bytes_, [this](const std::string &l) {
+          c, hs.keys(), root_, limits_, parts_, sweeper_, listings_, [this](const std::string &l) {
             std::lock_guard<std::mutex> g(mu_);
             log_.push_back(l);
           }};
@@ -130,7 +130,7 @@ class InProcessServer {
   server::RequestLimits limits_;
   server::PartsRegistry parts_;
   server::Sweeper sweeper_{std::chrono::hours(24 * 7)};
-  std::atomic<uint64_t> listing_bytes_{0};
+  server::ListingMemory listings_;
   std::mutex mu_;
   std::vector<std::string> log_, ends_;
   std::vector<std::thread> sessions_;
