@@ -266,6 +266,8 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
   const fs::path at = dir == AT_FDCWD ? local : local.filename();
   // Only a file of this user's with one link is offered (another user's planted copy is replaced
   // whole, never kept as "up to date": a seventh re-attack, N3), as for one file.
+  // Nor without a checksum, which alone proves the server's file is ours (recv_tree.cpp).
+  if (c_.opt_.checksum == crypto::ChecksumAlg::none) return nullptr;
   uint64_t have = 0;
   UniqueFd fd = open_destination_base(dir, at, have, c_.opt_.offer_changed_since);
   if (!fd || have != size) return nullptr;

@@ -420,5 +420,97 @@ TEST_F(HostileServer, PartsReadFromTwoVersionsOfAFileAreRefused) {
   }
 }
 
+// A forty-first re-attack (B-F4): recv --resume offered an existing destination of the server's
+// size as its prefix, and with --checksum none a server had only to echo the client's own digest
+// for the file to be kept "up to date (size and checksum match)" and, with -p, to take the
+// server's mode: 0666 on the user's private file, which the server never knew. Without a
+// checksum (the end record's, over the whole file, is the proof) the destination is not offered:
+// the file comes whole, for one file and for each of a tree. With a checksum it still is.
+unsigned mode_of(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 0u;
+}
+
+TEST_F(HostileServer, WithoutAChecksumTheDestinationIsNotOfferedAsAResumePrefix) {
+  using proto::EntryType;
+  const std::string mine = "my private data 123\n", theirs = "the server's bytes!\n";
+  ASSERT_EQ(mine.size(), theirs.size());
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat) {
+      proto::Message ok = response(proto::Status::ok);
+      ok.size = theirs.size();
+      ok.mode = 0666;
+      c.send_message(ok);
+    } else if (m.op == proto::Op::list) {
+      FakeServer::send_listing(c, "tree", {{EntryType::file, "a", theirs.size(), 0666, 0}});
+    } else if (m.op == proto::Op::get && !m.digest.empty()) {  // the echo of a server that knows nothing
+      proto::Message ok = response(proto::Status::ok);
+      ok.size = m.offset;
+      ok.mode = 0666;
+      ok.mtime = 1000000000;
+      ok.digest = m.digest;
+      ok.offset = m.offset;
+      c.send_message(ok);
+      std::string junk(m.offset, 'j');
+      const int fd = ::memfd_create("echo", MFD_CLOEXEC);
+      ASSERT_EQ(::write(fd, junk.data(), junk.size()), ssize_t(junk.size()));
+      net::StreamOptions so;
+      so.offset = m.offset;
+      net::send_stream(c, fd, m.offset, nullptr, so);
+      ::close(fd);
+      if (!ok.tagged) c.recv_message("the result");
+    } else if (m.op == proto::Op::get) {
+      FakeServer::send_file(c, theirs, 0666);
+    }
+  });
+  const fs::path one = ws.local / "priv", tree = ws.local / "dl" / "tree" / "a";
+  fs::create_directories(tree.parent_path());
+  for (bool checksum : {false, true}) {
+    SCOPED_TRACE(checksum ? "xxh128" : "none");
+    for (const fs::path& p : {one, tree}) {
+      write_text_file(p, mine);
+      ::chmod(p.c_str(), 0600);
+    }
+    const std::vector<std::string> sum =
+        checksum ? std::vector<std::string>{} : std::vector<std::string>{"--checksum", "none"};
+    std::vector<std::string> a1{"recv", "--resume", "-p", "-q", "127.0.0.1:whatever", one.string()};
+    std::vector<std::string> a2{
+        "recv", "-r", "--resume", "-p", "-q", "127.0.0.1:tree", (ws.local / "dl").string()};
+    a1.insert(a1.end(), sum.begin(), sum.end());
+    a2.insert(a2.end(), sum.begin(), sum.end());
+    const auto before = fake.seen().size();
+    const ProcResult r1 = run(a1, fake.port());
+    const ProcResult r2 = run(a2, fake.port());
+    const auto seen = fake.seen();
+    const std::string asked = [&] {
+      std::string t;
+      for (size_t i = before; i < seen.size(); ++i) t += seen[i] + "\n";
+      return t;
+    }();
+    if (!checksum) {
+      // Not offered: fetched whole, the server's bytes and mode; the private bytes never kept
+      // under a mode others may read.
+      EXPECT_EQ(r1.exit_code, 0) << r1.describe();
+      EXPECT_EQ(r2.exit_code, 0) << r2.describe();
+      EXPECT_EQ(asked.find("digest"), std::string::npos) << asked;
+      for (const fs::path& p : {one, tree}) {
+        EXPECT_EQ(read_text_file(p), theirs) << p;
+        EXPECT_EQ(mode_of(p), 0666u) << p;
+      }
+    } else {
+      // Offered; the echo cannot pass the end record's checksum, which the server cannot make
+      // without our bytes: an integrity failure, the file left as it was.
+      EXPECT_NE(asked.find("get whatever offset=20 digest"), std::string::npos) << asked;
+      EXPECT_NE(asked.find("get tree/a offset=20 digest"), std::string::npos) << asked;
+      EXPECT_EQ(r1.exit_code, 1) << r1.describe();
+      EXPECT_EQ(r2.exit_code, 1) << r2.describe();
+      for (const fs::path& p : {one, tree}) {
+        EXPECT_EQ(read_text_file(p), mine) << p;
+        EXPECT_EQ(mode_of(p), 0600u) << p;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace aesxfer::test
