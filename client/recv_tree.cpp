@@ -89,11 +89,9 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   // is only compared, and left as it is), a shorter version (then it is copied into the partial
   // file while it is hashed, and the rest is appended there), or neither. All the local work
   // happens before the request, with keep-alives, so none is left once the server streams; the
-  // destination itself is written only by the final rename. Only when the transfer has a
-  // checksum: the end record's, over the whole file, is what proves the server holds our bytes.
-  // Without one the server need only echo our digest for a file of ours to be kept "up to date"
-  // and, with -p, take its mode (0666 on a private file: a forty-first re-attack, B-F4); it comes
-  // whole instead.
+  // destination itself is written only by the final rename. Only with a checksum, the proof that
+  // the server holds our bytes: else an echo of our digest kept a private file "up to date" and
+  // -p gave it the server's mode 0666 (a forty-first re-attack, B-F4).
   UniqueFd base;
   bool whole = false;
   if (have == 0 && opt_.checksum != crypto::ChecksumAlg::none) {
