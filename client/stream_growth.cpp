@@ -21,14 +21,16 @@ int StreamGrowth::step(const Sample& s) {
     m_acked_ = acked;
     m_sent_ = sent;
     m_resent_ = resent;
+    m_min_srtt_ = s.srtt_us;
     return 0;
   }
+  if (s.srtt_us && (m_min_srtt_ == 0 || s.srtt_us < m_min_srtt_)) m_min_srtt_ = s.srtt_us;
   if (ms - m_ms_ < kMeasureMs) return 0;
   Phase now;
   now.conns = conns;
   now.rate = double(acked - m_acked_) * 1000.0 / double(ms - m_ms_);
   now.resent = sent > m_sent_ ? double(resent - m_resent_) / double(sent - m_sent_) : 0;
-  now.rtt_ratio = s.base_rtt_us ? double(s.srtt_us) / double(s.base_rtt_us) : 0;
+  now.rtt_ratio = s.base_rtt_us ? double(m_min_srtt_) / double(s.base_rtt_us) : 0;
   const int cap = std::min(s.max, kMaxStreams);
   if (now.resent < kMinResent) {
     now.why = Stop::kLittleLoss;

@@ -12,7 +12,10 @@
 //   measure  kMeasureMs: the phase's delivery rate R (bytes acknowledged per second, all
 //            connections) and the share of bytes sent again;
 //   decide   the first phase grows when the share is at least kMinResent and the path's queue
-//            is not standing (smoothed RTT at most kMaxRttRatio times the base RTT: the loss is
+//            is not standing (the lowest smoothed RTT sampled while measuring at most
+//            kMaxRttRatio times the base RTT: a queue that stands inflates every sample, where a
+//            busy host's late wake-ups inflate some (beside two busy loops one sample came to 2.5
+//            times the base, and the growth stopped on a path that had no queue); the loss is
 //            the path's, not a full bottleneck's, where more connections would only share the
 //            same rate); a later one grows again only when its added connections each brought at
 //            least kMinGain of what a connection of the phase before moved on average (the link
@@ -84,6 +87,7 @@ class StreamGrowth {
   bool measuring_ = false;
   int64_t m_ms_ = 0;
   uint64_t m_acked_ = 0, m_sent_ = 0, m_resent_ = 0;
+  uint32_t m_min_srtt_ = 0;  // the lowest smoothed round trip sampled while measuring
 };
 
 }  // namespace aesxfer::client
