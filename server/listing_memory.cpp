@@ -46,8 +46,8 @@ void ListingMemory::Share::add(uint64_t n) {
     if (const auto it = m_.walking_.find(*asked); it != m_.walking_.end()) --it->second->asked_;
     asked.reset();
   };
-  while (asked_ == 0 && walking_) {
-    if (m_.used_ + n <= cap_ && n <= cap_) {
+  while (asked_ == 0 && walking_ && n <= cap_) {  // more than the bound alone: refused at once
+    if (m_.used_ + n <= cap_) {
       stop_asking();
       m_.used_ += n;
       held_ += n;

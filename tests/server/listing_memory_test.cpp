@@ -86,6 +86,13 @@ TEST(ListingMemory, AnOlderListingWaitsForTheRoomAtMostKMaxWait) {
   a.release(~uint64_t(0));
   b.add(40);  // a gave way and back: b fits
   EXPECT_EQ(m.used(), 100u);
+  // More than the bound alone is refused without a wait, older or not.
+  ListingMemory n;
+  ListingMemory::Share c(n, 100), d(n, 100);
+  d.add(10);
+  const auto t1 = Clock::now();
+  EXPECT_THROW(c.add(101), proto::Failure);
+  EXPECT_LT(Clock::now() - t1, std::chrono::milliseconds(500));
 }
 
 }  // namespace
