@@ -313,9 +313,23 @@ bool changed_since(int fd, const struct stat& before) {
   return files::FileVersion::of(now) != files::FileVersion::of(before);
 }
 
+// Starts t running f, or leaves it empty when the process may start no more threads (its task
+// limit: RLIMIT_NPROC, a cgroup's pids.max): the stream then runs inline, as on a small machine,
+// rather than failing (a forty-second re-attack, A-F1: a server at its task limit ended the
+// session with "Resource temporarily unavailable" and the client read a closed connection).
+template <class F>
+bool start_stage(std::thread& t, F&& f) {
+  try {
+    t = std::thread(std::forward<F>(f));
+    return true;
+  } catch (const std::system_error&) {
+    return false;
+  }
+}
+
 // The sender's reading stage on a thread of its own: batches filled and handed over until the last.
-std::thread start_reader(Handoff& h, BatchFiller& fill) {
-  return std::thread([&h, &fill] {
+bool start_reader(std::thread& t, Handoff& h, BatchFiller& fill) {
+  return start_stage(t, [&h, &fill] {
     try {
       for (bool last = false; !last;) {
         Batch* b = h.take_free();
@@ -348,8 +362,8 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   if (opt.offset && fd >= 0) skip_prefix(hash, fd, opt);
 
   BatchFiller fill{fd, size, rec_size, per_batch, opt, hash, opt.offset};
-  const bool threaded = pipeline_threads(c, opt.pipeline);
-  std::thread reader = threaded ? start_reader(h, fill) : std::thread();
+  std::thread reader;
+  const bool threaded = pipeline_threads(c, opt.pipeline) && start_reader(reader, h, fill);
   Joiner joiner{h, reader};
 
   uint64_t done = opt.offset;
@@ -575,19 +589,17 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
 
   if (opt.complete) *opt.complete = false;
   BatchStore store{fd, opt.ranged ? int64_t(opt.base) : -1, opt.read_to_end, opt.keep_reserve, hash, {}, {}};
-  const bool threaded = pipeline_threads(c, opt.pipeline);
   std::thread writer;
-  if (threaded)
-    writer = std::thread([&] {
-      try {
-        for (Batch* b; (b = h.take_full());) {
-          store(b);
-          h.put_free(b);
-        }
-      } catch (...) {
-        h.stop(std::current_exception());
-      }
-    });
+  const bool threaded = pipeline_threads(c, opt.pipeline) && start_stage(writer, [&] {
+                          try {
+                            for (Batch* b; (b = h.take_full());) {
+                              store(b);
+                              h.put_free(b);
+                            }
+                          } catch (...) {
+                            h.stop(std::current_exception());
+                          }
+                        });
   // Hands a batch over to be stored: to the writer thread, or stored here.
   auto hand_over = [&](Batch* b) {
     if (!threaded) {

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <thread>
 
 #include "proto/handshake.h"
@@ -228,32 +230,43 @@ TEST_F(Startups, PerSourceLimitCountsANetblock) {
   EXPECT_TRUE(server->wait_for_log("per_source_netblock=24:64")) << server->log();
 }
 
+// A uid no account and no other test uses: RLIMIT_NPROC counts every task of the real uid, so a
+// server alone under it has exactly the tasks the test gives it (nobody's count would include
+// other tests' processes).
+constexpr uid_t kTaskUid = 64999;
+
+// A server that runs as kTaskUid under a soft RLIMIT_NPROC of `tasks` (root is exempt from the
+// limit: the test sets it on itself for the fork to inherit, then restores it).
+std::unique_ptr<ServerProcess> server_with_task_limit(const Workspace& ws, rlim_t tasks,
+                                                      const std::vector<std::string>& args,
+                                                      const std::map<std::string, std::string>& env = {}) {
+  rlimit saved{};
+  if (::getrlimit(RLIMIT_NPROC, &saved) != 0) throw std::runtime_error("getrlimit");
+  rlimit low = saved;
+  low.rlim_cur = tasks;
+  if (::setrlimit(RLIMIT_NPROC, &low) != 0) throw std::runtime_error("setrlimit");
+  std::unique_ptr<ServerProcess> server;
+  try {
+    server = std::make_unique<ServerProcess>(ws.home, ws.root, args, kTaskUid, env);
+  } catch (...) {
+    ::setrlimit(RLIMIT_NPROC, &saved);
+    throw;
+  }
+  ::setrlimit(RLIMIT_NPROC, &saved);
+  return server;
+}
+
 // A forty-first re-attack (A-F1b): when the process may start no more threads (RLIMIT_NPROC of a
 // service user, systemd's TasksMax, a container's pids.max), every connect wrote a log line
 // (1,100 in 1.3 s) and an authorized client read "closed the connection during the handshake".
 // Now such a connection is told busy, as one over the pool is, within the drops' line a second;
 // serve warns at start that the limit is below what its options can use; once threads are
-// free again the next client gets in. The server runs as nobody (root is exempt from
-// RLIMIT_NPROC), under a soft limit the test sets on itself for the fork to inherit.
+// free again the next client gets in.
 TEST(StartupsTasks, PastTheTaskLimitAClientIsToldBusyAndTheLogKeepsItsBudget) {
   Workspace ws;
   write_random_file(ws.local / "f.bin", 20000, 24);
-  hand_over(ws, kNobody);
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NPROC, &saved), 0);
-  rlimit low = saved;
-  low.rlim_cur = 12;  // nobody's tasks: the server's io thread and its sessions (and any other test's)
-  ASSERT_EQ(::setrlimit(RLIMIT_NPROC, &low), 0);
-  std::unique_ptr<ServerProcess> server;
-  try {
-    server = std::make_unique<ServerProcess>(
-        ws.home, ws.root, std::vector<std::string>{"--max-startups", "200", "--handshake-timeout", "30"},
-        kNobody);
-  } catch (...) {
-    ::setrlimit(RLIMIT_NPROC, &saved);
-    throw;
-  }
-  ASSERT_EQ(::setrlimit(RLIMIT_NPROC, &saved), 0);
+  hand_over(ws, kTaskUid);
+  auto server = server_with_task_limit(ws, 12, {"--max-startups", "200", "--handshake-timeout", "30"});
   EXPECT_TRUE(server->wait_for_log("the task limit (12, RLIMIT_NPROC")) << server->log();
   auto send = [&](const std::string& name) {
     return run_aesxfer({"send", (ws.local / "f.bin").string(), "127.0.0.1:" + name, "-P",
@@ -291,6 +304,36 @@ TEST(StartupsTasks, PastTheTaskLimitAClientIsToldBusyAndTheLogKeepsItsBudget) {
   EXPECT_LE(double(lines), 2 * (secs + 2)) << log.substr(0, 4000);
   ProcResult in = send("in.bin");
   EXPECT_EQ(in.exit_code, 0) << in.describe() << server->log();
+  EXPECT_EQ(server->stop(), 0);
+}
+
+// A forty-second re-attack (A-F1): at the task limit a session whose own thread fitted could not
+// start its file reader or writer thread: the session ended with "Resource temporarily
+// unavailable" and the client read a closed connection. The stream runs inline instead. Three
+// idle connections and the session take the five tasks the limit allows (with the io thread);
+// AESXFER_PIPELINE=threads asks for the thread that any non-loopback peer gets.
+TEST(StartupsTasks, AtTheTaskLimitAFileMovesWithoutItsReaderThread) {
+  Workspace ws;
+  write_random_file(ws.root / "big.bin", 3 << 20, 25);
+  write_random_file(ws.local / "up.bin", 3 << 20, 26);
+  hand_over(ws, kTaskUid);
+  auto server = server_with_task_limit(ws, 5, {"--max-startups", "200", "--handshake-timeout", "30"},
+                                       {{"AESXFER_PIPELINE", "threads"}});
+  IdleFlood flood(server->port(), 3);
+  ASSERT_TRUE(flood.wait_held(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server took them: 4 tasks
+  const std::string port = std::to_string(server->port());
+  ProcResult get = run_aesxfer({"recv", "127.0.0.1:big.bin", (ws.local / "big.bin").string(), "-P", port,
+                                "--timeout", "20", "--retries", "0", "-q"},
+                               client_home(ws), 60);
+  EXPECT_EQ(get.exit_code, 0) << get.describe() << server->log();
+  EXPECT_EQ(sha256_file(ws.local / "big.bin"), sha256_file(ws.root / "big.bin"));
+  ProcResult put = run_aesxfer({"send", (ws.local / "up.bin").string(), "127.0.0.1:up.bin", "-P", port,
+                                "--timeout", "20", "--retries", "0", "-q"},
+                               client_home(ws), 60);
+  EXPECT_EQ(put.exit_code, 0) << put.describe() << server->log();
+  EXPECT_EQ(sha256_file(ws.root / "up.bin"), sha256_file(ws.local / "up.bin"));
+  EXPECT_EQ(server->log().find("Resource temporarily unavailable"), std::string::npos) << server->log();
   EXPECT_EQ(server->stop(), 0);
 }
 
