@@ -142,28 +142,20 @@ namespace {
 // What looks like the '"' that closes a quote: shown as \xNN inside one, so that a peer's words
 // cannot seem to end it (a forty-first re-attack, B-F2: "denied″); then ... ″key" read as two
 // quotes, and file="pub.txt″ ... result=ok″ as another field). Outside quotes they are names'.
+// The set is a rule, not a list of finds (a forty-second re-attack, B-F1, found eight more after
+// the first sixteen): every code point that Unicode's confusables.txt (UTS #39) maps to '"' (U+02BA,
+// U+02DD, U+02EE, U+02F6, U+05F2, U+05F4, U+1CD3, U+201C, U+201D, U+201F, U+2033, U+2036, U+3003,
+// U+FF02); the double quotation marks of the Quotation_Mark property (U+201E, U+2E42,
+// U+301D..U+301F); the multiple primes (U+2034, U+2037, U+2057); and the double QUOTATION MARK
+// ORNAMENT dingbats (U+275D, U+275E, U+2760, U+1F676..U+1F678).
 bool quote_look_alike(uint32_t cp) {
-  switch (cp) {
-    case 0x02dd:
-    case 0x05f4:
-    case 0x201c:
-    case 0x201d:
-    case 0x201e:
-    case 0x201f:
-    case 0x2033:
-    case 0x2036:
-    case 0x275d:
-    case 0x275e:
-    case 0x2e42:
-    case 0x3003:
-    case 0xff02:
-    case 0x1f676:
-    case 0x1f677:
-    case 0x1f678:
-      return true;
-    default:
-      return false;
-  }
+  static constexpr uint32_t kQuotes[] = {0x02ba, 0x02dd, 0x02ee, 0x02f6, 0x05f2,  0x05f4,  0x1cd3,
+                                         0x201c, 0x201d, 0x201e, 0x201f, 0x2033,  0x2034,  0x2036,
+                                         0x2037, 0x2057, 0x275d, 0x275e, 0x2760,  0x2e42,  0x3003,
+                                         0x301d, 0x301e, 0x301f, 0xff02, 0x1f676, 0x1f677, 0x1f678};
+  for (uint32_t q : kQuotes)
+    if (cp == q) return true;
+  return false;
 }
 }  // namespace
 

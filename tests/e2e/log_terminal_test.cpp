@@ -92,8 +92,17 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
   // Inside a quote, what looks like its closing '"' is escaped too, and only there (a forty-first
   // re-attack, B-F2: "denied″); ... ″key" read as two quotes).
-  for (unsigned cp : {0x02ddu, 0x05f4u, 0x201cu, 0x201du, 0x2033u, 0x2036u, 0x3003u, 0xff02u, 0x1f676u})
+  // A forty-second (B-F1): eight more, so the set became a rule (proto/failure.cpp): every code
+  // point confusables.txt maps to '"', the double quotation marks of the Quotation_Mark property,
+  // the multiple primes and the double quotation mark ornaments.
+  for (unsigned cp :
+       {0x02ddu, 0x05f4u, 0x201cu, 0x201du, 0x2033u, 0x2036u, 0x3003u, 0xff02u, 0x1f676u, 0x301du, 0x301eu,
+        0x301fu, 0x2760u, 0x1cd3u, 0x02f6u, 0x02bau, 0x02eeu, 0x05f2u, 0x2034u, 0x2037u,  0x2057u})
     EXPECT_EQ(proto::quoted("a" + utf8(cp) + "b"), "\"a" + hex(utf8(cp)) + "b\"") << std::hex << cp;
+  // Single quotation marks cannot close a '"' and pass, as in "Don’t.txt"; so do the corner
+  // brackets, which close a 「」 quote, not a '"' one.
+  for (unsigned cp : {0x2018u, 0x2019u, 0x275bu, 0x300cu, 0x300fu, 0x2032u})
+    EXPECT_EQ(proto::quoted("a" + utf8(cp) + "b"), "\"a" + utf8(cp) + "b\"") << std::hex << cp;
   EXPECT_EQ(proto::printable("a" + utf8(0x201c) + "b"), "a" + utf8(0x201c) + "b");
   EXPECT_EQ(proto::quoted("say \"hi\" $x"), "\"say \\\"hi\\\" \\x24x\"");
 }
