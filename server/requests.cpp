@@ -447,6 +447,14 @@ std::string room_refusal(int dirfd, const std::string& name, const std::string& 
          ")";
 }
 
+// Sweeps the directory a put or probe lands in (server/sweep.h): its line, one per sweep, names
+// the client whose request made it and is within that key's budget.
+void sweep_for(RequestContext& ctx, const Place& dest) {
+  ctx.sweeper.maybe_sweep(dest.dir.get(), parent_shown(dest.shown), [&ctx](const std::string& line) {
+    if (const auto more = ctx.quiet_lines->take()) ctx.log("peer=" + ctx.c.peer() + " " + line + *more);
+  });
+}
+
 void handle_put(RequestContext& ctx, const Message& req) {
   const bool ranged = req.flags & proto::kFlagRange;
   const bool resume = (req.flags & proto::kFlagResume) && !ranged;
@@ -456,7 +464,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
     Refusal why;
     dest = ctx.root.put_target(req.path, req.text, why);
     if (!dest) return refuse(ctx, req, req.path, why);
-    ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
+    sweep_for(ctx, *dest);
   }
   const std::string shown = dest ? dest->shown : req.path;
   // A file that cannot fit is refused before its data, as a get's client does (a thirty-third
@@ -639,7 +647,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     Refusal why;
     auto dest = ctx.root.put_target(req.path, req.text, why);
     if (!dest) return refuse(ctx, req, req.path, why);
-    ctx.sweeper.maybe_sweep(dest->dir.get(), parent_shown(dest->shown), ctx.log);
+    sweep_for(ctx, *dest);
     std::string distrust;
     UniqueFd fd = open_kept_partial(*dest, distrust);
     // A partial file that may not be used is passed over (3.6), said in the text, logged; the

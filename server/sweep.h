@@ -28,7 +28,7 @@ class Sweeper {
   Sweeper(std::chrono::seconds partial_max_age, std::chrono::seconds temp_max_age = std::chrono::hours(24))
       : partial_max_age_(partial_max_age), temp_max_age_(temp_max_age) {}
   // Sweeps the directory open as dirfd (`shown` names it in the log) unless it was swept less
-  // than 10 minutes ago. Logs one line per removed file.
+  // than 10 minutes ago. Logs one line for the files it removed (how many, the first one's name).
   void maybe_sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);
   // Sweeps the directory now; returns the number of files removed.
   size_t sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log);

@@ -23,7 +23,17 @@ TEST(Sweep, ServerSweepsWhereAPutLands) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_FALSE(fs::exists(ws.root / "in" / ".gone.aesxfer-partial"));
   EXPECT_TRUE(fs::exists(ws.root / ".elsewhere.aesxfer-partial"));
-  EXPECT_TRUE(server.wait_for_log("expired partial file")) << server.log();
+  EXPECT_TRUE(server.wait_for_log("expired partial and temporary files removed")) << server.log();
+  // One line for the sweep, naming the client whose put made it (a forty-second re-attack, A-F3:
+  // a line per file, outside every budget and without peer=).
+  size_t lines = 0;
+  for (const auto& l : nonempty_lines(server.log()))
+    if (l.find("expired partial and temporary files removed") != std::string::npos) {
+      ++lines;
+      EXPECT_NE(l.find(" peer=127.0.0.1:"), std::string::npos) << l;
+      EXPECT_NE(l.find(" partial=1 temporary=0 first=\".gone.aesxfer-partial\""), std::string::npos) << l;
+    }
+  EXPECT_EQ(lines, 1u) << server.log();
   EXPECT_EQ(sha256_file(ws.root / "in" / "a.bin"), sha256_file(src));
 }
 
