@@ -56,6 +56,35 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
   return proto::quoted(line);
 }
 
+// A path as the server's Root names one: "./a//tree/" is "a/tree", "" and "./" are ".".
+std::string lexical(const std::string& p) {
+  std::string s = fs::path(p).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s.empty() ? "." : s;
+}
+
+}  // namespace
+
+// The server's word for where it keeps what arrives of a resumable put (its ok Response's text,
+// PROTOCOL.md 3.6), when that is the partial name beside the destination typed: REMOTE/.NAME.
+// (REMOTE a directory) or the one of REMOTE itself, printable as it is. Else "" (a forty-second
+// re-attack, B-F2: a hostile server's text, unchecked in the Ctrl-C line, pushed out its head and
+// forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
+std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name) {
+  if (text.empty() || text.size() > proto::kMaxPath || printable(text) != text) return "";
+  const fs::path t(text);
+  const std::string dir = lexical(t.parent_path().string()), last = t.filename().string();
+  const std::string r = lexical(remote);
+  if (!name.empty() && dir == r && last == files::partial_name(name)) return text;
+  const fs::path rp(r);
+  if (r != "." && dir == lexical(rp.parent_path().string()) &&
+      last == files::partial_name(rp.filename().string()))
+    return text;
+  return "";
+}
+
+namespace {
+
 // A failure of a file whose partial file was passed over says so, and that a retry starts it from
 // its first byte (a thirty-sixth re-attack, B10: the note was said only of a file that arrived,
 // and each retry said "resuming" while it fetched the file from 0 again).
@@ -424,7 +453,9 @@ bool Client::probe_for_resume(int fd, proto::Message& req, std::optional<PrefixS
   probe.op = proto::Op::probe;
   proto::Message pr = ask_put(probe);  // refused: this file fails alone, a tree goes on (K1)
   if (!pr.text.empty() && pr.text != proto::kProbeComplete)
-    not_resumed = "the server (" + conn_->peer() + "): " + printable(pr.text);
+    // Its words quoted, as a login refusal's: they cannot pass for the client's own (a
+    // forty-second re-attack, B-F2).
+    not_resumed = "the server (" + conn_->peer() + ") said " + proto::quoted(pr.text);
   if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
     if (already_there(fd, pr, req.size, done, keepalive())) return true;
   } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {
@@ -495,9 +526,14 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     const int unwinding = std::uncaught_exceptions();
     ~ServerKept() { unregister_kept(slot, std::uncaught_exceptions() > unwinding); }
   } kept;
-  if ((req.flags & proto::kFlagResume) && !ok.text.empty())  // empty: the server keeps nothing
-    kept.slot = register_server_kept(printable("what arrived of " + local.filename().string() + " in " +
-                                               remote_name(ok.text) + port_note()));
+  if ((req.flags & proto::kFlagResume) && !ok.text.empty()) {  // empty: the server keeps nothing
+    const std::string where = kept_partial_text(ok.text, remote, req.text);
+    kept.slot = register_server_kept(
+        printable("what arrived of " + local.filename().string() +
+                  (where.empty() ? " (sent to " + remote_name(put_shown(remote, req.text)) + ")"
+                                 : " in " + remote_name(where)) +
+                  port_note()));
+  }
 
   FileResult r;
   r.file = local.string();

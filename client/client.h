@@ -82,6 +82,9 @@ inline std::string put_shown(const std::string& remote, const std::string& name)
   if (remote == ".") return name;
   return !remote.empty() && remote.back() == '/' ? remote + name : remote;
 }
+// The server's text for where it keeps a resumable put's partial file, when it names the partial
+// file beside the destination typed (`remote`, the file's `name`); else "" (client.cpp).
+std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name);
 // A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
 // destination cannot be written again from the start (app/recv_cmd.cpp: never retried).
