@@ -68,20 +68,19 @@ namespace {
 // U+08E2, the Kaithi number signs U+110BD and U+110CD, the Egyptian hieroglyph format controls
 // U+13430..U+1343F), and every space separator but U+0020 (U+00A0, U+1680, U+2000..U+200A,
 // U+202F, U+205F, U+3000: "a b" with a no-break space is another name than "a b"), and the two
-// symbols that render as blank, U+2800 BRAILLE PATTERN BLANK and U+1D159 MUSICAL SYMBOL NULL
-// NOTEHEAD; and the look-alikes of a path's separators, so that one name cannot show as a path:
-// the slashes U+2044, U+2215, U+2571, U+29F8 and U+FF0F, and the dots U+2024, U+2025, U+FE52 and
-// U+FF0E (a thirty-seventh re-attack: "․․∕․․∕etc∕cron.d∕evil", one name, showed as a path that
-// leaves the tree); the symbols and punctuation that look the same (a thirty-eighth: the combining
-// overlays U+0337 and U+0338, U+0701, U+0702, U+1735, U+2027, U+27CB, U+2AFD, U+A60E, U+10A50,
-// U+1D16D, U+1D23A; a thirty-ninth, from a search of the names with SOLIDUS, SLASH or FULL STOP:
-// U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C; a fortieth: the
-// CJK strokes U+31C0..U+31E3 (symbols, "㇒" a slash), U+2041, and the backslash look-alikes with
-// which a name imitates printable()'s own escapes, "a⧵x0ab": U+2216, U+20E5, U+244A, U+29F5,
-// U+29F9, U+FE68, U+FF3C, U+1F67D; a forty-first: U+27CD, U+2572, U+2F02, U+1D20F, U+1D23B).
-// Letters and digits that
-// resemble them (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass:
-// they are how other scripts write names.
+// symbols that render as blank, U+2800 BRAILLE PATTERN BLANK, U+1D159 MUSICAL SYMBOL NULL
+// NOTEHEAD and U+16FE4 KHITAN SMALL SCRIPT FILLER (a forty-second re-attack); and the look-alikes of a path's
+// separators, so that one name cannot show as a path: the slashes U+2044, U+2215, U+2571, U+29F8 and U+FF0F,
+// and the dots U+2024, U+2025, U+FE52 and U+FF0E (a thirty-seventh re-attack: "․․∕․․∕etc∕cron.d∕evil", one
+// name, showed as a path that leaves the tree); the symbols and punctuation that look the same (a
+// thirty-eighth: the combining overlays U+0337 and U+0338, U+0701, U+0702, U+1735, U+2027, U+27CB, U+2AFD,
+// U+A60E, U+10A50, U+1D16D, U+1D23A; a thirty-ninth, from a search of the names with SOLIDUS, SLASH or FULL
+// STOP: U+0589, U+06D4, U+20EB, U+233F, U+29F6, U+2AFB, U+2E3C, U+2E4A, U+2F03, U+1F67C; a fortieth: the CJK
+// strokes U+31C0..U+31E3 (symbols, "㇒" a slash), U+2041, and the backslash look-alikes with which a name
+// imitates printable()'s own escapes, "a⧵x0ab": U+2216, U+20E5, U+244A, U+29F5, U+29F9, U+FE68, U+FF3C,
+// U+1F67D; a forty-first: U+27CD, U+2572, U+2F02, U+1D20F, U+1D23B). Letters and digits that resemble them
+// (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass: they are how
+// other scripts write names.
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -98,7 +97,7 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c}, {0x2041, 0x2041},   {0x31c0, 0x31e3},   {0x2216, 0x2216},
       {0x20e5, 0x20e5},   {0x244a, 0x244a},   {0x29f5, 0x29f5},   {0x29f9, 0x29f9},   {0xfe68, 0xfe68},
       {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d}, {0x27cd, 0x27cd},   {0x2572, 0x2572},   {0x2f02, 0x2f02},
-      {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b},
+      {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;

@@ -61,9 +61,9 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   for (unsigned cp = 0x200b; cp <= 0x200f; ++cp) hidden.push_back(cp);
   for (unsigned cp = 0xfe00; cp <= 0xfe0f; ++cp) hidden.push_back(cp);
   // A third re-attack: the other format characters (Cf) and the space look-alikes (Zs but U+0020).
-  for (unsigned cp :
-       {0x0600u, 0x0605u, 0x06ddu, 0x070fu, 0x0890u, 0x0891u, 0x08e2u, 0x110bdu, 0x110cdu, 0x13430u, 0x1343fu,
-        0x00a0u, 0x1680u, 0x2000u, 0x2007u, 0x200au, 0x202fu, 0x205fu, 0x3000u,  0x2800u,  0x1d159u})
+  for (unsigned cp : {0x0600u,  0x0605u,  0x06ddu,  0x070fu, 0x0890u,  0x0891u, 0x08e2u, 0x110bdu,
+                      0x110cdu, 0x13430u, 0x1343fu, 0x00a0u, 0x1680u,  0x2000u, 0x2007u, 0x200au,
+                      0x202fu,  0x205fu,  0x3000u,  0x2800u, 0x1d159u, 0x16fe4u})
     hidden.push_back(cp);
   // A thirty-seventh re-attack: the slash and dot look-alikes, with which one name showed as a path.
   for (unsigned cp :
