@@ -104,29 +104,6 @@ Message response(Status st, const std::string& text = {}) {
   return m;
 }
 
-// A peer-supplied value for the log, quoted, and cut to its first `max` bytes (then "...[N bytes]"
-// says how long it was): a 4096-byte path of bytes that escape to four characters each, named in
-// the file and the result, made one refused request cost eight times its size in log bytes (an
-// eleventh re-attack); sshd cuts what it logs of a peer's words too.
-constexpr size_t kLoggedPath = 256, kLoggedResult = 512;
-// Cut after escaping, never inside an escape: a name of 0xff bytes was cut at 256 bytes and then
-// grew fourfold (a twenty-ninth re-attack, N5: lines of 2.2 KB).
-std::string log_value(const std::string& s, size_t max) {
-  const std::string q = proto::quoted(s);  // "...", every escape starting with a backslash
-  if (q.size() <= max + 2) return q;
-  size_t cut = max + 1;  // the opening quote and max characters
-  for (size_t p = cut - 1; p + 4 > cut && p > 0; --p)
-    if (q[p] == '\\') {
-      if (p + (q[p + 1] == 'x' ? 4 : 2) > cut) cut = p;
-      break;
-    }
-  // Nor inside a character: the line stays well-formed UTF-8, which the journal shows (it shows an
-  // ill-formed one as "[N blob data]", a fortieth re-attack, B-F6: a client's long name of emoji
-  // hid its own get and put lines from journalctl).
-  while (cut > 1 && (static_cast<unsigned char>(q[cut]) & 0xc0) == 0x80) --cut;
-  return q.substr(0, cut) + "...[" + std::to_string(s.size()) + " bytes]\"";
-}
-
 // The one place a request's outcome is logged, in logfmt: 'peer=P op=OP file="F"[ details]
 // result=R'; the path and a failure's text (both may hold what the peer sent) are quoted and
 // bounded (log_value), the details are the server's own numbers and names.

@@ -21,6 +21,7 @@
 #include "server/digests.h"
 #include "server/line_budget.h"
 #include "server/listing_memory.h"
+#include "server/log_value.h"
 #include "server/made_dirs.h"
 #include "server/parts.h"
 #include "server/root.h"

@@ -14,6 +14,7 @@
 #include "files/io.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
+#include "server/log_value.h"
 
 namespace aesxfer::server {
 
@@ -100,9 +101,9 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   // files (withdrawn resumed puts, each logged within its key's budget) had the sweep a week
   // later write a line for each, 4.5 KB apiece for a deep path (a forty-second re-attack, A-F3).
   if (removed && log)
-    log("msg=\"expired partial and temporary files removed\" dir=" + proto::quoted(shown) +
+    log("msg=\"expired partial and temporary files removed\" dir=" + log_value(shown, kLoggedPath) +
         " partial=" + std::to_string(partials) + " temporary=" + std::to_string(removed - partials) +
-        " first=" + proto::quoted(first));
+        " first=" + log_value(first, kLoggedPath));
   return removed;
 }
 
