@@ -272,6 +272,12 @@ static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
                    "one more is refused as busy, 64K to 1T (default 256M)")
       ->transform(byte_size(uint64_t(64) << 10, uint64_t(1) << 40))
       ->type_name("SIZE");
+  serve
+      ->add_option("--max-buffer-memory", a->so.max_buffer_memory,
+                   "Memory the record batches of every transfer may hold together; past it a transfer "
+                   "seals fewer records at once, 16M to 1T (default 512M)")
+      ->transform(byte_size(uint64_t(16) << 20, uint64_t(1) << 40))
+      ->type_name("SIZE");
 }
 
 CommandRun setup_serve(CLI::App* serve, bool& no_aesni) {

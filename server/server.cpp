@@ -97,9 +97,10 @@ struct Server::Impl {
   size_t sessions = 0;   // authenticated sessions, at most opt.max_sessions; under mu
   size_t lingering = 0;  // busy refusals draining their socket; the io thread's alone
   std::mutex log_mu;
-  PartsRegistry parts;               // files moving over several connections (--streams)
-  std::unique_ptr<Sweeper> sweeper;  // expires kept partial files and temporary-file debris
-  ListingMemory listings;            // what the listings in progress hold (--max-list-memory)
+  PartsRegistry parts;                         // files moving over several connections (--streams)
+  std::unique_ptr<Sweeper> sweeper;            // expires kept partial files and temporary-file debris
+  ListingMemory listings;                      // what the listings in progress hold (--max-list-memory)
+  std::unique_ptr<net::BufferBudget> buffers;  // the streams' record batches (--max-buffer-memory)
 
   // A write to the log that fails (a full disk) loses that line, not the log: the stream's error
   // is cleared and the next line that is written says how many were lost (a thirty-sixth
@@ -472,6 +473,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c,     keys,     *root,    limits,
                      parts, *sweeper, listings, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
+  ctx.buffers = buffers.get();
   {
     // One budget per client key, for every session of it (authorized keys are few: the map stays
     // as small as authorized_keys).
@@ -594,6 +596,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
   impl_->limits.max_list_entries = opt.max_list_entries;
   impl_->limits.max_probe_hash = opt.max_probe_hash;
   impl_->limits.max_list_memory = opt.max_list_memory;
+  impl_->buffers = std::make_unique<net::BufferBudget>(opt.max_buffer_memory);
   impl_->sweeper = std::make_unique<Sweeper>(opt.partial_max_age);
 }
 

@@ -50,6 +50,9 @@ struct ServerOptions {
   uint64_t max_probe_hash = uint64_t(64) << 30;
   // list: memory every listing in progress holds together (serve --max-list-memory)
   uint64_t max_list_memory = uint64_t(256) << 20;
+  // Record batches of every stream together (net/buffer_budget.h; serve --max-buffer-memory): 64
+  // sessions at the default record size (8 MiB each) fit, 1 MiB records take fewer lanes past it.
+  uint64_t max_buffer_memory = uint64_t(512) << 20;
   proto::ServerPolicy policy;  // --checksums, --max-record-size
   // Allow-lists (serve --ciphers, --macs), names as `aesxfer --list` shows them; empty: all.
   std::vector<std::string> ciphers, macs;

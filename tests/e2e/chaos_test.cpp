@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "tests/harness.h"
+#include "tests/proc_status.h"
 
 extern char** environ;
 
@@ -1095,6 +1096,44 @@ TEST_F(Chaos, APipelinedFileThatShrankIsNamedAndTheOthersReported) {
   EXPECT_EQ(read_text_file(ws.root / "tree" / "a1"), "a1\n");
   EXPECT_EQ(read_text_file(ws.root / "c3"), "c3\n");
   EXPECT_EQ(read_text_file(ws.root / "tree" / "c3"), "c3\n");
+}
+
+// A forty-second re-attack (A-F2): a get whose client stops reading holds its stream's two record
+// batches filled until the idle timeout: with 1 MiB records about 35 MB a get, 1.65 GB for the
+// sessions one key may hold. serve --max-buffer-memory bounds them all together; past it a stream
+// seals fewer records at once (net/buffer_budget.h). Eight stalled gets of 1 MiB records under a
+// 16M budget: the budget and two records a stream more, where they held about 280 MB.
+TEST(ServerBuffers, StalledGetsHoldNoMoreThanTheBufferBudget) {
+  Workspace ws;
+  { std::ofstream(ws.root / "big.bin").put('x'); }
+  fs::resize_file(ws.root / "big.bin", uint64_t(4) << 30);  // sparse: never read to its end here
+  ServerProcess server(ws.home, ws.root, {"--max-buffer-memory", "16M"}, 0,
+                       {{"AESXFER_PIPELINE", "threads"}});
+  const long idle = proc_status(server.pid(), "VmRSS");
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 8; ++i)
+    pids.push_back(spawn_aesxfer({"recv", "-q", "-c", "aes128-ctr", "--record-size", "1M", "-P",
+                                  std::to_string(server.port()), "127.0.0.1:big.bin", "/dev/null"},
+                                 ws.home, ws.local / ("log" + std::to_string(i))));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // every get under way
+  for (pid_t p : pids) ::kill(p, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // the server's batches fill and stay
+  const long held = proc_status(server.pid(), "VmRSS");
+  int transferring = 0;
+  for (const auto& l : nonempty_lines(server.log()))
+    transferring += l.find("msg=accepted") != std::string::npos;
+  for (pid_t p : pids) {
+    ::kill(p, SIGKILL);
+    ::kill(p, SIGCONT);
+    int st = 0;
+    ::waitpid(p, &st, 0);
+  }
+  std::printf("[buffers ] 8 stalled gets, 1 MiB records, --max-buffer-memory 16M: server +%ld kB\n",
+              held - idle);
+  EXPECT_EQ(transferring, 8) << server.log();
+  ASSERT_GT(idle, 0);
+  EXPECT_LT(held - idle, 80 * 1024) << "the server grew by " << (held - idle) << " kB";
+  EXPECT_EQ(server.stop(), 0);
 }
 
 }  // namespace
