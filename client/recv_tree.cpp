@@ -419,11 +419,60 @@ bool continues_copy(const Client& client, const fs::path& dest, const std::strin
   return d && is_tree_copy(client.home(), d.get(), source);
 }
 
+// The client's own $AESXFER_HOME (its identity, known_hosts, config, tree_copies): a tree from a
+// server never writes into it, as a server never serves or writes its own home (a thirty-seventh
+// re-attack, B1: `recv -r host:.config ~` let the server replace the identity, pin its own host
+// keys and redirect every later command through a config of its choosing), nor anywhere below it
+// (a forty-second: `recv -r host:config ~/.config/aesxfer` made DEST/config, and every later
+// command stopped at "config file ... is not a regular file"). Told by device and inode, so that
+// no name, link or bind mount reaches it.
+class OwnHome {
+ public:
+  explicit OwnHome(const fs::path& home) {
+    struct stat st {};
+    known_ = !home.empty() && ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
+  // Throws when fd is the home.
+  void refuse(int fd, const std::string& shown) const {
+    struct stat st {};
+    if (known_ && ::fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) throw inside(shown);
+  }
+  // Throws when fd, a directory a tree's top is made in or is, is the home or lies below it:
+  // walked up by "..", which no link can redirect.
+  void refuse_at_or_below(int fd, const std::string& shown) const {
+    if (!known_) return;
+    UniqueFd cur(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    for (int depth = 0; cur && depth < 4096; ++depth) {
+      struct stat st {
+      }, up{};
+      if (::fstat(cur.get(), &st) != 0) return;
+      if (st.st_dev == dev_ && st.st_ino == ino_) throw inside(shown);
+      UniqueFd parent(::openat(cur.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!parent || ::fstat(parent.get(), &up) != 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+        return;  // the root
+      cur = std::move(parent);
+    }
+  }
+
+ private:
+  static Failure inside(const std::string& shown) {
+    return Failure(printable(shown) +
+                       ": this client's own aesxfer home ($AESXFER_HOME), or a directory in it, which a tree "
+                       "from a server never writes into",
+                   proto::Status::permission, EPERM);
+  }
+  bool known_ = false;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
 // The local top of recv -r: dest/NAME when dest is a directory (scp; NAME the last component of
 // the request, the root's contents into dest itself), else dest, created here; with
 // `continue_dest` (--resume, dest already the copy) dest itself. Sets top and top_created.
 UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::string& remote, uint32_t mode,
-                  bool continue_dest, fs::path& top, bool& top_created) {
+                  bool continue_dest, const OwnHome& home, fs::path& top, bool& top_created) {
   struct stat dst {};
   const bool dest_dir = ::stat(dest.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
   top = dest;
@@ -438,12 +487,14 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
     if (parent.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     if (auto planted = planted_way_refusal(parent.get(), dest.string())) throw *planted;
     top = dest / name;
+    home.refuse_at_or_below(parent.get(), top.string());
     return make_dir_at(parent.get(), name, top.string(), mode, top_created);
   }
   if (dest_dir) {
     UniqueFd fd(files::open_guarded_dir(dest));
     if (fd.get() < 0) throw Failure(printable(dest.string()) + ": " + errno_text(errno));
     if (auto planted = planted_way_refusal(fd.get(), dest.string())) throw *planted;
+    home.refuse_at_or_below(fd.get(), dest.string());
     return fd;
   }
   // Made in the directory that holds it, reached without following another user's link in a
@@ -451,6 +502,7 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
   files::GuardedEntry g = files::resolve_guarded(dest);
   if (g.name == "." || g.magic) throw Failure(printable(dest.string()) + ": not a directory");
   if (auto planted = planted_way_refusal(g.dir.get(), dest.string())) throw *planted;
+  home.refuse_at_or_below(g.dir.get(), dest.string());
   return make_dir_at(g.dir.get(), g.name, dest.string(), mode, top_created);
 }
 
@@ -580,37 +632,6 @@ bool commands_own(int fd, bool created, MadeDirs* by_command) {
   return created || by_command->count({st.st_dev, st.st_ino}) > 0;
 }
 
-// The client's own $AESXFER_HOME (its identity, known_hosts, config, tree_copies): a tree from a
-// server never writes into it, as a server never serves or writes its own home (a thirty-seventh
-// re-attack, B1: `recv -r host:.config ~` let the server replace the identity, pin its own host
-// keys and redirect every later command through a config of its choosing). Told by device and
-// inode, so that no name, link or bind mount reaches it.
-class OwnHome {
- public:
-  // Throws when top_fd, the tree's top (shown as `top`), is the home.
-  OwnHome(const fs::path& home, int top_fd, const std::string& top) {
-    struct stat st {};
-    known_ = !home.empty() && ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    dev_ = st.st_dev;
-    ino_ = st.st_ino;
-    refuse(top_fd, top);
-  }
-  // Throws when fd is the home.
-  void refuse(int fd, const std::string& shown) const {
-    struct stat st {};
-    if (known_ && ::fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
-      throw Failure(printable(shown) +
-                        ": this client's own aesxfer home ($AESXFER_HOME), which a tree from a "
-                        "server never writes into",
-                    proto::Status::permission, EPERM);
-  }
-
- private:
-  bool known_ = false;
-  dev_t dev_ = 0;
-  ino_t ino_ = 0;
-};
-
 // Makes the directory of entry e inside its parent (never through a symbolic link) and records it
 // when this command created it; one that cannot be made, or is this client's home, is skipped with
 // all below it (reported) when there is a reporter, else the tree stops.
@@ -693,8 +714,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   bool top_created = false;
   const std::string source = copy_source(client, asked);
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
-  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, top, top_created);
-  const OwnHome home(client.home(), top_fd.get(), top.string());  // refused as the top
+  const OwnHome home(client.home());  // never the top, nor where it is made
+  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, home, top, top_created);
+  home.refuse_at_or_below(top_fd.get(), top.string());  // an existing top: the home itself
   if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
     remember_tree_copy(client.home(), top_fd.get(), source);
   DirWalker walker(top_fd.get(), top);

@@ -667,6 +667,30 @@ TEST_F(DestRules, ATreeFromAServerNeverWritesIntoThisClientsHome) {
   EXPECT_NE(r.err.find("this client's own aesxfer home"), std::string::npos) << r.err;
   EXPECT_EQ(read_text_file(home / "known_hosts"), pins);
   EXPECT_FALSE(fs::exists(home / "config"));
+  // The home, or a directory in it, as DEST (a forty-second re-attack: DEST/config made there
+  // stopped every later command at "config file ... is not a regular file"): refused before
+  // anything is made, with the tree as the top (DEST/NAME) and as DEST itself.
+  fs::create_directories(ws.root / "config");
+  write_text_file(ws.root / "config" / "f", "x\n");
+  fs::create_directories(home / "sub");
+  for (const fs::path& dest : {home, home / "sub", home / "sub" / "new"}) {
+    SCOPED_TRACE(dest.string());
+    r = run_aesxfer({"recv", "-r", "127.0.0.1:config", dest.string(), "-P", std::to_string(server->port())},
+                    home);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("this client's own aesxfer home ($AESXFER_HOME), or a directory in it"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(home / "config"));
+  EXPECT_FALSE(fs::exists(home / "sub" / "config"));
+  EXPECT_FALSE(fs::exists(home / "sub" / "new"));
+  // Above the home is not in it: the tree arrives.
+  r = run_aesxfer(
+      {"recv", "-r", "127.0.0.1:config", (ws.local / "cfg").string(), "-P", std::to_string(server->port())},
+      home);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.local / "cfg" / "config" / "f"), "x\n");
 }
 
 }  // namespace
