@@ -488,7 +488,9 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
     if (auto planted = planted_way_refusal(parent.get(), dest.string())) throw *planted;
     top = dest / name;
     home.refuse_at_or_below(parent.get(), top.string());
-    return make_dir_at(parent.get(), name, top.string(), mode, top_created);
+    UniqueFd fd = make_dir_at(parent.get(), name, top.string(), mode, top_created);
+    home.refuse_at_or_below(fd.get(), top.string());  // one that was there: the home itself
+    return fd;
   }
   if (dest_dir) {
     UniqueFd fd(files::open_guarded_dir(dest));
@@ -716,7 +718,6 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
   const OwnHome home(client.home());  // never the top, nor where it is made
   const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, home, top, top_created);
-  home.refuse_at_or_below(top_fd.get(), top.string());  // an existing top: the home itself
   if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
     remember_tree_copy(client.home(), top_fd.get(), source);
   DirWalker walker(top_fd.get(), top);
