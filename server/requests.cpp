@@ -836,9 +836,11 @@ class TreeLister {
         // hides_name (which refuses such a name too), and announced with a left_out entry.
         // So is a name whose path would pass kMaxPath, with all below it (a thirty-second
         // re-attack, B-N5: one such path anywhere made the whole listing fail, so anyone who
-        // could write into a shared tree could stop every recv -r of it).
+        // could write into a shared tree could stop every recv -r of it). The path from the root,
+        // which the client's get names, not from the listed directory (a forty-third, B-F2: a
+        // path of 4,060 bytes below a 100-byte directory stopped the tree before its first file).
         if (name.find_first_of("\r\n") != std::string::npos ||
-            (rel.empty() ? 0 : rel.size() + 1) + name.size() > proto::kMaxPath) {
+            from_root(rel, name).size() > proto::kMaxPath) {
           ++left_out;
           continue;
         }

@@ -189,6 +189,36 @@ TEST(ListingGaps, APathLongerThanAPathMayBeIsLeftOutAndTheRestArrives) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A forty-third re-attack (B-F2): the bound was judged on the path from the listed directory, but a
+// get names the path from the root: a 4,060-byte path below a 100-byte directory was listed, and
+// the client stopped the whole tree at it ("path too long"), before its first file. The path from
+// the root is what is judged.
+TEST(ListingGaps, APathLongerThanAPathMayBeFromTheRootIsLeftOutToo) {
+  Workspace ws;
+  const std::string top(100, 'P');
+  fs::create_directories(ws.root / top);
+  write_text_file(ws.root / top / "a_first", "first\n");
+  files::UniqueFd at(::open((ws.root / top).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (int level = 0; level < 20; ++level) {  // 20 x 201 bytes + a 40-byte name: 4,060 below the top
+    const std::string name(200, 'b');
+    ASSERT_EQ(::mkdirat(at.get(), name.c_str(), 0755), 0) << std::strerror(errno);
+    at.reset(::openat(at.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(at);
+  }
+  const int f = ::openat(at.get(), std::string(40, 'f').c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(f, 0);
+  ::close(f);
+  ServerProcess server(ws.home, ws.root);
+  auto r = run_aesxfer({"recv", "-r", "-q", "127.0.0.1:" + top, (ws.local / "out").string(), "-P",
+                        std::to_string(server.port())},
+                       client_home(ws));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("1 name left out by the server"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("path too long"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "out" / "a_first"), "first\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // With --json, what a listing could not hold has an object of its own (file, error, verified
 // false) beside the files that came, so that a script reading stdout alone learns of it.
 TEST(ListingGaps, JsonHasAnObjectForWhatWasLeftOut) {
