@@ -1,6 +1,7 @@
 #include "proto/failure.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -146,12 +147,13 @@ namespace {
 // U+02DD, U+02EE, U+02F6, U+05F2, U+05F4, U+1CD3, U+201C, U+201D, U+201F, U+2033, U+2036, U+3003,
 // U+FF02); the double quotation marks of the Quotation_Mark property (U+201E, U+2E42,
 // U+301D..U+301F); the multiple primes (U+2034, U+2037, U+2057); and the double QUOTATION MARK
-// ORNAMENT dingbats (U+275D, U+275E, U+2760, U+1F676..U+1F678).
+// ORNAMENT dingbats (U+275D, U+275E, U+2760, U+1F676..U+1F678); and U+02F5, the mirror of U+02F6
+// (a forty-third re-attack, B-F1).
 bool quote_look_alike(uint32_t cp) {
-  static constexpr uint32_t kQuotes[] = {0x02ba, 0x02dd, 0x02ee, 0x02f6, 0x05f2,  0x05f4,  0x1cd3,
-                                         0x201c, 0x201d, 0x201e, 0x201f, 0x2033,  0x2034,  0x2036,
-                                         0x2037, 0x2057, 0x275d, 0x275e, 0x2760,  0x2e42,  0x3003,
-                                         0x301d, 0x301e, 0x301f, 0xff02, 0x1f676, 0x1f677, 0x1f678};
+  static constexpr uint32_t kQuotes[] = {0x02ba, 0x02dd, 0x02f5,  0x02ee,  0x02f6, 0x05f2, 0x05f4, 0x1cd3,
+                                         0x201c, 0x201d, 0x201e,  0x201f,  0x2033, 0x2034, 0x2036, 0x2037,
+                                         0x2057, 0x275d, 0x275e,  0x2760,  0x2e42, 0x3003, 0x301d, 0x301e,
+                                         0x301f, 0xff02, 0x1f676, 0x1f677, 0x1f678};
   for (uint32_t q : kQuotes)
     if (cp == q) return true;
   return false;
@@ -159,7 +161,20 @@ bool quote_look_alike(uint32_t cp) {
 }  // namespace
 
 namespace {
-// printable(), and inside a quote (quoted()) the look-alikes of its closing '"' escaped too.
+// A combining mark of the diacritical blocks (U+0300..U+036F, U+0483..U+0489, U+1AB0..U+1AFF,
+// U+1DC0..U+1DFF, U+20D0..U+20FF, U+FE20..U+FE2F).
+bool combining_mark(uint32_t cp) {
+  return (cp >= 0x0300 && cp <= 0x036f) || (cp >= 0x0483 && cp <= 0x0489) || (cp >= 0x1ab0 && cp <= 0x1aff) ||
+         (cp >= 0x1dc0 && cp <= 0x1dff) || (cp >= 0x20d0 && cp <= 0x20ff) || (cp >= 0xfe20 && cp <= 0xfe2f);
+}
+}  // namespace
+
+namespace {
+// printable(), and inside a quote (quoted()) the look-alikes of its closing '"' escaped too: the
+// spacing ones (quote_look_alike), and a combining mark on no letter or digit, which draws on a
+// space what reads as '"' (U+030B DOUBLE ACUTE, U+030E DOUBLE VERTICAL LINE ABOVE, U+0308
+// DIAERESIS after ' ': a forty-third re-attack, B-F1). On a letter or digit it is how names are
+// written ("é" as e and U+0301) and passes.
 std::string escaped(std::string_view s, bool in_quote) {
   const bool utf8 = utf8_output();
   std::string out;
@@ -168,6 +183,7 @@ std::string escaped(std::string_view s, bool in_quote) {
     std::snprintf(b, sizeof b, "\\x%02x", ch);
     out += b;
   };
+  bool on_base = false;  // the last code point shown as it is was a letter, a digit or non-ASCII
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
@@ -175,6 +191,7 @@ std::string escaped(std::string_view s, bool in_quote) {
         esc(ch);
       else
         out += char(ch);
+      on_base = std::isalnum(ch);
       ++i;
       continue;
     }
@@ -186,16 +203,20 @@ std::string escaped(std::string_view s, bool in_quote) {
     const size_t len = utf8 ? utf8_sequence(s, i) : 0;
     if (len == 0) {
       esc(ch);
+      on_base = false;
       ++i;
       continue;
     }
-    if (const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-        escaped_code_point(cp) || (in_quote && quote_look_alike(cp))) {
+    const uint32_t cp = utf8_code_point(s.substr(i, len), len);
+    const bool mark = combining_mark(cp);
+    if (escaped_code_point(cp) || (in_quote && (quote_look_alike(cp) || (mark && !on_base)))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
+      on_base = false;
       i += len;
       continue;
     }
     out.append(s.substr(i, len));
+    if (!mark) on_base = true;  // marks stack on the base before them
     i += len;
   }
   return out;

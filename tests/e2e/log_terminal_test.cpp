@@ -99,6 +99,19 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
        {0x02ddu, 0x05f4u, 0x201cu, 0x201du, 0x2033u, 0x2036u, 0x3003u, 0xff02u, 0x1f676u, 0x301du, 0x301eu,
         0x301fu, 0x2760u, 0x1cd3u, 0x02f6u, 0x02bau, 0x02eeu, 0x05f2u, 0x2034u, 0x2037u,  0x2057u})
     EXPECT_EQ(proto::quoted("a" + utf8(cp) + "b"), "\"a" + hex(utf8(cp)) + "b\"") << std::hex << cp;
+  // A forty-third (B-F1): U+02F5, and a combining mark on no letter or digit (after a space, a
+  // symbol, at the start), which draws what reads as '"' in the space's cell. On a letter or digit,
+  // or stacked on such marks, it is how names are written, and passes.
+  EXPECT_EQ(proto::quoted("a" + utf8(0x02f5) + "b"), "\"a" + hex(utf8(0x02f5)) + "b\"");
+  for (unsigned cp : {0x030eu, 0x030bu, 0x0308u, 0x030fu, 0x20dcu}) {
+    EXPECT_EQ(proto::quoted("a " + utf8(cp) + " b"), "\"a " + hex(utf8(cp)) + " b\"") << std::hex << cp;
+    EXPECT_EQ(proto::quoted(utf8(cp) + "b"), "\"" + hex(utf8(cp)) + "b\"") << std::hex << cp;
+    EXPECT_EQ(proto::quoted("e" + utf8(cp)), "\"e" + utf8(cp) + "\"") << std::hex << cp;
+    EXPECT_EQ(proto::printable(" " + utf8(cp)), " " + utf8(cp)) << std::hex << cp;  // outside quotes
+  }
+  EXPECT_EQ(proto::quoted("e" + utf8(0x0301) + utf8(0x0308) + "7" + utf8(0x20e3)),
+            "\"e" + utf8(0x0301) + utf8(0x0308) + "7" + utf8(0x20e3) + "\"");
+  EXPECT_EQ(proto::quoted(utf8(0x00e9) + utf8(0x0301)), "\"" + utf8(0x00e9) + utf8(0x0301) + "\"");
   // Single quotation marks cannot close a '"' and pass, as in "Don’t.txt"; so do the corner
   // brackets, which close a 「」 quote, not a '"' one.
   for (unsigned cp : {0x2018u, 0x2019u, 0x275bu, 0x300cu, 0x300fu, 0x2032u})
