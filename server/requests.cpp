@@ -781,7 +781,8 @@ class TreeLister {
         chain_(top, [this](int at, const std::string& name,
                            const std::string& rel) { return open_at(at, name, rel); }),
         shown_(shown),
-        max_entries_(std::min(ctx.limits.max_list_entries, proto::kMaxListEntries)) {}
+        max_entries_(std::min(ctx.limits.max_list_entries, proto::kMaxListEntries)),
+        names_(ctx.listing_names.get()) {}
   TreeLister(const TreeLister&) = delete;
   // Frees what the listing holds and gives its charge back, before a refusal is sent: the client
   // may ask again the moment it reads it (RecvTree.ListingsTogetherAreBoundedInMemory was refused
@@ -824,6 +825,11 @@ class TreeLister {
         // long): 300,000 empty partial files, kept by withdrawn resumed puts, made each one-entry
         // listing under --max-list 1000 cost 0.58 s of CPU (a forty-first re-attack, A-F3).
         // Twice --max-list: the left-out names may be as many as the listed ones.
+        // In steps of up to 1024 from the key's budget, which several walks in a row spend.
+        if (names_read_ % name_step_ == 0 && names_ && !names_->take(name_step_))
+          fail({Status::busy,
+                "server busy: this key's listings have had the server read their most "
+                "names lately (serve --max-list); try again in a minute"});
         if (++names_read_ > 2 * max_entries_)
           fail({Status::refused, shown_ + ": more than " + std::to_string(2 * max_entries_) +
                                      " names to read (twice the server's limit, serve --max-list)"});
@@ -923,6 +929,8 @@ class TreeLister {
   files::DirChain chain_;
   std::string shown_;
   uint64_t max_entries_;
+  NameBudget* names_;  // the key's (RequestContext::listing_names), or none
+  uint64_t name_step_ = std::clamp<uint64_t>(max_entries_, 1, 1024);
   uint64_t names_read_ = 0;  // every name of every directory read, listed or not
   uint64_t bytes_ = 0;
 

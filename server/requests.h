@@ -23,6 +23,7 @@
 #include "server/listing_memory.h"
 #include "server/log_value.h"
 #include "server/made_dirs.h"
+#include "server/name_budget.h"
 #include "server/parts.h"
 #include "server/root.h"
 #include "server/sweep.h"
@@ -39,6 +40,13 @@ struct RequestLimits {
   uint64_t max_probe_hash = uint64_t(64) << 30;    // bytes hashed per session (serve --max-probe-hash)
   uint64_t max_list_memory = uint64_t(256) << 20;  // every listing in progress (serve --max-list-memory)
 };
+
+// The budget of the names one client key's listings may read (RequestContext::listing_names):
+// two walks of a tree at --max-list at once, then one every 20 s.
+inline std::shared_ptr<NameBudget> listing_name_budget(uint64_t max_list) {
+  const uint64_t walk = std::max<uint64_t>(max_list, 10000);  // a small --max-list, a few walks more
+  return std::make_shared<NameBudget>(4 * walk, walk / 10);
+}
 
 // The budget of one client key's lines that move no data (RequestContext::quiet_lines).
 inline std::shared_ptr<LineBudget> quiet_line_budget() {
@@ -66,6 +74,9 @@ struct RequestContext {
   // twenty-ninth, N2 and N5: 67 MB of no-op mkdirs, and a budget per session renewed by
   // reconnecting). The server sets the key's; alone (tests), a session has its own.
   std::shared_ptr<LineBudget> quiet_lines = quiet_line_budget();
+  // The names this key's listings may still have the server read (server/name_budget.h), shared by
+  // all its sessions; the server sets the key's, from --max-list. Alone (tests): none.
+  std::shared_ptr<NameBudget> listing_names = nullptr;
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
   // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
   struct AwaitedResult {

@@ -37,6 +37,7 @@
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
+#include "proto/listing.h"
 #include "server/line_budget.h"
 #include "server/parts.h"
 #include "server/requests.h"
@@ -77,6 +78,7 @@ struct Server::Impl {
   LineBudget refused_keys{10, "refused_keys_without_a_line"};
   std::map<std::string, std::shared_ptr<LineBudget>> key_budgets;  // RequestContext::quiet_lines (under mu)
   std::map<std::string, std::shared_ptr<MadeDirs>> key_dirs;       // RequestContext::key_made_dirs (under mu)
+  std::map<std::string, std::shared_ptr<NameBudget>> key_names;    // RequestContext::listing_names (under mu)
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -485,6 +487,9 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     auto& d = key_dirs[key];
     if (!d) d = std::make_shared<MadeDirs>();
     ctx.key_made_dirs = d;
+    auto& n = key_names[key];
+    if (!n) n = listing_name_budget(std::min(limits.max_list_entries, proto::kMaxListEntries));
+    ctx.listing_names = n;
   }
   server::serve_requests(ctx);
 }

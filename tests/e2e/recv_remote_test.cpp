@@ -23,6 +23,7 @@
 #include "proto/listing.h"
 #include "proto/record.h"
 #include "tests/fake_server.h"
+#include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/proc_status.h"
 #include "tests/server_fixture.h"
@@ -314,6 +315,45 @@ TEST_F(RecvTree, NamesReadFromADirectoryAreChargedAsTheyAreRead) {
   // What the directory's names had charged is given back: a small tree is served.
   r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "t2").string(), "-q"}, small.port());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(small.stop(), 0);
+}
+
+// A forty-third re-attack (A-F1): a listing over --max-list is refused only once its walk has read
+// twice that many names, and a key that pipelined list requests for such a tree had the server walk
+// it again for each (7 s of CPU for 20 requests of 44 bytes). The names a key's listings read come
+// from one budget over all its sessions (server/name_budget.h): 4 x --max-list at once, then
+// --max-list every 10 s; past it a listing is refused busy at once.
+TEST_F(RecvTree, AKeysListingsReadAtMostItsBudgetOfNames) {
+  fs::create_directories(ws.root / "wide");
+  for (int i = 0; i < 12000; ++i) {
+    const int fd =
+        ::open((ws.root / "wide" / ("n" + std::to_string(i))).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  ServerProcess small(ws.home, ws.root, {"--max-list", "10000"});  // a walk reads 12,000 names
+  int too_many = 0, busy = 0;
+  {
+    HandSession s(small.port(), ws.home / "id_ed25519");
+    for (int i = 0; i < 10; ++i) {
+      const proto::Message m = s.ask(make_request(proto::Op::list, "wide"));
+      if (m.status == proto::Status::refused && m.text.find("more than 10000 entries") != std::string::npos)
+        ++too_many;
+      else if (m.status == proto::Status::busy && m.text.find("this key's listings") != std::string::npos)
+        ++busy;
+      else
+        ADD_FAILURE() << int(m.status) << " " << m.text;
+    }
+  }
+  std::printf("[list    ] 10 listings of 12,000 names under --max-list 10000: %d walked, %d refused busy\n",
+              too_many, busy);
+  // 40,000 names at once: three walks of 12,000 (and what 10 s refill meanwhile), then busy.
+  EXPECT_GE(too_many, 3);
+  EXPECT_LE(too_many, 4);
+  EXPECT_EQ(too_many + busy, 10);
+  // A new session of the same key shares the budget.
+  HandSession again(small.port(), ws.home / "id_ed25519");
+  EXPECT_EQ(again.ask(make_request(proto::Op::list, "wide")).status, proto::Status::busy);
   EXPECT_EQ(small.stop(), 0);
 }
 
