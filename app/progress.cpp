@@ -124,16 +124,21 @@ void Progress::draw(uint64_t done, bool final) {
   const double secs = std::chrono::duration<double>(now - t0_).count();
   const double rate = secs > 0 && done > from_ ? double(done - from_) / secs : 0;
   const bool unknown = total_ == kUnknownTotal;
-  const int pct = total_ && !unknown ? int(done * 100 / total_) : 100;
+  const int pct = total_ && !unknown ? int(double(done) * 100 / double(total_)) : 100;
   char eta[32];
   if (final || (unknown && now - moved_ < stall_after_)) {  // the time so far
     std::snprintf(eta, sizeof eta, "%02d:%02d    ", int(secs) / 60, int(secs) % 60);
   } else if (now - moved_ >= stall_after_) {
     std::snprintf(eta, sizeof eta, "- stalled -");
-  } else if (rate > 0 && total_ > done) {
-    const int left = int(std::ceil(double(total_ - done) / rate));  // 00:00 only at the end
-    std::snprintf(eta, sizeof eta, "%02d:%02d ETA", left / 60, left % 60);
-  } else {
+  } else if (const double left_s = rate > 0 && total_ > done ? std::ceil(double(total_ - done) / rate) : -1;
+             left_s >= 0 && left_s < 100 * 3600) {  // 00:00 only at the end; hours as scp shows them
+    const int left = int(left_s);
+    if (left >= 3600)
+      std::snprintf(eta, sizeof eta, "%d:%02d:%02d ETA", left / 3600, left / 60 % 60, left % 60);
+    else
+      std::snprintf(eta, sizeof eta, "%02d:%02d ETA", left / 60, left % 60);
+  } else {  // unknown, or a size that would take 100 hours or more (a forty-third re-attack: 2^63 bytes
+            // made the ETA a negative number)
     std::snprintf(eta, sizeof eta, "--:-- ETA");
   }
   winsize ws{};
