@@ -450,8 +450,11 @@ void handle_put(RequestContext& ctx, const Message& req) {
   // A file that cannot fit is refused before its data, as a get's client does (a thirty-third
   // re-attack, B-N4: the put filled the server's file system, its other services' too, and failed
   // at the end of a whole upload). A resumed put needs what is past its offset; the parts of a
-  // ranged put share one file and are not judged one by one.
-  if (dest && !ranged && !(req.flags & proto::kFlagUnsized)) {
+  // ranged put share one file and are not judged one by one. An unsized put (send -) is judged
+  // for none of its bytes, only for the reserve its file would go into (a forty-fourth re-attack,
+  // A-F1: empty `send -` puts with long names took a file system past its reserve to 0 bytes free,
+  // where sized empty puts stopped at it); its data keeps the reserve as it is written.
+  if (dest && !ranged) {
     if (std::string why = room_refusal(dest->dir.get(), dest->name, shown, req, resume); !why.empty())
       return refuse(ctx, req, shown, {Status::no_space, std::move(why)});
   }
