@@ -161,20 +161,33 @@ bool quote_look_alike(uint32_t cp) {
 }  // namespace
 
 namespace {
-// A combining mark of the diacritical blocks (U+0300..U+036F, U+0483..U+0489, U+1AB0..U+1AFF,
-// U+1DC0..U+1DFF, U+20D0..U+20FF, U+FE20..U+FE2F).
-bool combining_mark(uint32_t cp) {
-  return (cp >= 0x0300 && cp <= 0x036f) || (cp >= 0x0483 && cp <= 0x0489) || (cp >= 0x1ab0 && cp <= 0x1aff) ||
-         (cp >= 0x1dc0 && cp <= 0x1dff) || (cp >= 0x20d0 && cp <= 0x20ff) || (cp >= 0xfe20 && cp <= 0xfe2f);
+#include "proto/quote_safe.inc"
+
+// Whether cp lies in one of the sorted, disjoint ranges.
+template <size_t N>
+bool in_ranges(const uint32_t (&r)[N][2], uint32_t cp) {
+  size_t lo = 0, hi = N;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (cp > r[mid][1])
+      lo = mid + 1;
+    else if (cp < r[mid][0])
+      hi = mid;
+    else
+      return true;
+  }
+  return false;
 }
 }  // namespace
 
 namespace {
-// printable(), and inside a quote (quoted()) the look-alikes of its closing '"' escaped too: the
-// spacing ones (quote_look_alike), and a combining mark on no letter or digit, which draws on a
-// space what reads as '"' (U+030B DOUBLE ACUTE, U+030E DOUBLE VERTICAL LINE ABOVE, U+0308
-// DIAERESIS after ' ': a forty-third re-attack, B-F1). On a letter or digit it is how names are
-// written ("é" as e and U+0301) and passes.
+// printable(), and inside a quote (quoted()) whatever could pass for its closing '"' escaped too.
+// Finding the look-alikes one by one never ended (rounds 41 to 44 found spacing marks, CJK and
+// dingbat quotes, modifier letters, combining marks on a space, Arabic and Hebrew marks), so inside
+// a quote a code point from U+0080 up stands raw only when it is a letter (not a modifier letter)
+// or a decimal digit (proto/quote_safe.inc, generated from the Unicode database), or a mark on
+// one; and not then when it is a look-alike itself (quote_look_alike: U+05F2 is a letter). Names
+// in other scripts read as they are; symbols, punctuation and marks on nothing show as \xNN.
 std::string escaped(std::string_view s, bool in_quote) {
   const bool utf8 = utf8_output();
   std::string out;
@@ -183,7 +196,7 @@ std::string escaped(std::string_view s, bool in_quote) {
     std::snprintf(b, sizeof b, "\\x%02x", ch);
     out += b;
   };
-  bool on_base = false;  // the last code point shown as it is was a letter, a digit or non-ASCII
+  bool on_base = false;  // the last code point shown raw was a letter or a digit (a mark may follow)
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
@@ -208,8 +221,9 @@ std::string escaped(std::string_view s, bool in_quote) {
       continue;
     }
     const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-    const bool mark = combining_mark(cp);
-    if (escaped_code_point(cp) || (in_quote && (quote_look_alike(cp) || (mark && !on_base)))) {
+    const bool mark = in_ranges(kQuoteSafeMark, cp);
+    const bool quote_safe = mark ? on_base : in_ranges(kQuoteSafeBase, cp) && !quote_look_alike(cp);
+    if (escaped_code_point(cp) || (in_quote && !quote_safe)) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       on_base = false;
       i += len;
