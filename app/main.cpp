@@ -2,6 +2,7 @@
 // command line: the table of commands (kCommands, as ninja's kTools[]), the checks made before
 // parsing, and the lab's two commands (speed, bench: app/lab/). What each other command does is
 // in app/send_cmd.cpp, app/recv_cmd.cpp and app/server_cmd.cpp; what they share, in app/cli.h.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -301,10 +302,14 @@ int main(int argc, char** argv) {
     list_ciphers();
     return 0;
   }
-  // The server's log stays UTF-8 where it is kept (the journal, a file), and follows the locale
-  // on a terminal, where an 8-bit codeset reads a byte of a UTF-8 name such as 0x9b as a control
-  // (CSI; a fifth re-attack, F2).
-  if (app.got_subcommand("serve") && !::isatty(STDERR_FILENO)) proto::set_utf8_output(true);
+  // The server's log stays UTF-8 where it is kept (the journal's socket, a file), and follows the
+  // locale on a terminal, where an 8-bit codeset reads a byte of a UTF-8 name such as 0x9b as a
+  // control (CSI; a fifth re-attack, F2), and on a pipe, which an admin reads on one through
+  // `serve 2>&1 | grep op=` or `| tee` (a forty-fourth, B-F2).
+  struct stat err_st {};
+  const bool kept =
+      ::fstat(STDERR_FILENO, &err_st) == 0 && !S_ISFIFO(err_st.st_mode) && !::isatty(STDERR_FILENO);
+  if (app.got_subcommand("serve") && kept) proto::set_utf8_output(true);
   try {
     for (auto& [sub, run] : commands)
       if (*sub) return output_written(run());
