@@ -457,6 +457,10 @@ void handle_put(RequestContext& ctx, const Message& req) {
   if (dest && !ranged) {
     if (std::string why = room_refusal(dest->dir.get(), dest->name, shown, req, resume); !why.empty())
       return refuse(ctx, req, shown, {Status::no_space, std::move(why)});
+  } else if (dest) {  // a part: judged for the reserve alone (the file's parts share its bytes)
+    if (const std::string short_by = files::space_shortfall(dest->dir.get(), 0, true); !short_by.empty())
+      return refuse(ctx, req, shown,
+                    {Status::no_space, shown + ": no space left on device on the server (" + short_by + ")"});
   }
   if (dest)  // every put makes a file (its temporary or partial one), empty ones too
     if (const std::string why = files::inodes_short(dest->dir.get()); !why.empty())
