@@ -246,7 +246,9 @@ void Pipeline::complete_front() {
   }
 }
 
-UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size, const timespec& since) {
+UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size, const ClientOptions& opt) {
+  if (opt.checksum == crypto::ChecksumAlg::none) return UniqueFd();
+  const timespec& since = opt.offer_changed_since;
   UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
@@ -266,10 +268,8 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
   const fs::path at = dir == AT_FDCWD ? local : local.filename();
   // Only a file of this user's with one link is offered (another user's planted copy is replaced
   // whole, never kept as "up to date": a seventh re-attack, N3), as for one file.
-  // Nor without a checksum, which alone proves the server's file is ours (recv_tree.cpp).
-  if (c_.opt_.checksum == crypto::ChecksumAlg::none) return nullptr;
   uint64_t have = 0;
-  UniqueFd fd = open_destination_base(dir, at, have, c_.opt_.offer_changed_since);
+  UniqueFd fd = open_destination_base(dir, at, have, c_.opt_);
   if (!fd || have != size) return nullptr;
   auto o = std::make_shared<Offer>();
   try {

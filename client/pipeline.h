@@ -22,9 +22,12 @@ namespace aesxfer::client {
 // planted there), of this user and with one link (another user's file, or a link to one, is
 // replaced whole: never kept as "up to date" nor appended to), with its size; or none. The
 // one-file path of recv -r --resume and the pipelined offers (Pipeline::make_offer) both ask it.
-// `since` (when not zero, ClientOptions::offer_changed_since): only a file whose ctime is later.
+// None without a checksum (opt.checksum): the end record's, over the whole file, is what proves
+// the server holds our bytes; else an echo of our digest kept a private file "up to date" and -p
+// gave it the server's mode 0666 (a forty-first re-attack, B-F4). When opt.offer_changed_since is
+// not zero: only a file whose ctime is later.
 files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size,
-                                      const timespec& since);
+                                      const ClientOptions& opt);
 
 // Thrown by Pipeline::put when its file failed as it was read (the session cannot go on): every
 // file before it and this one already have their verdicts, so the caller reports nothing more.

@@ -89,14 +89,13 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   // is only compared, and left as it is), a shorter version (then it is copied into the partial
   // file while it is hashed, and the rest is appended there), or neither. All the local work
   // happens before the request, with keep-alives, so none is left once the server streams; the
-  // destination itself is written only by the final rename. Only with a checksum, the proof that
-  // the server holds our bytes: else an echo of our digest kept a private file "up to date" and
-  // -p gave it the server's mode 0666 (a forty-first re-attack, B-F4).
+  // destination itself is written only by the final rename (and is offered only with a
+  // checksum: open_destination_base).
   UniqueFd base;
   bool whole = false;
-  if (have == 0 && opt_.checksum != crypto::ChecksumAlg::none) {
+  if (have == 0) {
     uint64_t dsize = 0;
-    base = open_destination_base(dirfd, at, dsize, opt_.offer_changed_since);
+    base = open_destination_base(dirfd, at, dsize, opt_);
     if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {
