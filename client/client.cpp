@@ -15,6 +15,7 @@
 #include <fstream>
 #include <optional>
 
+#include "client/remote.h"
 #include "crypto/checksum.h"
 #include "crypto/sha256.h"
 #include "crypto/sha256_mb.h"
@@ -56,13 +57,6 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
   return proto::quoted(line);
 }
 
-// A path as the server's Root names one: "./a//tree/" is "a/tree", "" and "./" are ".".
-std::string lexical(const std::string& p) {
-  std::string s = fs::path(p).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s.empty() ? "." : s;
-}
-
 }  // namespace
 
 // The server's word for where it keeps what arrives of a resumable put (its ok Response's text,
@@ -73,11 +67,11 @@ std::string lexical(const std::string& p) {
 std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name) {
   if (text.empty() || text.size() > proto::kMaxPath || printable(text) != text) return "";
   const fs::path t(text);
-  const std::string dir = lexical(t.parent_path().string()), last = t.filename().string();
-  const std::string r = lexical(remote);
+  const std::string dir = normal_request(t.parent_path().string()), last = t.filename().string();
+  const std::string r = normal_request(remote);
   if (!name.empty() && dir == r && last == files::partial_name(name)) return text;
   const fs::path rp(r);
-  if (r != "." && dir == lexical(rp.parent_path().string()) &&
+  if (r != "." && dir == normal_request(rp.parent_path().string()) &&
       last == files::partial_name(rp.filename().string()))
     return text;
   return "";

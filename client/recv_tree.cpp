@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/pipeline.h"
+#include "client/remote.h"
 #include "client/tree_resume.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
@@ -312,30 +313,6 @@ RemoteDir Client::list(const std::string& remote) {
 // ---- recv -r ---------------------------------------------------------------------------------
 
 namespace {
-
-// The request as the server names the directory (docs/PROTOCOL.md, "Listing"): relative to the
-// root, no empty or "." component, ".." taken back lexically; "." for the root itself.
-std::string normal_request(const std::string& remote) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t slash = remote.find('/', start);
-    std::string part = remote.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part == "..") {
-      if (!parts.empty() && parts.back() != "..")
-        parts.pop_back();
-      else
-        parts.push_back(part);
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
-  return out.empty() ? "." : out;
-}
 
 // top/rel as a string, for messages (top / rel as an fs::path splits every component).
 std::string joined(const fs::path& top, const std::string& rel) {

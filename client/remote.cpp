@@ -1,5 +1,8 @@
 #include "client/remote.h"
 
+#include <string>
+#include <vector>
+
 namespace aesxfer::client {
 
 std::optional<Remote> parse_remote(const std::string& arg) {
@@ -25,6 +28,28 @@ std::optional<Remote> parse_remote(const std::string& arg) {
   Remote r{s.substr(0, colon), s.substr(colon + 1), user};
   if (r.path.empty()) r.path = ".";  // "host:" is the server's root, as scp's is the home directory
   return r;
+}
+
+std::string normal_request(const std::string& remote) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t slash = remote.find('/', start);
+    std::string part = remote.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else
+        parts.push_back(part);
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
+  return out.empty() ? "." : out;
 }
 
 }  // namespace aesxfer::client

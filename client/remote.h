@@ -16,4 +16,9 @@ struct Remote {
 // no host (a local path).
 std::optional<Remote> parse_remote(const std::string& arg);
 
+// A remote path as the server's root names it (docs/PROTOCOL.md, "Listing"): relative to the
+// root, no empty or "." component, ".." taken back lexically; "." for the root itself
+// ("./a//tree/" is "a/tree").
+std::string normal_request(const std::string& remote);
+
 }  // namespace aesxfer::client
