@@ -139,28 +139,6 @@ void set_utf8_output(bool on) noexcept { g_utf8_output.store(on, std::memory_ord
 bool utf8_output() noexcept { return g_utf8_output.load(std::memory_order_relaxed); }
 
 namespace {
-// What looks like the '"' that closes a quote: shown as \xNN inside one, so that a peer's words
-// cannot seem to end it (a forty-first re-attack, B-F2: "denied″); then ... ″key" read as two
-// quotes, and file="pub.txt″ ... result=ok″ as another field). Outside quotes they are names'.
-// The set is a rule, not a list of finds (a forty-second re-attack, B-F1, found eight more after
-// the first sixteen): every code point that Unicode's confusables.txt (UTS #39) maps to '"' (U+02BA,
-// U+02DD, U+02EE, U+02F6, U+05F2, U+05F4, U+1CD3, U+201C, U+201D, U+201F, U+2033, U+2036, U+3003,
-// U+FF02); the double quotation marks of the Quotation_Mark property (U+201E, U+2E42,
-// U+301D..U+301F); the multiple primes (U+2034, U+2037, U+2057); and the double QUOTATION MARK
-// ORNAMENT dingbats (U+275D, U+275E, U+2760, U+1F676..U+1F678); and U+02F5, the mirror of U+02F6
-// (a forty-third re-attack, B-F1).
-bool quote_look_alike(uint32_t cp) {
-  static constexpr uint32_t kQuotes[] = {0x02ba, 0x02dd, 0x02f5,  0x02ee,  0x02f6, 0x05f2, 0x05f4, 0x1cd3,
-                                         0x201c, 0x201d, 0x201e,  0x201f,  0x2033, 0x2034, 0x2036, 0x2037,
-                                         0x2057, 0x275d, 0x275e,  0x2760,  0x2e42, 0x3003, 0x301d, 0x301e,
-                                         0x301f, 0xff02, 0x1f676, 0x1f677, 0x1f678};
-  for (uint32_t q : kQuotes)
-    if (cp == q) return true;
-  return false;
-}
-}  // namespace
-
-namespace {
 #include "proto/quote_safe.inc"
 
 // Whether cp lies in one of the sorted, disjoint ranges.
@@ -178,16 +156,25 @@ bool in_ranges(const uint32_t (&r)[N][2], uint32_t cp) {
   }
   return false;
 }
-}  // namespace
 
-namespace {
-// printable(), and inside a quote (quoted()) whatever could pass for its closing '"' escaped too.
-// Finding the look-alikes one by one never ended (rounds 41 to 44 found spacing marks, CJK and
-// dingbat quotes, modifier letters, combining marks on a space, Arabic and Hebrew marks), so inside
-// a quote a code point from U+0080 up stands raw only when it is a letter (not a modifier letter)
-// or a decimal digit (proto/quote_safe.inc, generated from the Unicode database), or a mark on
-// one; and not then when it is a look-alike itself (quote_look_alike: U+05F2 is a letter). Names
-// in other scripts read as they are; symbols, punctuation and marks on nothing show as \xNN.
+// Inside a quote, what could pass for its closing '"' is shown as \xNN, so that a peer's words
+// cannot seem to end it (a forty-first re-attack, B-F2: file="pub.txt″ ... result=ok″ read as
+// another field). Finding the look-alikes one by one never ended (rounds 41 to 44: confusables of
+// '"', CJK and dingbat quotes, primes, modifier letters, spacing twins of marks, combining marks
+// on a space), so the rule is the other way round: a code point from U+0080 up stands raw there
+// only when the Unicode database calls it a letter (not a modifier letter) or a decimal digit
+// (proto/quote_safe.inc, made by scripts/gen-quote-safe.py), or a mark on one. The one letter that
+// confusables.txt maps to '"' is escaped too. Whether cp stands raw; on_base says whether the last
+// code point that stood was a letter or digit, which a mark may follow.
+constexpr uint32_t kQuoteLikeLetter = 0x05f2;  // HEBREW LIGATURE YIDDISH DOUBLE YOD
+bool stands_in_quote(uint32_t cp, bool& on_base) {
+  if (in_ranges(kQuoteSafeMark, cp)) return on_base;  // marks stack on the base before them
+  on_base = in_ranges(kQuoteSafeBase, cp) && cp != kQuoteLikeLetter;
+  return on_base;
+}
+
+// printable(), and inside a quote (quoted()) what is not a letter, digit or mark on one too.
+// Outside quotes names in every script, and their symbols, read as they are.
 std::string escaped(std::string_view s, bool in_quote) {
   const bool utf8 = utf8_output();
   std::string out;
@@ -196,7 +183,7 @@ std::string escaped(std::string_view s, bool in_quote) {
     std::snprintf(b, sizeof b, "\\x%02x", ch);
     out += b;
   };
-  bool on_base = false;  // the last code point shown raw was a letter or a digit (a mark may follow)
+  bool on_base = false;  // inside a quote: stands_in_quote's
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
@@ -220,17 +207,14 @@ std::string escaped(std::string_view s, bool in_quote) {
       ++i;
       continue;
     }
-    const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-    const bool mark = in_ranges(kQuoteSafeMark, cp);
-    const bool quote_safe = mark ? on_base : in_ranges(kQuoteSafeBase, cp) && !quote_look_alike(cp);
-    if (escaped_code_point(cp) || (in_quote && !quote_safe)) {
+    if (const uint32_t cp = utf8_code_point(s.substr(i, len), len);
+        escaped_code_point(cp) || (in_quote && !stands_in_quote(cp, on_base))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       on_base = false;
       i += len;
       continue;
     }
     out.append(s.substr(i, len));
-    if (!mark) on_base = true;  // marks stack on the base before them
     i += len;
   }
   return out;
