@@ -402,14 +402,17 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
 
 // ---- put --------------------------------------------------------------------------------------
 
-// Why a put of req.size bytes to NAME in dirfd cannot fit, or "". A resumed put's partial file of
+// Why a put of req.size bytes to NAME in dirfd cannot fit, or "": for a part of a ranged put (whose
+// parts share the file's bytes) and a put of unknown size (size 0) only the reserve its file would
+// go into is judged. A resumed put's partial file of
 // this server's own is cut to the put's offset before the data, so what it holds past the offset
 // counts as free; any other put leaves it until its own file is in place, and the refusal names
 // it (a thirty-fourth re-attack, B-N5: a stale partial file took the space, and the line said
 // nothing of it).
 std::string room_refusal(int dirfd, const std::string& name, const std::string& shown, const Message& req,
                          bool resume) {
-  uint64_t need = req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
+  uint64_t need =
+      req.flags & proto::kFlagRange ? 0 : req.size - std::min(req.size, resume ? req.offset : uint64_t(0));
   struct stat pst {};
   const std::string pname = files::partial_name(name);
   const uint64_t kept = ::fstatat(dirfd, pname.c_str(), &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -449,19 +452,14 @@ void handle_put(RequestContext& ctx, const Message& req) {
   const std::string shown = dest ? dest->shown : req.path;
   // A file that cannot fit is refused before its data, as a get's client does (a thirty-third
   // re-attack, B-N4: the put filled the server's file system, its other services' too, and failed
-  // at the end of a whole upload). A resumed put needs what is past its offset; the parts of a
-  // ranged put share one file and are not judged one by one. An unsized put (send -) is judged
-  // for none of its bytes, only for the reserve its file would go into (a forty-fourth re-attack,
-  // A-F1: empty `send -` puts with long names took a file system past its reserve to 0 bytes free,
-  // where sized empty puts stopped at it); its data keeps the reserve as it is written.
-  if (dest && !ranged) {
+  // at the end of a whole upload). A resumed put needs what is past its offset. Every put is
+  // judged, parts of ranged puts and puts of unknown size (send -) for the reserve their file goes
+  // into (a forty-fourth re-attack, A-F1: empty ones with long names took a file system past its
+  // reserve to 0 bytes free, where sized empty puts stopped at it); their data keeps the reserve
+  // as it is written.
+  if (dest)
     if (std::string why = room_refusal(dest->dir.get(), dest->name, shown, req, resume); !why.empty())
       return refuse(ctx, req, shown, {Status::no_space, std::move(why)});
-  } else if (dest) {  // a part: judged for the reserve alone (the file's parts share its bytes)
-    if (const std::string short_by = files::space_shortfall(dest->dir.get(), 0, true); !short_by.empty())
-      return refuse(ctx, req, shown,
-                    {Status::no_space, shown + ": no space left on device on the server (" + short_by + ")"});
-  }
   if (dest)  // every put makes a file (its temporary or partial one), empty ones too
     if (const std::string why = files::inodes_short(dest->dir.get()); !why.empty())
       return refuse(ctx, req, shown,
