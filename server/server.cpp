@@ -37,7 +37,6 @@
 #include "net/handshake_driver.h"
 #include "net/transfer.h"
 #include "proto/error.h"
-#include "proto/listing.h"
 #include "server/line_budget.h"
 #include "server/parts.h"
 #include "server/requests.h"
@@ -488,7 +487,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     if (!d) d = std::make_shared<MadeDirs>();
     ctx.key_made_dirs = d;
     auto& n = key_names[key];
-    if (!n) n = listing_name_budget(std::min(limits.max_list_entries, proto::kMaxListEntries));
+    if (!n) n = listing_name_budget(limits.max_list_entries);
     ctx.listing_names = n;
   }
   server::serve_requests(ctx);
