@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "files/unique_fd.h"
+#include "net/buffer_budget.h"
 #include "proto/end_record.h"
 #include "proto/failure.h"
 #include "proto/handshake.h"
@@ -84,6 +85,10 @@ class Conn {
   // What the handshake agreed for every transfer on this connection.
   crypto::ChecksumAlg checksum() const { return checksum_; }
   size_t record_size() const { return record_size_; }
+  // The process's budget for the record batches of this connection's streams (a server's
+  // --max-buffer-memory, net/buffer_budget.h), or none: every stream takes the batches it wants.
+  BufferBudget* buffer_budget() const { return buffers_; }
+  void set_buffer_budget(BufferBudget* b) { buffers_ = b; }
 
   proto::RecordSealer& sealer() { return *sealer_; }
   proto::RecordOpener& opener() { return *opener_; }
@@ -126,6 +131,7 @@ class Conn {
   bool loopback_ = false;
   crypto::ChecksumAlg checksum_ = crypto::kDefaultChecksum;
   size_t record_size_ = proto::kDefaultPayload;
+  BufferBudget* buffers_ = nullptr;
   void wait(short events);
 };
 

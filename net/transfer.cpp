@@ -350,7 +350,7 @@ crypto::Checksum send_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
                              const StreamOptions& opt) {
   const size_t overhead = c.sealer().max_overhead();
   const size_t rec_size = c.record_size();
-  const BufferBudget::Lease lease(opt.buffers, 2 * (rec_size + overhead),
+  const BufferBudget::Lease lease(c.buffer_budget(), 2 * (rec_size + overhead),
                                   opt.per_record ? 1 : std::min(kSendSlots, c.sealer().batch_records()));
   const size_t per_batch = lease.records();
   if (opt.complete) *opt.complete = false;
@@ -573,7 +573,7 @@ crypto::Checksum recv_stream(Conn& c, int fd, uint64_t size, const ProgressFn& p
   crypto::FileChecksum hash(c.checksum());
   if (opt.offset > size) throw Failure("resume offset beyond the announced size", proto::Status::integrity);
   const RecordRoom room = record_room(c, size, opt);
-  const BufferBudget::Lease lease(opt.buffers, 2 * uint64_t(room.bytes),
+  const BufferBudget::Lease lease(c.buffer_budget(), 2 * uint64_t(room.bytes),
                                   opt.per_record ? 1 : std::min(kRecvSlots, c.opener().batch_records()));
   const size_t per_batch = lease.records();
   Handoff h(per_batch, room.bytes);

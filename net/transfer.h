@@ -10,7 +10,6 @@
 #include <functional>
 
 #include "crypto/checksum.h"
-#include "net/buffer_budget.h"
 #include "net/conn.h"
 
 namespace aesxfer::net {
@@ -49,9 +48,6 @@ struct StreamOptions {
   // changed in place while it was read arrived as a mix of two versions, "verified" (a thirty-fifth
   // re-attack, B-N3). Unsized streams (send -) copy what they read, as cat does.
   const struct stat* since = nullptr;
-  // The process's budget for record batches (net/buffer_budget.h), or nullptr: as many records per
-  // batch as the cipher works best with.
-  BufferBudget* buffers = nullptr;
   // Whether the file I/O and checksum run on a thread of their own beside the record crypto and
   // the socket (threads), or in the calling thread (inline). auto: inline when both ends share
   // this machine's cores (a loopback peer) and there are fewer than 4 of them, where a second

@@ -193,7 +193,6 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   uint64_t got = 0;     // data bytes received so far: what a failure's log line says moved
   try {
     StreamOptions o = so;
-    o.buffers = ctx.buffers;
     o.length = &length;
     // Pipelined: the file's own records are read to its end whatever happens to the file, so a
     // write error or a bad checksum fails this file alone and the next request follows.
@@ -243,9 +242,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
 // ---- the one send path (get: plain, resumed, ranged) ------------------------------------------
 
 void send(RequestContext& ctx, const Message& req, const std::string& shown, const Message& resp, int fd,
-          uint64_t size, const StreamOptions& options) {
-  StreamOptions so = options;
-  so.buffers = ctx.buffers;
+          uint64_t size, const StreamOptions& so) {
   answer(ctx, req, resp);
   const auto t0 = Clock::now();
   // What left for the client before a failure is logged as a put logs what arrived (a thirteenth

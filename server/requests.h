@@ -64,8 +64,6 @@ struct RequestContext {
   // (bounded by limits.max_list_memory).
   ListingMemory& listings;
   std::function<void(const std::string&)> log;
-  // The server's budget for the streams' record batches (serve --max-buffer-memory); nullptr: none.
-  net::BufferBudget* buffers = nullptr;
   PartsRegistry::Held held{};  // parallel-stream transfers this session took part in
   // Requests that move no data (refused, a mkdir of a directory that was there, a probe or resumed
   // put that meets a partial file it may not use) cost the log ten lines a second per client key,

@@ -474,7 +474,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c,     keys,     *root,    limits,
                      parts, *sweeper, listings, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
-  ctx.buffers = buffers.get();
+  c.set_buffer_budget(buffers.get());  // every stream of the session
   {
     // One budget per client key, for every session of it (authorized keys are few: the map stays
     // as small as authorized_keys).
