@@ -418,18 +418,10 @@ class OwnHome {
   // Throws when fd, a directory a tree's top is made in or is, is the home or lies below it:
   // walked up by "..", which no link can redirect.
   void refuse_at_or_below(int fd, const std::string& shown) const {
-    if (!known_) return;
-    UniqueFd cur(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    for (int depth = 0; cur && depth < 4096; ++depth) {
-      struct stat st {
-      }, up{};
-      if (::fstat(cur.get(), &st) != 0) return;
-      if (st.st_dev == dev_ && st.st_ino == ino_) throw inside(shown);
-      UniqueFd parent(::openat(cur.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!parent || ::fstat(parent.get(), &up) != 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
-        return;  // the root
-      cur = std::move(parent);
-    }
+    if (known_ && files::walk_up(fd, [&](const struct stat& dir, const struct stat&) {
+          return dir.st_dev == dev_ && dir.st_ino == ino_;
+        }))
+      throw inside(shown);
   }
 
  private:

@@ -42,25 +42,36 @@ std::string planted_dir(int dir_fd) {
   return planted_directory(dir, parent);
 }
 
-namespace {
-// planted_dir() of dir_fd and of each directory above it, up to "/" or `top`: who planted one.
-std::string planted_on_way(int dir_fd, const struct stat* top) {
+bool walk_up(int dir_fd,
+             const std::function<bool(const struct stat& dir, const struct stat& parent)>& visit) {
   UniqueFd up;
   int cur = dir_fd;
   for (int level = 0; level < 4096; ++level) {
     struct stat dir {
     }, parent{};
-    if (::fstat(cur, &dir) != 0 || ::fstatat(cur, "..", &parent, 0) != 0) return "";
-    if ((top && dir.st_dev == top->st_dev && dir.st_ino == top->st_ino) ||
-        (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino))
-      return "";
-    if (std::string who = planted_directory(dir, parent); !who.empty()) return who;
+    if (::fstat(cur, &dir) != 0 || ::fstatat(cur, "..", &parent, 0) != 0) return false;
+    if (visit(dir, parent)) return true;
+    if (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino) return false;  // "/"
     UniqueFd next(::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!next) return "";
+    if (!next) return false;
     up = std::move(next);
     cur = up.get();
   }
-  return "";
+  return false;
+}
+
+namespace {
+// planted_dir() of dir_fd and of each directory above it, up to "/" or `top`: who planted one.
+std::string planted_on_way(int dir_fd, const struct stat* top) {
+  std::string who;
+  walk_up(dir_fd, [&](const struct stat& dir, const struct stat& parent) {
+    if ((top && dir.st_dev == top->st_dev && dir.st_ino == top->st_ino) ||
+        (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino))
+      return true;  // the server's root, or "/": not judged
+    who = planted_directory(dir, parent);
+    return !who.empty();
+  });
+  return who;
 }
 }  // namespace
 

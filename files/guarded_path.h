@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ std::string planted_by(uid_t owner, const struct stat& dir);
 // there, or no directory: "").
 std::string planted_dir(int dir_fd);
 std::string planted_dir_at(int parent_fd, const std::string& name);
+// Calls visit(dir, parent) with the fstat of `dir_fd` and of each directory above it and their
+// parents', walked by "..", which no link can redirect, up to and with "/" (whose parent is itself)
+// and at most 4096 levels; stops when visit returns true, and returns whether it did.
+bool walk_up(int dir_fd, const std::function<bool(const struct stat& dir, const struct stat& parent)>& visit);
 // planted_dir() of `dir_fd` and of each directory above it, up to the file system's "/" or up to
 // `top` (its device and inode; not judged itself: the server's root), as a refusal in words ("a
 // directory owned by uid N ... is on its way: nothing is written into or below it"), or "":
