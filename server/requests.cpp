@@ -48,9 +48,9 @@ using proto::Status;
 constexpr size_t kClientWords = 64;
 static Failure client_reported(const Message& res) {
   std::string text = res.text.empty() ? std::string(proto::status_name(res.status)) : res.text;
-  if (proto::quoted(text).size() > kClientWords + 2) {
+  if (log_quoted(text).size() > kClientWords + 2) {
     size_t keep = std::min(text.size(), kClientWords);
-    while (keep > 0 && proto::quoted(text.substr(0, keep)).size() > kClientWords + 2) --keep;
+    while (keep > 0 && log_quoted(text.substr(0, keep)).size() > kClientWords + 2) --keep;
     text = text.substr(0, keep) + "...[" + std::to_string(text.size()) + " bytes]";
   }
   return Failure("client reported: " + text, res.status == Status::ok ? Status::internal : res.status, 0,

@@ -38,6 +38,7 @@
 #include "net/transfer.h"
 #include "proto/error.h"
 #include "server/line_budget.h"
+#include "server/log_value.h"
 #include "server/parts.h"
 #include "server/requests.h"
 #include "server/root.h"
@@ -163,11 +164,11 @@ struct Server::Impl {
   void refuse_busy(tcp::socket sock);
   // Every log line is logfmt (key=value, values that may hold a peer's or an admin's text
   // quoted); `line` is the text of one event, logged as msg="...".
-  void note(const std::string& line) { log("msg=" + proto::quoted(line)); }
+  void note(const std::string& line) { log("msg=" + log_quoted(line)); }
   // A line for the log (level=warning msg="..."), and for stderr when there is no log (serve -q).
   void warn(const std::string& line) {
     if (opt.log)
-      log("level=warning msg=" + proto::quoted(line));
+      log("level=warning msg=" + log_quoted(line));
     else
       std::cerr << "aesxfer serve: " << proto::printable(line) << std::endl;  // as the log's (37th, B3)
   }
@@ -458,10 +459,10 @@ void Server::Impl::session(int fd, std::string peer, Slot& slot) {
         " cipher=" + keys.cipher->name + " mac=" + crypto::mac_label(keys.cipher, keys.mac));
     serve_requests(c, keys);
   } catch (const Failure& f) {
-    const std::string line = "peer=" + peer + " error=" + proto::quoted(failure_text(&stop_signal, f));
+    const std::string line = "peer=" + peer + " error=" + log_quoted(failure_text(&stop_signal, f));
     budget ? log_within(*budget, line) : log(line);
   } catch (const std::exception& e) {
-    const std::string line = "peer=" + peer + " error=" + proto::quoted(e.what());
+    const std::string line = "peer=" + peer + " error=" + log_quoted(e.what());
     budget ? log_within(*budget, line) : log(line);
   }
 }
@@ -631,7 +632,7 @@ void Server::Impl::open_acceptor(tcp::acceptor& acc) {
 }
 
 void Server::Impl::log_start(uint16_t port) {
-  log("msg=listening port=" + std::to_string(port) + " root=" + proto::quoted(root->real().string()) +
+  log("msg=listening port=" + std::to_string(port) + " root=" + log_quoted(root->real().string()) +
       " resolver=" + (root->uses_openat2() ? "openat2" : "walk") +
       " host_key=" + proto::fingerprint(host.pk) + " max_sessions=" + std::to_string(opt.max_sessions) +
       " max_startups=" + std::to_string(opt.startups_begin) + ":" + std::to_string(opt.startups_rate) + ":" +
@@ -640,18 +641,18 @@ void Server::Impl::log_start(uint16_t port) {
       std::to_string(opt.source_v4_bits) + ":" + std::to_string(opt.source_v6_bits));
   const Congestion cc = preview_congestion(opt.congestion);
   log("msg=\"congestion control for the data this server sends\" congestion=" + cc.name +
-      " why=" + proto::quoted(cc.why));
+      " why=" + log_quoted(cc.why));
   const fs::path ak = authorized_keys_file();
   std::vector<std::string> problems;
   std::string refused;
   const size_t n = load_trusted_keys(ak, refused, &problems).size();
   std::error_code ec;
-  log("authorized_keys=" + proto::quoted(ak.string()) + " keys=" + std::to_string(n) + " note=" +
-      proto::quoted(std::string(!refused.empty()     ? "not trusted; "
-                                : fs::exists(ak, ec) ? ""
-                                                     : "the file does not exist yet; ") +
-                    (own_refused.empty() ? "this user's own identity is accepted too"
-                                         : "this user's own identity is not accepted")));
+  log("authorized_keys=" + log_quoted(ak.string()) + " keys=" + std::to_string(n) + " note=" +
+      log_quoted(std::string(!refused.empty()     ? "not trusted; "
+                             : fs::exists(ak, ec) ? ""
+                                                  : "the file does not exist yet; ") +
+                 (own_refused.empty() ? "this user's own identity is accepted too"
+                                      : "this user's own identity is not accepted")));
   if (!refused.empty()) warn("no key of authorized_keys is trusted: " + refused);
   if (!own_refused.empty()) warn("this user's own identity is not trusted for logins: " + own_refused);
   for (const auto& p : problems) warn(p);
@@ -663,8 +664,8 @@ void Server::Impl::log_start(uint16_t port) {
     return r;
   };
   if (!opt.ciphers.empty() || !opt.macs.empty())
-    log("allowed_ciphers=" + proto::quoted(opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
-        " allowed_macs=" + proto::quoted(opt.macs.empty() ? std::string("all") : join(opt.macs)));
+    log("allowed_ciphers=" + log_quoted(opt.ciphers.empty() ? std::string("all") : join(opt.ciphers)) +
+        " allowed_macs=" + log_quoted(opt.macs.empty() ? std::string("all") : join(opt.macs)));
   for (const auto& h : root->hides())
     warn("warning: " + std::string(h == opt.home ? "AESXFER_HOME" : "--authorized-keys") + " (" + h.string() +
          ") lies under --root; it is never served, listed or overwritten");
@@ -712,8 +713,8 @@ void Server::Impl::accept_loop(tcp::acceptor& acc, asio::steady_timer& backoff,
       busy = start_session(sock, peer, source);
     }
     if (!busy.empty()) {
-      log_within(drops, "peer=" + peer +
-                            " error=" + proto::quoted(busy + "; connection dropped before the handshake"));
+      log_within(drops,
+                 "peer=" + peer + " error=" + log_quoted(busy + "; connection dropped before the handshake"));
       refuse_busy(std::move(sock));
     }
     accept_loop(acc, backoff, delay);

@@ -20,6 +20,7 @@
 #include "tests/fake_server.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
+#include "tests/logfmt_reader.h"
 #include "tests/server_fixture.h"
 
 namespace aesxfer::test {
@@ -198,7 +199,8 @@ TEST_F(BidiNames, ReachTerminalAndLogEscaped) {
   const std::string name = "report" + kRlo + "txt.sh\xe2\x80\x8b";
   EXPECT_EQ(s.put(make_request(proto::Op::put, name, name), "x").status, proto::Status::ok);
   s.bye();
-  EXPECT_TRUE(server->wait_for_log("file=\"report\\xe2\\x80\\xaetxt.sh\\xe2\\x80\\x8b\"")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("file=\"report\\\\xe2\\\\x80\\\\xaetxt.sh\\\\xe2\\\\x80\\\\x8b\""))
+      << server->log();
   EXPECT_EQ(server->log().find(kRlo), std::string::npos);
 }
 
@@ -311,6 +313,42 @@ TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
   EXPECT_EQ(ops[names.size()]["file"], "nl\\x0aresult=ok x=\"y");
   EXPECT_EQ(ops[names.size() + 1]["file"], "no such \"file\" =x");
   EXPECT_EQ(ops[names.size() + 1]["op"], "get");
+}
+
+// A forty-fourth re-attack (B-F3): the log's values escaped a byte as \xNN, an escape a logfmt
+// parser with JSON's escapes (go-logfmt, behind Loki's and Grafana's `| logfmt`) does not know, so
+// it dropped the whole line: one '$' (or a control byte) in a name hid the client's request from
+// such a query. Every line now reads the same to that parser as to a shell-style splitter.
+TEST(ServerLog, ALogfmtParserReadsEveryLineAsTheShellDoes) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  const std::vector<std::string> names = {"price$5.txt",           "tick`id`.txt",
+                                          "esc\x1b[2J\x07.txt",    "bad\xff\xfe.txt",
+                                          "back\\slash \"q\".txt", std::string(250, '\xff')};
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (const auto& n : names) {
+      EXPECT_EQ(s.put(make_request(proto::Op::put, n, n), "x").status, proto::Status::ok)
+          << proto::printable(n);
+      std::string got;
+      EXPECT_NE(s.get(make_request(proto::Op::get, n + "$missing"), &got).status, proto::Status::ok);
+    }
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("op=get", 10, names.size())) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  size_t puts = 0, gets = 0;
+  for (const auto& l : nonempty_lines(server.log())) {
+    const auto pairs = go_logfmt(l);
+    ASSERT_TRUE(pairs) << "go-logfmt would drop: " << l;
+    std::map<std::string, std::string> by_logfmt(pairs->begin(), pairs->end());
+    EXPECT_EQ(by_logfmt, fields(l)) << l;
+    if (by_logfmt["op"] == "put" && by_logfmt["result"] == "ok") ++puts;
+    if (by_logfmt["op"] == "get" && by_logfmt["result"] != "ok") ++gets;
+  }
+  EXPECT_EQ(puts, names.size()) << server.log();
+  EXPECT_EQ(gets, names.size()) << server.log();
 }
 
 // An eleventh re-attack (F3): a refused get of a 4015-byte path of 0xff bytes (each escaped to four

@@ -264,7 +264,7 @@ TEST_F(PartialStrictModes, TheServersRefusalNamesTheFileEscapedOnce) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("x5c"), std::string::npos) << r.err;
-  EXPECT_TRUE(server->wait_for_log("partial file up/.e\\x1b[31m.bin.aesxfer-partial")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("partial file up/.e\\\\x1b[31m.bin.aesxfer-partial")) << server->log();
   EXPECT_EQ(server->log().find("x5c"), std::string::npos) << server->log();
   EXPECT_EQ(read_text_file(partial), "pay");
   EXPECT_EQ(read_text_file(ws.root / "up" / name), "payload\n");

@@ -519,7 +519,7 @@ TEST_F(PipelineHostileClient, GetsWithoutResultsAreLoggedWithTheirBytes) {
         "op=get file=\"b\" bytes=2000 [^\n]*failed: the session ended before its result",
         "op=get file=\"c\" bytes=3000 [^\n]*failed: the client sent no result"})
     EXPECT_TRUE(std::regex_search(log, std::regex(expected))) << expected << "\n" << log;
-  EXPECT_NE(log.find("client reported: x\\x1b\\xff\""), std::string::npos) << log;
+  EXPECT_NE(log.find("client reported: x\\\\x1b\\\\xff\""), std::string::npos) << log;
 }
 
 // A thirty-second re-attack (A-N1): the text of a failed Result was logged up to 512 characters
