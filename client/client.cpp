@@ -522,11 +522,13 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
   } kept;
   if ((req.flags & proto::kFlagResume) && !ok.text.empty()) {  // empty: the server keeps nothing
     const std::string where = kept_partial_text(ok.text, remote, req.text);
+    // Each path quoted: one of a tree's names (or the server's words) cannot pass for a clause of
+    // the line (a forty-fifth re-attack, B-F2).
     kept.slot = register_server_kept(
-        printable("what arrived of " + local.filename().string() +
-                  (where.empty() ? " (sent to " + remote_name(put_shown(remote, req.text)) + ")"
-                                 : " in " + remote_name(where)) +
-                  port_note()));
+        "what arrived of " + proto::quoted(local.filename().string()) +
+        (where.empty() ? " (sent to " + proto::quoted(remote_name(put_shown(remote, req.text))) + ")"
+                       : " in " + proto::quoted(remote_name(where))) +
+        port_note());
   }
 
   FileResult r;
@@ -687,7 +689,19 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
     throw Failure(remote_name(printable(req.path)) + (name.empty() ? "" : "/" + printable(name)) +
                   ": path too long (the server's answer is limited to " + std::to_string(proto::kMaxMessage) +
                   " bytes in protocol " + std::to_string(proto::kVersion) + ")" + port_note());
-  return resp.text.empty() ? req.path : resp.text;
+  // The answer names the directory asked for (PROTOCOL.md 3.5): PATH, or PATH/NAME when NAME was
+  // given. Every path of the tree is built below it, and the Ctrl-C line names them: taken as it
+  // was, a hostile server's answer "backup/src2) for --resume; removed ..." forged that line's
+  // clauses (a forty-fifth re-attack, B-F1). So the base is the client's own string, the one the
+  // server chose between.
+  const std::string asked = normal_request(req.path);
+  if (resp.text.empty()) return asked;
+  const std::string answered = normal_request(resp.text);
+  if (answered == asked) return asked;
+  if (!name.empty() && answered == normal_request(req.path + "/" + name)) return answered;
+  throw Failure("protocol error from " + conn_->peer() + ": the answer to mkdir " +
+                remote_name(printable(req.path)) + (name.empty() ? "" : " (with " + printable(name) + ")") +
+                " names another directory: " + proto::quoted(resp.text.substr(0, 200)));
 }
 
 static int named_descriptor(const fs::path& local);

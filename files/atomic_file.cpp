@@ -84,21 +84,29 @@ Slot g_slots[kSlots];
 // claim may refill it. The signal handler takes no lock: it reads only slots in state 2 or 3.
 std::mutex g_claim;
 
-// Frees the lingering slots of `shown` (a retry of the same file takes their place), or every
-// lingering slot (nullptr: all the others are taken).
 // `shown` as a slot keeps it: whole when it fits, else "..." and its tail, so that the name, at its
 // end, is still said (a thirty-eighth re-attack, B-F6: a path of about 1,000 bytes was cut at
-// 1023, and the Ctrl-C line named a file that does not exist). The cut never splits a UTF-8
-// character or a \xNN escape (the text is printable()'s).
-std::string fitted(const std::string& shown, size_t cap) {
-  if (shown.size() < cap) return shown;
-  size_t from = shown.size() - (cap - 4);
-  while (from < shown.size() && (static_cast<unsigned char>(shown[from]) & 0xc0) == 0x80) ++from;
-  for (size_t back = 1; back <= 3 && back <= from; ++back)
-    if (shown[from - back] == '\\') from = std::min(shown.size(), from - back + 4);
-  return "..." + shown.substr(from);
+// 1023, and the Ctrl-C line named a file that does not exist). A quoted path keeps its opening
+// quote before the "...". The cut never splits a UTF-8 character or an escape (\xNN, \"): the
+// text is printable()'s or quoted()'s, where every backslash starts one.
+size_t piece(const std::string& s, size_t i) {
+  if (s[i] == '\\') return i + 1 < s.size() && s[i + 1] == 'x' ? 4 : 2;
+  size_t n = 1;
+  while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xc0) == 0x80) ++n;
+  return n;
 }
 
+std::string fitted(const std::string& shown, size_t cap) {
+  if (shown.size() < cap) return shown;
+  const std::string head = shown[0] == '"' ? "\"..." : "...";
+  const size_t from = shown.size() - (cap - 1 - head.size());  // the first byte that may stay
+  size_t i = head.size() - 3;
+  while (i < from) i += piece(shown, i);
+  return head + shown.substr(std::min(i, shown.size()));
+}
+
+// Frees the lingering slots of `shown` (a retry of the same file takes their place), or every
+// lingering slot (nullptr: all the others are taken).
 void drop_lingering(const std::string* shown) {
   for (auto& s : g_slots) {
     int expect = 3;
@@ -195,7 +203,7 @@ void mark_copying(int slot, bool copying) noexcept {
 // ---- AtomicFile ------------------------------------------------------------------------------
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
-    : shown_(printable(dest.string())), name_(dest.filename().string()) {
+    : shown_(printable(dest.string())), said_(proto::quoted(dest.string())), name_(dest.filename().string()) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -205,7 +213,9 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest)
 }
 
 AtomicFile::AtomicFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
-    : shown_(printable(shown.string())), name_(name) {  // a name from a listing: the peer's
+    : shown_(printable(shown.string())),
+      said_(proto::quoted(shown.string())),
+      name_(name) {  // a name from a listing: the peer's
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
   if (!dirfd_) throw Failure("cannot create " + shown_.string() + ": " + errno_text(errno));
   const std::filesystem::path dir = shown_.parent_path();
@@ -222,7 +232,7 @@ void AtomicFile::create(const std::string& shown_dir) {
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd_) {
       tmp_ = tmp;
-      slot_ = claim(dirfd_.get(), tmp_, shown_.string(), Kind::temporary);
+      slot_ = claim(dirfd_.get(), tmp_, said_, Kind::temporary);
       return;
     }
     if (errno != EEXIST) break;

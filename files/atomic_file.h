@@ -60,6 +60,7 @@ class AtomicFile {
   AtomicFile() = default;
   void create(const std::string& shown_dir);
   std::filesystem::path shown_;  // the destination as messages name it: made printable once, here
+  std::string said_;             // as the Ctrl-C line names it: proto::quoted (see claim)
   std::string name_, tmp_;       // inside dirfd_
   UniqueFd dirfd_;
   UniqueFd fd_;
@@ -112,7 +113,9 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 void install_cleanup_on_signals();
 // Registers a file the signal handler leaves in place and names ("kept ... for --resume");
 // returns a slot for unregister_kept (-1 when none is free). Used by PartialFile. `shown`, here and
-// below, is printed as it is: it must be printable already (proto::printable).
+// below, is printed as it is: it must be printable already, and every path in it quoted
+// (proto::quoted), so that no name can pass for a clause of the line ("...; kept /root/.ssh/...":
+// a forty-fifth re-attack, B-F2).
 int register_kept(int dirfd, const std::string& name, const std::string& shown);
 // The same for what the server keeps of a resumable put (send --resume): the handler names it
 // ("the server keeps <shown> for --resume") instead of saying nothing was left behind. Released

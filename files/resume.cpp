@@ -211,7 +211,9 @@ std::filesystem::path PartialFile::partial_path(const std::filesystem::path& des
 }
 
 PartialFile::PartialFile(const std::filesystem::path& dest)
-    : dest_(proto::printable(dest.string())), path_(proto::printable(partial_path(dest).string())) {
+    : dest_(proto::printable(dest.string())),
+      path_(proto::printable(partial_path(dest).string())),
+      said_(proto::quoted(partial_path(dest).string())) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -220,7 +222,9 @@ PartialFile::PartialFile(const std::filesystem::path& dest)
 }
 
 PartialFile::PartialFile(int dirfd, const std::string& name, const std::filesystem::path& shown)
-    : dest_(proto::printable(shown.string())), path_(proto::printable(partial_path(shown).string())) {
+    : dest_(proto::printable(shown.string())),
+      path_(proto::printable(partial_path(shown).string())),
+      said_(proto::quoted(partial_path(shown).string())) {
   dirfd_.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
   if (!dirfd_) throw Failure("cannot open " + path_.string() + ": " + errno_text(errno));
   open(name);
@@ -247,7 +251,7 @@ void PartialFile::open(const std::string& name) {
                   EWOULDBLOCK);
   if (!p.fd) throw Failure("cannot open " + path_.string() + ": " + errno_text(p.err));
   fd_ = std::move(p.fd);
-  slot_ = register_kept(dirfd_.get(), pname_, path_.string());
+  slot_ = register_kept(dirfd_.get(), pname_, said_);
 }
 
 PartialFile::~PartialFile() {

@@ -120,6 +120,7 @@ class PartialFile {
  private:
   void open(const std::string& name);
   std::filesystem::path dest_, path_;  // as messages name them: made printable once, here
+  std::string said_;                   // the partial file as the Ctrl-C line names it: proto::quoted
   std::string name_, pname_;           // inside dirfd_
   UniqueFd dirfd_;
   UniqueFd fd_;

@@ -610,8 +610,8 @@ TEST_F(Chaos, ASignalDuringTheCopyOfTheDestinationKeepsNoCopy) {
       "echo rc=$?";
   auto r = run_process({"/bin/sh", "-c", cmd}, liar_env(ws), 60);
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.describe();
-  EXPECT_NE(r.err.find("aesxfer: interrupted: removed " + partial.string() +
-                       ", where a copy of the destination was being made (the destination is as it was)"),
+  EXPECT_NE(r.err.find("aesxfer: interrupted: removed \"" + partial.string() +
+                       "\", where a copy of the destination was being made (the destination is as it was)"),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(partial));

@@ -113,6 +113,35 @@ TEST_F(HostileServer, HonestReplyLandsUnderTheRequestedName) {
   EXPECT_EQ(fake.seen_text(), "list ./a//tree/\nget a/tree/f\n");
 }
 
+// A forty-fifth re-attack (B-F1): `send -r` took the server's answer to its mkdir as the base of
+// every later path, unchecked, and the Ctrl-C line named what the server kept under it: an
+// answer "backup/src2) for --resume; removed the temporary file of /home/u/thesis.pdf; ..."
+// forged that line. The answer must name the directory asked for (DEST, or DEST/NAME, 3.5);
+// anything else is a protocol error, before a file is sent.
+TEST_F(HostileServer, AMkdirAnswerNamingAnotherDirectoryIsRefused) {
+  fs::create_directories(ws.local / "src2");
+  write_text_file(ws.local / "src2" / "db.dump", "data");
+  for (const char* reply : {"backup/src2) for --resume; removed the temporary file of /home/u/thesis.pdf",
+                            "other", "backup/other", "backup/src2/sub", "."}) {
+    SCOPED_TRACE(reply);
+    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::list)
+        c.send_message(response(proto::Status::not_found, "no such directory"));
+      else
+        c.send_message(response(proto::Status::ok, m.op == proto::Op::mkdir ? reply : ""));
+    });
+    auto r =
+        run({"send", "-r", "-q", (ws.local / "src2").string(), "127.0.0.1:backup", "--resume"}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("protocol error"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("names another directory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(": " + proto::quoted(reply) + "\n"), std::string::npos) << r.err;  // its words apart
+    EXPECT_EQ(fake.seen_text().find("put"), std::string::npos) << fake.seen_text();
+    EXPECT_EQ(fake.seen_text().find("probe"), std::string::npos) << fake.seen_text();
+  }
+}
+
 // ---- A2: entries checked; symbolic links in DEST never followed ------------------------------
 
 TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {

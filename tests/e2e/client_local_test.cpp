@@ -817,6 +817,37 @@ int wait_exit(pid_t pid, double timeout_s = 10) {
   return -1;
 }
 
+// A forty-fifth re-attack (B-F2): the line after a signal named each file by its path as it was,
+// so the names of a served tree (anyone who can write into it, not only a hostile server) forged
+// the line's clauses: "removed the temporary file of DEST/pics/a.jpg; the server keeps
+// /home/u/.ssh/id_ed25519 for --resume; ...". Every path in the line is quoted.
+TEST_F(ClientLocal, TreeNamesCannotForgeTheSignalLine) {
+  const std::string name = "a.jpg; the server keeps id_ed25519 for --resume; removed x";
+  fs::create_directories(ws.root / "t" / "pics");
+  write_random_file(ws.root / "t" / "pics" / name, 64 << 20, 6);
+  const fs::path dir = ws.local / "dl";
+  fs::create_directories(dir);
+  pid_t pid = spawn_aesxfer({"recv", "-r", "-q", "127.0.0.1:t", dir.string(), "-l", "40000", "--timeout",
+                             "20", "-P", std::to_string(server->port())},
+                            ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  bool arriving = false;
+  while (!arriving && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+      if (e.is_regular_file() && e.file_size() > 0) arriving = true;
+  }
+  ASSERT_TRUE(arriving);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  const auto lines = nonempty_lines(read_text_file(ws.local / "err.txt"));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "aesxfer: interrupted: removed the temporary file of \"" +
+                              (dir / "t" / "pics" / name).string() + "\"");
+}
+
 TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
   write_random_file(ws.root / "big.bin", 64 << 20, 5);
   struct Case {
@@ -851,10 +882,11 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     if (c.resume) {
       EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
       EXPECT_NE(err.find("kept"), std::string::npos) << err;
-      EXPECT_NE(err.find(".big.bin.aesxfer-partial for --resume"), std::string::npos) << err;
+      EXPECT_NE(err.find(".big.bin.aesxfer-partial\" for --resume"), std::string::npos) << err;
     } else {
       EXPECT_TRUE(temp_debris(dir).empty()) << "the temporary file was left";
-      EXPECT_NE(err.find("removed the temporary file of " + (dir / "big.bin").string()), std::string::npos)
+      EXPECT_NE(err.find("removed the temporary file of \"" + (dir / "big.bin").string() + "\""),
+                std::string::npos)
           << err;
     }
   }
@@ -890,9 +922,9 @@ TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
   const std::string err = interrupted_at_first_retry(ws, dir / "big.bin", relay.port());
   EXPECT_NE(err.find("retry 1 of 5"), std::string::npos) << err;
   EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
-  EXPECT_NE(
-      err.find("aesxfer: interrupted: kept " + (dir / ".big.bin.aesxfer-partial").string() + " for --resume"),
-      std::string::npos)
+  EXPECT_NE(err.find("aesxfer: interrupted: kept \"" + (dir / ".big.bin.aesxfer-partial").string() +
+                     "\" for --resume"),
+            std::string::npos)
       << err;
   EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
 }
@@ -908,8 +940,8 @@ TEST_F(ClientLocal, ASignalNamesAKeptFileOfALongPathByItsTail) {
   for (int i = 0; i < 5; ++i) dir /= std::string(240, char('A' + i));
   fs::create_directories(dir);
   const std::string err = interrupted_at_first_retry(ws, dir / "tail_name.bin", relay.port());
-  EXPECT_NE(err.find("aesxfer: interrupted: kept ..."), std::string::npos) << err;
-  EXPECT_NE(err.find(std::string(100, 'E') + "/.tail_name.bin.aesxfer-partial for --resume"),
+  EXPECT_NE(err.find("aesxfer: interrupted: kept \"..."), std::string::npos) << err;
+  EXPECT_NE(err.find(std::string(100, 'E') + "/.tail_name.bin.aesxfer-partial\" for --resume"),
             std::string::npos)
       << err;
   EXPECT_TRUE(fs::exists(dir / ".tail_name.bin.aesxfer-partial"));
@@ -938,8 +970,8 @@ TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
     EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
     EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
     // HOST:PATH with the port apart, as every remote name (a twenty-ninth re-attack, N4: HOST:PORT:PATH).
-    EXPECT_NE(err.find("aesxfer: interrupted: the server keeps what arrived of big.bin in "
-                       "127.0.0.1:in/.big.bin.aesxfer-partial (port " +
+    EXPECT_NE(err.find("aesxfer: interrupted: the server keeps what arrived of \"big.bin\" in "
+                       "\"127.0.0.1:in/.big.bin.aesxfer-partial\" (port " +
                        std::to_string(server->port()) + ") for --resume"),
               std::string::npos)
         << err;
