@@ -60,17 +60,36 @@ bool walk_up(int dir_fd,
   return false;
 }
 
+bool CleanWays::known(const struct stat& dir) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  const auto it = seen_.find({dir.st_dev, dir.st_ino});
+  return it != seen_.end() && it->second.ctime.tv_sec == dir.st_ctim.tv_sec &&
+         it->second.ctime.tv_nsec == dir.st_ctim.tv_nsec &&
+         std::chrono::steady_clock::now() - it->second.at < ttl_;
+}
+
+void CleanWays::add(const std::vector<struct stat>& dirs) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (seen_.size() + dirs.size() > max_) seen_.clear();
+  for (const auto& d : dirs) seen_[{d.st_dev, d.st_ino}] = Seen{d.st_ctim, now};
+}
+
 namespace {
-// planted_dir() of dir_fd and of each directory above it, up to "/" or `top`: who planted one.
-std::string planted_on_way(int dir_fd, const struct stat* top) {
+// planted_dir() of dir_fd and of each directory above it, up to "/" or `top`, or to one `clean`
+// knows: who planted one.
+std::string planted_on_way(int dir_fd, const struct stat* top, CleanWays* clean) {
   std::string who;
-  walk_up(dir_fd, [&](const struct stat& dir, const struct stat& parent) {
+  std::vector<struct stat> judged;
+  const bool ended = walk_up(dir_fd, [&](const struct stat& dir, const struct stat& parent) {
     if ((top && dir.st_dev == top->st_dev && dir.st_ino == top->st_ino) ||
-        (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino))
-      return true;  // the server's root, or "/": not judged
+        (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino) || (clean && clean->known(dir)))
+      return true;  // the server's root, "/", or a directory judged with its way lately: not judged
     who = planted_directory(dir, parent);
+    if (clean && who.empty()) judged.push_back(dir);
     return !who.empty();
   });
+  if (clean && ended && who.empty()) clean->add(judged);  // judged to its end, and clean
   return who;
 }
 }  // namespace
@@ -263,8 +282,8 @@ UniqueFd open_guarded_parent(const fs::path& file) {
   return d;
 }
 
-std::string planted_way_text(int dir_fd, const struct stat* top) {
-  const std::string who = planted_on_way(dir_fd, top);
+std::string planted_way_text(int dir_fd, const struct stat* top, CleanWays* clean) {
+  const std::string who = planted_on_way(dir_fd, top, clean);
   return who.empty() ? "" : who + " is on its way: nothing is written into or below it";
 }
 

@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,7 +47,36 @@ bool walk_up(int dir_fd, const std::function<bool(const struct stat& dir, const 
 // nothing is written into or below a directory another user planted, wherever it is on the way (a
 // thirty-ninth re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's
 // /tmp/backup, which the check of the last name alone never saw).
-std::string planted_way_text(int dir_fd, const struct stat* top = nullptr);
+class CleanWays;
+std::string planted_way_text(int dir_fd, const struct stat* top = nullptr, CleanWays* clean = nullptr);
+
+// Directories whose way up planted_way_text() lately found clean, for a server that judges many
+// requests: a walk that meets one (its device, inode and change time as when judged, less than
+// `ttl` ago) stops there. A probe, mkdir or put 2,043 levels below the root walked them all, ~6,000
+// system calls and 12 ms of the server's CPU for a 4 KB request, with no budget (a forty-fifth
+// re-attack, A45-1); now the walk stops at the first directory judged in the last second. So what
+// changes on the way above a directory so judged (a directory planted there, or one that turned
+// sticky) is seen within `ttl`, as a check made `ttl` earlier would have missed it; the directory
+// itself is judged again as soon as its change time moved (a rename moves it). Directories found
+// planted are never kept. At most `max` directories are kept; a full set starts again empty. Safe
+// for concurrent sessions.
+class CleanWays {
+ public:
+  explicit CleanWays(std::chrono::milliseconds ttl = std::chrono::milliseconds(1000), size_t max = 65536)
+      : ttl_(ttl), max_(max) {}
+  bool known(const struct stat& dir) const;
+  void add(const std::vector<struct stat>& dirs);
+
+ private:
+  struct Seen {
+    struct timespec ctime;
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::chrono::milliseconds ttl_;
+  const size_t max_;
+  mutable std::mutex mu_;
+  std::map<std::pair<dev_t, ino_t>, Seen> seen_;
+};
 
 // Why a symbolic link `link` (its lstat) inside a tree that send -r reads may not be followed to
 // `target` (the fstat of what it leads to), or "": a link of another user than this one or root to

@@ -365,7 +365,7 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
 // host:pub/up.txt stored pub/up.txt/f in nobody's directory; a thirty-ninth, B-F5: the same
 // through pub/up/f, or with a trailing "/").
 bool Root::planted_on_way(const Place& p, const std::string& req, Refusal& why) const {
-  const std::string text = files::planted_way_text(p.dir.get(), &opened_);
+  const std::string text = files::planted_way_text(p.dir.get(), &opened_, &clean_ways_);
   if (text.empty()) return false;
   why = {proto::Status::permission, req.substr(0, 256) + ": " + text};
   return true;

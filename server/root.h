@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "files/atomic_file.h"
+#include "files/guarded_path.h"
 #include "files/unique_fd.h"
 #include "net/conn.h"
 #include "proto/messages.h"
@@ -118,7 +119,8 @@ class Root {
  private:
   std::filesystem::path real_;
   UniqueFd fd_;
-  struct stat opened_ {};  // fd_'s, once: where planted_on_way's walk up from a place stops
+  struct stat opened_ {};                // fd_'s, once: where planted_on_way's walk up from a place stops
+  mutable files::CleanWays clean_ways_;  // ...or at a directory it judged in the last second
   bool openat2_ = false;
   struct Hidden {
     bool exists;  // at the start: dev and ino are known
