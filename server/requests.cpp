@@ -798,17 +798,16 @@ class TreeLister {
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
-  // An entry's path from the root: the listed directory's, then rel and name.
-  std::string from_root(const std::string& rel, const std::string& name) const {
-    return (shown_ == "." ? std::string() : shown_ + "/") + (rel.empty() ? std::string() : rel + "/") + name;
-  }
-
   // Lists directory rel ("" the top) and everything below it. Returns false, having listed
   // nothing of it, when rel (never the top) cannot be read: its entry becomes unreadable_dir.
-  bool walk(const std::string& rel) {
+  // `hidden`: what the root hides of rel's names (Root::hidden_in, then HiddenIn::child).
+  bool walk(const std::string& rel, const Root::HiddenIn& hidden) {
     std::vector<Item> items;
     uint64_t items_cost = 0;
     uint64_t left_out = 0;  // names with CR/LF here, or whose path would pass kMaxPath
+    // The length of the directory's path from the root (the listed directory's, then rel) with its
+    // '/': an entry's is dir_len + its name's.
+    const size_t dir_len = (shown_ == "." ? 0 : shown_.size() + 1) + (rel.empty() ? 0 : rel.size() + 1);
     try {
       // A description of its own to read (the chain's fd stays at offset 0 for openat).
       UniqueFd fd(::openat(chain_.open(rel), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -841,18 +840,17 @@ class TreeLister {
           continue;                                     // gone meanwhile
         }
         // A name with CR or LF cannot be listed (PROTOCOL.md 3.7): counted here, before
-        // hides_name (which refuses such a name too), and announced with a left_out entry.
+        // hidden_in (which hides such a name too), and announced with a left_out entry.
         // So is a name whose path would pass kMaxPath, with all below it (a thirty-second
         // re-attack, B-N5: one such path anywhere made the whole listing fail, so anyone who
         // could write into a shared tree could stop every recv -r of it). The path from the root,
         // which the client's get names, not from the listed directory (a forty-third, B-F2: a
         // path of 4,060 bytes below a 100-byte directory stopped the tree before its first file).
-        if (name.find_first_of("\r\n") != std::string::npos ||
-            from_root(rel, name).size() > proto::kMaxPath) {
+        if (name.find_first_of("\r\n") != std::string::npos || dir_len + name.size() > proto::kMaxPath) {
           ++left_out;
           continue;
         }
-        if (root_.is_hidden(it.st) || root_.hides_name(from_root(rel, name))) continue;
+        if (root_.is_hidden(it.st) || hidden.hides(name)) continue;
         // The server's own temporary and partial files: an upload in progress, a kept --resume
         // (PROTOCOL.md 3.7; a twenty-second re-attack, N2b: every recv -r of a directory others
         // upload into failed on them now and then).
@@ -875,7 +873,7 @@ class TreeLister {
       unlisted += left_out;
     }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.name < b.name; });
-    walk_items(rel, items);
+    walk_items(rel, items, hidden);
     items = {};
     charge_.release(items_cost);
     return true;
@@ -891,7 +889,7 @@ class TreeLister {
   // name's heap block. Given back once the directory's entries are made (or with the lister).
   static constexpr uint64_t kItemCost = 2 * sizeof(Item) + 32;
 
-  void walk_items(const std::string& rel, const std::vector<Item>& items) {
+  void walk_items(const std::string& rel, const std::vector<Item>& items, const Root::HiddenIn& hidden) {
     for (const auto& it : items) {
       proto::ListEntry e;
       e.path = rel.empty() ? it.name : rel + "/" + it.name;
@@ -910,7 +908,7 @@ class TreeLister {
       const bool dir = e.type == proto::EntryType::dir;
       const std::string child = e.path;
       const size_t at = add(std::move(e));
-      if (dir && !walk(child)) entries[at].type = proto::EntryType::unreadable_dir;
+      if (dir && !walk(child, hidden.child(it.name))) entries[at].type = proto::EntryType::unreadable_dir;
     }
   }
 
@@ -986,7 +984,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   ::fstat(dir->dir.get(), &sb);
   TreeLister lister(ctx, dir->dir.get(), dir->shown);
   try {
-    lister.walk("");
+    lister.walk("", ctx.root.hidden_in(dir->shown));
     lister.walked();
   } catch (const Failure& f) {
     lister.drop();

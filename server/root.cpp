@@ -201,12 +201,28 @@ bool Root::under_hidden(const std::vector<std::string>& parts) const {
   return false;
 }
 
-// Both take paths the server itself made (a listing's entries, a Place's shown path), split as a
-// request is; one split() refuses is taken as hidden (left out, kept as it is).
-bool Root::hides_name(const std::string& path) const {
-  Refusal why;
-  const auto parts = split(path, why);
-  return !parts || (!parts->empty() && under_hidden(*parts));
+// Takes paths the server itself made (a listing's directories), split as a request is.
+Root::HiddenIn Root::hidden_in(const std::string& dir_path) const {
+  HiddenIn in;
+  std::vector<std::string> parts;
+  if (!dir_path.empty()) {
+    Refusal why;
+    auto p = split(dir_path, why);
+    if (!p) {
+      in.all = true;
+      return in;
+    }
+    parts = std::move(*p);
+  }
+  in.depth = parts.size();
+  for (const auto& h : hidden_) {
+    if (h.parts.size() <= parts.size()) {
+      if (std::equal(h.parts.begin(), h.parts.end(), parts.begin())) in.all = true;  // at or above it
+    } else if (std::equal(parts.begin(), parts.end(), h.parts.begin())) {
+      in.below.push_back(&h.parts);
+    }
+  }
+  return in;
 }
 
 bool Root::holds_hidden(const std::string& path) const {

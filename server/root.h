@@ -19,6 +19,8 @@
 #pragma once
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -99,9 +101,34 @@ class Root {
   // list: the directory itself, open.
   std::optional<Place> open_directory(const std::string& req, Refusal& why) const;
 
-  // True for a path (relative to the root, as a listing names it) at or below a hidden one: a
-  // hidden file made after the start has no known inode, only its name.
-  bool hides_name(const std::string& path) const;
+  // Whether a name in one directory (its path from the root, "" the root itself, as a listing
+  // names it) is at or below a hidden path (a hidden file made after the start has no known inode,
+  // only its name); a path split() refuses is taken as hidden. Judged by the directory's place
+  // among the hidden paths, found once for a listing's top and then a component at a time
+  // (child()): a listing asked it of each name with the whole path, split from the root every
+  // time, 72 us a name 1,901 levels down, so that the key's name budget bounded names but not the
+  // CPU (a forty-fifth re-attack, A45-2).
+  struct HiddenIn {
+    bool all = false;                                    // the directory is at or below a hidden path
+    size_t depth = 0;                                    // the components of its path
+    std::vector<const std::vector<std::string>*> below;  // the hidden paths below it
+    bool hides(const std::string& name) const {
+      if (all || name.empty() || name == "." || name == ".." || name.size() > NAME_MAX) return true;
+      for (const auto* h : below)
+        if (h->size() == depth + 1 && (*h)[depth] == name) return true;
+      return false;
+    }
+    HiddenIn child(const std::string& name) const {
+      HiddenIn c;
+      c.depth = depth + 1;
+      c.all = hides(name);
+      if (!c.all)
+        for (const auto* h : below)
+          if (h->size() > depth + 1 && (*h)[depth] == name) c.below.push_back(h);
+      return c;
+    }
+  };
+  HiddenIn hidden_in(const std::string& dir_path) const;
   // True for a directory (relative to the root, as Place::shown names it) that holds a hidden path
   // somewhere below it: its mode and times are not a client's to change (mkdir -p would open the
   // directory of an --authorized-keys file, or one above $AESXFER_HOME, to other local users).
