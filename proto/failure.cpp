@@ -178,8 +178,25 @@ bool stands_in_quote(uint32_t cp, bool& on_base) {
   return on_base;
 }
 
-// printable(), and inside a quote (quoted()) what is not a letter, digit or mark on one too.
-// Outside quotes names in every script, and their symbols, read as they are.
+// An apostrophe, or a letter confusables.txt maps to one (Hebrew yod, the saltillos, Canadian
+// West-Cree P, runic short-twig-sol s): two side by side read as '"', so inside a quote a pair is
+// escaped (a forty-fifth re-attack, B-F4: `file="pub.txtꞌꞌ bytes=100 result=ok"` read as a quote
+// that had closed, then fields of the server's). One alone stands, as in "Don't" or a Hebrew name.
+bool apostrophe_like(uint32_t cp) {
+  return cp == 0x27 || cp == 0x05d9 || cp == 0x144a || cp == 0x16cc || cp == 0xa78b || cp == 0xa78c;
+}
+
+// The code point whose well-formed sequence starts at s[i], or 0 (none, or bytes from 0x80 up
+// when the output is not UTF-8).
+uint32_t code_point_at(std::string_view s, size_t i, bool utf8) {
+  if (i >= s.size() || (!utf8 && static_cast<unsigned char>(s[i]) >= 0x80)) return 0;
+  const size_t len = utf8_sequence(s, i);
+  return len ? utf8_code_point(s.substr(i, len), len) : 0;
+}
+
+// printable(), and inside a quote (quoted()) what is not a letter, digit or mark on one too, and
+// a pair of apostrophes or their look-alikes. Outside quotes names in every script, and their
+// symbols, read as they are.
 std::string escaped(std::string_view s, bool in_quote) {
   const bool utf8 = utf8_output();
   std::string out;
@@ -188,15 +205,20 @@ std::string escaped(std::string_view s, bool in_quote) {
     std::snprintf(b, sizeof b, "\\x%02x", ch);
     out += b;
   };
-  bool on_base = false;  // inside a quote: stands_in_quote's
+  bool on_base = false;     // inside a quote: stands_in_quote's
+  bool after_apos = false;  // the code point before was apostrophe_like
+  auto in_pair = [&](uint32_t cp, size_t next) {
+    return in_quote && apostrophe_like(cp) && (after_apos || apostrophe_like(code_point_at(s, next, utf8)));
+  };
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\')
+      if (ch < 0x20 || ch == 0x7f || ch == '\\' || in_pair(ch, i + 1))
         esc(ch);
       else
         out += char(ch);
       on_base = std::isalnum(ch);
+      after_apos = ch == '\'';
       ++i;
       continue;
     }
@@ -208,12 +230,14 @@ std::string escaped(std::string_view s, bool in_quote) {
     const size_t len = utf8 ? utf8_sequence(s, i) : 0;
     if (len == 0) {
       esc(ch);
-      on_base = false;
+      on_base = after_apos = false;
       ++i;
       continue;
     }
-    if (const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-        escaped_code_point(cp) || (in_quote && !stands_in_quote(cp, on_base))) {
+    const uint32_t cp = utf8_code_point(s.substr(i, len), len);
+    const bool pair = in_pair(cp, i + len);
+    after_apos = apostrophe_like(cp);
+    if (escaped_code_point(cp) || (in_quote && (!stands_in_quote(cp, on_base) || pair))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       on_base = false;
       i += len;

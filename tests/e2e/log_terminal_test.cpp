@@ -133,6 +133,18 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
     EXPECT_EQ(proto::quoted(name), "\"" + name + "\"") << name;
   EXPECT_EQ(proto::printable("a" + utf8(0x201c) + "b"), "a" + utf8(0x201c) + "b");
   EXPECT_EQ(proto::quoted("say \"hi\" $x"), "\"say \\\"hi\\\" \\x24x\"");
+  // A forty-fifth re-attack (B-F4): two apostrophes, or letters that look like one (Hebrew yod,
+  // the saltillos, U+144A, U+16CC), side by side read as '"': inside a quote such a pair is
+  // escaped; one alone, and any outside quotes, stand.
+  for (unsigned cp : {0x27u, 0x05d9u, 0xa78bu, 0xa78cu, 0x144au, 0x16ccu}) {
+    const std::string a = cp < 0x80 ? std::string(1, char(cp)) : utf8(cp);
+    EXPECT_EQ(proto::quoted("pub.txt" + a + a + " bytes=1"), "\"pub.txt" + hex(a + a) + " bytes=1\"")
+        << std::hex << cp;
+    EXPECT_EQ(proto::quoted("x" + a + "'y"), "\"x" + hex(a + "'") + "y\"") << std::hex << cp;
+    EXPECT_EQ(proto::quoted("x" + a + "y"), "\"x" + a + "y\"") << std::hex << cp;
+    EXPECT_EQ(proto::printable(a + a), a + a) << std::hex << cp;
+  }
+  EXPECT_EQ(proto::quoted("Don't.txt"), "\"Don't.txt\"");
 }
 
 class BidiNames : public ServerTest {};
