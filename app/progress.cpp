@@ -24,17 +24,25 @@ std::string human_bytes(uint64_t n) {
 }
 
 namespace {
+#include "app/columns.inc"
+
+template <size_t N>
+bool in_table(const char32_t (&r)[N][2], char32_t c) {
+  const auto it = std::upper_bound(std::begin(r), std::end(r), c,
+                                   [](char32_t v, const char32_t(&e)[2]) { return v < e[0]; });
+  return it != std::begin(r) && c <= (*(it - 1))[1];
+}
+
 // The columns a code point takes on a terminal, without the locale's wcwidth (the process runs in
-// whatever locale it was given, often "C", where wcwidth knows no character beyond ASCII):
-// combining marks 0, the wide East Asian blocks and emoji 2, the rest 1.
+// whatever locale it was given, often "C", where wcwidth knows no character beyond ASCII): from
+// Unicode's tables (app/columns.inc, scripts/gen-columns.py), marks and format characters 0, East
+// Asian Wide and Fullwidth 2 (the CJK blocks and the emoji shown as emoji: U+1F680..U+1F6FF and
+// U+26A1 counted as one column let a name chosen by the server wrap the progress line, and each
+// redraw left a line behind, a forty-fifth re-attack, B-F5), the rest 1.
 int columns_of(char32_t c) {
-  if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || c == 0xfe0f) return 0;
-  if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf) || (c >= 0xac00 && c <= 0xd7a3) ||
-      (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
-      (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
-      (c >= 0x20000 && c <= 0x3fffd))
-    return 2;
-  return 1;
+  if (c < 0x80) return 1;
+  if (in_table(kZeroColumns, c)) return 0;
+  return in_table(kWideColumns, c) ? 2 : 1;
 }
 
 // The length of the UTF-8 sequence at s[i] and its code point (a byte that starts none: 1, itself).

@@ -188,6 +188,17 @@ TEST(Progress, NamesAreCutAtACharacterAndFitTheirColumns) {
   // A byte that starts no character (printable() leaves none, but the cut must not trip on one).
   EXPECT_EQ(app::fit_columns("\xff\xc3", 3), "\xff\xc3 ");
   EXPECT_EQ(app::fit_columns("abc", 0), "");
+  // A forty-fifth re-attack (B-F5): the emoji outside U+1F300..U+1F64F (a rocket, U+1F680) and the
+  // wide symbols (U+26A1 high voltage) were counted as one column, and a server's name of them made
+  // the line wrap. Unicode's East Asian Width tables: two columns each; a combining mark none.
+  EXPECT_EQ(app::fit_columns("\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80", 3), "\xf0\x9f\x9a\x80 ");
+  EXPECT_EQ(app::fit_columns("\xe2\x9a\xa1\xe2\x9a\xa1x", 5), "\xe2\x9a\xa1\xe2\x9a\xa1x");
+  EXPECT_EQ(app::fit_columns("\xe2\x9a\xa1\xe2\x9a\xa1x", 4), "\xe2\x9a\xa1\xe2\x9a\xa1");
+  EXPECT_EQ(app::fit_columns("e\xcc\x81"
+                             "e",
+                             2),
+            "e\xcc\x81"
+            "e");  // e, a combining acute, e
 }
 
 TEST(Progress, ALineNeverOutgrowsANarrowTerminal) {
