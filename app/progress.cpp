@@ -35,7 +35,7 @@ bool in_table(const char32_t (&r)[N][2], char32_t c) {
 
 // The columns a code point takes on a terminal, without the locale's wcwidth (the process runs in
 // whatever locale it was given, often "C", where wcwidth knows no character beyond ASCII): from
-// Unicode's tables (app/columns.inc, scripts/gen-columns.py), marks and format characters 0, East
+// Unicode's tables (app/columns.inc, scripts/gen-unicode-tables.py), marks and format characters 0, East
 // Asian Wide and Fullwidth 2 (the CJK blocks and the emoji shown as emoji: U+1F680..U+1F6FF and
 // U+26A1 counted as one column let a name chosen by the server wrap the progress line, and each
 // redraw left a line behind, a forty-fifth re-attack, B-F5), the rest 1.

@@ -168,7 +168,7 @@ bool in_ranges(const uint32_t (&r)[N][2], uint32_t cp) {
 // '"', CJK and dingbat quotes, primes, modifier letters, spacing twins of marks, combining marks
 // on a space), so the rule is the other way round: a code point from U+0080 up stands raw there
 // only when the Unicode database calls it a letter (not a modifier letter) or a decimal digit
-// (proto/quote_safe.inc, made by scripts/gen-quote-safe.py), or a mark on one. The one letter that
+// (proto/quote_safe.inc, made by scripts/gen-unicode-tables.py), or a mark on one. The one letter that
 // confusables.txt maps to '"' is escaped too. Whether cp stands raw; on_base says whether the last
 // code point that stood was a letter or digit, which a mark may follow.
 constexpr uint32_t kQuoteLikeLetter = 0x05f2;  // HEBREW LIGATURE YIDDISH DOUBLE YOD
