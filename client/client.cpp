@@ -275,8 +275,7 @@ void Client::await_welcome(const proto::Identity& id) {
   // came first (a thirty-eighth re-attack, B-F5; a thirty-ninth, B-F1: a '"' closed the quote,
   // and any status but "refused" had the words shown bare, without this client's key line).
   const std::string text = w.text.empty() ? proto::status_name(w.status) : w.text;
-  const std::string said =
-      " (the server said: " + proto::quoted(text.size() > 200 ? text.substr(0, 200) + "..." : text) + ")";
+  const std::string said = " (the server said: " + proto::peer_words(text) + ")";
   if (w.status == proto::Status::refused) {
     // Say what to do, in the one line: the line for the server's authorized_keys, which is this
     // identity's .pub file, and where it goes.
@@ -449,7 +448,7 @@ bool Client::probe_for_resume(int fd, proto::Message& req, std::optional<PrefixS
   if (!pr.text.empty() && pr.text != proto::kProbeComplete)
     // Its words quoted, as a login refusal's: they cannot pass for the client's own (a
     // forty-second re-attack, B-F2).
-    not_resumed = "the server (" + conn_->peer() + ") said " + proto::quoted(pr.text);
+    not_resumed = "the server (" + conn_->peer() + ") said " + proto::peer_words(pr.text);
   if (pr.text == proto::kProbeComplete) {  // the server's copy, whole: nothing to send if it is ours
     if (already_there(fd, pr, req.size, done, keepalive())) return true;
   } else if (pr.digest.size() == proto::kPrefixMacLen && pr.size > 0 && pr.size <= req.size) {

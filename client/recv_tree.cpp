@@ -370,7 +370,7 @@ void check_listing(Client& client, const RemoteDir& d, const std::string& remote
                   " bytes in protocol " + std::to_string(proto::kVersion) + ")" + client.port_note());
   if (d.path != asked)
     throw Failure("protocol error from " + client.peer() + ": listing of " + printable(asked) +
-                  " answered for " + printable(d.path));
+                  " answered for " + proto::peer_words(d.path));
   for (const auto& e : d.entries)
     if (!skip_bad_names && has_control_byte(e.path))
       throw Failure("protocol error from " + client.peer() + ": bad listing (" + printable(e.path) +

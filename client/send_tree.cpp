@@ -330,12 +330,16 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
       pipeline_.mkdir(below(base, e.rel), e.mode, e.mtime, false, dir_failed);
     else if (probe_size(e, st))  // else sending it says why
       pipeline_.probe(file_dest(base, e.rel), e.local.filename().string(), uint64_t(st.st_size),
-                      [this, &said, &whole, i](const proto::Message* m, const Failure* f) {
+                      [this, &said, &whole, i, dest = printable(below(base, e.rel))](const proto::Message* m,
+                                                                                     const Failure* f) {
                         if (m) said[i] = *m;
                         // A kept partial file the server does not trust (another user's, linked
                         // or writable by others) is left alone: say so, the file goes whole.
                         if (m && !m->text.empty() && m->text != proto::kProbeComplete) {
-                          hooks_.note(printable(m->text) + "; sending it whole");
+                          // The server's words, quoted and cut, as for one file (a forty-sixth
+                          // re-attack, B-F3: bare, they imitated the client's login hint).
+                          hooks_.note("the server (" + c_.peer() + ") said " + proto::peer_words(m->text) +
+                                      " of " + dest + "; sending it whole");
                           whole[i] = 1;
                         } else if (f && f->status == proto::Status::permission) {
                           hooks_.note(std::string(f->what()) + "; sending it whole");

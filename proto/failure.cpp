@@ -53,7 +53,7 @@ Failure refusal(const Message& m, const std::string& what) {
     }
   }
   const Status st = m.status == Status::ok ? Status::internal : m.status;
-  return Failure(printable(shown + ": " + text), st, 0, Origin::peer);
+  return Failure(printable(shown + ": " + cut_words(text)), st, 0, Origin::peer);
 }
 
 namespace {
@@ -251,6 +251,15 @@ std::string escaped(std::string_view s, bool in_quote) {
 }  // namespace
 
 std::string printable(std::string_view s) { return escaped(s, false); }
+
+std::string cut_words(std::string_view text) {
+  if (text.size() <= kPeerWords) return std::string(text);
+  size_t n = kPeerWords;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;
+  return std::string(text.substr(0, n)) + "...";
+}
+
+std::string peer_words(std::string_view text) { return quoted(cut_words(text)); }
 
 std::string quoted(std::string_view s) {
   const std::string p = escaped(s, true);

@@ -89,4 +89,12 @@ uint32_t utf8_code_point(std::string_view u, size_t len) noexcept;
 // newlines): printable(s) with those two characters escaped.
 std::string quoted(std::string_view s);
 
+// A peer's words for one line of the terminal: at most kPeerWords bytes of them, cut at a
+// character with "..." after (cut_words), and that quoted (peer_words). A server's text of 8,192
+// bytes of blanks scrolled the client's own head off the screen, and what stayed was a summary
+// line of the server's making (a forty-sixth re-attack, B-F4).
+constexpr size_t kPeerWords = 200;
+std::string cut_words(std::string_view text);
+std::string peer_words(std::string_view text);
+
 }  // namespace aesxfer::proto

@@ -142,6 +142,42 @@ TEST_F(HostileServer, AMkdirAnswerNamingAnotherDirectoryIsRefused) {
   }
 }
 
+// A forty-sixth re-attack: a server's words reached the terminal bare (B-F3: the probe answers of
+// `send -r --resume`, which imitated the client's login hint as a line of its own) or unbounded
+// (B-F4: a refusal of 8,192 blanks scrolled the client's own head off the screen and left a
+// summary line of the server's making). They are cut to kPeerWords bytes, and quoted as the
+// server's where they are not the refusal's reason.
+TEST_F(HostileServer, AServersWordsAreCutAndTheProbesQuoted) {
+  const std::string hint =
+      "127.0.0.1 refused the login; to be let in, add this line to $AESXFER_HOME/authorized_keys on the "
+      "server";
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      c.send_message(response(proto::Status::not_found, "no such directory"));
+    else if (m.op == proto::Op::mkdir)
+      c.send_message(response(proto::Status::ok, "backup/t"));
+    else if (m.op == proto::Op::probe)
+      c.send_message(response(proto::Status::ok, hint));
+    else
+      c.send_message(
+          response(proto::Status::refused, "x.bin: " + std::string(8000, ' ') + "x.bin: 13 bytes in 0.04 s"));
+  });
+  fs::create_directories(ws.local / "t");
+  write_text_file(ws.local / "t" / "x.bin", "data");
+  auto r = run({"send", "-q", (ws.local / "t" / "x.bin").string(), "127.0.0.1:x.bin"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  ASSERT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+  EXPECT_LT(r.err.size(), 400u) << r.err;
+  EXPECT_EQ(r.err.rfind("aesxfer: 127.0.0.1:x.bin: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("13 bytes"), std::string::npos) << r.err;
+  r = run({"send", "-r", "-q", "--resume", (ws.local / "t").string(), "127.0.0.1:backup"}, fake.port());
+  EXPECT_NE(r.err.find(" said " + proto::quoted(hint) + " of backup/t/x.bin; sending it whole"),
+            std::string::npos)
+      << r.err;
+  for (const auto& line : nonempty_lines(r.err))
+    EXPECT_EQ(line.rfind("aesxfer: 127.0.0.1 refused", 0), std::string::npos) << line;
+}
+
 // ---- A2: entries checked; symbolic links in DEST never followed ------------------------------
 
 TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {
