@@ -65,6 +65,42 @@ bool is_partial_name(const std::string& n) {
 
 // ---- signal cleanup ------------------------------------------------------------------------
 
+// `shown` as a slot keeps it: whole when it fits, else "..." and its tail, so that the name, at its
+// end, is still said (a thirty-eighth re-attack, B-F6: a path of about 1,000 bytes was cut at
+// 1023, and the Ctrl-C line named a file that does not exist). A quoted path keeps its opening
+// quote before the "...". The cut never splits a UTF-8 character or an escape (\xNN, \"): the
+// text is printable()'s or quoted()'s, where every backslash starts one.
+static size_t piece(const std::string& s, size_t i) {
+  if (s[i] == '\\') return i + 1 < s.size() && s[i + 1] == 'x' ? 4 : 2;
+  size_t n = 1;
+  while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xc0) == 0x80) ++n;
+  return n;
+}
+
+// The first piece boundary at or after `from` where the text is inside a quote (`inside`) or
+// outside one, or shown.size() when there is none.
+static size_t boundary(const std::string& shown, size_t from, bool inside) {
+  bool in = false;
+  size_t i = 0;
+  for (; i < shown.size() && (i < from || in != inside); i += piece(shown, i))
+    if (shown[i] == '"') in = !in;
+  return i;
+}
+
+std::string fitted(const std::string& shown, size_t cap) {
+  if (shown.size() < cap) return shown;
+  // Up to the first quote (a quoted path's, "what arrived of \"F\" in \"HOST:PATH\"" included),
+  // then "..." and a tail that starts inside a quote, so that the quotes stay paired (a
+  // forty-sixth re-attack, B-F2: the server-kept slot was cut to "...TAIL" and its path's
+  // opening quote went, so that a sent tree's names read as clauses of the line).
+  if (const size_t q = shown.find('"'); q != std::string::npos && q + 8 < cap / 2) {
+    const std::string head = shown.substr(0, q + 1) + "...";
+    const size_t i = boundary(shown, std::max(q + 1, shown.size() - (cap - 1 - head.size())), true);
+    if (i < shown.size()) return head + shown.substr(i);
+  }
+  return "..." + shown.substr(boundary(shown, shown.size() - (cap - 4), false));
+}
+
 namespace {
 
 // Removed; kept here; kept by the server; removed, a copy of the destination still being made.
@@ -83,27 +119,6 @@ Slot g_slots[kSlots];
 // Claims are made under g_claim, so that a lingering slot's name is read only while no other
 // claim may refill it. The signal handler takes no lock: it reads only slots in state 2 or 3.
 std::mutex g_claim;
-
-// `shown` as a slot keeps it: whole when it fits, else "..." and its tail, so that the name, at its
-// end, is still said (a thirty-eighth re-attack, B-F6: a path of about 1,000 bytes was cut at
-// 1023, and the Ctrl-C line named a file that does not exist). A quoted path keeps its opening
-// quote before the "...". The cut never splits a UTF-8 character or an escape (\xNN, \"): the
-// text is printable()'s or quoted()'s, where every backslash starts one.
-size_t piece(const std::string& s, size_t i) {
-  if (s[i] == '\\') return i + 1 < s.size() && s[i + 1] == 'x' ? 4 : 2;
-  size_t n = 1;
-  while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xc0) == 0x80) ++n;
-  return n;
-}
-
-std::string fitted(const std::string& shown, size_t cap) {
-  if (shown.size() < cap) return shown;
-  const std::string head = shown[0] == '"' ? "\"..." : "...";
-  const size_t from = shown.size() - (cap - 1 - head.size());  // the first byte that may stay
-  size_t i = head.size() - 3;
-  while (i < from) i += piece(shown, i);
-  return head + shown.substr(std::min(i, shown.size()));
-}
 
 // Frees the lingering slots of `shown` (a retry of the same file takes their place), or every
 // lingering slot (nullptr: all the others are taken).

@@ -117,6 +117,9 @@ void install_cleanup_on_signals();
 // (proto::quoted), so that no name can pass for a clause of the line ("...; kept /root/.ssh/...":
 // a forty-fifth re-attack, B-F2).
 int register_kept(int dirfd, const std::string& name, const std::string& shown);
+// `shown` as a registration keeps it in its slot of `cap` bytes (with the NUL): whole when it fits,
+// else cut to its tail after "...", at an escape or character, its quotes still paired.
+std::string fitted(const std::string& shown, size_t cap);
 // The same for what the server keeps of a resumable put (send --resume): the handler names it
 // ("the server keeps <shown> for --resume") instead of saying nothing was left behind. Released
 // with unregister_kept.
