@@ -194,6 +194,11 @@ TEST(Progress, NamesAreCutAtACharacterAndFitTheirColumns) {
   EXPECT_EQ(app::fit_columns("\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80", 3), "\xf0\x9f\x9a\x80 ");
   EXPECT_EQ(app::fit_columns("\xe2\x9a\xa1\xe2\x9a\xa1x", 5), "\xe2\x9a\xa1\xe2\x9a\xa1x");
   EXPECT_EQ(app::fit_columns("\xe2\x9a\xa1\xe2\x9a\xa1x", 4), "\xe2\x9a\xa1\xe2\x9a\xa1");
+  // A forty-sixth (B-F7): a code point Unicode 14 has not assigned (U+1FAE8, an emoji of 15; the
+  // plane-3 CJK U+31350), and a regional indicator: two columns, a safe over-count.
+  EXPECT_EQ(app::fit_columns("\xf0\x9f\xab\xa8\xf0\x9f\xab\xa8", 3), "\xf0\x9f\xab\xa8 ");
+  EXPECT_EQ(app::fit_columns("\xf0\xb1\x8d\x90\xf0\xb1\x8d\x90", 3), "\xf0\xb1\x8d\x90 ");
+  EXPECT_EQ(app::fit_columns("\xf0\x9f\x87\xa9\xf0\x9f\x87\xaa", 3), "\xf0\x9f\x87\xa9 ");
   EXPECT_EQ(app::fit_columns("e\xcc\x81"
                              "e",
                              2),
