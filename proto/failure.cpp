@@ -82,10 +82,14 @@ namespace {
 // U+1F67D; a forty-first: U+27CD, U+2572, U+2F02, U+1D20F, U+1D23B). Letters and digits that resemble them
 // (katakana NO U+30CE, CJK U+4E3F, the Arabic-Indic zeros, the middle dot of Catalan) pass: they are how
 // other scripts write names.
-// (The last three ranges: the modifier letters (Lm) that look like '/', '\' or dots, the vertical
-// kana repeat mark's halves, written only in vertical text, and the Lisu tone letters and comma: a
-// forty-fifth re-attack, B-F3, "ꓺ〳ꓺ〳etc〳cron.d〳evil" read as "../../etc/cron.d/evil". Letters
-// of the kind names are spelt with, U+30CE and U+4E3F, still pass.)
+// (The last seven ranges: the modifier letters (Lm) that look like '/', '\', dots or colons, the
+// vertical kana repeat mark's halves, written only in vertical text, the Lisu tone letters and
+// punctuation (a forty-fifth re-attack, B-F3: "ꓺ〳ꓺ〳etc〳cron.d〳evil" read as
+// "../../etc/cron.d/evil"), and a forty-sixth's, B-F8: the acute and grave accents and their low
+// forms U+02CA, U+02CB, U+02CE, U+02CF, the triangular colons U+02D0, U+02D1, U+02F8, the
+// Devanagari high spacing dot U+0971, and U+A717..U+A71A (dot slash among them). Letters of the
+// kind names are spelt with, U+30CE and U+4E3F, and the apostrophe letters such as U+02BB (the
+// okina of "Hawaiʻi"), still pass.)
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -102,8 +106,8 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x2f03, 0x2f03},   {0x1f67c, 0x1f67c}, {0x2041, 0x2041},   {0x31c0, 0x31e3},   {0x2216, 0x2216},
       {0x20e5, 0x20e5},   {0x244a, 0x244a},   {0x29f5, 0x29f5},   {0x29f9, 0x29f9},   {0xfe68, 0xfe68},
       {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d}, {0x27cd, 0x27cd},   {0x2572, 0x2572},   {0x2f02, 0x2f02},
-      {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fb},
-      {0xa4fe, 0xa4fe},
+      {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fe},
+      {0x02ca, 0x02cb},   {0x02ce, 0x02d1},   {0x0971, 0x0971},   {0xa717, 0xa71a},   {0x02f8, 0x02f8},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
