@@ -190,12 +190,20 @@ bool apostrophe_like(uint32_t cp) {
   return cp == 0x27 || cp == 0x05d9 || cp == 0x144a || cp == 0x16cc || cp == 0xa78b || cp == 0xa78c;
 }
 
-// The code point whose well-formed sequence starts at s[i], or 0 (none, or bytes from 0x80 up
-// when the output is not UTF-8).
-uint32_t code_point_at(std::string_view s, size_t i, bool utf8) {
-  if (i >= s.size() || (!utf8 && static_cast<unsigned char>(s[i]) >= 0x80)) return 0;
-  const size_t len = utf8_sequence(s, i);
-  return len ? utf8_code_point(s.substr(i, len), len) : 0;
+// The first code point from s[i] on that is not a mark (kQuoteSafeMark), or 0 (none, a byte that
+// starts no well-formed sequence, or bytes from 0x80 up when the output is not UTF-8); U+0027 for
+// a mark on the way that looks like an apostrophe.
+uint32_t next_base(std::string_view s, size_t i, bool utf8) {
+  while (i < s.size() && (utf8 || static_cast<unsigned char>(s[i]) < 0x80)) {
+    const size_t len = utf8_sequence(s, i);
+    if (len == 0) return 0;
+    const uint32_t cp = utf8_code_point(s.substr(i, len), len);
+    if (!in_ranges(kQuoteSafeMark, cp)) return cp;
+    // The combining commas above (U+0312..U+0315, U+0343 koronis) draw a second apostrophe.
+    if ((cp >= 0x0312 && cp <= 0x0315) || cp == 0x0343) return 0x27;
+    i += len;
+  }
+  return 0;
 }
 
 // printable(), and inside a quote (quoted()) what is not a letter, digit or mark on one too, and
@@ -209,20 +217,24 @@ std::string escaped(std::string_view s, bool in_quote) {
     std::snprintf(b, sizeof b, "\\x%02x", ch);
     out += b;
   };
-  bool on_base = false;     // inside a quote: stands_in_quote's
-  bool after_apos = false;  // the code point before was apostrophe_like
+  bool on_base = false;  // inside a quote: stands_in_quote's
+  // Inside a quote: the last code point but marks was apostrophe_like, and was escaped as one of a
+  // pair (marks between or after the pair go with it: a mark between two saltillos kept them
+  // raw, a forty-sixth re-attack, B-F1).
+  bool after_apos = false, in_run = false;
   auto in_pair = [&](uint32_t cp, size_t next) {
-    return in_quote && apostrophe_like(cp) && (after_apos || apostrophe_like(code_point_at(s, next, utf8)));
+    in_run = in_quote && apostrophe_like(cp) && (after_apos || apostrophe_like(next_base(s, next, utf8)));
+    after_apos = apostrophe_like(cp);
+    return in_run;
   };
   for (size_t i = 0; i < s.size();) {
     unsigned char ch = static_cast<unsigned char>(s[i]);
     if (ch < 0x80) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\' || in_pair(ch, i + 1))
+      if (in_pair(ch, i + 1) || ch < 0x20 || ch == 0x7f || ch == '\\')
         esc(ch);
       else
         out += char(ch);
       on_base = std::isalnum(ch);
-      after_apos = ch == '\'';
       ++i;
       continue;
     }
@@ -234,13 +246,12 @@ std::string escaped(std::string_view s, bool in_quote) {
     const size_t len = utf8 ? utf8_sequence(s, i) : 0;
     if (len == 0) {
       esc(ch);
-      on_base = after_apos = false;
+      on_base = after_apos = in_run = false;
       ++i;
       continue;
     }
     const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-    const bool pair = in_pair(cp, i + len);
-    after_apos = apostrophe_like(cp);
+    const bool pair = in_ranges(kQuoteSafeMark, cp) ? in_run : in_pair(cp, i + len);
     if (escaped_code_point(cp) || (in_quote && (!stands_in_quote(cp, on_base) || pair))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       on_base = false;

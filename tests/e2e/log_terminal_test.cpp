@@ -149,6 +149,15 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
     EXPECT_EQ(proto::printable(a + a), a + a) << std::hex << cp;
   }
   EXPECT_EQ(proto::quoted("Don't.txt"), "\"Don't.txt\"");
+  // A forty-sixth (B-F1): a mark between the two kept them raw; a comma above drew the second.
+  const std::string saltillo = utf8(0xa78c), yod = utf8(0x05d9), dot_below = utf8(0x0323),
+                    hiriq = utf8(0x05b4);
+  EXPECT_EQ(proto::quoted("a" + saltillo + dot_below + saltillo + " b"),
+            "\"a" + hex(saltillo + dot_below + saltillo) + " b\"");
+  EXPECT_EQ(proto::quoted("a" + yod + hiriq + yod), "\"a" + hex(yod + hiriq + yod) + "\"");
+  EXPECT_EQ(proto::quoted("a" + saltillo + utf8(0x0315) + " b"),
+            "\"a" + hex(saltillo + utf8(0x0315)) + " b\"");
+  EXPECT_EQ(proto::quoted(yod + hiriq + "x"), "\"" + yod + hiriq + "x\"");  // one, with its vowel
 }
 
 class BidiNames : public ServerTest {};
