@@ -78,7 +78,7 @@ void CleanWays::add(const std::vector<struct stat>& dirs) {
 namespace {
 // planted_dir() of dir_fd and of each directory above it, up to "/" or `top`, or to one `clean`
 // knows: who planted one.
-std::string planted_on_way(int dir_fd, const struct stat* top, CleanWays* clean) {
+std::string planted_on_way(int dir_fd, const struct stat* top, CleanWays* clean, size_t* count) {
   std::string who;
   std::vector<struct stat> judged;
   const bool ended = walk_up(dir_fd, [&](const struct stat& dir, const struct stat& parent) {
@@ -86,6 +86,7 @@ std::string planted_on_way(int dir_fd, const struct stat* top, CleanWays* clean)
         (dir.st_dev == parent.st_dev && dir.st_ino == parent.st_ino) || (clean && clean->known(dir)))
       return true;  // the server's root, "/", or a directory judged with its way lately: not judged
     who = planted_directory(dir, parent);
+    if (count) ++*count;
     if (clean && who.empty()) judged.push_back(dir);
     return !who.empty();
   });
@@ -282,8 +283,8 @@ UniqueFd open_guarded_parent(const fs::path& file) {
   return d;
 }
 
-std::string planted_way_text(int dir_fd, const struct stat* top, CleanWays* clean) {
-  const std::string who = planted_on_way(dir_fd, top, clean);
+std::string planted_way_text(int dir_fd, const struct stat* top, CleanWays* clean, size_t* judged) {
+  const std::string who = planted_on_way(dir_fd, top, clean, judged);
   return who.empty() ? "" : who + " is on its way: nothing is written into or below it";
 }
 

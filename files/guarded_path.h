@@ -48,7 +48,10 @@ bool walk_up(int dir_fd, const std::function<bool(const struct stat& dir, const 
 // thirty-ninth re-attack, B-F5: recv -r host:tree /tmp/backup/today wrote into nobody's
 // /tmp/backup, which the check of the last name alone never saw).
 class CleanWays;
-std::string planted_way_text(int dir_fd, const struct stat* top = nullptr, CleanWays* clean = nullptr);
+// `judged`, when given, gets the number of directories the walk judged (those `clean` knew not
+// counted): what a server charges to the client key's name budget.
+std::string planted_way_text(int dir_fd, const struct stat* top = nullptr, CleanWays* clean = nullptr,
+                             size_t* judged = nullptr);
 
 // Directories whose way up planted_way_text() lately found clean, for a server that judges many
 // requests: a walk that meets one (its device, inode and change time as when judged, less than

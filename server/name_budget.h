@@ -28,6 +28,12 @@ class NameBudget {
     left_ -= double(n);
     return true;
   }
+  // Takes n names that were read already (a walk judged them before it knew how many): the budget
+  // may go below zero, down to -burst, and take() fails until it has refilled.
+  void charge(uint64_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    left_ = std::max(-double(burst_), left_ - double(n));
+  }
 
  private:
   std::mutex mu_;

@@ -430,9 +430,12 @@ std::string room_refusal(int dirfd, const std::string& name, const std::string& 
 // Sweeps the directory a put or probe lands in (server/sweep.h): its line, one per sweep, names
 // the client whose request made it and is within that key's budget.
 void sweep_for(RequestContext& ctx, const Place& dest) {
-  ctx.sweeper.maybe_sweep(dest.dir.get(), parent_shown(dest.shown), [&ctx](const std::string& line) {
-    if (const auto more = ctx.quiet_lines->take()) ctx.log("peer=" + ctx.c.peer() + " " + line + *more);
-  });
+  ctx.sweeper.maybe_sweep(
+      dest.dir.get(), parent_shown(dest.shown),
+      [&ctx](const std::string& line) {
+        if (const auto more = ctx.quiet_lines->take()) ctx.log("peer=" + ctx.c.peer() + " " + line + *more);
+      },
+      ctx.listing_names.get());
 }
 
 void handle_put(RequestContext& ctx, const Message& req) {
@@ -442,7 +445,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
   std::optional<Place> dest;
   if (req.path != "/dev/null") {
     Refusal why;
-    dest = ctx.root.put_target(req.path, req.text, why);
+    dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
     if (!dest) return refuse(ctx, req, req.path, why);
     sweep_for(ctx, *dest);
   }
@@ -627,7 +630,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
   Message m = response(Status::ok);
   if (req.path != "/dev/null") {
     Refusal why;
-    auto dest = ctx.root.put_target(req.path, req.text, why);
+    auto dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
     if (!dest) return refuse(ctx, req, req.path, why);
     sweep_for(ctx, *dest);
     std::string distrust;
@@ -694,7 +697,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;
   bool exists = false;
-  auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why);
+  auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why, ctx.listing_names.get());
   if (!target) return refuse(ctx, req, req.path, why);
   bool preserve = req.flags & proto::kFlagPreserve;
   if (!exists) {

@@ -31,6 +31,7 @@
 #include "files/unique_fd.h"
 #include "net/conn.h"
 #include "proto/messages.h"
+#include "server/name_budget.h"
 
 namespace aesxfer::server {
 
@@ -93,11 +94,14 @@ class Root {
   // put, probe: where the file goes (req itself, or req/basename when req is a directory). An
   // existing entry there must be a regular file. A req written as a directory ("iso/") that is
   // not one is refused (not_directory), never taken as a file name.
-  std::optional<Place> put_target(const std::string& req, const std::string& basename, Refusal& why) const;
+  // `names`: the client key's name budget (RequestContext::listing_names), charged with the
+  // directories the planted-directory walk judges; an empty one refuses as busy before the walk.
+  std::optional<Place> put_target(const std::string& req, const std::string& basename, Refusal& why,
+                                  NameBudget* names = nullptr) const;
   // mkdir: the directory to create or reuse (req, or req/name when req is a directory and name is
   // not empty); *exists says it is there already (a directory).
   std::optional<Place> mkdir_target(const std::string& req, const std::string& name, bool* exists,
-                                    Refusal& why) const;
+                                    Refusal& why, NameBudget* names = nullptr) const;
   // list: the directory itself, open.
   std::optional<Place> open_directory(const std::string& req, Refusal& why) const;
 
@@ -158,7 +162,7 @@ class Root {
   std::vector<Hidden> hidden_;
   std::vector<std::filesystem::path> hidden_paths_;
   bool under_hidden(const std::vector<std::string>& parts) const;
-  bool planted_on_way(const Place& p, const std::string& req, Refusal& why) const;
+  bool planted_on_way(const Place& p, const std::string& req, Refusal& why, NameBudget* names) const;
   std::optional<Place> place(const std::vector<std::string>& parts, const std::string& req,
                              Refusal& why) const;
 };

@@ -31,7 +31,8 @@ constexpr size_t kMaxRemembered = 65536;
 }  // namespace
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
-                          const std::function<void(const std::string&)>& log) {
+                          const std::function<void(const std::string&)>& log, NameBudget* names) {
+  if (names && !names->take(1)) return;
   std::chrono::steady_clock::time_point now;
   struct stat st {};
   if (::fstat(dirfd, &st) != 0) return;
@@ -53,7 +54,9 @@ void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
     order_.push_back(key);
     last_[key] = {now, std::prev(order_.end())};
   }
-  sweep(dirfd, shown, log);
+  uint64_t read = 0;
+  sweep(dirfd, shown, log, &read);
+  if (names && read > 1) names->charge(read - 1);
 }
 
 size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
@@ -61,8 +64,8 @@ size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::s
   return dfd ? sweep(dfd.get(), dir.string(), log) : 0;
 }
 
-size_t Sweeper::sweep(int dirfd, const std::string& shown,
-                      const std::function<void(const std::string&)>& log) {
+size_t Sweeper::sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log,
+                      uint64_t* read) {
   files::UniqueFd owned(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!owned) return 0;
   DIR* d = ::fdopendir(owned.get());
@@ -71,6 +74,7 @@ size_t Sweeper::sweep(int dirfd, const std::string& shown,
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
+    if (read) ++*read;
     if (files::is_reserved_name(n)) names.push_back(n);
   }
   const std::time_t now = std::time(nullptr);
