@@ -175,6 +175,8 @@ struct Receiver {
   // Cleans up (origin local: this end refused the data; link: the connection failed); returns what
   // the log says.
   std::function<std::string(const Failure& e)> failed;
+  // It replaces a file that holds something: logged even when empty (receive()).
+  bool replaces = false;
 };
 
 // Below this a failed put's line is within the key's budget (receive()).
@@ -232,8 +234,10 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   }
   answer(ctx, req, result);
   // An empty put (2,000 of them to /dev/null, a thirty-second re-attack, A-N2) moved nothing:
-  // within the key's budget, as an empty get is.
-  log_transfer(ctx, req, shown, length - so.offset,
+  // within the key's budget, as an empty get is. Unless it emptied a file that held something: 60
+  // files emptied that way were named 9 times (a forty-sixth re-attack, B-F6). Each such line was
+  // paid for with the data that filled the file, which was logged too.
+  log_transfer(ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
                transfer_details(ctx, req, length - so.offset,
                                 std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
                "ok");
@@ -493,6 +497,9 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
+    struct stat was {};
+    r.replaces = ::fstatat(dest->dir.get(), dest->name.c_str(), &was, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISREG(was.st_mode) && was.st_size > 0;
     r.finish = [&] { out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
     r.failed = [&](const Failure&) {
       out->discard();

@@ -378,6 +378,35 @@ TEST(ServerLog, ALogfmtParserReadsEveryLineAsTheShellDoes) {
   EXPECT_EQ(gets, names.size()) << server.log();
 }
 
+// A forty-sixth re-attack (B-F6): an empty put is logged within the key's budget, so a client that
+// emptied 60 existing files was named for 9 of them. One that empties a file that held something
+// is always logged; empty puts of new names stay within the budget.
+TEST(ServerLog, AnEmptyPutThatEmptiesAFileIsAlwaysLogged) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  constexpr int kFiles = 40;
+  for (int i = 0; i < kFiles; ++i) write_text_file(ws.root / ("f" + std::to_string(i)), "precious data\n");
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (int i = 0; i < kFiles; ++i) {
+      EXPECT_EQ(s.put(make_request(proto::Op::put, "f" + std::to_string(i)), "").status, proto::Status::ok);
+      EXPECT_EQ(s.put(make_request(proto::Op::put, "n" + std::to_string(i)), "").status, proto::Status::ok);
+    }
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("file=\"f" + std::to_string(kFiles - 1) + "\"")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  int emptied = 0, made = 0;
+  for (const auto& l : nonempty_lines(server.log())) {
+    emptied += l.find("op=put file=\"f") != std::string::npos;
+    made += l.find("op=put file=\"n") != std::string::npos;
+  }
+  EXPECT_EQ(emptied, kFiles) << server.log();
+  EXPECT_LT(made, kFiles) << server.log();  // new empty files: within the budget, as before
+  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(read_text_file(ws.root / ("f" + std::to_string(i))), "");
+}
+
 // An eleventh re-attack (F3): a refused get of a 4015-byte path of 0xff bytes (each escaped to four
 // characters, the path named in file= and again in result=) wrote 32 KB of log. The peer's values
 // are cut (file= to 256 bytes, result= to 512, each saying how long it was): the line costs less
