@@ -1049,15 +1049,22 @@ void take_result(RequestContext& ctx, const Message& res) {
 // Past the first kUnansweredLines of a session that moved data, they are summed in one line, their
 // count and bytes (a thirty-fifth re-attack, A-N5: 4,000 pipelined gets of a 1-byte file, never
 // read, cost the log 3.7 bytes for each byte the client sent).
+// One that moved more bytes than its line takes is always named, so the log never grows faster
+// than what the client read: a client that read 60 files of 1,000 bytes and said Bye without
+// their Results had 50 of them only counted (a forty-sixth re-attack, B-F5).
 constexpr size_t kUnansweredLines = 10;
 void log_unanswered(RequestContext& ctx, const std::string& why) {
   size_t n = 0;
   uint64_t bytes = 0;
-  for (const auto& a : ctx.awaiting)  // one that moved nothing is within the key's budget already
-    if (a.bytes == a.resumed_from || n++ < kUnansweredLines)
+  const size_t result_cost = log_value("failed: " + why, kLoggedResult).size();
+  for (const auto& a : ctx.awaiting) {  // one that moved nothing is within the key's budget already
+    const uint64_t sent = a.bytes - a.resumed_from;
+    const size_t line_cost = 192 + result_cost + log_value(a.shown, kLoggedPath).size();
+    if (sent == 0 || sent > line_cost || n++ < kUnansweredLines)
       log_awaited(ctx, a, "failed: " + why);
     else
-      bytes += a.bytes - a.resumed_from;
+      bytes += sent;
+  }
   if (n > kUnansweredLines)
     ctx.log("peer=" + ctx.c.peer() + " op=get unanswered=" + std::to_string(n - kUnansweredLines) +
             " bytes=" + std::to_string(bytes) + " result=" + log_value("failed: " + why, kLoggedResult));

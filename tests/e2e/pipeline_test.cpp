@@ -619,6 +619,30 @@ TEST_F(PipelineHostileClient, GetsWithoutResultsCostTheLogLessThanTheySend) {
   EXPECT_LT(logged, sent / 10) << server->log();
 }
 
+// A forty-sixth re-attack (B-F5): a client that read 60 files of 1,000 bytes by pipelined gets and
+// said Bye without their Results had ten of them named and 50 only counted. A get that moved more
+// bytes than its line takes is always named; the 1-byte ones above are still summed.
+TEST_F(PipelineHostileClient, GetsWithoutResultsThatMovedMoreThanTheirLineAreNamed) {
+  constexpr int kFiles = 60;
+  fs::create_directories(ws.root / "secret");
+  for (int i = 0; i < kFiles; ++i)
+    write_random_file(ws.root / "secret" / ("s" + std::to_string(i)), 1000, i + 1);
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (int i = 0; i < kFiles; ++i)
+      s.conn().send_message(ahead_request(Op::get, "secret/s" + std::to_string(i), 0, uint32_t(i + 1)));
+    for (int i = 0; i < kFiles; ++i) {
+      const Message a = s.conn().recv_message("the answer");
+      ASSERT_EQ(a.status, Status::ok) << a.text;
+      net::recv_stream(s.conn(), -1, a.size, nullptr);
+    }
+    s.bye();
+  }
+  ASSERT_TRUE(server->wait_for_log("op=get file=\"secret/s", 10, kFiles)) << server->log();
+  EXPECT_EQ(server->log().find("unanswered="), std::string::npos) << server->log();
+}
+
 // The server's half of HostileServer.PartsReadFromTwoVersionsOfAFileAreRefused: a ranged get's
 // Response names the version of the file it reads, the same for the parts of one file and another
 // once a file of the same size was renamed over it (a thirty-second re-attack, B-N1).
