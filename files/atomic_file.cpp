@@ -69,20 +69,14 @@ bool is_partial_name(const std::string& n) {
 // end, is still said (a thirty-eighth re-attack, B-F6: a path of about 1,000 bytes was cut at
 // 1023, and the Ctrl-C line named a file that does not exist). A quoted path keeps its opening
 // quote before the "...". The cut never splits a UTF-8 character or an escape (\xNN, \"): the
-// text is printable()'s or quoted()'s, where every backslash starts one.
-static size_t piece(const std::string& s, size_t i) {
-  if (s[i] == '\\') return i + 1 < s.size() && s[i + 1] == 'x' ? 4 : 2;
-  size_t n = 1;
-  while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xc0) == 0x80) ++n;
-  return n;
-}
+// text is printable()'s or quoted()'s (proto::escaped_piece).
 
 // The first piece boundary at or after `from` where the text is inside a quote (`inside`) or
 // outside one, or shown.size() when there is none.
 static size_t boundary(const std::string& shown, size_t from, bool inside) {
   bool in = false;
   size_t i = 0;
-  for (; i < shown.size() && (i < from || in != inside); i += piece(shown, i))
+  for (; i < shown.size() && (i < from || in != inside); i += proto::escaped_piece(shown, i))
     if (shown[i] == '"') in = !in;
   return i;
 }

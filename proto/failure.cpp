@@ -116,6 +116,13 @@ bool invisible_or_bidi(uint32_t cp) {
 
 }  // namespace
 
+size_t escaped_piece(std::string_view t, size_t i) noexcept {
+  if (t[i] == '\\') return i + 1 < t.size() && t[i + 1] == 'x' ? 4 : 2;
+  size_t n = 1;
+  while (i + n < t.size() && (static_cast<unsigned char>(t[i + n]) & 0xc0) == 0x80) ++n;
+  return n;
+}
+
 size_t utf8_sequence(std::string_view s, size_t i) noexcept {
   const unsigned char ch = static_cast<unsigned char>(s[i]);
   if (ch < 0x80) return 1;

@@ -88,6 +88,10 @@ uint32_t utf8_code_point(std::string_view u, size_t len) noexcept;
 // quoting, Python's shlex.split) reads it back as one word whatever s holds (spaces, '=', quotes,
 // newlines): printable(s) with those two characters escaped.
 std::string quoted(std::string_view s);
+// The length of the piece of printable()'s or quoted()'s text that starts at t[i]: an escape
+// (\xNN: 4 bytes, \": 2), one UTF-8 character or one byte. Such text writes a backslash only to
+// start an escape, so a cut at a piece's boundary never splits one.
+size_t escaped_piece(std::string_view t, size_t i) noexcept;
 
 // A peer's words for one line of the terminal: at most kPeerWords bytes of them, cut at a
 // character with "..." after (cut_words), and that quoted (peer_words). A server's text of 8,192

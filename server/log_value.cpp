@@ -4,10 +4,11 @@
 
 namespace aesxfer::server {
 
-std::string log_quoted(std::string_view s) {
-  // quoted() writes a backslash only before 'x' (its \xNN escapes: a backslash of s itself is
-  // \x5c) or before '"'.
-  const std::string q = proto::quoted(s);
+namespace {
+
+// quoted()'s text with the backslash of each \xNN escape doubled (quoted() writes a backslash
+// only before 'x', its escapes, or before '"'; a backslash of s itself is \x5c).
+std::string doubled(std::string_view q) {
   std::string out;
   out.reserve(q.size() + q.size() / 4);
   for (size_t i = 0; i < q.size(); ++i) {
@@ -17,25 +18,25 @@ std::string log_quoted(std::string_view s) {
   return out;
 }
 
-// The length of the piece of a log_quoted() value that starts at q[i]: an escape (\\xNN, \"), one
-// UTF-8 sequence (quoted() passes only well-formed ones) or one byte.
-static size_t piece(const std::string& q, size_t i) {
-  if (q[i] == '\\') return i + 1 < q.size() && q[i + 1] == '\\' ? 5 : 2;
-  size_t n = 1;
-  while (i + n < q.size() && (static_cast<unsigned char>(q[i + n]) & 0xc0) == 0x80) ++n;
-  return n;
-}
+}  // namespace
+
+std::string log_quoted(std::string_view s) { return doubled(proto::quoted(s)); }
 
 std::string log_value(const std::string& s, size_t max) {
-  const std::string q = log_quoted(s);
-  if (q.size() <= max + 2) return q;
-  size_t cut = 1;  // after the opening quote
+  const std::string q = proto::quoted(s);
+  std::string out = doubled(q);
+  if (out.size() <= max + 2) return out;
+  // Whole pieces of quoted()'s text (proto::escaped_piece) after the opening quote, each counted
+  // as it is logged: an \xNN escape takes five bytes there.
+  size_t cut = 1, logged = 0;
   while (cut < q.size() - 1) {
-    const size_t n = piece(q, cut);
-    if (cut - 1 + n > max) break;
+    const size_t n = proto::escaped_piece(q, cut);
+    const size_t cost = n + (q[cut] == '\\' && q[cut + 1] == 'x' ? 1 : 0);
+    if (logged + cost > max) break;
     cut += n;
+    logged += cost;
   }
-  return q.substr(0, cut) + "...[" + std::to_string(s.size()) + " bytes]\"";
+  return doubled(q.substr(0, cut)) + "...[" + std::to_string(s.size()) + " bytes]\"";
 }
 
 }  // namespace aesxfer::server
