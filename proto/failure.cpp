@@ -89,7 +89,11 @@ namespace {
 // forms U+02CA, U+02CB, U+02CE, U+02CF, the triangular colons U+02D0, U+02D1, U+02F8, the
 // Devanagari high spacing dot U+0971, and U+A717..U+A71A (dot slash among them). Letters of the
 // kind names are spelt with, U+30CE and U+4E3F, and the apostrophe letters such as U+02BB (the
-// okina of "Hawaiʻi"), still pass.)
+// okina of "Hawaiʻi"), still pass. A forty-seventh's, B47-1: letters (Lo), not modifier letters,
+// that draw punctuation: the Canadian Syllabics finals ACUTE U+141F ('/'), GRAVE U+1420 ('\'),
+// DOUBLE ACUTE U+1425 and DOUBLE SHORT VERTICAL STROKES U+1426 ('"') and MIDDLE DOT U+1427
+// ("ᐧᐧᐟetc" read as "../etc"), and the Coptic old esh U+2CC6, U+2CC7, which confusables.txt maps
+// to '/'. The cost: Cree words with the t, k and h finals show them escaped, as Lisu tones.)
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -108,6 +112,7 @@ bool invisible_or_bidi(uint32_t cp) {
       {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d}, {0x27cd, 0x27cd},   {0x2572, 0x2572},   {0x2f02, 0x2f02},
       {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fe},
       {0x02ca, 0x02cb},   {0x02ce, 0x02d1},   {0x0971, 0x0971},   {0xa717, 0xa71a},   {0x02f8, 0x02f8},
+      {0x141f, 0x1420},   {0x1425, 0x1427},   {0x2cc6, 0x2cc7},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;
@@ -193,8 +198,12 @@ bool stands_in_quote(uint32_t cp, bool& on_base) {
 // West-Cree P, runic short-twig-sol s): two side by side read as '"', so inside a quote a pair is
 // escaped (a forty-fifth re-attack, B-F4: `file="pub.txtꞌꞌ bytes=100 result=ok"` read as a quote
 // that had closed, then fields of the server's). One alone stands, as in "Don't" or a Hebrew name.
+// The Miao signs U+16F51 and U+16F52, spacing marks that confusables.txt maps to an apostrophe,
+// and U+0149, an apostrophe before an n, count too (a forty-seventh re-attack, B47-1: two Miao
+// signs on a letter stood raw and read as '"').
 bool apostrophe_like(uint32_t cp) {
-  return cp == 0x27 || cp == 0x05d9 || cp == 0x144a || cp == 0x16cc || cp == 0xa78b || cp == 0xa78c;
+  return cp == 0x27 || cp == 0x0149 || cp == 0x05d9 || cp == 0x144a || cp == 0x16cc || cp == 0xa78b ||
+         cp == 0xa78c || cp == 0x16f51 || cp == 0x16f52;
 }
 
 // The first code point from s[i] on that is not a mark (kQuoteSafeMark), or 0 (none, a byte that
@@ -206,8 +215,9 @@ uint32_t next_base(std::string_view s, size_t i, bool utf8) {
     if (len == 0) return 0;
     const uint32_t cp = utf8_code_point(s.substr(i, len), len);
     if (!in_ranges(kQuoteSafeMark, cp)) return cp;
-    // The combining commas above (U+0312..U+0315, U+0343 koronis) draw a second apostrophe.
-    if ((cp >= 0x0312 && cp <= 0x0315) || cp == 0x0343) return 0x27;
+    // The combining commas above (U+0312..U+0315, U+0343 koronis) draw a second apostrophe, and
+    // the apostrophe-like marks are one.
+    if ((cp >= 0x0312 && cp <= 0x0315) || cp == 0x0343 || apostrophe_like(cp)) return 0x27;
     i += len;
   }
   return 0;
@@ -258,7 +268,8 @@ std::string escaped(std::string_view s, bool in_quote) {
       continue;
     }
     const uint32_t cp = utf8_code_point(s.substr(i, len), len);
-    const bool pair = in_ranges(kQuoteSafeMark, cp) ? in_run : in_pair(cp, i + len);
+    // A mark goes with the pair it follows, unless it is itself one of a pair (the Miao signs).
+    const bool pair = in_ranges(kQuoteSafeMark, cp) && !apostrophe_like(cp) ? in_run : in_pair(cp, i + len);
     if (escaped_code_point(cp) || (in_quote && (!stands_in_quote(cp, on_base) || pair))) {
       for (size_t k = 0; k < len; ++k) esc(static_cast<unsigned char>(s[i + k]));
       on_base = false;

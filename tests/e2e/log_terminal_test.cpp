@@ -83,7 +83,10 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0x3033u, 0x3034u, 0x3035u, 0xa4f8u, 0xa4f9u, 0xa4fau, 0xa4fbu, 0xa4feu,
         // a forty-sixth: more of them (accents, triangular colons, a high dot, dot slash)
         0x02cau, 0x02cbu, 0x02ceu, 0x02cfu, 0x02d0u, 0x02d1u, 0x02f8u, 0x0971u, 0xa4fcu, 0xa4fdu, 0xa717u,
-        0xa718u, 0xa719u, 0xa71au})
+        0xa718u, 0xa719u, 0xa71au,
+        // a forty-seventh (B47-1): letters that draw '/', '\\', '"' and a dot (Canadian Syllabics
+        // finals, Coptic old esh)
+        0x141fu, 0x1420u, 0x1425u, 0x1426u, 0x1427u, 0x2cc6u, 0x2cc7u})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
@@ -94,7 +97,7 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0x13429u, 0x13440u, 0xfe10u,  0xfffcu, 0x1d172u, 0x1d17bu, 0xdffffu, 0xe1000u, 0x1f600u, 0x00e9u,
         0x4e2du,  0x2801u,  0x1d158u, 0x2023u, 0x2026u,  0x2043u,  0x2214u,  0x2217u,  0xff0du,  0xff10u,
         0x30ceu,  0x4e3fu,  0x0660u,  0x06f0u, 0x00b7u,  0x0336u,  0x0339u,  0x3032u,  0x3036u,  0xa4f7u,
-        0xa4ffu,  0x02bbu,  0x02bcu,  0xa716u, 0xa71bu})
+        0xa4ffu,  0x02bbu,  0x02bcu,  0xa716u, 0xa71bu,  0x141eu,  0x1421u,  0x1428u,  0x2cc5u,  0x2cc8u})
     EXPECT_EQ(proto::printable(utf8(cp)), utf8(cp)) << std::hex << cp;
   EXPECT_EQ(proto::printable("invoice" + kRlo + "fdp.exe"), "invoice\\xe2\\x80\\xaefdp.exe");
   // Inside a quote, what looks like its closing '"' is escaped too, and only there (a forty-first
@@ -140,7 +143,9 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   // A forty-fifth re-attack (B-F4): two apostrophes, or letters that look like one (Hebrew yod,
   // the saltillos, U+144A, U+16CC), side by side read as '"': inside a quote such a pair is
   // escaped; one alone, and any outside quotes, stand.
-  for (unsigned cp : {0x27u, 0x05d9u, 0xa78bu, 0xa78cu, 0x144au, 0x16ccu}) {
+  // A forty-seventh (B47-1): U+0149 (an apostrophe before n) and the Miao signs U+16F51 and
+  // U+16F52, spacing marks: two on a letter stood raw.
+  for (unsigned cp : {0x27u, 0x05d9u, 0xa78bu, 0xa78cu, 0x144au, 0x16ccu, 0x0149u, 0x16f51u, 0x16f52u}) {
     const std::string a = cp < 0x80 ? std::string(1, char(cp)) : utf8(cp);
     EXPECT_EQ(proto::quoted("pub.txt" + a + a + " bytes=1"), "\"pub.txt" + hex(a + a) + " bytes=1\"")
         << std::hex << cp;
@@ -158,6 +163,10 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
   EXPECT_EQ(proto::quoted("a" + saltillo + utf8(0x0315) + " b"),
             "\"a" + hex(saltillo + utf8(0x0315)) + " b\"");
   EXPECT_EQ(proto::quoted(yod + hiriq + "x"), "\"" + yod + hiriq + "x\"");  // one, with its vowel
+  const std::string miao_a = utf8(0x16f00), aspiration = utf8(0x16f51);
+  EXPECT_EQ(proto::quoted("t/" + miao_a + aspiration + aspiration + " result=ok"),
+            "\"t/" + miao_a + hex(aspiration + aspiration) + " result=ok\"");
+  EXPECT_EQ(proto::quoted(miao_a + aspiration), "\"" + miao_a + aspiration + "\"");  // one stands
 }
 
 class BidiNames : public ServerTest {};
