@@ -93,7 +93,10 @@ namespace {
 // that draw punctuation: the Canadian Syllabics finals ACUTE U+141F ('/'), GRAVE U+1420 ('\'),
 // DOUBLE ACUTE U+1425 and DOUBLE SHORT VERTICAL STROKES U+1426 ('"') and MIDDLE DOT U+1427
 // ("ᐧᐧᐟetc" read as "../etc"), and the Coptic old esh U+2CC6, U+2CC7, which confusables.txt maps
-// to '/'. The cost: Cree words with the t, k and h finals show them escaped, as Lisu tones.)
+// to '/'; and, from a search of the letters' names with ACUTE, GRAVE or DOT and no base letter,
+// the Duployan affixes U+1BC80..U+1BC84 and U+1BC90..U+1BC94 (high and low acute, grave and dot)
+// and the Arabic baseline round dot U+0887. The cost: Cree words with the t, k and h finals show
+// them escaped, as Lisu tones.)
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -112,7 +115,8 @@ bool invisible_or_bidi(uint32_t cp) {
       {0xff3c, 0xff3c},   {0x1f67d, 0x1f67d}, {0x27cd, 0x27cd},   {0x2572, 0x2572},   {0x2f02, 0x2f02},
       {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fe},
       {0x02ca, 0x02cb},   {0x02ce, 0x02d1},   {0x0971, 0x0971},   {0xa717, 0xa71a},   {0x02f8, 0x02f8},
-      {0x141f, 0x1420},   {0x1425, 0x1427},   {0x2cc6, 0x2cc7},
+      {0x141f, 0x1420},   {0x1425, 0x1427},   {0x2cc6, 0x2cc7},   {0x0887, 0x0887},   {0x1bc80, 0x1bc84},
+      {0x1bc90, 0x1bc94},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;

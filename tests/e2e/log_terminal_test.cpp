@@ -86,7 +86,8 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         0xa718u, 0xa719u, 0xa71au,
         // a forty-seventh (B47-1): letters that draw '/', '\\', '"' and a dot (Canadian Syllabics
         // finals, Coptic old esh)
-        0x141fu, 0x1420u, 0x1425u, 0x1426u, 0x1427u, 0x2cc6u, 0x2cc7u})
+        0x141fu, 0x1420u, 0x1425u, 0x1426u, 0x1427u, 0x2cc6u, 0x2cc7u, 0x0887u, 0x1bc80u, 0x1bc84u, 0x1bc90u,
+        0x1bc94u})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
