@@ -20,13 +20,23 @@ class NameBudget {
   // Takes n names; false (nothing taken) when fewer are left.
   bool take(uint64_t n) {
     std::lock_guard<std::mutex> g(mu_);
-    const auto now = std::chrono::steady_clock::now();
-    left_ = std::min(double(burst_),
-                     left_ + std::chrono::duration<double>(now - at_).count() * double(per_second_));
-    at_ = now;
+    refill();
     if (left_ < double(n)) return false;
     left_ -= double(n);
     return true;
+  }
+  // Takes up to n names, as many as are left (whole ones); returns how many (0: none left).
+  uint64_t take_up_to(uint64_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    refill();
+    const uint64_t got = left_ < 1 ? 0 : std::min(n, uint64_t(left_));
+    left_ -= double(got);
+    return got;
+  }
+  // Gives back n names taken and not used.
+  void give_back(uint64_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    left_ = std::min(double(burst_), left_ + double(n));
   }
   // Takes n names that were read already (a walk judged them before it knew how many): the budget
   // may go below zero, down to -burst, and take() fails until it has refilled.
@@ -36,6 +46,12 @@ class NameBudget {
   }
 
  private:
+  void refill() {  // under mu_
+    const auto now = std::chrono::steady_clock::now();
+    left_ = std::min(double(burst_),
+                     left_ + std::chrono::duration<double>(now - at_).count() * double(per_second_));
+    at_ = now;
+  }
   std::mutex mu_;
   uint64_t burst_, per_second_;
   double left_;

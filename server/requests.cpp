@@ -434,12 +434,9 @@ std::string room_refusal(int dirfd, const std::string& name, const std::string& 
 // Sweeps the directory a put or probe lands in (server/sweep.h): its line, one per sweep, names
 // the client whose request made it and is within that key's budget.
 void sweep_for(RequestContext& ctx, const Place& dest) {
-  ctx.sweeper.maybe_sweep(
-      dest.dir.get(), parent_shown(dest.shown),
-      [&ctx](const std::string& line) {
-        if (const auto more = ctx.quiet_lines->take()) ctx.log("peer=" + ctx.c.peer() + " " + line + *more);
-      },
-      ctx.listing_names.get());
+  ctx.sweeper.maybe_sweep(dest.dir.get(), parent_shown(dest.shown), [&ctx](const std::string& line) {
+    if (const auto more = ctx.quiet_lines->take()) ctx.log("peer=" + ctx.c.peer() + " " + line + *more);
+  });
 }
 
 void handle_put(RequestContext& ctx, const Message& req) {

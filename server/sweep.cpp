@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <vector>
@@ -31,17 +32,20 @@ constexpr size_t kMaxRemembered = 65536;
 }  // namespace
 
 void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
-                          const std::function<void(const std::string&)>& log, NameBudget* names) {
-  if (names && !names->take(1)) return;
-  std::chrono::steady_clock::time_point now;
+                          const std::function<void(const std::string&)>& log) {
   struct stat st {};
   if (::fstat(dirfd, &st) != 0) return;
+  const Key key(st.st_dev, st.st_ino);
+  Span span;
   {
     std::lock_guard<std::mutex> g(mu_);
-    now = std::chrono::steady_clock::now();  // under the lock: order_ stays in time order
-    const Key key(st.st_dev, st.st_ino);
-    if (auto it = last_.find(key); it != last_.end()) {
-      if (now - it->second.when < kInterval) return;
+    const auto now = std::chrono::steady_clock::now();  // under the lock: order_ stays in time order
+    auto it = last_.find(key);
+    if (it != last_.end() && !it->second.next && now - it->second.when < kInterval) return;
+    span.max = names_.take_up_to(chunk_);
+    if (span.max == 0) return;  // the allowance is spent: a later request sweeps
+    if (it != last_.end()) {
+      span.start = it->second.next;
       order_.erase(it->second.at);
       last_.erase(it);
     }
@@ -52,11 +56,13 @@ void Sweeper::maybe_sweep(int dirfd, const std::string& shown,
       order_.pop_front();
     }
     order_.push_back(key);
-    last_[key] = {now, std::prev(order_.end())};
+    last_[key] = {now, std::prev(order_.end()), std::nullopt};
   }
-  uint64_t read = 0;
-  sweep(dirfd, shown, log, &read);
-  if (names && read > 1) names->charge(read - 1);
+  sweep(dirfd, shown, log, &span);
+  names_.give_back(span.max - std::min(span.max, span.read));
+  if (!span.next) return;
+  std::lock_guard<std::mutex> g(mu_);
+  if (auto it = last_.find(key); it != last_.end()) it->second.next = span.next;
 }
 
 size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::string&)>& log) {
@@ -65,16 +71,23 @@ size_t Sweeper::sweep(const fs::path& dir, const std::function<void(const std::s
 }
 
 size_t Sweeper::sweep(int dirfd, const std::string& shown, const std::function<void(const std::string&)>& log,
-                      uint64_t* read) {
+                      Span* span) {
   files::UniqueFd owned(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!owned) return 0;
   DIR* d = ::fdopendir(owned.get());
   if (!d) return 0;
   const int dfd = owned.release();  // the DIR owns it now: closedir closes it
+  if (span && span->start) ::seekdir(d, *span->start);
   std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
+  for (uint64_t read = 0;; ++read) {
+    if (span && read >= span->max) {
+      span->next = ::telldir(d);
+      break;
+    }
+    const dirent* e = ::readdir(d);
+    if (!e) break;
+    if (span) span->read = read + 1;
     std::string n = e->d_name;
-    if (read) ++*read;
     if (files::is_reserved_name(n)) names.push_back(n);
   }
   const std::time_t now = std::time(nullptr);

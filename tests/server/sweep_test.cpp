@@ -71,6 +71,48 @@ TEST(Sweep, ADirectorySweptAMomentAgoIsNotSweptAgainAfterManyOthers) {
   EXPECT_TRUE(fs::exists(d / "big" / ".stale.aesxfer-tmp-ABCDEFGHIJ")) << "swept again within 10 minutes";
 }
 
+// A sweep reads a chunk of names a visit, from one allowance for the whole server, and no client
+// key pays for it (a forty-seventh re-attack, A47-1: charged to the key whose put brought it,
+// 90,000 names another local user planted locked that key out of its puts for 40 s). A directory
+// larger than a chunk is swept by the next visits, each going on where the last stopped; with the
+// allowance spent, nothing is read.
+TEST(Sweep, ADirectoryIsSweptAChunkAVisitFromTheServersAllowance) {
+  TempDir d("aesxfer-sweepchunk");
+  constexpr int kStale = 300;
+  for (int i = 0; i < kStale; ++i) {
+    const fs::path f = d / (".f" + std::to_string(i) + ".aesxfer-tmp-ABCDEFGHIJ");
+    write_text_file(f, "");
+    fs::permissions(f, fs::perms(0600));
+    make_old(f, 3);
+  }
+  auto stale_left = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(d.path()))
+      n += files::is_temp_name(e.path().filename().string());
+    return n;
+  };
+  files::UniqueFd fd(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(fd);
+  {
+    Sweeper s(std::chrono::hours(24 * 7), std::chrono::hours(24), {1000, 0, 100});
+    s.maybe_sweep(fd.get(), "d", nullptr);
+    const int after_one = stale_left();
+    EXPECT_GE(after_one, kStale - 100) << "one visit reads 100 names at most";
+    EXPECT_LT(after_one, kStale) << "and removes what it read";
+    for (int i = 0; i < 3; ++i) s.maybe_sweep(fd.get(), "d", nullptr);  // 400 names read in all
+    EXPECT_EQ(stale_left(), 0) << "the visits go on where the last one stopped";
+  }
+  for (int i = 0; i < kStale; ++i) {
+    const fs::path f = d / (".f" + std::to_string(i) + ".aesxfer-tmp-ABCDEFGHIJ");
+    write_text_file(f, "");
+    fs::permissions(f, fs::perms(0600));
+    make_old(f, 3);
+  }
+  Sweeper poor(std::chrono::hours(24 * 7), std::chrono::hours(24), {150, 0, 100});
+  for (int i = 0; i < 10; ++i) poor.maybe_sweep(fd.get(), "d", nullptr);
+  EXPECT_GE(stale_left(), kStale - 150) << "150 names are all the allowance lets the sweeps read";
+}
+
 TEST(Sweep, OldDebrisGoesFreshAndLockedAndForeignStay) {
   TempDir d("aesxfer-sweep");
   auto make = [&](const std::string& n, long days) {

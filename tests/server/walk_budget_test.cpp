@@ -2,13 +2,12 @@
 // budget (server::NameBudget): the directories the planted-directory walk of a put, probe or mkdir
 // judges (a forty-sixth re-attack, A46-1: probes of the bottoms of 40 chains 2,040 levels deep, in
 // turn, each after its second in CleanWays, had every walk made again, 5.4 s of CPU for 400
-// probes), and the names a sweep reads (A46-2: a probe had a directory of 200,000 names read).
+// probes). The names a sweep reads are the server's own allowance (tests/server/sweep_test.cpp).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include "server/name_budget.h"
 #include "server/root.h"
-#include "server/sweep.h"
 #include "tests/harness.h"
 
 namespace aesxfer::test {
@@ -43,17 +42,6 @@ TEST(WalkBudget, TheWalksOfPutsAndProbesAreChargedToTheKey) {
   server::NameBudget small(3, 0);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(r.put_target(bottoms[2] + "/h", "h", why, &small)) << i;
   EXPECT_FALSE(small.take(1));
-}
-
-TEST(WalkBudget, TheNamesASweepReadsAreChargedToTheKey) {
-  TempDir dir("aesxfer-sweepbudget");
-  for (int i = 0; i < 200; ++i) write_text_file(dir.path() / ("n" + std::to_string(i)), "");
-  files::UniqueFd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  ASSERT_TRUE(fd);
-  server::Sweeper s(std::chrono::hours(1));
-  server::NameBudget names(100, 0);
-  s.maybe_sweep(fd.get(), "d", nullptr, &names);  // reads 202 names: the budget goes below zero
-  EXPECT_FALSE(names.take(1));
 }
 
 }  // namespace
