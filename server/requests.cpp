@@ -152,9 +152,10 @@ void log_transfer(RequestContext& ctx, const Message& req, const std::string& sh
   log_quiet(ctx, req, shown, result, details);
 }
 
-void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r) {
+void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r,
+            const std::string& details = "") {
   answer(ctx, req, response(r.status, r.text));
-  log_quiet(ctx, req, shown, "refused: " + r.text);
+  log_quiet(ctx, req, shown, "refused: " + r.text, details);
   // A pipelined put's data is already on its way: read it to its end record and drop it, so the
   // next request is where the client put it. Bounded: the size is at most kMaxAheadSize, and
   // anything but exactly that stream ends the session.
@@ -165,6 +166,13 @@ void refuse(RequestContext& ctx, const Message& req, const std::string& shown, c
       if (!net::withdrawn(e)) throw;  // withdrawn: it ended at its end record all the same
     }
   }
+}
+
+// A put or probe refused before its destination was found is logged with the path and the name
+// the client gave, so that a refused `send a b c host:dir/` names each file (a forty-seventh
+// re-attack, A47-2: three lines each said only file="dir/").
+void refuse_target(RequestContext& ctx, const Message& req, const Refusal& r) {
+  refuse(ctx, req, req.path, r, req.text.empty() ? "" : " name=" + log_value(req.text, kLoggedPath));
 }
 
 // ---- the one receive path (put: plain, resumed, ranged) ---------------------------------------
@@ -447,7 +455,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
   if (req.path != "/dev/null") {
     Refusal why;
     dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
-    if (!dest) return refuse(ctx, req, req.path, why);
+    if (!dest) return refuse_target(ctx, req, why);
     sweep_for(ctx, *dest);
   }
   const std::string shown = dest ? dest->shown : req.path;
@@ -635,7 +643,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
   if (req.path != "/dev/null") {
     Refusal why;
     auto dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
-    if (!dest) return refuse(ctx, req, req.path, why);
+    if (!dest) return refuse_target(ctx, req, why);
     sweep_for(ctx, *dest);
     std::string distrust;
     UniqueFd fd = open_kept_partial(*dest, distrust);

@@ -293,6 +293,31 @@ std::map<std::string, std::string> fields(const std::string& line) {
   return out;
 }
 
+// A forty-seventh re-attack (A47-2): `send passwd.txt salaries.xlsx host:nodir/` was logged as
+// two lines that each said file="nodir/", never which file was refused.
+TEST(ServerLog, ARefusedPutNamesTheFileItWasFor) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (const char* n : {"passwd.txt", "salaries.xlsx"})
+      EXPECT_NE(s.put(make_request(proto::Op::put, "nodir/", n), "x").status, proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("salaries")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  std::vector<std::string> named;
+  for (const auto& l : nonempty_lines(server.log())) {
+    const auto f = fields(l);
+    if (f.count("op") && f.at("op") == "put") {
+      EXPECT_EQ(f.at("file"), "nodir/") << l;
+      named.push_back(f.count("name") ? f.at("name") : "");
+    }
+  }
+  EXPECT_EQ(named, (std::vector<std::string>{"passwd.txt", "salaries.xlsx"})) << server.log();
+}
+
 TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
   Workspace ws;
   ServerProcess server(ws.home, ws.root);
@@ -340,14 +365,17 @@ TEST(ServerLog, EveryLineIsLogfmtWithPeerValuesQuoted) {
     EXPECT_EQ(ops[i]["peer"].rfind("127.0.0.1:", 0), 0u) << ops[i]["peer"];
     EXPECT_EQ(read_text_file(ws.root / names[i]), "x");
   }
+  // A put refused before its destination was found names the name it was for too.
+  const std::vector<std::string> refused_put_keys = {"file", "name", "op", "peer", "result", "time"};
   const std::vector<std::string> refused_keys = {"file", "op", "peer", "result", "time"};
   for (size_t i = names.size(); i < ops.size(); ++i) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : ops[i]) keys.push_back(k);
-    EXPECT_EQ(keys, refused_keys);
+    EXPECT_EQ(keys, ops[i]["op"] == "put" ? refused_put_keys : refused_keys);
     EXPECT_NE(ops[i]["result"], "ok");
   }
   EXPECT_EQ(ops[names.size()]["file"], "nl\\x0aresult=ok x=\"y");
+  EXPECT_EQ(ops[names.size()]["name"], "z");
   EXPECT_EQ(ops[names.size() + 1]["file"], "no such \"file\" =x");
   EXPECT_EQ(ops[names.size() + 1]["op"], "get");
 }
