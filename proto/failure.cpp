@@ -18,14 +18,35 @@ enum class Named {
           // the more exact name, kept
 };
 
+// Whether what a peer names below the path asked for reads as the tail of a path: at most
+// kPeerWords bytes, of components that are neither empty, "." nor ".." (a trailing '/' aside).
+// Anything else is the peer's words, shown cut (a forty-seventh re-attack, C47-1: a refusal
+// "x.bin/<8,000 blanks>x.bin: 13 bytes in 0.04 s" passed as a path below "x.bin", uncut, and its
+// last row imitated the client's own line; "tree/a/../../../etc/shadow: permission denied" as
+// one below "tree").
+bool path_tail(std::string_view t) {
+  if (!t.empty() && t.back() == '/') t.remove_suffix(1);
+  if (t.empty() || t.size() > kPeerWords) return false;
+  for (size_t i = 0; i <= t.size();) {
+    size_t j = t.find('/', i);
+    if (j == std::string_view::npos) j = t.size();
+    const std::string_view c = t.substr(i, j - i);
+    if (c.empty() || c == "." || c == "..") return false;
+    i = j + 1;
+  }
+  return true;
+}
+
 Named relation(const std::string& head, const std::string& asked) {
   if (head == asked) return Named::same;
   // Everything the server names lies below its root, "." (a tree sent to "host:" was refused as
   // "host:.: tdir: exists ...": an eighteenth re-attack, N9).
-  if (asked == "." && head[0] != '/' && head != ".." && head.compare(0, 3, "../") != 0) return Named::below;
+  if (asked == ".") return path_tail(head) ? Named::below : Named::other;
   if (head.size() > asked.size() && !asked.empty() && head.compare(0, asked.size(), asked) == 0 &&
       (asked.back() == '/' || head[asked.size()] == '/'))
-    return Named::below;
+    return path_tail(std::string_view(head).substr(asked.size() + (asked.back() == '/' ? 0 : 1)))
+               ? Named::below
+               : Named::other;
   if (asked.size() > head.size() && head.back() == '/' && asked.compare(0, head.size(), head) == 0)
     return Named::above;
   return Named::other;

@@ -170,6 +170,20 @@ TEST_F(HostileServer, AServersWordsAreCutAndTheProbesQuoted) {
   EXPECT_LT(r.err.size(), 400u) << r.err;
   EXPECT_EQ(r.err.rfind("aesxfer: 127.0.0.1:x.bin: ", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find("13 bytes"), std::string::npos) << r.err;
+  // A forty-seventh (C47-1): the blanks in what reads as a path below the one asked, which was
+  // shown as that path, uncut; and a path below it that climbs out again.
+  for (const std::string& text : {"x.bin/" + std::string(8000, ' ') + "x.bin: 13 bytes in 0.04 s",
+                                  std::string("x.bin/../../etc/shadow: denied")}) {
+    FakeServer liar(
+        [&](net::Conn& c, const proto::Message&) { c.send_message(response(proto::Status::refused, text)); });
+    r = run({"send", "-q", (ws.local / "t" / "x.bin").string(), "127.0.0.1:x.bin"}, liar.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    ASSERT_EQ(nonempty_lines(r.err).size(), 1u) << r.err;
+    EXPECT_LT(r.err.size(), 400u) << r.err;
+    EXPECT_EQ(r.err.rfind("aesxfer: 127.0.0.1:x.bin: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find("13 bytes"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("127.0.0.1:x.bin/.."), std::string::npos) << r.err;
+  }
   r = run({"send", "-r", "-q", "--resume", (ws.local / "t").string(), "127.0.0.1:backup"}, fake.port());
   EXPECT_NE(r.err.find(" said " + proto::quoted(hint) + " of backup/t/x.bin; sending it whole"),
             std::string::npos)
