@@ -579,11 +579,14 @@ struct Made {
 };
 
 // Modes and times last, deepest first, and only on what this command created (a directory that
-// was there keeps its own), through the directory's fd.
+// was there keeps its own), through the directory's fd. The user keeps rwx on the directories it
+// receives, as the server does on what it stores (protocol 5): a tree served as 0000 or 0555 made
+// a copy its user could not read, remove, nor receive into again (a forty-seventh re-attack,
+// C47-2: the next recv -r of an updated 0555 tree failed and kept the old content).
 void apply_made(DirWalker& walker, const std::vector<Made>& made, bool preserve) {
   for (auto it = made.rbegin(); it != made.rend(); ++it) {
     int fd = walker.dir_of(it->rel);
-    ::fchmod(fd, effective_mode(it->mode, preserve).bits);
+    ::fchmod(fd, effective_mode(it->mode, preserve).bits | 0700);
     if (preserve) {
       timespec ts[2];
       ts[0].tv_sec = ts[1].tv_sec = it->mtime;

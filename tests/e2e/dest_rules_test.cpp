@@ -594,6 +594,40 @@ TEST_F(ModeRules, RecvKeepsTheModeOfWhatItOverwrites) {
   EXPECT_EQ(mode_of(ws.local / "tree" / "t.txt"), 0600u);
 }
 
+// A forty-seventh re-attack (C47-2): recv -r gave the directories it made the server's mode as it
+// was, 0000 or 0555 included, so the copy could not be read, removed nor received into again. The
+// user keeps rwx on them, with and without -p; the rest of the mode is the server's.
+TEST_F(ModeRules, RecvTreeKeepsTheUsersRwxOnTheDirectoriesItMakes) {
+  const unsigned um = process_umask();
+  fs::create_directories(ws.root / "ro" / "locked");
+  write_text_file(ws.root / "ro" / "locked" / "f", "f\n");
+  fs::permissions(ws.root / "ro" / "locked", fs::perms(0555));
+  fs::permissions(ws.root / "ro", fs::perms(0555));
+  for (bool preserve : {false, true}) {
+    SCOPED_TRACE(preserve ? "-p" : "no -p");
+    const fs::path dest = ws.local / (preserve ? "p" : "n");
+    fs::create_directories(dest);
+    std::vector<std::string> args = {"recv", "-r", "-q", "127.0.0.1:ro", dest.string()};
+    if (preserve) args.push_back("-p");
+    auto r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(read_text_file(dest / "ro" / "locked" / "f"), "f\n");
+    const unsigned want = preserve ? 0755u : (0555u & ~um) | 0700u;
+    EXPECT_EQ(mode_of(dest / "ro"), want);
+    EXPECT_EQ(mode_of(dest / "ro" / "locked"), want);
+    // Received again into the same copy: it can be, and gets the update.
+    fs::permissions(ws.root / "ro" / "locked", fs::perms(0755));
+    write_text_file(ws.root / "ro" / "locked" / "g", "g\n");
+    r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(read_text_file(dest / "ro" / "locked" / "g"), "g\n");
+    fs::remove(ws.root / "ro" / "locked" / "g");
+    fs::permissions(ws.root / "ro" / "locked", fs::perms(0555));
+  }
+  fs::permissions(ws.root / "ro" / "locked", fs::perms(0755));
+  fs::permissions(ws.root / "ro", fs::perms(0755));
+}
+
 // A seventeenth re-attack (M1): send -r -p gave the tree's modes and times to server directories
 // that were there before: a private 0700 directory (or, with the server as root, another user's)
 // became 0777. Only the directories the command created get them; one that existed keeps its own.
