@@ -73,6 +73,10 @@ std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::str
 // and app/recv_cmd.cpp, which adds it after a lost connection and takes it off the reason given
 // to the sources after it).
 inline constexpr std::string_view kKeptNote = " (partial file kept for --resume)";
+// A failure while (or just after) the destination was copied into its partial file, before any of
+// the server's data: the copy is removed.
+inline constexpr std::string_view kCopyDropped =
+    " (copying the destination into its partial file; nothing kept, the destination is as it was)";
 // How a put to `remote` of a file named `name` is named to the user: a directory written with a
 // trailing slash (a tree's files, client/send_tree.cpp) and the name, the name alone in the root
 // "." (a disk full under "send f host:" said "host:.: no space left": a nineteenth re-attack, N5),

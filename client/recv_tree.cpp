@@ -110,7 +110,14 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   }
   const std::optional<PrefixScan> scan = resume_prefix(pf, base.get(), whole, have, size_hint, local);
   const proto::Message req = get_request(remote, zero_size, proto::kFlagResume, have, scan ? scan->mac : "");
-  proto::Message resp = ask(req);
+  proto::Message resp;
+  try {
+    resp = ask(req);
+  } catch (const Failure& f) {
+    if (!base || whole || !have) throw;
+    pf.discard();  // only the copy of the destination, which is as it was (C47-3, below)
+    throw f.reworded(std::string(f.what()) + std::string(kCopyDropped));
+  }
   // The server echoes our prefix hash when it resumes at our offset, and sends none when it
   // starts from 0 (its file differs, or is shorter).
   uint64_t start = 0;
@@ -158,12 +165,13 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
       scan = scan_prefix(*keys_, base_fd >= 0 ? base_fd : pf.fd(), have, copy ? pf.fd() : -1, keepalive());
     pf.copying(false);
   } catch (const Failure& f) {
-    if (!copy || f.origin != Origin::local) throw;
-    pf.discard();  // a copy of the destination, which is as it was: nothing worth keeping
-    throw Failure(
-        printable(local.string()) + ": " + f.what() +
-            " (copying the destination into its partial file; nothing kept, the destination is as it was)",
-        f.status, f.err);
+    if (!copy) throw;
+    // A copy of the destination, which is as it was: nothing worth keeping, whatever broke it (a
+    // forty-seventh re-attack, C47-3: a connection lost during the copy's keep-alive kept 237 MB
+    // of a 300 MB destination's own bytes as a hidden partial file, "kept for --resume").
+    pf.discard();
+    if (f.origin != Origin::local) throw f.reworded(std::string(f.what()) + std::string(kCopyDropped));
+    throw Failure(printable(local.string()) + ": " + f.what() + std::string(kCopyDropped), f.status, f.err);
   }
   return scan;
 }

@@ -499,6 +499,32 @@ TEST_F(HostileServer, PartsReadFromTwoVersionsOfAFileAreRefused) {
   }
 }
 
+// A forty-seventh re-attack (C47-3): recv --resume onto a shorter destination copies it into its
+// partial file first; a connection lost during that copy's keep-alive, or at the get right after
+// it, kept the copy (237 MB of a 300 MB destination's own bytes) as a hidden partial file "kept
+// for --resume". It is removed: the destination is as it was.
+TEST_F(HostileServer, AConnectionLostAfterTheDestinationsCopyKeepsNoCopy) {
+  const fs::path dest = ws.local / "big";
+  write_random_file(dest, 48 << 20, 7);
+  const std::string before = sha256_file(dest);
+  int stats = 0;
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat && stats++ == 0) {
+      proto::Message ok = response(proto::Status::ok);
+      ok.size = (48 << 20) + 1000;
+      c.send_message(ok);
+      return;
+    }
+    throw std::runtime_error("cut");  // the keep-alive's stat, or the get: the connection closes
+  });
+  auto r = run({"recv", "--resume", "--retries", "0", "-q", "127.0.0.1:big", dest.string()}, fake.port());
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.local / ".big.aesxfer-partial")) << r.err;
+  EXPECT_EQ(sha256_file(dest), before);
+  EXPECT_EQ(r.err.find("kept for --resume"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing kept, the destination is as it was"), std::string::npos) << r.err;
+}
+
 // A forty-first re-attack (B-F4): recv --resume offered an existing destination of the server's
 // size as its prefix, and with --checksum none a server had only to echo the client's own digest
 // for the file to be kept "up to date (size and checksum match)" and, with -p, to take the
