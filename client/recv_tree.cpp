@@ -245,8 +245,16 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   } catch (const Failure& e) {
     const bool withdrawn = net::withdrawn(e);
     if (e.origin != Origin::local && !withdrawn) {
-      // Connection lost: what arrived was verified record by record and stays for --resume.
-      throw e.reworded(std::string(e.what()) + std::string(kKeptNote));
+      // Connection lost: what arrived was verified record by record and stays for --resume, and
+      // so does a prefix an earlier partial file held. One that holds nothing, or nothing but the
+      // destination's copy, goes (a forty-eighth re-attack: C48-2, a server that echoed the
+      // prefix and closed before its data kept a 100 MB copy of the destination "kept for
+      // --resume"; C48-3, one that answered "from 0" said so of a partial file it had emptied).
+      struct stat st {};
+      const bool arrived = ::fstat(pf.fd(), &st) != 0 || uint64_t(st.st_size) > start;
+      if (arrived || (start && base_fd < 0)) throw e.reworded(std::string(e.what()) + std::string(kKeptNote));
+      pf.discard();
+      throw e.reworded(std::string(e.what()) + (start ? std::string(kCopyDropped) : std::string()));
     }
     // Known bad: the next --resume starts over. Withdrawn (the server's file changed as it read
     // it): what arrived is dropped, the prefix it agreed to stays (not a copy of the destination,

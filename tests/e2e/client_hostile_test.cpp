@@ -525,6 +525,63 @@ TEST_F(HostileServer, AConnectionLostAfterTheDestinationsCopyKeepsNoCopy) {
   EXPECT_NE(r.err.find("nothing kept, the destination is as it was"), std::string::npos) << r.err;
 }
 
+// A forty-eighth re-attack: a server that agreed to the destination's prefix (echoed its digest)
+// and closed before its data left that copy as a partial file "kept for --resume" (C48-2); one
+// that answered "from 0" and closed said so of the partial file it had emptied (C48-3). Neither
+// keeps anything or says it does; a prefix an earlier partial file held stays.
+TEST_F(HostileServer, AConnectionLostBeforeTheDataKeepsNoCopyAndSaysNoneIsKept) {
+  const fs::path dest = ws.local / "f";
+  const fs::path partial = ws.local / ".f.aesxfer-partial";
+  constexpr uint64_t kTotal = (4 << 20) + 1000;
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat) {
+      proto::Message ok = response(proto::Status::ok);
+      ok.size = kTotal;
+      c.send_message(ok);
+      return;
+    }
+    proto::Message ok = response(proto::Status::ok);  // the get: agreed (or from 0), then cut
+    ok.size = kTotal;
+    ok.mode = 0644;
+    ok.mtime = 1000000000;
+    if (!m.digest.empty() && m.path != "fresh") {
+      ok.digest = m.digest;
+      ok.offset = m.offset;
+    }
+    c.send_message(ok);
+    throw std::runtime_error("cut");
+  });
+  struct Case {
+    const char* name;
+    const char* remote;
+    bool destination, earlier_partial, kept;
+  };
+  for (const Case& tc : {Case{"the destination's copy", "f", true, false, false},
+                         Case{"an earlier partial file, from 0", "fresh", false, true, false},
+                         Case{"an earlier partial file, agreed", "f", false, true, true}}) {
+    SCOPED_TRACE(tc.name);
+    fs::remove(dest);
+    fs::remove(partial);
+    if (tc.destination) write_random_file(dest, 4 << 20, 3);
+    if (tc.earlier_partial) {
+      write_random_file(partial, 1 << 20, 4);
+      fs::permissions(partial, fs::perms(0600));
+    }
+    auto r = run(
+        {"recv", "--resume", "--retries", "0", "-q", std::string("127.0.0.1:") + tc.remote, dest.string()},
+        fake.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(fs::exists(partial), tc.kept) << r.err;
+    EXPECT_EQ(r.err.find("kept for --resume") != std::string::npos, tc.kept) << r.err;
+    if (tc.kept) {
+      EXPECT_EQ(fs::file_size(partial), 1u << 20);
+    }
+    if (tc.destination) {
+      EXPECT_EQ(fs::file_size(dest), 4u << 20);
+    }
+  }
+}
+
 // A forty-first re-attack (B-F4): recv --resume offered an existing destination of the server's
 // size as its prefix, and with --checksum none a server had only to echo the client's own digest
 // for the file to be kept "up to date (size and checksum match)" and, with -p, to take the
