@@ -160,10 +160,11 @@ std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bo
   }
   std::optional<PrefixScan> scan;
   try {
-    pf.copying(copy && have);  // a signal meanwhile removes the copy, never keeps it
+    // A signal meanwhile removes the copy, never keeps it; the mark stays on until the server's
+    // first data byte past it (finish_resumed).
+    pf.copying(copy && have);
     if (have)
       scan = scan_prefix(*keys_, base_fd >= 0 ? base_fd : pf.fd(), have, copy ? pf.fd() : -1, keepalive());
-    pf.copying(false);
   } catch (const Failure& f) {
     if (!copy) throw;
     // A copy of the destination, which is as it was: nothing worth keeping, whatever broke it (a
@@ -231,18 +232,31 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     throw Failure(printable(local.string()) + ": " + full->what() + (keep ? std::string(kKeptNote) : ""),
                   full->status, full->err);
   }
-  if (copy) {
-    pf.copying(true);
-    copy_prefix(base_fd, pf.fd(), start);
-    pf.copying(false);
-  }
+  // A prefix that is the destination's copy stays marked as one until the server's first data
+  // byte past it: a Ctrl-C before that removes it, as nothing of the server's is in it (a
+  // forty-eighth re-attack, B48-5: one while the server hashed its prefix kept a 300 MB copy of
+  // the destination "for --resume").
+  const bool copied = start && base_fd >= 0;
+  pf.copying(copied);
+  if (copy) copy_prefix(base_fd, pf.fd(), start);
   pf.truncate_to(start);
+  ProgressFn watch = progress;
+  if (copied)
+    watch = [&pf, &progress, start, marked = true](uint64_t done) mutable {
+      if (marked && done > start) {
+        pf.copying(false);
+        marked = false;
+      }
+      if (progress) progress(done);
+    };
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
-    r.checksum = recv_stream(*conn_, pf.fd(), resp.size, progress, so);
+    r.checksum = recv_stream(*conn_, pf.fd(), resp.size, watch, so);
+    pf.copying(false);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
   } catch (const Failure& e) {
+    pf.copying(false);  // what is kept below is kept, also by a signal between retries
     const bool withdrawn = net::withdrawn(e);
     if (e.origin != Origin::local && !withdrawn) {
       // Connection lost: what arrived was verified record by record and stays for --resume, and

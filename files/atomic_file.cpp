@@ -167,14 +167,22 @@ extern "C" void on_stop_signal(int sig) {
     if (const int st = s.state.load(); st != 2 && st != 3) continue;
     put(any ? "; " : ": ");
     const Kind kind = s.kind.load();
-    if (kind == Kind::temporary || kind == Kind::copying) {
+    // A kept partial file that holds nothing (a server that said "from 0" emptied it) is no
+    // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). fstatat is
+    // async-signal-safe.
+    struct stat st {};
+    const bool empty = kind == Kind::kept && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       S_ISREG(st.st_mode) && st.st_size == 0;
+    if (kind == Kind::temporary || kind == Kind::copying || empty) {
       ::unlinkat(s.dirfd, s.name, 0);
-      put(kind == Kind::temporary ? "removed the temporary file of " : "removed ");
+      put(kind == Kind::temporary ? "removed the temporary file of "
+          : empty                 ? "removed the empty partial file "
+                                  : "removed ");
     } else {
       put(kind == Kind::kept ? "kept " : "the server keeps ");
     }
     put(s.shown);
-    if (kind == Kind::kept || kind == Kind::remote) put(" for --resume");
+    if ((kind == Kind::kept && !empty) || kind == Kind::remote) put(" for --resume");
     if (kind == Kind::copying)
       put(", where a copy of the destination was being made (the destination is as it was)");
     any = true;

@@ -26,6 +26,7 @@
 #include "app/json.h"
 #include "files/unique_fd.h"
 #include "proto/ops.h"
+#include "tests/fake_server.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
@@ -927,6 +928,53 @@ TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
             std::string::npos)
       << err;
   EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
+}
+
+// A forty-eighth re-attack: a Ctrl-C while the server took its time to answer a resumed get kept
+// the destination's copy "for --resume" (B48-5: 300 MB, none of it the server's), and one after a
+// server answered "from 0" said "kept" of an empty partial file (B48-3). Neither is kept now.
+TEST_F(ClientLocal, ASignalBeforeTheServersDataKeepsNoCopyAndNoEmptyPartialFile) {
+  std::atomic<bool> asked{false}, released{false};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    proto::Message ok = response(proto::Status::ok);
+    ok.size = (8 << 20) + 1000;
+    if (m.op == proto::Op::stat) return c.send_message(ok);
+    if (m.path == "fresh") c.send_message(ok);  // "from 0": no digest, then nothing
+    asked = true;
+    for (int i = 0; i < 400 && !released; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    throw std::runtime_error("released");
+  });
+  struct Case {
+    const char* remote;
+    bool destination;
+    const char* said;
+  };
+  for (const Case& tc : {Case{"copy", true, "where a copy of the destination was being made"},
+                         Case{"fresh", false, "removed the empty partial file"}}) {
+    SCOPED_TRACE(tc.remote);
+    const fs::path dest = ws.local / tc.remote;
+    if (tc.destination) write_random_file(dest, 8 << 20, 9);
+    asked = released = false;
+    pid_t pid =
+        spawn_aesxfer({"recv", "--resume", "--retries", "0", "-q", std::string("127.0.0.1:") + tc.remote,
+                       dest.string(), "-P", std::to_string(fake.port())},
+                      ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!asked && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(asked);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the answer, if any, read
+    EXPECT_EQ(::kill(pid, SIGINT), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+    released = true;
+    const std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_NE(err.find(tc.said), std::string::npos) << err;
+    EXPECT_EQ(err.find("for --resume"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(ws.local / ("." + std::string(tc.remote) + ".aesxfer-partial"))) << err;
+    if (tc.destination) {
+      EXPECT_EQ(fs::file_size(dest), 8u << 20);
+    }
+  }
 }
 
 // A thirty-eighth re-attack (B-F6): the line kept the first 1023 bytes of a long path, and named a
