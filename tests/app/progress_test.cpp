@@ -199,6 +199,10 @@ TEST(Progress, NamesAreCutAtACharacterAndFitTheirColumns) {
   EXPECT_EQ(app::fit_columns("\xf0\x9f\xab\xa8\xf0\x9f\xab\xa8", 3), "\xf0\x9f\xab\xa8 ");
   EXPECT_EQ(app::fit_columns("\xf0\xb1\x8d\x90\xf0\xb1\x8d\x90", 3), "\xf0\xb1\x8d\x90 ");
   EXPECT_EQ(app::fit_columns("\xf0\x9f\x87\xa9\xf0\x9f\x87\xaa", 3), "\xf0\x9f\x87\xa9 ");
+  // A forty-eighth (B48-4): the Yijing hexagrams and U+3248..U+324F, which glibc's wcwidth draws
+  // in two columns though EastAsianWidth.txt says neutral.
+  EXPECT_EQ(app::fit_columns("\xe4\xb7\x80\xe4\xb7\x80", 3), "\xe4\xb7\x80 ");
+  EXPECT_EQ(app::fit_columns("\xe3\x89\x88\xe3\x89\x88", 3), "\xe3\x89\x88 ");
   EXPECT_EQ(app::fit_columns("e\xcc\x81"
                              "e",
                              2),
