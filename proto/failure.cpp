@@ -116,8 +116,9 @@ namespace {
 // ("ᐧᐧᐟetc" read as "../etc"), and the Coptic old esh U+2CC6, U+2CC7, which confusables.txt maps
 // to '/'; and, from a search of the letters' names with ACUTE, GRAVE or DOT and no base letter,
 // the Duployan affixes U+1BC80..U+1BC84 and U+1BC90..U+1BC94 (high and low acute, grave and dot)
-// and the Arabic baseline round dot U+0887. The cost: Cree words with the t, k and h finals show
-// them escaped, as Lisu tones.)
+// and the Arabic baseline round dot U+0887; a forty-eighth's, C48-4: U+18DF (the raised dot beside
+// U+1427) and the modifier letter prime U+02B9 (drawn as U+02CA is). The cost: Cree words with the t, k and h
+// finals show them escaped, as Lisu tones.)
 bool invisible_or_bidi(uint32_t cp) {
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
@@ -137,7 +138,7 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fe},
       {0x02ca, 0x02cb},   {0x02ce, 0x02d1},   {0x0971, 0x0971},   {0xa717, 0xa71a},   {0x02f8, 0x02f8},
       {0x141f, 0x1420},   {0x1425, 0x1427},   {0x2cc6, 0x2cc7},   {0x0887, 0x0887},   {0x1bc80, 0x1bc84},
-      {0x1bc90, 0x1bc94},
+      {0x1bc90, 0x1bc94}, {0x18df, 0x18df},   {0x02b9, 0x02b9},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;

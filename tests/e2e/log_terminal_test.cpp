@@ -87,7 +87,9 @@ TEST(Printable, EscapesBidiAndInvisibleFormatCharacters) {
         // a forty-seventh (B47-1): letters that draw '/', '\\', '"' and a dot (Canadian Syllabics
         // finals, Coptic old esh)
         0x141fu, 0x1420u, 0x1425u, 0x1426u, 0x1427u, 0x2cc6u, 0x2cc7u, 0x0887u, 0x1bc80u, 0x1bc84u, 0x1bc90u,
-        0x1bc94u})
+        0x1bc94u,
+        // a forty-eighth (C48-4): their siblings U+18DF and U+02B9
+        0x18dfu, 0x02b9u})
     hidden.push_back(cp);
   for (unsigned cp : hidden)
     EXPECT_EQ(proto::printable("a" + utf8(cp) + "b"), "a" + hex(utf8(cp)) + "b") << std::hex << cp;
