@@ -15,6 +15,7 @@
 //                                                          refused, nothing written
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +42,41 @@ struct OtherClient {
     return s.welcome_ok;
   }
 };
+
+// A forty-eighth re-attack (A48-1): a stranger's connection had the server read and parse the
+// whole authorized_keys twice (the handshake's check, then the login's again): 19.5 ms of CPU a
+// connection with 10,000 keys. Once now: the login takes the handshake's verdict.
+TEST(StrictModes, AStrangersConnectionReadsAuthorizedKeysOnce) {
+  Workspace ws;
+  write_text_file(ws.home / "authorized_keys", "");  // no key of its own: the server's home's own one logs in
+  fs::permissions(ws.home / "authorized_keys", fs::perms(0600));
+  ServerProcess server(ws.home, ws.root);
+  const int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(::inotify_add_watch(in, (ws.home / "authorized_keys").c_str(), IN_OPEN | IN_CLOSE_NOWRITE), 0);
+  // Opens and closes alternate, so that inotify folds no open into an unread one just like it.
+  auto opened = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the refusal's end
+    int n_open = 0;
+    alignas(inotify_event) char buf[4096];
+    for (ssize_t n; (n = ::read(in, buf, sizeof buf)) > 0;)
+      for (char* p = buf; p < buf + n; p += sizeof(inotify_event) + reinterpret_cast<inotify_event*>(p)->len)
+        n_open += (reinterpret_cast<inotify_event*>(p)->mask & IN_OPEN) != 0;
+    return n_open;
+  };
+  constexpr int kStrangers = 3;
+  int opens = 0;
+  for (int i = 0; i < kStrangers; ++i) {
+    {
+      HandSession s(server.port(), ws.local / ("stranger" + std::to_string(i)));
+      EXPECT_FALSE(s.welcome_ok);
+    }
+    opens += opened();
+  }
+  ::close(in);
+  EXPECT_EQ(opens, kStrangers);
+  EXPECT_EQ(server.stop(), 0);
+}
 
 TEST(StrictModes, WritableOrForeignAuthorizedKeysIsRefused) {
   Workspace ws;
