@@ -17,12 +17,25 @@
 #include "files/atomic_file.h"
 #include "files/keystore.h"
 #include "net/congestion.h"
+#include "proto/failure.h"
 
 namespace aesxfer::app {
 
 namespace fs = std::filesystem;
 
-void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", msg.c_str()); }
+std::string bounded_line(const std::string& msg) {
+  constexpr size_t kHead = 384, kTail = 576;
+  if (msg.size() <= kHead + kTail + 64) return msg;
+  // Whole pieces of printable()'s text (an escape, a character), the head's and the tail's.
+  size_t head = 0;
+  while (head < msg.size() && head + proto::escaped_piece(msg, head) <= kHead)
+    head += proto::escaped_piece(msg, head);
+  size_t tail = head;
+  while (tail < msg.size() - kTail) tail += proto::escaped_piece(msg, tail);
+  return msg.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes ...] " + msg.substr(tail);
+}
+
+void die_line(const std::string& msg) { std::fprintf(stderr, "aesxfer: %s\n", bounded_line(msg).c_str()); }
 
 std::string stored_name(const std::string& path) {
   const fs::path p = fs::path(path).lexically_normal();
@@ -418,8 +431,8 @@ void Retrier::wait(const proto::Failure& f) {
   ++untaken_;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
   // Not "resuming" where this file's partial file was passed over (Failure::from_start).
-  std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, %s\n", f.what(), used_, max_, delay,
-               f.from_start ? "this file from its start" : "resuming");
+  std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, %s\n", bounded_line(f.what()).c_str(), used_,
+               max_, delay, f.from_start ? "this file from its start" : "resuming");
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(delay));
 }

@@ -23,7 +23,13 @@ namespace aesxfer::app {
 constexpr int kExitFail = 1;
 constexpr int kExitUsage = 2;
 
-// "aesxfer: MSG" on stderr: every error the CLI prints has this shape.
+// "aesxfer: MSG" on stderr: every error the CLI prints has this shape. A message over about 1 KB
+// (a path a server chose, 4 KB of blanks in a listing) keeps its first 384 and last 576 bytes,
+// whole characters and escapes, and says how much went between, so that one line takes at most
+// about 13 rows of an 80-column terminal and its "aesxfer:" head stays on the screen (a
+// forty-eighth re-attack, C48-1: 3,693 bytes of a listed path's blanks scrolled the head away
+// and left rows of the server's making that read as a file received).
+std::string bounded_line(const std::string& msg);
 void die_line(const std::string& msg);
 
 // What runs a command once the command line is parsed: its exit status.

@@ -233,7 +233,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     // What the tree holds that -r skips by design (links, special files): left out by -q, as scp -q
     // drops its warnings; failures are always shown.
     auto note = [&](const std::string& line) {
-      if (!t.quiet) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+      if (!t.quiet) die_line(line);
     };
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
                          const proto::Failure* f) {

@@ -158,10 +158,10 @@ struct SendSession {
       if (said_first(f.what())) die_line(f.what());
       rc = kExitFail;
     };
-    h.note = [](const std::string& line) { std::fprintf(stderr, "aesxfer: %s\n", line.c_str()); };
+    h.note = [](const std::string& line) { die_line(line); };
     // Left out by -q, as recv -r's and scp -q's (a twentieth re-attack, N7: send -r showed them).
     h.skipped = [this](const std::string& line) {
-      if (!t.quiet && said_first(line)) std::fprintf(stderr, "aesxfer: %s\n", line.c_str());
+      if (!t.quiet && said_first(line)) die_line(line);
     };
     h.not_sent = [this](const std::string& shown) {
       if (lost || (settled && settled->count(shown))) return;  // a retry sends it

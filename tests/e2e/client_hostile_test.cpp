@@ -192,6 +192,40 @@ TEST_F(HostileServer, AServersWordsAreCutAndTheProbesQuoted) {
     EXPECT_EQ(line.rfind("aesxfer: 127.0.0.1 refused", 0), std::string::npos) << line;
 }
 
+// A forty-eighth re-attack (C48-1): a listed path is the server's choice too, up to 4096 bytes:
+// 14 directories of 250 blanks and a refusal imitating a success line made one line of 3,693
+// bytes, whose "aesxfer:" head scrolled off an 80x24 terminal. A line over about 1 KB keeps its
+// head and tail (app::bounded_line).
+TEST_F(HostileServer, ALongListedPathMakesNoLineLongerThanAKilobyte) {
+  using proto::EntryType;
+  std::vector<proto::ListEntry> entries;
+  std::string path;
+  for (int i = 0; i < 14; ++i) {
+    path += (path.empty() ? "" : "/") + std::string(250, ' ');
+    entries.push_back({EntryType::dir, path, 0, 0755, 0});
+  }
+  entries.push_back({EntryType::file, path + "/n.bin", 3, 0644, 0});
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list) {
+      std::vector<std::vector<uint8_t>> pages;  // a page of 16 KiB holds a few such entries
+      for (size_t i = 0; i < entries.size(); i += 3)
+        pages.push_back(page_of({entries.begin() + i, entries.begin() + std::min(i + 3, entries.size())},
+                                i + 3 >= entries.size()));
+      FakeServer::send_raw_listing(c, "tree", entries.size(), pages);
+    } else {
+      c.send_message(response(proto::Status::refused, "n.bin: 3 bytes in 0.00 s, 0.0 MB/s (aes128-gcm)"));
+    }
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dl").string()}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  ASSERT_FALSE(nonempty_lines(r.err).empty());
+  for (const auto& line : nonempty_lines(r.err)) {
+    EXPECT_LT(line.size(), 1100u) << line;
+    EXPECT_EQ(line.rfind("aesxfer: ", 0), 0u) << line;
+  }
+  EXPECT_NE(r.err.find(" bytes ...] "), std::string::npos) << r.err;
+}
+
 // ---- A2: entries checked; symbolic links in DEST never followed ------------------------------
 
 TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {

@@ -963,7 +963,7 @@ TEST_F(ClientLocal, ASignalBeforeTheServersDataKeepsNoCopyAndNoEmptyPartialFile)
     ASSERT_GT(pid, 0);
     const auto deadline = Clock::now() + std::chrono::seconds(20);
     while (!asked && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(asked);
+    ASSERT_TRUE(asked) << read_text_file(ws.local / "err.txt");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the answer, if any, read
     EXPECT_EQ(::kill(pid, SIGINT), 0);
     EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
