@@ -50,6 +50,19 @@ std::string parent_of(const std::string& rel) {
 
 // ---- get with the resume flag --------------------------------------------------------------
 
+namespace {
+// Where a resumed get starts: the server echoes our prefix hash when it resumes at our offset
+// (`have`), and sends none when it starts from 0 (its file differs, or is shorter).
+uint64_t agreed_start(const proto::Message& req, const proto::Message& resp, uint64_t have,
+                      const std::string& peer) {
+  if (resp.digest.empty()) return 0;
+  if (req.digest.size() != proto::kPrefixMacLen || have > resp.size ||
+      !crypto::ct_equal(resp.digest.data(), req.digest.data(), proto::kPrefixMacLen))
+    throw Failure("protocol error from " + peer + ": resume point not agreed");
+  return have;
+}
+}  // namespace
+
 std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const fs::path& local_in,
                                                 uint64_t zero_size,
                                                 const std::function<void(uint64_t)>& on_start,
@@ -118,15 +131,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
     pf.discard();  // only the copy of the destination, which is as it was (C47-3, below)
     throw f.reworded(std::string(f.what()) + std::string(kCopyDropped));
   }
-  // The server echoes our prefix hash when it resumes at our offset, and sends none when it
-  // starts from 0 (its file differs, or is shorter).
-  uint64_t start = 0;
-  if (!resp.digest.empty()) {
-    if (req.digest.size() != proto::kPrefixMacLen || have > resp.size ||
-        !crypto::ct_equal(resp.digest.data(), req.digest.data(), proto::kPrefixMacLen))
-      throw Failure("protocol error from " + conn_->peer() + ": resume point not agreed");
-    start = have;
-  }
+  const uint64_t start = agreed_start(req, resp, have, conn_->peer());
   resume_offset_ = start;
   FileResult r;
   r.file = remote;
@@ -187,6 +192,31 @@ bool cut_back(PartialFile& pf, uint64_t start) {
     return false;
   }
 }
+
+// `progress`, and the partial file's mark as a copy of the destination taken off at the server's
+// first data byte past `start`.
+ProgressFn until_data(PartialFile& pf, const ProgressFn& progress, uint64_t start) {
+  return [&pf, &progress, start, marked = true](uint64_t done) mutable {
+    if (marked && done > start) {
+      pf.copying(false);
+      marked = false;
+    }
+    if (progress) progress(done);
+  };
+}
+
+// A connection lost during a resumed get's data: what arrived was verified record by record and
+// stays for --resume, and so does a prefix an earlier partial file held. One that holds nothing,
+// or nothing but the destination's copy (`copied`), goes (a forty-eighth re-attack: C48-2, a
+// server that echoed the prefix and closed before its data kept a 100 MB copy of the destination
+// "kept for --resume"; C48-3, one that answered "from 0" said so of a partial file it had emptied).
+Failure link_lost(PartialFile& pf, const Failure& e, uint64_t start, bool copied) {
+  struct stat st {};
+  const bool arrived = ::fstat(pf.fd(), &st) != 0 || uint64_t(st.st_size) > start;
+  if (arrived || (start && !copied)) return e.reworded(std::string(e.what()) + std::string(kKeptNote));
+  pf.discard();
+  return e.reworded(std::string(e.what()) + (start ? std::string(kCopyDropped) : std::string()));
+}
 }  // namespace
 
 FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
@@ -240,15 +270,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   pf.copying(copied);
   if (copy) copy_prefix(base_fd, pf.fd(), start);
   pf.truncate_to(start);
-  ProgressFn watch = progress;
-  if (copied)
-    watch = [&pf, &progress, start, marked = true](uint64_t done) mutable {
-      if (marked && done > start) {
-        pf.copying(false);
-        marked = false;
-      }
-      if (progress) progress(done);
-    };
+  const ProgressFn watch = copied ? until_data(pf, progress, start) : progress;
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
@@ -258,18 +280,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   } catch (const Failure& e) {
     pf.copying(false);  // what is kept below is kept, also by a signal between retries
     const bool withdrawn = net::withdrawn(e);
-    if (e.origin != Origin::local && !withdrawn) {
-      // Connection lost: what arrived was verified record by record and stays for --resume, and
-      // so does a prefix an earlier partial file held. One that holds nothing, or nothing but the
-      // destination's copy, goes (a forty-eighth re-attack: C48-2, a server that echoed the
-      // prefix and closed before its data kept a 100 MB copy of the destination "kept for
-      // --resume"; C48-3, one that answered "from 0" said so of a partial file it had emptied).
-      struct stat st {};
-      const bool arrived = ::fstat(pf.fd(), &st) != 0 || uint64_t(st.st_size) > start;
-      if (arrived || (start && base_fd < 0)) throw e.reworded(std::string(e.what()) + std::string(kKeptNote));
-      pf.discard();
-      throw e.reworded(std::string(e.what()) + (start ? std::string(kCopyDropped) : std::string()));
-    }
+    if (e.origin != Origin::local && !withdrawn) throw link_lost(pf, e, start, copied);
     // Known bad: the next --resume starts over. Withdrawn (the server's file changed as it read
     // it): what arrived is dropped, the prefix it agreed to stays (not a copy of the destination,
     // which is still there), and the session goes on.
