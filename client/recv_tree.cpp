@@ -124,14 +124,15 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   const std::optional<PrefixScan> scan = resume_prefix(pf, base.get(), whole, have, size_hint, local);
   const proto::Message req = get_request(remote, zero_size, proto::kFlagResume, have, scan ? scan->mac : "");
   proto::Message resp;
+  uint64_t start = 0;
   try {
     resp = ask(req);
+    start = agreed_start(req, resp, have, conn_->peer());  // B49-3: a bad echo too
   } catch (const Failure& f) {
     if (!base || whole || !have) throw;
     pf.discard();  // only the copy of the destination, which is as it was (C47-3, below)
     throw f.reworded(std::string(f.what()) + std::string(kCopyDropped));
   }
-  const uint64_t start = agreed_start(req, resp, have, conn_->peer());
   resume_offset_ = start;
   FileResult r;
   r.file = remote;
@@ -193,6 +194,15 @@ bool cut_back(PartialFile& pf, uint64_t start) {
   }
 }
 
+// r, received and verified: its bytes, time since t0 and record size.
+FileResult finished(FileResult r, uint64_t bytes, Clock::time_point t0, uint64_t record_size) {
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.bytes = bytes;
+  r.record_size = record_size;
+  r.verified = true;
+  return r;
+}
+
 // `progress`, and the partial file's mark as a copy of the destination taken off at the server's
 // first data byte past `start`.
 ProgressFn until_data(PartialFile& pf, const ProgressFn& progress, uint64_t start) {
@@ -210,10 +220,18 @@ ProgressFn until_data(PartialFile& pf, const ProgressFn& progress, uint64_t star
 // or nothing but the destination's copy (`copied`), goes (a forty-eighth re-attack: C48-2, a
 // server that echoed the prefix and closed before its data kept a 100 MB copy of the destination
 // "kept for --resume"; C48-3, one that answered "from 0" said so of a partial file it had emptied).
-Failure link_lost(PartialFile& pf, const Failure& e, uint64_t start, bool copied) {
+// Whether the partial file holds what a --resume can use: data of the server's past `start`, or
+// a prefix an earlier partial file held; never only the destination's copy (`copied`), which is
+// still there (a forty-ninth re-attack, B49-1: a stream the server withdrew, and a write error
+// before the first byte, kept a 40 MB copy of the destination "for --resume").
+bool worth_keeping(PartialFile& pf, uint64_t start, bool copied) {
   struct stat st {};
   const bool arrived = ::fstat(pf.fd(), &st) != 0 || uint64_t(st.st_size) > start;
-  if (arrived || (start && !copied)) return e.reworded(std::string(e.what()) + std::string(kKeptNote));
+  return arrived || (start && !copied);
+}
+
+Failure link_lost(PartialFile& pf, const Failure& e, uint64_t start, bool copied) {
+  if (worth_keeping(pf, start, copied)) return e.reworded(std::string(e.what()) + std::string(kKeptNote));
   pf.discard();
   return e.reworded(std::string(e.what()) + (start ? std::string(kCopyDropped) : std::string()));
 }
@@ -240,11 +258,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     }
     if (opt_.preserve) apply_mode_mtime(base_fd, resp.mode, resp.mtime);
     conn_->send_message(result);
-    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    r.bytes = resp.size;
-    r.record_size = conn_->record_size();
-    r.verified = true;
-    return r;
+    return finished(r, resp.size, t0, conn_->record_size());
   }
 
   // The server's file grew between the stat and the request: the destination was hashed but not
@@ -254,9 +268,10 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // What is still to come must fit, said before its first byte as for a get without --resume (a
   // thirty-third re-attack, B-N3: it filled the disk, and a full partial file stayed), and before
   // the copy, which it counts (a thirty-fourth, A-N3).
+  const bool copied = start && base_fd >= 0;  // the prefix is the destination's copy
   if (auto full = room_refusal(pf.fd(), copy ? resp.size : resp.size - start, "", copy ? start : 0)) {
     full->size = resp.size;
-    const bool keep = start && !copy;  // else nothing of it to keep
+    const bool keep = start && !copied;  // else nothing of it to keep (B49-2: the copy was kept)
     if (!keep) pf.discard();
     send_failure_result(*full);
     throw Failure(printable(local.string()) + ": " + full->what() + (keep ? std::string(kKeptNote) : ""),
@@ -266,14 +281,13 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   // byte past it: a Ctrl-C before that removes it, as nothing of the server's is in it (a
   // forty-eighth re-attack, B48-5: one while the server hashed its prefix kept a 300 MB copy of
   // the destination "for --resume").
-  const bool copied = start && base_fd >= 0;
   pf.copying(copied);
-  if (copy) copy_prefix(base_fd, pf.fd(), start);
-  pf.truncate_to(start);
   const ProgressFn watch = copied ? until_data(pf, progress, start) : progress;
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
+    if (copy) copy_prefix(base_fd, pf.fd(), start);  // its failure keeps no half copy (C49-1)
+    pf.truncate_to(start);
     r.checksum = recv_stream(*conn_, pf.fd(), resp.size, watch, so);
     pf.copying(false);
     pf.commit(effective_mode(resp.mode, opt_.preserve), effective_mtime(resp.mtime, opt_.preserve));
@@ -281,23 +295,21 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     pf.copying(false);  // what is kept below is kept, also by a signal between retries
     const bool withdrawn = net::withdrawn(e);
     if (e.origin != Origin::local && !withdrawn) throw link_lost(pf, e, start, copied);
-    // Known bad: the next --resume starts over. Withdrawn (the server's file changed as it read
-    // it): what arrived is dropped, the prefix it agreed to stays (not a copy of the destination,
-    // which is still there), and the session goes on.
-    const bool keep =
-        withdrawn ? start && !copy && cut_back(pf, start) : e.status != proto::Status::integrity;
+    // Known bad: the next --resume starts over. Withdrawn: what arrived is dropped, the agreed
+    // prefix stays unless it is the destination's copy, and the session goes on (worth_keeping).
+    const bool keep = withdrawn ? start && !copied && cut_back(pf, start)
+                                : e.status != proto::Status::integrity && worth_keeping(pf, start, copied);
     if (withdrawn) clean_failure_ = true;
     if (!keep) pf.discard();
     send_failure_result(e);
-    throw Failure(printable(local.string()) + ": " + e.what() + (keep ? std::string(kKeptNote) : ""),
+    throw Failure(printable(local.string()) + ": " + e.what() +
+                      (keep     ? std::string(kKeptNote)
+                       : copied ? std::string(kCopyDropped)
+                                : ""),
                   e.status, e.err);
   }
   conn_->send_message(result);
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.bytes = resp.size;
-  r.record_size = conn_->record_size();
-  r.verified = true;
-  return r;
+  return finished(r, resp.size, t0, conn_->record_size());
 }
 
 // ---- list ------------------------------------------------------------------------------------

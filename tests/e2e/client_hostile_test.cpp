@@ -616,6 +616,40 @@ TEST_F(HostileServer, AConnectionLostBeforeTheDataKeepsNoCopyAndSaysNoneIsKept) 
   }
 }
 
+// A forty-ninth re-attack: the destination's copy was still kept "for --resume" when the server
+// echoed a digest that was not the client's ("resume point not agreed", B49-3), or announced more
+// than the disk holds after the copy (a file that grew: the room refusal, B49-2). Neither keeps it.
+TEST_F(HostileServer, ABadEchoOrARoomRefusalKeepsNoCopyOfTheDestination) {
+  const fs::path dest = ws.local / "f";
+  const fs::path partial = ws.local / ".f.aesxfer-partial";
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    proto::Message ok = response(proto::Status::ok);
+    ok.size = (4 << 20) + 1000;
+    if (m.op == proto::Op::stat) return c.send_message(ok);
+    ok.mode = 0644;
+    ok.mtime = 1000000000;
+    ok.digest = m.digest;
+    ok.offset = m.offset;
+    if (m.path == "bad-echo")
+      ok.digest[0] ^= 1;
+    else
+      ok.size = uint64_t(1) << 50;  // a petabyte: no disk holds it
+    c.send_message(ok);
+    if (!ok.tagged) c.recv_message("the result");
+  });
+  for (const char* remote : {"bad-echo", "huge"}) {
+    SCOPED_TRACE(remote);
+    write_random_file(dest, 4 << 20, 5);
+    auto r =
+        run({"recv", "--resume", "--retries", "0", "-q", std::string("127.0.0.1:") + remote, dest.string()},
+            fake.port());
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_FALSE(fs::exists(partial)) << r.err;
+    EXPECT_EQ(r.err.find("kept for --resume"), std::string::npos) << r.err;
+    EXPECT_EQ(fs::file_size(dest), 4u << 20);
+  }
+}
+
 // A forty-first re-attack (B-F4): recv --resume offered an existing destination of the server's
 // size as its prefix, and with --checksum none a server had only to echo the client's own digest
 // for the file to be kept "up to date (size and checksum match)" and, with -p, to take the
