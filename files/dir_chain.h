@@ -18,7 +18,8 @@ namespace aesxfer::files {
 // first kNear levels and every kStride-th level below. Going down then costs one openat per
 // directory, and going back up at most kStride, where opening each directory from the top cost one
 // per ancestor (a chain N deep: N^2/2 openat calls, 10 s of server CPU for N = 2000). A path of
-// proto::kMaxPath bytes (at most 2048 levels) holds at most kNear + 2048 / kStride + 1 fds.
+// proto::kMaxPath bytes (at most 2048 levels) holds at most kNear + 2048 / kStride + 2 fds: the
+// last directory's parent stays open too, so that its siblings cost one open each.
 class DirChain {
  public:
   static constexpr size_t kNear = 8;
