@@ -632,12 +632,19 @@ TEST_F(HostileServer, ABadEchoOrARoomRefusalKeepsNoCopyOfTheDestination) {
     ok.offset = m.offset;
     if (m.path == "bad-echo")
       ok.digest[0] ^= 1;
-    else
+    else if (m.path == "huge")
       ok.size = uint64_t(1) << 50;  // a petabyte: no disk holds it
     c.send_message(ok);
+    if (m.path == "withdrawn") {  // the file changed as the server read it: no byte past the prefix
+      proto::EndRecord end;
+      end.length = m.offset;
+      end.withdrawn = proto::Withdrawal::changed;
+      c.send_record(proto::RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));
+    }
     if (!ok.tagged) c.recv_message("the result");
   });
-  for (const char* remote : {"bad-echo", "huge"}) {
+  // A withdrawn stream too (B49-1: an honest server's growing log did it).
+  for (const char* remote : {"bad-echo", "huge", "withdrawn"}) {
     SCOPED_TRACE(remote);
     write_random_file(dest, 4 << 20, 5);
     auto r =
@@ -647,6 +654,9 @@ TEST_F(HostileServer, ABadEchoOrARoomRefusalKeepsNoCopyOfTheDestination) {
     EXPECT_FALSE(fs::exists(partial)) << r.err;
     EXPECT_EQ(r.err.find("kept for --resume"), std::string::npos) << r.err;
     EXPECT_EQ(fs::file_size(dest), 4u << 20);
+    if (std::string(remote) == "withdrawn") {
+      EXPECT_NE(r.err.find("withdrew"), std::string::npos) << r.err;
+    }
   }
 }
 
