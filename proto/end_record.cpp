@@ -55,6 +55,7 @@ void RecordOrder::begin_stream(uint64_t size, uint64_t offset) noexcept {
   state_ = State::streaming;
   size_ = size;
   received_ = offset;
+  offset_ = offset;
   unsized_ = false;
   end_ = {};
 }
@@ -129,10 +130,13 @@ std::string RecordOrder::describe(Verdict v) const {
              " arrived";
     case Verdict::digest_mismatch:
       return std::string("whole-file ") + crypto::checksum_name(checksum_) + " mismatch";
-    case Verdict::withdrawn:
+    case Verdict::withdrawn: {
+      // The bytes this stream carried, not the resumed prefix before them (a forty-ninth
+      // re-attack, B49-1: "60000000 bytes sent" of a stream that carried 20,000,000).
+      const uint64_t sent = received_ - offset_;
       return std::string("the sender withdrew it: ") + withdrawal_text(end_.withdrawn) + " (" +
-             std::to_string(received_) + (received_ == 1 ? " byte" : " bytes") +
-             " sent); run again once it is still";
+             std::to_string(sent) + (sent == 1 ? " byte" : " bytes") + " sent); run again once it is still";
+    }
   }
   return "record out of order";
 }

@@ -102,7 +102,7 @@ class RecordOrder {
   crypto::ChecksumAlg checksum_;
   size_t record_size_;
   State state_ = State::between;
-  uint64_t size_ = 0, received_ = 0;
+  uint64_t size_ = 0, received_ = 0, offset_ = 0;  // offset_: the stream's resumed start
   bool unsized_ = false;
   EndRecord end_;
 };

@@ -656,6 +656,7 @@ TEST_F(HostileServer, ABadEchoOrARoomRefusalKeepsNoCopyOfTheDestination) {
     EXPECT_EQ(fs::file_size(dest), 4u << 20);
     if (std::string(remote) == "withdrawn") {
       EXPECT_NE(r.err.find("withdrew"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("(0 bytes sent)"), std::string::npos) << r.err;  // the prefix was not sent
     }
   }
 }
