@@ -794,8 +794,9 @@ constexpr uint64_t kEntryCost = 2 * sizeof(proto::ListEntry) + 32;
 // A directory opened, read and closed costs the server about five names' worth (12-16 us against
 // 3 us for a file's name), so that a tree of empty directories buys no more CPU than one of files
 // (a forty-eighth re-attack, A48-2: 20 pipelined listings of 199,990 empty directories cost 19.5 s
-// of CPU, 2.9 s for as many files).
-constexpr uint64_t kDirectoryNames = 7;
+// of CPU, 2.9 s for as many files). With its name and the open the chain makes of it (open_at,
+// which charges every open it makes), a directory costs 8 names in all.
+constexpr uint64_t kDirectoryNames = 6;
 
 class TreeLister {
  public:
