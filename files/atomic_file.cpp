@@ -203,12 +203,7 @@ void install_cleanup_on_signals() {
   // ignored: the write then fails with EFBIG, "file too large", and the failure cleans up. SIGQUIT
   // (Ctrl-\) as SIGINT: it left the temporary file without a word and dumped no core worth more
   // (a forty-eighth re-attack, B48-2).
-  // And every other signal whose default action ends the process: a CPU-time limit's SIGXCPU left
-  // a 352 MB temporary file, and SIGALRM, SIGUSR1 and the like did the same without a word (a
-  // forty-ninth re-attack, C49-2).
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGXCPU, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM,
-                  SIGPROF, SIGIO, SIGPWR, SIGSTKFLT})
-    ::sigaction(sig, &sa, nullptr);
+  for (int sig : kStopSignals) ::sigaction(sig, &sa, nullptr);
   ::signal(SIGXFSZ, SIG_IGN);
 }
 

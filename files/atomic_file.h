@@ -5,6 +5,7 @@
 // SIGINT, SIGTERM, SIGHUP or SIGPIPE removes it (install_cleanup_on_signals).
 #pragma once
 #include <climits>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -106,7 +107,13 @@ inline const std::string kReservedShape =
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
 
-// Client side (send and recv call it once): on SIGINT, SIGTERM, SIGHUP or SIGPIPE, remove every
+// The signals that end a client or a bench run from outside and get their clean-up: ^C, kill, a
+// closed terminal, a reader gone (SIGPIPE), ^\, and every other one whose default action ends the
+// process (SIGXCPU of a CPU-time limit, SIGALRM, SIGUSR1, ...: a forty-ninth re-attack, C49-2).
+inline constexpr int kStopSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGPIPE, SIGQUIT, SIGXCPU, SIGALRM,
+                                       SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT};
+
+// Client side (send and recv call it once): on any of kStopSignals, remove every
 // AtomicFile's temporary file, keep every registered partial file, print one line on stderr
 // saying what was left here and on the server ("aesxfer: interrupted: ..."), and exit with
 // 128 + the signal number. SIGXFSZ is ignored (a write past `ulimit -f` fails instead).

@@ -79,6 +79,7 @@
 #include "crypto/cpu.h"
 #include "crypto/gcm.h"
 #include "crypto/suite.h"
+#include "files/atomic_file.h"
 #include "files/keystore.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
@@ -166,8 +167,7 @@ extern "C" void bench_on_signal(int sig) {
 // reader that went away (SIGPIPE: `aesxfer bench | head`). The last two killed the process before
 // it removed its data file, up to 1 GiB of RAM in /dev/shm, and its scratch directory with the
 // run's keys (a twenty-eighth re-attack, N5). SIGQUIT (^\) as ^C, as the client has it.
-constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,    SIGPIPE, SIGQUIT, SIGXCPU, SIGALRM,
-                                   SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT};
+constexpr const auto& kCleanupSignals = files::kStopSignals;  // the client's, one list
 
 class SignalCleanup {
  public:
