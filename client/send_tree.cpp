@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "client/remote.h"
 #include "client/tree_resume.h"
 #include "files/atomic_file.h"
 #include "files/guarded_path.h"
@@ -433,9 +434,18 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
     base = *placed;  // a retry: the copy the lost connection was writing
   } else {
     bool listed_nothing = false;
-    const bool continued = c_.resuming() && (continues_copy(c_, dest, entries, listed_nothing) ||
-                                             (listed_nothing && keeps_a_partial(dest, entries)));
+    // The source as recorded: its absolute path, without a trailing slash.
+    std::string source = fs::absolute(local).lexically_normal().string();
+    while (source.size() > 1 && source.back() == '/') source.pop_back();
+    const std::string asked = normal_request(dest);
+    const bool continued = c_.resuming() &&
+                           is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, source) &&
+                           (continues_copy(c_, dest, entries, listed_nothing) ||
+                            (listed_nothing && keeps_a_partial(dest, entries)));
     base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
+    // Recorded as this source's copy before anything goes into it: DEST itself when it did not
+    // exist, else DEST/NAME.
+    remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, source);
     if (placed) *placed = base;
   }
   auto dir_failed = [this](const std::string*, const Failure* f) {

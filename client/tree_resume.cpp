@@ -82,13 +82,8 @@ std::vector<std::string> read_records(const std::filesystem::path& home) {
   return out;
 }
 
-}  // namespace
-
-void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
-  if (home.empty() || source.find('\n') != std::string::npos) return;
-  const std::string mine = record_of(dirfd, source);
-  if (mine.empty()) return;
-  const std::string inode = mine.substr(0, mine.find(' ', mine.find(' ') + 1) + 1);  // "dev ino "
+// Stores the record `mine` in home/tree_copies in place of every record that starts with `key`.
+void store_record(const std::filesystem::path& home, const std::string& mine, const std::string& key) {
   // Read, changed and written whole under a lock: two recv -r ending at once each wrote what it
   // read, and one record was lost (a sixteenth re-attack, L5). Best effort: a lock not had within
   // 2 s (another user's lock file in a shared home, say) is gone without.
@@ -98,7 +93,7 @@ void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std:
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::vector<std::string> keep;
   for (auto& r : read_records(home))
-    if (r.compare(0, inode.size(), inode) != 0) keep.push_back(std::move(r));  // an old directory's inode
+    if (r.compare(0, key.size(), key) != 0) keep.push_back(std::move(r));  // an old record of the same key
   if (keep.size() >= kMaxRecords) keep.erase(keep.begin(), keep.end() - (kMaxRecords - 1));
   keep.push_back(mine);
   std::string text;
@@ -113,13 +108,43 @@ void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std:
   }
 }
 
-bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
-  if (home.empty()) return false;
-  const std::string mine = record_of(dirfd, source);
-  if (mine.empty()) return false;
+bool has_record(const std::filesystem::path& home, const std::string& mine) {
+  if (home.empty() || mine.empty()) return false;
   for (const auto& r : read_records(home))
     if (r == mine) return true;
   return false;
+}
+
+// send -r: "sent FINGERPRINT:DEST\tLOCAL", or "" for a name that cannot be one line of it. A
+// record of recv -r starts with a digit, so the two never match.
+std::string sent_record(const std::string& fingerprint, const std::string& dest, const std::string& local) {
+  if (dest.find_first_of("\t\n") != std::string::npos || local.find('\n') != std::string::npos) return "";
+  return "sent " + fingerprint + ":" + dest + "\t" + local;
+}
+
+}  // namespace
+
+void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
+  if (home.empty() || source.find('\n') != std::string::npos) return;
+  const std::string mine = record_of(dirfd, source);
+  if (mine.empty()) return;
+  store_record(home, mine, mine.substr(0, mine.find(' ', mine.find(' ') + 1) + 1));  // "dev ino "
+}
+
+bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source) {
+  return has_record(home, record_of(dirfd, source));
+}
+
+void remember_sent_copy(const std::filesystem::path& home, const std::string& fingerprint,
+                        const std::string& dest, const std::string& local) {
+  const std::string mine = sent_record(fingerprint, dest, local);
+  if (home.empty() || mine.empty()) return;
+  store_record(home, mine, mine.substr(0, mine.find('\t') + 1));
+}
+
+bool is_sent_copy(const std::filesystem::path& home, const std::string& fingerprint, const std::string& dest,
+                  const std::string& local) {
+  return has_record(home, sent_record(fingerprint, dest, local));
 }
 
 std::vector<std::string> top_names(const std::vector<std::string>& there) {

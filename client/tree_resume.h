@@ -7,9 +7,15 @@
 // instead: an existing directory that holds something, and nothing but names found at the top of
 // the source (a kept partial file ".X.aesxfer-partial" counts as X; a receiver's temporary files
 // are left out). Listings leave partial files out (PROTOCOL.md 3.7), so a DEST that lists nothing
-// is probed for one of the source's top-level files (TreeSender::keeps_a_partial). So running the same `-r
-// --resume` command again always lands in the same place, as rsync does (docs/aesxfer.1, send and recv
-// --resume).
+// is probed for one of the source's top-level files (TreeSender::keeps_a_partial). And the names
+// alone are not enough: a directory the user already had, holding notes.txt, was taken for the copy
+// of a tree with a notes.txt at its top, and the user's file was replaced (a forty-ninth re-attack,
+// B49-5). So each send -r records where its copy goes (DEST, or DEST/NAME) before anything goes
+// into it, in $AESXFER_HOME/tree_copies ("sent", the server's host key fingerprint, the path, the
+// local source's absolute path), and --resume continues only a DEST recorded there for the same source;
+// one made elsewhere (another client, or aesxfer 0.5 and earlier) nests once, as scp would, which
+// loses nothing. So running the same `-r --resume` command again always lands in the same place,
+// as rsync does (docs/aesxfer.1, send and recv --resume).
 //
 // recv -r --resume cannot use that rule: the names would come from the server, and a hostile one
 // lists a victim directory's own names (.bashrc, .ssh, ...) to make `recv -r --resume host:x ~`
@@ -44,5 +50,13 @@ std::vector<std::string> top_names(const std::vector<std::string>& there);
 void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source);
 // recv -r --resume: true when the directory open as dirfd is recorded as the copy of `source`.
 bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source);
+
+// send -r: records that `dest` (normal_request's form) on the server whose host key has
+// `fingerprint` is the copy of the local directory `local` (absolute); and whether it is. Records with a tab
+// or LF in dest, or LF in local, are neither kept nor found.
+void remember_sent_copy(const std::filesystem::path& home, const std::string& fingerprint,
+                        const std::string& dest, const std::string& local);
+bool is_sent_copy(const std::filesystem::path& home, const std::string& fingerprint, const std::string& dest,
+                  const std::string& local);
 
 }  // namespace aesxfer::client

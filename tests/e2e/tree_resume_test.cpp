@@ -68,6 +68,38 @@ TEST_F(TreeResume, SendDashRResumeContinuesTheInterruptedDestination) {
   EXPECT_FALSE(fs::exists(ws.root / "backups" / "a.txt"));
 }
 
+// A forty-ninth re-attack (B49-5): a directory the user already had, holding only names that are
+// also at the top of the source, was taken for the copy an interrupted run had made, and its file
+// was replaced by the tree's. Only a DEST this client recorded as made for this source continues.
+TEST_F(TreeResume, ADirectoryWithTheSameNamesIsNotTheCopyUnlessThisRunMadeIt) {
+  const fs::path src = ws.local / "docs";
+  fs::create_directories(src);
+  write_text_file(src / "notes.txt", "the tree's notes\n");
+  write_text_file(src / "b.txt", "b\n");
+  fs::create_directories(ws.root / "mine");
+  write_text_file(ws.root / "mine" / "notes.txt", "the user's own notes\n");
+  auto r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:mine"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "mine" / "notes.txt"), "the user's own notes\n");
+  EXPECT_EQ(read_text_file(ws.root / "mine" / "docs" / "notes.txt"), "the tree's notes\n");
+  EXPECT_FALSE(fs::exists(ws.root / "mine" / "b.txt"));
+  // Made by this client for another source: not this source's copy either.
+  const fs::path other = ws.local / "other";
+  fs::create_directories(other);
+  write_text_file(other / "notes.txt", "other notes\n");
+  r = run({"send", "-r", "-q", other.string(), "127.0.0.1:made"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_EQ(read_text_file(ws.root / "made" / "notes.txt"), "other notes\n");
+  r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:made"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "made" / "notes.txt"), "other notes\n");
+  EXPECT_EQ(read_text_file(ws.root / "made" / "docs" / "notes.txt"), "the tree's notes\n");
+  // The same source again, written with a trailing slash and through "./": continued.
+  r = run({"send", "-r", "--resume", "-q", src.string() + "/", "127.0.0.1:./made/docs/"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.root / "made" / "docs" / "docs"));
+}
+
 // A thirty-second re-attack (B-N2): a tree whose first file was interrupted left DEST holding only
 // the partial file the server kept for --resume, which listings leave out: the resume found DEST
 // "empty", so not the copy, nested the tree in DEST/NAME and sent it all again, the partial file
