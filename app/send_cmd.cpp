@@ -127,8 +127,23 @@ struct SendSession {
     if (!lost) lost = f;
     return true;
   }
+  // The source whose files are being reported ("" for a file named on the command line): a file
+  // of a tree is settled under it, so that a file found in two sources (`send -r l l/d1`), stored
+  // twice, is reported for each copy, not taken the second time for a report already made (a
+  // forty-eighth re-attack, B48-6). Changed only with no answer outstanding (enter()).
+  std::string scope{};
+  std::string key(const std::string& shown) const { return scope.empty() ? shown : scope + '\0' + shown; }
   void settle(const std::string& shown) {
-    if (settled) settled->insert(shown);
+    if (settled) settled->insert(key(shown));
+  }
+  bool is_settled(const std::string& shown) const { return settled && settled->count(key(shown)); }
+  // Reports the answers still outstanding under the scope they belong to, then enters `next`;
+  // false when the connection failed meanwhile.
+  bool enter(const std::string& next) {
+    if (next == scope) return true;
+    if (!sender.finish()) return false;
+    scope = next;
+    return true;
   }
   // A tree's skip and failure lines once per command, not again in each session after a retry (a
   // thirty-fifth re-attack, B-N13).
@@ -144,12 +159,12 @@ struct SendSession {
     // (a sixteenth re-attack, L2: every file of a tree once more per retry, in --json too).
     h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
       if (f && keep_for_retry(*f)) return;
-      if (r && settled && settled->count(shown)) return;
+      if (r && is_settled(shown)) return;
       report_pipelined(t, co, tty, shown, r, f, rc);
       settle(shown);
     };
     h.up_to_date = [this](const client::FileResult& done) {
-      if (settled && settled->count(done.file)) return;
+      if (is_settled(done.file)) return;
       report(t, co, done, tty);
       settle(done.file);
     };
@@ -164,7 +179,7 @@ struct SendSession {
       if (!t.quiet && said_first(line)) die_line(line);
     };
     h.not_sent = [this](const std::string& shown) {
-      if (lost || (settled && settled->count(shown))) return;  // a retry sends it
+      if (lost || is_settled(shown)) return;  // a retry sends it
       report_not_moved(t, co, tty, shown, "not sent", rc);
       settle(shown);
     };
@@ -269,10 +284,15 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
     if (done.settled.count(sources[i])) continue;
     const fs::path local = sources[i];
     std::error_code ec;
+    const bool tree = sources[i] != "-" && fs::is_directory(local, ec);
+    if (!s.enter(tree ? sources[i] : "")) {
+      stopped = true;
+      break;
+    }
     if (sources[i] == "-") {
       stopped = !s.send_stdin(dest);
       if (!s.lost) s.settle("-");
-    } else if (fs::is_directory(local, ec)) {
+    } else if (tree) {
       stopped = !s.sender.send_tree(local, dest, &done.placed[sources[i]]);
       trees.push_back(sources[i]);
     } else {
@@ -280,6 +300,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
     }
   }
   if (!stopped) s.sender.finish();
+  s.scope.clear();
   if (s.lost) {
     lost = s.lost;
     return s.rc;

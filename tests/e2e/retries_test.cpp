@@ -310,6 +310,38 @@ TEST_F(Retries, ATreeReportsEachFileOnceAcrossRetries) {
   EXPECT_EQ(sha256_file(ws.local / "back" / "d" / "big"), sha256_file(src / "d" / "big"));
 }
 
+// A forty-eighth re-attack (B48-6): `send -r l l/d1 host:dst/` stores l/d1's files twice (in dst/l/d1
+// and in dst/d1), but each was reported once: the second source's were taken for reports already
+// made. Each copy is reported once, also across a retry.
+TEST_F(Retries, AFileInTwoSourcesIsReportedForEachCopy) {
+  const fs::path l = ws.local / "l";
+  fs::create_directories(l / "d1");
+  write_text_file(l / "a.txt", "a\n");
+  write_text_file(l / "d1" / "x", "x\n");
+  write_random_file(l / "d1" / "big", 8 * kMiB, 47);
+  fs::create_directories(ws.root / "dst");
+  auto files_named = [](const std::string& out, const std::string& name) {
+    size_t n = 0;
+    for (const auto& line : nonempty_lines(out))
+      n += line.find("\"file\":\"" + name + "\"") != std::string::npos;
+    return n;
+  };
+  for (bool cut : {false, true}) {
+    CuttingRelay relay(server->port(), cut ? 1 : 0, 3 * kMiB, false);
+    auto r = run({"send", "-r", "--json", l.string(), (l / "d1").string(), "127.0.0.1:dst/"}, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(relay.cut(), cut ? 1 : 0);
+    EXPECT_EQ(files_named(r.out, (l / "a.txt").string()), 1u) << r.out;
+    EXPECT_EQ(files_named(r.out, (l / "d1" / "x").string()), 2u) << r.out;
+    EXPECT_EQ(files_named(r.out, (l / "d1" / "big").string()), 2u) << r.out;
+    EXPECT_EQ(read_text_file(ws.root / "dst" / "l" / "d1" / "x"), "x\n");
+    EXPECT_EQ(read_text_file(ws.root / "dst" / "d1" / "x"), "x\n");
+    EXPECT_EQ(sha256_file(ws.root / "dst" / "d1" / "big"), sha256_file(l / "d1" / "big"));
+    fs::remove_all(ws.root / "dst" / "l");
+    fs::remove_all(ws.root / "dst" / "d1");
+  }
+}
+
 // A thirty-fifth re-attack (B-N13): send -r said its skip lines (a dangling link, a FIFO) again in
 // each session after a retry. Each is said once per command.
 TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
