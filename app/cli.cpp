@@ -353,8 +353,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
   // thirty-third re-attack, B-N6: -q hid it, where the man page says a partial file passed over is
   // always shown).
   if (!r.not_resumed.empty())
-    std::fprintf(stderr, "aesxfer: note: %s; it was left as it is and the file moved from the start\n",
-                 r.not_resumed.c_str());
+    die_line("note: " + r.not_resumed + "; it was left as it is and the file moved from the start");  // B50-3
   t.retried = 0;  // the retries so far served this file
   std::fflush(out);
   if (co.debug && r.record_size) {

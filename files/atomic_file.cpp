@@ -159,40 +159,104 @@ void put(const char* s) {
   }
 }
 
-extern "C" void on_stop_signal(int sig) {
-  bool any = false;
-  if (::isatty(STDERR_FILENO)) put("\n");
-  put(sig == SIGPIPE ? "aesxfer: stopped: the reader of its output went away" : "aesxfer: interrupted");
-  for (auto& s : g_slots) {
-    if (const int st = s.state.load(); st != 2 && st != 3) continue;
-    put(any ? "; " : ": ");
-    const Kind kind = s.kind.load();
-    // A kept partial file that holds nothing (a server that said "from 0" emptied it) is no
-    // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). fstatat is
-    // async-signal-safe.
-    struct stat st {};
-    const bool empty = kind == Kind::kept && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                       S_ISREG(st.st_mode) && st.st_size == 0;
-    if (kind == Kind::temporary || kind == Kind::copying || empty) {
-      ::unlinkat(s.dirfd, s.name, 0);
-      put(kind == Kind::temporary ? "removed the temporary file of "
-          : empty                 ? "removed the empty partial file "
-                                  : "removed ");
-    } else {
-      put(kind == Kind::kept ? "kept " : "the server keeps ");
-    }
-    put(s.shown);
-    if ((kind == Kind::kept && !empty) || kind == Kind::remote) put(" for --resume");
-    if (kind == Kind::copying)
-      put(", where a copy of the destination was being made (the destination is as it was)");
-    any = true;
+// n in decimal, async-signal-safe.
+void put_count(int n) {
+  char buf[16];
+  int i = sizeof buf;
+  buf[--i] = 0;
+  do buf[--i] = char('0' + n % 10);
+  while ((n /= 10) > 0 && i > 0);
+  put(buf + i);
+}
+
+bool is_fault(int sig) {
+  for (int f : kFaultSignals)
+    if (sig == f) return true;
+  return false;
+}
+
+// The signal line names files while it stays within kSignalLineBytes (the first always); the rest
+// are counted: 32 withdrawn gets of a hostile server's names of ~1,000 bytes made a line of 29,972
+// bytes whose "aesxfer:" head scrolled off, leaving the server's text (a fiftieth re-attack, B50-3).
+constexpr size_t kSignalLineBytes = 1536;
+
+// What the handler does with one slot (removes what is not kept) and says of it, or counts it in
+// `more` (removed, kept here, kept by the server) once the line is full.
+void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
+  const Kind kind = s.kind.load();
+  // A kept partial file that holds nothing (a server that said "from 0" emptied it) is no
+  // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). fstatat is
+  // async-signal-safe.
+  struct stat st {};
+  const bool empty = kind == Kind::kept && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     S_ISREG(st.st_mode) && st.st_size == 0;
+  const bool removed = kind == Kind::temporary || kind == Kind::copying || empty;
+  if (removed) ::unlinkat(s.dirfd, s.name, 0);
+  const size_t len = std::strlen(s.shown);
+  if (any && written + len > kSignalLineBytes) {
+    ++more[removed ? 0 : kind == Kind::kept ? 1 : 2];
+    return;
   }
+  put(any ? "; " : ": ");
+  if (removed)
+    put(kind == Kind::temporary ? "removed the temporary file of "
+        : empty                 ? "removed the empty partial file "
+                                : "removed ");
+  else
+    put(kind == Kind::kept ? "kept " : "the server keeps ");
+  put(s.shown);
+  if (!removed) put(" for --resume");
+  if (kind == Kind::copying)
+    put(", where a copy of the destination was being made (the destination is as it was)");
+  written += len + 40;
+  any = true;
+}
+
+extern "C" void on_stop_signal(int sig) {
+  if (::isatty(STDERR_FILENO)) put("\n");
+  put(sig == SIGPIPE  ? "aesxfer: stopped: the reader of its output went away"
+      : is_fault(sig) ? "aesxfer: stopped by a fatal signal"
+                      : "aesxfer: interrupted");
+  bool any = false;
+  size_t written = 0;
+  int more[3] = {0, 0, 0};
+  for (auto& s : g_slots)
+    if (const int st = s.state.load(); st == 2 || st == 3) settle_slot(s, written, any, more);
   if (!any) put(": nothing was left behind");
+  if (more[0] + more[1] + more[2] > 0) {
+    put("; and ");
+    put_count(more[0] + more[1] + more[2]);
+    put(" more files (");
+    const char* what[3] = {" removed", " kept for --resume", " kept by the server for --resume"};
+    bool first = true;
+    for (int k = 0; k < 3; ++k) {
+      if (more[k] == 0) continue;
+      if (!first) put(", ");
+      put_count(more[k]);
+      put(what[k]);
+      first = false;
+    }
+    put(")");
+  }
   put("\n");
+  if (is_fault(sig)) {  // reset to its default on entry (SA_RESETHAND): dies of it when unblocked
+    ::raise(sig);
+    return;
+  }
   ::_exit(128 + sig);
 }
 
 }  // namespace
+
+const std::vector<int>& stop_signals() {
+  static const std::vector<int> list = [] {
+    std::vector<int> v = {SIGINT,    SIGTERM, SIGHUP, SIGPIPE, SIGQUIT,   SIGXCPU, SIGALRM, SIGUSR1, SIGUSR2,
+                          SIGVTALRM, SIGPROF, SIGIO,  SIGPWR,  SIGSTKFLT, SIGABRT, SIGSYS,  SIGTRAP};
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) v.push_back(sig);
+    return v;
+  }();
+  return list;
+}
 
 void install_cleanup_on_signals() {
   struct sigaction sa {};
@@ -203,7 +267,18 @@ void install_cleanup_on_signals() {
   // ignored: the write then fails with EFBIG, "file too large", and the failure cleans up. SIGQUIT
   // (Ctrl-\) as SIGINT: it left the temporary file without a word and dumped no core worth more
   // (a forty-eighth re-attack, B48-2).
-  for (int sig : kStopSignals) ::sigaction(sig, &sa, nullptr);
+  auto install = [](int sig, const struct sigaction& with, bool only_default) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0) return;
+    const bool plain = !(old.sa_flags & SA_SIGINFO);
+    if (plain && old.sa_handler == SIG_IGN) return;  // ignored by who started us (nohup): it stays so
+    if (only_default && (!plain || old.sa_handler != SIG_DFL)) return;
+    ::sigaction(sig, &with, nullptr);
+  };
+  for (int sig : stop_signals()) install(sig, sa, false);
+  struct sigaction fault = sa;
+  fault.sa_flags = SA_RESETHAND;
+  for (int sig : kFaultSignals) install(sig, fault, true);
   ::signal(SIGXFSZ, SIG_IGN);
 }
 

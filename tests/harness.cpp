@@ -43,6 +43,14 @@ namespace {
 // may set none, which the client takes for an 8-bit terminal): a test of another locale says so
 // in the env it passes (LocaleOutput.*).
 const bool kUtf8Children = [] { return ::setenv("LC_ALL", "C.UTF-8", 1) == 0; }();
+// The signals tests send start at their default in every process a test starts: the client leaves
+// a signal ignored at its start ignored (nohup), and a runner started as a background job of a
+// script (SIGINT and SIGQUIT ignored) would otherwise make those tests fail.
+const bool kDefaultSignals = [] {
+  for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM})
+    if (::signal(sig, SIG_DFL) == SIG_ERR) return false;
+  return true;
+}();
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------

@@ -166,20 +166,22 @@ extern "C" void bench_on_signal(int sig) {
 // Every signal that ends a bench run from outside: ^C, kill, a closed terminal (SIGHUP) and a
 // reader that went away (SIGPIPE: `aesxfer bench | head`). The last two killed the process before
 // it removed its data file, up to 1 GiB of RAM in /dev/shm, and its scratch directory with the
-// run's keys (a twenty-eighth re-attack, N5). SIGQUIT (^\) as ^C, as the client has it.
-constexpr const auto& kCleanupSignals = files::kStopSignals;  // the client's, one list
-
+// run's keys (a twenty-eighth re-attack, N5). The client's list (files::stop_signals), one list;
+// a signal ignored when the bench starts (nohup) stays ignored, as in the client.
 class SignalCleanup {
  public:
   SignalCleanup() {
     struct sigaction sa {};
     sa.sa_handler = bench_on_signal;
     ::sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &sa, &old_[i]);
+    for (int sig : files::stop_signals()) {
+      ::sigaction(sig, nullptr, &old_[sig]);
+      if ((old_[sig].sa_flags & SA_SIGINFO) || old_[sig].sa_handler != SIG_IGN)
+        ::sigaction(sig, &sa, nullptr);
+    }
   }
   ~SignalCleanup() {
-    for (size_t i = 0; i < std::size(kCleanupSignals); ++i)
-      ::sigaction(kCleanupSignals[i], &old_[i], nullptr);
+    for (int sig : files::stop_signals()) ::sigaction(sig, &old_[sig], nullptr);
     g_data_path[0] = 0;
     for (int i = 0; i < kChildSlots; ++i) g_child_pids[i] = -1;
     g_interrupted = 0;
@@ -188,7 +190,7 @@ class SignalCleanup {
   SignalCleanup& operator=(const SignalCleanup&) = delete;
 
  private:
-  struct sigaction old_[std::size(kCleanupSignals)]{};
+  struct sigaction old_[NSIG] {};  // by signal number (SIGRTMAX < NSIG)
 };
 
 // A directory under the temp directory, removed with everything in it on destruction.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,6 +25,7 @@
 #include <thread>
 
 #include "app/json.h"
+#include "files/atomic_file.h"
 #include "files/unique_fd.h"
 #include "proto/ops.h"
 #include "tests/fake_server.h"
@@ -775,8 +777,10 @@ TEST_F(ClientLocal, ADanglingLinkToADirectoryPathGetsNoFile) {
 
 // Starts the aesxfer binary with standard output on out_fd (as it is: appending, a socket, ...)
 // and stderr going to a file; returns its PID.
+// The signals in `ignored` are ignored when it starts (as nohup ignores SIGHUP); every other one it
+// handles starts at its default, whatever the test runner ignores.
 pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, int out_fd,
-                    const fs::path& err) {
+                    const fs::path& err, const std::vector<int>& ignored = {}) {
   std::vector<std::string> argv{AESXFER_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> av;
@@ -789,6 +793,10 @@ pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, 
   if (pid == 0) {
     ::dup2(out_fd, 1);
     ::dup2(efd, 2);
+    for (int sig : files::stop_signals()) ::signal(sig, SIG_DFL);
+    for (int sig : ignored) ::signal(sig, SIG_IGN);
+    const struct rlimit no_core { 0, 0 };  // a fault sent to it leaves no core file behind
+    ::setrlimit(RLIMIT_CORE, &no_core);
     ::execve(av[0], av.data(), ev.data());
     ::_exit(127);
   }
@@ -798,9 +806,9 @@ pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, 
 
 // The same with stdout going to a file.
 pid_t spawn_aesxfer(const std::vector<std::string>& args, const fs::path& home, const fs::path& out,
-                    const fs::path& err) {
+                    const fs::path& err, const std::vector<int>& ignored = {}) {
   int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  pid_t pid = spawn_aesxfer(args, home, ofd, err);
+  pid_t pid = spawn_aesxfer(args, home, ofd, err, ignored);
   ::close(ofd);
   return pid;
 }
@@ -856,9 +864,12 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     bool resume;
   };
   // SIGQUIT (Ctrl-\) too: it left the temporary file, without a word (a forty-eighth re-attack, B48-2).
-  // And the other signals whose default action ends the process (a forty-ninth, C49-2).
+  // And the other signals whose default action ends the process (a forty-ninth, C49-2), the
+  // real-time ones, SIGABRT, SIGSYS, SIGTRAP and a fault sent by kill (a fiftieth, A50-2 and B50-1).
+  // (Not SIGSEGV, SIGBUS or SIGFPE: under the sanitizers their handlers are the sanitizer's.)
   for (Case c : {Case{SIGINT, false}, Case{SIGTERM, true}, Case{SIGHUP, false}, Case{SIGQUIT, false},
-                 Case{SIGXCPU, false}, Case{SIGUSR1, true}}) {
+                 Case{SIGXCPU, false}, Case{SIGUSR1, true}, Case{SIGRTMIN, false}, Case{SIGRTMAX, true},
+                 Case{SIGABRT, false}, Case{SIGSYS, true}, Case{SIGTRAP, false}, Case{SIGILL, true}}) {
     SCOPED_TRACE(c.sig);
     fs::path dir = ws.local / ("d" + std::to_string(c.sig));
     fs::create_directories(dir);
@@ -881,7 +892,9 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     EXPECT_EQ(wait_exit(pid), 128 + c.sig);
     std::string err = read_text_file(ws.local / "err.txt");
     EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
-    EXPECT_NE(err.find("aesxfer: interrupted"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.sig == SIGILL ? "aesxfer: stopped by a fatal signal" : "aesxfer: interrupted"),
+              std::string::npos)
+        << err;
     EXPECT_FALSE(fs::exists(dir / "big.bin"));
     if (c.resume) {
       EXPECT_TRUE(fs::exists(dir / ".big.bin.aesxfer-partial"));
@@ -894,6 +907,34 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
           << err;
     }
   }
+}
+
+// A signal ignored by whoever started the client stays ignored: `nohup aesxfer recv ...` went on
+// when its terminal closed only until the clean-up handler (installed for SIGHUP regardless) ended
+// it (a fiftieth re-attack, found beside A50-2). scp under nohup goes on, and so does aesxfer.
+TEST_F(ClientLocal, ASignalIgnoredAtStartStaysIgnored) {
+  write_random_file(ws.root / "big.bin", 16 << 20, 7);
+  const fs::path dir = ws.local / "nohup";
+  fs::create_directories(dir);
+  pid_t pid = spawn_aesxfer({"recv", "-q", "127.0.0.1:big.bin", (dir / "big.bin").string(), "-l", "40000",
+                             "--timeout", "20", "-P", std::to_string(server->port())},
+                            ws.home, ws.local / "out.txt", ws.local / "err.txt", {SIGHUP});
+  ASSERT_GT(pid, 0);
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  bool arriving = false;
+  while (!arriving && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.file_size() > 0) arriving = true;
+  }
+  ASSERT_TRUE(arriving);
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "SIGHUP ended a client that ignored it";
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  EXPECT_TRUE(temp_debris(dir).empty());
 }
 
 // recv --resume of big.bin into `dest` through `port` (a relay that cuts it), stopped by SIGINT
@@ -1539,7 +1580,10 @@ TEST_F(ClientLocal, AnotherUsersLinkInAStickyDirectoryIsNoSource) {
   // With --resume no probe goes out for it either (a thirty-third re-attack, A-N2: the probe
   // carried the size of the file the link named). A partial file the server distrusts, there for
   // it, would log that probe.
-  fs::create_directories(ws.root / "tree3" / "incoming");
+  // (tree3 made by an earlier send -r of this tree, so that the --resume continues it.)
+  r = run({"send", "-r", "-q", tree.string(), "127.0.0.1:tree3"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  fs::remove(ws.root / "tree3" / "incoming" / "ok.txt");
   write_text_file(ws.root / "tree3" / "incoming" / ".x.aesxfer-partial", "theirs\n");
   fs::permissions(ws.root / "tree3" / "incoming" / ".x.aesxfer-partial", fs::perms(0666));
   r = run({"send", "-r", "-q", "--resume", tree.string(), "127.0.0.1:tree3"});

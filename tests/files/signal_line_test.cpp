@@ -1,0 +1,79 @@
+// The line the client prints when a signal stops it (files::install_cleanup_on_signals). A fiftieth
+// re-attack (B50-3): a hostile server agreed to and withdrew 32 resumed gets of names of ~1,000
+// bytes, and ^C printed one line of 29,972 bytes naming all 32, whose "aesxfer:" head scrolled off
+// the terminal and left the server's text on it. The line names files while it stays short, and
+// counts the rest; every file is still kept or removed as before.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <string>
+
+#include "files/atomic_file.h"
+#include "proto/failure.h"
+#include "tests/harness.h"
+
+namespace aesxfer::test {
+namespace {
+
+// Forks a child that registers `n` kept partial files of long shown names in `dir`, then raises
+// `sig`; returns its exit status and stderr.
+std::pair<int, std::string> stopped_child(const fs::path& dir, int n, int sig) {
+  const fs::path err = dir / "err.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(efd, 2);
+    files::install_cleanup_on_signals();
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    for (int i = 0; i < n; ++i) {
+      const std::string name = ".f" + std::to_string(i) + ".aesxfer-partial";
+      const int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT, 0600);
+      if (fd < 0 || ::write(fd, "data", 4) != 4) ::_exit(3);
+      ::close(fd);
+      files::register_kept(dfd, name,
+                           proto::quoted(std::string(900, ' ') + "x.bin: 3 bytes in 0.00 s" + name));
+    }
+    ::raise(sig);
+    ::_exit(4);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text_file(err)};
+}
+
+TEST(SignalLine, ThirtyTwoKeptFilesMakeAShortLineThatCountsTheRest) {
+  TempDir tmp;
+  auto [code, err] = stopped_child(tmp.path(), 32, SIGINT);
+  EXPECT_EQ(code, 128 + SIGINT);
+  const auto lines = nonempty_lines(err);
+  ASSERT_EQ(lines.size(), 1u) << err;
+  const std::string& line = lines[0];
+  EXPECT_EQ(line.rfind("aesxfer: interrupted: kept \"", 0), 0u) << line.substr(0, 200);
+  EXPECT_LE(line.size(), 2000u);
+  size_t named = 0;
+  for (size_t at = 0; (at = line.find(" for --resume", at)) != std::string::npos; at += 13) ++named;
+  // The named ones, and the count of the others.
+  const std::string more = "; and " + std::to_string(32 - (named - 1)) + " more files (" +
+                           std::to_string(32 - (named - 1)) + " kept for --resume)";
+  EXPECT_GE(named, 2u);
+  EXPECT_EQ(line.size() >= more.size() ? line.substr(line.size() - more.size()) : line, more);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_TRUE(fs::exists(tmp.path() / (".f" + std::to_string(i) + ".aesxfer-partial"))) << i;
+}
+
+TEST(SignalLine, OneFileIsNamedWhole) {
+  TempDir tmp;
+  auto [code, err] = stopped_child(tmp.path(), 1, SIGTERM);
+  EXPECT_EQ(code, 128 + SIGTERM);
+  EXPECT_EQ(err,
+            "aesxfer: interrupted: kept " +
+                proto::quoted(std::string(900, ' ') + "x.bin: 3 bytes in 0.00 s" + ".f0.aesxfer-partial") +
+                " for --resume\n");
+}
+
+}  // namespace
+}  // namespace aesxfer::test
