@@ -263,7 +263,8 @@ static void add_serve_limits(CLI::App* serve, ServeArgs& args) {
   serve
       ->add_option("--max-probe-hash", a->so.max_probe_hash,
                    "Bytes one session may have the server hash for send --resume probes and resumed "
-                   "gets (default 64G; each file is hashed once per session)")
+                   "gets (default 64G; each file is hashed once per session; a client key's sessions share "
+                   "as much again every 10 minutes)")
       ->transform(byte_size(0, uint64_t(1) << 60))
       ->type_name("SIZE");
   serve

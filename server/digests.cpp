@@ -27,11 +27,22 @@ std::optional<files::PrefixScan> PrefixDigests::get(const proto::SessionKeys& ke
     }
   }  // a state given way: scanned again, within the budget like any other scan
   if (len > left_) return std::nullopt;
+  key_spent_ = key_ && !key_->take(len);
+  if (key_spent_) return std::nullopt;
   left_ -= len;  // charged before the read: a file that fails half way still cost it
   hashed_ += len;
   // One pass gives the digest and the file checksum's state after the prefix, which a resumed
   // get starts from: the prefix is read once per session, never a second time to checksum it.
   files::PrefixScan scan = files::scan_prefix(keys, fd, len, -1, nullptr);
+  keep(k, scan);
+  return scan;
+}
+
+void PrefixDigests::remember(const struct stat& st, uint64_t len, const files::PrefixScan& scan) {
+  keep(key_of(st, len), scan);
+}
+
+void PrefixDigests::keep(const Key& k, const files::PrefixScan& scan) {
   if (!macs_.count(k)) {
     if (macs_.size() >= kMemo) {
       macs_.erase(mac_order_.front());
@@ -48,7 +59,6 @@ std::optional<files::PrefixScan> PrefixDigests::get(const proto::SessionKeys& ke
     sum_order_.push_back(k);
   }
   sums_.insert_or_assign(k, scan.sum);
-  return scan;
 }
 
 }  // namespace aesxfer::server

@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "files/resume.h"
 #include "files/version.h"
 #include "proto/handshake.h"
+#include "server/name_budget.h"
 
 namespace aesxfer::server {
 
@@ -34,6 +36,16 @@ class PrefixDigests {
   // What get() hashed for the same file, state and length in this session, without reading:
   // a resumed put after its probe starts its checksum there.
   std::optional<files::PrefixScan> remembered(const struct stat& st, uint64_t len) const;
+  // Keeps `scan` of the first len bytes under the file's new state st: the server itself cut the
+  // file back to len bytes (a resumed put's partial file), which changed its times but not those
+  // bytes (the session holds its lock).
+  void remember(const struct stat& st, uint64_t len, const files::PrefixScan& scan);
+  // Every session of one client key also draws on the key's allowance (bytes), when given: the
+  // session's budget alone bounded nothing, since a new session costs only a handshake (a
+  // fiftieth re-attack, A50-1).
+  void share_key_allowance(std::shared_ptr<NameBudget> key) { key_ = std::move(key); }
+  // True when the last refusal of get() was the key's allowance, not the session's budget.
+  bool key_spent() const { return key_spent_; }
   uint64_t bytes_hashed() const { return hashed_; }
   uint64_t hits() const { return hits_; }
 
@@ -51,8 +63,11 @@ class PrefixDigests {
   std::map<Key, std::string> macs_;
   std::map<Key, crypto::FileChecksum> sums_;
   std::deque<Key> mac_order_, sum_order_;  // oldest first: the oldest gives way
+  void keep(const Key& k, const files::PrefixScan& scan);
   uint64_t left_;
   uint64_t hashed_ = 0, hits_ = 0;
+  std::shared_ptr<NameBudget> key_;
+  bool key_spent_ = false;
 };
 
 }  // namespace aesxfer::server

@@ -125,6 +125,14 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
   return t;
 }
 
+uint64_t PartsTransfer::arrived() {
+  std::lock_guard<std::mutex> g(mu);
+  uint64_t n = 0;
+  for (size_t i = 0; i < state.size() && i < range.size(); ++i)
+    if (state[i] == verified) n += range[i].second;
+  return n;
+}
+
 std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string& what,
                                              std::chrono::milliseconds wait) {
   // The client sends commit right behind its own part, so the other parts may still be arriving:

@@ -52,6 +52,8 @@ struct PartsTransfer {
 
   int fd() const { return out ? out->fd() : -1; }
   void part_finished(uint32_t part, bool ok);
+  // The bytes of the parts that arrived and verified so far.
+  uint64_t arrived();
 };
 
 class PartsRegistry {

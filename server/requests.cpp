@@ -187,6 +187,14 @@ struct Receiver {
   bool replaces = false;
 };
 
+// True when dest names a regular file that holds something: a put that replaces it is logged even
+// when it moved no byte (receive(), handle_commit).
+bool holds_content(const Place& dest) {
+  struct stat was {};
+  return ::fstatat(dest.dir.get(), dest.name.c_str(), &was, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(was.st_mode) && was.st_size > 0;
+}
+
 // Below this a failed put's line is within the key's budget (receive()).
 constexpr uint64_t kQuietFailureBytes = 64 << 10;
 
@@ -372,15 +380,24 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
     }
     if (!probed)
       return refuse(ctx, req, shown,
-                    {Status::busy,
-                     req.path + ": not resumed: " + over_budget(ctx, req.offset) +
-                         (req.offset > ctx.limits.max_probe_hash ? "" : "; send it again in a new session")});
+                    {Status::busy, req.path + ": not resumed: " + over_budget(ctx, req.offset) +
+                                       (req.offset > ctx.limits.max_probe_hash ? ""
+                                        : ctx.digests.key_spent()              ? "; send it again later"
+                                                                  : "; send it again in a new session")});
   }
   try {
     pf->truncate_to(req.offset);
   } catch (const Failure& f) {
     return refuse(ctx, req, shown, refusal_for(req.path, f.err));
   }
+  // The prefix's scan, kept under the file's state after each cut back to the offset (here, and
+  // after a withdrawn stream): the next resumed put at that offset in this session reads nothing.
+  std::optional<files::PrefixScan> at_offset = probed;
+  auto remember_cut = [&] {
+    if (struct stat now{}; at_offset && ::fstat(pf->fd(), &now) == 0)
+      ctx.digests.remember(now, req.offset, *at_offset);
+  };
+  remember_cut();
   Message ok = response(Status::ok);
   ok.size = req.offset;
   // Where what arrives is kept, for the client's word after an interrupt (docs/PROTOCOL.md 3.6).
@@ -388,6 +405,9 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
   ok.text = (dir == "." ? "" : dir + "/") + files::partial_name(dest.name);
   ctx.c.send_message(ok);
   r.fd = pf->fd();
+  // A partial file that holds the whole file replaces the destination with no byte sent: logged
+  // as an empty put over a file is (a fiftieth re-attack, B50-2: no line named the file).
+  r.replaces = holds_content(dest);
   r.finish = [&] { pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
   // Known bad data: start over next time. A lost connection keeps the partial file; a stream the
   // client withdrew keeps what was there before it (the next probe judges that prefix).
@@ -395,6 +415,7 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
     if (net::withdrawn(e)) {
       try {
         pf->truncate_to(req.offset);
+        remember_cut();
         return std::string("failed (partial file kept as it was)");
       } catch (const Failure&) {
       }
@@ -502,9 +523,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
-    struct stat was {};
-    r.replaces = ::fstatat(dest->dir.get(), dest->name.c_str(), &was, AT_SYMLINK_NOFOLLOW) == 0 &&
-                 S_ISREG(was.st_mode) && was.st_size > 0;
+    r.replaces = holds_content(*dest);
     r.finish = [&] { out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
     r.failed = [&](const Failure&) {
       out->discard();
@@ -534,6 +553,10 @@ std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Messa
 // Why a prefix of len bytes was not hashed: the session's budget spent, or (an eighteenth
 // re-attack, N10: "spent" with nothing hashed) the prefix larger than the whole budget.
 std::string over_budget(const RequestContext& ctx, uint64_t len) {
+  if (ctx.digests.key_spent())
+    return "the client key's probe hashing allowance (" + std::to_string(ctx.limits.max_probe_hash >> 20) +
+           " MiB at once, then as much every " + std::to_string(kProbeHashRefillSeconds / 60) +
+           " minutes, serve --max-probe-hash) is spent";
   const std::string budget = "the session's probe hashing budget (" +
                              std::to_string(ctx.limits.max_probe_hash >> 20) +
                              " MiB, serve --max-probe-hash)";
@@ -690,18 +713,25 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   std::shared_ptr<PartsTransfer> t = *it;
   ctx.held.erase(it);
   // Named as the transfer's file, whatever path the commit carries (an eighteenth re-attack, N10).
+  const bool replaces = t->out && t->out->replaces_content();
   auto refused = PartsRegistry::commit(*t, t->shown, ctx.c.timeout());
+  // The bytes its verified parts brought, not the size the transfer declared: a refused commit of
+  // a declared 32 GiB with one empty part was logged "bytes=34359738368", outside the key's
+  // budget, 200 lines in 0.09 s (a fiftieth re-attack, B50-4).
+  const uint64_t arrived = t->arrived();
   std::ostringstream os;
-  os << " bytes=" << t->size << " parts=" << t->nparts << " cipher=" << ctx.keys.cipher->name
-     << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
+  os << " bytes=" << arrived << " size=" << t->size << " parts=" << t->nparts
+     << " cipher=" << ctx.keys.cipher->name << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
   if (refused) {
     ctx.c.send_message(response(refused->status, refused->text));
-    return log_transfer(ctx, req, t->shown, t->size, os.str(), "failed: " + refused->text);
+    return log_transfer(ctx, req, t->shown, arrived >= kQuietFailureBytes ? arrived : 0, os.str(),
+                        "failed: " + refused->text);
   }
   double secs = std::chrono::duration<double>(Clock::now() - t->started).count();
   ctx.c.send_message(response(Status::ok));
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
-  log_transfer(ctx, req, t->shown, t->size, os.str(), "ok");  // an empty one within the budget
+  // An empty one within the budget, unless it emptied a file that held something (B50-2).
+  log_transfer(ctx, req, t->shown, t->size > 0 || replaces ? 1 : 0, os.str(), "ok");
 }
 
 // ---- mkdir ------------------------------------------------------------------------------------

@@ -48,6 +48,18 @@ inline std::shared_ptr<NameBudget> listing_name_budget(uint64_t max_list) {
   return std::make_shared<NameBudget>(4 * walk, walk / 10);
 }
 
+// The bytes one client key's probes and resumed transfers may have the server hash, over all its
+// sessions (PrefixDigests::share_key_allowance): one session's budget (--max-probe-hash) at once,
+// then as much again every kProbeHashRefillSeconds. A session's budget alone bounded nothing: a
+// resumed put withdrawn at once, repeated, had the server hash a 256 MiB partial file 40 times
+// (10 GiB read, 8 s of CPU) for 4 KB sent, and a new session cost only a handshake (a fiftieth
+// re-attack, A50-1).
+constexpr uint64_t kProbeHashRefillSeconds = 600;
+inline std::shared_ptr<NameBudget> probe_hash_allowance(uint64_t max_probe_hash) {
+  return std::make_shared<NameBudget>(max_probe_hash,
+                                      std::max<uint64_t>(max_probe_hash / kProbeHashRefillSeconds, 1));
+}
+
 // The budget of one client key's lines that move no data (RequestContext::quiet_lines).
 inline std::shared_ptr<LineBudget> quiet_line_budget() {
   return std::make_shared<LineBudget>(10, "unlogged_requests");

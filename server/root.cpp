@@ -590,8 +590,19 @@ uint64_t KeptPartial::length() const {
   return uint64_t(st.st_size);
 }
 
+bool TempFile::replaces_content() const {
+  struct stat st {};
+  return ::fstatat(dir_.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         st.st_size > 0;
+}
+
 void KeptPartial::truncate_to(uint64_t n) {
-  if (::ftruncate(fd_.get(), off_t(n)) != 0 || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0) {
+  // Not at its length already: a truncation changes the file's change time, and with it the
+  // version its remembered digest is kept under (server/digests.h), so that each resumed put at
+  // the same offset hashed the whole prefix again (a fiftieth re-attack, A50-1).
+  struct stat st {};
+  const bool same = ::fstat(fd_.get(), &st) == 0 && uint64_t(st.st_size) == n;
+  if ((!same && ::ftruncate(fd_.get(), off_t(n)) != 0) || ::lseek(fd_.get(), off_t(n), SEEK_SET) < 0) {
     int e = errno;
     throw Failure("cannot prepare the partial file: " + errno_text(e), proto::Status::io_error, e);
   }

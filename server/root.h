@@ -178,6 +178,8 @@ class TempFile {
   int fd() const { return fd_.get(); }
   void commit(files::FileMode mode, long long mtime);  // throws Failure
   void discard() noexcept;
+  // True when the file commit() replaces is a regular file that holds something.
+  bool replaces_content() const;
 
  private:
   UniqueFd dir_, fd_;

@@ -79,6 +79,8 @@ struct Server::Impl {
   std::map<std::string, std::shared_ptr<LineBudget>> key_budgets;  // RequestContext::quiet_lines (under mu)
   std::map<std::string, std::shared_ptr<MadeDirs>> key_dirs;       // RequestContext::key_made_dirs (under mu)
   std::map<std::string, std::shared_ptr<NameBudget>> key_names;    // RequestContext::listing_names (under mu)
+  std::map<std::string, std::shared_ptr<NameBudget>>
+      key_hashing;  // PrefixDigests::share_key_allowance (under mu)
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -501,6 +503,9 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     auto& n = key_names[key];
     if (!n) n = listing_name_budget(limits.max_list_entries);
     ctx.listing_names = n;
+    auto& h = key_hashing[key];
+    if (!h) h = probe_hash_allowance(limits.max_probe_hash);
+    ctx.digests.share_key_allowance(h);
   }
   server::serve_requests(ctx);
 }

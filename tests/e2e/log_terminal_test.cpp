@@ -447,6 +447,94 @@ TEST(ServerLog, AnEmptyPutThatEmptiesAFileIsAlwaysLogged) {
   for (int i = 0; i < kFiles; ++i) EXPECT_EQ(read_text_file(ws.root / ("f" + std::to_string(i))), "");
 }
 
+// A ranged put (one part of parallel streams) of `size` bytes with one empty part, id `id`.
+proto::Message empty_part(const std::string& path, uint64_t size, uint8_t id) {
+  proto::Message m = make_request(proto::Op::put, path, path, size);
+  m.mode = 0644;
+  m.flags = proto::kFlagRange;
+  m.xfer_id.fill(id);
+  m.part = 0;
+  m.nparts = 1;
+  m.offset = 0;
+  m.length = 0;
+  return m;
+}
+
+// A fiftieth re-attack (B50-2): two more puts replace a file with no byte sent, and their lines
+// were within the key's budget, so ten refused gets in the same second hid them: a ranged put of
+// size 0 and its commit, and a resumed put whose kept partial file already held the whole file.
+// Each is always logged, as an empty plain put over a file is (B-F6).
+TEST(ServerLog, EveryPutThatReplacesAFileWithNoByteIsLogged) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  write_text_file(ws.root / "v1", "precious data, 29 bytes long\n");
+  write_text_file(ws.root / "v3", "precious data\n");
+  const std::string theirs = "replaced through a partial file that holds all of it\n";
+  write_text_file(ws.root / ".v3.aesxfer-partial", theirs);
+  ::chmod((ws.root / ".v3.aesxfer-partial").c_str(), 0600);
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    std::string got;
+    for (int i = 0; i < 12; ++i)  // the key's quiet lines spent
+      EXPECT_NE(s.get(make_request(proto::Op::get, "missing" + std::to_string(i)), &got).status,
+                proto::Status::ok);
+    const proto::Message part = empty_part("v1", 0, 9);
+    ASSERT_EQ(s.put_part(part).status, proto::Status::ok);
+    ASSERT_EQ(s.commit(part).status, proto::Status::ok);
+    proto::Message resumed = make_request(proto::Op::put, "v3", "v3");
+    resumed.flags = proto::kFlagResume;
+    resumed.offset = theirs.size();
+    ASSERT_EQ(s.put(resumed, theirs).status, proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("unlogged_requests=")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(read_text_file(ws.root / "v1"), "");
+  EXPECT_EQ(read_text_file(ws.root / "v3"), theirs);
+  bool v1 = false, v3 = false;
+  for (const auto& l : nonempty_lines(server.log())) {
+    v1 = v1 ||
+         (l.find("op=commit file=\"v1\"") != std::string::npos && l.find("result=ok") != std::string::npos);
+    v3 =
+        v3 || (l.find("op=put file=\"v3\"") != std::string::npos && l.find("result=ok") != std::string::npos);
+  }
+  EXPECT_TRUE(v1) << server.log();
+  EXPECT_TRUE(v3) << server.log();
+}
+
+// A fiftieth re-attack (B50-4): a refused commit was logged with the size the transfer declared
+// as its bytes, always: 200 commits of a declared 32 GiB with one empty part wrote 200 lines of
+// "bytes=34359738368" in 0.09 s. Its line says the bytes that arrived (0) and is within the key's
+// budget.
+TEST(ServerLog, ARefusedCommitSaysTheBytesThatArrived) {
+  Workspace ws;
+  ServerProcess server(ws.home, ws.root);
+  constexpr int kCommits = 30;
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    for (int i = 0; i < kCommits; ++i) {
+      const proto::Message part = empty_part("big" + std::to_string(i), uint64_t(32) << 30, uint8_t(i + 1));
+      ASSERT_EQ(s.put_part(part).status, proto::Status::ok);
+      EXPECT_EQ(s.commit(part).status, proto::Status::integrity);
+    }
+    s.bye();
+  }
+  ASSERT_TRUE(server.wait_for_log("unlogged_requests=")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  int commits = 0;
+  for (const auto& l : nonempty_lines(server.log())) {
+    if (l.find("op=commit") == std::string::npos) continue;
+    ++commits;
+    const auto f = fields(l);
+    EXPECT_EQ(f.at("bytes"), "0") << l;
+    EXPECT_EQ(f.at("size"), "34359738368") << l;
+  }
+  EXPECT_LT(commits, kCommits) << server.log();
+  EXPECT_FALSE(fs::exists(ws.root / "big0"));
+}
+
 // An eleventh re-attack (F3): a refused get of a 4015-byte path of 0xff bytes (each escaped to four
 // characters, the path named in file= and again in result=) wrote 32 KB of log. The peer's values
 // are cut (file= to 256 bytes, result= to 512, each saying how long it was): the line costs less

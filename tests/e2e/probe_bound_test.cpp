@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "proto/end_record.h"
 #include "tests/hand_session.h"
 #include "tests/harness.h"
 #include "tests/server_fixture.h"
@@ -182,6 +183,72 @@ TEST_F(ProbeBudget, ResumedPutsWithoutAProbeAreChargedToo) {
   EXPECT_EQ(done, 2);
   EXPECT_EQ(refused, 2);
   EXPECT_LT(read, 40 * kMiB + 4 * kMiB) << "read beyond the session's budget (the puts' data is 2 MiB)";
+  s.bye();
+}
+
+// A fiftieth re-attack (A50-1): a resumed put withdrawn at once, repeated, had the server hash its
+// kept partial file again each time (each cut back to the offset changed the file's change time,
+// the state its digest was remembered under): 40 requests of 99 bytes read 10 GiB. The prefix's
+// scan now follows the server's own cuts, and a cut to the length the file has changes nothing.
+TEST_F(ProbeBudget, ResumedPutsWithdrawnAtOnceHashThePrefixOnce) {
+  write_random_file(ws.local / "w.bin", kFile + kMiB, 41);
+  const std::string data = read_text_file(ws.local / "w.bin");
+  const fs::path partial = ws.root / ".w.bin.aesxfer-partial";
+  std::ofstream(partial, std::ios::binary).write(data.data(), std::streamsize(kFile));
+  fs::permissions(partial, fs::perms(0600));
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const uint64_t before = rchar_of(server->pid());
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    Message m = make_request(Op::put, "w.bin", "w.bin", data.size());
+    m.flags = proto::kFlagResume;
+    m.offset = kFile - kMiB;  // below the partial file's length: the first one cuts it back
+    const Message resp = s.ask(m);
+    ASSERT_EQ(resp.status, Status::ok) << resp.text;
+    proto::EndRecord end;
+    end.length = m.offset;
+    end.withdrawn = proto::Withdrawal::changed;
+    s.conn().send_record(proto::RecordType::end, proto::kFlagFinal,
+                         proto::encode_end(s.conn().payload_buffer(), end));
+    const Message result = s.conn().recv_message("the result");
+    EXPECT_NE(result.status, Status::ok);
+  }
+  const uint64_t read = rchar_of(server->pid()) - before;
+  std::printf("[ probes  ] 5 resumed puts at 15 MiB, each withdrawn at once: the server read %.1f MiB\n",
+              double(read) / kMiB);
+  EXPECT_LT(read, kFile + 4 * kMiB) << "the prefix was hashed more than once";
+  EXPECT_EQ(fs::file_size(partial), kFile - kMiB);
+  s.bye();
+}
+
+// A fiftieth re-attack (A50-1): the budget was a session's, and a new session costs only a
+// handshake. Every session of a key draws on the key's allowance too: one session's budget at
+// once, then as much every 10 minutes.
+TEST_F(ProbeBudget, ANewSessionDoesNotRenewTheKeysAllowance) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("k" + std::to_string(i) + ".bin");
+    write_random_file(ws.root / names.back(), kFile, uint64_t(60 + i));
+  }
+  auto hashed_of = [](const std::vector<Message>& answers) {
+    int n = 0;
+    for (const auto& a : answers) n += a.digest.size() == proto::kPrefixMacLen;
+    return n;
+  };
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    EXPECT_EQ(hashed_of(probe_all(s, {names[0], names[1]})), 2);
+    s.bye();
+  }
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  const uint64_t before = rchar_of(server->pid());
+  EXPECT_EQ(hashed_of(probe_all(s, {names[2], names[3]})), 0) << "a new session hashed 32 MiB more";
+  EXPECT_LT(rchar_of(server->pid()) - before, 4 * kMiB);
+  EXPECT_TRUE(server->wait_for_log("the client key's probe hashing allowance (40 MiB at once"))
+      << server->log();
   s.bye();
 }
 
