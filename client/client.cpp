@@ -999,7 +999,14 @@ std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& sh
 // to standard output), a symbolic link to a regular file updates its target (beside the
 // target), anything else gets the temporary file and the rename.
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
-  if (dirfd != AT_FDCWD) return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  if (dirfd != AT_FDCWD) {
+    // A file of a listing takes an inode: the last 1/64 of them are kept, as the server keeps them
+    // from a client's tree (a fiftieth re-attack, C50-1: a listing of empty files took them all).
+    if (const std::string full = files::inodes_short(dirfd); !full.empty())
+      throw Failure(printable(local.string()) + ": no space left on device (" + full + ")",
+                    proto::Status::no_space, ENOSPC);
+    return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
+  }
   // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories
   // whatever the sysctls say (files/guarded_path.h): what is written is what was checked (twenty-
   // second and twenty-third re-attacks: a link another user planted in /tmp, and a race on one).

@@ -20,6 +20,7 @@
 #include "files/atomic_file.h"
 #include "files/dir_chain.h"
 #include "files/guarded_path.h"
+#include "files/io.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 #include "proto/ops.h"
@@ -328,6 +329,12 @@ RemoteDir Client::list(const std::string& remote) {
   d.mtime = resp.mtime;
   d.entries.reserve(size_t(std::min<uint64_t>(resp.size, 65536)));  // grows with what actually arrives
   std::unordered_set<std::string> dirs{""}, seen, counted;
+  // The directories open at this point of a depth-first walk (PROTOCOL.md 3.7): the top, then each
+  // directory down to the last entry. An entry of a directory whose contents already ended is a
+  // protocol error: a listing that went back and forth between two deep branches made the client
+  // open the whole branch again for every entry (a fiftieth re-attack, C50-3: 33 s of CPU for a
+  // listing of 6,000 entries that takes 1.3 s in order).
+  std::vector<std::string> open_dirs{""};
   uint64_t bytes = 0;
   for (bool last = false; !last;) {
     Conn::Incoming in = conn_->recv_record("the listing");
@@ -352,10 +359,16 @@ RemoteDir Client::list(const std::string& remote) {
         d.entries.push_back(std::move(e));
         continue;
       }
-      if (!dirs.count(parent_of(e.path)))
-        throw Failure(bad + " (" + printable(e.path) + " before its directory)");
+      const std::string parent = parent_of(e.path);
+      if (!dirs.count(parent)) throw Failure(bad + " (" + printable(e.path) + " before its directory)");
       if (!seen.insert(e.path).second) throw Failure(bad + " (" + printable(e.path) + " twice)");
-      if (e.type == proto::EntryType::dir) dirs.insert(e.path);  // not unreadable_dir: nothing below it
+      while (open_dirs.size() > 1 && open_dirs.back() != parent) open_dirs.pop_back();
+      if (open_dirs.back() != parent)
+        throw Failure(bad + " (" + printable(e.path) + " after its directory's contents ended)");
+      if (e.type == proto::EntryType::dir) {  // not unreadable_dir: nothing below it
+        dirs.insert(e.path);
+        open_dirs.push_back(e.path);
+      }
       d.entries.push_back(std::move(e));
     }
   }
@@ -387,6 +400,31 @@ UniqueFd open_dir_at(int dirfd, const std::string& name, const std::string& show
   throw Failure(printable(shown) + ": " + errno_text(e));
 }
 
+// Why a listing may not make one more directory or file in dirfd's file system, or "": the last
+// 1/64 of its inodes, and for a directory's block the reserve (files::reserve_of), are kept, as
+// the server keeps them from a client's tree. A listing of a million empty directories or files
+// (30 MB on the wire) took every inode of the client's file system, or 4 GB of its blocks, and
+// the command said ok (a fiftieth re-attack, C50-1). A file's own bytes are judged apart
+// (room_refusal), as the user asked for them.
+std::string room_to_make(int dirfd) {
+  if (std::string full = files::inodes_short(dirfd); !full.empty()) return full;
+  struct stat st {};
+  const uint64_t block = ::fstat(dirfd, &st) == 0 ? uint64_t(std::max<blksize_t>(st.st_blksize, 4096)) : 4096;
+  return files::space_shortfall(dirfd, block, true);
+}
+
+// Why file `name` of a listing cannot be written in dirfd, before its get: a directory stands
+// there, or (a new file takes an inode) the last inodes are kept (C50-1).
+std::optional<Failure> cannot_write(int dirfd, const std::string& name, const fs::path& local) {
+  struct stat st {};
+  const bool there = ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (there && S_ISDIR(st.st_mode)) return Failure(printable(local.string()) + ": is a directory");
+  if (const std::string full = there ? "" : files::inodes_short(dirfd); !full.empty())
+    return Failure(printable(local.string()) + ": no space left on device (" + full + ")",
+                   proto::Status::no_space, ENOSPC);
+  return std::nullopt;
+}
+
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
 // opens it. `created` says whether this call made it. One that was there and that another user
 // planted in a sticky directory others can write to is refused, its owner named: that user could
@@ -394,6 +432,10 @@ UniqueFd open_dir_at(int dirfd, const std::string& name, const std::string& show
 // tree went into nobody's 0777 directory of that name in /tmp, exit 0).
 UniqueFd make_dir_at(int dirfd, const std::string& name, const std::string& shown, uint32_t mode,
                      bool& created) {
+  if (struct stat st{}; ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    if (const std::string full = room_to_make(dirfd); !full.empty())
+      throw Failure(printable(shown) + ": no space left on device (" + full + ")", proto::Status::no_space,
+                    ENOSPC);
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown) + ": " + errno_text(errno));
   UniqueFd fd = open_dir_at(dirfd, name, shown);
@@ -551,18 +593,38 @@ class DirWalker {
 // command fails at the end as for any other bad file. Without a pipelined reporter the tree stops.
 // So is a name with a control byte, which no terminal or local file should get: that entry (and
 // what lies below it) alone.
+// Paths ordered as bytes, but with '/' before every other byte: the paths below a tree T (T/...)
+// then come right after T, before any T + other byte (T-1, T.bak).
+struct SlashFirst {
+  static unsigned key(char c) { return c == '/' ? 0u : unsigned(static_cast<unsigned char>(c)) + 1; }
+  bool operator()(const std::string& a, const std::string& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                        [](char x, char y) { return key(x) < key(y); });
+  }
+};
+
+// The trees left out of a listing. Each entry is looked up once, in log time: a vector scanned
+// for each entry made 200,000 skipped names cost 14 s of CPU (a fiftieth re-attack, C50-4). No tree
+// is below another (skip() keeps it so), so the tree that covers a path is the greatest one not
+// above it in SlashFirst order.
 struct SkippedTrees {
-  std::vector<std::string> trees;
+  std::set<std::string, SlashFirst> trees;
   bool covers(const std::string& path) const {
-    for (const auto& t : trees)
-      if (path.size() > t.size() && path[t.size()] == '/' && path.compare(0, t.size(), t) == 0) return true;
-    return false;
+    auto it = trees.upper_bound(path);
+    if (it == trees.begin()) return false;
+    const std::string& t = *--it;
+    return path.size() > t.size() && path[t.size()] == '/' && path.compare(0, t.size(), t) == 0;
   }
   // Leaves `path` (and all below it) out, reported once as a failure of that file.
   template <class Report>
   void skip(const std::string& path, const std::string& shown, const fs::path& local, const std::string& why,
             const Report& report) {
-    trees.push_back(path);
+    if (!covers(path)) {  // and the trees below it, which it covers now, go (right after it)
+      auto it = std::next(trees.insert(path).first);
+      while (it != trees.end() && it->size() > path.size() && (*it)[path.size()] == '/' &&
+             it->compare(0, path.size(), path) == 0)
+        it = trees.erase(it);
+    }
     const Failure f(why);
     report(shown, local, nullptr, &f);
   }
@@ -764,11 +826,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
       case proto::EntryType::file: {
         const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
-        struct stat st {};
-        if (::fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-          Failure f(printable(local.string()) + ": is a directory");
-          if (!pipelined) throw f;
-          pipelined(base + e.path, local, nullptr, &f);  // this file alone; the others go on
+        if (auto f = cannot_write(pfd, name, local)) {
+          if (!pipelined) throw *f;
+          pipelined(base + e.path, local, nullptr, &*f);  // this file alone; the others go on
           break;
         }
         // --resume: pipelined unless a partial file waits here (protocol 4, 3.8 and 3.10).

@@ -439,6 +439,56 @@ TEST_F(HostileServer, ListingsThatMisuseTheNewKindsAreRefused) {
   }
 }
 
+// A fiftieth re-attack (C50-3): a listing that went back and forth between two deep branches made
+// the client open the whole branch again for each entry (33 s of CPU for 6,000 entries that take
+// 1.3 s in order). The listing is depth first (PROTOCOL.md 3.7): an entry of a directory whose
+// contents already ended is a protocol error, and nothing is fetched or made.
+TEST_F(HostileServer, AListingThatReturnsToADirectoryItLeftIsRefused) {
+  using proto::EntryType;
+  const std::vector<std::vector<proto::ListEntry>> cases = {
+      {{EntryType::dir, "a", 0, 0755, 0},
+       {EntryType::dir, "b", 0, 0755, 0},
+       {EntryType::file, "a/x", 1, 0644, 0}},
+      {{EntryType::dir, "a", 0, 0755, 0},
+       {EntryType::dir, "a/d", 0, 0755, 0},
+       {EntryType::file, "f", 1, 0644, 0},
+       {EntryType::file, "a/d/x", 1, 0644, 0}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::list)
+        FakeServer::send_listing(c, "tree", cases[i]);
+      else if (m.op == proto::Op::get)
+        FakeServer::send_file(c, "x");
+    });
+    const fs::path dest = ws.local / ("back" + std::to_string(i));
+    auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q"}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find("after its directory's contents ended)"), std::string::npos) << r.err;
+    EXPECT_EQ(fake.seen_text(), "list tree\n");
+    EXPECT_FALSE(fs::exists(dest));
+  }
+  // In order, with a directory's contents closed and a sibling's after them: fetched.
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list)
+      FakeServer::send_listing(c, "tree",
+                               {{EntryType::dir, "a", 0, 0755, 0},
+                                {EntryType::dir, "a/d", 0, 0755, 0},
+                                {EntryType::file, "a/d/x", 1, 0644, 0},
+                                {EntryType::file, "a/y", 1, 0644, 0},
+                                {EntryType::dir, "b", 0, 0755, 0},
+                                {EntryType::file, "b/z", 1, 0644, 0},
+                                {EntryType::file, "c", 1, 0644, 0}});
+    else if (m.op == proto::Op::get)
+      FakeServer::send_file(c, "x");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "inorder").string(), "-q"}, fake.port());
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* f : {"a/d/x", "a/y", "b/z", "c"})
+    EXPECT_EQ(read_text_file(ws.local / "inorder" / f), "x") << f;
+}
+
 // ---- A5: every peer string printable ----------------------------------------------------------
 
 TEST(Printable, EscapesC0DelC1AndInvalidUtf8) {
