@@ -790,7 +790,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
                const std::function<void(const std::string&)>& note,
                const std::function<void(const std::string&, const fs::path&, const FileResult*,
                                         const Failure*)>& pipelined,
-               MadeDirs* by_command) {
+               MadeDirs* by_command, TreePlace* place) {
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
@@ -801,9 +801,13 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   fs::path top;
   bool top_created = false;
   const std::string source = copy_source(client, asked);
-  const bool continue_dest = client.resuming() && asked != "." && continues_copy(client, dest, source);
+  const bool again = place && place->top;  // a retry: the top the first session chose (C51-3)
+  const bool continue_dest = again || ((place ? place->resume_asked : client.resuming()) && asked != "." &&
+                                       continues_copy(client, dest, source));
   const OwnHome home(client.home());  // never the top, nor where it is made
-  const UniqueFd top_fd = open_top(dest, asked, remote, d.mode, continue_dest, home, top, top_created);
+  const UniqueFd top_fd =
+      open_top(again ? *place->top : dest, asked, remote, d.mode, continue_dest, home, top, top_created);
+  if (place) place->top = top;
   if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
     remember_tree_copy(client.home(), top_fd.get(), source);
   DirWalker walker(top_fd.get(), top);

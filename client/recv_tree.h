@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -23,6 +24,17 @@ struct TreeEnded : proto::Failure {
 
 // The directories one recv -r command made, across its sessions, by device and inode.
 using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
+
+// Where a tree goes, kept across the sessions of one command (--retries): the top the first
+// session chose, which every retry continues; and whether the user asked for --resume, the only
+// case in which an existing DEST recorded as the copy is continued. A retry runs "as with
+// --resume", and took a DEST recorded as an earlier copy for the copy: the first session had put
+// the tree in DEST/NAME by scp's rule, the retry wrote the rest into DEST itself over the user's
+// files, exit 0 (a fifty-first re-attack, C51-3).
+struct TreePlace {
+  bool resume_asked = false;
+  std::optional<std::filesystem::path> top;
+};
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
@@ -51,6 +63,6 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
                                         const FileResult* ok, const proto::Failure* failed)>& pipelined = {},
-               MadeDirs* made = nullptr);
+               MadeDirs* made = nullptr, TreePlace* place = nullptr);
 
 }  // namespace aesxfer::client

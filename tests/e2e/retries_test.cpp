@@ -342,6 +342,29 @@ TEST_F(Retries, AFileInTwoSourcesIsReportedForEachCopy) {
   }
 }
 
+// A fifty-first re-attack (C51-3): DEST recorded as an earlier copy of HOST:t, a plain `recv -r
+// HOST:t DEST` goes to DEST/t by scp's rule; after a cut, the retry (run "as with --resume") took
+// DEST for the copy and wrote the rest into DEST itself over the user's edits, exit 0. A retry
+// continues the top the first session chose.
+TEST_F(Retries, ARetriedTreeContinuesWhereItsFirstSessionPutIt) {
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "a.txt", "server a\n");
+  write_random_file(ws.root / "t" / "z.bin", 8 * kMiB, 48);
+  const fs::path dest = ws.local / "copy";
+  auto r = run({"recv", "-r", "-q", "127.0.0.1:t", dest.string()});  // DEST made as the copy: recorded
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  write_text_file(dest / "a.txt", "my local edit\n");
+  fs::remove(dest / "z.bin");
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  r = run({"recv", "-r", "-q", "127.0.0.1:t", dest.string()}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_EQ(read_text_file(dest / "a.txt"), "my local edit\n") << "the retry wrote into DEST itself";
+  EXPECT_FALSE(fs::exists(dest / "z.bin"));
+  EXPECT_EQ(read_text_file(dest / "t" / "a.txt"), "server a\n");
+  EXPECT_EQ(sha256_file(dest / "t" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
+}
+
 // A thirty-fifth re-attack (B-N13): send -r said its skip lines (a dangling link, a FIFO) again in
 // each session after a retry. Each is said once per command.
 TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
