@@ -785,6 +785,27 @@ void fetch_or_end(const Client& client, const FetchOne& fetch_one, const Report&
   }
 }
 
+namespace {
+
+// The tree's top: DEST or DEST/NAME by scp's rule, DEST itself when --resume continues a recorded
+// copy, and on a retry the top the first session chose (C51-3); recorded when DEST itself is made.
+UniqueFd place_top(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked,
+                   const fs::path& dest, TreePlace* place, const OwnHome& home, fs::path& top,
+                   bool& top_created) {
+  const std::string source = copy_source(client, asked);
+  const bool again = place && place->top;
+  const bool continue_dest = again || ((place ? place->resume_asked : client.resuming()) && asked != "." &&
+                                       continues_copy(client, dest, source));
+  UniqueFd top_fd =
+      open_top(again ? *place->top : dest, asked, remote, d.mode, continue_dest, home, top, top_created);
+  if (place) place->top = top;
+  if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
+    remember_tree_copy(client.home(), top_fd.get(), source);
+  return top_fd;
+}
+
+}  // namespace
+
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
                const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
                const std::function<void(const std::string&)>& note,
@@ -800,16 +821,8 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   check_listing(client, d, remote, asked, bool(pipelined));
   fs::path top;
   bool top_created = false;
-  const std::string source = copy_source(client, asked);
-  const bool again = place && place->top;  // a retry: the top the first session chose (C51-3)
-  const bool continue_dest = again || ((place ? place->resume_asked : client.resuming()) && asked != "." &&
-                                       continues_copy(client, dest, source));
   const OwnHome home(client.home());  // never the top, nor where it is made
-  const UniqueFd top_fd =
-      open_top(again ? *place->top : dest, asked, remote, d.mode, continue_dest, home, top, top_created);
-  if (place) place->top = top;
-  if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
-    remember_tree_copy(client.home(), top_fd.get(), source);
+  const UniqueFd top_fd = place_top(client, d, remote, asked, dest, place, home, top, top_created);
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first
