@@ -248,15 +248,18 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     if (goes_on) return;
     throw;
   }
-  answer(ctx, req, result);
   // An empty put (2,000 of them to /dev/null, a thirty-second re-attack, A-N2) moved nothing:
   // within the key's budget, as an empty get is. Unless it emptied a file that held something: 60
   // files emptied that way were named 9 times (a forty-sixth re-attack, B-F6). Each such line was
-  // paid for with the data that filled the file, which was logged too.
+  // paid for with the data that filled the file, which was logged too. Logged once the file is in
+  // place, before the Result goes: a client that reset the connection while a slow rename ran
+  // (over a 1 GB file) made the Result fail, and the put that replaced the file was never logged
+  // (a fifty-first re-attack, B51-2).
   log_transfer(ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
                transfer_details(ctx, req, length - so.offset,
                                 std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
                "ok");
+  answer(ctx, req, result);
 }
 
 // ---- the one send path (get: plain, resumed, ranged) ------------------------------------------
@@ -723,15 +726,16 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   os << " bytes=" << arrived << " size=" << t->size << " parts=" << t->nparts
      << " cipher=" << ctx.keys.cipher->name << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
   if (refused) {
-    ctx.c.send_message(response(refused->status, refused->text));
-    return log_transfer(ctx, req, t->shown, arrived >= kQuietFailureBytes ? arrived : 0, os.str(),
-                        "failed: " + refused->text);
+    log_transfer(ctx, req, t->shown, arrived >= kQuietFailureBytes ? arrived : 0, os.str(),
+                 "failed: " + refused->text);
+    return ctx.c.send_message(response(refused->status, refused->text));
   }
   double secs = std::chrono::duration<double>(Clock::now() - t->started).count();
-  ctx.c.send_message(response(Status::ok));
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
-  // An empty one within the budget, unless it emptied a file that held something (B50-2).
+  // An empty one within the budget, unless it emptied a file that held something (B50-2); logged
+  // before the answer, which a reset connection makes fail (B51-2).
   log_transfer(ctx, req, t->shown, t->size > 0 || replaces ? 1 : 0, os.str(), "ok");
+  ctx.c.send_message(response(Status::ok));
 }
 
 // ---- mkdir ------------------------------------------------------------------------------------

@@ -3,13 +3,15 @@
 // and tries its flock without waiting, and says on standard error whether the lock was still held
 // ("rename_probe: held NAME") or free ("rename_probe: free NAME"). Free means another session could
 // have locked the file, adopted it and truncated it between the close and the rename (a
-// twenty-second re-attack, N2). Nothing else changes. Used by tests/e2e/partial_strict_test.cpp.
+// twenty-second re-attack, N2). With AESXFER_RENAME_DELAY_MS set, each rename first waits. Nothing
+// else changes. Used by tests/e2e/partial_strict_test.cpp and log_terminal_test.cpp.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern "C" int renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath) {
@@ -28,5 +30,8 @@ extern "C" int renameat(int olddirfd, const char* oldpath, int newdirfd, const c
       ::close(fd);  // drops the probe's lock, if it got one
     }
   }
+  // AESXFER_RENAME_DELAY_MS: every rename waits that long first, as one over a large file whose
+  // blocks are being freed does (tests/e2e/log_terminal_test.cpp, B51-2).
+  if (const char* ms = std::getenv("AESXFER_RENAME_DELAY_MS")) ::usleep(useconds_t(std::atoi(ms)) * 1000);
   return real(olddirfd, oldpath, newdirfd, newpath);
 }

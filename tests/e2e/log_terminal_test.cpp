@@ -9,11 +9,16 @@
 //                                                       newlines: a shell-style splitter reads
 //                                                       exactly the expected fields of every line
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "app/cli.h"
 #include "proto/failure.h"
@@ -501,6 +506,38 @@ TEST(ServerLog, EveryPutThatReplacesAFileWithNoByteIsLogged) {
   }
   EXPECT_TRUE(v1) << server.log();
   EXPECT_TRUE(v3) << server.log();
+}
+
+// A fifty-first re-attack (B51-2): a put was logged only after its Result went out, so a client
+// that reset the connection while the rename ran (over a large file, whose blocks take time to
+// free) made the Result fail and the put that replaced the file was never logged. The rename is
+// made slow here (tests/rename_probe.cpp); the client resets the connection during it.
+TEST(ServerLog, APutIsLoggedEvenWhenItsResultCannotBeSent) {
+  Workspace ws;
+  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  const std::map<std::string, std::string> slow = {
+      {"LD_PRELOAD", AESXFER_RENAME_PROBE},
+      {"AESXFER_RENAME_DELAY_MS", "2000"},
+      {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+  ServerProcess server(ws.home, ws.root, {}, 0, slow);
+  write_text_file(ws.root / "victim.bin", "the file that was there\n");
+  {
+    HandSession s(server.port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    proto::Message m = make_request(proto::Op::put, "victim.bin", "victim.bin", 4);
+    ASSERT_EQ(s.ask(m).status, proto::Status::ok);
+    const int data = ::memfd_create("mine", MFD_CLOEXEC);
+    ASSERT_EQ(::pwrite(data, "mine", 4, 0), 4);
+    net::send_stream(s.conn(), data, 4, nullptr, net::StreamOptions{0, false});
+    ::close(data);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the rename under way
+    const linger reset{1, 0};  // closed with a reset as the session ends here
+    ::setsockopt(s.conn().fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  }
+  ASSERT_TRUE(server.wait_for_log("error=")) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(read_text_file(ws.root / "victim.bin"), "mine");
+  EXPECT_NE(server.log().find("op=put file=\"victim.bin\" bytes=4"), std::string::npos) << server.log();
 }
 
 // A fiftieth re-attack (B50-4): a refused commit was logged with the size the transfer declared
