@@ -541,6 +541,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     if (req.offset) so.prefix_hash = &scan->sum;
     so.since = &st;  // as opened, before its prefix was hashed
     r.checksum = send_stream(*conn_, fd, req.size, progress, so);
+    files::mark_sent_whole(kept.slot);  // from here the server may have put it in place (B51-1)
   } catch (const Failure& f) {
     put_failed(f, local, put_shown(remote, req.text));
   }

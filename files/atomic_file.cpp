@@ -97,8 +97,10 @@ std::string fitted(const std::string& shown, size_t cap) {
 
 namespace {
 
-// Removed; kept here; kept by the server; removed, a copy of the destination still being made.
-enum class Kind { temporary, kept, remote, copying };
+// Removed; kept here; kept by the server; removed, a copy of the destination still being made;
+// a temporary file's name claimed before it is made (removed if it was, else not named); kept
+// by the server unless its end record put the file in place.
+enum class Kind { temporary, kept, remote, copying, creating, remote_ended };
 
 struct Slot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active, 3 lingering (still kept, no transfer)
@@ -185,27 +187,38 @@ constexpr size_t kSignalLineBytes = 1536;
 void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   const Kind kind = s.kind.load();
   // A kept partial file that holds nothing (a server that said "from 0" emptied it) is no
-  // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). fstatat is
-  // async-signal-safe.
+  // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). One that is gone
+  // was renamed into place as the signal came (a fifty-first re-attack, B51-1: "kept" of a file
+  // that had arrived). fstatat is async-signal-safe.
   struct stat st {};
-  const bool empty = kind == Kind::kept && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                     S_ISREG(st.st_mode) && st.st_size == 0;
-  const bool removed = kind == Kind::temporary || kind == Kind::copying || empty;
-  if (removed) ::unlinkat(s.dirfd, s.name, 0);
+  const bool local = kind == Kind::kept;
+  const bool there = local && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  const bool empty = there && S_ISREG(st.st_mode) && st.st_size == 0;
+  const bool unlinked = kind == Kind::temporary || kind == Kind::copying || kind == Kind::creating || empty;
+  // What unlinkat says is what happened: a temporary file already renamed into place (B51-1), or
+  // one whose name was claimed and not yet made (A51-3), is not there to remove.
+  const bool removed = unlinked && ::unlinkat(s.dirfd, s.name, 0) == 0;
+  const bool absent = unlinked && !removed && errno == ENOENT;
+  if (kind == Kind::creating && !removed) return;  // nothing was made
+  const bool arrived = (absent && kind == Kind::temporary) || (local && !there);
   const size_t len = std::strlen(s.shown);
   if (any && written + len > kSignalLineBytes) {
-    ++more[removed ? 0 : kind == Kind::kept ? 1 : 2];
+    ++more[unlinked ? 0 : local ? 1 : 2];
     return;
   }
   put(any ? "; " : ": ");
-  if (removed)
-    put(kind == Kind::temporary ? "removed the temporary file of "
-        : empty                 ? "removed the empty partial file "
-                                : "removed ");
+  if (arrived)
+    put(local ? "the file kept in " : "the file written as ");
+  else if (unlinked)
+    put(kind == Kind::temporary || kind == Kind::creating ? "removed the temporary file of "
+        : empty                                           ? "removed the empty partial file "
+                                                          : "removed ");
   else
-    put(kind == Kind::kept ? "kept " : "the server keeps ");
+    put(local ? "kept " : kind == Kind::remote_ended ? "the server may keep " : "the server keeps ");
   put(s.shown);
-  if (!removed) put(" for --resume");
+  if (arrived) put(" had arrived complete and was in place");
+  if (!unlinked && !arrived) put(" for --resume");
+  if (kind == Kind::remote_ended) put(" (its end was sent; whether the server put it in place is not known)");
   if (kind == Kind::copying)
     put(", where a copy of the destination was being made (the destination is as it was)");
   written += len + 40;
@@ -294,6 +307,10 @@ void mark_copying(int slot, bool copying) noexcept {
   if (slot >= 0) g_slots[slot].kind.store(copying ? Kind::copying : Kind::kept);
 }
 
+void mark_sent_whole(int slot) noexcept {
+  if (slot >= 0) g_slots[slot].kind.store(Kind::remote_ended);
+}
+
 // ---- AtomicFile ------------------------------------------------------------------------------
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
@@ -323,13 +340,22 @@ void AtomicFile::create(const std::string& shown_dir) {
   }
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string tmp = random_temp_name(name_);
+    // The name claimed before the file is made: a signal as openat returned found no slot, and
+    // left the file behind with "nothing was left behind" (a fifty-first re-attack, A51-3).
+    slot_ = claim(dirfd_.get(), tmp, said_, Kind::creating);
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const int made_errno = errno;
     if (fd_) {
       tmp_ = tmp;
-      slot_ = claim(dirfd_.get(), tmp_, said_, Kind::temporary);
+      if (slot_ >= 0) g_slots[slot_].kind.store(Kind::temporary);
       return;
     }
-    if (errno != EEXIST) break;
+    release(slot_);
+    slot_ = -1;
+    if (made_errno != EEXIST) {
+      errno = made_errno;
+      break;
+    }
   }
   int e = errno;
   // A destination that is writable in a directory that is not: say why that is not enough (a

@@ -149,5 +149,9 @@ void unregister_kept(int slot, bool lingers = false) noexcept;
 // (a thirty-sixth re-attack, B9: Ctrl-C kept a partial file of 115 MB of copied bytes beside the
 // 250 MB destination, "kept ... for --resume").
 void mark_copying(int slot, bool copying) noexcept;
+// A server-kept slot whose transfer sent its end record: the server may have put the file in
+// place, and the line says it cannot tell ("the server may keep ..."), not that it keeps it (a
+// fifty-first re-attack, B51-1: the file was stored whole and the line said its partial was kept).
+void mark_sent_whole(int slot) noexcept;
 
 }  // namespace aesxfer::files

@@ -75,5 +75,38 @@ TEST(SignalLine, OneFileIsNamedWhole) {
                 " for --resume\n");
 }
 
+// A fifty-first re-attack (B51-1): a signal during the final rename (which can take a second over
+// a large file) found the slot still registered, and the line said the temporary file was removed,
+// or the partial file kept, when the file had arrived complete and the old one was gone. The line
+// says what the file system shows.
+TEST(SignalLine, AFileRenamedIntoPlaceIsSaidToHaveArrived) {
+  TempDir tmp;
+  const fs::path err = tmp.path() / "err.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(efd, 2);
+    files::install_cleanup_on_signals();
+    files::AtomicFile out(tmp.path() / "dest.bin");
+    const int dfd = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+    for (const auto& e : fs::directory_iterator(tmp.path()))  // the rename, done as the signal comes
+      if (files::is_temp_name(e.path().filename().string()))
+        ::renameat(dfd, e.path().filename().c_str(), dfd, "dest.bin");
+    ::close(::openat(dfd, ".k.aesxfer-partial", O_WRONLY | O_CREAT, 0600));
+    files::register_kept(dfd, ".k.aesxfer-partial", "\"k\"");
+    ::unlinkat(dfd, ".k.aesxfer-partial", 0);  // renamed over k as the signal came
+    ::raise(SIGINT);
+    ::_exit(4);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
+  EXPECT_EQ(read_text_file(err),
+            "aesxfer: interrupted: the file written as \"" + (tmp.path() / "dest.bin").string() +
+                "\" had arrived complete and was in place; the file kept in \"k\" had arrived "
+                "complete and was in place\n");
+  EXPECT_TRUE(fs::exists(tmp.path() / "dest.bin"));
+}
+
 }  // namespace
 }  // namespace aesxfer::test
