@@ -63,13 +63,20 @@ struct ManyOutcome {
 
 // True when a lost get into `dest` may be tried again: a file, or nothing yet, there (a FIFO, a
 // device or standard output takes the bytes as they come: a second attempt would repeat them).
-bool retryable_destination(const std::string& dest, bool to_stdout) {
+bool retryable_destination(const std::string& dest, const std::string& remote_path, bool to_stdout) {
   // A descriptor named by path (/dev/fd/3 on a regular file) is written through from where it
   // stands: a retry would append the file again after the first attempt's bytes (a seventeenth
   // re-attack, M2: 25 MB of a 20 MB file, "verified", exit 0).
   struct stat st {};
-  return !to_stdout && !client::written_through(dest) &&
-         (::stat(dest.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+  if (to_stdout || client::written_through(dest)) return false;
+  if (::stat(dest.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return true;
+  if (!S_ISDIR(st.st_mode)) return false;
+  // Into a directory, the file written is DEST/NAME, judged the same way: a FIFO or a link to a
+  // descriptor there got the first attempt's bytes and then the whole file again, "verified",
+  // exit 0, and a FIFO whose reader had gone held the retry in open() for good (a fifty-first
+  // re-attack, C51-4).
+  const fs::path inside = fs::path(dest) / fs::path(remote_path).filename();
+  return !client::written_through(inside) && (::stat(inside.c_str(), &st) != 0 || S_ISREG(st.st_mode));
 }
 
 using client::kKeptNote;
@@ -125,7 +132,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
                       out_st.st_dev == dest_st.st_dev && out_st.st_ino == dest_st.st_ino);
   std::FILE* msg = to_stdout ? stderr : stdout;
   bool tty = !t.quiet && !t.json && ::isatty(::fileno(msg));
-  const bool may_retry = retryable_destination(dest, to_stdout);
+  const bool may_retry = retryable_destination(dest, remote->path, to_stdout);
   app::JsonProgress jp(remote->path, t.json_progress, msg);  // one file's lines, across the retries
   for (;;) {
     // From the command's first retry on (in this source or an earlier one, or recv_many's), what

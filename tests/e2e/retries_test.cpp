@@ -365,6 +365,50 @@ TEST_F(Retries, ARetriedTreeContinuesWhereItsFirstSessionPutIt) {
   EXPECT_EQ(sha256_file(dest / "t" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
 }
 
+// A fifty-first re-attack (C51-4): `recv HOST:f DIR/` with DIR/f a FIFO (or a link to a
+// descriptor) is written through, but only DEST as typed (a directory) was judged: after a cut,
+// the retry wrote the whole file again after the first attempt's bytes, "verified", exit 0. DIR/f
+// is judged too: a cut there ends the command.
+TEST_F(Retries, AFifoInsideTheDestinationDirectoryIsNeverRetried) {
+  write_random_file(ws.root / "f.bin", 8 * kMiB, 49);
+  const fs::path dir = ws.local / "into";
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "f.bin").c_str(), 0600), 0);
+  std::atomic<uint64_t> got{0};
+  auto drain = [&](int fd, int idle_rounds) {  // reads until the writer closes, or it stays idle
+    char buf[65536];
+    for (int idle = 0; idle < idle_rounds;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n == 0) return;
+      if (n > 0) {
+        got += uint64_t(n);
+        idle = 0;
+      } else {
+        ++idle;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  };
+  std::thread reader([&] {
+    const int first = ::open((dir / "f.bin").c_str(), O_RDONLY);  // the first attempt's writer
+    if (first < 0) return;
+    drain(first, 1000);
+    ::close(first);
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // a retry comes within 1 s
+    const int again = ::open((dir / "f.bin").c_str(), O_RDONLY | O_NONBLOCK);
+    if (again < 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    drain(again, 20);
+    ::close(again);
+  });
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r = run({"recv", "-q", "127.0.0.1:f.bin", dir.string() + "/", "--timeout", "10"}, relay.port());
+  reader.join();
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.connections(), 1) << "retried into the FIFO: " << r.err;
+  EXPECT_LT(got.load(), uint64_t(8 * kMiB)) << "the file went into the FIFO again";
+}
+
 // A thirty-fifth re-attack (B-N13): send -r said its skip lines (a dangling link, a FIFO) again in
 // each session after a retry. Each is said once per command.
 TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
