@@ -37,6 +37,19 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
+// A retry (without --resume) resumes only what this command wrote, as it offers only such a
+// destination: a partial file from before the command (another server's, an old --resume's) had
+// its length and keyed digest sent to this server, then was cut and overwritten (a fifty-first
+// re-attack, C51-1). Why fd's partial file is left as it is, or "".
+std::string older_than_command(int fd, const timespec& since, const fs::path& local) {
+  struct stat st {};
+  if ((!since.tv_sec && !since.tv_nsec) || ::fstat(fd, &st) != 0 ||
+      (st.st_ctim.tv_sec > since.tv_sec ||
+       (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec > since.tv_nsec)))
+    return "";
+  return printable(local.string()) + ": its partial file is older than this command, which did not write it";
+}
+
 bool has_partial(int dirfd, const std::string& name) {
   struct stat st {};
   return ::fstatat(dirfd, partial_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -69,11 +82,9 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
                                                 const std::function<void(uint64_t)>& on_start,
                                                 const ProgressFn& progress, uint64_t size_hint, int dirfd,
                                                 std::string& not_resumed) {
-  // A symbolic link is written through, as without --resume: the partial file beside its target,
-  // renamed over the target (a fifteenth re-attack, K2: the link itself was replaced by the file,
-  // with --resume and after every retry, and its target kept the old data). A path as typed is
-  // resolved once from descriptors, by the kernel's rule for links in sticky directories
-  // (files/guarded_path.h; a twenty-third re-attack, N1: --resume followed another user's link).
+  // A symbolic link is written through, as without --resume: the partial file beside its target
+  // (a fifteenth re-attack, K2). A path as typed is resolved once from descriptors, by the kernel's
+  // rule for links in sticky directories (files/guarded_path.h; a twenty-third re-attack, N1).
   files::GuardedEntry g;  // dirfd given: a tree's directory, already walked
   if (dirfd == AT_FDCWD) {
     g = guarded_destination(local_in);
@@ -99,6 +110,8 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   }
   PartialFile& pf = *pfp;
   uint64_t have = pf.length();
+  if (have > 0 && !(not_resumed = older_than_command(pf.fd(), opt_.offer_changed_since, local)).empty())
+    return std::nullopt;
   // No partial file, but a destination: offer the destination as the prefix (like rsync
   // --append-verify or curl -C -). The server's size says what it can be: the whole file (then it
   // is only compared, and left as it is), a shorter version (then it is copied into the partial

@@ -409,6 +409,29 @@ TEST_F(Retries, AFifoInsideTheDestinationDirectoryIsNeverRetried) {
   EXPECT_LT(got.load(), uint64_t(8 * kMiB)) << "the file went into the FIFO again";
 }
 
+// A fifty-first re-attack (C51-1): a plain recv's retry runs as with --resume and adopted a partial
+// file that was there before the command (an old --resume's, another server's): its length and
+// keyed digest went to this server, which could then cut it and write over it. A retry resumes
+// only what its command wrote: the old partial file is not offered, and that is said.
+TEST_F(Retries, ARetryLeavesAPartialFileFromBeforeTheCommand) {
+  write_random_file(ws.root / "f.bin", 8 * kMiB, 50);
+  const fs::path dest = ws.local / "f.bin";
+  const fs::path partial = ws.local / ".f.bin.aesxfer-partial";
+  write_text_file(partial, read_text_file(ws.root / "f.bin").substr(0, 1 << 20));
+  fs::permissions(partial, fs::perms(0600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its ctime before the command's start
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  auto r = run({"recv", "127.0.0.1:f.bin", dest.string()}, relay.port());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "f.bin"));
+  EXPECT_NE(r.err.find("its partial file is older than this command"), std::string::npos) << r.err;
+  // Nothing of it was offered: no get resumed from its 1 MiB (the complete file then replaced it,
+  // as a complete transfer always drops a stale partial file).
+  EXPECT_TRUE(server->wait_for_log("op=get")) << server->log();
+  EXPECT_EQ(server->log().find("resumed_from=1048576"), std::string::npos) << server->log();
+}
+
 // A thirty-fifth re-attack (B-N13): send -r said its skip lines (a dangling link, a FIFO) again in
 // each session after a retry. Each is said once per command.
 TEST_F(Retries, ATreesSkipLinesAreSaidOnceAcrossRetries) {
