@@ -193,6 +193,8 @@ void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   struct stat st {};
   const bool local = kind == Kind::kept;
   const bool there = local && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  // Only an active slot's directory is still open: a lingering one's (between retries) is not.
+  const bool gone = local && !there && errno == ENOENT && s.state.load() == 2;
   const bool empty = there && S_ISREG(st.st_mode) && st.st_size == 0;
   const bool unlinked = kind == Kind::temporary || kind == Kind::copying || kind == Kind::creating || empty;
   // What unlinkat says is what happened: a temporary file already renamed into place (B51-1), or
@@ -200,7 +202,7 @@ void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   const bool removed = unlinked && ::unlinkat(s.dirfd, s.name, 0) == 0;
   const bool absent = unlinked && !removed && errno == ENOENT;
   if (kind == Kind::creating && !removed) return;  // nothing was made
-  const bool arrived = (absent && kind == Kind::temporary) || (local && !there);
+  const bool arrived = (absent && kind == Kind::temporary) || gone;
   const size_t len = std::strlen(s.shown);
   if (any && written + len > kSignalLineBytes) {
     ++more[unlinked ? 0 : local ? 1 : 2];
