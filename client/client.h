@@ -17,6 +17,7 @@
 #include "crypto/checksum.h"
 #include "crypto/suite.h"
 #include "files/guarded_path.h"
+#include "files/version.h"
 #include "net/congestion.h"
 #include "net/conn.h"
 #include "net/transfer.h"
@@ -305,6 +306,7 @@ class Client {
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
+  files::FileVersion base_hashed_{};  // the destination offered as a resume's prefix, as hashed (A51-1)
   bool clean_failure_ = false;
   std::string host_key_fp_;
   net::Congestion cc_;

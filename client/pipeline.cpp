@@ -272,6 +272,7 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
   UniqueFd fd = open_destination_base(dir, at, have, c_.opt_);
   if (!fd || have != size) return nullptr;
   auto o = std::make_shared<Offer>();
+  if (struct stat st{}; ::fstat(fd.get(), &st) == 0) o->hashed = files::FileVersion::of(st);
   try {
     o->scan = scan_prefix(*c_.keys_, fd.get(), size, -1, nullptr);  // small: no keep-alive needed
   } catch (const Failure&) {                                        // shrank meanwhile: ask for it whole
@@ -307,7 +308,7 @@ void Pipeline::finish_get(Item& it, const proto::Message& resp) {
     if (auto full = out ? room_refusal(out->fd(), resp.size, printable(it.local.string())) : std::nullopt)
       throw *full;
     if (out && start > 0) {  // the server's file grew: ours, then the rest
-      copy_prefix(it.offer->fd.get(), out->fd(), start);
+      copy_prefix(it.offer->fd.get(), out->fd(), start, &it.offer->hashed);
       if (::lseek(out->fd(), off_t(start), SEEK_SET) < 0) throw Failure(errno_text(errno));
     }
   } catch (const Failure& e) {

@@ -97,6 +97,7 @@ class Pipeline {
     files::UniqueFd fd;  // the destination, read only
     uint64_t size = 0;
     files::PrefixScan scan;
+    files::FileVersion hashed{};  // the destination as it was when scanned (A51-1)
   };
   struct Item {
     Kind kind = Kind::put;

@@ -124,6 +124,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   if (have == 0) {
     uint64_t dsize = 0;
     base = open_destination_base(dirfd, at, dsize, opt_);
+    if (struct stat bst{}; base && ::fstat(base.get(), &bst) == 0) base_hashed_ = files::FileVersion::of(bst);
     if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {
@@ -300,7 +301,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
-    if (copy) copy_prefix(base_fd, pf.fd(), start);  // its failure keeps no half copy (C49-1)
+    if (copy) copy_prefix(base_fd, pf.fd(), start, &base_hashed_);  // a failure keeps no half copy (C49-1)
     pf.truncate_to(start);
     r.checksum = recv_stream(*conn_, pf.fd(), resp.size, watch, so);
     pf.copying(false);

@@ -93,12 +93,16 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
   return h.finish();
 }
 
-void copy_prefix(int from, int to, uint64_t len) {
+void copy_prefix(int from, int to, uint64_t len, const FileVersion* hashed) {
   uint64_t at = 0;
   read_prefix(from, len, [&](const uint8_t* p, size_t n) {
     write_full(to, p, n, int64_t(at));
     at += n;
   });
+  struct stat st {};
+  if (hashed && (::fstat(from, &st) != 0 || FileVersion::of(st) != *hashed))
+    throw Failure("the destination changed while its prefix was read for --resume; nothing of it is kept",
+                  proto::Status::io_error);
 }
 
 void hash_prefix(crypto::FileChecksum& hash, int fd, uint64_t len) {

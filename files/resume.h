@@ -15,6 +15,7 @@
 #include "crypto/checksum.h"
 #include "files/atomic_file.h"
 #include "files/unique_fd.h"
+#include "files/version.h"
 #include "proto/handshake.h"
 
 namespace aesxfer::files {
@@ -42,8 +43,11 @@ PrefixScan scan_prefix(const proto::SessionKeys& keys, int fd, uint64_t len, int
                        const std::function<void()>& tick);
 
 // Copies the first len bytes of `from` to the same offsets of `to`. Throws Failure (the source
-// shorter than len, or a write error).
-void copy_prefix(int from, int to, uint64_t len);
+// shorter than len, or a write error). With `hashed` (the source's state before its prefix was
+// hashed), also when the source changed since: the copy would not be the bytes the digest and
+// the checksum were computed over, and a destination changed between the scan and the copy
+// arrived as a mix of both, "verified" (a fifty-first re-attack, A51-1).
+void copy_prefix(int from, int to, uint64_t len, const FileVersion* hashed = nullptr);
 
 // StrictModes for a kept partial file (docs/SECURITY.md, "Partial files"): why an existing
 // ".NAME.aesxfer-partial" must not be adopted, or "" when it may be. Adopted only when owned by

@@ -711,6 +711,46 @@ TEST_F(HostileServer, ABadEchoOrARoomRefusalKeepsNoCopyOfTheDestination) {
   }
 }
 
+// A fifty-first re-attack (A51-1): recv --resume offered the destination (the server's size) as the
+// prefix, hashed it, and when the server's file had grown copied it into the partial file only
+// after the server's answer: a local writer that changed
+// the destination in between got a file of its changed start and the server's end, "verified" (the
+// checksum was over the bytes first read). A copy of a destination that changed since its scan
+// fails, and nothing of it is kept.
+TEST_F(HostileServer, ADestinationChangedBetweenItsScanAndItsCopyIsNotResumedFrom) {
+  const fs::path dest = ws.local / "f";
+  std::string full(3 << 20, 'S');
+  for (size_t i = 0; i < full.size(); i += 997) full[i] = char('a' + i % 26);
+  write_text_file(dest, full.substr(0, 2 << 20));  // the first 2 MiB, here already
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    proto::Message ok = response(proto::Status::ok);
+    ok.size = 2 << 20;  // as the destination: offered whole, hashed, and not copied yet
+    if (m.op == proto::Op::stat) return c.send_message(ok);
+    ok.size = full.size();  // then it grew: the destination is copied after the answer
+    // Between the client's scan and its copy: a local writer changes the destination's start.
+    const int w = ::open(dest.c_str(), O_WRONLY);
+    ASSERT_GE(w, 0);
+    ASSERT_EQ(::pwrite(w, "LOCALLY CHANGED", 15, 0), 15);
+    ::close(w);
+    ok.mode = 0644;
+    ok.mtime = 1000000000;
+    ok.digest = m.digest;
+    ok.offset = m.offset;
+    c.send_message(ok);
+    const int fd = ::memfd_create("fake", MFD_CLOEXEC);
+    ASSERT_EQ(::write(fd, full.data(), full.size()), ssize_t(full.size()));
+    net::send_stream(c, fd, full.size(), nullptr, net::StreamOptions{m.offset, false});
+    ::close(fd);
+    c.recv_message("the result");
+  });
+  auto r = run({"recv", "--resume", "--retries", "0", "-q", "127.0.0.1:f", dest.string()}, fake.port());
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("changed while its prefix was read"), std::string::npos) << r.err << fake.seen_text();
+  EXPECT_EQ(read_text_file(dest).substr(0, 15), "LOCALLY CHANGED");  // the writer's, as it left it
+  EXPECT_EQ(fs::file_size(dest), 2u << 20);
+  EXPECT_FALSE(fs::exists(ws.local / ".f.aesxfer-partial"));
+}
+
 // A forty-first re-attack (B-F4): recv --resume offered an existing destination of the server's
 // size as its prefix, and with --checksum none a server had only to echo the client's own digest
 // for the file to be kept "up to date (size and checksum match)" and, with -p, to take the
