@@ -324,17 +324,23 @@ struct ClientHandshake::Impl {
     return fail(ec, consumed, std::move(detail));
   }
 
+  // What a refusal before the key exchange is: not signed by the server's host key, so a host on
+  // the path can send one listing only `none` or a legacy cipher, which read as the server's
+  // policy invited the user to weaken the connection (a fifty-first re-attack, C51-2).
+  static constexpr const char* kUnsigned =
+      "; this refusal is not authenticated (any host on the path can send it)";
+
   // The client's reading of a refusal status in the ServerHello; `info` is its record-size field.
   Step refused(uint8_t status, uint32_t info, size_t consumed) {
     switch (status) {
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,
                       std::string("the server does not support or allow cipher ") + keys.cipher->name +
-                          allowed_names(info, true));
+                          allowed_names(info, true) + kUnsigned);
       case kStatusMac:
         return failed(errc::unsupported_mac, consumed,
                       std::string("the server does not support or allow MAC ") + keys.mac->name +
-                          allowed_names(info, false));
+                          allowed_names(info, false) + kUnsigned);
       case kStatusVersion:
         return failed(errc::bad_magic, consumed,
                       "the server does not speak protocol version " + std::to_string(kVersion) +
@@ -343,7 +349,7 @@ struct ClientHandshake::Impl {
         return failed(errc::unsupported_checksum, consumed,
                       std::string("the server does not allow checksum ") +
                           crypto::checksum_name(keys.checksum) + " (it allows: " + checksum_set_names(info) +
-                          ")");
+                          ")" + kUnsigned);
       case kStatusBusy:
         return failed(errc::server_busy, consumed,
                       // The status does not say which bound turned the client away (a twelfth

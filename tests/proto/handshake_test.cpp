@@ -470,6 +470,10 @@ TEST(Handshake, UnknownCipherIsRefused) {
   for (const auto& cd : crypto::ciphers()) allows += (allows.empty() ? "" : ", ") + std::string(cd.name);
   EXPECT_NE(c.detail.find("(it allows: " + allows + ")"), std::string::npos) << c.detail;
   EXPECT_NE(c.detail.find("aes128-cbc, blowfish-cbc, arcfour"), std::string::npos) << c.detail;
+  // Said to be unsigned: a host on the path can forge it (a fifty-first re-attack, C51-2).
+  EXPECT_NE(c.detail.find("this refusal is not authenticated (any host on the path can send it)"),
+            std::string::npos)
+      << c.detail;
   // The server stays failed.
   EXPECT_TRUE(p.s->feed(a.send.data(), 1).ec);
 }
