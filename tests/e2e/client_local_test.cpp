@@ -857,6 +857,16 @@ TEST_F(ClientLocal, TreeNamesCannotForgeTheSignalLine) {
                               (dir / "t" / "pics" / name).string() + "\"");
 }
 
+// Waits (20 s at most) until data is arriving in dir: a temporary or partial file with something in it.
+bool data_arriving(const fs::path& dir) {
+  for (auto deadline = Clock::now() + std::chrono::seconds(20); Clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.file_size() > 0) return true;
+  }
+  return false;
+}
+
 TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
   write_random_file(ws.root / "big.bin", 64 << 20, 5);
   struct Case {
@@ -879,15 +889,7 @@ TEST_F(ClientLocal, SignalsRemoveTheTemporaryFileOrKeepThePartial) {
     if (c.resume) args.push_back("--resume");
     pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
     ASSERT_GT(pid, 0);
-    // Wait until data is arriving (a temporary or partial file with something in it).
-    auto deadline = Clock::now() + std::chrono::seconds(20);
-    bool arriving = false;
-    while (!arriving && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_regular_file() && e.file_size() > 0) arriving = true;
-    }
-    ASSERT_TRUE(arriving);
+    ASSERT_TRUE(data_arriving(dir));
     ASSERT_EQ(::kill(pid, c.sig), 0);
     EXPECT_EQ(wait_exit(pid), 128 + c.sig);
     std::string err = read_text_file(ws.local / "err.txt");
@@ -920,14 +922,7 @@ TEST_F(ClientLocal, ASignalIgnoredAtStartStaysIgnored) {
                              "--timeout", "20", "-P", std::to_string(server->port())},
                             ws.home, ws.local / "out.txt", ws.local / "err.txt", {SIGHUP});
   ASSERT_GT(pid, 0);
-  auto deadline = Clock::now() + std::chrono::seconds(20);
-  bool arriving = false;
-  while (!arriving && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.is_regular_file() && e.file_size() > 0) arriving = true;
-  }
-  ASSERT_TRUE(arriving);
+  ASSERT_TRUE(data_arriving(dir));
   ASSERT_EQ(::kill(pid, SIGHUP), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   int status = 0;
