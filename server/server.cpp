@@ -76,11 +76,15 @@ struct Server::Impl {
   LineBudget drops{1, "dropped_without_a_line"};
   LineBudget early{1, "failed_handshakes_without_a_line"};
   LineBudget refused_keys{10, "refused_keys_without_a_line"};
-  std::map<std::string, std::shared_ptr<LineBudget>> key_budgets;  // RequestContext::quiet_lines (under mu)
-  std::map<std::string, std::shared_ptr<MadeDirs>> key_dirs;       // RequestContext::key_made_dirs (under mu)
-  std::map<std::string, std::shared_ptr<NameBudget>> key_names;    // RequestContext::listing_names (under mu)
-  std::map<std::string, std::shared_ptr<NameBudget>>
-      key_hashing;  // PrefixDigests::share_key_allowance (under mu)
+  // What every session of one client key shares, by the key's fingerprint (under mu; authorized
+  // keys are few: the map stays as small as authorized_keys).
+  struct KeyShared {
+    std::shared_ptr<LineBudget> quiet_lines;    // RequestContext::quiet_lines
+    std::shared_ptr<MadeDirs> made_dirs;        // RequestContext::key_made_dirs
+    std::shared_ptr<NameBudget> listing_names;  // RequestContext::listing_names
+    std::shared_ptr<NameBudget> hashing;        // PrefixDigests::share_key_allowance
+  };
+  std::map<std::string, KeyShared> per_key;
   // One per session thread, tracked by object: the slot keeps the socket's descriptor open (the
   // session works on a dup) until its thread is joined, so the number cannot be reused by a new
   // accept while the slot is still listed, and shutdown on stop reaches the right socket.
@@ -490,22 +494,16 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   ctx.stop_signal = &stop_signal;
   c.set_buffer_budget(buffers.get());  // every stream of the session
   {
-    // One budget per client key, for every session of it (authorized keys are few: the map stays
-    // as small as authorized_keys).
     std::lock_guard<std::mutex> g(mu);
-    const std::string key = proto::fingerprint(keys.client_key);
-    auto& b = key_budgets[key];
-    if (!b) b = quiet_line_budget();
-    ctx.quiet_lines = b;
-    auto& d = key_dirs[key];
-    if (!d) d = std::make_shared<MadeDirs>();
-    ctx.key_made_dirs = d;
-    auto& n = key_names[key];
-    if (!n) n = listing_name_budget(limits.max_list_entries);
-    ctx.listing_names = n;
-    auto& h = key_hashing[key];
-    if (!h) h = probe_hash_allowance(limits.max_probe_hash);
-    ctx.digests.share_key_allowance(h);
+    auto [at, fresh] = per_key.try_emplace(proto::fingerprint(keys.client_key));
+    KeyShared& k = at->second;
+    if (fresh)
+      k = {quiet_line_budget(), std::make_shared<MadeDirs>(), listing_name_budget(limits.max_list_entries),
+           probe_hash_allowance(limits.max_probe_hash)};
+    ctx.quiet_lines = k.quiet_lines;
+    ctx.key_made_dirs = k.made_dirs;
+    ctx.listing_names = k.listing_names;
+    ctx.digests.share_key_allowance(k.hashing);
   }
   server::serve_requests(ctx);
 }
