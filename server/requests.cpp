@@ -187,14 +187,6 @@ struct Receiver {
   bool replaces = false;
 };
 
-// True when dest names a regular file that holds something: a put that replaces it is logged even
-// when it moved no byte (receive(), handle_commit).
-bool holds_content(const Place& dest) {
-  struct stat was {};
-  return ::fstatat(dest.dir.get(), dest.name.c_str(), &was, AT_SYMLINK_NOFOLLOW) == 0 &&
-         S_ISREG(was.st_mode) && was.st_size > 0;
-}
-
 // Below this a failed put's line is within the key's budget (receive()).
 constexpr uint64_t kQuietFailureBytes = 64 << 10;
 
@@ -410,7 +402,7 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
   r.fd = pf->fd();
   // A partial file that holds the whole file replaces the destination with no byte sent: logged
   // as an empty put over a file is (a fiftieth re-attack, B50-2: no line named the file).
-  r.replaces = holds_content(dest);
+  r.replaces = holds_content(dest.dir.get(), dest.name);
   r.finish = [&] { pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
   // Known bad data: start over next time. A lost connection keeps the partial file; a stream the
   // client withdrew keeps what was there before it (the next probe judges that prefix).
@@ -526,7 +518,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
-    r.replaces = holds_content(*dest);
+    r.replaces = holds_content(dest->dir.get(), dest->name);
     r.finish = [&] { out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
     r.failed = [&](const Failure&) {
       out->discard();

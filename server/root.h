@@ -169,6 +169,10 @@ class Root {
 
 // A file that appears at a Place only when complete: data goes to a temporary file in the same
 // directory, renamed over the destination by commit(); without commit() it is removed.
+// True when `name` in dirfd is a regular file that holds something: a put that replaces it is
+// logged even when it moved no byte (server/requests.cpp).
+bool holds_content(int dirfd, const std::string& name);
+
 class TempFile {
  public:
   explicit TempFile(const Place& dest);  // throws Failure, errno set
@@ -178,7 +182,7 @@ class TempFile {
   int fd() const { return fd_.get(); }
   void commit(files::FileMode mode, long long mtime);  // throws Failure
   void discard() noexcept;
-  // True when the file commit() replaces is a regular file that holds something.
+  // True when the file commit() replaces holds something (holds_content).
   bool replaces_content() const;
 
  private:
