@@ -306,7 +306,6 @@ class Client {
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<proto::SessionKeys> keys_;
   uint64_t resume_offset_ = 0;
-  files::FileVersion base_hashed_{};  // the destination offered as a resume's prefix, as hashed (A51-1)
   bool clean_failure_ = false;
   std::string host_key_fp_;
   net::Congestion cc_;
@@ -405,9 +404,11 @@ class Client {
                                                  uint64_t size_hint, const std::filesystem::path& local);
   // recv --resume once the server agreed where to start: the stream into the partial file (or,
   // when the destination already is the server's whole file, only its end record), the Result,
-  // and the file's figures. base_fd: the destination offered as the prefix, or -1.
+  // and the file's figures. base_fd: the destination offered as the prefix, or -1; base_seen: its
+  // state when it was hashed.
   FileResult finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
-                            PartialFile& pf, int base_fd, bool whole, const std::filesystem::path& local,
+                            PartialFile& pf, int base_fd, const files::FileVersion& base_seen, bool whole,
+                            const std::filesystem::path& local,
                             const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
   // Sends a request on this connection and returns the server's Response, which is ok: a refusal
   // is thrown as the peer's Failure (refused()). Throws Failure when the connection

@@ -165,7 +165,7 @@ void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t si
   std::shared_ptr<Offer> o = offer ? make_offer(local, dir, size_hint) : nullptr;
   make_room(size_hint);
   // No preserve flag: the client applies mode and mtime itself.
-  proto::Message req = o ? tagged(get_request(remote, 0, proto::kFlagResume, o->size, o->scan.mac))
+  proto::Message req = o ? tagged(get_request(remote, 0, proto::kFlagResume, o->hashed.size, o->scan.mac))
                          : tagged(get_request(remote, 0));
   Item it;
   it.offer = std::move(o);
@@ -246,7 +246,8 @@ void Pipeline::complete_front() {
   }
 }
 
-UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size, const ClientOptions& opt) {
+UniqueFd open_destination_base(int dirfd, const fs::path& dest, files::FileVersion& seen,
+                               const ClientOptions& opt) {
   if (opt.checksum == crypto::ChecksumAlg::none) return UniqueFd();
   const timespec& since = opt.offer_changed_since;
   UniqueFd fd(::openat(dirfd, dest.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -256,11 +257,8 @@ UniqueFd open_destination_base(int dirfd, const fs::path& dest, uint64_t& size, 
     return UniqueFd();
   // A retry offers only what its command wrote: a file changed after the command started (a file
   // changed in the same tick of the clock is not offered: it is then fetched whole, never wrong).
-  if ((since.tv_sec || since.tv_nsec) &&
-      (st.st_ctim.tv_sec < since.tv_sec ||
-       (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec <= since.tv_nsec)))
-    return UniqueFd();
-  size = uint64_t(st.st_size);
+  if ((since.tv_sec || since.tv_nsec) && !files::changed_after(st, since)) return UniqueFd();
+  seen = files::FileVersion::of(st);
   return fd;
 }
 
@@ -268,18 +266,15 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
   const fs::path at = dir == AT_FDCWD ? local : local.filename();
   // Only a file of this user's with one link is offered (another user's planted copy is replaced
   // whole, never kept as "up to date": a seventh re-attack, N3), as for one file.
-  uint64_t have = 0;
-  UniqueFd fd = open_destination_base(dir, at, have, c_.opt_);
-  if (!fd || have != size) return nullptr;
   auto o = std::make_shared<Offer>();
-  if (struct stat st{}; ::fstat(fd.get(), &st) == 0) o->hashed = files::FileVersion::of(st);
+  UniqueFd fd = open_destination_base(dir, at, o->hashed, c_.opt_);
+  if (!fd || o->hashed.size != size) return nullptr;
   try {
     o->scan = scan_prefix(*c_.keys_, fd.get(), size, -1, nullptr);  // small: no keep-alive needed
   } catch (const Failure&) {                                        // shrank meanwhile: ask for it whole
     return nullptr;
   }
   o->fd = std::move(fd);
-  o->size = size;
   return o;
 }
 
@@ -287,12 +282,12 @@ std::shared_ptr<Pipeline::Offer> Pipeline::make_offer(const fs::path& local, int
 // digest (anything else it echoes is a protocol error), else 0.
 uint64_t Pipeline::agreed_start(const Item& it, const proto::Message& resp) const {
   if (!it.offer || resp.digest.empty()) return 0;
-  if (resp.size < it.offer->size ||
+  if (resp.size < it.offer->hashed.size ||
       !crypto::ct_equal(resp.digest.data(), it.offer->scan.mac.data(), proto::kPrefixMacLen))
     throw Failure::link(
         "protocol error from " + c_.peer() + ": resume point not agreed for " + printable(it.remote),
         proto::Status::integrity);
-  return it.offer->size;
+  return it.offer->hashed.size;
 }
 
 void Pipeline::finish_get(Item& it, const proto::Message& resp) {

@@ -25,8 +25,9 @@ namespace aesxfer::client {
 // None without a checksum (opt.checksum): the end record's, over the whole file, is what proves
 // the server holds our bytes; else an echo of our digest kept a private file "up to date" and -p
 // gave it the server's mode 0666 (a forty-first re-attack, B-F4). When opt.offer_changed_since is
-// not zero: only a file whose ctime is later.
-files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, uint64_t& size,
+// not zero: only a file whose ctime is later. `seen`: the file's state as opened (its size is
+// what is offered); a copy made of it later must find it unchanged (files::copy_prefix).
+files::UniqueFd open_destination_base(int dirfd, const std::filesystem::path& dest, files::FileVersion& seen,
                                       const ClientOptions& opt);
 
 // Thrown by Pipeline::put when its file failed as it was read (the session cannot go on): every
@@ -94,10 +95,9 @@ class Pipeline {
  private:
   enum class Kind { put, get, mkdir, stat };
   struct Offer {
-    files::UniqueFd fd;  // the destination, read only
-    uint64_t size = 0;
+    files::UniqueFd fd;           // the destination, read only
+    files::FileVersion hashed{};  // as it was when scanned: its size is what is offered (A51-1)
     files::PrefixScan scan;
-    files::FileVersion hashed{};  // the destination as it was when scanned (A51-1)
   };
   struct Item {
     Kind kind = Kind::put;

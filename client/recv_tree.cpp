@@ -36,20 +36,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
 // A retry (without --resume) resumes only what this command wrote, as it offers only such a
 // destination: a partial file from before the command (another server's, an old --resume's) had
 // its length and keyed digest sent to this server, then was cut and overwritten (a fifty-first
 // re-attack, C51-1). Why fd's partial file is left as it is, or "".
 std::string older_than_command(int fd, const timespec& since, const fs::path& local) {
   struct stat st {};
-  if ((!since.tv_sec && !since.tv_nsec) || ::fstat(fd, &st) != 0 ||
-      (st.st_ctim.tv_sec > since.tv_sec ||
-       (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec > since.tv_nsec)))
+  if ((!since.tv_sec && !since.tv_nsec) || ::fstat(fd, &st) != 0 || files::changed_after(st, since))
     return "";
   return printable(local.string()) + ": its partial file is older than this command, which did not write it";
 }
 
+// True when a partial file of recv --resume (".NAME.aesxfer-partial") is in the directory.
 bool has_partial(int dirfd, const std::string& name) {
   struct stat st {};
   return ::fstatat(dirfd, partial_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -120,11 +118,11 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   // destination itself is written only by the final rename (and is offered only with a
   // checksum: open_destination_base).
   UniqueFd base;
+  files::FileVersion base_seen;  // as it was hashed: what a copy made of it must still be (A51-1)
   bool whole = false;
   if (have == 0) {
-    uint64_t dsize = 0;
-    base = open_destination_base(dirfd, at, dsize, opt_);
-    if (struct stat bst{}; base && ::fstat(base.get(), &bst) == 0) base_hashed_ = files::FileVersion::of(bst);
+    base = open_destination_base(dirfd, at, base_seen, opt_);
+    const uint64_t dsize = base_seen.size;
     if (base) {
       proto::Message st = stat_remote(remote, zero_size);
       if (st.status == proto::Status::ok && dsize <= st.size) {
@@ -155,7 +153,7 @@ std::optional<FileResult> Client::fetch_resumed(const std::string& remote, const
   StreamOptions so{start, opt_.fine_progress};
   if (start) so.prefix_hash = &scan->sum;
 
-  return finish_resumed(r, resp, so, pf, base.get(), whole, local, on_start, progress);
+  return finish_resumed(r, resp, so, pf, base.get(), base_seen, whole, local, on_start, progress);
 }
 
 std::optional<PrefixScan> Client::resume_prefix(PartialFile& pf, int base_fd, bool whole, uint64_t have,
@@ -253,7 +251,8 @@ Failure link_lost(PartialFile& pf, const Failure& e, uint64_t start, bool copied
 }  // namespace
 
 FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, const StreamOptions& so,
-                                  PartialFile& pf, int base_fd, bool whole, const fs::path& local,
+                                  PartialFile& pf, int base_fd, const files::FileVersion& base_seen,
+                                  bool whole, const fs::path& local,
                                   const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   const uint64_t start = so.offset;
   proto::Message result;
@@ -301,7 +300,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
   if (on_start) on_start(resp.size);
   auto t0 = Clock::now();
   try {
-    if (copy) copy_prefix(base_fd, pf.fd(), start, &base_hashed_);  // a failure keeps no half copy (C49-1)
+    if (copy) copy_prefix(base_fd, pf.fd(), start, &base_seen);  // a failure keeps no half copy (C49-1)
     pf.truncate_to(start);
     r.checksum = recv_stream(*conn_, pf.fd(), resp.size, watch, so);
     pf.copying(false);

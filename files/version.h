@@ -25,4 +25,12 @@ struct FileVersion {
   auto operator<=>(const FileVersion&) const = default;
 };
 
+// True when the file of `st` was changed after `since` (CLOCK_REALTIME_COARSE, as file times
+// are): a retry offers and resumes only what its own command wrote. A change in the same tick of
+// the clock counts as before, so that such a file is fetched whole, never wrong.
+inline bool changed_after(const struct stat& st, const timespec& since) {
+  return st.st_ctim.tv_sec > since.tv_sec ||
+         (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec > since.tv_nsec);
+}
+
 }  // namespace aesxfer::files
