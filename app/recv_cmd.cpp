@@ -47,7 +47,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
                       int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported,
-                      client::MadeDirs& made, client::TreePlace& place);
+                      client::MadeDirs& made, std::optional<fs::path>& placed);
 
 // What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
 // one, each on its own connection (the sources name several hosts, or the connection was lost
@@ -197,12 +197,12 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   // The files reported in an earlier session: a retry finds them whole and does not report them
   // again (a sixteenth re-attack, L2: every file of the tree once more per retry, in --json too).
   std::set<std::string> reported;
-  client::MadeDirs made;  // the directories it made, given their modes by the session that ends it
-  client::TreePlace place{t.resume, std::nullopt};  // where the first session put the tree
+  client::MadeDirs made;           // the directories it made, given their modes by the session that ends it
+  std::optional<fs::path> placed;  // where the first session put the tree
   for (;;) {
     std::optional<proto::Failure> lost;
     if (const int r =
-            recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, reported, made, place);
+            recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, reported, made, placed);
         !lost)
       return r;
     retry.wait(*lost);
@@ -215,7 +215,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
                       int& rc, std::optional<proto::Failure>& lost, std::set<std::string>& reported,
-                      client::MadeDirs& made, client::TreePlace& place) {
+                      client::MadeDirs& made, std::optional<fs::path>& placed) {
   auto remote = parse_remote(src);
   std::unique_ptr<client::Client> client;
   try {
@@ -250,7 +250,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       if (r && !reported.insert(from).second) return;
       report_pipelined(t, co, tty, from, r, f, rc);
     };
-    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made, &place);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made, &placed);
     client->bye();
     if (rc) return rc;
   } catch (const client::TreeEnded&) {  // every file already named

@@ -287,6 +287,10 @@ class Client {
   // Connections the next file of `size` bytes would use (client/parallel.cpp).
   int streams_for(uint64_t size);
   bool resuming() const { return opt_.resume; }
+  // --resume as the user gave it, not as a retry of --retries runs (offer_changed_since set).
+  bool resume_asked() const {
+    return opt_.resume && !opt_.offer_changed_since.tv_sec && !opt_.offer_changed_since.tv_nsec;
+  }
   // Sets --resume for the puts that follow (send -r --resume sends a file whole when the server
   // refused its kept partial file); returns what it was.
   bool set_resuming(bool on) {

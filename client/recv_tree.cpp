@@ -803,15 +803,15 @@ namespace {
 // The tree's top: DEST or DEST/NAME by scp's rule, DEST itself when --resume continues a recorded
 // copy, and on a retry the top the first session chose (C51-3); recorded when DEST itself is made.
 UniqueFd place_top(Client& client, const RemoteDir& d, const std::string& remote, const std::string& asked,
-                   const fs::path& dest, TreePlace* place, const OwnHome& home, fs::path& top,
+                   const fs::path& dest, std::optional<fs::path>* placed, const OwnHome& home, fs::path& top,
                    bool& top_created) {
   const std::string source = copy_source(client, asked);
-  const bool again = place && place->top;
-  const bool continue_dest = again || ((place ? place->resume_asked : client.resuming()) && asked != "." &&
-                                       continues_copy(client, dest, source));
+  const bool again = placed && *placed;
+  const bool continue_dest =
+      again || (client.resume_asked() && asked != "." && continues_copy(client, dest, source));
   UniqueFd top_fd =
-      open_top(again ? *place->top : dest, asked, remote, d.mode, continue_dest, home, top, top_created);
-  if (place) place->top = top;
+      open_top(again ? **placed : dest, asked, remote, d.mode, continue_dest, home, top, top_created);
+  if (placed) *placed = top;
   if (top_created && top == dest && asked != ".")  // DEST itself is the copy: --resume continues it
     remember_tree_copy(client.home(), top_fd.get(), source);
   return top_fd;
@@ -824,7 +824,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
                const std::function<void(const std::string&)>& note,
                const std::function<void(const std::string&, const fs::path&, const FileResult*,
                                         const Failure*)>& pipelined,
-               MadeDirs* by_command, TreePlace* place) {
+               MadeDirs* by_command, std::optional<fs::path>* placed) {
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
@@ -835,7 +835,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   fs::path top;
   bool top_created = false;
   const OwnHome home(client.home());  // never the top, nor where it is made
-  const UniqueFd top_fd = place_top(client, d, remote, asked, dest, place, home, top, top_created);
+  const UniqueFd top_fd = place_top(client, d, remote, asked, dest, placed, home, top, top_created);
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first

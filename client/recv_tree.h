@@ -25,17 +25,6 @@ struct TreeEnded : proto::Failure {
 // The directories one recv -r command made, across its sessions, by device and inode.
 using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
 
-// Where a tree goes, kept across the sessions of one command (--retries): the top the first
-// session chose, which every retry continues; and whether the user asked for --resume, the only
-// case in which an existing DEST recorded as the copy is continued. A retry runs "as with
-// --resume", and took a DEST recorded as an earlier copy for the copy: the first session had put
-// the tree in DEST/NAME by scp's rule, the retry wrote the rest into DEST itself over the user's
-// files, exit 0 (a fifty-first re-attack, C51-3).
-struct TreePlace {
-  bool resume_asked = false;
-  std::optional<std::filesystem::path> top;
-};
-
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
 // the server's reply; the root "." has none, its contents go into dest), else as dest itself
@@ -50,7 +39,12 @@ struct TreePlace {
 // mode (never setuid/setgid) and mtime; directories that existed keep theirs. `made`, when given,
 // holds the directories an earlier session of the same command made (--retries) and gets this
 // one's: the second attempt finds them there and still treats them as the command's own (a
-// thirtieth re-attack, B-N3: they kept the mode they were made with).
+// thirtieth re-attack, B-N3: they kept the mode they were made with). `placed`, when given, holds
+// the top the first session of the command chose, which every retry continues: a retry runs "as
+// with --resume", and took a DEST recorded as an earlier copy for the copy where the first session
+// had put the tree in DEST/NAME by scp's rule, writing the rest into DEST itself over the user's
+// files, exit 0 (a fifty-first re-attack, C51-3). An existing DEST recorded as the copy is
+// continued only with the user's own --resume (Client::resume_asked).
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
@@ -63,6 +57,6 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
                                         const FileResult* ok, const proto::Failure* failed)>& pipelined = {},
-               MadeDirs* made = nullptr, TreePlace* place = nullptr);
+               MadeDirs* made = nullptr, std::optional<std::filesystem::path>* placed = nullptr);
 
 }  // namespace aesxfer::client
