@@ -424,8 +424,11 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   if (hooks_.walked) hooks_.walked(entries);
   struct stat st {};
   ::stat(local.c_str(), &st);
-  std::string name = fs::absolute(local).lexically_normal().filename().string();
-  if (name.empty()) name = fs::absolute(local).lexically_normal().parent_path().filename().string();
+  // The source as named, absolute, without a trailing slash ("tree/" is tree): its last component
+  // names the copy, and the whole path is what tree_copies records.
+  fs::path top = fs::absolute(local).lexically_normal();
+  if (!top.has_filename()) top = top.parent_path();
+  const std::string name = top.filename().string(), source = top.string();
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
@@ -434,9 +437,6 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
     base = *placed;  // a retry: the copy the lost connection was writing
   } else {
     bool listed_nothing = false;
-    // The source as recorded: its absolute path, without a trailing slash.
-    std::string source = fs::absolute(local).lexically_normal().string();
-    while (source.size() > 1 && source.back() == '/') source.pop_back();
     const std::string asked = normal_request(dest);
     const bool continued = c_.resuming() &&
                            is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, source) &&
@@ -444,8 +444,8 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
                             (listed_nothing && keeps_a_partial(dest, entries)));
     base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
     // Recorded as this source's copy before anything goes into it: DEST itself when it did not
-    // exist, else DEST/NAME.
-    remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, source);
+    // exist, else DEST/NAME (a continued one is recorded already).
+    if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, source);
     if (placed) *placed = base;
   }
   auto dir_failed = [this](const std::string*, const Failure* f) {
