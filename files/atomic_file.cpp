@@ -147,6 +147,10 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
   return -1;
 }
 
+void set_kind(int slot, Kind kind) noexcept {
+  if (slot >= 0) g_slots[slot].kind.store(kind);
+}
+
 void release(int slot, bool lingers = false) noexcept {
   if (slot >= 0) g_slots[slot].state.store(lingers ? 3 : 0);
 }
@@ -282,19 +286,23 @@ void install_cleanup_on_signals() {
   // ignored: the write then fails with EFBIG, "file too large", and the failure cleans up. SIGQUIT
   // (Ctrl-\) as SIGINT: it left the temporary file without a word and dumped no core worth more
   // (a forty-eighth re-attack, B48-2).
-  auto install = [](int sig, const struct sigaction& with, bool only_default) {
-    struct sigaction old {};
-    if (::sigaction(sig, nullptr, &old) != 0) return;
-    const bool plain = !(old.sa_flags & SA_SIGINFO);
-    if (plain && old.sa_handler == SIG_IGN) return;  // ignored by who started us (nohup): it stays so
-    if (only_default && (!plain || old.sa_handler != SIG_DFL)) return;
-    ::sigaction(sig, &with, nullptr);
-  };
-  for (int sig : stop_signals()) install(sig, sa, false);
+  for (int sig : stop_signals()) take_signal(sig, sa);
+  // A fault only when nobody handles it already (a sanitizer does).
   struct sigaction fault = sa;
   fault.sa_flags = SA_RESETHAND;
-  for (int sig : kFaultSignals) install(sig, fault, true);
+  for (int sig : kFaultSignals)
+    if (struct sigaction old{};
+        ::sigaction(sig, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+      ::sigaction(sig, &fault, nullptr);
   ::signal(SIGXFSZ, SIG_IGN);
+}
+
+bool take_signal(int sig, const struct sigaction& with, struct sigaction* was) {
+  struct sigaction old {};
+  if (::sigaction(sig, nullptr, &old) != 0) return false;
+  if (was) *was = old;
+  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) return false;  // nohup's: it stays so
+  return ::sigaction(sig, &with, nullptr) == 0;
 }
 
 int register_kept(int dirfd, const std::string& name, const std::string& shown) {
@@ -305,13 +313,9 @@ int register_server_kept(const std::string& shown) { return claim(-1, "", shown,
 
 void unregister_kept(int slot, bool lingers) noexcept { release(slot, lingers); }
 
-void mark_copying(int slot, bool copying) noexcept {
-  if (slot >= 0) g_slots[slot].kind.store(copying ? Kind::copying : Kind::kept);
-}
+void mark_copying(int slot, bool copying) noexcept { set_kind(slot, copying ? Kind::copying : Kind::kept); }
 
-void mark_sent_whole(int slot) noexcept {
-  if (slot >= 0) g_slots[slot].kind.store(Kind::remote_ended);
-}
+void mark_sent_whole(int slot) noexcept { set_kind(slot, Kind::remote_ended); }
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 
@@ -349,7 +353,7 @@ void AtomicFile::create(const std::string& shown_dir) {
     const int made_errno = errno;
     if (fd_) {
       tmp_ = tmp;
-      if (slot_ >= 0) g_slots[slot_].kind.store(Kind::temporary);
+      set_kind(slot_, Kind::temporary);
       return;
     }
     release(slot_);

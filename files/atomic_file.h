@@ -127,6 +127,9 @@ inline constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 // when the client starts stays ignored (`nohup aesxfer send ...` goes on when its terminal
 // closes, as scp does), and a fault already handled (a sanitizer's handler) keeps its handler.
 void install_cleanup_on_signals();
+// Installs `with` for sig (the old action in *was), unless sig is ignored: a signal ignored by
+// whoever started the process (nohup) stays ignored. False when it was not installed.
+bool take_signal(int sig, const struct sigaction& with, struct sigaction* was = nullptr);
 // Registers a file the signal handler leaves in place and names ("kept ... for --resume");
 // returns a slot for unregister_kept (-1 when none is free). Used by PartialFile. `shown`, here and
 // below, is printed as it is: it must be printable already, and every path in it quoted

@@ -174,11 +174,7 @@ class SignalCleanup {
     struct sigaction sa {};
     sa.sa_handler = bench_on_signal;
     ::sigemptyset(&sa.sa_mask);
-    for (int sig : files::stop_signals()) {
-      ::sigaction(sig, nullptr, &old_[sig]);
-      if ((old_[sig].sa_flags & SA_SIGINFO) || old_[sig].sa_handler != SIG_IGN)
-        ::sigaction(sig, &sa, nullptr);
-    }
+    for (int sig : files::stop_signals()) files::take_signal(sig, sa, &old_[sig]);
   }
   ~SignalCleanup() {
     for (int sig : files::stop_signals()) ::sigaction(sig, &old_[sig], nullptr);
