@@ -994,6 +994,17 @@ std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& sh
   return f;
 }
 
+std::optional<Failure> room_to_create(int dirfd, const std::string& shown, bool directory) {
+  std::string full = files::inodes_short(dirfd);
+  if (struct stat st{}; full.empty() && directory) {
+    const bool known = ::fstat(dirfd, &st) == 0;
+    full = files::space_shortfall(dirfd, known ? uint64_t(std::max<blksize_t>(st.st_blksize, 4096)) : 4096,
+                                  true);
+  }
+  if (full.empty()) return std::nullopt;
+  return Failure(shown + ": no space left on device (" + full + ")", proto::Status::no_space, ENOSPC);
+}
+
 // Where a get writes. Inside a tree (dirfd given): the name in that directory, through openat
 // with O_NOFOLLOW (a symbolic link there is replaced, never followed). A destination the user
 // named: a FIFO, character device or socket is written through (recv host:f /dev/stdout writes
@@ -1001,11 +1012,8 @@ std::optional<Failure> room_refusal(int fd, uint64_t size, const std::string& sh
 // target), anything else gets the temporary file and the rename.
 std::unique_ptr<AtomicFile> open_local(const fs::path& local, int dirfd) {
   if (dirfd != AT_FDCWD) {
-    // A file of a listing takes an inode: the last 1/64 of them are kept, as the server keeps them
-    // from a client's tree (a fiftieth re-attack, C50-1: a listing of empty files took them all).
-    if (const std::string full = files::inodes_short(dirfd); !full.empty())
-      throw Failure(printable(local.string()) + ": no space left on device (" + full + ")",
-                    proto::Status::no_space, ENOSPC);
+    // A file of a listing takes an inode: its last ones are kept (C50-1).
+    if (auto full = room_to_create(dirfd, printable(local.string()), false)) throw *full;
     return std::make_unique<AtomicFile>(dirfd, local.filename().string(), local);
   }
   // Resolved once, from descriptors, each link judged by the kernel's rule for sticky directories

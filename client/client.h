@@ -70,6 +70,13 @@ std::optional<proto::Failure> planted_way_refusal(int dirfd, const std::string& 
 files::GuardedEntry guarded_destination(const std::filesystem::path& local);
 std::optional<proto::Failure> room_refusal(int fd, uint64_t size, const std::string& shown,
                                            uint64_t copied = 0);
+// Why a tree may not make one more file (or, with `directory`, directory) in dirfd's file system,
+// `shown` (printable) named: the last 1/64 of its inodes, and for a directory's block the reserve
+// (files::reserve_of), are kept, as the server keeps them from a client's tree. A listing of a
+// million empty directories or files (30 MB on the wire) took every inode of the client's file
+// system, or 4 GB of its blocks, and the command said ok (a fiftieth re-attack, C50-1). A file's
+// own bytes are judged apart (room_refusal), as the user asked for them.
+std::optional<proto::Failure> room_to_create(int dirfd, const std::string& shown, bool directory);
 // What a failed get's line says when its partial file stays for the next --resume (recv_tree.cpp,
 // and app/recv_cmd.cpp, which adds it after a lost connection and takes it off the reason given
 // to the sources after it).

@@ -413,29 +413,13 @@ UniqueFd open_dir_at(int dirfd, const std::string& name, const std::string& show
   throw Failure(printable(shown) + ": " + errno_text(e));
 }
 
-// Why a listing may not make one more directory or file in dirfd's file system, or "": the last
-// 1/64 of its inodes, and for a directory's block the reserve (files::reserve_of), are kept, as
-// the server keeps them from a client's tree. A listing of a million empty directories or files
-// (30 MB on the wire) took every inode of the client's file system, or 4 GB of its blocks, and
-// the command said ok (a fiftieth re-attack, C50-1). A file's own bytes are judged apart
-// (room_refusal), as the user asked for them.
-std::string room_to_make(int dirfd) {
-  if (std::string full = files::inodes_short(dirfd); !full.empty()) return full;
-  struct stat st {};
-  const uint64_t block = ::fstat(dirfd, &st) == 0 ? uint64_t(std::max<blksize_t>(st.st_blksize, 4096)) : 4096;
-  return files::space_shortfall(dirfd, block, true);
-}
-
 // Why file `name` of a listing cannot be written in dirfd, before its get: a directory stands
 // there, or (a new file takes an inode) the last inodes are kept (C50-1).
 std::optional<Failure> cannot_write(int dirfd, const std::string& name, const fs::path& local) {
   struct stat st {};
   const bool there = ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (there && S_ISDIR(st.st_mode)) return Failure(printable(local.string()) + ": is a directory");
-  if (const std::string full = there ? "" : files::inodes_short(dirfd); !full.empty())
-    return Failure(printable(local.string()) + ": no space left on device (" + full + ")",
-                   proto::Status::no_space, ENOSPC);
-  return std::nullopt;
+  return there ? std::nullopt : room_to_create(dirfd, printable(local.string()), false);
 }
 
 // Creates directory `name` inside dirfd (or finds it there, never through a symbolic link) and
@@ -446,9 +430,7 @@ std::optional<Failure> cannot_write(int dirfd, const std::string& name, const fs
 UniqueFd make_dir_at(int dirfd, const std::string& name, const std::string& shown, uint32_t mode,
                      bool& created) {
   if (struct stat st{}; ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    if (const std::string full = room_to_make(dirfd); !full.empty())
-      throw Failure(printable(shown) + ": no space left on device (" + full + ")", proto::Status::no_space,
-                    ENOSPC);
+    if (auto full = room_to_create(dirfd, printable(shown), true)) throw *full;
   created = ::mkdirat(dirfd, name.c_str(), (mode | 0700) & 0777) == 0;
   if (!created && errno != EEXIST) throw Failure(printable(shown) + ": " + errno_text(errno));
   UniqueFd fd = open_dir_at(dirfd, name, shown);
