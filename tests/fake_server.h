@@ -130,6 +130,16 @@ class FakeServer {
     return out;
   }
 
+  // A server of one tree: a list request gets `entries` for "tree", and every get `content`.
+  static Handler serves_tree(std::vector<proto::ListEntry> entries, std::string content) {
+    return
+        [entries = std::move(entries), content = std::move(content)](net::Conn& c, const proto::Message& m) {
+          if (m.op == proto::Op::list)
+            send_listing(c, "tree", entries);
+          else if (m.op == proto::Op::get)
+            send_file(c, content);
+        };
+  }
   // Answers a get with `content` (mode, mtime as given) and reads the client's Result.
   static void send_file(net::Conn& c, const std::string& content, uint32_t mode = 0644,
                         int64_t mtime = 1000000000) {

@@ -287,21 +287,16 @@ TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
   fs::create_directories(top);
   fs::create_directories(outside.path() / "dir");
   fs::create_directory_symlink(outside.path() / "dir", top / "dlink");
-  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-    if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree",
-                               {{EntryType::dir, "a", 0, 0755, 0},
-                                {EntryType::file, "a/f1", 2, 0644, 0},
-                                {EntryType::dir, "dlink", 0, 0755, 0},
-                                {EntryType::file, "dlink/evil", 2, 0644, 0},
-                                {EntryType::dir, "dlink/sub", 0, 0755, 0},
-                                {EntryType::file, "dlink/sub/x", 2, 0644, 0},
-                                {EntryType::file, "f2", 2, 0644, 0},
-                                {EntryType::dir, "dlinked", 0, 0755, 0},
-                                {EntryType::file, "dlinked/f3", 2, 0644, 0}});
-    else if (m.op == proto::Op::get)
-      FakeServer::send_file(c, "ok");
-  });
+  FakeServer fake(FakeServer::serves_tree({{EntryType::dir, "a", 0, 0755, 0},
+                                           {EntryType::file, "a/f1", 2, 0644, 0},
+                                           {EntryType::dir, "dlink", 0, 0755, 0},
+                                           {EntryType::file, "dlink/evil", 2, 0644, 0},
+                                           {EntryType::dir, "dlink/sub", 0, 0755, 0},
+                                           {EntryType::file, "dlink/sub/x", 2, 0644, 0},
+                                           {EntryType::file, "f2", 2, 0644, 0},
+                                           {EntryType::dir, "dlinked", 0, 0755, 0},
+                                           {EntryType::file, "dlinked/f3", 2, 0644, 0}},
+                                          "ok"));
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_EQ(read_text_file(top / "a" / "f1"), "ok");
@@ -320,16 +315,11 @@ TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
 // the rest of a tree from arriving); a directory so named is skipped with all below it.
 TEST_F(HostileServer, NamesWithControlBytesAreSkippedAlone) {
   using proto::EntryType;
-  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-    if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree",
-                               {{EntryType::file, "a\x1b]0;pwned\x07", 4, 0644, 0},
-                                {EntryType::dir, "d\x01", 0, 0755, 0},
-                                {EntryType::file, "d\x01/inner", 4, 0644, 0},
-                                {EntryType::file, "good", 4, 0644, 0}});
-    else if (m.op == proto::Op::get)
-      FakeServer::send_file(c, "evil");
-  });
+  FakeServer fake(FakeServer::serves_tree({{EntryType::file, "a\x1b]0;pwned\x07", 4, 0644, 0},
+                                           {EntryType::dir, "d\x01", 0, 0755, 0},
+                                           {EntryType::file, "d\x01/inner", 4, 0644, 0},
+                                           {EntryType::file, "good", 4, 0644, 0}},
+                                          "evil"));
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("tree/a\\x1b]0;pwned\\x07: a control byte in the name; skipped\n"), std::string::npos)
@@ -354,16 +344,11 @@ TEST_F(HostileServer, NamesWithControlBytesAreSkippedAlone) {
 TEST_F(HostileServer, NamesLongerThanAFileNameAreSkippedBeforeTheirGet) {
   using proto::EntryType;
   const std::string long_name(300, 'n');
-  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-    if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree",
-                               {{EntryType::file, long_name, 4, 0644, 0},
-                                {EntryType::dir, "d" + long_name, 0, 0755, 0},
-                                {EntryType::file, "d" + long_name + "/inner", 4, 0644, 0},
-                                {EntryType::file, "good", 4, 0644, 0}});
-    else if (m.op == proto::Op::get)
-      FakeServer::send_file(c, "data");
-  });
+  FakeServer fake(FakeServer::serves_tree({{EntryType::file, long_name, 4, 0644, 0},
+                                           {EntryType::dir, "d" + long_name, 0, 0755, 0},
+                                           {EntryType::file, "d" + long_name + "/inner", 4, 0644, 0},
+                                           {EntryType::file, "good", 4, 0644, 0}},
+                                          "data"));
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("tree/" + long_name + ": a name longer than 255 bytes; skipped\n"), std::string::npos)
@@ -380,17 +365,12 @@ TEST_F(HostileServer, NamesLongerThanAFileNameAreSkippedBeforeTheirGet) {
 // (names left out) or nothing at all (an unreadable directory refused the whole listing).
 TEST_F(HostileServer, WhatTheServerCouldNotListIsNamedAndTheRestArrives) {
   using proto::EntryType;
-  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-    if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree",
-                               {{EntryType::left_out, ".", 2, 0, 0},
-                                {EntryType::unreadable_dir, "locked", 0, 0700, 0},
-                                {EntryType::dir, "sub", 0, 0755, 0},
-                                {EntryType::left_out, "sub", 1, 0, 0},
-                                {EntryType::file, "sub/good", 4, 0644, 0}});
-    else if (m.op == proto::Op::get)
-      FakeServer::send_file(c, "good");
-  });
+  FakeServer fake(FakeServer::serves_tree({{EntryType::left_out, ".", 2, 0, 0},
+                                           {EntryType::unreadable_dir, "locked", 0, 0700, 0},
+                                           {EntryType::dir, "sub", 0, 0755, 0},
+                                           {EntryType::left_out, "sub", 1, 0, 0},
+                                           {EntryType::file, "sub/good", 4, 0644, 0}},
+                                          "good"));
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "dest").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   const std::string why =
@@ -424,12 +404,7 @@ TEST_F(HostileServer, ListingsThatMisuseTheNewKindsAreRefused) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(i);
-    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-      if (m.op == proto::Op::list)
-        FakeServer::send_listing(c, "tree", cases[i]);
-      else if (m.op == proto::Op::get)
-        FakeServer::send_file(c, "x");
-    });
+    FakeServer fake(FakeServer::serves_tree(cases[i], "x"));
     auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / ("dest" + std::to_string(i))).string(), "-q"},
                  fake.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
@@ -456,12 +431,7 @@ TEST_F(HostileServer, AListingThatReturnsToADirectoryItLeftIsRefused) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(i);
-    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-      if (m.op == proto::Op::list)
-        FakeServer::send_listing(c, "tree", cases[i]);
-      else if (m.op == proto::Op::get)
-        FakeServer::send_file(c, "x");
-    });
+    FakeServer fake(FakeServer::serves_tree(cases[i], "x"));
     const fs::path dest = ws.local / ("back" + std::to_string(i));
     auto r = run({"recv", "-r", "127.0.0.1:tree", dest.string(), "-q"}, fake.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
@@ -470,19 +440,14 @@ TEST_F(HostileServer, AListingThatReturnsToADirectoryItLeftIsRefused) {
     EXPECT_FALSE(fs::exists(dest));
   }
   // In order, with a directory's contents closed and a sibling's after them: fetched.
-  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
-    if (m.op == proto::Op::list)
-      FakeServer::send_listing(c, "tree",
-                               {{EntryType::dir, "a", 0, 0755, 0},
-                                {EntryType::dir, "a/d", 0, 0755, 0},
-                                {EntryType::file, "a/d/x", 1, 0644, 0},
-                                {EntryType::file, "a/y", 1, 0644, 0},
-                                {EntryType::dir, "b", 0, 0755, 0},
-                                {EntryType::file, "b/z", 1, 0644, 0},
-                                {EntryType::file, "c", 1, 0644, 0}});
-    else if (m.op == proto::Op::get)
-      FakeServer::send_file(c, "x");
-  });
+  FakeServer fake(FakeServer::serves_tree({{EntryType::dir, "a", 0, 0755, 0},
+                                           {EntryType::dir, "a/d", 0, 0755, 0},
+                                           {EntryType::file, "a/d/x", 1, 0644, 0},
+                                           {EntryType::file, "a/y", 1, 0644, 0},
+                                           {EntryType::dir, "b", 0, 0755, 0},
+                                           {EntryType::file, "b/z", 1, 0644, 0},
+                                           {EntryType::file, "c", 1, 0644, 0}},
+                                          "x"));
   auto r = run({"recv", "-r", "127.0.0.1:tree", (ws.local / "inorder").string(), "-q"}, fake.port());
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   for (const char* f : {"a/d/x", "a/y", "b/z", "c"})
