@@ -339,6 +339,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   const bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   int rc = 0;
   std::vector<char> settled(paths.size(), 0);
+  std::vector<char> asked(paths.size(), 0);  // its get was sent (pipelined) or begun (alone)
   std::unique_ptr<client::Client> client;
   try {
     client = std::make_unique<client::Client>(co);
@@ -368,6 +369,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       }
       const fs::path local = dest / fs::path(paths[i]).filename();
       if (pl.can_get(st[i]->size)) {
+        asked[i] = 1;
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, i](const client::FileResult* r, const proto::Failure* f) {
                  if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // fetched again
@@ -377,6 +379,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       pl.drain();
+      asked[i] = 1;
       const bool next = fetch_alone(*client, paths[i], local, st[i]->size, t, co, tty, retry, rc);
       settled[i] = 1;
       if (next) continue;
@@ -394,6 +397,15 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       if (client) client->bye();
       return {Then::done, end_with_unreported(t, f, unsettled(paths, settled)), {}};
     }
+    // A source whose get was under way into a DEST/NAME written through (a FIFO, a link to a
+    // descriptor) has had its one attempt, as cmd_recv gives it alone: the one-by-one path fetched
+    // it again from byte 0, the first attempt's bytes and then the whole file into the FIFO,
+    // "1 retry", exit 0 (a fifty-second re-attack, C52-1).
+    for (size_t i = 0; i < paths.size(); ++i)
+      if (asked[i] && !settled[i] && !retryable_destination(dest, paths[i], false)) {
+        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
+        settled[i] = 1;
+      }
     retry.wait(f);
     return {Then::one_by_one, rc, std::move(settled)};  // the rest resume: retry.used() > 0
   }

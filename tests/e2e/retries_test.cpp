@@ -409,6 +409,54 @@ TEST_F(Retries, AFifoInsideTheDestinationDirectoryIsNeverRetried) {
   EXPECT_LT(got.load(), uint64_t(8 * kMiB)) << "the file went into the FIFO again";
 }
 
+// A fifty-second re-attack (C52-1): among several sources, a lost link handed the unsettled ones
+// to the one-by-one path, whose first attempt did not ask whether DEST/NAME is written through: a
+// FIFO there got the first attempt's bytes and then the whole file again, "1 retry", exit 0. A
+// pipelined get (a small file) and one fetched alone (a large one) are each tried once; the source
+// after them still arrives.
+TEST_F(Retries, AFifoAmongSeveralSourcesIsNotFetchedAgain) {
+  struct Case {
+    uint64_t size, cut;
+  };
+  for (const Case c : {Case{600 * 1000, 300 * 1000}, Case{8 * kMiB, 3 * kMiB}}) {
+    SCOPED_TRACE(c.size);
+    write_random_file(ws.root / "f.bin", c.size, 52);
+    write_random_file(ws.root / "z.bin", 100 * 1000, 53);
+    const fs::path dir = ws.local / ("into" + std::to_string(c.size));
+    fs::create_directories(dir);
+    ASSERT_EQ(::mkfifo((dir / "f.bin").c_str(), 0600), 0);
+    std::atomic<uint64_t> got{0};
+    std::thread reader([&] {  // reads what each attempt writes, a second one after a pause
+      char buf[65536];
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        const int fd = ::open((dir / "f.bin").c_str(), O_RDONLY | (attempt ? O_NONBLOCK : 0));
+        if (fd < 0) return;
+        for (int idle = 0; idle < (attempt ? 20 : 1000);) {
+          const ssize_t n = ::read(fd, buf, sizeof buf);
+          if (n == 0) break;
+          if (n > 0) {
+            got += uint64_t(n);
+            idle = 0;
+          } else {
+            ++idle;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+        }
+        ::close(fd);
+        if (!attempt) std::this_thread::sleep_for(std::chrono::seconds(3));  // a retry comes within 1 s
+      }
+    });
+    CuttingRelay relay(server->port(), 1, c.cut, true);
+    auto r = run({"recv", "-q", "127.0.0.1:f.bin", "127.0.0.1:z.bin", dir.string() + "/", "--timeout", "10"},
+                 relay.port());
+    reader.join();
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_LT(got.load(), c.size) << "the file went into the FIFO again: " << r.err;
+    EXPECT_NE(r.err.find("f.bin"), std::string::npos) << r.err;
+    EXPECT_EQ(sha256_file(dir / "z.bin"), sha256_file(ws.root / "z.bin")) << r.err;
+  }
+}
+
 // A fifty-first re-attack (C51-1): a plain recv's retry runs as with --resume and adopted a partial
 // file that was there before the command (an old --resume's, another server's): its length and
 // keyed digest went to this server, which could then cut it and write over it. A retry resumes
