@@ -316,6 +316,31 @@ std::vector<std::string> unsettled(const std::vector<std::string>& paths, const 
   return out;
 }
 
+// The sources' paths when all name one host (none empty nor /dev/zero): its Remote; else none.
+std::optional<Remote> one_host(const std::vector<std::string>& args, std::vector<std::string>& paths) {
+  std::optional<Remote> first;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    auto r = parse_remote(args[i]);
+    if (!r || r->path.empty() || r->path == "/dev/zero" || (first && r->host != first->host))
+      return std::nullopt;
+    if (!first) first = r;
+    paths.push_back(r->path);
+  }
+  return first;
+}
+
+// After a lost connection, the unsettled sources whose get was sent or begun (`asked`) into a
+// DEST/NAME written through (a FIFO, a link to a descriptor): each has had its one attempt, as
+// cmd_recv gives it alone. The one-by-one path fetched it again from byte 0, the first attempt's
+// bytes and then the whole file into the FIFO, "1 retry", exit 0 (a fifty-second re-attack, C52-1).
+std::vector<size_t> spent_attempts(const fs::path& dest, const std::vector<std::string>& paths,
+                                   const std::vector<char>& asked, const std::vector<char>& settled) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (asked[i] && !settled[i] && !retryable_destination(dest, paths[i], false)) out.push_back(i);
+  return out;
+}
+
 // recv HOST:SRC... DIR with every source on one host: one connection, the sources' stats
 // pipelined, then the small files' gets pipelined (docs/PROTOCOL.md 3.10) and the large ones one
 // by one (parallel streams as for one file).
@@ -323,14 +348,8 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   using Then = ManyOutcome::Then;
   const fs::path dest = args.back();
   std::vector<std::string> paths;
-  std::optional<Remote> first;
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    auto r = parse_remote(args[i]);
-    if (!r || r->path.empty() || r->path == "/dev/zero") return {Then::one_by_one, 0, {}};
-    if (!first) first = r;
-    if (r->host != first->host) return {Then::one_by_one, 0, {}};
-    paths.push_back(r->path);
-  }
+  const std::optional<Remote> first = one_host(args, paths);
+  if (!first) return {Then::one_by_one, 0, {}};
   if (!check_remote(*first, t_in.quiet, "/dev/zero")) return {Then::done, kExitUsage, {}};
   TransferOpts t = t_in;
   client::ClientOptions co;
@@ -368,8 +387,8 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       const fs::path local = dest / fs::path(paths[i]).filename();
+      asked[i] = 1;
       if (pl.can_get(st[i]->size)) {
-        asked[i] = 1;
         pl.get(paths[i], local, st[i]->size, AT_FDCWD, nullptr,
                [&, i](const client::FileResult* r, const proto::Failure* f) {
                  if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // fetched again
@@ -379,7 +398,6 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
         continue;
       }
       pl.drain();
-      asked[i] = 1;
       const bool next = fetch_alone(*client, paths[i], local, st[i]->size, t, co, tty, retry, rc);
       settled[i] = 1;
       if (next) continue;
@@ -397,15 +415,10 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       if (client) client->bye();
       return {Then::done, end_with_unreported(t, f, unsettled(paths, settled)), {}};
     }
-    // A source whose get was under way into a DEST/NAME written through (a FIFO, a link to a
-    // descriptor) has had its one attempt, as cmd_recv gives it alone: the one-by-one path fetched
-    // it again from byte 0, the first attempt's bytes and then the whole file into the FIFO,
-    // "1 retry", exit 0 (a fifty-second re-attack, C52-1).
-    for (size_t i = 0; i < paths.size(); ++i)
-      if (asked[i] && !settled[i] && !retryable_destination(dest, paths[i], false)) {
-        report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
-        settled[i] = 1;
-      }
+    for (const size_t i : spent_attempts(dest, paths, asked, settled)) {  // not fetched again
+      report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
+      settled[i] = 1;
+    }
     retry.wait(f);
     return {Then::one_by_one, rc, std::move(settled)};  // the rest resume: retry.used() > 0
   }
