@@ -105,6 +105,7 @@ enum class Kind { temporary, kept, remote, copying, creating, remote_ended };
 struct Slot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active, 3 lingering (still kept, no transfer)
   std::atomic<Kind> kind{Kind::temporary};  // a kept slot turns copying and back (mark_copying)
+  std::atomic<bool> discarding{false};      // a failed transfer's file being removed (mark_discarding)
   int dirfd = -1;
   char name[NAME_MAX + 1];
   char shown[1024];
@@ -136,6 +137,7 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
       if (!g_slots[i].state.compare_exchange_strong(expect, 1)) continue;
       Slot& s = g_slots[i];
       s.kind = kind;
+      s.discarding = false;
       s.dirfd = dirfd;
       std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
       std::snprintf(s.shown, sizeof s.shown, "%s",
@@ -190,6 +192,10 @@ constexpr size_t kSignalLineBytes = 1536;
 // `more` (removed, kept here, kept by the server) once the line is full.
 void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   const Kind kind = s.kind.load();
+  // A file that a failed transfer is removing went, or goes now, for that failure: it never
+  // "arrived", though it is gone (a fifty-second re-attack, B52-1: the unlink of a large file
+  // takes a while, and a signal in it said the file had arrived complete and was in place).
+  const bool dropping = s.discarding.load();
   // A kept partial file that holds nothing (a server that said "from 0" emptied it) is no
   // partial file (a forty-eighth re-attack, B48-3: "kept" of an empty file). One that is gone
   // was renamed into place as the signal came (a fifty-first re-attack, B51-1: "kept" of a file
@@ -198,15 +204,16 @@ void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   const bool local = kind == Kind::kept;
   const bool there = local && ::fstatat(s.dirfd, s.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
   // Only an active slot's directory is still open: a lingering one's (between retries) is not.
-  const bool gone = local && !there && errno == ENOENT && s.state.load() == 2;
+  const bool gone = local && !there && errno == ENOENT && s.state.load() == 2 && !dropping;
   const bool empty = there && S_ISREG(st.st_mode) && st.st_size == 0;
-  const bool unlinked = kind == Kind::temporary || kind == Kind::copying || kind == Kind::creating || empty;
+  const bool unlinked = kind == Kind::temporary || kind == Kind::copying || kind == Kind::creating || empty ||
+                        (local && dropping);
   // What unlinkat says is what happened: a temporary file already renamed into place (B51-1), or
   // one whose name was claimed and not yet made (A51-3), is not there to remove.
   const bool removed = unlinked && ::unlinkat(s.dirfd, s.name, 0) == 0;
   const bool absent = unlinked && !removed && errno == ENOENT;
   if (kind == Kind::creating && !removed) return;  // nothing was made
-  const bool arrived = (absent && kind == Kind::temporary) || gone;
+  const bool arrived = ((absent && kind == Kind::temporary) || gone) && !dropping;
   const size_t len = std::strlen(s.shown);
   if (any && written + len > kSignalLineBytes) {
     ++more[unlinked ? 0 : local ? 1 : 2];
@@ -317,6 +324,12 @@ void mark_copying(int slot, bool copying) noexcept { set_kind(slot, copying ? Ki
 
 void mark_sent_whole(int slot) noexcept { set_kind(slot, Kind::remote_ended); }
 
+void mark_discarding(int slot) noexcept {
+  if (slot >= 0) g_slots[slot].discarding.store(true);
+}
+
+void (*g_discard_hook)() noexcept = nullptr;
+
 // ---- AtomicFile ------------------------------------------------------------------------------
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
@@ -418,8 +431,10 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
 }
 
 void AtomicFile::discard() noexcept {
+  mark_discarding(slot_);
   fd_.reset();
   if (!tmp_.empty()) ::unlinkat(dirfd_.get(), tmp_.c_str(), 0);
+  if (g_discard_hook && !tmp_.empty()) g_discard_hook();
   tmp_.clear();
   release(slot_);
   slot_ = -1;

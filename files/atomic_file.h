@@ -156,5 +156,13 @@ void mark_copying(int slot, bool copying) noexcept;
 // place, and the line says it cannot tell ("the server may keep ..."), not that it keeps it (a
 // fifty-first re-attack, B51-1: the file was stored whole and the line said its partial was kept).
 void mark_sent_whole(int slot) noexcept;
+// The slot's file is being removed because its transfer failed (AtomicFile::discard,
+// PartialFile::discard): a signal from then on says it was removed, never that it arrived, though
+// the unlink may already have taken it (a fifty-second re-attack, B52-1: over a large file the
+// unlink takes a while, and a signal in it said the file had arrived complete and was in place).
+void mark_discarding(int slot) noexcept;
+// Tests only: called by a discard right after its unlink, while the slot is still registered
+// (null in the product).
+extern void (*g_discard_hook)() noexcept;
 
 }  // namespace aesxfer::files

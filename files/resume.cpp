@@ -263,7 +263,10 @@ PartialFile::~PartialFile() {
   // litters the directory (a refused get with --resume left one). Removed while still ours (open,
   // locked); after commit() the descriptor is closed and the name is the destination's.
   const bool kept = fd_ && length() > 0;
-  if (fd_ && !kept) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
+  if (fd_ && !kept) {
+    mark_discarding(slot_);
+    ::unlinkat(dirfd_.get(), pname_.c_str(), 0);
+  }
   unregister_kept(slot_, kept);
 }
 
@@ -289,7 +292,9 @@ void PartialFile::commit(FileMode mode, long long mtime) {
 }
 
 void PartialFile::discard() noexcept {
+  mark_discarding(slot_);  // a signal from here on says the file was removed (B52-1)
   if (fd_) ::unlinkat(dirfd_.get(), pname_.c_str(), 0);  // while locked: nobody else's file yet
+  if (g_discard_hook && fd_) g_discard_hook();
   fd_.reset();
   unregister_kept(slot_);
   slot_ = -1;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "files/atomic_file.h"
+#include "files/resume.h"
 #include "proto/failure.h"
 #include "tests/harness.h"
 
@@ -106,6 +107,47 @@ TEST(SignalLine, AFileRenamedIntoPlaceIsSaidToHaveArrived) {
                 "\" had arrived complete and was in place; the file kept in \"k\" had arrived "
                 "complete and was in place\n");
   EXPECT_TRUE(fs::exists(tmp.path() / "dest.bin"));
+}
+
+// A fifty-second re-attack (B52-1): a failed transfer's discard unlinks its file first and frees
+// its slot after, and the unlink of a large file takes a while: a signal in between found the file
+// gone and said it "had arrived complete and was in place", with the destination unchanged or
+// absent. The signal comes here right after each discard's unlink (files::g_discard_hook).
+TEST(SignalLine, AFileBeingDiscardedIsSaidToBeRemoved) {
+  for (const bool partial : {false, true}) {
+    SCOPED_TRACE(partial);
+    TempDir tmp;
+    const fs::path err = tmp.path() / "err.txt";
+    const fs::path dest = tmp.path() / "dest.bin";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(efd, 2);
+      files::install_cleanup_on_signals();
+      files::g_discard_hook = []() noexcept { ::raise(SIGINT); };
+      if (partial) {
+        files::PartialFile p(dest);
+        (void)!::write(p.fd(), "half", 4);
+        p.discard();
+      } else {
+        files::AtomicFile out(dest);
+        (void)!::write(out.fd(), "half", 4);
+        out.discard();
+      }
+      ::_exit(4);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
+    const std::string line = read_text_file(err);
+    EXPECT_EQ(line.find("arrived"), std::string::npos) << line;
+    EXPECT_EQ(line, partial
+                        ? "aesxfer: interrupted: removed \"" +
+                              files::PartialFile::partial_path(dest).string() + "\"\n"
+                        : "aesxfer: interrupted: removed the temporary file of \"" + dest.string() + "\"\n");
+    EXPECT_FALSE(fs::exists(dest));
+    EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
+  }
 }
 
 }  // namespace
