@@ -847,10 +847,12 @@ class TreeLister {
   std::vector<proto::ListEntry> entries;
   uint64_t unlisted = 0;  // names with CR/LF
 
-  // Lists directory rel ("" the top) and everything below it. Returns false, having listed
-  // nothing of it, when rel (never the top) cannot be read: its entry becomes unreadable_dir.
+  // What walk() made of a directory: listed, or (never the top) nothing of it listed because it
+  // cannot be read (its entry becomes unreadable_dir) or went since its parent was read.
+  enum class Walked { listed, unreadable, gone };
+  // Lists directory rel ("" the top) and everything below it.
   // `hidden`: what the root hides of rel's names (Root::hidden_in, then HiddenIn::child).
-  bool walk(const std::string& rel, const Root::HiddenIn& hidden) {
+  Walked walk(const std::string& rel, const Root::HiddenIn& hidden) {
     std::vector<Item> items;
     uint64_t items_cost = 0;
     uint64_t left_out = 0;  // names with CR/LF here, or whose path would pass kMaxPath
@@ -910,9 +912,9 @@ class TreeLister {
         items.push_back(std::move(it));
         if (items.size() > max_entries_) too_many();
       }
-    } catch (const Unreadable&) {
+    } catch (const NotListed& n) {
       charge_.release(items_cost);
-      return false;
+      return n.why;
     }
     if (left_out) {
       proto::ListEntry e;
@@ -926,7 +928,7 @@ class TreeLister {
     walk_items(rel, items, hidden);
     items = {};
     charge_.release(items_cost);
-    return true;
+    return Walked::listed;
   }
 
  private:
@@ -958,8 +960,17 @@ class TreeLister {
       const bool dir = e.type == proto::EntryType::dir;
       const std::string child = e.path;
       const size_t at = add(std::move(e));
-      if (dir && !walk(child, hidden.child(it.name))) entries[at].type = proto::EntryType::unreadable_dir;
+      const Walked w = dir ? walk(child, hidden.child(it.name)) : Walked::listed;
+      if (w == Walked::unreadable) entries[at].type = proto::EntryType::unreadable_dir;
+      if (w == Walked::gone) drop_last();  // nothing below it was added
     }
+  }
+
+  // Takes back the last entry (a directory gone meanwhile) and what add() counted for it.
+  void drop_last() {
+    bytes_ -= entries.back().path.size();
+    charge_.release(kEntryCost + entries.back().path.size());
+    entries.pop_back();
   }
 
   // Appends e within the bounds (entries, path bytes, memory); returns its index.
@@ -990,10 +1001,16 @@ class TreeLister {
   }
   // A directory below the top that may not be read or searched (EACCES): listed as such (type 5)
   // rather than refusing the whole listing, so that one such directory (another user's, or one
-  // sent with mode 0000 under -p) does not keep a client from the rest of the tree.
-  struct Unreadable {};
+  // sent with mode 0000 under -p) does not keep a client from the rest of the tree. One that went between its
+  // parent's readdir and its open, or was replaced by a symbolic link or a file: passed over, as a file gone
+  // meanwhile is. Anyone who could write one directory of a shared tree could otherwise stop every recv -r of
+  // it with a loop of mkdir and rmdir: the whole listing was refused (a fifty-second re-attack, A52-1).
+  struct NotListed {
+    Walked why;
+  };
   [[noreturn]] void fail_errno(const std::string& rel, int e) {
-    if (e == EACCES && !rel.empty()) throw Unreadable{};
+    if (e == EACCES && !rel.empty()) throw NotListed{Walked::unreadable};
+    if ((e == ENOENT || e == ENOTDIR || e == ELOOP) && !rel.empty()) throw NotListed{Walked::gone};
     std::string where = rel.empty() ? shown_ : shown_ + "/" + rel;
     if (e == ELOOP || e == ENOTDIR) fail({Status::io_error, where + ": changed while being listed"});
     fail(refusal_for(where, e));

@@ -5,11 +5,16 @@
 // have locked the file, adopted it and truncated it between the close and the rename (a
 // twenty-second re-attack, N2). With AESXFER_RENAME_DELAY_MS set, each rename first waits. Nothing
 // else changes. Used by tests/e2e/partial_strict_test.cpp and log_terminal_test.cpp.
+// With AESXFER_VANISH_DIR=NAME, the first open of a directory named NAME (openat with
+// O_DIRECTORY) finds it gone: moved away to ".vanished", or with AESXFER_VANISH_AS=link replaced
+// by a symbolic link, as another user's rmdir or swap between a listing's readdir and its open
+// (tests/e2e/listing_test.cpp, A52-1).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,4 +39,39 @@ extern "C" int renameat(int olddirfd, const char* oldpath, int newdirfd, const c
   // blocks are being freed does (tests/e2e/log_terminal_test.cpp, B51-2).
   if (const char* ms = std::getenv("AESXFER_RENAME_DELAY_MS")) ::usleep(useconds_t(std::atoi(ms)) * 1000);
   return real(olddirfd, oldpath, newdirfd, newpath);
+}
+
+namespace {
+
+void vanish_first(int dirfd, const char* path, int flags) {
+  static bool done = false;
+  const char* name = std::getenv("AESXFER_VANISH_DIR");
+  if (done || !name || !(flags & O_DIRECTORY) || std::strcmp(path, name) != 0) return;
+  done = true;
+  static auto real_rename =
+      reinterpret_cast<int (*)(int, const char*, int, const char*)>(::dlsym(RTLD_NEXT, "renameat"));
+  real_rename(dirfd, path, dirfd, ".vanished");
+  if (const char* as = std::getenv("AESXFER_VANISH_AS"); as && std::strcmp(as, "link") == 0)
+    (void)!::symlinkat(".vanished", dirfd, path);
+}
+
+}  // namespace
+
+extern "C" int openat(int dirfd, const char* path, int flags, ...) {
+  static auto real = reinterpret_cast<int (*)(int, const char*, int, ...)>(::dlsym(RTLD_NEXT, "openat"));
+  unsigned mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, unsigned);
+    va_end(ap);
+  }
+  vanish_first(dirfd, path, flags);
+  return real(dirfd, path, flags, mode);
+}
+
+extern "C" int __openat_2(int dirfd, const char* path, int flags) {
+  static auto real = reinterpret_cast<int (*)(int, const char*, int)>(::dlsym(RTLD_NEXT, "__openat_2"));
+  vanish_first(dirfd, path, flags);
+  return real(dirfd, path, flags);
 }

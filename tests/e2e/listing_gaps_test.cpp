@@ -64,6 +64,39 @@ TEST(ListingGaps, ADirectoryTheServerCannotReadIsNamedAndTheRestArrives) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A fifty-second re-attack (A52-1): a directory below the listed one that went between the
+// listing's readdir and its open (removed, or replaced by a symbolic link, by anyone who may
+// write its parent) refused the whole listing, so that a loop of mkdir and rmdir in one shared
+// directory stopped every recv -r of the tree. It is passed over, as a file gone meanwhile is,
+// and the rest arrives. The server's open finds it gone through tests/rename_probe.cpp.
+TEST(ListingGaps, ADirectoryGoneDuringTheListingIsPassedOverAndTheRestArrives) {
+  for (const std::string as : {"gone", "link"}) {
+    SCOPED_TRACE(as);
+    Workspace ws;
+    fs::create_directories(ws.root / "tree" / "a");
+    write_text_file(ws.root / "tree" / "a" / "f", "f\n");
+    fs::create_directories(ws.root / "tree" / "pub" / "x" / "deep");
+    write_text_file(ws.root / "tree" / "pub" / "x" / "deep" / "s", "s\n");
+    write_text_file(ws.root / "tree" / "pub" / "y", "y\n");
+    write_text_file(ws.root / "tree" / "z.txt", "z\n");
+    const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+    const std::map<std::string, std::string> env = {
+        {"LD_PRELOAD", AESXFER_RENAME_PROBE},
+        {"AESXFER_VANISH_DIR", "x"},
+        {"AESXFER_VANISH_AS", as},
+        {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}};
+    ServerProcess server(ws.home, ws.root, {}, 0, env);
+    auto r = recv_tree(ws, server.port(), "out");
+    EXPECT_EQ(r.exit_code, 0) << r.describe() << server.log();
+    EXPECT_EQ(read_text_file(ws.local / "out" / "a" / "f"), "f\n");
+    EXPECT_EQ(read_text_file(ws.local / "out" / "pub" / "y"), "y\n");
+    EXPECT_EQ(read_text_file(ws.local / "out" / "z.txt"), "z\n");
+    EXPECT_FALSE(fs::exists(ws.local / "out" / "pub" / "x"));
+    EXPECT_TRUE(fs::exists(ws.root / "tree" / "pub" / ".vanished" / "deep" / "s")) << "the probe did not act";
+    EXPECT_EQ(server.stop(), 0);
+  }
+}
+
 // The mirror for send -r (a twelfth re-attack, G5): a local directory the sending user may not
 // read (0000) or search (0600) is named, skipped with all below it, and the rest of the tree goes;
 // exit 1. Before, the whole send stopped there and nothing reached the server. The client runs as
