@@ -194,8 +194,9 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   bool tty = !t.quiet && !t.json && !t.json_progress && ::isatty(STDOUT_FILENO);
   app::RateLimiter limiter(t.limit_kbit);
   int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
-  // The files reported in an earlier session: a retry finds them whole and does not report them
-  // again (a sixteenth re-attack, L2: every file of the tree once more per retry, in --json too).
+  // The files reported in an earlier session, fetched or failed: a retry neither reports them again
+  // (a sixteenth re-attack, L2: every file of the tree once more per retry, in --json too) nor
+  // fetches them again (a fifty-second, C52-2: a file changed in between replaced the one reported).
   std::set<std::string> reported;
   client::MadeDirs made;           // the directories it made, given their modes by the session that ends it
   std::optional<fs::path> placed;  // where the first session put the tree
@@ -236,7 +237,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
         // large file refused ended the tree). A link or local failure still ends the session
         // (recv_tree reports a local one, and the files after it: client::TreeEnded).
         if (f.origin != proto::Origin::peer) throw;
-        report_pipelined(t, co, tty, from, nullptr, &f, rc, &jp);
+        if (reported.insert(from).second) report_pipelined(t, co, tty, from, nullptr, &f, rc, &jp);
       }
     };
     // What the tree holds that -r skips by design (links, special files): left out by -q, as scp -q
@@ -247,10 +248,10 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
                          const proto::Failure* f) {
       if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // the retry fetches it
-      if (r && !reported.insert(from).second) return;
-      report_pipelined(t, co, tty, from, r, f, rc);
+      if (reported.insert(from).second) report_pipelined(t, co, tty, from, r, f, rc);
     };
-    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made, &placed);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made, &placed,
+                      &reported);
     client->bye();
     if (rc) return rc;
   } catch (const client::TreeEnded&) {  // every file already named

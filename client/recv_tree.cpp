@@ -806,7 +806,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
                const std::function<void(const std::string&)>& note,
                const std::function<void(const std::string&, const fs::path&, const FileResult*,
                                         const Failure*)>& pipelined,
-               MadeDirs* by_command, std::optional<fs::path>* placed) {
+               MadeDirs* by_command, std::optional<fs::path>* placed, const std::set<std::string>* settled) {
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
@@ -836,6 +836,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         make_tree_dir(walker, e, base, shown, skipped, made, by_command, home, pipelined);
         break;
       case proto::EntryType::file: {
+        if (settled && settled->count(base + e.path)) break;  // reported by an earlier session
         const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
         if (auto f = cannot_write(pfd, name, local)) {

@@ -44,7 +44,11 @@ using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
 // with --resume", and took a DEST recorded as an earlier copy for the copy where the first session
 // had put the tree in DEST/NAME by scp's rule, writing the rest into DEST itself over the user's
 // files, exit 0 (a fifty-first re-attack, C51-3). An existing DEST recorded as the copy is
-// continued only with the user's own --resume (Client::resume_asked).
+// continued only with the user's own --resume (Client::resume_asked). `settled`, when given,
+// holds the files (remote paths) an earlier session of the command already reported, fetched or
+// failed: a retry leaves them alone. It fetched them again, and a file changed on the server in
+// between replaced the one whose line and --json object were already printed, without a word (a
+// fifty-second re-attack, C52-2).
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
@@ -57,6 +61,7 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
                                         const FileResult* ok, const proto::Failure* failed)>& pipelined = {},
-               MadeDirs* made = nullptr, std::optional<std::filesystem::path>* placed = nullptr);
+               MadeDirs* made = nullptr, std::optional<std::filesystem::path>* placed = nullptr,
+               const std::set<std::string>* settled = nullptr);
 
 }  // namespace aesxfer::client

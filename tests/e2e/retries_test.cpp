@@ -365,6 +365,31 @@ TEST_F(Retries, ARetriedTreeContinuesWhereItsFirstSessionPutIt) {
   EXPECT_EQ(sha256_file(dest / "t" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
 }
 
+// A fifty-second re-attack (C52-2): each session of a retried recv -r listed the tree again and
+// fetched every file again; the files already reported were only kept from a second line. A file
+// changed on the server in between replaced the one whose line and --json object were printed,
+// without a word. A retry leaves the files an earlier session reported alone.
+TEST_F(Retries, ARetriedTreeDoesNotFetchAgainWhatItReported) {
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "a.txt", "server a\n");
+  write_random_file(ws.root / "t" / "z.bin", 8 * kMiB, 52);
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  std::thread changer([&] {  // between the sessions: the retry waits 1 s before it connects
+    for (int i = 0; i < 1000 && relay.cut() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    write_text_file(ws.root / "t" / "a.txt", "changed on the server\n");
+  });
+  auto r = run({"recv", "-r", "--json", "127.0.0.1:t", (ws.local / "copy").string()}, relay.port());
+  changer.join();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_EQ(read_text_file(ws.local / "copy" / "a.txt"), "server a\n") << r.out;
+  size_t objects = 0;
+  for (size_t at = 0; (at = r.out.find("\"file\":\"t/a.txt\"", at)) != std::string::npos; ++at) ++objects;
+  EXPECT_EQ(objects, 1u) << r.out;
+  EXPECT_EQ(sha256_file(ws.local / "copy" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
+}
+
 // A fifty-first re-attack (C51-4): `recv HOST:f DIR/` with DIR/f a FIFO (or a link to a
 // descriptor) is written through, but only DEST as typed (a directory) was judged: after a cut,
 // the retry wrote the whole file again after the first attempt's bytes, "verified", exit 0. DIR/f
