@@ -558,10 +558,12 @@ UniqueFd open_top(const fs::path& dest, const std::string& asked, const std::str
     return fd;
   }
   // Made in the directory that holds it, reached without following another user's link in a
-  // sticky directory (files/guarded_path.h; a twenty-third re-attack, N1).
-  files::GuardedEntry g = files::resolve_guarded(dest);
+  // sticky directory (files/guarded_path.h; a twenty-third re-attack, N1), nor one of theirs
+  // anywhere to what they do not own (guarded_destination's foreign_reach, as for a file: a
+  // fifty-third re-attack, B53-1: nobody's dangling link, or link to root's directory, in a
+  // shared 0777 directory chose where root's recv -r made its tree).
+  files::GuardedEntry g = guarded_destination(dest);
   if (g.name == "." || g.magic) throw Failure(printable(dest.string()) + ": not a directory");
-  if (auto planted = planted_way_refusal(g.dir.get(), dest.string())) throw *planted;
   home.refuse_at_or_below(g.dir.get(), dest.string());
   return make_dir_at(g.dir.get(), g.name, dest.string(), mode, top_created);
 }

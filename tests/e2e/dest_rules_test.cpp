@@ -900,6 +900,19 @@ TEST_F(DestRules, ATypedPathNeverFollowsAnotherUsersLinkToWhatIsNotTheirs) {
   EXPECT_FALSE(fs::exists(ws.root / "leak.txt"));
   EXPECT_FALSE(fs::exists(ws.root / "leak"));
   EXPECT_EQ(read_text_file(ws.local / "victim"), "mine\n");
+  // A fifty-third re-attack (B53-1): a DEST that recv -r makes, reached through their dangling
+  // link to a new name in root's directory, or below their link to root's directory.
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "f", "from the server\n");
+  fs::create_symlink(secret / "made", theirs / "restore");
+  ASSERT_EQ(::lchown((theirs / "restore").c_str(), kNobody, kNobody), 0);
+  for (const fs::path& dest : {theirs / "restore", theirs / "share" / "newdir"}) {
+    r = run({"recv", "-r", "127.0.0.1:t", dest.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(dest.string() + why), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(secret / "made"));
+  EXPECT_FALSE(fs::exists(secret / "newdir"));
   // This user's own link is followed as before.
   fs::create_symlink(secret / "s.txt", ws.local / "mine.txt");
   r = run({"send", (ws.local / "mine.txt").string(), "127.0.0.1:mine.txt"});
