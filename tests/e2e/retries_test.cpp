@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -60,6 +61,9 @@ class CuttingRelay {
     ::close(listen_fd_);
   }
   uint16_t port() const { return port_; }
+  // Runs `f` at each cut, before the connection is reset: what changes on the server then is
+  // there before the client can try again. Set before the first connection.
+  void on_cut(std::function<void()> f) { on_cut_ = std::move(f); }
   int cut() const { return cut_.load(); }
   int connections() const { return accepted_.load(); }
 
@@ -112,6 +116,7 @@ class CuttingRelay {
         }
         if (counts) counted += pass;
         if (to_cut && counts && counted >= after_) {
+          if (on_cut_) on_cut_();
           ++cut_;
           reset(cfd);
           if (silent_) {
@@ -134,6 +139,7 @@ class CuttingRelay {
   bool s2c_, silent_;
   std::mutex mu_;
   std::vector<int> held_;  // the server sides of silent cuts, closed at the end
+  std::function<void()> on_cut_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -374,13 +380,8 @@ TEST_F(Retries, ARetriedTreeDoesNotFetchAgainWhatItReported) {
   write_text_file(ws.root / "t" / "a.txt", "server a\n");
   write_random_file(ws.root / "t" / "z.bin", 8 * kMiB, 52);
   CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
-  std::thread changer([&] {  // between the sessions: the retry waits 1 s before it connects
-    for (int i = 0; i < 1000 && relay.cut() == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    write_text_file(ws.root / "t" / "a.txt", "changed on the server\n");
-  });
+  relay.on_cut([&] { write_text_file(ws.root / "t" / "a.txt", "changed on the server\n"); });
   auto r = run({"recv", "-r", "--json", "127.0.0.1:t", (ws.local / "copy").string()}, relay.port());
-  changer.join();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(relay.cut(), 1);
   EXPECT_EQ(read_text_file(ws.local / "copy" / "a.txt"), "server a\n") << r.out;
@@ -388,6 +389,35 @@ TEST_F(Retries, ARetriedTreeDoesNotFetchAgainWhatItReported) {
   for (size_t at = 0; (at = r.out.find("\"file\":\"t/a.txt\"", at)) != std::string::npos; ++at) ++objects;
   EXPECT_EQ(objects, 1u) << r.out;
   EXPECT_EQ(sha256_file(ws.local / "copy" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
+}
+
+// A fifty-third re-attack (C53-1, the fix of C52-2 undone in part): a file reported by the first
+// session that is a directory when the retry lists the tree fails under the same path, and that
+// failure was dropped with the success: everything below it skipped without a word, exit 0. Its
+// own words are shown and the command fails. And each skip note is said once per command, not
+// once per session (C53-2).
+TEST_F(Retries, AReportedFileThatBecameADirectoryStillFailsTheRetriedTree) {
+  fs::create_directories(ws.root / "t");
+  write_text_file(ws.root / "t" / "a", "file a\n");
+  fs::create_symlink("a", ws.root / "t" / "l");
+  write_random_file(ws.root / "t" / "z.bin", 8 * kMiB, 53);
+  CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
+  relay.on_cut([&] {
+    fs::remove(ws.root / "t" / "a");
+    fs::create_directories(ws.root / "t" / "a");
+    write_text_file(ws.root / "t" / "a" / "y1", "y1\n");
+  });
+  auto r = run({"recv", "-r", "127.0.0.1:t", (ws.local / "copy").string()}, relay.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(relay.cut(), 1);
+  EXPECT_NE(r.err.find("exists and is not a directory; skipping t/a and all below it"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text_file(ws.local / "copy" / "a"), "file a\n");
+  EXPECT_EQ(sha256_file(ws.local / "copy" / "z.bin"), sha256_file(ws.root / "t" / "z.bin"));
+  size_t notes = 0;
+  for (size_t at = 0; (at = r.err.find("skipping t/l (symbolic link", at)) != std::string::npos; ++at)
+    ++notes;
+  EXPECT_EQ(notes, 1u) << r.err;
 }
 
 // A fifty-first re-attack (C51-4): `recv HOST:f DIR/` with DIR/f a FIFO (or a link to a
