@@ -97,7 +97,10 @@ RecordOrder::Verdict RecordOrder::close(const crypto::Checksum& mine) noexcept {
   if (end_.withdrawn != Withdrawal::none)
     return end_.length == received_ ? Verdict::withdrawn : Verdict::length_mismatch;
   if (unsized_ && end_.length != received_) return Verdict::length_mismatch;
-  if (!unsized_ && (end_.length != size_ || received_ != size_)) return Verdict::short_stream;
+  if (!unsized_ && received_ != size_) return Verdict::short_stream;
+  // Every byte came and the end record claims another length: said as such, not "ended early:
+  // 3 of 3 bytes" (a fifty-third re-attack, C's note).
+  if (!unsized_ && end_.length != size_) return Verdict::length_mismatch;
   if (mine.alg != end_.checksum.alg || mine.len != end_.checksum.len ||
       !crypto::ct_equal(mine.bytes.data(), end_.checksum.bytes.data(), mine.len))
     return Verdict::digest_mismatch;

@@ -64,9 +64,9 @@ class RecordOrder {
     malformed_end,      // the end payload does not decode
     wrong_checksum,     // the end record's checksum algorithm is not the session's
     short_stream,       // close(): the end record's length or the data counted is not the size
-    length_mismatch,    // close(), unsized: the end record's length is not the data counted
-    digest_mismatch,    // close(): the end record's digest is not the receiver's
-    withdrawn,          // close(): the sender withdrew the stream (its length is the data counted)
+    length_mismatch,  // close(): the end record's length is not the data counted (all of a sized stream came)
+    digest_mismatch,  // close(): the end record's digest is not the receiver's
+    withdrawn,        // close(): the sender withdrew the stream (its length is the data counted)
   };
 
   RecordOrder(crypto::ChecksumAlg checksum, size_t record_size) noexcept

@@ -93,7 +93,8 @@ TEST(RecordOrder, CloseChecksLengthThenDigest) {
   o.begin_stream(3);
   EXPECT_EQ(o.on_record(RecordType::data, file), V::ok);
   EXPECT_EQ(o.on_record(RecordType::end, end_payload(4, checksum_of(file))), V::ok);
-  EXPECT_EQ(o.close(checksum_of(file)), V::short_stream);
+  EXPECT_EQ(o.close(checksum_of(file)), V::length_mismatch);
+  EXPECT_EQ(o.describe(V::length_mismatch), "end record says 4 bytes, 3 arrived");
   // Right length, other bytes.
   o.begin_stream(3);
   EXPECT_EQ(o.on_record(RecordType::data, Bytes{9, 9, 8}), V::ok);
