@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -139,6 +140,38 @@ TEST(PartialLock, ARenameThatFailsIsReportedAndTheLockIsLetGo) {
   UniqueFd again(::openat(dir.get(), p.c_str(), O_RDWR | O_CLOEXEC));
   ASSERT_TRUE(again);
   EXPECT_EQ(files::lock_partial(dir.get(), p, again.get()), files::PartialLock::held);
+}
+
+// A fifty-third re-attack (A53-1): a prefix is hashed with its holes' zeros from memory, not read
+// (the kernel zeroes a page-cache page for every page of a hole read). The digest is the one of
+// the same bytes written out, holes at the start, in the middle and up to the end; the
+// descriptor's offset is kept; a file shorter than the prefix still fails.
+TEST(PrefixHash, HolesHashAsTheirZerosAndTheOffsetIsKept) {
+  TempDir d("aesxfer-sparse");
+  const uint64_t len = 5 * (uint64_t(1) << 20) + 123;
+  std::string dense(len, '\0');
+  const fs::path sparse_path = d.path() / "sparse", dense_path = d.path() / "dense";
+  files::UniqueFd sparse(::open(sparse_path.c_str(), O_RDWR | O_CREAT, 0600));
+  ASSERT_TRUE(sparse);
+  ASSERT_EQ(::ftruncate(sparse.get(), off_t(len)), 0);
+  for (const uint64_t at : {uint64_t(1) << 20, (uint64_t(3) << 20) + 7}) {  // data between holes
+    const std::string bytes(70000, char('a' + at % 26));
+    ASSERT_EQ(::pwrite(sparse.get(), bytes.data(), bytes.size(), off_t(at)), ssize_t(bytes.size()));
+    dense.replace(at, bytes.size(), bytes);
+  }
+  write_text_file(dense_path, dense);
+  files::UniqueFd whole(::open(dense_path.c_str(), O_RDONLY));
+  ASSERT_EQ(::lseek(sparse.get(), 4321, SEEK_SET), 4321);
+  for (const uint64_t prefix : {len, len - 100, uint64_t(1) << 20, (uint64_t(1) << 20) + 5}) {
+    SCOPED_TRACE(prefix);
+    crypto::FileChecksum a, b;
+    files::hash_prefix(a, sparse.get(), prefix);
+    files::hash_prefix(b, whole.get(), prefix);
+    EXPECT_EQ(a.final().hex(), b.final().hex());
+  }
+  EXPECT_EQ(::lseek(sparse.get(), 0, SEEK_CUR), 4321);
+  crypto::FileChecksum c;
+  EXPECT_THROW(files::hash_prefix(c, sparse.get(), len + 1), proto::Failure);
 }
 
 }  // namespace
