@@ -150,6 +150,48 @@ class CuttingRelay {
 
 using Retries = ServerTest;
 
+// Reads the FIFO `path` for two attempts of a writer: the first (a blocking open) until it closes
+// or stays idle, then, 3 s later (a retry comes within 1 s), whatever a second one writes. join()
+// gives the bytes read.
+class FifoReader {
+ public:
+  explicit FifoReader(fs::path path) : thread_([this, path] { read_attempts(path); }) {}
+  uint64_t join() {
+    thread_.join();
+    return got_.load();
+  }
+
+ private:
+  void drain(int fd, int idle_rounds) {  // until the writer closes, or it stays idle
+    char buf[65536];
+    for (int idle = 0; idle < idle_rounds;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n == 0) return;
+      if (n > 0) {
+        got_ += uint64_t(n);
+        idle = 0;
+      } else {
+        ++idle;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+  void read_attempts(const fs::path& path) {
+    const int first = ::open(path.c_str(), O_RDONLY);  // the first attempt's writer
+    if (first < 0) return;
+    drain(first, 1000);
+    ::close(first);
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const int again = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+    if (again < 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    drain(again, 20);
+    ::close(again);
+  }
+  std::atomic<uint64_t> got_{0};
+  std::thread thread_;  // last: started once got_ is made
+};
+
 constexpr uint64_t kMiB = uint64_t(1) << 20;
 
 int retry_lines(const std::string& err) {
@@ -429,39 +471,13 @@ TEST_F(Retries, AFifoInsideTheDestinationDirectoryIsNeverRetried) {
   const fs::path dir = ws.local / "into";
   fs::create_directories(dir);
   ASSERT_EQ(::mkfifo((dir / "f.bin").c_str(), 0600), 0);
-  std::atomic<uint64_t> got{0};
-  auto drain = [&](int fd, int idle_rounds) {  // reads until the writer closes, or it stays idle
-    char buf[65536];
-    for (int idle = 0; idle < idle_rounds;) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n == 0) return;
-      if (n > 0) {
-        got += uint64_t(n);
-        idle = 0;
-      } else {
-        ++idle;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
-  };
-  std::thread reader([&] {
-    const int first = ::open((dir / "f.bin").c_str(), O_RDONLY);  // the first attempt's writer
-    if (first < 0) return;
-    drain(first, 1000);
-    ::close(first);
-    std::this_thread::sleep_for(std::chrono::seconds(3));  // a retry comes within 1 s
-    const int again = ::open((dir / "f.bin").c_str(), O_RDONLY | O_NONBLOCK);
-    if (again < 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    drain(again, 20);
-    ::close(again);
-  });
+  FifoReader reader(dir / "f.bin");
   CuttingRelay relay(server->port(), 1, 3 * kMiB, true);
   auto r = run({"recv", "-q", "127.0.0.1:f.bin", dir.string() + "/", "--timeout", "10"}, relay.port());
-  reader.join();
+  const uint64_t got = reader.join();
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_EQ(relay.connections(), 1) << "retried into the FIFO: " << r.err;
-  EXPECT_LT(got.load(), uint64_t(8 * kMiB)) << "the file went into the FIFO again";
+  EXPECT_LT(got, uint64_t(8 * kMiB)) << "the file went into the FIFO again";
 }
 
 // A fifty-second re-attack (C52-1): among several sources, a lost link handed the unsettled ones
@@ -480,33 +496,13 @@ TEST_F(Retries, AFifoAmongSeveralSourcesIsNotFetchedAgain) {
     const fs::path dir = ws.local / ("into" + std::to_string(c.size));
     fs::create_directories(dir);
     ASSERT_EQ(::mkfifo((dir / "f.bin").c_str(), 0600), 0);
-    std::atomic<uint64_t> got{0};
-    std::thread reader([&] {  // reads what each attempt writes, a second one after a pause
-      char buf[65536];
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        const int fd = ::open((dir / "f.bin").c_str(), O_RDONLY | (attempt ? O_NONBLOCK : 0));
-        if (fd < 0) return;
-        for (int idle = 0; idle < (attempt ? 20 : 1000);) {
-          const ssize_t n = ::read(fd, buf, sizeof buf);
-          if (n == 0) break;
-          if (n > 0) {
-            got += uint64_t(n);
-            idle = 0;
-          } else {
-            ++idle;
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          }
-        }
-        ::close(fd);
-        if (!attempt) std::this_thread::sleep_for(std::chrono::seconds(3));  // a retry comes within 1 s
-      }
-    });
+    FifoReader reader(dir / "f.bin");
     CuttingRelay relay(server->port(), 1, c.cut, true);
     auto r = run({"recv", "-q", "127.0.0.1:f.bin", "127.0.0.1:z.bin", dir.string() + "/", "--timeout", "10"},
                  relay.port());
-    reader.join();
+    const uint64_t got = reader.join();
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_LT(got.load(), c.size) << "the file went into the FIFO again: " << r.err;
+    EXPECT_LT(got, c.size) << "the file went into the FIFO again: " << r.err;
     EXPECT_NE(r.err.find("f.bin"), std::string::npos) << r.err;
     EXPECT_EQ(sha256_file(dir / "z.bin"), sha256_file(ws.root / "z.bin")) << r.err;
   }
