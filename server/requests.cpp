@@ -470,7 +470,7 @@ void handle_put(RequestContext& ctx, const Message& req) {
   std::optional<Place> dest;
   if (req.path != "/dev/null") {
     Refusal why;
-    dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
+    dest = ctx.root.put_target(req.path, req.text, why, ctx.walk_names.get());
     if (!dest) return refuse_target(ctx, req, why);
     sweep_for(ctx, *dest);
   }
@@ -660,7 +660,7 @@ void handle_probe(RequestContext& ctx, const Message& req) {
   Message m = response(Status::ok);
   if (req.path != "/dev/null") {
     Refusal why;
-    auto dest = ctx.root.put_target(req.path, req.text, why, ctx.listing_names.get());
+    auto dest = ctx.root.put_target(req.path, req.text, why, ctx.walk_names.get());
     if (!dest) return refuse_target(ctx, req, why);
     sweep_for(ctx, *dest);
     std::string distrust;
@@ -735,7 +735,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;
   bool exists = false;
-  auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why, ctx.listing_names.get());
+  auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why, ctx.walk_names.get());
   if (!target) return refuse(ctx, req, req.path, why);
   bool preserve = req.flags & proto::kFlagPreserve;
   if (!exists) {

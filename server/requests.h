@@ -87,6 +87,12 @@ struct RequestContext {
   // The names this key's listings may still have the server read (server/name_budget.h), shared by
   // all its sessions; the server sets the key's, from --max-list. Alone (tests): none.
   std::shared_ptr<NameBudget> listing_names = nullptr;
+  // The directories this key's puts, probes and mkdirs may have the server judge on their way
+  // (Root::planted_on_way), a budget of its own: a listing may overdraw listing_names (one walk
+  // of a tree at --max-list), and one of another user's planted directories left the key's puts
+  // busy for 30 s or more, "this key's requests ..." (a fifty-third re-attack, A53-2). The server
+  // sets the key's, as listing_names. Alone (tests): none.
+  std::shared_ptr<NameBudget> walk_names = nullptr;
   // Pipelined gets whose data went out and whose Result the client has not sent yet, oldest
   // first (docs/PROTOCOL.md, "Pipelining"): the Results come in request order, between requests.
   struct AwaitedResult {

@@ -82,6 +82,7 @@ struct Server::Impl {
     std::shared_ptr<LineBudget> quiet_lines;    // RequestContext::quiet_lines
     std::shared_ptr<MadeDirs> made_dirs;        // RequestContext::key_made_dirs
     std::shared_ptr<NameBudget> listing_names;  // RequestContext::listing_names
+    std::shared_ptr<NameBudget> walk_names;     // RequestContext::walk_names
     std::shared_ptr<NameBudget> hashing;        // PrefixDigests::share_key_allowance
   };
   std::map<std::string, KeyShared> per_key;
@@ -499,10 +500,11 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     KeyShared& k = at->second;
     if (fresh)
       k = {quiet_line_budget(), std::make_shared<MadeDirs>(), listing_name_budget(limits.max_list_entries),
-           probe_hash_allowance(limits.max_probe_hash)};
+           listing_name_budget(limits.max_list_entries), probe_hash_allowance(limits.max_probe_hash)};
     ctx.quiet_lines = k.quiet_lines;
     ctx.key_made_dirs = k.made_dirs;
     ctx.listing_names = k.listing_names;
+    ctx.walk_names = k.walk_names;
     ctx.digests.share_key_allowance(k.hashing);
   }
   server::serve_requests(ctx);

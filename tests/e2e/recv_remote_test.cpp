@@ -386,6 +386,29 @@ TEST_F(RecvTree, AListingsDirectoriesCostTheKeyMoreThanTheirNames) {
   EXPECT_EQ(small.stop(), 0);
 }
 
+// A fifty-third re-attack (A53-2): one listing may overdraw the key's name budget (one walk of a
+// tree at --max-list), and the walks of the key's puts, probes and mkdirs drew on the same budget:
+// another user's 9,000 empty directories, planted in a shared directory and listed once, left the
+// key's puts busy for 32 s, "this key's requests ...". Those walks have a budget of their own.
+TEST_F(RecvTree, AListingThatOverdrawsItsNamesLeavesTheKeysMkdirsAlone) {
+  fs::create_directories(ws.root / "pub");
+  for (int i = 0; i < 9000; ++i) fs::create_directory(ws.root / "pub" / ("d" + std::to_string(i)));
+  ServerProcess small(ws.home, ws.root, {"--max-list", "10000"});  // 40,000 names at once
+  {
+    HandSession s(small.port(), ws.home / "id_ed25519");
+    std::vector<proto::ListEntry> entries;
+    ASSERT_EQ(s.list(make_request(proto::Op::list, "pub"), &entries).status, proto::Status::ok);
+    EXPECT_EQ(entries.size(), 9000u);
+    // 9,000 names and 9,001 directories are 81,000 names: the listings' budget is overdrawn ...
+    EXPECT_EQ(s.list(make_request(proto::Op::list, "pub"), &entries).status, proto::Status::busy);
+    // ... and a mkdir of the key's is not refused for it.
+    const proto::Message m = s.ask(make_request(proto::Op::mkdir, "mine"));
+    EXPECT_EQ(m.status, proto::Status::ok) << m.text;
+  }
+  EXPECT_TRUE(fs::is_directory(ws.root / "mine"));
+  EXPECT_EQ(small.stop(), 0);
+}
+
 TEST_F(RecvTree, ListingLimitIsAClearError) {
   make_tree();  // 11 entries under tree/, 3 under tree/sub
   ServerProcess small(ws.home, ws.root, {"--max-list", "5"});
