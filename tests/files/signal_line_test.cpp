@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "files/atomic_file.h"
@@ -20,15 +21,27 @@
 namespace aesxfer::test {
 namespace {
 
-// Forks a child that registers `n` kept partial files of long shown names in `dir`, then raises
-// `sig`; returns its exit status and stderr.
-std::pair<int, std::string> stopped_child(const fs::path& dir, int n, int sig) {
-  const fs::path err = dir / "err.txt";
+// Runs `body` in a forked child whose standard error goes to `err` and which has the client's
+// signal clean-up installed (the child exits 4 if body returns); gives the child's wait status.
+int in_child(const fs::path& err, const std::function<void()>& body) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(efd, 2);
     files::install_cleanup_on_signals();
+    body();
+    ::_exit(4);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// Forks a child that registers `n` kept partial files of long shown names in `dir`, then raises
+// `sig`; returns its exit status and stderr.
+std::pair<int, std::string> stopped_child(const fs::path& dir, int n, int sig) {
+  const fs::path err = dir / "err.txt";
+  const int status = in_child(err, [&] {
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
     for (int i = 0; i < n; ++i) {
       const std::string name = ".f" + std::to_string(i) + ".aesxfer-partial";
@@ -39,10 +52,7 @@ std::pair<int, std::string> stopped_child(const fs::path& dir, int n, int sig) {
                            proto::quoted(std::string(900, ' ') + "x.bin: 3 bytes in 0.00 s" + name));
     }
     ::raise(sig);
-    ::_exit(4);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  });
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text_file(err)};
 }
 
@@ -73,18 +83,11 @@ TEST(SignalLine, ThirtyTwoKeptFilesMakeAShortLineThatCountsTheRest) {
 TEST(SignalLine, ShortNamesWithTheLongestClauseStayWithinTheBound) {
   TempDir tmp;
   const fs::path err = tmp.path() / "err.txt";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(efd, 2);
-    files::install_cleanup_on_signals();
+  const int status = in_child(err, [&] {
     for (int i = 0; i < 32; ++i)
       files::mark_sent_whole(files::register_server_kept(proto::quoted("host:dir/file" + std::to_string(i))));
     ::raise(SIGINT);
-    ::_exit(4);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  });
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
   const std::string line = read_text_file(err);
   EXPECT_LE(line.size(), 1536u + 100u) << line;
@@ -108,11 +111,7 @@ TEST(SignalLine, OneFileIsNamedWhole) {
 TEST(SignalLine, AFileRenamedIntoPlaceIsSaidToHaveArrived) {
   TempDir tmp;
   const fs::path err = tmp.path() / "err.txt";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(efd, 2);
-    files::install_cleanup_on_signals();
+  const int status = in_child(err, [&] {
     files::AtomicFile out(tmp.path() / "dest.bin");
     const int dfd = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
     for (const auto& e : fs::directory_iterator(tmp.path()))  // the rename, done as the signal comes
@@ -122,10 +121,7 @@ TEST(SignalLine, AFileRenamedIntoPlaceIsSaidToHaveArrived) {
     files::register_kept(dfd, ".k.aesxfer-partial", "\"k\"");
     ::unlinkat(dfd, ".k.aesxfer-partial", 0);  // renamed over k as the signal came
     ::raise(SIGINT);
-    ::_exit(4);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  });
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
   EXPECT_EQ(read_text_file(err),
             "aesxfer: interrupted: the file written as \"" + (tmp.path() / "dest.bin").string() +
@@ -144,11 +140,7 @@ TEST(SignalLine, AFileBeingDiscardedIsSaidToBeRemoved) {
     TempDir tmp;
     const fs::path err = tmp.path() / "err.txt";
     const fs::path dest = tmp.path() / "dest.bin";
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int efd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(efd, 2);
-      files::install_cleanup_on_signals();
+    const int status = in_child(err, [&] {
       files::g_discard_hook = []() noexcept { ::raise(SIGINT); };
       if (partial) {
         files::PartialFile p(dest);
@@ -159,10 +151,7 @@ TEST(SignalLine, AFileBeingDiscardedIsSaidToBeRemoved) {
         (void)!::write(out.fd(), "half", 4);
         out.discard();
       }
-      ::_exit(4);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    });
     EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
     const std::string line = read_text_file(err);
     EXPECT_EQ(line.find("arrived"), std::string::npos) << line;
