@@ -46,17 +46,15 @@ proto::Failure use_r_hint(const proto::Failure& f) {
 int cmd_recv_tree(const std::string& src, const std::string& dest, const TransferOpts& t, Retrier& retry);
 // What the sessions of one recv -r command share (--retries).
 struct TreeMemory {
-  // The files reported, fetched or failed: a retry leaves them alone (a fifty-second re-attack,
-  // C52-2: fetched again, a file changed in between replaced the one reported).
-  std::set<std::string> settled;
+  // What recv_tree keeps across sessions; its `settled` filled here, as files are reported.
+  client::TreeSessions tree;
   // The failures (path and words) and notes shown: a retry meets them again and does not repeat
   // them (a sixteenth re-attack, L2; a fifty-third, C53-2: every skip note again per session).
   std::set<std::string> said;
 };
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost, TreeMemory& memory,
-                      client::MadeDirs& made, std::optional<fs::path>& placed);
+                      int& rc, std::optional<proto::Failure>& lost, TreeMemory& memory);
 
 // What recv_many leaves to its caller: nothing (`rc` is the exit status), or every source one by
 // one, each on its own connection (the sources name several hosts, or the connection was lost
@@ -204,13 +202,9 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   app::RateLimiter limiter(t.limit_kbit);
   int rc = 0;  // a file that failed alone (pipelined): reported, the others go on, exit 1
   TreeMemory memory;
-  client::MadeDirs made;           // the directories it made, given their modes by the session that ends it
-  std::optional<fs::path> placed;  // where the first session put the tree
   for (;;) {
     std::optional<proto::Failure> lost;
-    if (const int r =
-            recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, memory, made, placed);
-        !lost)
+    if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, memory); !lost)
       return r;
     retry.wait(*lost);
     t.retried += retry.take();
@@ -221,15 +215,14 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
 // One session of recv -r; a lost connection that --retries takes over comes back in `lost`.
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
-                      int& rc, std::optional<proto::Failure>& lost, TreeMemory& memory,
-                      client::MadeDirs& made, std::optional<fs::path>& placed) {
+                      int& rc, std::optional<proto::Failure>& lost, TreeMemory& memory) {
   auto remote = parse_remote(src);
   std::unique_ptr<client::Client> client;
   // A failure fails the command even when its words were shown by an earlier session: a file
   // reported there that is now a directory fails under the same path with its own words, and was
   // dropped with the success, exit 0 (a fifty-third re-attack, C53-1).
   const auto failed = [&](const std::string& from, const proto::Failure& f, app::JsonProgress* jp) {
-    memory.settled.insert(from);
+    memory.tree.settled.insert(from);
     if (memory.said.insert(from + '\n' + f.what()).second)
       report_pipelined(t, co, tty, from, nullptr, &f, rc, jp);
     rc = kExitFail;
@@ -244,7 +237,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       try {
         auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
         meter.finish(r);
-        if (memory.settled.insert(from).second) report(t, co, r, tty);
+        if (memory.tree.settled.insert(from).second) report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         // The server refused this file (it cannot read it, it went since the listing): this file
@@ -265,11 +258,10 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // the retry fetches it
       if (f)
         failed(from, *f, nullptr);
-      else if (memory.settled.insert(from).second)
+      else if (memory.tree.settled.insert(from).second)
         report_pipelined(t, co, tty, from, r, nullptr, rc);
     };
-    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &made, &placed,
-                      &memory.settled);
+    client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &memory.tree);
     client->bye();
     if (rc) return rc;
   } catch (const client::TreeEnded&) {  // every file already named

@@ -808,7 +808,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
                const std::function<void(const std::string&)>& note,
                const std::function<void(const std::string&, const fs::path&, const FileResult*,
                                         const Failure*)>& pipelined,
-               MadeDirs* by_command, std::optional<fs::path>* placed, const std::set<std::string>* settled) {
+               TreeSessions* across) {
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
@@ -819,7 +819,9 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   fs::path top;
   bool top_created = false;
   const OwnHome home(client.home());  // never the top, nor where it is made
-  const UniqueFd top_fd = place_top(client, d, remote, asked, dest, placed, home, top, top_created);
+  MadeDirs* by_command = across ? &across->made : nullptr;
+  const UniqueFd top_fd =
+      place_top(client, d, remote, asked, dest, across ? &across->placed : nullptr, home, top, top_created);
   DirWalker walker(top_fd.get(), top);
   Pipeline pipeline(client);
   std::vector<Made> made;  // directories this command created, parents first
@@ -838,7 +840,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         make_tree_dir(walker, e, base, shown, skipped, made, by_command, home, pipelined);
         break;
       case proto::EntryType::file: {
-        if (settled && settled->count(base + e.path)) break;  // reported by an earlier session
+        if (across && across->settled.count(base + e.path)) break;  // reported by an earlier session
         const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
         if (auto f = cannot_write(pfd, name, local)) {

@@ -25,6 +25,26 @@ struct TreeEnded : proto::Failure {
 // The directories one recv -r command made, across its sessions, by device and inode.
 using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
 
+// What the sessions of one recv -r command share (--retries): each retry session is given the
+// same one.
+struct TreeSessions {
+  // The directories the command made: a retry finds them there and still treats them as the
+  // command's own, giving them their listed modes (a thirtieth re-attack, B-N3: they kept the mode
+  // they were made with). Filled by recv_tree.
+  MadeDirs made;
+  // The top the first session chose, which every retry continues: a retry runs "as with --resume",
+  // and took a DEST recorded as an earlier copy for the copy where the first session had put the
+  // tree in DEST/NAME by scp's rule, writing the rest into DEST itself over the user's files, exit 0
+  // (a fifty-first re-attack, C51-3). An existing DEST recorded as the copy is continued only with
+  // the user's own --resume (Client::resume_asked). Set by recv_tree.
+  std::optional<std::filesystem::path> placed;
+  // The files (remote paths) the command already reported, fetched or failed: a retry leaves them
+  // alone. It fetched them again, and a file changed on the server in between replaced the one
+  // whose line and --json object were already printed, without a word (a fifty-second re-attack,
+  // C52-2). Filled by the caller, which reports.
+  std::set<std::string> settled;
+};
+
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in
 // dest/NAME when dest is an existing directory (NAME the last component of the request, never of
 // the server's reply; the root "." has none, its contents go into dest), else as dest itself
@@ -36,19 +56,8 @@ using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
 // holding local.filename()), which reports progress and throws Failure to stop everything.
 // Directories are created owner-writable while they are filled; after their contents (deepest
 // first) the ones this command created get the listed mode & ~umask, with `preserve` the exact
-// mode (never setuid/setgid) and mtime; directories that existed keep theirs. `made`, when given,
-// holds the directories an earlier session of the same command made (--retries) and gets this
-// one's: the second attempt finds them there and still treats them as the command's own (a
-// thirtieth re-attack, B-N3: they kept the mode they were made with). `placed`, when given, holds
-// the top the first session of the command chose, which every retry continues: a retry runs "as
-// with --resume", and took a DEST recorded as an earlier copy for the copy where the first session
-// had put the tree in DEST/NAME by scp's rule, writing the rest into DEST itself over the user's
-// files, exit 0 (a fifty-first re-attack, C51-3). An existing DEST recorded as the copy is
-// continued only with the user's own --resume (Client::resume_asked). `settled`, when given,
-// holds the files (remote paths) an earlier session of the command already reported, fetched or
-// failed: a retry leaves them alone. It fetched them again, and a file changed on the server in
-// between replaced the one whose line and --json object were already printed, without a word (a
-// fifty-second re-attack, C52-2).
+// mode (never setuid/setgid) and mtime; directories that existed keep theirs. `across`, when
+// given, is what the sessions of one command share (--retries; TreeSessions).
 // Symlinks and special files on the server are not fetched: `note` gets one line for each.
 // Throws Failure (one line) on the first error; what was complete stays, nothing half-written
 // appears under a destination name.
@@ -61,7 +70,6 @@ void recv_tree(Client& client, const std::string& remote, const std::filesystem:
                // file alone (the others go on). A failure of the connection is still thrown.
                const std::function<void(const std::string& remote, const std::filesystem::path& local,
                                         const FileResult* ok, const proto::Failure* failed)>& pipelined = {},
-               MadeDirs* made = nullptr, std::optional<std::filesystem::path>* placed = nullptr,
-               const std::set<std::string>* settled = nullptr);
+               TreeSessions* across = nullptr);
 
 }  // namespace aesxfer::client
