@@ -326,7 +326,9 @@ struct ClientHandshake::Impl {
 
   // What a refusal before the key exchange is: not signed by the server's host key, so a host on
   // the path can send one listing only `none` or a legacy cipher, which read as the server's
-  // policy invited the user to weaken the connection (a fifty-first re-attack, C51-2).
+  // policy invited the user to weaken the connection (a fifty-first re-attack, C51-2). Said of every
+  // refusal in a ServerHello, the version and busy ones too: nothing before the key exchange is
+  // the server's word (a fifty-second re-attack's note).
   static constexpr const char* kUnsigned =
       "; this refusal is not authenticated (any host on the path can send it)";
 
@@ -344,7 +346,7 @@ struct ClientHandshake::Impl {
       case kStatusVersion:
         return failed(errc::bad_magic, consumed,
                       "the server does not speak protocol version " + std::to_string(kVersion) +
-                          " (upgrade the older end)");
+                          " (upgrade the older end)" + kUnsigned);
       case kStatusChecksum:
         return failed(errc::unsupported_checksum, consumed,
                       std::string("the server does not allow checksum ") +
@@ -354,8 +356,10 @@ struct ClientHandshake::Impl {
         return failed(errc::server_busy, consumed,
                       // The status does not say which bound turned the client away (a twelfth
                       // re-attack, G7: a per-source refusal was blamed on --max-startups alone).
-                      "server busy: too many connections are waiting to log in (its --max-startups, or "
-                      "--per-source-max-startups for this address); try again later");
+                      std::string("server busy: too many connections are waiting to log in (its "
+                                  "--max-startups, or --per-source-max-startups for this address); try "
+                                  "again later") +
+                          kUnsigned);
       default:
         return failed(errc::bad_handshake, consumed);
     }
@@ -369,7 +373,7 @@ struct ClientHandshake::Impl {
     if (version != kVersion)
       return failed(errc::bad_magic, consumed,
                     "the server speaks aesxfer protocol version " + std::to_string(version) +
-                        ", this client " + std::to_string(kVersion) + " (upgrade the older end)");
+                        ", this client " + std::to_string(kVersion) + " (upgrade the older end)" + kUnsigned);
     if (r.remaining() != kServerHelloBody - 9) return failed(errc::bad_handshake, consumed);
     const uint8_t status = r.u8();
     uint8_t server_kx[32], host_pk[32];

@@ -569,6 +569,44 @@ TEST(Handshake, WrongVersionAndMagic) {
   }
 }
 
+// Every refusal a ServerHello carries is unsigned, the version and busy ones as well as the cipher
+// one: a host on the path can send any of them (a fifty-second re-attack's note; C51-2).
+TEST(Handshake, EveryRefusalInAServerHelloIsSaidToBeUnauthenticated) {
+  const std::string unsigned_note = "this refusal is not authenticated (any host on the path can send it)";
+  {  // status 3: the server does not speak this version
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    Step a = p.c->start();
+    a.send[13] = 2;
+    Step b = p.s->feed(a.send.data(), a.send.size());
+    Step c = p.c->feed(b.send.data(), b.send.size());
+    EXPECT_EQ(c.ec, make_error_code(errc::bad_magic));
+    EXPECT_NE(c.detail.find("does not speak protocol version"), std::string::npos) << c.detail;
+    EXPECT_NE(c.detail.find(unsigned_note), std::string::npos) << c.detail;
+  }
+  {  // a ServerHello of another version
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    p.c->start();
+    Bytes f(4 + 1 + 174, 0);
+    crypto::store_be32(f.data(), 175);
+    f[4] = 2;
+    std::memcpy(f.data() + 5, "AESXFER1", 8);
+    f[13] = 4;
+    Step c = p.c->feed(f.data(), f.size());
+    EXPECT_EQ(c.ec, make_error_code(errc::bad_magic));
+    EXPECT_NE(c.detail.find(unsigned_note), std::string::npos) << c.detail;
+  }
+  {  // status 5: busy
+    Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
+    p.c->start();
+    const Bytes busy = busy_server_hello();
+    Step c = p.c->feed(busy.data(), busy.size());
+    EXPECT_EQ(c.ec, make_error_code(errc::server_busy));
+    EXPECT_NE(c.detail.find("server busy: too many connections are waiting to log in"), std::string::npos)
+        << c.detail;
+    EXPECT_NE(c.detail.find(unsigned_note), std::string::npos) << c.detail;
+  }
+}
+
 TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
   Identity host = Identity::generate();
   auto server = [&] {
