@@ -545,6 +545,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
   } catch (const Failure& f) {
     put_failed(f, local, put_shown(remote, req.text));
   }
+  const files::AwaitingAnswer awaiting(kept.slot < 0);  // a kept slot already says so
   expect_ok_result(put_shown(remote, req.text));
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
@@ -629,6 +630,7 @@ FileResult Client::unsized_put(int fd, const struct stat& st, const std::string&
     throw_receivers_reason(remote);
     throw;
   }
+  const files::AwaitingAnswer awaiting(true);
   expect_ok_result(remote);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.record_size = conn_->record_size();

@@ -25,6 +25,7 @@
 
 namespace aesxfer::files {
 class AtomicFile;
+class AwaitingAnswer;
 class PartialFile;
 struct PrefixScan;
 }  // namespace aesxfer::files
@@ -374,8 +375,11 @@ class Client {
   [[noreturn]] void put_failed(const proto::Failure& f, const std::filesystem::path& local,
                                const std::string& shown);
   // `since`: the file as put_parallel found it (a part read after it changed is withdrawn).
+  // `commit`, when given, goes right behind the part; from then on `committed` counts the file
+  // as sent whole (files::AwaitingAnswer) until put_parallel reads the commit's answer.
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                             const proto::Message* commit, const struct stat* since);
+                             const proto::Message* commit, const struct stat* since,
+                             files::AwaitingAnswer* committed);
   // `version`: the server's name of the file version the part was read from (PROTOCOL.md 3.9).
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              std::string& version);

@@ -391,14 +391,18 @@ int Client::open_extra(int want) {
 }
 
 crypto::Checksum Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                                   const proto::Message* commit, const struct stat* since) {
+                                   const proto::Message* commit, const struct stat* since,
+                                   files::AwaitingAnswer* committed) {
   crypto::Checksum sum;
   proto::Message resp = ask_put(req);  // refused: this connection is still clean (can_continue)
   try {
     StreamOptions so{0, false, true, req.offset};
     so.since = since;
     sum = send_stream(*conn_, fd, req.length, progress, so);
-    if (commit) conn_->send_message(*commit);  // saves a round trip at the end
+    if (commit) {
+      conn_->send_message(*commit);              // saves a round trip at the end
+      *committed = files::AwaitingAnswer(true);  // the server may now put the file in place
+    }
   } catch (const Failure&) {
     throw_receivers_reason(req.path);
     throw;
@@ -434,6 +438,15 @@ void set_range(proto::Message& req, size_t parts) {
     throw Failure("cannot get random bytes for the transfer id");
 }
 
+// Part i of a ranged request (its bytes [range.first, range.first + range.second)).
+proto::Message part_request(const proto::Message& req, size_t i, std::pair<uint64_t, uint64_t> range) {
+  proto::Message part = req;
+  part.part = uint32_t(i);
+  part.offset = range.first;
+  part.length = range.second;
+  return part;
+}
+
 FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   struct stat opened {};  // every part's reads are judged against the file as it was here
@@ -459,22 +472,21 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   commit.op = proto::Op::commit;
   r.ranges.resize(parts);
   PartQueue queue(parts);
+  files::AwaitingAnswer committed;  // set by connection 0's worker as it sends the commit
   Runners run;
   const auto worker = [&](Client* cl, size_t c) {
-    bool committed = false;
+    bool last = false;
     for (size_t i; !run.failed() && queue.next(c, &i);) {
-      proto::Message part = req;
-      part.part = uint32_t(i);
-      part.offset = ranges[i].first;
-      part.length = ranges[i].second;
+      const proto::Message part = part_request(req, i, ranges[i]);
       // The commit rides behind this connection's last part once every part is handed out.
-      committed = c == 0 && queue.empty();
+      last = c == 0 && queue.empty();
       r.ranges[i] = {part.offset, part.length,
-                     cl->put_range(fd, part, sum.part(i), committed ? &commit : nullptr, &opened)};
+                     cl->put_range(fd, part, sum.part(i), last ? &commit : nullptr, &opened, &committed)};
     }
-    if (c == 0 && !committed && !run.failed()) {  // the others still move their last parts
-      clean_failure_ = false;                     // the commit's answer is due
+    if (c == 0 && !last && !run.failed()) {  // the others still move their last parts
+      clean_failure_ = false;                // the commit's answer is due
       conn_->send_message(commit);
+      committed = files::AwaitingAnswer(true);
     }
   };
   for (Client* cl : conns) cl->clean_failure_ = true;  // no request yet
@@ -556,10 +568,7 @@ FileResult Client::get_parallel(const std::string& remote, const fs::path& local
           conns[c]->conn_->fd(),
           [&, cl = conns[c], c] {
             for (size_t i; queue.next(c, &i);) {
-              proto::Message part = req;
-              part.part = uint32_t(i);
-              part.offset = ranges[i].first;
-              part.length = ranges[i].second;
+              const proto::Message part = part_request(req, i, ranges[i]);
               r.ranges[i] = {part.offset, part.length,
                              cl->get_range(out ? out->fd() : -1, part, sum.part(i), versions[i])};
             }

@@ -120,6 +120,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
     throw PipelineStopped(named);
   }
   bytes_ += size;
+  it.sent = files::AwaitingAnswer(true);
   q_.push_back(std::move(it));
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "client/client.h"
+#include "files/atomic_file.h"
 #include "files/resume.h"
 #include "files/unique_fd.h"
 
@@ -112,6 +113,7 @@ class Pipeline {
     std::chrono::steady_clock::time_point started;
     net::TcpCounts before;  // put: the connection's counters when its data started (--json's resent_percent)
     std::optional<proto::Failure> withdrawn;  // put: this end withdrew its stream; the Result is still due
+    files::AwaitingAnswer sent;               // put: sent whole, its Result not read (a signal says so)
     Done done;
     DirDone dir_done;
     StatDone stat_done;

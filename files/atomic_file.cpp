@@ -112,6 +112,7 @@ struct Slot {
 };
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
+std::atomic<int> g_awaiting{0};  // files sent whole and not answered (AwaitingAnswer)
 
 // Claims are made under g_claim, so that a lingering slot's name is read only while no other
 // claim may refill it. The signal handler takes no lock: it reads only slots in state 2 or 3.
@@ -252,6 +253,14 @@ extern "C" void on_stop_signal(int sig) {
   int more[3] = {0, 0, 0};
   for (auto& s : g_slots)
     if (const int st = s.state.load(); st == 2 || st == 3) settle_slot(s, written, any, more);
+  if (const int n = g_awaiting.load(); n > 0) {
+    put(any ? "; " : ": ");
+    put_count(n);
+    put(n == 1 ? " file was sent whole and not yet answered: whether the server put it in place is not known"
+               : " files were sent whole and not yet answered: whether the server put them in place is not "
+                 "known");
+    any = true;
+  }
   if (!any) put(": nothing was left behind");
   if (more[0] + more[1] + more[2] > 0) {
     put("; and ");
@@ -333,6 +342,24 @@ void mark_discarding(int slot) noexcept {
 }
 
 void (*g_discard_hook)() noexcept = nullptr;
+
+AwaitingAnswer::AwaitingAnswer(bool counted) noexcept : counted_(counted) {
+  if (counted_) g_awaiting.fetch_add(1);
+}
+
+AwaitingAnswer& AwaitingAnswer::operator=(AwaitingAnswer&& o) noexcept {
+  if (this != &o) {
+    release();
+    counted_ = o.counted_;
+    o.counted_ = false;
+  }
+  return *this;
+}
+
+void AwaitingAnswer::release() noexcept {
+  if (counted_) g_awaiting.fetch_sub(1);
+  counted_ = false;
+}
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 

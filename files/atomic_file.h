@@ -161,6 +161,26 @@ void mark_sent_whole(int slot) noexcept;
 // the unlink may already have taken it (a fifty-second re-attack, B52-1: over a large file the
 // unlink takes a while, and a signal in it said the file had arrived complete and was in place).
 void mark_discarding(int slot) noexcept;
+// Counts, while it is held, one file whose whole data and end record (or a parallel put's commit)
+// were sent and whose answer has not been read: the server may already have put it in place, so
+// a signal meanwhile says how many such files there are and that it cannot tell, never "nothing
+// was left behind" (a fifty-second re-attack's note: a plain send interrupted after its end
+// record). Movable, so that a pipelined put's queue entry can hold it.
+class AwaitingAnswer {
+ public:
+  AwaitingAnswer() = default;
+  explicit AwaitingAnswer(bool counted) noexcept;
+  AwaitingAnswer(AwaitingAnswer&& o) noexcept : counted_(o.counted_) { o.counted_ = false; }
+  AwaitingAnswer& operator=(AwaitingAnswer&& o) noexcept;
+  AwaitingAnswer(const AwaitingAnswer&) = delete;
+  AwaitingAnswer& operator=(const AwaitingAnswer&) = delete;
+  ~AwaitingAnswer() { release(); }
+  void release() noexcept;  // the answer came (or the file failed)
+
+ private:
+  bool counted_ = false;
+};
+
 // Tests only: called by a discard right after its unlink, while the slot is still registered
 // (null in the product).
 extern void (*g_discard_hook)() noexcept;

@@ -1070,6 +1070,83 @@ TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
   }
 }
 
+// The state letter of process pid's main thread (/proc/PID/stat), or 0.
+char process_state(pid_t pid) {
+  const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : 0;
+}
+
+// A fifty-second re-attack's note: a plain send stopped by a signal after its end record said
+// "nothing was left behind", though the server may then put the file in place. The line says how
+// many files were sent whole without an answer yet, and that whether they are in place is not
+// known: one put alone, two pipelined ones, and a parallel put whose commit was sent.
+TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
+  std::atomic<int> ended{0};  // puts read to their end record, commits read: none answered
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::commit) {
+          ++ended;
+        } else if (m.op == proto::Op::put) {
+          if (!(m.flags & proto::kFlagAhead)) {
+            proto::Message ok = response(proto::Status::ok);
+            ok.tagged = m.tagged;
+            c.send_message(ok);
+          }
+          net::recv_stream(c, -1, m.flags & proto::kFlagRange ? m.length : m.size, nullptr);
+          if (m.flags & proto::kFlagRange) {  // a part: its Result; the commit is what stays unanswered
+            proto::Message res = response(proto::Status::ok);
+            res.type = proto::MsgType::result;
+            c.send_message(res);
+            return;
+          }
+          ++ended;
+        }
+        // No answer: the session waits for the client's next message, which never comes.
+      },
+      true);
+  write_random_file(ws.local / "a", 1000, 1);
+  write_random_file(ws.local / "b", 1000, 2);
+  write_random_file(ws.local / "big", 24 << 20, 3);
+  struct Case {
+    std::vector<std::string> args;
+    int files;
+    const char* said;
+  };
+  const std::string port = std::to_string(fake.port());
+  for (const Case& tc : {Case{{"send", (ws.local / "a").string(), "127.0.0.1:x"},
+                              1,
+                              ": 1 file was sent whole and not yet answered: "
+                              "whether the server put it in place is not known"},
+                         Case{{"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:."},
+                              2,
+                              ": 2 files were sent whole and not yet answered: whether the server put them "
+                              "in place is not known"},
+                         Case{{"send", "--streams", "2", (ws.local / "big").string(), "127.0.0.1:y"},
+                              1,
+                              ": 1 file was sent whole and not yet answered: whether the server put it in "
+                              "place is not known"}}) {
+    SCOPED_TRACE(tc.args.size() == 4 ? tc.args[1] + " " + tc.args[2] : tc.args[2]);
+    ended = 0;
+    std::vector<std::string> args = tc.args;
+    for (const char* a : {"-q", "--retries", "0", "-P"}) args.push_back(a);
+    args.push_back(port);
+    const pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (ended < tc.files && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(ended, tc.files) << read_text_file(ws.local / "err.txt");
+    // Everything it sends was read: the client now only waits for the answers (asleep).
+    while (process_state(pid) != 'S' && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(::kill(pid, SIGINT), 0);
+    EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+    const std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_EQ(err, "aesxfer: interrupted" + std::string(tc.said) + "\n");
+  }
+}
+
 // Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
 // appends (nothing of the log is lost), and standard output on a socket works.
 TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {

@@ -94,6 +94,40 @@ TEST(SignalLine, ShortNamesWithTheLongestClauseStayWithinTheBound) {
   EXPECT_NE(line.find(" more files ("), std::string::npos) << line;
 }
 
+// A file sent whole and not yet answered is counted while held (files::AwaitingAnswer), moved or
+// not, and no longer once released: the line never says "nothing was left behind" of it.
+TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
+  TempDir tmp;
+  const fs::path err = tmp.path() / "err.txt";
+  const auto line = [&](const std::function<void()>& body) {
+    const int status = in_child(err, body);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
+    return read_text_file(err);
+  };
+  EXPECT_EQ(line([] {
+              files::AwaitingAnswer a(true);
+              files::AwaitingAnswer moved(std::move(a));
+              files::AwaitingAnswer none;
+              ::raise(SIGINT);
+            }),
+            "aesxfer: interrupted: 1 file was sent whole and not yet answered: whether the server put it in "
+            "place is not known\n");
+  EXPECT_EQ(line([] {
+              files::AwaitingAnswer a(true), b(true), c(true);
+              c.release();
+              files::mark_sent_whole(files::register_server_kept("\"k\""));
+              ::raise(SIGINT);
+            }),
+            "aesxfer: interrupted: the server may keep \"k\" for --resume (its end was sent; whether the "
+            "server put it in place is not known); 2 files were sent whole and not yet answered: whether the "
+            "server put them in place is not known\n");
+  EXPECT_EQ(line([] {
+              { files::AwaitingAnswer a(true); }
+              ::raise(SIGINT);
+            }),
+            "aesxfer: interrupted: nothing was left behind\n");
+}
+
 TEST(SignalLine, OneFileIsNamedWhole) {
   TempDir tmp;
   auto [code, err] = stopped_child(tmp.path(), 1, SIGTERM);
