@@ -425,13 +425,18 @@ void Retrier::resume(client::ClientOptions& co) const {
   co.offer_changed_since = started_;
 }
 
-void Retrier::wait(const proto::Failure& f) {
+void Retrier::wait(const proto::Failure& f, bool resumable) {
   ++used_;
   ++untaken_;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
-  // Not "resuming" where this file's partial file was passed over (Failure::from_start).
+  // Not "resuming" where this file's partial file was passed over (Failure::from_start), nor after
+  // an attempt without --resume, which kept nothing of the file in transfer (a fifty-third
+  // re-attack's note: a plain recv cut at 15 of 20 MB said "resuming" and moved all 20 MB again).
   std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, %s\n", bounded_line(f.what()).c_str(), used_,
-               max_, delay, f.from_start ? "this file from its start" : "resuming");
+               max_, delay,
+               f.from_start ? "this file from its start"
+               : resumable  ? "resuming"
+                            : "the file in transfer from its start");
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(delay));
 }

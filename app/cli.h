@@ -127,8 +127,10 @@ class Retrier {
     return f.origin == proto::Origin::link ||
            (used_ > 0 && f.origin == proto::Origin::peer && f.status == proto::Status::busy);
   }
-  // Says what was lost and waits before the next attempt (used() counts it).
-  void wait(const proto::Failure& f);
+  // Says what was lost and waits before the next attempt (used() counts it). `resumable`: the
+  // failed attempt ran as --resume (ClientOptions::resume), so what arrived of the file in
+  // transfer was kept; else the next attempt starts that file again, and the line says so.
+  void wait(const proto::Failure& f, bool resumable);
   int used() const { return used_; }
   // The retries not yet counted for a file: the next file reported takes them (the one in flight
   // when the connection was lost), and the count starts again from 0.

@@ -183,7 +183,7 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
         jp.fail(said.what(), said.size);  // --json-progress's last line (stderr if data is on stdout)
         return end_on_failure(said, client.get());
       }
-      retry.wait(f);
+      retry.wait(f, co.resume);
     } catch (const std::exception& e) {
       die_line(e.what());
       return kExitFail;
@@ -206,7 +206,7 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
     std::optional<proto::Failure> lost;
     if (const int r = recv_tree_session(src, dest, t, co, tty, limiter, retry, rc, lost, memory); !lost)
       return r;
-    retry.wait(*lost);
+    retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // the copy goes on where it stopped (client/tree_resume.h)
   }
@@ -430,7 +430,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
       report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
       settled[i] = 1;
     }
-    retry.wait(f);
+    retry.wait(f, co.resume);
     return {Then::one_by_one, rc, std::move(settled)};  // the rest resume: retry.used() > 0
   }
   return {Then::done, rc, {}};

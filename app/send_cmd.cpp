@@ -363,7 +363,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
       return kExitFail;
     }
     if (!lost) break;
-    retry.wait(*lost);
+    retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued
   }
