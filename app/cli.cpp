@@ -405,9 +405,14 @@ void json_failed(const TransferOpts& t, const std::string& file, const std::stri
 }
 
 int end_with_unreported(const TransferOpts& t, const proto::Failure& f,
-                        const std::vector<std::string>& unreported) {
+                        const std::vector<std::string>& unreported, const char* not_moved) {
   die_line(f.what());
   for (const auto& file : unreported) json_failed(t, file, f.what());
+  if (!t.json && unreported.size() > 1) {
+    std::string names;
+    for (const auto& file : unreported) names += (names.empty() ? "" : ", ") + proto::quoted(file);
+    die_line(std::string(not_moved) + ": " + names + " (the session ended)");  // cut by bounded_line
+  }
   return kExitFail;
 }
 

@@ -424,7 +424,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   } catch (const proto::Failure& f) {
     if (!retry.worth(f)) {
       if (client) client->bye();
-      return {Then::done, end_with_unreported(t, f, unsettled(paths, settled)), {}};
+      return {Then::done, end_with_unreported(t, f, unsettled(paths, settled), "not fetched"), {}};
     }
     for (const size_t i : spent_attempts(dest, paths, asked, settled)) {  // not fetched again
       report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);

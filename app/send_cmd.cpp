@@ -355,7 +355,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         std::vector<std::string> unreported;
         for (const auto& src : sources)
           if (!done.settled.count(src)) unreported.push_back(src);
-        return end_with_unreported(t, f, unreported);
+        return end_with_unreported(t, f, unreported, "not sent");
       }
       lost = f;
     } catch (const std::exception& e) {

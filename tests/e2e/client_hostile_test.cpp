@@ -98,6 +98,45 @@ TEST_F(HostileServer, AProtocolViolationIsNotRetried) {
   EXPECT_FALSE(fs::exists(ws.local / "f"));
 }
 
+// A fifty-third re-attack's note: a protocol error that ended a session of several sources printed
+// one line naming none of them (only --json named them). Two or more sources not moved are named
+// on a second line, both ways; a single source's line stays alone.
+TEST_F(HostileServer, ASessionEndedAmongSeveralSourcesNamesTheOnesNotMoved) {
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::put && !(m.flags & proto::kFlagAhead)) c.send_message(response(proto::Status::ok));
+    proto::Message bad;  // a Result where the answer to the request is due
+    bad.type = proto::MsgType::result;
+    bad.status = proto::Status::ok;
+    c.send_message(bad);
+  });
+  write_text_file(ws.local / "a", "a");
+  write_text_file(ws.local / "b", "b");
+  fs::create_directories(ws.local / "d");
+  struct Case {
+    std::vector<std::string> args;
+    std::string named;  // the second line, or empty
+  };
+  for (const Case& tc : {Case{{"recv", "127.0.0.1:a", "127.0.0.1:b", (ws.local / "d").string() + "/"},
+                              "aesxfer: not fetched: \"a\", \"b\" (the session ended)"},
+                         Case{{"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:d/"},
+                              ("aesxfer: not sent: " + proto::quoted((ws.local / "a").string()) + ", " +
+                               proto::quoted((ws.local / "b").string()) + " (the session ended)")},
+                         Case{{"recv", "127.0.0.1:a", (ws.local / "d").string() + "/"}, ""}}) {
+    SCOPED_TRACE(tc.args.size());
+    std::vector<std::string> args = tc.args;
+    args.insert(args.begin() + 1, "-q");
+    auto r = run(args, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    const auto lines = nonempty_lines(r.err);
+    ASSERT_EQ(lines.size(), tc.named.empty() ? 1u : 2u) << r.err;
+    EXPECT_NE(lines[0].find("protocol error"), std::string::npos) << r.err;
+    if (!tc.named.empty()) {
+      EXPECT_EQ(lines[1], tc.named);
+    }
+    EXPECT_FALSE(fs::exists(ws.local / "d" / "a"));
+  }
+}
+
 TEST_F(HostileServer, HonestReplyLandsUnderTheRequestedName) {
   using proto::EntryType;
   fs::create_directories(ws.local / "dest");
