@@ -261,7 +261,7 @@ extern "C" void on_stop_signal(int sig) {
                  "known");
     any = true;
   }
-  if (!any) put(": nothing was left behind");
+  if (!any) put(": no partial or temporary file was left behind");  // what arrived whole stays
   if (more[0] + more[1] + more[2] > 0) {
     put("; and ");
     put_count(more[0] + more[1] + more[2]);

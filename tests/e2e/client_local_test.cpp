@@ -961,7 +961,7 @@ TEST_F(ClientLocal, ASignalBetweenRetriesNamesWhatWasKept) {
   fs::create_directories(dir);
   const std::string err = interrupted_at_first_retry(ws, dir / "big.bin", relay.port());
   EXPECT_NE(err.find("retry 1 of 5"), std::string::npos) << err;
-  EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
+  EXPECT_EQ(err.find("no partial or temporary file was left behind"), std::string::npos) << err;
   EXPECT_NE(err.find("aesxfer: interrupted: kept \"" + (dir / ".big.bin.aesxfer-partial").string() +
                      "\" for --resume"),
             std::string::npos)
@@ -1058,7 +1058,7 @@ TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
     EXPECT_EQ(wait_exit(pid), 128 + sig);
     std::string err = read_text_file(ws.local / "err.txt");
     EXPECT_EQ(nonempty_lines(err).size(), 1u) << err;
-    EXPECT_EQ(err.find("nothing was left behind"), std::string::npos) << err;
+    EXPECT_EQ(err.find("no partial or temporary file was left behind"), std::string::npos) << err;
     // HOST:PATH with the port apart, as every remote name (a twenty-ninth re-attack, N4: HOST:PORT:PATH).
     EXPECT_NE(err.find("aesxfer: interrupted: the server keeps what arrived of \"big.bin\" in "
                        "\"127.0.0.1:in/.big.bin.aesxfer-partial\" (port " +

@@ -95,7 +95,7 @@ TEST(SignalLine, ShortNamesWithTheLongestClauseStayWithinTheBound) {
 }
 
 // A file sent whole and not yet answered is counted while held (files::AwaitingAnswer), moved or
-// not, and no longer once released: the line never says "nothing was left behind" of it.
+// not, and no longer once released: the line never says "no partial or temporary file was left behind" of it.
 TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
   TempDir tmp;
   const fs::path err = tmp.path() / "err.txt";
@@ -125,7 +125,7 @@ TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
               { files::AwaitingAnswer a(true); }
               ::raise(SIGINT);
             }),
-            "aesxfer: interrupted: nothing was left behind\n");
+            "aesxfer: interrupted: no partial or temporary file was left behind\n");
 }
 
 TEST(SignalLine, OneFileIsNamedWhole) {
