@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -30,6 +31,9 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
 
 // Feeds the first len bytes of fd into h (pread). Throws Failure.
 void hash_prefix(crypto::FileChecksum& h, int fd, uint64_t len);
+// The lseek calls (SEEK_DATA, SEEK_HOLE) made to find a prefix's holes, counted for the tests: a
+// pass asks once per data region or hole, never per MiB (a fifty-fourth re-attack, A54-1).
+extern std::atomic<uint64_t> g_prefix_seeks;
 
 // One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the file
 // checksum's state after them (the session's algorithm) (StreamOptions::prefix_hash), so that nothing is left
