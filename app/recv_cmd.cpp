@@ -50,7 +50,7 @@ struct TreeMemory {
   client::TreeSessions tree;
   // The failures (path and words) and notes shown: a retry meets them again and does not repeat
   // them (a sixteenth re-attack, L2; a fifty-third, C53-2: every skip note again per session).
-  std::set<std::string> said;
+  client::SeenSet said;
 };
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
@@ -223,8 +223,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
   // dropped with the success, exit 0 (a fifty-third re-attack, C53-1).
   const auto failed = [&](const std::string& from, const proto::Failure& f, app::JsonProgress* jp) {
     memory.tree.settled.insert(from);
-    if (memory.said.insert(from + '\n' + f.what()).second)
-      report_pipelined(t, co, tty, from, nullptr, &f, rc, jp);
+    if (memory.said.insert(from + '\n' + f.what())) report_pipelined(t, co, tty, from, nullptr, &f, rc, jp);
     rc = kExitFail;
   };
   try {
@@ -237,7 +236,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       try {
         auto r = client->fetch(from, to, 0, meter.on_start(), meter.on_progress(), size, dirfd);
         meter.finish(r);
-        if (memory.tree.settled.insert(from).second) report(t, co, r, tty);
+        if (memory.tree.settled.insert(from)) report(t, co, r, tty);
       } catch (const proto::Failure& f) {
         if (tty) std::fputc('\n', stdout);
         // The server refused this file (it cannot read it, it went since the listing): this file
@@ -251,14 +250,14 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     // What the tree holds that -r skips by design (links, special files): left out by -q, as scp -q
     // drops its warnings; failures are always shown.
     auto note = [&](const std::string& line) {
-      if (!t.quiet && memory.said.insert(line).second) die_line(line);
+      if (!t.quiet && memory.said.insert(line)) die_line(line);
     };
     auto pipelined = [&](const std::string& from, const fs::path&, const client::FileResult* r,
                          const proto::Failure* f) {
       if (f && f->origin == proto::Origin::link && retry.worth(*f)) return;  // the retry fetches it
       if (f)
         failed(from, *f, nullptr);
-      else if (memory.tree.settled.insert(from).second)
+      else if (memory.tree.settled.insert(from))
         report_pipelined(t, co, tty, from, r, nullptr, rc);
     };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &memory.tree);

@@ -16,6 +16,7 @@
 #include "client/pipeline.h"
 #include "client/remote.h"
 #include "client/tree_resume.h"
+#include "crypto/sha256.h"
 #include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/dir_chain.h"
@@ -803,6 +804,20 @@ UniqueFd place_top(Client& client, const RemoteDir& d, const std::string& remote
 
 }  // namespace
 
+namespace {
+std::array<uint8_t, 16> digest16(std::string_view s) {
+  uint8_t d[crypto::Sha256::kDigestLen];
+  crypto::Sha256::digest(s.data(), s.size(), d);
+  std::array<uint8_t, 16> out;
+  std::memcpy(out.data(), d, out.size());
+  return out;
+}
+}  // namespace
+
+bool SeenSet::insert(std::string_view s) { return digests_.insert(digest16(s)).second; }
+
+bool SeenSet::contains(std::string_view s) const { return digests_.count(digest16(s)) > 0; }
+
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
                const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
                const std::function<void(const std::string&)>& note,
@@ -840,7 +855,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
         make_tree_dir(walker, e, base, shown, skipped, made, by_command, home, pipelined);
         break;
       case proto::EntryType::file: {
-        if (across && across->settled.count(base + e.path)) break;  // reported by an earlier session
+        if (across && across->settled.contains(base + e.path)) break;  // reported by an earlier session
         const fs::path local = top / e.path;
         int pfd = walker.dir_of(parent);
         if (auto f = cannot_write(pfd, name, local)) {
