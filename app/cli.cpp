@@ -441,7 +441,7 @@ void Retrier::wait(const proto::Failure& f, bool resumable) {
                max_, delay,
                f.from_start ? "this file from its start"
                : resumable  ? "resuming"
-                            : "the file in transfer from its start");
+                            : "what was in transfer starts again");
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(delay));
 }

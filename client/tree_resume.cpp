@@ -101,7 +101,7 @@ void store_record(const std::filesystem::path& home, const std::string& mine, co
   // Best effort: without the record, a later --resume of this tree nests a copy instead of
   // continuing this one, which loses nothing.
   try {
-    files::AtomicFile out(home / kRecordFile);
+    files::AtomicFile out(home / kRecordFile, files::AtomicFile::Bookkeeping::yes);
     files::write_full(out.fd(), reinterpret_cast<const uint8_t*>(text.data()), text.size());
     out.commit(0600);
   } catch (const proto::Failure&) {

@@ -106,6 +106,7 @@ struct Slot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 active, 3 lingering (still kept, no transfer)
   std::atomic<Kind> kind{Kind::temporary};  // a kept slot turns copying and back (mark_copying)
   std::atomic<bool> discarding{false};      // a failed transfer's file being removed (mark_discarding)
+  bool quiet = false;                       // the tool's own file: removed, never named
   int dirfd = -1;
   char name[NAME_MAX + 1];
   char shown[1024];
@@ -128,7 +129,7 @@ void drop_lingering(const std::string* shown) {
   }
 }
 
-int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind) {
+int claim(int dirfd, const std::string& name, const std::string& shown, Kind kind, bool quiet = false) {
   const std::lock_guard<std::mutex> lock(g_claim);
   drop_lingering(&shown);
   for (int round = 0; round < 2; ++round) {
@@ -139,6 +140,7 @@ int claim(int dirfd, const std::string& name, const std::string& shown, Kind kin
       Slot& s = g_slots[i];
       s.kind = kind;
       s.discarding = false;
+      s.quiet = quiet;
       s.dirfd = dirfd;
       std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
       std::snprintf(s.shown, sizeof s.shown, "%s",
@@ -197,6 +199,10 @@ constexpr size_t kClauseBytes = 96;
 // `more` (removed, kept here, kept by the server) once the line is full.
 void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   const Kind kind = s.kind.load();
+  if (s.quiet) {  // a temporary file of the tool's own: gone, whether or not it was renamed
+    if (kind == Kind::temporary || kind == Kind::creating) ::unlinkat(s.dirfd, s.name, 0);
+    return;
+  }
   // A file that a failed transfer is removing went, or goes now, for that failure: it never
   // "arrived", though it is gone (a fifty-second re-attack, B52-1: the unlink of a large file
   // takes a while, and a signal in it said the file had arrived complete and was in place).
@@ -363,8 +369,11 @@ void AwaitingAnswer::release() noexcept {
 
 // ---- AtomicFile ------------------------------------------------------------------------------
 
-AtomicFile::AtomicFile(const std::filesystem::path& dest)
-    : shown_(printable(dest.string())), said_(proto::quoted(dest.string())), name_(dest.filename().string()) {
+AtomicFile::AtomicFile(const std::filesystem::path& dest, Bookkeeping own)
+    : shown_(printable(dest.string())),
+      said_(proto::quoted(dest.string())),
+      name_(dest.filename().string()),
+      bookkeeping_(own == Bookkeeping::yes) {
   std::filesystem::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -392,7 +401,7 @@ void AtomicFile::create(const std::string& shown_dir) {
     std::string tmp = random_temp_name(name_);
     // The name claimed before the file is made: a signal as openat returned found no slot, and
     // left the file behind with "nothing was left behind" (a fifty-first re-attack, A51-3).
-    slot_ = claim(dirfd_.get(), tmp, said_, Kind::creating);
+    slot_ = claim(dirfd_.get(), tmp, said_, Kind::creating, bookkeeping_);
     fd_.reset(::openat(dirfd_.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     const int made_errno = errno;
     if (fd_) {

@@ -37,8 +37,13 @@ struct FileMode {
 
 class AtomicFile {
  public:
+  // A file of the tool's own (`yes`: $AESXFER_HOME/tree_copies), which a signal's line never
+  // names: its temporary file is removed without a word. Named, it read as the transfer's file
+  // ("the file written as .../tree_copies had arrived complete") before any file of the tree had
+  // moved (a fifty-fourth re-attack, B54-2).
+  enum class Bookkeeping { no, yes };
   // Throws Failure when the temporary file cannot be created (the message says why).
-  explicit AtomicFile(const std::filesystem::path& dest);
+  explicit AtomicFile(const std::filesystem::path& dest, Bookkeeping own = Bookkeeping::no);
   // The destination `name` (one component) inside the directory open as `dirfd`: the temporary
   // file is created there with openat (O_EXCL | O_NOFOLLOW) and renamed with renameat, so no
   // symbolic link on the way is followed. `shown` names the destination in messages.
@@ -64,6 +69,7 @@ class AtomicFile {
   std::filesystem::path shown_;  // the destination as messages name it: made printable once, here
   std::string said_;             // as the Ctrl-C line names it: proto::quoted (see claim)
   std::string name_, tmp_;       // inside dirfd_
+  bool bookkeeping_ = false;     // never named by the signal line
   UniqueFd dirfd_;
   UniqueFd fd_;
   int slot_ = -1;  // signal cleanup registration

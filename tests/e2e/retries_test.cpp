@@ -200,14 +200,14 @@ int retry_lines(const std::string& err) {
   return n;
 }
 
-// The first retry of a command without --resume says the file in transfer starts again (that
+// The first retry of a command without --resume says what was in transfer starts again (that
 // attempt kept nothing of it), the later ones that they resume (a fifty-third re-attack's note: a
 // plain recv cut at 15 of 20 MB said "resuming" and moved all 20 MB again).
 void expect_first_retry_from_start(const std::string& err) {
   int n = 0;
   for (const auto& l : nonempty_lines(err)) {
     if (l.find("; retry ") == std::string::npos) continue;
-    const char* said = n++ == 0 ? " s, the file in transfer from its start" : " s, resuming";
+    const char* said = n++ == 0 ? " s, what was in transfer starts again" : " s, resuming";
     EXPECT_TRUE(l.size() >= std::strlen(said) &&
                 l.compare(l.size() - std::strlen(said), std::string::npos, said) == 0)
         << l;

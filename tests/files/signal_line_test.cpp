@@ -128,6 +128,34 @@ TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
             "aesxfer: interrupted: no partial or temporary file was left behind\n");
 }
 
+// A fifty-fourth re-attack (B54-2): a signal while recv -r or send -r wrote
+// $AESXFER_HOME/tree_copies named that file as if it were the transfer's ("the file written as
+// .../tree_copies had arrived complete and was in place", or "removed the temporary file of ..."),
+// before any file of the tree had moved. The tool's own file is never named; its temporary file is
+// removed.
+TEST(SignalLine, TheToolsOwnFileIsNeverNamed) {
+  for (const bool renamed : {false, true}) {
+    SCOPED_TRACE(renamed);
+    TempDir tmp;
+    const fs::path err = tmp.path() / "err.txt";
+    const int status = in_child(err, [&] {
+      files::AtomicFile out(tmp.path() / "tree_copies", files::AtomicFile::Bookkeeping::yes);
+      if (renamed) {  // the rename, done as the signal comes
+        const int dfd = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+        for (const auto& e : fs::directory_iterator(tmp.path()))
+          if (files::is_temp_name(e.path().filename().string()))
+            ::renameat(dfd, e.path().filename().c_str(), dfd, "tree_copies");
+      }
+      ::raise(SIGINT);
+    });
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 128 + SIGINT);
+    EXPECT_EQ(read_text_file(err), "aesxfer: interrupted: no partial or temporary file was left behind\n");
+    for (const auto& e : fs::directory_iterator(tmp.path()))
+      EXPECT_FALSE(files::is_temp_name(e.path().filename().string())) << e.path();
+    EXPECT_EQ(fs::exists(tmp.path() / "tree_copies"), renamed);
+  }
+}
+
 TEST(SignalLine, OneFileIsNamedWhole) {
   TempDir tmp;
   auto [code, err] = stopped_child(tmp.path(), 1, SIGTERM);
