@@ -118,12 +118,12 @@ void log_outcome(RequestContext& ctx, const Message& req, const std::string& sho
 // What a transfer's log line says besides its file: bytes, cipher, MAC, speed, and where it
 // resumed or which part it was.
 std::string transfer_details(RequestContext& ctx, const Message& req, uint64_t bytes, double secs,
-                             uint64_t resumed_from) {
+                             uint64_t resumed_from, uint64_t hashed) {
   std::ostringstream os;
   os << " bytes=" << bytes;
   if (req.flags & proto::kFlagRange) os << " part=" << req.part << "/" << req.nparts;
   os << " cipher=" << ctx.keys.cipher->name << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
-  if (req.flags & proto::kFlagResume) os << " resumed_from=" << resumed_from;
+  if (req.flags & proto::kFlagResume) os << " resumed_from=" << resumed_from << " hashed=" << hashed;
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(bytes) / secs / 1e6 : 0.0);
   return os.str();
 }
@@ -235,7 +235,8 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     // per byte sent (a thirty-eighth re-attack, A-F4). One that moved a record's worth or more is
     // always logged.
     const uint64_t logged = moved >= kQuietFailureBytes ? moved : 0;
-    log_transfer(ctx, req, shown, logged, transfer_details(ctx, req, moved, secs, resumed_from),
+    log_transfer(ctx, req, shown, logged,
+                 transfer_details(ctx, req, moved, secs, resumed_from, ctx.hashed_here),
                  label + ": " + failure_text(ctx.stop_signal, e));
     if (goes_on) return;
     throw;
@@ -247,10 +248,11 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   // place, before the Result goes: a client that reset the connection while a slow rename ran
   // (over a 1 GB file) made the Result fail, and the put that replaced the file was never logged
   // (a fifty-first re-attack, B51-2).
-  log_transfer(ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
-               transfer_details(ctx, req, length - so.offset,
-                                std::chrono::duration<double>(Clock::now() - t0).count(), resumed_from),
-               "ok");
+  log_transfer(
+      ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
+      transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
+                       resumed_from, ctx.hashed_here),
+      "ok");
   answer(ctx, req, result);
 }
 
@@ -268,7 +270,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     const uint64_t moved = upto > so.offset ? upto - so.offset : 0;
     log_outcome(ctx, req, shown,
                 transfer_details(ctx, req, moved, std::chrono::duration<double>(Clock::now() - t0).count(),
-                                 so.offset),
+                                 so.offset, ctx.hashed_here),
                 "failed: " + failure_text(ctx.stop_signal, e));
   };
   if (req.flags & proto::kFlagAhead) {  // pipelined: the Result comes later, between requests
@@ -297,7 +299,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     slim.tagged = req.tagged;
     slim.part = req.part;
     slim.nparts = req.nparts;
-    ctx.awaiting.push_back({std::move(slim), shown, size, t0, so.offset});
+    ctx.awaiting.push_back({std::move(slim), shown, size, t0, so.offset, ctx.hashed_here});
     ctx.awaiting_bytes += shown.size();
     return;
   }
@@ -308,10 +310,11 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     if (net::withdrawn(e) && e.origin == proto::Origin::local) return;  // the session goes on
     throw;
   }
-  log_transfer(ctx, req, shown, size - so.offset,
-               transfer_details(ctx, req, size - so.offset,
-                                std::chrono::duration<double>(Clock::now() - t0).count(), so.offset),
-               "ok");
+  log_transfer(
+      ctx, req, shown, size - so.offset,
+      transfer_details(ctx, req, size - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
+                       so.offset, ctx.hashed_here),
+      "ok");
 }
 
 std::string parent_shown(const std::string& shown) {
@@ -536,7 +539,9 @@ void handle_put(RequestContext& ctx, const Message& req) {
 std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
                                                 const std::string& shown, int fd, const struct stat& st,
                                                 uint64_t len, bool need_sum) {
+  const uint64_t before = ctx.digests.bytes_hashed();
   auto d = ctx.digests.get(ctx.keys, fd, st, len, need_sum);
+  ctx.hashed_here += ctx.digests.bytes_hashed() - before;
   if (!d && !ctx.told_budget) {
     ctx.told_budget = true;
     log_outcome(ctx, req, shown, "",
@@ -652,6 +657,7 @@ void handle_stat(RequestContext& ctx, const Message& req) {
     m.size = uint64_t(src->st.st_size);
     m.mode = src->st.st_mode & 07777;
     m.mtime = src->st.st_mtim.tv_sec;
+    log_quiet(ctx, req, src->shown, "ok", " size=" + std::to_string(m.size));  // within the key's budget
   }
   answer(ctx, req, m);
 }
@@ -696,6 +702,13 @@ void handle_probe(RequestContext& ctx, const Message& req) {
         m.digest.clear();
       }
     }
+    // Logged within the key's budget like every request that moves no data, with what it hashed
+    // (a fifty-fourth re-attack, B54-1: a probe that hashed a whole 300 MiB file wrote no line).
+    log_quiet(ctx, req, dest->shown,
+              m.digest.empty() ? "nothing kept"
+              : whole          ? "complete"
+                               : "partial file kept",
+              " size=" + std::to_string(m.size) + " hashed=" + std::to_string(ctx.hashed_here));
   }
   answer(ctx, req, m);
 }
@@ -1084,7 +1097,7 @@ void log_awaited(RequestContext& ctx, const RequestContext::AwaitedResult& a, co
   log_transfer(
       ctx, a.req, a.shown, sent,
       transfer_details(ctx, a.req, sent, std::chrono::duration<double>(Clock::now() - a.started).count(),
-                       a.resumed_from),
+                       a.resumed_from, a.hashed),
       result);
 }
 
@@ -1165,6 +1178,7 @@ void serve_until_bye(RequestContext& ctx) {
     if (req.type != proto::MsgType::request) throw Failure("protocol error: expected a request");
     // The decoder checked the op's flags against its row (proto/ops.h): a handler sees only
     // requests its op accepts.
+    ctx.hashed_here = 0;
     kHandlers[uint8_t(req.op) - 1].handle(ctx, req);
   }
 }

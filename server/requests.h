@@ -101,6 +101,7 @@ struct RequestContext {
     uint64_t bytes = 0;  // the file's size
     std::chrono::steady_clock::time_point started;
     uint64_t resumed_from = 0;  // a resumed get (protocol 4): where its data started
+    uint64_t hashed = 0;        // the bytes of its prefix hashed for it (hashed_here)
   };
   std::deque<AwaitedResult> awaiting{};
   size_t awaiting_bytes = 0;  // the sum of their `shown` (at most kMaxAwaitedBytes)
@@ -111,6 +112,11 @@ struct RequestContext {
   // The digests this session had the server compute for probes and resumed gets, and what it may
   // still have hashed (server/digests.h).
   PrefixDigests digests{limits.max_probe_hash};
+  // The bytes hashed for the request being handled (session_digest): its log line says them, a
+  // resumed get's, a resumed put's and a probe's ("hashed="), so that a log shows what the
+  // server read for a request that moved no data (a fifty-fourth re-attack, B54-1: a probe of a
+  // 300 MiB file hashed it all and wrote no line).
+  uint64_t hashed_here = 0;
   bool told_budget = false;  // the log said once that the budget is spent
   // The directories this session's mkdir created (device, inode), and those every session of its
   // client key made (server/made_dirs.h; the server sets the key's, alone a session has its own):

@@ -99,6 +99,32 @@ TEST_F(ProbeBound, ResumedGetReadsItsPrefixOnce) {
   EXPECT_LT(read, kFile + 4 * kMiB) << "the prefix was read more than once";
 }
 
+// A fifty-fourth re-attack (B54-1): a probe that hashed a whole file wrote no log line, and a
+// resumed get whose digest did not match hashed its prefix and said only "resumed_from=0". Each
+// line says what was hashed for it: the first probe the whole file, a second one nothing (the
+// session remembers), the get its prefix.
+TEST_F(ProbeBound, ProbesAndResumedGetsLogWhatTheyHashed) {
+  write_random_file(ws.root / "big.bin", kFile, 5);
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  auto answers = probe_all(s, {"big.bin", "big.bin"});
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers[1].text, proto::kProbeComplete);
+  Message get = make_request(Op::get, "big.bin");
+  get.flags = proto::kFlagResume;
+  get.offset = kFile - kMiB;
+  get.digest = std::string(proto::kPrefixMacLen, 'x');  // not the server's: sent from 0
+  std::string data;
+  ASSERT_EQ(s.get(get, &data).status, Status::ok);
+  EXPECT_EQ(data.size(), kFile);
+  s.bye();
+  const std::string probe = "op=probe file=\"big.bin\" size=" + std::to_string(kFile);
+  EXPECT_TRUE(server->wait_for_log(probe + " hashed=" + std::to_string(kFile) + " result=\"complete\""))
+      << server->log();
+  EXPECT_TRUE(server->wait_for_log(probe + " hashed=0 result=\"complete\"")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("resumed_from=0 hashed=" + std::to_string(kFile - kMiB))) << server->log();
+}
+
 class ProbeBudget : public ServerTest {
   std::vector<std::string> server_args() const override { return {"--max-probe-hash", "40M"}; }
 };

@@ -710,7 +710,8 @@ TEST_F(RecvResume, CompleteDestinationCostsOnlyTheEnd) {
   EXPECT_LT(count.s2c_bytes(), uint64_t(8192)) << "the file came again";
   EXPECT_EQ(sha256_file(dest), sha256_file(ws.root / "c.bin"));
   EXPECT_EQ(stat_of(dest).st_ino, ino) << "a complete destination is left as it is, not replaced";
-  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok"))
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " hashed=" + std::to_string(n) +
+                                   " MB/s=0.0 result=ok"))
       << server->log();
   EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
@@ -903,7 +904,8 @@ TEST_F(ResumeIdle, LargeRecvHashKeepsTheSessionAlive) {
   EXPECT_FALSE(fs::exists(files::PartialFile::partial_path(dest)));
   EXPECT_TRUE(temp_debris(ws.local).empty());
   // The server saw the session through to the client's Result (no timeout on its side either).
-  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " MB/s=0.0 result=ok"))
+  EXPECT_TRUE(server->wait_for_log("resumed_from=" + std::to_string(n) + " hashed=" + std::to_string(n) +
+                                   " MB/s=0.0 result=ok"))
       << server->log();
 }
 
