@@ -63,10 +63,13 @@ uint64_t hole_from(int fd, uint64_t pos) {
 // never-read sparse file (0.83 s for cached data), each hashed GiB also pushed into the page cache
 // (a fifty-third re-attack, A53-1: another user's `truncate -s 1T` in a shared directory, then a
 // resumed get of it at 64 GiB, cost a core about four minutes). Each region's end is looked up
-// once, and a file whose blocks cover its size is never asked: on tmpfs SEEK_HOLE walks the page
-// cache a page at a time to the next hole, and asking again every MiB made one pass cost the
-// square of the file's size (a fifty-fourth re-attack, A54-1: 1 GiB took 5 to 12 s of CPU, 2 GiB
-// 44 s, against 0.85 s on ext4). The descriptor's offset is kept.
+// once: on tmpfs SEEK_HOLE walks the page cache a page at a time to the next hole, and asking
+// again every MiB made one pass cost the square of the file's size (a fifty-fourth re-attack,
+// A54-1: 1 GiB took 5 to 12 s of CPU, 2 GiB 44 s, against 0.85 s on ext4). Every file is asked,
+// however dense fstat says it is: blocks preallocated past the end (fallocate -n) made a sparse
+// file look dense, and were freed as soon as the server had looked (a fifty-fifth re-attack,
+// A55-2: 3.2 to 4.7 s a GiB and the page cache filled again). One SEEK_HOLE over a dense GiB on
+// tmpfs costs about 11 ms. The descriptor's offset is kept.
 template <class F>
 void read_prefix(int fd, uint64_t len, F&& f) {
   struct KeepOffset {
@@ -76,14 +79,10 @@ void read_prefix(int fd, uint64_t len, F&& f) {
       if (at >= 0) ::lseek(fd, at, SEEK_SET);
     }
   } keep{fd, ::lseek(fd, 0, SEEK_CUR)};
-  struct stat st {};
-  // Blocks past the end (fallocate's KEEP_SIZE) can hide holes here: each such hole costs the
-  // disk it would have been, so what is read of holes stays within what the file holds.
-  const bool dense = ::fstat(fd, &st) != 0 || uint64_t(st.st_blocks) * 512 >= uint64_t(st.st_size);
   std::vector<uint8_t> buf(size_t(1) << 20);
   std::vector<uint8_t> zeros;  // a hole's bytes, made at the first hole
   uint64_t pos = 0;
-  uint64_t region_end = dense ? UINT64_MAX : 0;  // where the data or the hole at pos ends
+  uint64_t region_end = 0;  // where the data or the hole at pos ends
   bool hole = false;
   while (pos < len) {
     if (pos >= region_end) {
