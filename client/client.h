@@ -25,7 +25,6 @@
 
 namespace aesxfer::files {
 class AtomicFile;
-class AwaitingAnswer;
 class PartialFile;
 struct PrefixScan;
 }  // namespace aesxfer::files
@@ -134,6 +133,8 @@ proto::Message get_request(const std::string& remote, uint64_t size, uint8_t fla
 // Makes a put or get request one of `parts` byte ranges (--streams, docs/PROTOCOL.md "Parallel
 // streams") under a fresh random transfer id; each part then sets its part, offset and length.
 void set_range(proto::Message& req, size_t parts);
+
+struct PartsSent;  // client/parallel.cpp
 
 struct ClientOptions {
   std::string host;
@@ -375,11 +376,10 @@ class Client {
   [[noreturn]] void put_failed(const proto::Failure& f, const std::filesystem::path& local,
                                const std::string& shown);
   // `since`: the file as put_parallel found it (a part read after it changed is withdrawn).
-  // `commit`, when given, goes right behind the part; from then on `committed` counts the file
-  // as sent whole (files::AwaitingAnswer) until put_parallel reads the commit's answer.
+  // `commit`, when given, goes right behind the part. `sent` is told when the part's stream and
+  // the commit have gone (PartsSent, client/parallel.cpp).
   crypto::Checksum put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                             const proto::Message* commit, const struct stat* since,
-                             files::AwaitingAnswer* committed);
+                             const proto::Message* commit, const struct stat* since, PartsSent* sent);
   // `version`: the server's name of the file version the part was read from (PROTOCOL.md 3.9).
   crypto::Checksum get_range(int fd, const proto::Message& req, const ProgressFn& progress,
                              std::string& version);

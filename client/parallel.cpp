@@ -390,18 +390,31 @@ int Client::open_extra(int want) {
   return int(extra_.size()) + 1;
 }
 
+// Counts a parallel put as sent whole (files::AwaitingAnswer) once every part's stream and the
+// commit have gone: the commit goes out behind connection 0's last part once every part is handed
+// out, while the other connections may still be sending theirs, and the file was said "sent whole"
+// with a third of it still here (a fifty-fifth re-attack, C55-1 and B55-2).
+struct PartsSent {
+  explicit PartsSent(size_t parts) : left(parts + 1) {}
+  void one() {
+    if (left.fetch_sub(1) == 1) counted = files::AwaitingAnswer(true);  // the last one, once
+  }
+  std::atomic<size_t> left;
+  files::AwaitingAnswer counted;  // read only after every worker is joined
+};
+
 crypto::Checksum Client::put_range(int fd, const proto::Message& req, const ProgressFn& progress,
-                                   const proto::Message* commit, const struct stat* since,
-                                   files::AwaitingAnswer* committed) {
+                                   const proto::Message* commit, const struct stat* since, PartsSent* sent) {
   crypto::Checksum sum;
   proto::Message resp = ask_put(req);  // refused: this connection is still clean (can_continue)
   try {
     StreamOptions so{0, false, true, req.offset};
     so.since = since;
     sum = send_stream(*conn_, fd, req.length, progress, so);
+    sent->one();
     if (commit) {
-      conn_->send_message(*commit);              // saves a round trip at the end
-      *committed = files::AwaitingAnswer(true);  // the server may now put the file in place
+      conn_->send_message(*commit);  // saves a round trip at the end
+      sent->one();
     }
   } catch (const Failure&) {
     throw_receivers_reason(req.path);
@@ -472,7 +485,7 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   commit.op = proto::Op::commit;
   r.ranges.resize(parts);
   PartQueue queue(parts);
-  files::AwaitingAnswer committed;  // set by connection 0's worker as it sends the commit
+  PartsSent whole(parts);  // the file counts as sent whole once its parts and commit went
   Runners run;
   const auto worker = [&](Client* cl, size_t c) {
     bool last = false;
@@ -481,12 +494,12 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
       // The commit rides behind this connection's last part once every part is handed out.
       last = c == 0 && queue.empty();
       r.ranges[i] = {part.offset, part.length,
-                     cl->put_range(fd, part, sum.part(i), last ? &commit : nullptr, &opened, &committed)};
+                     cl->put_range(fd, part, sum.part(i), last ? &commit : nullptr, &opened, &whole)};
     }
     if (c == 0 && !last && !run.failed()) {  // the others still move their last parts
       clean_failure_ = false;                // the commit's answer is due
       conn_->send_message(commit);
-      committed = files::AwaitingAnswer(true);
+      whole.one();
     }
   };
   for (Client* cl : conns) cl->clean_failure_ = true;  // no request yet

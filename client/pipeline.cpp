@@ -19,13 +19,24 @@ using namespace aesxfer::files;  // files
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) {}
+Pipeline::Pipeline(Client& c, Window w) : c_(c), w_(w) {
+  c_.conn_->on_flushed([this] { count_flushed(); });
+}
 
 Pipeline::~Pipeline() {
   try {
     c_.conn_->set_gather(false);
   } catch (const Failure&) {  // the connection failed: whoever uses it next hears of it
   }
+  c_.conn_->on_flushed(nullptr);
+}
+
+void Pipeline::count_flushed() {
+  for (Item& it : q_)
+    if (it.held_back) {
+      it.sent = files::AwaitingAnswer(true);
+      it.held_back = false;
+    }
 }
 
 bool Pipeline::can_put(uint64_t size, bool probed) const {
@@ -120,7 +131,11 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
     throw PipelineStopped(named);
   }
   bytes_ += size;
-  it.sent = files::AwaitingAnswer(true);
+  // Sent whole once nothing of it is held by gathering; else when what is held goes out.
+  if (c_.conn_->holding())
+    it.held_back = true;
+  else
+    it.sent = files::AwaitingAnswer(true);
   q_.push_back(std::move(it));
 }
 
@@ -203,6 +218,7 @@ proto::Message Pipeline::answer(const Item& it, proto::MsgType type) {
 }
 
 void Pipeline::complete_front() {
+  c_.conn_->flush();  // what is held goes out (its puts count as sent whole) while they are queued
   Item it = std::move(q_.front());
   q_.pop_front();
   bytes_ -= it.bytes;

@@ -58,6 +58,8 @@ class Pipeline {
   explicit Pipeline(Client& c) : Pipeline(c, Window{}) {}
   Pipeline(Client& c, Window w);
   ~Pipeline();
+  Pipeline(const Pipeline&) = delete;  // the connection calls back into this one (on_flushed)
+  Pipeline& operator=(const Pipeline&) = delete;
 
   // True when a put of `size` bytes may be pipelined with this client's options (small, not
   // spread over parallel streams, and not --resume or -l, which keep their own exchanges).
@@ -114,6 +116,7 @@ class Pipeline {
     net::TcpCounts before;  // put: the connection's counters when its data started (--json's resent_percent)
     std::optional<proto::Failure> withdrawn;  // put: this end withdrew its stream; the Result is still due
     files::AwaitingAnswer sent;               // put: sent whole, its Result not read (a signal says so)
+    bool held_back = false;  // put: whole, but its tail still held by gathering (not yet `sent`)
     Done done;
     DirDone dir_done;
     StatDone stat_done;
@@ -126,6 +129,7 @@ class Pipeline {
 
   void make_room(uint64_t bytes);
   void complete_front();
+  void count_flushed();  // what gathering held went out: its puts are sent whole
   proto::Message answer(const Item& it, proto::MsgType type);
   void finish_get(Item& it, const proto::Message& resp);
   std::shared_ptr<Offer> make_offer(const std::filesystem::path& local, int dir, uint64_t size);

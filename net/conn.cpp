@@ -59,6 +59,7 @@ void Conn::flush() {
   send_all(out.data(), out.size());
   out.clear();
   if (gathered_.capacity() == 0) gathered_.swap(out);  // keep the allocation
+  if (on_flushed_) on_flushed_();
 }
 
 bool Conn::held(const uint8_t* p, size_t n) {

@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -71,6 +72,11 @@ class Conn {
   static constexpr size_t kGatherBytes = 128 << 10;
   void set_gather(bool on);
   void flush();
+  // Whether gathering holds bytes not yet sent, and what runs each time what it held went out: a
+  // pipelined put counts its file as sent whole only then (files::AwaitingAnswer; a fifty-fifth
+  // re-attack, C55-1: 100 small files held here were said "sent whole" and never reached the server).
+  bool holding() const { return !gathered_.empty(); }
+  void on_flushed(std::function<void()> f) { on_flushed_ = std::move(f); }
 
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
   // bytes, framed by proto::RecordFramer: the header is bounds-checked before the rest is read,
@@ -126,6 +132,7 @@ class Conn {
   size_t pending_pos_ = 0;
   std::vector<uint8_t> gathered_;
   bool gather_ = false;
+  std::function<void()> on_flushed_;
   bool held(const uint8_t* p, size_t n);  // gathering: appended (true), or flushed first (false)
   void send_all(const uint8_t* p, size_t n);
   bool loopback_ = false;

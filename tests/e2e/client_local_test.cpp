@@ -1147,6 +1147,51 @@ TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
   }
 }
 
+// A fifty-fifth re-attack (C55-1, B55-2): a parallel put counted its file "sent whole" once its
+// commit went out behind connection 0's last part, while another connection was still sending its
+// own. Here the server never reads the part of the second connection (8 MiB, more than the
+// socket buffers hold): a signal after the commit says nothing was sent whole.
+TEST_F(ClientLocal, ASignalWhileAPartIsStillGoingSaysNothingWasSentWhole) {
+  std::atomic<net::Conn*> first{nullptr};  // the connection that took part 0: connection 0
+  std::atomic<int> committed{0};
+  std::atomic<bool> released{false};
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::commit) {
+          ++committed;
+          return;
+        }
+        if (m.op != proto::Op::put || !(m.flags & proto::kFlagRange)) return;
+        if (m.part == 0) first = &c;
+        for (int i = 0; i < 1000 && !first; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        c.send_message(response(proto::Status::ok));
+        if (&c != first.load()) {  // another connection: its part is never read
+          for (int i = 0; i < 1200 && !released; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          throw std::runtime_error("released");
+        }
+        net::recv_stream(c, -1, m.length, nullptr);
+        proto::Message res = response(proto::Status::ok);
+        res.type = proto::MsgType::result;
+        c.send_message(res);
+      },
+      true);
+  write_random_file(ws.local / "big", 24 << 20, 3);  // three parts of 8 MiB
+  const pid_t pid = spawn_aesxfer({"send", "--streams", "2", (ws.local / "big").string(), "127.0.0.1:y", "-q",
+                                   "--retries", "0", "-P", std::to_string(fake.port())},
+                                  ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (committed == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(committed, 1) << read_text_file(ws.local / "err.txt");
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  released = true;
+  EXPECT_EQ(read_text_file(ws.local / "err.txt"),
+            "aesxfer: interrupted: no partial or temporary file was left behind\n");
+}
+
 // Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
 // appends (nothing of the log is lost), and standard output on a socket works.
 TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {

@@ -56,6 +56,41 @@ TEST(ConnGather, HeldUntilFlushThenInOrder) {
   EXPECT_EQ(got, want);
 }
 
+// A fifty-fifth re-attack (C55-1): a pipelined put counted its file "sent whole" while its bytes
+// were still held here. holding() says whether anything is held, and on_flushed runs once what was
+// held has gone out (never while it is still held).
+TEST(ConnGather, SaysWhatIsHeldAndWhenItWentOut) {
+  Pair p;
+  int flushed = 0;
+  p.a->on_flushed([&] {
+    ++flushed;
+    EXPECT_FALSE(p.a->holding());
+  });
+  p.a->set_gather(true);
+  EXPECT_FALSE(p.a->holding());
+  auto x = bytes(100, 1);
+  p.a->write_all(x.data(), x.size());
+  EXPECT_TRUE(p.a->holding());
+  EXPECT_EQ(flushed, 0);
+  EXPECT_TRUE(p.available().empty());
+  p.a->flush();
+  EXPECT_EQ(flushed, 1);
+  EXPECT_FALSE(p.a->holding());
+  EXPECT_EQ(p.available(), x);
+  p.a->flush();  // nothing held: nothing went out
+  EXPECT_EQ(flushed, 1);
+  auto big = bytes(Conn::kGatherBytes, 50);
+  std::vector<uint8_t> got(x.size() + big.size());
+  std::thread reader([&] { p.b->read_exact(got.data(), got.size()); });
+  p.a->write_all(x.data(), x.size());
+  iovec iov[1] = {{big.data(), big.size()}};
+  p.a->writev_all(iov, 1);  // too large to hold: what was held goes out first, by itself
+  reader.join();
+  EXPECT_EQ(flushed, 2);
+  EXPECT_FALSE(p.a->holding());
+  p.a->on_flushed(nullptr);
+}
+
 TEST(ConnGather, AWriteLargerThanTheRoomGoesOutAfterWhatIsHeld) {
   Pair p;
   p.a->set_gather(true);
