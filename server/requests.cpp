@@ -146,9 +146,15 @@ void log_quiet(RequestContext& ctx, const Message& req, const std::string& shown
 // A transfer's line: always written when it moved data; within the key's budget when it moved
 // none (an empty file, an empty listing: a thirtieth re-attack, N1, had 4,096 pipelined gets of an
 // empty file write a line each, 2.2 bytes of log for each byte received).
+// One whose request made the server hash a MiB or more of a file (a resumed get's or put's prefix)
+// is always logged too: a key's ten quiet lines a second, spent on cheap stats, hid what a probe
+// or a resumed get that sent nothing hashed (a fifty-fifth re-attack, A55-1: 1.2 GiB hashed,
+// "unlogged_requests=1").
+constexpr uint64_t kHashedWorthALine = 1 << 20;
+
 void log_transfer(RequestContext& ctx, const Message& req, const std::string& shown, uint64_t moved,
-                  const std::string& details, const std::string& result) {
-  if (moved) return log_outcome(ctx, req, shown, details, result);
+                  const std::string& details, const std::string& result, uint64_t hashed = 0) {
+  if (moved || hashed >= kHashedWorthALine) return log_outcome(ctx, req, shown, details, result);
   log_quiet(ctx, req, shown, result, details);
 }
 
@@ -237,7 +243,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     const uint64_t logged = moved >= kQuietFailureBytes ? moved : 0;
     log_transfer(ctx, req, shown, logged,
                  transfer_details(ctx, req, moved, secs, resumed_from, ctx.hashed_here),
-                 label + ": " + failure_text(ctx.stop_signal, e));
+                 label + ": " + failure_text(ctx.stop_signal, e), ctx.hashed_here);
     if (goes_on) return;
     throw;
   }
@@ -252,7 +258,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
       ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
       transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        resumed_from, ctx.hashed_here),
-      "ok");
+      "ok", ctx.hashed_here);
   answer(ctx, req, result);
 }
 
@@ -314,7 +320,7 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
       ctx, req, shown, size - so.offset,
       transfer_details(ctx, req, size - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        so.offset, ctx.hashed_here),
-      "ok");
+      "ok", ctx.hashed_here);
 }
 
 std::string parent_shown(const std::string& shown) {
@@ -702,13 +708,15 @@ void handle_probe(RequestContext& ctx, const Message& req) {
         m.digest.clear();
       }
     }
-    // Logged within the key's budget like every request that moves no data, with what it hashed
-    // (a fifty-fourth re-attack, B54-1: a probe that hashed a whole 300 MiB file wrote no line).
-    log_quiet(ctx, req, dest->shown,
-              m.digest.empty() ? "nothing kept"
-              : whole          ? "complete"
-                               : "partial file kept",
-              " size=" + std::to_string(m.size) + " hashed=" + std::to_string(ctx.hashed_here));
+    // Logged with what it hashed (a fifty-fourth re-attack, B54-1: a probe that hashed a whole 300
+    // MiB file wrote no line): within the key's budget like every request that moves no data,
+    // always when it hashed a MiB or more (A55-1).
+    log_transfer(ctx, req, dest->shown, 0,
+                 " size=" + std::to_string(m.size) + " hashed=" + std::to_string(ctx.hashed_here),
+                 m.digest.empty() ? "nothing kept"
+                 : whole          ? "complete"
+                                  : "partial file kept",
+                 ctx.hashed_here);
   }
   answer(ctx, req, m);
 }
@@ -1098,7 +1106,7 @@ void log_awaited(RequestContext& ctx, const RequestContext::AwaitedResult& a, co
       ctx, a.req, a.shown, sent,
       transfer_details(ctx, a.req, sent, std::chrono::duration<double>(Clock::now() - a.started).count(),
                        a.resumed_from, a.hashed),
-      result);
+      result, a.hashed);
 }
 
 // The Result of the oldest pipelined get, which arrived between requests.
@@ -1129,19 +1137,22 @@ void take_result(RequestContext& ctx, const Message& res) {
 constexpr size_t kUnansweredLines = 10;
 void log_unanswered(RequestContext& ctx, const std::string& why) {
   size_t n = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, hashed = 0;
   const size_t result_cost = log_value("failed: " + why, kLoggedResult).size();
   for (const auto& a : ctx.awaiting) {  // one that moved nothing is within the key's budget already
     const uint64_t sent = a.bytes - a.resumed_from;
     const size_t line_cost = 192 + result_cost + log_value(a.shown, kLoggedPath).size();
-    if (sent == 0 || sent > line_cost || n++ < kUnansweredLines)
+    if (sent == 0 || sent > line_cost || a.hashed >= kHashedWorthALine || n++ < kUnansweredLines) {
       log_awaited(ctx, a, "failed: " + why);
-    else
+    } else {
       bytes += sent;
+      hashed += a.hashed;  // what the summed ones hashed is said too (a fifty-fifth re-attack, B55-3)
+    }
   }
   if (n > kUnansweredLines)
     ctx.log("peer=" + ctx.c.peer() + " op=get unanswered=" + std::to_string(n - kUnansweredLines) +
-            " bytes=" + std::to_string(bytes) + " result=" + log_value("failed: " + why, kLoggedResult));
+            " bytes=" + std::to_string(bytes) + " hashed=" + std::to_string(hashed) +
+            " result=" + log_value("failed: " + why, kLoggedResult));
   ctx.awaiting.clear();
   ctx.awaiting_bytes = 0;
 }

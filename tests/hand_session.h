@@ -86,6 +86,7 @@ class HandSession {
   }
   bool welcome_ok = false;
   net::Conn& conn() { return *conn_; }
+  const proto::SessionKeys& keys() const { return *keys_; }
 
   proto::Message ask(const proto::Message& req) {
     conn_->send_message(req);
