@@ -814,7 +814,11 @@ std::array<uint8_t, 16> digest16(std::string_view s) {
 }
 }  // namespace
 
-bool SeenSet::insert(std::string_view s) { return digests_.insert(digest16(s)).second; }
+bool SeenSet::insert(std::string_view s) {
+  const auto d = digest16(s);
+  if (digests_.size() >= kMaxEntries) return digests_.count(d) == 0;
+  return digests_.insert(d).second;
+}
 
 bool SeenSet::contains(std::string_view s) const { return digests_.count(digest16(s)) > 0; }
 

@@ -34,8 +34,14 @@ using MadeDirs = std::set<std::pair<dev_t, ino_t>>;
 // a recv -r to 1.7 GB over the default five retries (a fifty-fourth re-attack, C54-1).
 class SeenSet {
  public:
-  bool insert(std::string_view s);  // true when s was not in the set
+  // At most as many entries as one listing may hold (proto::kMaxListEntries, about 64 MB): a server
+  // that lists a million new names every session still grew the client by 63 MB a retry (a
+  // fifty-fifth re-attack, C55-3). Past that a string is not kept, and insert says it is new: a
+  // line is then said again, a file fetched again, which a tree of real files never reaches.
+  static constexpr size_t kMaxEntries = proto::kMaxListEntries;
+  bool insert(std::string_view s);  // true when s was not in the set (or the set is full)
   bool contains(std::string_view s) const;
+  size_t size() const { return digests_.size(); }
 
  private:
   std::set<std::array<uint8_t, 16>> digests_;

@@ -37,5 +37,18 @@ TEST(SeenSet, KeepsNoCopyOfWhatItSaw) {
   EXPECT_FALSE(s.insert(line));
 }
 
+// A fifty-fifth re-attack (C55-3): a million new names a session still grew the client with every
+// retry. The set stops at kMaxEntries; past it a new string is said to be new and not kept.
+TEST(SeenSet, StopsGrowingAtItsBound) {
+  SeenSet s;
+  for (size_t i = 0; i < SeenSet::kMaxEntries; ++i) ASSERT_TRUE(s.insert(std::to_string(i)));
+  EXPECT_EQ(s.size(), SeenSet::kMaxEntries);
+  EXPECT_FALSE(s.insert("0"));  // still known
+  EXPECT_TRUE(s.insert("new"));
+  EXPECT_TRUE(s.insert("new"));  // not kept
+  EXPECT_FALSE(s.contains("new"));
+  EXPECT_EQ(s.size(), SeenSet::kMaxEntries);
+}
+
 }  // namespace
 }  // namespace aesxfer::client
