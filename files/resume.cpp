@@ -198,11 +198,18 @@ std::string partial_unfit(int dirfd, const std::string& pname, int fd, int open_
     return S_ISREG(st.st_mode) ? partial_distrust(st) : file_kind(st);
   }
   // ELOOP: a link (O_NOFOLLOW); EISDIR: a directory; ENXIO: a socket; EACCES: a file this user may
-  // not open (another user's 0600 one) or a directory that refused to create one.
-  if (open_errno != ELOOP && open_errno != EISDIR && open_errno != ENXIO && open_errno != EACCES) return "";
+  // not open (another user's 0600 one) or a directory that refused to create one; EWOULDBLOCK
+  // (O_NONBLOCK): a file under another process's lease (F_SETLEASE), which its owner alone may
+  // take: another user's planted file held that way made root's recv --resume wait 45 s per open
+  // and its send --resume fail as "another transfer is writing this file" (a fifty-fifth
+  // re-attack, A55-4). It is passed over as any planted file is.
+  if (open_errno != ELOOP && open_errno != EISDIR && open_errno != ENXIO && open_errno != EACCES &&
+      open_errno != EWOULDBLOCK)
+    return "";
   if (::fstatat(dirfd, pname.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
   if (!S_ISREG(st.st_mode)) return file_kind(st);
   std::string why = partial_distrust(st);
+  if (why.empty() && open_errno == EWOULDBLOCK) return "it is held under a lease by another process";
   return why.empty() ? "permission denied" : why;
 }
 
@@ -302,7 +309,7 @@ void PartialFile::open(const std::string& name) {
   // twenty-ninth re-attack, N4). EACCES, not EPERM: no fallback to a plain get, which meets the same.
   if (std::string why = unreplaceable(dirfd_.get(), name); !why.empty())
     throw Failure(dest_.string() + ": " + why, proto::Status::permission, EACCES);
-  OpenedPartial p = open_partial(dirfd_.get(), pname_);
+  OpenedPartial p = open_partial(dirfd_.get(), pname_, O_NONBLOCK);  // never waits on a lease (A55-4)
   if (!p.unfit.empty()) throw passed_over(p.unfit);
   if (p.busy)  // named as typed, not by its last component alone (a twenty-ninth re-attack, N6)
     throw Failure(dest_.string() + ": another transfer is writing this file", proto::Status::busy,

@@ -1192,6 +1192,36 @@ TEST_F(ClientLocal, ASignalWhileAPartIsStillGoingSaysNothingWasSentWhole) {
             "aesxfer: interrupted: no partial or temporary file was left behind\n");
 }
 
+// A fifty-fifth re-attack (A55-4): a partial file under another process's lease (F_SETLEASE, which
+// its owner may take on a file planted in a shared directory) made recv --resume's open wait for
+// the lease to break (45 s), and the server's idle timeout then cut the session, blamed on the
+// network. The partial file is passed over at once, as any planted file is, and the file comes
+// whole.
+TEST_F(ClientLocal, APartialFileUnderALeaseIsPassedOverAtOnce) {
+  write_random_file(ws.root / "f.bin", 300000, 12);
+  const fs::path partial = ws.local / ".f.bin.aesxfer-partial";
+  {
+    const std::string whole = read_text_file(ws.root / "f.bin");
+    write_text_file(partial, whole.substr(0, 1000));
+    fs::permissions(partial, fs::perms(0600));
+  }
+  files::UniqueFd held(::open(partial.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::fcntl(held.get(), F_SETSIG, SIGWINCH), 0);  // the break's notice: ignored, not SIGIO
+  ASSERT_EQ(::fcntl(held.get(), F_SETLEASE, F_RDLCK), 0) << std::strerror(errno);
+  const auto t0 = Clock::now();
+  auto r =
+      run({"recv", "--resume", "-q", "--retries", "0", "127.0.0.1:f.bin", (ws.local / "f.bin").string()});
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ::fcntl(held.get(), F_SETLEASE, F_UNLCK);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_LT(secs, 20.0) << "it waited for the lease";
+  EXPECT_NE(r.err.find("not resuming from this partial file: it is held under a lease by another process"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(sha256_file(ws.local / "f.bin"), sha256_file(ws.root / "f.bin"));
+}
+
 // Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
 // appends (nothing of the log is lost), and standard output on a socket works.
 TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
