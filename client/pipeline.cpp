@@ -218,10 +218,39 @@ proto::Message Pipeline::answer(const Item& it, proto::MsgType type) {
 }
 
 void Pipeline::complete_front() {
-  c_.conn_->flush();  // what is held goes out (its puts count as sent whole) while they are queued
-  Item it = std::move(q_.front());
-  q_.pop_front();
-  bytes_ -= it.bytes;
+  Item it;
+  try {
+    c_.conn_->flush();  // what is held goes out (its puts count as sent whole) while they are queued
+    it = std::move(q_.front());
+    q_.pop_front();
+    bytes_ -= it.bytes;
+    settle_front(it);
+  } catch (const Failure& f) {
+    if (f.origin == proto::Origin::link) lose_puts(it.kind == Kind::put && it.done ? &it : nullptr, f);
+    throw;
+  }
+}
+
+void Pipeline::lose_puts(Item* failed, const Failure& f) {
+  const auto lose = [&](Item& it) {
+    Done done = std::move(it.done);
+    it.done = nullptr;
+    if (it.withdrawn) return done(nullptr, &*it.withdrawn);
+    const std::string shown = printable(it.local.string());
+    const Failure g = f.reworded(it.sent.counted() ? shown + ": sent whole, its answer lost (" + f.what() +
+                                                         "): whether the server put it in place is not known"
+                                                   : shown + ": not sent whole (" + f.what() + ")");
+    done(nullptr, &g);
+  };
+  if (failed) lose(*failed);
+  for (Item& it : q_)
+    if (it.kind == Kind::put && it.done) lose(it);
+  std::erase_if(q_, [](const Item& it) { return it.kind == Kind::put; });
+  bytes_ = 0;
+  for (const Item& it : q_) bytes_ += it.bytes;
+}
+
+void Pipeline::settle_front(Item& it) {
   proto::Message resp = answer(it, proto::MsgType::response);
   if (resp.status != proto::Status::ok) {
     Failure f = c_.refused(resp, it.remote);

@@ -130,6 +130,11 @@ class Pipeline {
   void make_room(uint64_t bytes);
   void complete_front();
   void count_flushed();  // what gathering held went out: its puts are sent whole
+  void settle_front(Item& it);
+  // The connection failed (f): every put still waiting for its answers gets a verdict naming it,
+  // sent whole or not, instead of none (a fifty-fifth re-attack, B55-1 and C55-2: a send whose
+  // connection dropped after its small files went named none of them, --json gave no object).
+  void lose_puts(Item* failed, const proto::Failure& f);
   proto::Message answer(const Item& it, proto::MsgType type);
   void finish_get(Item& it, const proto::Message& resp);
   std::shared_ptr<Offer> make_offer(const std::filesystem::path& local, int dir, uint64_t size);

@@ -182,6 +182,7 @@ class AwaitingAnswer {
   AwaitingAnswer& operator=(const AwaitingAnswer&) = delete;
   ~AwaitingAnswer() { release(); }
   void release() noexcept;  // the answer came (or the file failed)
+  bool counted() const { return counted_; }
 
  private:
   bool counted_ = false;

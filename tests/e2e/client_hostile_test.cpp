@@ -137,6 +137,56 @@ TEST_F(HostileServer, ASessionEndedAmongSeveralSourcesNamesTheOnesNotMoved) {
   }
 }
 
+// A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
+// went, before their answers, named none of them (one line about the connection, exit 1) and
+// --json printed no object, though the server had put them in place. Each gets its line and
+// object: sent whole, its answer lost, whether it is in place not known.
+TEST_F(HostileServer, PutsLeftWithoutAnswersAreEachNamed) {
+  std::atomic<int> got{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::put && (m.flags & proto::kFlagAhead)) {
+      net::recv_stream(c, -1, m.size, nullptr);
+      ++got;
+      return;  // no answer; the session ends when the client next waits (below)
+    }
+    if (m.op == proto::Op::stat) {
+      proto::Message d = response(proto::Status::is_directory, "d: is a directory");
+      c.send_message(d);
+    }
+  });
+  for (const char* f : {"a", "b", "c"}) write_text_file(ws.local / f, std::string(1000, *f));
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    got = 0;
+    std::vector<std::string> args = {"send", "-q", "--retries", "0", "--timeout", "3"};
+    if (json) args.push_back("--json");
+    for (const char* f : {"a", "b", "c"}) args.push_back((ws.local / f).string());
+    args.push_back("127.0.0.1:d/");
+    auto r = run_aesxfer(
+        [&] {
+          auto a = args;
+          a.push_back("-P");
+          a.push_back(std::to_string(fake.port()));
+          return a;
+        }(),
+        ws.home, 60);
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::printf("[ lost    ] what the user reads:\n%s%s", r.err.c_str(), r.out.c_str());
+    EXPECT_EQ(got, 3);
+    for (const char* f : {"a", "b", "c"}) {
+      const std::string named = (ws.local / f).string() + ": sent whole, its answer lost (";
+      EXPECT_NE((json ? r.out : r.err).find(json ? proto::quoted((ws.local / f).string()) : named),
+                std::string::npos)
+          << f << "\n"
+          << r.describe();
+    }
+    if (json) {
+      EXPECT_EQ(nonempty_lines(r.out).size(), 3u) << r.out;
+      EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
+    }
+  }
+}
+
 TEST_F(HostileServer, HonestReplyLandsUnderTheRequestedName) {
   using proto::EntryType;
   fs::create_directories(ws.local / "dest");

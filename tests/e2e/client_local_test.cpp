@@ -1070,11 +1070,19 @@ TEST_F(ClientLocal, InterruptedResumedSendSaysWhatTheServerKeeps) {
   }
 }
 
-// The state letter of process pid's main thread (/proc/PID/stat), or 0.
-char process_state(pid_t pid) {
-  const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : 0;
+// Whether every thread of process pid is asleep (state S in /proc/PID/task/TID/stat): the client
+// then only waits for answers, having done what came before (a parallel put's worker counts its
+// file after sending the commit, while the main thread sleeps in join).
+bool all_asleep(pid_t pid) {
+  std::error_code ec;
+  bool any = false;
+  for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    const std::string stat = read_text_file(t.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'S') return false;
+    any = true;
+  }
+  return any;
 }
 
 // A fifty-second re-attack's note: a plain send stopped by a signal after its end record said
@@ -1138,7 +1146,7 @@ TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(ended, tc.files) << read_text_file(ws.local / "err.txt");
     // Everything it sends was read: the client now only waits for the answers (asleep).
-    while (process_state(pid) != 'S' && Clock::now() < deadline)
+    while (!all_asleep(pid) && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_EQ(::kill(pid, SIGINT), 0);
     EXPECT_EQ(wait_exit(pid), 128 + SIGINT);

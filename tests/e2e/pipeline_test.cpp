@@ -583,7 +583,7 @@ TEST_F(PipelineHostileClient, UnansweredGetsHoldTwoMebibytesOfPathsAtMost) {
   ASSERT_TRUE(server->wait_for_log("MiB of paths of pipelined gets without a result"));
   // The first ten in a line each, the rest summed in one (a thirty-fifth re-attack, A-N5).
   ASSERT_TRUE(server->wait_for_log("op=get unanswered=" + std::to_string(fits - 10) +
-                                   " bytes=" + std::to_string(fits - 10) + " result=\"failed: "))
+                                   " bytes=" + std::to_string(fits - 10) + " hashed=0 result=\"failed: "))
       << server->log();
   EXPECT_TRUE(server->wait_for_log("op=get file=", 10, 10));
   EXPECT_FALSE(server->wait_for_log("op=get file=", 0.5, 11)) << server->log();
