@@ -39,15 +39,16 @@ std::array<uint8_t, 32> resume_key(const proto::SessionKeys& keys) {
 namespace {
 
 // Where the data at or after `pos` begins (SEEK_DATA): `pos` when it is data or the file system
-// cannot tell, the file's size when only a hole follows. The descriptor's offset is the caller's
-// to restore.
+// cannot tell, the file's end when only a hole follows. The end is the kernel's (SEEK_END), not
+// fstat's: past it the reader reads, and meets the end (a file that shrank while it was sent is
+// said to have shrunk, never padded with zeros). The descriptor's offset is the caller's to restore.
 uint64_t data_from(int fd, uint64_t pos) {
   ++g_prefix_seeks;
   const off_t d = ::lseek(fd, off_t(pos), SEEK_DATA);
   if (d >= 0) return uint64_t(d);
-  struct stat st {};
-  if (errno == ENXIO && ::fstat(fd, &st) == 0 && uint64_t(st.st_size) > pos) return uint64_t(st.st_size);
-  return pos;  // past the end (the read says it is short), or no SEEK_DATA here
+  if (errno != ENXIO) return pos;  // no SEEK_DATA here
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  return end > off_t(pos) ? uint64_t(end) : pos;
 }
 
 // Where the data region at `pos` ends (SEEK_HOLE): the file's end when no hole follows, and
@@ -72,25 +73,13 @@ uint64_t hole_from(int fd, uint64_t pos) {
 // tmpfs costs about 11 ms. The descriptor's offset is kept.
 template <class F>
 void read_prefix(int fd, uint64_t len, F&& f) {
-  struct KeepOffset {
-    int fd;
-    off_t at;
-    ~KeepOffset() {
-      if (at >= 0) ::lseek(fd, at, SEEK_SET);
-    }
-  } keep{fd, ::lseek(fd, 0, SEEK_CUR)};
   std::vector<uint8_t> buf(size_t(1) << 20);
   std::vector<uint8_t> zeros;  // a hole's bytes, made at the first hole
+  Regions regions(fd);
   uint64_t pos = 0;
-  uint64_t region_end = 0;  // where the data or the hole at pos ends
-  bool hole = false;
   while (pos < len) {
-    if (pos >= region_end) {
-      const uint64_t data = data_from(fd, pos);
-      hole = data > pos;
-      region_end = hole ? data : hole_from(fd, pos);
-    }
-    const size_t n = size_t(std::min<uint64_t>({buf.size(), len - pos, region_end - pos}));
+    bool hole = false;
+    const size_t n = regions.at(pos, size_t(std::min<uint64_t>(buf.size(), len - pos)), hole);
     if (hole) {
       if (zeros.empty()) zeros.assign(buf.size(), 0);
       f(zeros.data(), n);
@@ -109,6 +98,23 @@ void read_prefix(int fd, uint64_t len, F&& f) {
 }
 
 }  // namespace
+
+size_t Regions::at(uint64_t pos, size_t n, bool& hole) {
+  if (pos >= end_) {
+    const off_t cur = ::lseek(fd_, 0, SEEK_CUR);
+    if (cur < 0) {  // a pipe: all data
+      hole_ = false;
+      end_ = UINT64_MAX;
+    } else {
+      const uint64_t data = data_from(fd_, pos);
+      hole_ = data > pos;
+      end_ = hole_ ? data : hole_from(fd_, pos);
+      ::lseek(fd_, cur, SEEK_SET);
+    }
+  }
+  hole = hole_;
+  return size_t(std::min<uint64_t>(n, end_ - pos));
+}
 
 namespace {
 

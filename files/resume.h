@@ -31,9 +31,26 @@ std::string prefix_mac(const proto::SessionKeys& keys, int fd, uint64_t len,
 
 // Feeds the first len bytes of fd into h (pread). Throws Failure.
 void hash_prefix(crypto::FileChecksum& h, int fd, uint64_t len);
-// The lseek calls (SEEK_DATA, SEEK_HOLE) made to find a prefix's holes, counted for the tests: a
-// pass asks once per data region or hole, never per MiB (a fifty-fourth re-attack, A54-1).
+// The lseek calls (SEEK_DATA, SEEK_HOLE) made to find a file's holes (Regions), counted for the
+// tests: a pass asks once per data region or hole, never per MiB (a fifty-fourth re-attack, A54-1).
 extern std::atomic<uint64_t> g_prefix_seeks;
+
+// Where a file's data and holes lie, looked up once per region as a reader moves forward: a hole's
+// bytes are zeros a reader makes in memory, never reads (reading a hole makes the kernel allocate
+// and zero a page-cache page for each of its pages: A53-1 for hashing, A55-3 for a get). The
+// descriptor's offset is left as it was. A descriptor that cannot seek is all data.
+class Regions {
+ public:
+  explicit Regions(int fd) : fd_(fd) {}
+  // How many of the n bytes at pos share pos's kind (at least 1 when n > 0), and whether they are
+  // a hole.
+  size_t at(uint64_t pos, size_t n, bool& hole);
+
+ private:
+  int fd_;
+  uint64_t end_ = 0;  // where the region of the last lookup ends
+  bool hole_ = false;
+};
 
 // One pass over the first len bytes of fd: the keyed prefix digest (prefix_mac) and the file
 // checksum's state after them (the session's algorithm) (StreamOptions::prefix_hash), so that nothing is left

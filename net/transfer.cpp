@@ -238,6 +238,7 @@ struct BatchFiller {
   const StreamOptions& opt;
   crypto::FileChecksum& hash;
   uint64_t at;
+  files::Regions regions{fd};
 
   void operator()(Batch* b) {
     b->n = 0;
@@ -247,14 +248,38 @@ struct BatchFiller {
       uint8_t* p = b->slot(b->n) + proto::kHeaderLen;
       if (fd < 0)
         std::memset(p, 0, n);
-      else if (opt.ranged)
-        pread_full(fd, p, n, opt.base + at);
       else
-        read_full(fd, p, n, at, size);
+        fill_file(p, n);
       add(b, p, n);
     }
     b->last = at >= size;
   }
+  // n bytes of the file from `at`: a hole's as zeros made here, never read (a fifty-fifth
+  // re-attack, A55-3: a get of another user's `truncate -s 1T` file read its holes, 2.5 to 4.2 s
+  // of server CPU a GiB and a GiB of page cache for each, against 0.3 s for the client).
+  void fill_file(uint8_t* p, size_t n) {
+    if (!opt.ranged && origin == kUnknown) {  // where `at` is in the file (read goes on from there)
+      const off_t cur = ::lseek(fd, 0, SEEK_CUR);
+      origin = cur < 0 ? kNotSeekable : cur - int64_t(at);
+    }
+    if (!opt.ranged && origin == kNotSeekable) return read_full(fd, p, n, at, size);
+    const uint64_t base = opt.ranged ? opt.base : uint64_t(origin);
+    for (size_t done = 0; done < n;) {
+      bool hole = false;
+      const size_t k = regions.at(base + at + done, n - done, hole);
+      if (hole) {
+        std::memset(p + done, 0, k);
+        if (!opt.ranged && ::lseek(fd, off_t(base + at + done + k), SEEK_SET) < 0) read_error();
+      } else if (opt.ranged) {
+        pread_full(fd, p + done, k, base + at + done);
+      } else {
+        read_full(fd, p + done, k, at + done, size);
+      }
+      done += k;
+    }
+  }
+  static constexpr int64_t kUnknown = -2, kNotSeekable = -1;
+  int64_t origin = kUnknown;
   // A short record (the input paused, or ended) closes the batch, so that it is sent now.
   void fill_unsized(Batch* b) {
     bool eof = false;
