@@ -1151,7 +1151,8 @@ TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
     ASSERT_EQ(::kill(pid, SIGINT), 0);
     EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
     const std::string err = read_text_file(ws.local / "err.txt");
-    EXPECT_EQ(err, "aesxfer: interrupted" + std::string(tc.said) + "\n");
+    // The first line (a sanitizer may add its own after it: TSan's thread leak at the handler's _exit).
+    EXPECT_EQ(err.substr(0, err.find('\n') + 1), "aesxfer: interrupted" + std::string(tc.said) + "\n") << err;
   }
 }
 
@@ -1196,8 +1197,10 @@ TEST_F(ClientLocal, ASignalWhileAPartIsStillGoingSaysNothingWasSentWhole) {
   ASSERT_EQ(::kill(pid, SIGINT), 0);
   EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
   released = true;
-  EXPECT_EQ(read_text_file(ws.local / "err.txt"),
-            "aesxfer: interrupted: no partial or temporary file was left behind\n");
+  const std::string err = read_text_file(ws.local / "err.txt");
+  EXPECT_EQ(err.substr(0, err.find('\n') + 1),
+            "aesxfer: interrupted: no partial or temporary file was left behind\n")
+      << err;
 }
 
 // A fifty-fifth re-attack (A55-4): a partial file under another process's lease (F_SETLEASE, which
