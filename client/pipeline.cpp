@@ -237,9 +237,10 @@ void Pipeline::lose_puts(Item* failed, const Failure& f) {
     it.done = nullptr;
     if (it.withdrawn) return done(nullptr, &*it.withdrawn);
     const std::string shown = printable(it.local.string());
-    const Failure g = f.reworded(it.sent.counted() ? shown + ": sent whole, its answer lost (" + f.what() +
-                                                         "): whether the server put it in place is not known"
-                                                   : shown + ": not sent whole (" + f.what() + ")");
+    Failure g = f.reworded(it.sent.counted() ? shown + ": sent whole, its answer lost (" + f.what() +
+                                                   "): whether the server put it in place is not known"
+                                             : shown + ": not sent whole (" + f.what() + ")");
+    g.maybe_placed = it.sent.counted();
     done(nullptr, &g);
   };
   if (failed) lose(*failed);

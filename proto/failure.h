@@ -43,6 +43,7 @@ struct Failure : std::runtime_error {
     Failure g(what, status, err, origin);
     g.size = size;
     g.from_start = from_start;
+    g.maybe_placed = maybe_placed;
     return g;
   }
 
@@ -51,6 +52,9 @@ struct Failure : std::runtime_error {
   Origin origin;
   uint64_t size = kNoSize;
   bool from_start = false;
+  // A put sent whole whose answer was lost with the connection: the server may have put the file
+  // in place (client::Pipeline::lose_puts), and the command's last word on it says so.
+  bool maybe_placed = false;
 };
 
 // A peer's non-ok Response or Result as one line for the user: "what: the peer's reason", the

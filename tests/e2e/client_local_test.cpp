@@ -1233,6 +1233,43 @@ TEST_F(ClientLocal, APartialFileUnderALeaseIsPassedOverAtOnce) {
   EXPECT_EQ(sha256_file(ws.local / "f.bin"), sha256_file(ws.root / "f.bin"));
 }
 
+// A fifty-fifth re-attack (B55-1): files a session sent whole, whose answers the lost connection
+// took, were left to the retry; when the retry could not even connect, the last word called them
+// "not sent", though the server had put them in place. They are "not confirmed", and why.
+TEST_F(ClientLocal, FilesSentWholeBeforeAFailedRetryAreNotCalledNotSent) {
+  std::atomic<int> got{0};
+  auto fake = std::make_unique<FakeServer>([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat)
+      return c.send_message(response(proto::Status::is_directory, "d: is a directory"));
+    if (m.op == proto::Op::put && (m.flags & proto::kFlagAhead)) {
+      net::recv_stream(c, -1, m.size, nullptr);
+      ++got;  // never answered
+    }
+  });
+  for (const char* f : {"a", "b"}) write_text_file(ws.local / f, std::string(1000, *f));
+  const pid_t pid =
+      spawn_aesxfer({"send", "-q", "--retries", "1", "--timeout", "2", (ws.local / "a").string(),
+                     (ws.local / "b").string(), "127.0.0.1:d/", "-P", std::to_string(fake->port())},
+                    ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (got < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(got, 2) << read_text_file(ws.local / "err.txt");
+  fake.reset();  // gone: the retry cannot connect (waits for the client's timeout to end the session)
+  EXPECT_EQ(wait_exit(pid, 30), 1);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  std::printf("[ lost    ] what the user reads:\n%s", err.c_str());
+  for (const char* f : {"a", "b"}) {
+    EXPECT_NE(
+        err.find((ws.local / f).string() + ": not confirmed: an earlier session sent it whole and lost its "
+                                           "answer: whether the server put it in place is not known"),
+        std::string::npos)
+        << f << "\n"
+        << err;
+  }
+  EXPECT_EQ(err.find("not sent"), std::string::npos) << err;
+}
+
 // Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
 // appends (nothing of the log is lost), and standard output on a socket works.
 TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
