@@ -405,10 +405,10 @@ void json_failed(const TransferOpts& t, const std::string& file, const std::stri
 }
 
 int end_with_unreported(const TransferOpts& t, const proto::Failure& f,
-                        const std::vector<std::string>& unreported, const char* not_moved) {
+                        const std::vector<std::string>& unreported, const char* not_moved, bool several) {
   die_line(f.what());
   for (const auto& file : unreported) json_failed(t, file, f.what());
-  if (!t.json && unreported.size() > 1) {
+  if (!t.json && !unreported.empty() && (several || unreported.size() > 1)) {
     std::string names;
     for (const auto& file : unreported) names += (names.empty() ? "" : ", ") + proto::quoted(file);
     die_line(std::string(not_moved) + ": " + names + " (the session ended)");  // cut by bounded_line

@@ -225,12 +225,13 @@ void json_failed(const TransferOpts& t, const std::string& file, const std::stri
 // A failure that ends the command before every source was reported (a connection or a login that
 // failed, a lost link with no retry left): its line once and, with --json, an object for each
 // source in `unreported`, so a script learns of every source it named (a twenty-seventh
-// re-attack, N2: send, several-source recv and recv -r printed none). Without --json, two or more
-// such sources are named on a second line ("not fetched: a, b (the session ended)"; `not_moved`
-// says which way), which the failure's own words need not do (a fifty-third re-attack's note: a
-// server's protocol error among several sources named none of them). Returns kExitFail.
+// re-attack, N2: send, several-source recv and recv -r printed none). Without --json, such sources
+// of a command that named `several` are named on a second line ("not fetched: a, b (the session
+// ended)"; `not_moved` says which way), which the failure's own words need not do (a fifty-third
+// re-attack's note: a server's protocol error among several sources named none of them; the
+// fifty-sixth session: nor "cannot connect" when one source of several was left). Returns kExitFail.
 int end_with_unreported(const TransferOpts& t, const proto::Failure& f,
-                        const std::vector<std::string>& unreported, const char* not_moved);
+                        const std::vector<std::string>& unreported, const char* not_moved, bool several);
 
 // send and recv share these options.
 void add_transfer_options(CLI::App* sub, TransferOpts& t, bool& no_aesni);

@@ -36,6 +36,13 @@ int end_on_failure(const proto::Failure& f, client::Client* c, proto::Status hin
   return kExitFail;
 }
 
+// `f` as the line of `source`'s failure: "SOURCE: " before its words unless they begin so ("" as is).
+proto::Failure source_named(const proto::Failure& f, const std::string& source) {
+  const std::string name = net::printable(source) + ": ";
+  if (source.empty() || std::string_view(f.what()).substr(0, name.size()) == name) return f;
+  return f.reworded(name + f.what());
+}
+
 // A directory refused as a file source gets " (use -r)".
 proto::Failure use_r_hint(const proto::Failure& f) {
   return f.reworded(f.origin == net::Origin::peer && f.status == proto::Status::is_directory
@@ -110,8 +117,10 @@ proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptio
 
 // `lost`, when given, is set when the command's connection to the source's host failed for good
 // (a lost or refused connection with no retry left): the caller stops asking that host.
+// `several`: the command named several sources, and the line of this one's failure names it
+// (the fifty-sixth session's find: "cannot connect ..." after a retry named none).
 int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size, const TransferOpts& t_in,
-             Retrier& retry, std::string* lost = nullptr) {
+             Retrier& retry, std::string* lost = nullptr, bool several = false) {
   auto remote = parse_remote(src);
   if (!remote) {
     die_line("recv: the first argument must be HOST:PATH (got '" + net::printable(src) + "')");
@@ -171,19 +180,18 @@ int cmd_recv(const std::string& src, const std::string& dest, uint64_t zero_size
       }
       // Its object too (N2), on standard error when the data is on standard output (a thirty-sixth
       // re-attack, B4: recv --json host:f - gave a failed source none).
-      if (last && t.json) {
-        int rc = 0;
-        const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
-        report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc, &jp, msg);
-        if (client) client->bye();
-        return kExitFail;
-      }
       if (last) {
-        const proto::Failure said = use_r_hint(with_kept_note(f, co, local, remote->path));
+        const proto::Failure hinted = use_r_hint(with_kept_note(f, co, local, remote->path));
+        if (int rc = 0; t.json) {
+          report_pipelined(t, co, tty, remote->path, nullptr, &hinted, rc, &jp, msg);
+          if (client) client->bye();
+          return kExitFail;
+        }
+        const proto::Failure said = source_named(hinted, several ? remote->path : "");
         jp.fail(said.what(), said.size);  // --json-progress's last line (stderr if data is on stdout)
         return end_on_failure(said, client.get());
       }
-      retry.wait(f, co.resume);
+      retry.wait(source_named(f, several ? remote->path : ""), co.resume);
     } catch (const std::exception& e) {
       die_line(e.what());
       return kExitFail;
@@ -423,7 +431,7 @@ ManyOutcome recv_many(const std::vector<std::string>& args, const TransferOpts& 
   } catch (const proto::Failure& f) {
     if (!retry.worth(f)) {
       if (client) client->bye();
-      return {Then::done, end_with_unreported(t, f, unsettled(paths, settled), "not fetched"), {}};
+      return {Then::done, end_with_unreported(t, f, unsettled(paths, settled), "not fetched", true), {}};
     }
     for (const size_t i : spent_attempts(dest, paths, asked, settled)) {  // not fetched again
       report_pipelined(t, co, tty, paths[i], nullptr, &f, rc);
@@ -587,7 +595,7 @@ int cmd_recv_all(const std::vector<std::string>& args, uint64_t zero_size, const
       continue;
     }
     std::string lost;
-    const int r = cmd_recv(args[i], dest, zero_size, t, retry, &lost);
+    const int r = cmd_recv(args[i], dest, zero_size, t, retry, &lost, n > 1);
     if (r == kExitUsage) return r;
     if (r != 0) rc = r;
     if (!lost.empty()) lost_hosts[host] = lost;

@@ -379,7 +379,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         std::vector<std::string> unreported;
         for (const auto& src : sources)
           if (!done.settled.count(src)) unreported.push_back(src);
-        const int r = end_with_unreported(t, f, unreported, "not sent");
+        const int r = end_with_unreported(t, f, unreported, "not sent", args.size() > 2);
         not_confirmed(t, co, tty, unsure, rc);
         return r;
       }

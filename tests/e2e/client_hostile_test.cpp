@@ -137,6 +137,55 @@ TEST_F(HostileServer, ASessionEndedAmongSeveralSourcesNamesTheOnesNotMoved) {
   }
 }
 
+// The fifty-sixth session's own find: with one source of several left when the command ended,
+// nothing named it: `recv a b` whose b was cut mid-transfer, and whose retry then failed at its
+// first answer, said the connection closed and then a protocol error, never which source; with
+// --retries 0, only that the connection closed (the second line needed two sources left). The
+// retry's line names b (alone, and with -l, each source asked for alone); the end names it.
+// ClientLocal.TheOneSourceLeftWhenTheRetryCannotConnectIsNamed: both ways, the server gone.
+TEST_F(HostileServer, TheOneSourceOfSeveralLeftIsNamed) {
+  std::atomic<bool> cut{false};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (cut) {  // the retry's session: its first answer breaks the protocol
+      proto::Message bad;
+      bad.type = proto::MsgType::result;
+      bad.status = proto::Status::ok;
+      return c.send_message(bad);
+    }
+    if (m.op == proto::Op::stat) {
+      proto::Message ok = response(proto::Status::ok);
+      ok.size = 4;
+      return c.send_message(ok);
+    }
+    if (m.path == "b") {  // b's get: the connection is cut
+      cut = true;
+      throw std::runtime_error("cut");
+    }
+    if (m.op == proto::Op::get) FakeServer::send_file(c, "aaaa");
+  });
+  fs::create_directories(ws.local / "d");
+  struct Case {
+    std::vector<std::string> opts;
+    const char* last;  // how the last line begins
+  };
+  for (const Case& tc : {Case{{"-l", "1G", "--retries", "1"}, "aesxfer: b: protocol error"},
+                         Case{{"--retries", "1"}, "aesxfer: b: protocol error"},
+                         Case{{"--retries", "0"}, "aesxfer: not fetched: \"b\" (the session ended)"}}) {
+    SCOPED_TRACE(tc.last);
+    cut = false;
+    std::vector<std::string> args = {"recv", "-q", "127.0.0.1:a", "127.0.0.1:b",
+                                     (ws.local / "d").string() + "/"};
+    args.insert(args.begin() + 2, tc.opts.begin(), tc.opts.end());
+    auto r = run(args, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::printf("[ lost    ] what the user reads:\n%s", r.err.c_str());
+    EXPECT_EQ(nonempty_lines(r.err).back().rfind(tc.last, 0), 0u) << r.err;
+    EXPECT_EQ(read_text_file(ws.local / "d" / "a"), "aaaa");
+    EXPECT_FALSE(fs::exists(ws.local / "d" / "b"));
+    fs::remove(ws.local / "d" / "a");
+  }
+}
+
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and

@@ -1270,6 +1270,66 @@ TEST_F(ClientLocal, FilesSentWholeBeforeAFailedRetryAreNotCalledNotSent) {
   EXPECT_EQ(err.find("not sent"), std::string::npos) << err;
 }
 
+// The fifty-sixth session's own find: `send a b` (or `recv a b`) whose b was cut mid-transfer,
+// and whose retry found the server gone, said the connection closed and "cannot connect", never
+// that b was not sent: a second line named what was left only when two or more were. One source
+// of several left is named too. -l keeps each file out of the pipeline, so each is asked alone.
+// (recv's sources asked for alone: b's own line names it.)
+TEST_F(ClientLocal, TheOneSourceLeftWhenTheRetryCannotConnectIsNamed) {
+  write_text_file(ws.local / "a", "aaaa");
+  write_text_file(ws.local / "b", "bbbb");
+  fs::create_directories(ws.local / "d");
+  for (const bool send : {true, false}) {
+    SCOPED_TRACE(send ? "send" : "recv");
+    std::atomic<bool> cut{false};
+    auto fake = std::make_unique<FakeServer>([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::stat && m.path == "d/")
+        return c.send_message(response(proto::Status::is_directory, "d: is a directory"));
+      if (m.path == "b" || m.text == "b") {  // b's get or put: the connection is cut
+        cut = true;
+        throw std::runtime_error("cut");
+      }
+      if (m.op == proto::Op::stat) {
+        proto::Message ok = response(proto::Status::ok);
+        ok.size = 4;
+        return c.send_message(ok);
+      }
+      if (m.op == proto::Op::get) return FakeServer::send_file(c, "aaaa");
+      if (m.op != proto::Op::put) return;
+      c.send_message(response(proto::Status::ok));
+      net::recv_stream(c, -1, m.size, nullptr);
+      proto::Message res = response(proto::Status::ok);
+      res.type = proto::MsgType::result;
+      c.send_message(res);
+    });
+    const std::string port = std::to_string(fake->port());
+    const std::vector<std::string> args =
+        send
+            ? std::vector<std::string>{"send", (ws.local / "a").string(), (ws.local / "b").string(),
+                                       "127.0.0.1:d/"}
+            : std::vector<std::string>{"recv", "127.0.0.1:a", "127.0.0.1:b", (ws.local / "d").string() + "/"};
+    std::vector<std::string> all = args;
+    all.insert(all.begin() + 1, {"-q", "-l", "1G", "--retries", "1", "--timeout", "5", "-P", port});
+    const pid_t pid = spawn_aesxfer(all, ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (!cut && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(cut) << read_text_file(ws.local / "err.txt");
+    fake.reset();  // gone within the retry's wait of 1 s: the retry cannot connect
+    EXPECT_EQ(wait_exit(pid, 30), 1);
+    const std::string err = read_text_file(ws.local / "err.txt");
+    EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
+    // recv asks for each source alone (-l): the line of b's failure names it.
+    EXPECT_EQ(
+        nonempty_lines(err).back().rfind(
+            send ? "aesxfer: not sent: " + proto::quoted((ws.local / "b").string()) + " (the session ended)"
+                 : std::string("aesxfer: b: cannot connect"),
+            0),
+        0u)
+        << err;
+  }
+}
+
 // Issue 24 item E9: recv host:f - writes to descriptor 1 as the process got it: `>> log`
 // appends (nothing of the log is lost), and standard output on a socket works.
 TEST_F(ClientLocal, RecvToDashWritesToTheDescriptorItGot) {
