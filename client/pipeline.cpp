@@ -61,6 +61,16 @@ proto::Message Pipeline::request(proto::Op op, const std::string& path, uint8_t 
   return tagged(proto::request(op, path, flags));
 }
 
+template <class Write>
+void Pipeline::writing(const Write& write) {
+  try {
+    write();
+  } catch (const Failure& f) {
+    if (f.origin == proto::Origin::link) lose_puts(nullptr, f);
+    throw;
+  }
+}
+
 void Pipeline::make_room(uint64_t bytes) {
   while (!q_.empty() && (q_.size() >= w_.requests || bytes_ + bytes > w_.bytes)) complete_front();
 }
@@ -90,7 +100,15 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   if (bad) return done(nullptr, &*bad);
 
   const uint64_t size = uint64_t(st.st_size);
-  make_room(size);
+  try {
+    make_room(size);
+  } catch (const Failure& f) {  // the link failed while this file waited for room: named too
+    if (f.origin == proto::Origin::link) {
+      const Failure g = f.reworded(printable(local.string()) + ": not sent (" + f.what() + ")");
+      done(nullptr, &g);
+    }
+    throw;
+  }
   proto::Message req = request(proto::Op::put, remote, c_.opt_.preserve ? proto::kFlagPreserve : 0);
   req.text = name.empty() ? local.filename().string() : name;
   req.size = size;
@@ -105,14 +123,18 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   it.started = Clock::now();
   it.before = net::tcp_counts(c_.conn_->fd());
   it.done = std::move(done);
-  c_.conn_->send_message(req);
   // The data goes right behind the request. A file that changed or shrank as it was read is
   // withdrawn (net::withdrawn): this file fails alone once its Result comes, the session goes on.
   try {
+    c_.conn_->send_message(req);
     StreamOptions so;
     so.since = &st;
     it.sum = send_stream(*c_.conn_, fd, size, nullptr, so);
   } catch (const Failure& f) {
+    if (f.origin == proto::Origin::link) {  // this put and the ones before it: each its verdict
+      q_.push_back(std::move(it));
+      lose_puts(nullptr, f);
+    }
     if (f.origin != proto::Origin::local) throw;
     if (net::withdrawn(f)) {
       it.withdrawn = Failure(printable(local.string()) + ": " + f.what(), f.status, f.err);
@@ -124,7 +146,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
     // before it are due (the server has them whole) and go to their callbacks, then this file's
     // failure, named, to its own (a twentieth re-attack, N2: neither was reported, and the line
     // did not name the file).
-    c_.conn_->flush();
+    writing([&] { c_.conn_->flush(); });
     while (!q_.empty()) complete_front();
     const Failure named(printable(local.string()) + ": " + f.what(), f.status, f.err);
     it.done(nullptr, &named);
@@ -150,7 +172,7 @@ void Pipeline::mkdir(const std::string& path, uint32_t mode, int64_t mtime, bool
   it.tag = req.tag;
   it.remote = path;
   it.dir_done = std::move(done);
-  c_.conn_->send_message(req);
+  writing([&] { c_.conn_->send_message(req); });
   q_.push_back(std::move(it));
 }
 
@@ -172,7 +194,7 @@ void Pipeline::ask(proto::Message req, StatDone done) {
   it.tag = req.tag;
   it.remote = req.op == proto::Op::probe ? put_shown(req.path, req.text) : req.path;
   it.stat_done = std::move(done);
-  c_.conn_->send_message(req);
+  writing([&] { c_.conn_->send_message(req); });
   q_.push_back(std::move(it));
 }
 
@@ -193,7 +215,7 @@ void Pipeline::get(const std::string& remote, const fs::path& local, uint64_t si
   it.dir = dir;
   it.keep = std::move(keep);
   it.done = std::move(done);
-  c_.conn_->send_message(req);
+  writing([&] { c_.conn_->send_message(req); });
   bytes_ += size_hint;
   q_.push_back(std::move(it));
 }

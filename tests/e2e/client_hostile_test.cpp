@@ -186,6 +186,74 @@ TEST_F(HostileServer, TheOneSourceOfSeveralLeftIsNamed) {
   }
 }
 
+// A fifty-sixth re-attack (B56-1): when the connection failed while a pipelined put was being
+// written (its request or data, not while waiting for an answer), the puts queued before it got no
+// verdict and no --json object, and the one being written was named only by the connection's line
+// (14 of 300 files reported, 53 on the server). Here the server reads the first put and closes:
+// the client meets the reset while writing a later one. Every source is named, in --json too.
+TEST_F(HostileServer, ALinkLostWhileAPutIsWrittenLeavesNoSourceUnnamed) {
+  constexpr int kFiles = 24;
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat)
+      return c.send_message(response(proto::Status::is_directory, "d: is a directory"));
+    if (m.op != proto::Op::put) return;
+    net::recv_stream(c, -1, m.size, nullptr);
+    throw std::runtime_error("cut");  // closed with the later puts unread: a reset
+  });
+  std::vector<std::string> files;
+  for (int i = 0; i < kFiles; ++i) {
+    files.push_back((ws.local / ("f" + std::to_string(100 + i))).string());
+    write_random_file(files.back(), 200000, uint32_t(i));
+  }
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    std::vector<std::string> args = {"send", "-q", "--retries", "0"};
+    if (json) args.push_back("--json");
+    args.insert(args.end(), files.begin(), files.end());
+    args.push_back("127.0.0.1:d/");
+    auto r = run(args, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    std::printf("[ lost    ] what the user reads:\n%s%s", r.err.c_str(), r.out.c_str());
+    for (const auto& f : files)
+      EXPECT_NE((json ? r.out : r.err).find(json ? proto::quoted(f) : f + ":"), std::string::npos)
+          << f << "\n"
+          << r.describe();
+    if (json) {
+      EXPECT_EQ(nonempty_lines(r.out).size(), size_t(kFiles)) << r.out;
+    }
+  }
+}
+
+// The rest of B55-1 ("Left"): a file waiting for room in the pipeline (its window of 8 MiB full)
+// when the link failed was named only by the connection's line. Here the server reads eight puts
+// of 1 MiB without answering and closes: the eight are sent whole, the ninth is not sent, named.
+TEST_F(HostileServer, AFileWaitingForRoomWhenTheLinkFailsIsNamed) {
+  std::atomic<int> got{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat)
+      return c.send_message(response(proto::Status::is_directory, "d: is a directory"));
+    if (m.op != proto::Op::put) return;
+    net::recv_stream(c, -1, m.size, nullptr);
+    if (++got == 8) throw std::runtime_error("cut");
+  });
+  std::vector<std::string> args = {"send", "-q", "--retries", "0"};
+  for (int i = 0; i < 10; ++i) {
+    args.push_back((ws.local / ("g" + std::to_string(i))).string());
+    write_random_file(args.back(), proto::kMaxAheadSize, uint32_t(i));
+  }
+  args.push_back("127.0.0.1:d/");
+  auto r = run(args, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(got, 8);
+  std::printf("[ lost    ] what the user reads:\n%s", r.err.c_str());
+  for (int i = 0; i < 10; ++i) {
+    const std::string f = (ws.local / ("g" + std::to_string(i))).string();
+    EXPECT_NE(r.err.find(f + (i < 8 ? ": sent whole, its answer lost" : ": not sent")), std::string::npos)
+        << f << "\n"
+        << r.err;
+  }
+}
+
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and
