@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "crypto/sha256.h"
 #include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/resume.h"
@@ -26,13 +27,20 @@ using proto::printable;
 std::string hidden_name(const std::string& name, const std::string& suffix) {
   std::string out = "." + name + suffix;
   if (out.size() <= NAME_MAX) return out;
-  // FNV-1a 32 over the whole name: a stable tag, not a security measure (the directory is the
-  // user's own and the files are opened O_EXCL / O_NOFOLLOW).
-  uint32_t h = 2166136261u;
-  for (unsigned char ch : name) h = (h ^ ch) * 16777619u;
-  char tag[16];
-  std::snprintf(tag, sizeof tag, "~%08x", h);
-  size_t keep = NAME_MAX - 1 - std::strlen(tag) - suffix.size();
+  // The first 128 bits of SHA-256 of the whole name: the same name always gives the same
+  // partial file, and no two names share one. The names come from the peer or from whoever writes
+  // in a served tree: a 32-bit FNV-1a tag was matched in under a second, and one file's transfer
+  // took or removed another's partial file, offering its prefix to another server (a fifty-sixth
+  // re-attack, C56-1).
+  uint8_t d[32];
+  crypto::Sha256::digest(name.data(), name.size(), d);
+  std::string tag = "~";
+  for (int i = 0; i < 16; ++i) {
+    static const char kHex[] = "0123456789abcdef";
+    tag += kHex[d[i] >> 4];
+    tag += kHex[d[i] & 15];
+  }
+  const size_t keep = NAME_MAX - 1 - tag.size() - suffix.size();
   return "." + name.substr(0, keep) + tag + suffix;
 }
 

@@ -209,5 +209,29 @@ TEST(PrefixHash, HolesAreLookedUpOncePerRegionNotPerMiB) {
   EXPECT_GE(files::g_prefix_seeks - before, 1u) << "a sparse file is asked where its holes are";
 }
 
+// A fifty-sixth re-attack (C56-1): names too long for ".NAME.aesxfer-partial" were cut and tagged
+// with a 32-bit FNV-1a hash; these two, the same but for their last 12 bytes, were found in under
+// a second to share one partial file (one file's transfer took or removed the other's). Long names
+// get distinct partial names of at most 255 bytes, the same for the same name.
+TEST(PartialFile, LongNamesThatShareTheirStartGetTheirOwnPartialNames) {
+  const std::string start = "long_dataset_name_" + std::string(211, 'x');
+  const std::string a = start + "Uo6dIQpXMntq", b = start + "juliuO9gaAgi";
+  const auto fnv = [](const std::string& n) {
+    uint32_t h = 2166136261u;
+    for (unsigned char ch : n) h = (h ^ ch) * 16777619u;
+    return h;
+  };
+  ASSERT_EQ(fnv(a), fnv(b));  // the pair the re-attack found
+  EXPECT_NE(files::partial_name(a), files::partial_name(b));
+  EXPECT_EQ(files::partial_name(a), files::partial_name(a));
+  for (const auto& n : {a, b, std::string(255, 'y')}) {
+    const std::string p = files::partial_name(n);
+    EXPECT_LE(p.size(), size_t(NAME_MAX)) << p;
+    EXPECT_TRUE(files::is_partial_name(p)) << p;
+    EXPECT_NE(p.find('~'), std::string::npos) << p;  // marked as shortened (client::stands_for)
+  }
+  EXPECT_EQ(files::partial_name("short"), ".short.aesxfer-partial");
+}
+
 }  // namespace
 }  // namespace aesxfer::test
