@@ -76,7 +76,7 @@ class AtomicFile {
 };
 
 // ".<name><suffix>" for a name of any length, never longer than NAME_MAX (255) bytes: a name
-// too long keeps its first bytes and gains "~" and 8 hex digits of a hash of the whole name, so
+// too long keeps its first bytes and gains "~" and 32 hex digits of SHA-256 of the whole name, so
 // the result stays the same for the same name (a kept partial file is found again).
 std::string hidden_name(const std::string& name, const std::string& suffix);
 
