@@ -47,6 +47,7 @@ bool is_copy_of(const std::vector<std::string>& there, const std::set<std::strin
 namespace {
 
 constexpr size_t kMaxRecords = 1000;
+constexpr size_t kMaxRecordBytes = size_t(1) << 20;  // what read_records reads of the file
 constexpr const char* kRecordFile = "tree_copies";
 
 // "dev ino btime source" of the directory open as dirfd, or "" when the file system does not
@@ -70,7 +71,7 @@ std::vector<std::string> read_records(const std::filesystem::path& home) {
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
       (st.st_mode & 022))
     return out;
-  std::string text(size_t(std::min<off_t>(st.st_size, 1 << 20)), '\0');
+  std::string text(size_t(std::min<off_t>(st.st_size, off_t(kMaxRecordBytes))), '\0');
   const ssize_t n = ::pread(fd.get(), text.data(), text.size(), 0);
   text.resize(n > 0 ? size_t(n) : 0);
   for (size_t at = 0; at < text.size();) {
@@ -95,6 +96,13 @@ void store_record(const std::filesystem::path& home, const std::string& mine, co
   for (auto& r : read_records(home))
     if (r.compare(0, key.size(), key) != 0) keep.push_back(std::move(r));  // an old record of the same key
   if (keep.size() >= kMaxRecords) keep.erase(keep.begin(), keep.end() - (kMaxRecords - 1));
+  // The oldest go first too when the file would hold more than is read back: records of long
+  // paths (about 8 KB each) filled the first MiB, and the newest were written past it, where no
+  // --resume found them (a fifty-sixth re-attack, B56-5).
+  size_t bytes = mine.size() + 1, drop = 0;
+  for (const auto& r : keep) bytes += r.size() + 1;
+  while (bytes > kMaxRecordBytes && drop < keep.size()) bytes -= keep[drop++].size() + 1;
+  keep.erase(keep.begin(), keep.begin() + long(drop));
   keep.push_back(mine);
   std::string text;
   for (const auto& r : keep) text += r + "\n";
