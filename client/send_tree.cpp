@@ -434,7 +434,8 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   if (!finish()) return false;
   std::string base;
   if (placed && !placed->empty()) {
-    base = *placed;  // a retry: the copy the lost connection was writing
+    // A retry: the copy the lost connection was writing, made again if its mkdir never ran.
+    base = c_.mkdir(*placed, "", st.st_mode & 07777, st.st_mtim.tv_sec);
   } else {
     bool listed_nothing = false;
     const std::string asked = normal_request(dest);
@@ -442,6 +443,13 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
                            is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, source) &&
                            (continues_copy(c_, dest, entries, listed_nothing) ||
                             (listed_nothing && keeps_a_partial(dest, entries)));
+    // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
+    // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's
+    // question again, and DEST, made by the lost session, was there: the tree went a level deeper,
+    // exit 0 (a fifty-sixth re-attack, B56-3).
+    if (placed)
+      *placed =
+          continued || !c_.is_remote_dir(dest) ? normal_request(dest) : below(normal_request(dest), name);
     base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
     // Recorded as this source's copy before anything goes into it: DEST itself when it did not
     // exist, else DEST/NAME (a continued one is recorded already).

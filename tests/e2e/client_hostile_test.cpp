@@ -254,6 +254,39 @@ TEST_F(HostileServer, AFileWaitingForRoomWhenTheLinkFailsIsNamed) {
   }
 }
 
+// A fifty-sixth re-attack (B56-3): `send -r t2 host:dstH` with dstH missing, whose mkdir's answer
+// was lost (the server made dstH, then the link failed): the retry asked scp's question again,
+// found dstH there and sent the tree to dstH/t2, exit 0. The retry continues dstH itself.
+TEST_F(HostileServer, ALostMkdirAnswerDoesNotNestTheRetry) {
+  std::mutex mu;
+  std::vector<std::string> asked;  // "op path name" of every request
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      asked.push_back(std::to_string(int(m.op)) + " " + m.path + " " + m.text);
+    }
+    if (m.op == proto::Op::stat)
+      return c.send_message(response(proto::Status::not_found, "dstH: no such file"));
+    throw std::runtime_error("cut");  // every mkdir: made (say), its answer lost
+  });
+  fs::create_directories(ws.local / "t2" / "d1");
+  write_text_file(ws.local / "t2" / "d1" / "f", "f");
+  auto r =
+      run({"send", "-q", "-r", "--retries", "1", (ws.local / "t2").string(), "127.0.0.1:dstH"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  std::lock_guard<std::mutex> g(mu);
+  std::string all;
+  for (const auto& a : asked) all += a + "\n";
+  const std::string mkdir = std::to_string(int(proto::Op::mkdir));
+  ASSERT_EQ(
+      std::count_if(asked.begin(), asked.end(), [&](const std::string& a) { return a.rfind(mkdir, 0) == 0; }),
+      2)
+      << all;
+  EXPECT_NE(std::find(asked.begin(), asked.end(), mkdir + " dstH t2"), asked.end()) << all;  // the first
+  EXPECT_NE(std::find(asked.begin(), asked.end(), mkdir + " dstH "), asked.end()) << all;    // the retry's
+  EXPECT_EQ(all.find("dstH/t2"), std::string::npos) << all;
+}
+
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and
