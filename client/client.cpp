@@ -678,7 +678,7 @@ Client::Kept Client::judge_probe(const std::filesystem::path& local, const proto
 }
 
 std::string Client::mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
-                          bool apply_attrs) {
+                          bool apply_attrs, std::string* dir_id) {
   proto::Message req =
       proto::request(proto::Op::mkdir, remote.empty() ? "." : remote, apply_attrs ? proto::kFlagPreserve : 0);
   req.text = name;
@@ -697,6 +697,7 @@ std::string Client::mkdir(const std::string& remote, const std::string& name, ui
   // clauses (a forty-fifth re-attack, B-F1). So the base is the client's own string, the one the
   // server chose between.
   const std::string asked = normal_request(req.path);
+  if (dir_id) *dir_id = resp.digest;
   if (resp.text.empty()) return asked;
   const std::string answered = normal_request(resp.text);
   if (answered == asked) return asked;

@@ -216,6 +216,7 @@ struct RemoteDir {
   uint32_t mode = 0;  // its permission bits and mtime
   int64_t mtime = 0;
   std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
+  std::string dir_id;  // the server's identity of the directory, or "" (docs/PROTOCOL.md 3.5)
 };
 
 class Client {
@@ -254,7 +255,7 @@ class Client {
   // existing directory, remote/name instead (scp -r semantics). Returns the directory's path
   // relative to the server's root. With opt.preserve, an existing directory gets mode and mtime.
   std::string mkdir(const std::string& remote, const std::string& name, uint32_t mode, int64_t mtime,
-                    bool apply_attrs = false);
+                    bool apply_attrs = false, std::string* dir_id = nullptr);
   // Fetches `remote` into exactly `local` (not into a directory there). With opt.resume, through
   // the partial file .NAME.aesxfer-partial beside it, which is kept when the connection breaks and
   // continued on the next call (docs/PROTOCOL.md, "Resumed get").

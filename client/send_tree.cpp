@@ -153,7 +153,7 @@ std::string file_dest(const std::string& base, const std::string& rel) {
 // so that it is continued rather than nested. The server's root always existed: never.
 // `listed_nothing`: DEST is a directory that lists nothing at its top.
 bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries,
-                    bool& listed_nothing) {
+                    bool& listed_nothing, std::string& dir_id) {
   listed_nothing = false;
   if (dest.empty() || dest == "." || dest == "./" || dest == "/" || dest == "/dev/null") return false;
   std::set<std::string> source;
@@ -163,7 +163,9 @@ bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEn
   try {
     // A count of names left out of DEST itself (protocol 5, path ".") stands for names with CR or
     // LF, which no put can have made there: like any name the source did not put, DEST is no copy.
-    for (const auto& e : c.list(dest).entries) there.push_back(e.path);
+    RemoteDir d = c.list(dest);
+    dir_id = std::move(d.dir_id);
+    for (const auto& e : d.entries) there.push_back(e.path);
   } catch (const Failure& f) {
     if (f.origin != proto::Origin::peer) throw;
     return false;  // no directory there, or too large to list: scp's rule
@@ -407,6 +409,42 @@ std::vector<TreeEntry> TreeSender::within_path_limit(std::vector<TreeEntry> entr
   return kept;
 }
 
+// Where the tree `source` (named `name`) goes on the server, made there: a retry's `placed`, the
+// copy DEST already is (--resume, client/tree_resume.h), else DEST/NAME when DEST is a directory
+// and DEST itself when it is not (scp's rule). `placed` is set before the mkdir.
+std::string TreeSender::place(const std::string& dest, const std::string& name, const std::string& source,
+                              const struct stat& st, const std::vector<TreeEntry>& entries,
+                              std::string* placed) {
+  if (placed && !placed->empty()) {
+    // A retry: the copy the lost connection was writing, made again if its mkdir never ran (and
+    // recorded, if that mkdir's answer was lost).
+    std::string dir_id;
+    const std::string base = c_.mkdir(*placed, "", st.st_mode & 07777, st.st_mtim.tv_sec, false, &dir_id);
+    remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
+    return base;
+  }
+  bool listed_nothing = false;
+  std::string dir_id;  // DEST's identity, as its listing gives it, then as the mkdir's answer does
+  const bool continued =
+      c_.resuming() &&
+      (continues_copy(c_, dest, entries, listed_nothing, dir_id) ||
+       (listed_nothing && keeps_a_partial(dest, entries))) &&
+      is_sent_copy(c_.home(), c_.host_key_fingerprint(), normal_request(dest), dir_id, source);
+  // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
+  // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's
+  // question again, and DEST, made by the lost session, was there: the tree went a level deeper,
+  // exit 0 (a fifty-sixth re-attack, B56-3).
+  if (placed)
+    *placed = continued || !c_.is_remote_dir(dest) ? normal_request(dest) : below(normal_request(dest), name);
+  const std::string base =
+      c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec, false, &dir_id);
+  // Recorded as this source's copy before anything goes into it: DEST itself when it did not
+  // exist, else DEST/NAME (a continued one is recorded already).
+  if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
+  if (placed) *placed = base;
+  return base;
+}
+
 bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::string* placed) {
   std::vector<std::string> skipped, unreadable;
   std::vector<TreeEntry> entries;
@@ -432,30 +470,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
-  std::string base;
-  if (placed && !placed->empty()) {
-    // A retry: the copy the lost connection was writing, made again if its mkdir never ran.
-    base = c_.mkdir(*placed, "", st.st_mode & 07777, st.st_mtim.tv_sec);
-  } else {
-    bool listed_nothing = false;
-    const std::string asked = normal_request(dest);
-    const bool continued = c_.resuming() &&
-                           is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, source) &&
-                           (continues_copy(c_, dest, entries, listed_nothing) ||
-                            (listed_nothing && keeps_a_partial(dest, entries)));
-    // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
-    // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's
-    // question again, and DEST, made by the lost session, was there: the tree went a level deeper,
-    // exit 0 (a fifty-sixth re-attack, B56-3).
-    if (placed)
-      *placed =
-          continued || !c_.is_remote_dir(dest) ? normal_request(dest) : below(normal_request(dest), name);
-    base = c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec);
-    // Recorded as this source's copy before anything goes into it: DEST itself when it did not
-    // exist, else DEST/NAME (a continued one is recorded already).
-    if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, source);
-    if (placed) *placed = base;
-  }
+  const std::string base = place(dest, name, source, st, entries, placed);
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };

@@ -108,6 +108,8 @@ class TreeSender {
   // After a failure that ended the session: the files of `entries` from index `from` on, to
   // Hooks::not_sent (a twentieth re-attack, N3: they were left out without a word).
   void name_rest(const std::vector<TreeEntry>& entries, size_t from);
+  std::string place(const std::string& dest, const std::string& name, const std::string& source,
+                    const struct stat& st, const std::vector<TreeEntry>& entries, std::string* placed);
   // A file of the walk's size for its probe (a stat in entry_dir); false when it is not a regular
   // file there any more (sending it says why).
   bool probe_size(const TreeEntry& e, struct stat& st);

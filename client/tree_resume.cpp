@@ -123,11 +123,21 @@ bool has_record(const std::filesystem::path& home, const std::string& mine) {
   return false;
 }
 
-// send -r: "sent FINGERPRINT:DEST\tLOCAL", or "" for a name that cannot be one line of it. A
-// record of recv -r starts with a digit, so the two never match.
-std::string sent_record(const std::string& fingerprint, const std::string& dest, const std::string& local) {
-  if (dest.find_first_of("\t\n") != std::string::npos || local.find('\n') != std::string::npos) return "";
-  return "sent " + fingerprint + ":" + dest + "\t" + local;
+// send -r: "sent FINGERPRINT:DEST\tID\tLOCAL" (ID the directory's identity in hex), or "" for a
+// name that cannot be one line of it or no identity. A record of recv -r starts with a digit, so
+// the two never match; one of 0.6.0 (no ID) matches none.
+std::string sent_record(const std::string& fingerprint, const std::string& dest, const std::string& dir_id,
+                        const std::string& local) {
+  if (dest.find_first_of("\t\n") != std::string::npos || local.find('\n') != std::string::npos ||
+      dir_id.empty())
+    return "";
+  std::string hex;
+  for (unsigned char ch : dir_id) {
+    static const char kHex[] = "0123456789abcdef";
+    hex += kHex[ch >> 4];
+    hex += kHex[ch & 15];
+  }
+  return "sent " + fingerprint + ":" + dest + "\t" + hex + "\t" + local;
 }
 
 }  // namespace
@@ -144,15 +154,15 @@ bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::strin
 }
 
 void remember_sent_copy(const std::filesystem::path& home, const std::string& fingerprint,
-                        const std::string& dest, const std::string& local) {
-  const std::string mine = sent_record(fingerprint, dest, local);
+                        const std::string& dest, const std::string& dir_id, const std::string& local) {
+  const std::string mine = sent_record(fingerprint, dest, dir_id, local);
   if (home.empty() || mine.empty()) return;
   store_record(home, mine, mine.substr(0, mine.find('\t') + 1));
 }
 
 bool is_sent_copy(const std::filesystem::path& home, const std::string& fingerprint, const std::string& dest,
-                  const std::string& local) {
-  return has_record(home, sent_record(fingerprint, dest, local));
+                  const std::string& dir_id, const std::string& local) {
+  return has_record(home, sent_record(fingerprint, dest, dir_id, local));
 }
 
 std::vector<std::string> top_names(const std::vector<std::string>& there) {

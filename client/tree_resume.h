@@ -52,11 +52,16 @@ void remember_tree_copy(const std::filesystem::path& home, int dirfd, const std:
 bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::string& source);
 
 // send -r: records that `dest` (normal_request's form) on the server whose host key has
-// `fingerprint` is the copy of the local directory `local` (absolute); and whether it is. Records with a tab
-// or LF in dest, or LF in local, are neither kept nor found.
+// `fingerprint`, the directory that server identifies as `dir_id` (its mkdir's answer, PROTOCOL.md
+// 3.5), is the copy of the local directory `local` (absolute); and whether it is (`dir_id` from
+// the listing of DEST): a directory removed and made again under the same path is another (a
+// fifty-sixth re-attack, B56-2: the path alone was recorded, and the resume replaced a file the
+// server's user had put in the new directory). Records with a tab or LF in dest, or LF in local,
+// or without an identity (an older server, a file system without birth times: a --resume then
+// nests, as scp would) are neither kept nor found.
 void remember_sent_copy(const std::filesystem::path& home, const std::string& fingerprint,
-                        const std::string& dest, const std::string& local);
+                        const std::string& dest, const std::string& dir_id, const std::string& local);
 bool is_sent_copy(const std::filesystem::path& home, const std::string& fingerprint, const std::string& dest,
-                  const std::string& local);
+                  const std::string& dir_id, const std::string& local);
 
 }  // namespace aesxfer::client

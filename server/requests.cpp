@@ -753,6 +753,30 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 
 // ---- mkdir ------------------------------------------------------------------------------------
 
+// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a list's
+// answer carries (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that
+// a directory removed and made again under the same name (even on the same inode) is another, and
+// nothing of the server's file system is told. "" without a key or a birth time.
+std::string dir_identity(const RequestContext& ctx, int at, const std::string& name) {
+  struct statx sx {};
+  if (!ctx.dir_id_key ||
+      ::statx(at, name.empty() ? "" : name.c_str(), (name.empty() ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW,
+              STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
+      !(sx.stx_mask & STATX_BTIME) || !S_ISDIR(sx.stx_mode))
+    return "";
+  uint8_t msg[36];
+  const uint64_t dev = (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
+  std::memcpy(msg, &dev, 8);
+  std::memcpy(msg + 8, &sx.stx_ino, 8);
+  const int64_t sec = sx.stx_btime.tv_sec;
+  std::memcpy(msg + 16, &sec, 8);
+  std::memcpy(msg + 24, &sx.stx_btime.tv_nsec, 4);
+  std::memset(msg + 28, 0, 8);
+  std::string id(32, '\0');
+  crypto::HmacSha256(ctx.dir_id_key->data(), 32).mac(msg, sizeof msg, reinterpret_cast<uint8_t*>(id.data()));
+  return id;
+}
+
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;
   bool exists = false;
@@ -805,7 +829,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
          (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino))))
       apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
-  answer(ctx, req, response(Status::ok, target->shown));
+  Message ok = response(Status::ok, target->shown);
+  ok.digest = dir_identity(ctx, target->dir.get(), target->name);
+  answer(ctx, req, ok);
   // Within the key's budget, as an empty put's line (a thirty-seventh re-attack, A3: 5,000
   // pipelined mkdirs wrote 5,001 lines, 2.5 bytes of log for each byte sent).
   log_quiet(ctx, req, target->shown, exists ? "ok (it was there)" : "ok");
@@ -1083,6 +1109,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
     return refuse(ctx, req, dir->shown, {f.status, f.what()});
   }
   Message ok = response(Status::ok, dir->shown);
+  ok.digest = dir_identity(ctx, dir->dir.get(), "");
   ok.size = lister.entries.size();
   ok.mode = sb.st_mode & 07777;
   ok.mtime = sb.st_mtim.tv_sec;
@@ -1217,6 +1244,13 @@ void serve_requests(RequestContext& ctx) {
     log_unanswered(ctx, std::string("the session ended before its result: ") + e.what());
     throw;
   }
+}
+
+std::array<uint8_t, 32> dir_id_key(const proto::Identity& host) {
+  std::array<uint8_t, 32> key{};
+  static constexpr char kLabel[] = "aesxfer directory identity key v1";
+  crypto::HmacSha256(host.sk.data(), 32).mac(kLabel, sizeof kLabel - 1, key.data());
+  return key;
 }
 
 }  // namespace aesxfer::server

@@ -124,7 +124,14 @@ struct RequestContext {
   // existed keeps its own.
   std::set<std::pair<dev_t, ino_t>> made_dirs{};
   std::shared_ptr<MadeDirs> key_made_dirs = std::make_shared<MadeDirs>();
+  // The key of the directory identities a mkdir's and a list's answer carry (docs/PROTOCOL.md
+  // 3.5), derived from the host key so that it outlives a restart; alone (tests): none, and the
+  // answers carry no identity.
+  const std::array<uint8_t, 32>* dir_id_key = nullptr;
 };
+
+// The server's key for directory identities, derived from its host key's secret.
+std::array<uint8_t, 32> dir_id_key(const proto::Identity& host);
 
 // Why a request or session failed, as the log says: "the server was stopped (SIGTERM)" once the
 // server is stopping, else the failure's own text.

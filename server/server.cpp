@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "crypto/suite.h"
+#include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/guarded_path.h"
 #include "files/keystore.h"
@@ -61,6 +62,8 @@ struct Server::Impl {
   RequestLimits limits;
   proto::ServerPolicy policy;  // opt.policy with the allow-lists of --ciphers, --macs
   proto::Identity host;
+  std::array<uint8_t, 32> dir_ids{};  // dir_id_key(host), set with it
+  ~Impl() { crypto::secure_zero(dir_ids.data(), dir_ids.size()); }
   std::vector<proto::PublicKey> own_keys;  // this user's identity: authorized by default
   std::string own_refused;                 // why it is not (StrictModes), or empty
   asio::io_context io;
@@ -493,6 +496,7 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
   RequestContext ctx{c,     keys,     *root,    limits,
                      parts, *sweeper, listings, [this](const std::string& l) { log(l); }};
   ctx.stop_signal = &stop_signal;
+  ctx.dir_id_key = &dir_ids;
   c.set_buffer_budget(buffers.get());  // every stream of the session
   {
     std::lock_guard<std::mutex> g(mu);
@@ -603,6 +607,7 @@ Server::Server(const ServerOptions& opt) : impl_(std::make_unique<Impl>()) {
         throw Failure("AESXFER_HOME " + printable(opt.home.string()) + ": " + p);
   }
   impl_->host = load_or_create_identity(opt.home / "host_ed25519");
+  impl_->dir_ids = dir_id_key(impl_->host);
   if (std::string p = key_file_problem(opt.home / "host_ed25519"); !p.empty())
     throw Failure("host key: " + p);
   impl_->own_refused = problem(opt.home / "id_ed25519");

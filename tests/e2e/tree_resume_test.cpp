@@ -100,6 +100,30 @@ TEST_F(TreeResume, ADirectoryWithTheSameNamesIsNotTheCopyUnlessThisRunMadeIt) {
   EXPECT_FALSE(fs::exists(ws.root / "made" / "docs" / "docs"));
 }
 
+// A fifty-sixth re-attack (B56-2): the record named the copy by its path alone: `rm -r backup;
+// mkdir backup` on the server (often the same inode) and a file of the server's user in it, and
+// `send -r --resume proj host:backup` took the new directory for the copy and replaced the file.
+// The record holds the server's identity of the directory it made (device, inode, birth time).
+TEST_F(TreeResume, ADirectoryMadeAgainWhereTheCopyWasIsNotTheCopy) {
+  const fs::path src = ws.local / "proj";
+  fs::create_directories(src);
+  write_text_file(src / "notes.txt", "new notes from laptop\n");
+  write_text_file(src / "main.c", "int main;\n");
+  auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:backup"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_EQ(read_text_file(ws.root / "backup" / "notes.txt"), "new notes from laptop\n");
+  r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:backup"});  // the copy: continued
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(fs::exists(ws.root / "backup" / "proj"));
+  fs::remove_all(ws.root / "backup");
+  fs::create_directories(ws.root / "backup");
+  write_text_file(ws.root / "backup" / "notes.txt", "the server user's own notes\n");
+  r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:backup"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "backup" / "notes.txt"), "the server user's own notes\n");
+  EXPECT_EQ(read_text_file(ws.root / "backup" / "proj" / "notes.txt"), "new notes from laptop\n");
+}
+
 // A thirty-second re-attack (B-N2): a tree whose first file was interrupted left DEST holding only
 // the partial file the server kept for --resume, which listings leave out: the resume found DEST
 // "empty", so not the copy, nested the tree in DEST/NAME and sent it all again, the partial file
