@@ -100,16 +100,31 @@ void read_prefix(int fd, uint64_t len, F&& f) {
 }  // namespace
 
 size_t Regions::at(uint64_t pos, size_t n, bool& hole) {
+  const uint64_t kPage = page_;
   if (pos >= end_) {
-    const off_t cur = ::lseek(fd_, 0, SEEK_CUR);
-    if (cur < 0) {  // a pipe: all data
+    const off_t cur = keep_ || seekable_ < 0 ? ::lseek(fd_, 0, SEEK_CUR) : 0;
+    if (seekable_ < 0) seekable_ = cur >= 0;
+    if (!seekable_) {  // a pipe: all data
       hole_ = false;
       end_ = UINT64_MAX;
     } else {
       const uint64_t data = data_from(fd_, pos);
-      hole_ = data > pos;
-      end_ = hole_ ? data : hole_from(fd_, pos);
-      ::lseek(fd_, cur, SEEK_SET);
+      hole_ = data > pos && (data - pos >= kPage || data == UINT64_MAX);
+      if (!hole_) {  // data from pos (a hole shorter than a page before it): to the next hole's page,
+        // and on through holes shorter than a page, so that the n bytes are one read
+        const auto page_end = [&](uint64_t h) {
+          return h >= UINT64_MAX - kPage ? h : std::max(pos + 1, (h + kPage - 1) / kPage * kPage);
+        };
+        end_ = page_end(hole_from(fd_, std::max(pos, data)));
+        while (end_ < pos + n) {
+          const uint64_t d = data_from(fd_, end_);
+          if (d - end_ >= kPage) break;
+          end_ = page_end(hole_from(fd_, std::max(end_, d)));
+        }
+      } else {
+        end_ = data;
+      }
+      if (keep_) ::lseek(fd_, cur, SEEK_SET);
     }
   }
   hole = hole_;

@@ -175,14 +175,16 @@ void read_full(int fd, uint8_t* p, size_t n, uint64_t at, uint64_t size) {
   }
 }
 
-void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos) {
+// n bytes at pos; a file that ends first fails as read_failed says, at the stream's offset (pos -
+// base) of `size` (UINT64_MAX: a part of --streams, whose offsets are the file's).
+void pread_full(int fd, uint8_t* p, size_t n, uint64_t pos, uint64_t size = UINT64_MAX, uint64_t base = 0) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = ::pread(fd, p + got, n - got, off_t(pos + got));
     if (r > 0)
       got += size_t(r);
     else if (r == 0)
-      read_failed(pos + got, UINT64_MAX);
+      read_failed(pos + got - (size == UINT64_MAX ? 0 : base), size);
     else if (errno != EINTR)
       read_error();
   }
@@ -238,7 +240,7 @@ struct BatchFiller {
   const StreamOptions& opt;
   crypto::FileChecksum& hash;
   uint64_t at;
-  files::Regions regions{fd};
+  files::Regions regions{fd, false};  // read with pread, the position set once at the end
 
   void operator()(Batch* b) {
     b->n = 0;
@@ -253,6 +255,10 @@ struct BatchFiller {
       add(b, p, n);
     }
     b->last = at >= size;
+    // Where a reader of the whole file leaves its position (a descriptor shared with the caller,
+    // /dev/fd/N, goes on from there).
+    if (b->last && fd >= 0 && !opt.ranged && origin >= 0)
+      ::lseek(fd, off_t(uint64_t(origin) + size), SEEK_SET);
   }
   // n bytes of the file from `at`: a hole's as zeros made here, never read (a fifty-fifth
   // re-attack, A55-3: a get of another user's `truncate -s 1T` file read its holes, 2.5 to 4.2 s
@@ -267,14 +273,10 @@ struct BatchFiller {
     for (size_t done = 0; done < n;) {
       bool hole = false;
       const size_t k = regions.at(base + at + done, n - done, hole);
-      if (hole) {
+      if (hole)
         std::memset(p + done, 0, k);
-        if (!opt.ranged && ::lseek(fd, off_t(base + at + done + k), SEEK_SET) < 0) read_error();
-      } else if (opt.ranged) {
-        pread_full(fd, p + done, k, base + at + done);
-      } else {
-        read_full(fd, p + done, k, at + done, size);
-      }
+      else
+        pread_full(fd, p + done, k, base + at + done, opt.ranged ? UINT64_MAX : size, base);
       done += k;
     }
   }
