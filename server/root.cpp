@@ -354,6 +354,9 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
     if (e == ENXIO && ::fstatat(p->dir.get(), p->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISSOCK(st.st_mode))
       why = {proto::Status::bad_path, req + ": not a regular file"};
+    else if (e == EWOULDBLOCK)  // a read meets only another process's lease, never a transfer's
+      why = {proto::Status::busy,
+             req + ": it is held under a lease by another process (it may be let go soon)"};
     else
       why = refusal_for(req, e);
     return std::nullopt;

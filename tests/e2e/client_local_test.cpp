@@ -1233,6 +1233,23 @@ TEST_F(ClientLocal, APartialFileUnderALeaseIsPassedOverAtOnce) {
   EXPECT_EQ(sha256_file(ws.local / "f.bin"), sha256_file(ws.root / "f.bin"));
 }
 
+// A fifty-sixth re-attack (A56-2): a get of a file under another process's write lease was
+// refused as "another transfer is writing this file" (a read never competes with a transfer: puts
+// write temporary files). It says what holds it.
+TEST_F(ClientLocal, AGetOfAFileUnderALeaseSaysWhatHoldsIt) {
+  write_random_file(ws.root / "leased", 5000, 13);
+  files::UniqueFd held(::open((ws.root / "leased").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::fcntl(held.get(), F_SETSIG, SIGWINCH), 0);  // the break's notice: ignored, not SIGIO
+  ASSERT_EQ(::fcntl(held.get(), F_SETLEASE, F_WRLCK), 0) << std::strerror(errno);
+  auto r = run({"recv", "-q", "--retries", "0", "127.0.0.1:leased", (ws.local / "got").string()});
+  ::fcntl(held.get(), F_SETLEASE, F_UNLCK);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("leased: it is held under a lease by another process"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("another transfer"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.local / "got"));
+}
+
 // A fifty-fifth re-attack (B55-1): files a session sent whole, whose answers the lost connection
 // took, were left to the retry; when the retry could not even connect, the last word called them
 // "not sent", though the server had put them in place. They are "not confirmed", and why.
