@@ -282,9 +282,13 @@ void Client::await_welcome(const proto::Identity& id) {
     const std::string where = opt_.identity.empty()
                                   ? "aesxfer keygen prints it"
                                   : printable(opt_.identity.string()) + ".pub holds it, if made by keygen";
+    // The key may be there already, in a file the server does not trust (writable by others):
+    // the advice says so too (a fifty-sixth re-attack, A56-3: "add this line" to a file that had it).
     throw Failure(printable(hp) + " refused the login; to be let in, add this line to " +
-                  "$AESXFER_HOME/authorized_keys on the server (" + where + "): " + encode_public_key(id.pk) +
-                  " " + key_comment() + said);
+                  "$AESXFER_HOME/authorized_keys on the server if it is not there (" + where +
+                  "; if it is, only the file's owner may write it and its directories, as sshd's "
+                  "StrictModes asks): " +
+                  encode_public_key(id.pk) + " " + key_comment() + said);
   }
   throw Failure(printable(hp) + " refused the login: " + proto::status_name(w.status) + said, w.status, 0,
                 proto::Origin::peer);

@@ -191,6 +191,11 @@ TEST(FirstContact, KeygenLineIsWhatAuthorizedKeysTakes) {
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find(k.out.substr(0, k.out.size() - 1)), std::string::npos) << refused.err;
+  // A fifty-sixth re-attack (A56-3): the key may be there, in a file the server does not trust
+  // (writable by others): the advice covers that too, not only "add".
+  EXPECT_NE(refused.err.find("if it is not there"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("if it is, only the file's owner may write it"), std::string::npos)
+      << refused.err;
   // One line for the refusal (after the first-contact line about the host key).
   const std::string last = refused.err.substr(refused.err.rfind('\n', refused.err.size() - 2) + 1);
   EXPECT_NE(last.find("refused the login"), std::string::npos) << refused.err;
