@@ -478,6 +478,19 @@ void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept {
   }
 }
 
+std::string remove_failed_temp(int dirfd, const std::string& tmp) noexcept {
+  if (tmp.empty() || ::unlinkat(dirfd, tmp.c_str(), 0) == 0 || errno == ENOENT) return "";
+  const int e = errno;
+  if (::fchmodat(dirfd, tmp.c_str(), 0600, 0) != 0) {  // best effort: the clause says it stays
+  }
+  try {
+    return "; its temporary file " + printable(tmp) +
+           " stays beside it (it cannot be removed: " + errno_text(e) + ")";
+  } catch (...) {
+    return "";
+  }
+}
+
 void AtomicFile::discard() noexcept {
   mark_discarding(slot_);
   fd_.reset();
@@ -495,8 +508,12 @@ void AtomicFile::commit(FileMode mode, long long mtime) {
     throw Failure("cannot finish writing " + shown_.string() + ": " + errno_text(e));
   }
   if (!dirfd_) return;  // written through
-  if (::renameat(dirfd_.get(), tmp_.c_str(), dirfd_.get(), name_.c_str()) != 0)
-    throw Failure("cannot rename into " + shown_.string() + ": " + errno_text(errno));
+  if (::renameat(dirfd_.get(), tmp_.c_str(), dirfd_.get(), name_.c_str()) != 0) {
+    const std::string why = "cannot rename into " + shown_.string() + ": " + errno_text(errno);
+    const std::string left = remove_failed_temp(dirfd_.get(), tmp_);
+    if (!left.empty()) tmp_.clear();  // said: not removed again, in vain, nor said removed
+    throw Failure(why + left);
+  }
   drop_stale_partial(dirfd_.get(), name_);
   tmp_.clear();
   release(slot_);

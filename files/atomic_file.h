@@ -113,6 +113,12 @@ inline const std::string kReservedShape =
 // kNoMtime (a time before 1970 is negative, and kept: a nineteenth re-attack, N3).
 // Best effort, as scp -p: a file system that refuses either keeps its own.
 void apply_mode_mtime(int fd, unsigned mode, long long mtime) noexcept;
+// After a temporary file `tmp` in dirfd failed to be renamed into place: removes it, or, when it
+// cannot be (an append-only directory, chattr +a), makes it private again (0600, the sweep's and
+// a user's sign of a receiver's leftover) and returns the clause that says it stays:
+// "; its temporary file TMP stays beside it (it cannot be removed: REASON)". A fifty-sixth
+// re-attack (A56-5): a full-size copy stayed, 0644, with only "cannot rename into place".
+std::string remove_failed_temp(int dirfd, const std::string& tmp) noexcept;
 
 // The signals that end a client or a bench run from outside and get their clean-up: every one
 // whose default action ends the process but SIGKILL (not caught), SIGXFSZ (ignored: the write

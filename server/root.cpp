@@ -543,7 +543,14 @@ void finish_and_rename(UniqueFd& fd, const UniqueFd& dir, const std::string& fro
 }  // namespace
 
 void TempFile::commit(FileMode mode, long long mtime) {
-  finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
+  try {
+    finish_and_rename(fd_, dir_, tmp_, name_, mode, mtime);
+  } catch (const Failure& f) {
+    fd_.reset();
+    const std::string left = files::remove_failed_temp(dir_.get(), tmp_);
+    tmp_.clear();
+    throw Failure(f.what() + left, f.status, f.err);
+  }
   files::drop_stale_partial(dir_.get(), name_);
   tmp_.clear();
 }

@@ -1,7 +1,10 @@
 // A hostile client cannot plant set-user-ID or set-group-ID bits on the server: not on a file it
 // puts with -p, not on a directory it creates or re-creates with -p (issue 14, item 3, the server's
 // direction).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "tests/hand_session.h"
@@ -46,6 +49,47 @@ TEST_F(ServerModes, SetIdBitsFromAClientAreNeverApplied) {
   ASSERT_EQ(s.ask(st).status, proto::Status::ok);
   EXPECT_EQ(mode_of(ws.root / "t"), 01777u) << std::oct << mode_of(ws.root / "t");
   s.bye();
+}
+
+// chattr +a on `dir` (or -a); false when this file system or process cannot (then the test says so).
+bool set_append_only(const fs::path& dir, bool on) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? flags | FS_APPEND_FL : flags & ~FS_APPEND_FL;
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A fifty-sixth re-attack (A56-5): in an append-only directory (chattr +a) the rename into place
+// fails and so does the removal of the temporary file: a full-size copy stayed, 0644 (which the
+// sweep, taking only 0600 files, never removes), and both ends said only "cannot rename into
+// place". The line says the temporary file stays, and it is made private again. Both ways.
+TEST_F(ServerModes, ATemporaryFileThatCannotBeRemovedIsNamedAndPrivate) {
+  fs::create_directories(ws.root / "appdir");
+  write_text_file(ws.root / "appdir" / "f", "old\n");
+  fs::create_directories(ws.local / "capp");
+  write_text_file(ws.local / "capp" / "g", "old\n");
+  if (!set_append_only(ws.root / "appdir", true) || !set_append_only(ws.local / "capp", true))
+    GTEST_SKIP() << "chattr +a is not available here (file system or capability)";
+  write_random_file(ws.local / "big", 300000, 21);
+  write_random_file(ws.root / "g", 300000, 22);
+  auto sent = run({"send", "-q", "--retries", "0", (ws.local / "big").string(), "127.0.0.1:appdir/f"});
+  auto got = run({"recv", "-q", "--retries", "0", "127.0.0.1:g", (ws.local / "capp" / "g").string()});
+  set_append_only(ws.root / "appdir", false);
+  set_append_only(ws.local / "capp", false);
+  EXPECT_EQ(sent.exit_code, 1) << sent.describe();
+  EXPECT_EQ(got.exit_code, 1) << got.describe();
+  for (const auto& [r, dir] : {std::pair{&sent, ws.root / "appdir"}, std::pair{&got, ws.local / "capp"}}) {
+    EXPECT_NE(r->err.find("stays beside it (it cannot be removed: operation not permitted)"),
+              std::string::npos)
+        << r->err;
+    const auto left = temp_debris(dir);
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(mode_of(dir / left[0]), 0600u) << left[0];
+  }
 }
 
 }  // namespace
