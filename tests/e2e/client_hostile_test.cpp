@@ -137,6 +137,32 @@ TEST_F(HostileServer, ASessionEndedAmongSeveralSourcesNamesTheOnesNotMoved) {
   }
 }
 
+// A fifty-sixth re-attack's note: the sources not moved were named on one line, which the line
+// bound cut in its middle ("[... 620 bytes ...]"): without --json, dozens were never named. They
+// take as many lines as they need.
+TEST_F(HostileServer, EverySourceNotMovedIsNamedHoweverMany) {
+  FakeServer fake([&](net::Conn& c, const proto::Message&) {
+    proto::Message bad;  // a Result where the answer to the request is due
+    bad.type = proto::MsgType::result;
+    bad.status = proto::Status::ok;
+    c.send_message(bad);
+  });
+  std::vector<std::string> args = {"send", "-q", "--retries", "0"};
+  for (int i = 0; i < 150; ++i) {
+    args.push_back((ws.local / ("file-" + std::to_string(1000 + i))).string());
+    write_text_file(args.back(), "x");
+  }
+  args.push_back("127.0.0.1:d/");
+  auto r = run(args, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.err.find("bytes ...]"), std::string::npos) << r.err;
+  for (int i = 0; i < 150; ++i) {
+    const std::string f = proto::quoted((ws.local / ("file-" + std::to_string(1000 + i))).string());
+    EXPECT_NE(r.err.find(f), std::string::npos) << f << "\n" << r.err;
+  }
+  for (const auto& line : nonempty_lines(r.err)) EXPECT_LE(line.size(), 1100u) << line;
+}
+
 // The fifty-sixth session's own find: with one source of several left when the command ended,
 // nothing named it: `recv a b` whose b was cut mid-transfer, and whose retry then failed at its
 // first answer, said the connection closed and then a protocol error, never which source; with
