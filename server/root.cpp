@@ -462,6 +462,13 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
 std::optional<Place> Root::mkdir_target(const std::string& req, const std::string& name, bool* exists,
                                         Refusal& why, NameBudget* names) const {
   *exists = false;
+  // The sink and the source of zeros take files only: a tree sent to /dev/null was told "absolute
+  // paths are refused (... /dev/null and /dev/zero are the only exceptions)" (a fifty-sixth
+  // re-attack's note), which said both.
+  if (req == "/dev/null" || req == "/dev/zero") {
+    why = {proto::Status::not_directory, req + ": not a directory (only a file can be sent to " + req + ")"};
+    return std::nullopt;
+  }
   auto parts = split(req, why);
   if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   if (!name.empty()) {

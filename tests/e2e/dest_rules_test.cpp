@@ -77,6 +77,20 @@ TEST_F(DestRules, SendToATrailingSlashNeedsADirectory) {
 
 // recv host:f dir/ with no local dir (or dir/ an existing file): "not a directory", exit 1,
 // nothing written; -r keeps cp's rule (the top directory is created).
+// A fifty-sixth re-attack's note: `send -r TREE host:/dev/null` was told "absolute paths are
+// refused (... /dev/null and /dev/zero are the only exceptions)", which said both. A tree is no
+// file for the sink: "not a directory", exit 1, nothing written.
+TEST_F(DestRules, ATreeSentToTheSinkIsNotADirectory) {
+  fs::create_directories(ws.local / "t2");
+  write_text_file(ws.local / "t2" / "a", "a");
+  auto r = run({"send", "-r", "-q", (ws.local / "t2").string(), "127.0.0.1:/dev/null"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("/dev/null: not a directory (only a file can be sent to /dev/null)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("are the only exceptions"), std::string::npos) << r.err;
+}
+
 TEST_F(DestRules, RecvToATrailingSlashNeedsADirectory) {
   write_text_file(ws.root / "a.txt", "a\n");
   write_text_file(ws.local / "file.txt", "keep me\n");
