@@ -523,15 +523,16 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     const int unwinding = std::uncaught_exceptions();
     ~ServerKept() { unregister_kept(slot, std::uncaught_exceptions() > unwinding); }
   } kept;
+  std::string kept_what;  // "what arrived of "F" in "HOST:PARTIAL" (port N)"
   if ((req.flags & proto::kFlagResume) && !ok.text.empty()) {  // empty: the server keeps nothing
     const std::string where = kept_partial_text(ok.text, remote, req.text);
     // Each path quoted: one of a tree's names (or the server's words) cannot pass for a clause of
     // the line (a forty-fifth re-attack, B-F2).
-    kept.slot = register_server_kept(
-        "what arrived of " + proto::quoted(local.filename().string()) +
-        (where.empty() ? " (sent to " + proto::quoted(remote_name(put_shown(remote, req.text))) + ")"
-                       : " in " + proto::quoted(remote_name(where))) +
-        port_note());
+    kept_what = "what arrived of " + proto::quoted(local.filename().string()) +
+                (where.empty() ? " (sent to " + proto::quoted(remote_name(put_shown(remote, req.text))) + ")"
+                               : " in " + proto::quoted(remote_name(where))) +
+                port_note();
+    kept.slot = register_server_kept(kept_what);
   }
 
   FileResult r;
@@ -547,7 +548,15 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     r.checksum = send_stream(*conn_, fd, req.size, progress, so);
     files::mark_sent_whole(kept.slot);  // from here the server may have put it in place (B51-1)
   } catch (const Failure& f) {
-    put_failed(f, local, put_shown(remote, req.text));
+    try {
+      put_failed(f, local, put_shown(remote, req.text));
+    } catch (const Failure& g) {
+      // The link failed mid-stream: what arrived stays on the server, and the line says where, as
+      // a Ctrl-C's does (a fifty-sixth re-attack's note: `send --resume` cut by the server's
+      // timeout named the connection only, and left a partial file nobody was told of).
+      if (kept_what.empty() || g.origin != Origin::link) throw;
+      throw g.reworded(std::string(g.what()) + "; the server keeps " + kept_what + " for --resume");
+    }
   }
   const files::AwaitingAnswer awaiting(kept.slot < 0);  // a kept slot already says so
   expect_ok_result(put_shown(remote, req.text));

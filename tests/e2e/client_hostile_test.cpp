@@ -163,6 +163,25 @@ TEST_F(HostileServer, EverySourceNotMovedIsNamedHoweverMany) {
   for (const auto& line : nonempty_lines(r.err)) EXPECT_LE(line.size(), 1100u) << line;
 }
 
+// A fifty-sixth re-attack's note: a `send --resume` (or a retry's put) cut mid-stream named the
+// connection only, though the server keeps what arrived for the next --resume. The line says where,
+// as a Ctrl-C's does.
+TEST_F(HostileServer, ACutResumedPutSaysWhatTheServerKeeps) {
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::probe) return c.send_message(response(proto::Status::ok));  // nothing kept
+    if (m.op != proto::Op::put) return;
+    c.send_message(response(proto::Status::ok, ".big.aesxfer-partial"));  // kept there, from 0
+    throw std::runtime_error("cut");  // the session ends as the data comes
+  });
+  write_random_file(ws.local / "big", 8 << 20, 31);
+  auto r = run({"send", "-q", "--resume", "--retries", "0", (ws.local / "big").string(), "127.0.0.1:big"},
+               fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("; the server keeps what arrived of \"big\" in \"127.0.0.1:.big.aesxfer-partial\""),
+            std::string::npos)
+      << r.err;
+}
+
 // The fifty-sixth session's own find: with one source of several left when the command ended,
 // nothing named it: `recv a b` whose b was cut mid-transfer, and whose retry then failed at its
 // first answer, said the connection closed and then a protocol error, never which source; with
