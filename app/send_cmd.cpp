@@ -256,7 +256,7 @@ void not_sent(const TransferOpts& t, const client::ClientOptions& co, bool tty,
 // tree went on the server.
 struct SendProgress {
   std::set<std::string> settled;
-  std::map<std::string, std::string> placed;
+  std::map<std::string, client::TreeSender::Placed> placed;
   std::set<std::string> said;          // lines of skipped and failed entries already shown
   std::set<std::string> maybe_placed;  // SendSession::maybe_placed
 };

@@ -778,9 +778,13 @@ proto::Message Client::stat_remote(const std::string& remote, uint64_t zero_size
   return exchange(req, what);
 }
 
-bool Client::is_remote_dir(const std::string& remote) {
+bool Client::is_remote_dir(const std::string& remote, std::string* dir_id) {
+  if (dir_id) dir_id->clear();
   if (remote.empty() || remote == "." || remote == "./" || remote == "/") return true;
-  return stat_remote(remote, 0, "the destination check").status == proto::Status::is_directory;
+  const proto::Message m = stat_remote(remote, 0, "the destination check");
+  if (m.status != proto::Status::is_directory) return false;
+  if (dir_id) *dir_id = m.digest;
+  return true;
 }
 
 std::function<void()> Client::keepalive() {

@@ -277,7 +277,9 @@ class Client {
   bool can_continue() const { return clean_failure_; }
   // True when `remote` is an existing directory on the server (the root "." always is). Asked
   // with stat, whose refusal for a directory ends in ": is a directory" (docs/PROTOCOL.md 3.3).
-  bool is_remote_dir(const std::string& remote);
+  // `dir_id`, when given: the directory's identity as the server's answer gives it (PROTOCOL.md
+  // 3.5), or "".
+  bool is_remote_dir(const std::string& remote, std::string* dir_id = nullptr);
 
   const proto::SessionKeys& keys() const { return *keys_; }
   // "host:port" of the server, for messages about the connection.

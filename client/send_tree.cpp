@@ -149,32 +149,6 @@ std::string file_dest(const std::string& base, const std::string& rel) {
   return (slash == std::string::npos ? base : below(base, rel.substr(0, slash))) + "/";
 }
 
-// -r --resume: true when DEST on the server already is this tree's copy (client/tree_resume.h),
-// so that it is continued rather than nested. The server's root always existed: never.
-// `listed_nothing`: DEST is a directory that lists nothing at its top.
-bool continues_copy(Client& c, const std::string& dest, const std::vector<TreeEntry>& entries,
-                    bool& listed_nothing, std::string& dir_id) {
-  listed_nothing = false;
-  if (dest.empty() || dest == "." || dest == "./" || dest == "/" || dest == "/dev/null") return false;
-  std::set<std::string> source;
-  for (const auto& e : entries)
-    if (e.rel.find('/') == std::string::npos) source.insert(e.rel);
-  std::vector<std::string> there;
-  try {
-    // A count of names left out of DEST itself (protocol 5, path ".") stands for names with CR or
-    // LF, which no put can have made there: like any name the source did not put, DEST is no copy.
-    RemoteDir d = c.list(dest);
-    dir_id = std::move(d.dir_id);
-    for (const auto& e : d.entries) there.push_back(e.path);
-  } catch (const Failure& f) {
-    if (f.origin != proto::Origin::peer) throw;
-    return false;  // no directory there, or too large to list: scp's rule
-  }
-  const std::vector<std::string> top = top_names(there);
-  listed_nothing = top.empty();
-  return is_copy_of(top, source);
-}
-
 }  // namespace
 
 std::vector<TreeEntry> walk_tree(const fs::path& top, std::vector<std::string>* skipped,
@@ -223,28 +197,6 @@ bool TreeSender::send_file(const fs::path& local, const std::string& to, bool pr
     return hooks_.send_one(local, -1, to) || c_.can_continue();
   }
   return send_open(local, fd.get(), st, to, probed);
-}
-
-// A partial file is left out of listings (PROTOCOL.md 3.7), so a DEST that holds only the one
-// the interrupted run kept of the tree's first file listed nothing, and the resume nested the
-// tree and orphaned it (a thirty-second re-attack, B-N2). The first 16 top-level files are probed,
-// pipelined; a partial file kept of any (a size and a digest, not the whole file) makes DEST the
-// copy. Its hashing is the session's, remembered for the resume that follows (server/digests.h).
-bool TreeSender::keeps_a_partial(const std::string& dest, const std::vector<TreeEntry>& entries) {
-  bool kept = false;
-  size_t asked = 0;
-  for (const auto& e : entries) {
-    struct stat st {};
-    if (e.dir || e.rel.find('/') != std::string::npos || asked == 16 || !probe_size(e, st)) continue;
-    ++asked;
-    pipeline_.probe(file_dest(dest, e.rel), e.local.filename().string(), uint64_t(st.st_size),
-                    [&kept](const proto::Message* m, const Failure*) {
-                      if (m && m->size > 0 && m->digest.size() == proto::kPrefixMacLen && m->text.empty())
-                        kept = true;
-                    });
-  }
-  pipeline_.drain();
-  return kept;
 }
 
 bool TreeSender::probe_size(const TreeEntry& e, struct stat& st) {
@@ -410,42 +362,52 @@ std::vector<TreeEntry> TreeSender::within_path_limit(std::vector<TreeEntry> entr
 }
 
 // Where the tree `source` (named `name`) goes on the server, made there: a retry's `placed`, the
-// copy DEST already is (--resume, client/tree_resume.h), else DEST/NAME when DEST is a directory
-// and DEST itself when it is not (scp's rule). `placed` is set before the mkdir.
+// copy DEST already is (--resume: this client's record of DEST names the directory the server
+// identifies DEST as, client/tree_resume.h), else DEST/NAME when DEST is a directory and DEST
+// itself when it is not (scp's rule). `placed` is set before the mkdir.
 std::string TreeSender::place(const std::string& dest, const std::string& name, const std::string& source,
-                              const struct stat& st, const std::vector<TreeEntry>& entries,
-                              std::string* placed) {
-  if (placed && !placed->empty()) {
+                              const struct stat& st, Placed* placed) {
+  const auto mode = st.st_mode & 07777;
+  std::string dir_id;
+  if (placed && !placed->path.empty()) {
     // A retry: the copy the lost connection was writing, made again if its mkdir never ran (and
-    // recorded, if that mkdir's answer was lost).
-    std::string dir_id;
-    const std::string base = c_.mkdir(*placed, "", st.st_mode & 07777, st.st_mtim.tv_sec, false, &dir_id);
+    // recorded, if that mkdir's answer was lost); never another directory made under its name
+    // meanwhile (a fifty-seventh re-attack, D57-2: the retry wrote into it and replaced the
+    // server user's file, exit 0).
+    const std::string base = c_.mkdir(placed->path, "", mode, st.st_mtim.tv_sec, false, &dir_id);
+    if (!placed->dir_id.empty() && dir_id != placed->dir_id)
+      throw Failure(c_.remote_name(printable(placed->path)) +
+                    ": no longer the directory this command made for " + printable(source) +
+                    " (it was removed and made again meanwhile); nothing more is sent into it" +
+                    c_.port_note());
     remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
+    placed->dir_id = dir_id;
     return base;
   }
-  bool listed_nothing = false;
-  std::string dir_id;  // DEST's identity, as its listing gives it, then as the mkdir's answer does
-  const bool continued =
-      c_.resuming() &&
-      (continues_copy(c_, dest, entries, listed_nothing, dir_id) ||
-       (listed_nothing && keeps_a_partial(dest, entries))) &&
-      is_sent_copy(c_.home(), c_.host_key_fingerprint(), normal_request(dest), dir_id, source);
+  // One stat says whether DEST is a directory and which one: the copy is DEST itself when this
+  // client recorded that very directory as this source's copy. No listing: a refused one (a busy
+  // server, --max-list) made the resume nest a second copy, and a copy still empty was nested
+  // (a fifty-seventh re-attack, D57-3 and D57-1).
+  const std::string asked = normal_request(dest);
+  const bool root = dest.empty() || dest == "." || dest == "./" || dest == "/";
+  std::string dest_id;
+  const bool is_dir = c_.is_remote_dir(dest, &dest_id);
+  const bool continued = c_.resuming() && is_dir && !root && dest != "/dev/null" && !dest_id.empty() &&
+                         is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, dest_id, source);
   // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
   // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's
   // question again, and DEST, made by the lost session, was there: the tree went a level deeper,
   // exit 0 (a fifty-sixth re-attack, B56-3).
-  if (placed)
-    *placed = continued || !c_.is_remote_dir(dest) ? normal_request(dest) : below(normal_request(dest), name);
-  const std::string base =
-      c_.mkdir(dest, continued ? "" : name, st.st_mode & 07777, st.st_mtim.tv_sec, false, &dir_id);
+  if (placed) *placed = {continued || !is_dir ? asked : below(asked, name), continued ? dest_id : ""};
+  const std::string base = c_.mkdir(dest, continued ? "" : name, mode, st.st_mtim.tv_sec, false, &dir_id);
   // Recorded as this source's copy before anything goes into it: DEST itself when it did not
   // exist, else DEST/NAME (a continued one is recorded already).
   if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
-  if (placed) *placed = base;
+  if (placed) *placed = {base, dir_id};
   return base;
 }
 
-bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::string* placed) {
+bool TreeSender::send_tree(const fs::path& local, const std::string& dest, Placed* placed) {
   std::vector<std::string> skipped, unreadable;
   std::vector<TreeEntry> entries;
   try {
@@ -470,7 +432,7 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, std::
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
-  const std::string base = place(dest, name, source, st, entries, placed);
+  const std::string base = place(dest, name, source, st, placed);
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };

@@ -74,8 +74,12 @@ class TreeSender {
   // --resume, DEST itself when it already is the copy (client/tree_resume.h). False when a
   // failure stopped the connection.
   // `placed`, when given: where the tree went on the server; empty on the first call, which
-  // fills it in, and given back by a retry (--retries) so that the same copy is continued.
-  bool send_tree(const std::filesystem::path& local, const std::string& dest, std::string* placed = nullptr);
+  // fills it in, and given back by a retry (--retries) so that the same copy is continued, and
+  // only that one (its identity, when the server gave it).
+  struct Placed {
+    std::string path, dir_id;
+  };
+  bool send_tree(const std::filesystem::path& local, const std::string& dest, Placed* placed = nullptr);
   // Waits for the answers still due; false when the connection failed meanwhile.
   bool finish();
 
@@ -89,7 +93,6 @@ class TreeSender {
                     const Pipeline::DirDone& dir_failed);
   // -r --resume, DEST there and listing nothing: whether it keeps a partial file of one of the
   // tree's top-level files (listings leave partial files out), which makes it the copy.
-  bool keeps_a_partial(const std::string& dest, const std::vector<TreeEntry>& entries);
   std::vector<TreeEntry> within_path_limit(std::vector<TreeEntry> entries, const std::string& base);
   // Opens a file of the walk below its directory, which must still be the one the walk read;
   // throws Failure (origin local) naming the file.
@@ -109,7 +112,7 @@ class TreeSender {
   // Hooks::not_sent (a twentieth re-attack, N3: they were left out without a word).
   void name_rest(const std::vector<TreeEntry>& entries, size_t from);
   std::string place(const std::string& dest, const std::string& name, const std::string& source,
-                    const struct stat& st, const std::vector<TreeEntry>& entries, std::string* placed);
+                    const struct stat& st, Placed* placed);
   // A file of the walk's size for its probe (a stat in entry_dir); false when it is not a regular
   // file there any more (sending it says why).
   bool probe_size(const TreeEntry& e, struct stat& st);

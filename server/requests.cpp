@@ -646,6 +646,30 @@ void handle_get(RequestContext& ctx, const Message& req) {
 
 // ---- stat, probe, commit ----------------------------------------------------------------------
 
+// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a list's
+// answer carries (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that
+// a directory removed and made again under the same name (even on the same inode) is another, and
+// nothing of the server's file system is told. "" without a key or a birth time.
+std::string dir_identity(const RequestContext& ctx, int at, const std::string& name) {
+  struct statx sx {};
+  if (!ctx.dir_id_key ||
+      ::statx(at, name.empty() ? "" : name.c_str(), (name.empty() ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW,
+              STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
+      !(sx.stx_mask & STATX_BTIME) || !S_ISDIR(sx.stx_mode))
+    return "";
+  uint8_t msg[36];
+  const uint64_t dev = (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
+  std::memcpy(msg, &dev, 8);
+  std::memcpy(msg + 8, &sx.stx_ino, 8);
+  const int64_t sec = sx.stx_btime.tv_sec;
+  std::memcpy(msg + 16, &sec, 8);
+  std::memcpy(msg + 24, &sx.stx_btime.tv_nsec, 4);
+  std::memset(msg + 28, 0, 8);
+  std::string id(32, '\0');
+  crypto::HmacSha256(ctx.dir_id_key->data(), 32).mac(msg, sizeof msg, reinterpret_cast<uint8_t*>(id.data()));
+  return id;
+}
+
 void handle_stat(RequestContext& ctx, const Message& req) {
   Message m = response(Status::ok);
   if (req.path == "/dev/zero") {
@@ -656,7 +680,12 @@ void handle_stat(RequestContext& ctx, const Message& req) {
     if (!src && why.status == Status::is_directory) {
       // The answer a send of several files asks for (is DEST a directory?), not a refusal (a
       // thirty-sixth re-attack, B7: every such send logged 'result="refused: tree: is a directory"').
-      answer(ctx, req, response(why.status, why.text));
+      // With the directory's identity (3.5), which send -r --resume compares with its record.
+      Message d = response(why.status, why.text);
+      Refusal none;
+      if (auto dir = ctx.root.open_directory(req.path, none))
+        d.digest = dir_identity(ctx, dir->dir.get(), "");
+      answer(ctx, req, d);
       return log_quiet(ctx, req, req.path, "a directory");
     }
     if (!src) return refuse(ctx, req, req.path, why);
@@ -752,30 +781,6 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 }
 
 // ---- mkdir ------------------------------------------------------------------------------------
-
-// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a list's
-// answer carries (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that
-// a directory removed and made again under the same name (even on the same inode) is another, and
-// nothing of the server's file system is told. "" without a key or a birth time.
-std::string dir_identity(const RequestContext& ctx, int at, const std::string& name) {
-  struct statx sx {};
-  if (!ctx.dir_id_key ||
-      ::statx(at, name.empty() ? "" : name.c_str(), (name.empty() ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW,
-              STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
-      !(sx.stx_mask & STATX_BTIME) || !S_ISDIR(sx.stx_mode))
-    return "";
-  uint8_t msg[36];
-  const uint64_t dev = (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
-  std::memcpy(msg, &dev, 8);
-  std::memcpy(msg + 8, &sx.stx_ino, 8);
-  const int64_t sec = sx.stx_btime.tv_sec;
-  std::memcpy(msg + 16, &sec, 8);
-  std::memcpy(msg + 24, &sx.stx_btime.tv_nsec, 4);
-  std::memset(msg + 28, 0, 8);
-  std::string id(32, '\0');
-  crypto::HmacSha256(ctx.dir_id_key->data(), 32).mac(msg, sizeof msg, reinterpret_cast<uint8_t*>(id.data()));
-  return id;
-}
 
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;

@@ -299,6 +299,35 @@ TEST_F(HostileServer, AFileWaitingForRoomWhenTheLinkFailsIsNamed) {
   }
 }
 
+// A fifty-seventh re-attack (D57-2): after a lost connection, the retry of `send -r` made DEST
+// again (idempotent) and wrote into whatever directory had its name: one the server's user made
+// meanwhile had its file replaced, exit 0. A directory whose identity is not the one the lost
+// session's mkdir answered with is no longer the copy: nothing is sent into it.
+TEST_F(HostileServer, ARetryNeverWritesIntoADirectoryMadeAgainUnderItsName) {
+  std::atomic<int> mkdirs{0}, puts_after{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat)
+      return c.send_message(response(proto::Status::not_found, "dstX: no such file"));
+    if (m.op == proto::Op::mkdir) {
+      proto::Message ok = response(proto::Status::ok, "dstX");
+      ok.digest = std::string(32, ++mkdirs == 1 ? '\x01' : '\x02');  // made again: another identity
+      ok.tagged = m.flags & proto::kFlagAhead;
+      ok.tag = m.tag;
+      return c.send_message(ok);
+    }
+    if (m.op == proto::Op::put && mkdirs >= 2) ++puts_after;
+    throw std::runtime_error("cut");  // the first session ends at its first file
+  });
+  fs::create_directories(ws.local / "t");
+  write_text_file(ws.local / "t" / "b.txt", "hello");
+  auto r =
+      run({"send", "-q", "-r", "--retries", "1", (ws.local / "t").string(), "127.0.0.1:dstX"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(mkdirs, 2);
+  EXPECT_EQ(puts_after, 0);
+  EXPECT_NE(r.err.find("dstX: no longer the directory this command made"), std::string::npos) << r.err;
+}
+
 // A fifty-sixth re-attack (B56-3): `send -r t2 host:dstH` with dstH missing, whose mkdir's answer
 // was lost (the server made dstH, then the link failed): the retry asked scp's question again,
 // found dstH there and sent the tree to dstH/t2, exit 0. The retry continues dstH itself.

@@ -124,6 +124,25 @@ TEST_F(TreeResume, ADirectoryMadeAgainWhereTheCopyWasIsNotTheCopy) {
   EXPECT_EQ(read_text_file(ws.root / "backup" / "proj" / "notes.txt"), "new notes from laptop\n");
 }
 
+// A fifty-seventh re-attack (D57-1, D57-3): the resume listed DEST to find whether it is the copy:
+// a copy still empty (cut in its first file) was nested, and so was any copy whose listing the
+// server refused (busy with other listings, or over --max-list), a second copy sent whole. The
+// identity of DEST, from one stat, settles it: no listing is asked for.
+TEST_F(TreeResume, TheCopyIsKnownByItsIdentityEvenEmptyAndWithoutAListing) {
+  const fs::path src = ws.local / "proj";
+  fs::create_directories(src);
+  write_text_file(src / "a.txt", "a\n");
+  write_text_file(src / "b.txt", "b\n");
+  auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:bk2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* f : {"a.txt", "b.txt"}) fs::remove(ws.root / "bk2" / f);  // the copy, empty again
+  r = run({"send", "-r", "--resume", "-q", src.string(), "127.0.0.1:bk2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text_file(ws.root / "bk2" / "a.txt"), "a\n");
+  EXPECT_FALSE(fs::exists(ws.root / "bk2" / "proj")) << "the resume nested the tree";
+  EXPECT_EQ(server->log().find("op=list"), std::string::npos) << server->log();
+}
+
 // A thirty-second re-attack (B-N2): a tree whose first file was interrupted left DEST holding only
 // the partial file the server kept for --resume, which listings leave out: the resume found DEST
 // "empty", so not the copy, nested the tree in DEST/NAME and sent it all again, the partial file
