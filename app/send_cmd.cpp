@@ -206,7 +206,11 @@ struct SendSession {
       return true;
     } catch (const proto::Failure& f) {
       if (shown) std::fputc('\n', prog_out);
-      if (keep_for_retry(f)) return false;
+      if (keep_for_retry(f)) {
+        if (f.maybe_placed && maybe_placed)
+          maybe_placed->insert(key(file));  // "not confirmed" if never settled
+        return false;
+      }
       // The line, and with --json the file's own object, as for a pipelined file (a sixteenth
       // re-attack, L3: a large file that failed had no object).
       report_pipelined(t, co, tty, file, nullptr, &f, rc, &jp);

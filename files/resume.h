@@ -34,6 +34,9 @@ void hash_prefix(crypto::FileChecksum& h, int fd, uint64_t len);
 // The lseek calls (SEEK_DATA, SEEK_HOLE) made to find a file's holes (Regions), counted for the
 // tests: a pass asks once per data region or hole, never per MiB (a fifty-fourth re-attack, A54-1).
 extern std::atomic<uint64_t> g_prefix_seeks;
+// Where the data region at `pos` ends (SEEK_HOLE): `pos` itself when it is (now) in a hole, the
+// file's end when no hole follows, UINT64_MAX when the file system cannot tell.
+uint64_t hole_from(int fd, uint64_t pos);
 
 // Where a file's data and holes lie, looked up once per region as a reader moves forward: a hole's
 // bytes are zeros a reader makes in memory, never reads (reading a hole makes the kernel allocate

@@ -160,7 +160,10 @@ std::optional<Refusal> PartsRegistry::commit(PartsTransfer& t, const std::string
       t.out->commit(stored_mode(t.mode, preserve), effective_mtime(t.mtime, preserve));
     }
   } catch (const Failure& f) {
-    return refusal_for(what, f.err);
+    // Its own words ("cannot rename into place: ...; its temporary file ... stays beside it"), as a
+    // single stream's: refusal_for's said "permission denied" of an append-only directory and named
+    // no temporary file (a fifty-seventh re-attack, E57-2).
+    return Refusal{refusal_for(what, f.err).status, what + ": " + f.what()};
   }
   t.committed = true;
   return std::nullopt;

@@ -628,7 +628,17 @@ void KeptPartial::truncate_to(uint64_t n) {
 }
 
 void KeptPartial::commit(FileMode mode, long long mtime) {
-  finish_and_rename(fd_, dir_, partial_, name_, mode, mtime);
+  try {
+    finish_and_rename(fd_, dir_, partial_, name_, mode, mtime);
+  } catch (const Failure& f) {
+    // What arrived stays, whole, as the partial file (for --resume): private again (the final mode
+    // was applied before the rename) and named, as a temporary file that stays is (a fifty-seventh
+    // re-attack, E57-3: left 0644, which the sweep never takes, and named nowhere but the log).
+    if (::fchmodat(dir_.get(), partial_.c_str(), 0600, 0) != 0) {  // best effort
+    }
+    throw Failure(std::string(f.what()) + "; what arrived stays as its partial file " + printable(partial_),
+                  f.status, f.err);
+  }
 }
 
 void KeptPartial::discard() noexcept {

@@ -361,6 +361,25 @@ TEST_F(HostileServer, ALostMkdirAnswerDoesNotNestTheRetry) {
   EXPECT_EQ(all.find("dstH/t2"), std::string::npos) << all;
 }
 
+// A fifty-seventh re-attack (D57-4): a put that is not pipelined (over 1 MiB, or with --limit)
+// whose answer the link lost was "timed out", though the server had stored it; B55-1's words were
+// only a pipelined put's. It is "sent whole, its answer lost", in --json too.
+TEST_F(HostileServer, ALargePutWhoseAnswerIsLostSaysItWasSentWhole) {
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op != proto::Op::put) return;
+    c.send_message(response(proto::Status::ok));
+    net::recv_stream(c, -1, m.size, nullptr);  // all of it, and no Result: the client times out
+  });
+  write_random_file(ws.local / "ten.bin", 2 << 20, 41);
+  auto r =
+      run_aesxfer({"send", "-q", "--json", "--retries", "0", "--timeout", "2",
+                   (ws.local / "ten.bin").string(), "127.0.0.1:ten.bin", "-P", std::to_string(fake.port())},
+                  ws.home, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("ten.bin: sent whole, its answer lost (timed out"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
+}
+
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and

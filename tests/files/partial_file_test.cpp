@@ -253,6 +253,20 @@ TEST(Regions, HolesShorterThanAPageAreReadAsData) {
   }
 }
 
+// A fifty-seventh re-attack (E57-1): SEEK_HOLE at a position that is a hole answers that position,
+// which hole_from took for "the file system cannot tell": when another process punched the data
+// found a moment before, the get read every byte after it, holes and all (a GiB for 4 KiB of
+// writes). It is an empty data region, and the reader goes on looking up.
+TEST(Regions, APositionInAHoleIsNotAnUnknownEnd) {
+  TempDir d("aesxfer-regions");
+  const fs::path path = d / "sparse";
+  const files::UniqueFd f(::open(path.c_str(), O_CREAT | O_RDWR, 0600));
+  ASSERT_EQ(::pwrite(f.get(), "x", 1, 0), 1);
+  ASSERT_EQ(::ftruncate(f.get(), off_t(64) << 20), 0);
+  EXPECT_EQ(files::hole_from(f.get(), 1 << 20), uint64_t(1) << 20);  // in the hole: there
+  EXPECT_LE(files::hole_from(f.get(), 0), uint64_t(1) << 20);        // the data's end
+}
+
 // A fifty-sixth re-attack (C56-1): names too long for ".NAME.aesxfer-partial" were cut and tagged
 // with a 32-bit FNV-1a hash; these two, the same but for their last 12 bytes, were found in under
 // a second to share one partial file (one file's transfer took or removed the other's). Long names
