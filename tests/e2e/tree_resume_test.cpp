@@ -32,6 +32,13 @@ void make_tree(const fs::path& top) {
   write_random_file(top / "z.bin", 6 << 20, 4);
 }
 
+// A directory `top` holding these files (name, content); returns top.
+fs::path write_tree(const fs::path& top, const std::vector<std::pair<std::string, std::string>>& files) {
+  fs::create_directories(top);
+  for (const auto& [name, content] : files) write_text_file(top / name, content);
+  return top;
+}
+
 void expect_copy(const fs::path& src, const fs::path& dst) {
   for (const char* f : {"a.txt", "b.txt", "sub/c.txt", "z.bin"}) {
     ASSERT_TRUE(fs::is_regular_file(dst / f)) << dst / f;
@@ -105,10 +112,8 @@ TEST_F(TreeResume, ADirectoryWithTheSameNamesIsNotTheCopyUnlessThisRunMadeIt) {
 // `send -r --resume proj host:backup` took the new directory for the copy and replaced the file.
 // The record holds the server's identity of the directory it made (device, inode, birth time).
 TEST_F(TreeResume, ADirectoryMadeAgainWhereTheCopyWasIsNotTheCopy) {
-  const fs::path src = ws.local / "proj";
-  fs::create_directories(src);
-  write_text_file(src / "notes.txt", "new notes from laptop\n");
-  write_text_file(src / "main.c", "int main;\n");
+  const fs::path src =
+      write_tree(ws.local / "proj", {{"notes.txt", "new notes from laptop\n"}, {"main.c", "int main;\n"}});
   auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:backup"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   ASSERT_EQ(read_text_file(ws.root / "backup" / "notes.txt"), "new notes from laptop\n");
@@ -129,10 +134,7 @@ TEST_F(TreeResume, ADirectoryMadeAgainWhereTheCopyWasIsNotTheCopy) {
 // server refused (busy with other listings, or over --max-list), a second copy sent whole. The
 // identity of DEST, from one stat, settles it: no listing is asked for.
 TEST_F(TreeResume, TheCopyIsKnownByItsIdentityEvenEmptyAndWithoutAListing) {
-  const fs::path src = ws.local / "proj";
-  fs::create_directories(src);
-  write_text_file(src / "a.txt", "a\n");
-  write_text_file(src / "b.txt", "b\n");
+  const fs::path src = write_tree(ws.local / "proj", {{"a.txt", "a\n"}, {"b.txt", "b\n"}});
   auto r = run({"send", "-r", "-q", src.string(), "127.0.0.1:bk2"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (const char* f : {"a.txt", "b.txt"}) fs::remove(ws.root / "bk2" / f);  // the copy, empty again
