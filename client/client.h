@@ -216,7 +216,6 @@ struct RemoteDir {
   uint32_t mode = 0;  // its permission bits and mtime
   int64_t mtime = 0;
   std::vector<proto::ListEntry> entries;  // depth first, parents before their contents
-  std::string dir_id;  // the server's identity of the directory, or "" (docs/PROTOCOL.md 3.5)
 };
 
 class Client {

@@ -341,7 +341,6 @@ RemoteDir Client::list(const std::string& remote) {
   d.path = resp.text;
   d.mode = resp.mode;
   d.mtime = resp.mtime;
-  d.dir_id = resp.digest;
   d.entries.reserve(size_t(std::min<uint64_t>(resp.size, 65536)));  // grows with what actually arrives
   std::unordered_set<std::string> dirs{""}, seen, counted;
   // The directories open at this point of a depth-first walk (PROTOCOL.md 3.7): the top, then each

@@ -388,11 +388,11 @@ std::string TreeSender::place(const std::string& dest, const std::string& name, 
   // client recorded that very directory as this source's copy. No listing: a refused one (a busy
   // server, --max-list) made the resume nest a second copy, and a copy still empty was nested
   // (a fifty-seventh re-attack, D57-3 and D57-1).
+  // (The server's root is never the copy: is_remote_dir gives it no identity.)
   const std::string asked = normal_request(dest);
-  const bool root = dest.empty() || dest == "." || dest == "./" || dest == "/";
   std::string dest_id;
   const bool is_dir = c_.is_remote_dir(dest, &dest_id);
-  const bool continued = c_.resuming() && is_dir && !root && dest != "/dev/null" && !dest_id.empty() &&
+  const bool continued = c_.resuming() && !dest_id.empty() &&
                          is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, dest_id, source);
   // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
   // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's

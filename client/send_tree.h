@@ -91,8 +91,6 @@ class TreeSender {
 
   bool send_resumed(const std::vector<TreeEntry>& entries, const std::string& base,
                     const Pipeline::DirDone& dir_failed);
-  // -r --resume, DEST there and listing nothing: whether it keeps a partial file of one of the
-  // tree's top-level files (listings leave partial files out), which makes it the copy.
   std::vector<TreeEntry> within_path_limit(std::vector<TreeEntry> entries, const std::string& base);
   // Opens a file of the walk below its directory, which must still be the one the walk read;
   // throws Failure (origin local) naming the file.

@@ -20,32 +20,6 @@ using files::UniqueFd;
 
 namespace {
 
-// What an entry of the destination stands for: a name, "" for a receiver's own file that says
-// nothing (a temporary file, a partial file whose name was shortened with a hash).
-std::string stands_for(const std::string& name) {
-  if (files::is_partial_name(name)) {
-    std::string x = name.substr(1, name.size() - 1 - std::strlen(files::kPartialSuffix));
-    return x.find('~') == std::string::npos ? x : std::string();  // a shortened name: unknown
-  }
-  return files::is_temp_name(name) ? std::string() : name;
-}
-
-}  // namespace
-
-bool is_copy_of(const std::vector<std::string>& there, const std::set<std::string>& source) {
-  bool any = false;
-  for (const auto& name : there) {
-    if (name.empty()) continue;
-    const std::string x = stands_for(name);
-    if (x.empty()) continue;
-    if (!source.count(x)) return false;
-    any = true;
-  }
-  return any;
-}
-
-namespace {
-
 constexpr size_t kMaxRecords = 1000;
 constexpr size_t kMaxRecordBytes = size_t(1) << 20;  // what read_records reads of the file
 constexpr const char* kRecordFile = "tree_copies";
@@ -163,13 +137,6 @@ void remember_sent_copy(const std::filesystem::path& home, const std::string& fi
 bool is_sent_copy(const std::filesystem::path& home, const std::string& fingerprint, const std::string& dest,
                   const std::string& dir_id, const std::string& local) {
   return has_record(home, sent_record(fingerprint, dest, dir_id, local));
-}
-
-std::vector<std::string> top_names(const std::vector<std::string>& there) {
-  std::vector<std::string> out;
-  for (const auto& p : there)
-    if (p.find('/') == std::string::npos) out.push_back(p);
-  return out;
 }
 
 }  // namespace aesxfer::client

@@ -4,18 +4,16 @@
 // scp's rule for a tree (DEST/NAME when DEST is a directory, else DEST) depends on whether DEST
 // exists, and the interrupted run created it: a resume would nest the tree one level deeper and
 // start a second copy from zero. With --resume a DEST that already is the copy is continued
-// instead: an existing directory that holds something, and nothing but names found at the top of
-// the source (a kept partial file ".X.aesxfer-partial" counts as X; a receiver's temporary files
-// are left out). Listings leave partial files out (PROTOCOL.md 3.7), so a DEST that lists nothing
-// is probed for one of the source's top-level files (TreeSender::keeps_a_partial). And the names
-// alone are not enough: a directory the user already had, holding notes.txt, was taken for the copy
-// of a tree with a notes.txt at its top, and the user's file was replaced (a forty-ninth re-attack,
-// B49-5). So each send -r records where its copy goes (DEST, or DEST/NAME) before anything goes
-// into it, in $AESXFER_HOME/tree_copies ("sent", the server's host key fingerprint, the path, the
-// local source's absolute path), and --resume continues only a DEST recorded there for the same source;
-// one made elsewhere (another client, or aesxfer 0.5 and earlier) nests once, as scp would, which
-// loses nothing. So running the same `-r --resume` command again always lands in the same place,
-// as rsync does (docs/aesxfer.1, send and recv --resume).
+// instead. The names it holds are no evidence (a directory the user already had, holding
+// notes.txt, was taken for the copy of a tree with a notes.txt at its top, and the user's file
+// was replaced: a forty-ninth re-attack, B49-5), nor is its path (one removed and made again
+// there was: a fifty-sixth, B56-2). So each send -r records the directory its copy goes into
+// (DEST, or DEST/NAME) before anything goes into it, in $AESXFER_HOME/tree_copies ("sent", the
+// server's host key fingerprint, the path, the server's identity of that directory (PROTOCOL.md
+// 3.5), the local source's absolute path), and --resume continues only a DEST whose stat gives an
+// identity recorded there for the same source; any other nests once, as scp would, which loses
+// nothing. So running the same `-r --resume` command again lands in the same place, as rsync does
+// (docs/aesxfer.1, send and recv --resume).
 //
 // recv -r --resume cannot use that rule: the names would come from the server, and a hostile one
 // lists a victim directory's own names (.bashrc, .ssh, ...) to make `recv -r --resume host:x ~`
@@ -36,13 +34,6 @@
 
 namespace aesxfer::client {
 
-// True when a directory whose entries (one level) are `there` is already the copy of a source
-// whose top-level names are `source` (see above).
-bool is_copy_of(const std::vector<std::string>& there, const std::set<std::string>& source);
-
-// The names in `there` (paths relative to a listed directory, '/'-separated) that are at its top.
-std::vector<std::string> top_names(const std::vector<std::string>& there);
-
 // recv -r: records the directory open as dirfd (just created as the copy of `source`) in
 // home/tree_copies, by device, inode and birth time; the file keeps the latest 1000 records.
 // Quietly does nothing when it cannot (no birth time on the file system: a later --resume then
@@ -54,7 +45,7 @@ bool is_tree_copy(const std::filesystem::path& home, int dirfd, const std::strin
 // send -r: records that `dest` (normal_request's form) on the server whose host key has
 // `fingerprint`, the directory that server identifies as `dir_id` (its mkdir's answer, PROTOCOL.md
 // 3.5), is the copy of the local directory `local` (absolute); and whether it is (`dir_id` from
-// the listing of DEST): a directory removed and made again under the same path is another (a
+// a stat of DEST): a directory removed and made again under the same path is another (a
 // fifty-sixth re-attack, B56-2: the path alone was recorded, and the resume replaced a file the
 // server's user had put in the new directory). Records with a tab or LF in dest, or LF in local,
 // or without an identity (an older server, a file system without birth times: a --resume then

@@ -646,7 +646,7 @@ void handle_get(RequestContext& ctx, const Message& req) {
 
 // ---- stat, probe, commit ----------------------------------------------------------------------
 
-// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a list's
+// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a stat's
 // answer carries (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that
 // a directory removed and made again under the same name (even on the same inode) is another, and
 // nothing of the server's file system is told. "" without a key or a birth time.
@@ -1114,7 +1114,6 @@ void handle_list(RequestContext& ctx, const Message& req) {
     return refuse(ctx, req, dir->shown, {f.status, f.what()});
   }
   Message ok = response(Status::ok, dir->shown);
-  ok.digest = dir_identity(ctx, dir->dir.get(), "");
   ok.size = lister.entries.size();
   ok.mode = sb.st_mode & 07777;
   ok.mtime = sb.st_mtim.tv_sec;

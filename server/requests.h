@@ -124,7 +124,7 @@ struct RequestContext {
   // existed keeps its own.
   std::set<std::pair<dev_t, ino_t>> made_dirs{};
   std::shared_ptr<MadeDirs> key_made_dirs = std::make_shared<MadeDirs>();
-  // The key of the directory identities a mkdir's and a list's answer carry (docs/PROTOCOL.md
+  // The key of the directory identities a mkdir's and a stat's answer carry (docs/PROTOCOL.md
   // 3.5), derived from the host key so that it outlives a restart; alone (tests): none, and the
   // answers carry no identity.
   const std::array<uint8_t, 32>* dir_id_key = nullptr;
