@@ -65,6 +65,13 @@ uint64_t data_from(int fd, uint64_t pos) {
 // tmpfs costs about 11 ms. The descriptor's offset is kept.
 template <class F>
 void read_prefix(int fd, uint64_t len, F&& f) {
+  struct KeepOffset {  // put back once, not around each lookup
+    int fd;
+    off_t at;
+    ~KeepOffset() {
+      if (at >= 0) ::lseek(fd, at, SEEK_SET);
+    }
+  } keep{fd, ::lseek(fd, 0, SEEK_CUR)};
   std::vector<uint8_t> buf(size_t(1) << 20);
   std::vector<uint8_t> zeros;  // a hole's bytes, made at the first hole
   Regions regions(fd);
@@ -104,14 +111,13 @@ uint64_t hole_from(int fd, uint64_t pos) {
 size_t Regions::at(uint64_t pos, size_t n, bool& hole) {
   const uint64_t kPage = page_;
   if (pos >= end_) {
-    const off_t cur = keep_ || seekable_ < 0 ? ::lseek(fd_, 0, SEEK_CUR) : 0;
-    if (seekable_ < 0) seekable_ = cur >= 0;
+    if (seekable_ < 0) seekable_ = ::lseek(fd_, 0, SEEK_CUR) >= 0;
     if (!seekable_) {  // a pipe: all data
       hole_ = false;
       end_ = UINT64_MAX;
     } else {
       const uint64_t data = data_from(fd_, pos);
-      hole_ = data > pos && (data - pos >= kPage || data == UINT64_MAX);
+      hole_ = data - pos >= kPage;
       if (!hole_) {  // data from pos (a hole shorter than a page before it): to the next hole's page,
         // and on through holes shorter than a page, so that the n bytes are one read
         const auto page_end = [&](uint64_t h) {
@@ -128,7 +134,6 @@ size_t Regions::at(uint64_t pos, size_t n, bool& hole) {
       } else {
         end_ = data;
       }
-      if (keep_) ::lseek(fd_, cur, SEEK_SET);
     }
   }
   hole = hole_;

@@ -40,15 +40,14 @@ uint64_t hole_from(int fd, uint64_t pos);
 
 // Where a file's data and holes lie, looked up once per region as a reader moves forward: a hole's
 // bytes are zeros a reader makes in memory, never reads (reading a hole makes the kernel allocate
-// and zero a page-cache page for each of its pages: A53-1 for hashing, A55-3 for a get). The
-// descriptor's offset is left as it was. A descriptor that cannot seek is all data.
+// and zero a page-cache page for each of its pages: A53-1 for hashing, A55-3 for a get). A
+// descriptor that cannot seek is all data.
 class Regions {
  public:
-  // keep_position: each lookup puts the file's position back (two more lseeks); else the caller
-  // reads with pread and the position is left anywhere.
-  // page: the size below which a hole is read as data (the memory page; tests give others).
-  explicit Regions(int fd, bool keep_position = true, uint64_t page = 4096)
-      : fd_(fd), keep_(keep_position), page_(page) {}
+  // The lookups move the descriptor's offset: the caller reads with pread, and puts the offset
+  // back once when it must. page: the size below which a hole is read as data (the memory page;
+  // tests give others).
+  explicit Regions(int fd, uint64_t page = 4096) : fd_(fd), page_(page) {}
   // How many of the n bytes at pos share pos's kind (at least 1 when n > 0), and whether they are
   // a hole. A hole shorter than a page is data here, and a region of data ends at a page's end:
   // on a file system of 1 KiB blocks, another user's file of 1 KiB pieces of data and holes cost
@@ -58,7 +57,6 @@ class Regions {
 
  private:
   int fd_;
-  bool keep_;
   uint64_t page_;
   int seekable_ = -1;  // unknown, no (a pipe: all data), yes
   uint64_t end_ = 0;   // where the region of the last lookup ends

@@ -240,7 +240,7 @@ struct BatchFiller {
   const StreamOptions& opt;
   crypto::FileChecksum& hash;
   uint64_t at;
-  files::Regions regions{fd, false};  // read with pread, the position set once at the end
+  files::Regions regions{fd};  // read with pread, the position set once at the end
 
   void operator()(Batch* b) {
     b->n = 0;

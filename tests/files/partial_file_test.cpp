@@ -228,7 +228,7 @@ TEST(Regions, HolesShorterThanAPageAreReadAsData) {
   const files::UniqueFd f(::open(path.c_str(), O_RDONLY));
   for (const uint64_t page : {uint64_t(4096), kPage}) {
     SCOPED_TRACE(page);
-    files::Regions regions(f.get(), false, page);
+    files::Regions regions(f.get(), page);
     const uint64_t before = files::g_prefix_seeks;
     uint64_t holes = 0, pos = 0;
     while (pos < kPieces * kPiece) {
