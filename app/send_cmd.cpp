@@ -125,9 +125,12 @@ struct SendSession {
 
   // True when `f` is a lost connection that --retries takes over: kept (the first one) and not
   // reported; the transfer goes on in a new session.
-  bool keep_for_retry(const proto::Failure& f) {
+  // `file`, when it is a file's verdict: one the server may have put in place is remembered
+  // (maybe_placed), so that the last word says "not confirmed" if no retry settles it.
+  bool keep_for_retry(const proto::Failure& f, const std::string* file = nullptr) {
     if (!retry || !retry->worth(f)) return false;
     if (!lost) lost = f;
+    if (file && f.maybe_placed && maybe_placed) maybe_placed->insert(key(*file));
     return true;
   }
   // The source whose files are being reported ("" for a file named on the command line): a file
@@ -161,10 +164,7 @@ struct SendSession {
     // A file reported in an earlier session is not reported again when a retry finds it there
     // (a sixteenth re-attack, L2: every file of a tree once more per retry, in --json too).
     h.verdict = [this](const std::string& shown, const client::FileResult* r, const proto::Failure* f) {
-      if (f && keep_for_retry(*f)) {
-        if (f->maybe_placed && maybe_placed) maybe_placed->insert(key(shown));
-        return;
-      }
+      if (f && keep_for_retry(*f, &shown)) return;
       if (r && is_settled(shown)) return;
       report_pipelined(t, co, tty, shown, r, f, rc);
       settle(shown);
@@ -206,11 +206,7 @@ struct SendSession {
       return true;
     } catch (const proto::Failure& f) {
       if (shown) std::fputc('\n', prog_out);
-      if (keep_for_retry(f)) {
-        if (f.maybe_placed && maybe_placed)
-          maybe_placed->insert(key(file));  // "not confirmed" if never settled
-        return false;
-      }
+      if (keep_for_retry(f, &file)) return false;
       // The line, and with --json the file's own object, as for a pipelined file (a sixteenth
       // re-attack, L3: a large file that failed had no object).
       report_pipelined(t, co, tty, file, nullptr, &f, rc, &jp);
@@ -267,15 +263,13 @@ struct SendProgress {
 
 // The files an earlier session sent whole and lost the answers of, which no later session
 // settled: each named "not confirmed" (a fifty-fifth re-attack, B55-1: the last word called them
-// "not sent" though the server had put them in place). They are settled here.
-void not_confirmed(const TransferOpts& t, const client::ClientOptions& co, bool tty, SendProgress& done,
-                   int& rc) {
-  for (const auto& k : done.maybe_placed) {
-    if (!done.settled.insert(k).second) continue;
+// "not sent" though the server had put them in place). The caller settles them.
+void not_confirmed(const TransferOpts& t, const client::ClientOptions& co, bool tty,
+                   const std::vector<std::string>& keys, int& rc) {
+  for (const auto& k : keys)
     report_not_moved(t, co, tty, k.substr(k.find('\0') + 1), "not confirmed", rc,
                      "an earlier session sent it whole and lost its answer: whether the server put it in "
                      "place is not known");
-  }
 }
 
 // One session of a send: the sources not yet settled, over one connection. A lost connection that
@@ -377,9 +371,9 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         rc = r;
     } catch (const proto::Failure& f) {
       if (!retry.worth(f)) {
-        SendProgress unsure;  // settled by no later session: named after the failure
+        std::vector<std::string> unsure;  // settled by no later session: named after the failure
         for (const auto& k : done.maybe_placed)
-          if (done.settled.insert(k).second) unsure.maybe_placed.insert(k);
+          if (done.settled.insert(k).second) unsure.push_back(k);
         std::vector<std::string> unreported;
         for (const auto& src : sources)
           if (!done.settled.count(src)) unreported.push_back(src);

@@ -64,6 +64,13 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 // (REMOTE a directory) or the one of REMOTE itself, printable as it is. Else "" (a forty-second
 // re-attack, B-F2: a hostile server's text, unchecked in the Ctrl-C line, pushed out its head and
 // forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
+Failure answer_lost(const Failure& f, const fs::path& local) {
+  Failure g = f.reworded(printable(local.string()) + ": sent whole, its answer lost (" + f.what() +
+                         "): whether the server put it in place is not known");
+  g.maybe_placed = true;
+  return g;
+}
+
 std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name) {
   if (text.empty() || text.size() > proto::kMaxPath || printable(text) != text) return "";
   const fs::path t(text);
@@ -566,10 +573,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     // pipelined put's verdict says (a fifty-seventh re-attack, D57-4: a 10 MiB file the server had
     // stored was "timed out", and with no retry left not "not confirmed").
     if (f.origin != Origin::link) throw;
-    Failure g = f.reworded(printable(local.string()) + ": sent whole, its answer lost (" + f.what() +
-                           "): whether the server put it in place is not known");
-    g.maybe_placed = true;
-    throw g;
+    throw answer_lost(f, local);
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;

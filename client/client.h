@@ -97,6 +97,12 @@ inline std::string put_shown(const std::string& remote, const std::string& name)
 // The server's text for where it keeps a resumable put's partial file, when it names the partial
 // file beside the destination typed (`remote`, the file's `name`); else "" (client.cpp).
 std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name);
+
+// The verdict of a put whose stream went whole and whose answer the failed link `f` took (one
+// alone, or pipelined): "FILE: sent whole, its answer lost (REASON): whether the server put it in
+// place is not known", marked maybe_placed, so that the command's last word calls it "not
+// confirmed" when no retry settles it, never "not sent".
+proto::Failure answer_lost(const proto::Failure& f, const std::filesystem::path& local);
 // A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
 // destination cannot be written again from the start (app/recv_cmd.cpp: never retried).

@@ -258,11 +258,9 @@ void Pipeline::lose_puts(Item* failed, const Failure& f) {
     Done done = std::move(it.done);
     it.done = nullptr;
     if (it.withdrawn) return done(nullptr, &*it.withdrawn);
-    const std::string shown = printable(it.local.string());
-    Failure g = f.reworded(it.sent.counted() ? shown + ": sent whole, its answer lost (" + f.what() +
-                                                   "): whether the server put it in place is not known"
-                                             : shown + ": not sent whole (" + f.what() + ")");
-    g.maybe_placed = it.sent.counted();
+    const Failure g = it.sent.counted()
+                          ? answer_lost(f, it.local)
+                          : f.reworded(printable(it.local.string()) + ": not sent whole (" + f.what() + ")");
     done(nullptr, &g);
   };
   if (failed) lose(*failed);
