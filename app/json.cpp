@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "crypto/util.h"
 #include "proto/failure.h"
 
 namespace aesxfer::app {
@@ -37,14 +38,7 @@ std::string utf8_or_replacement(std::string_view s) {
 void set_name(Json& j, const std::string& key, std::string_view name) {
   j[key] = utf8_or_replacement(name);
   if (valid_utf8(name)) return;
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(name.size() * 2);
-  for (unsigned char ch : name) {
-    hex += kHex[ch >> 4];
-    hex += kHex[ch & 15];
-  }
-  j[key + "_hex"] = hex;
+  j[key + "_hex"] = crypto::to_hex(name.data(), name.size());
 }
 
 double rounded(double v, int decimals) {

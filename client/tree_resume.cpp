@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "crypto/util.h"
 #include "files/atomic_file.h"
 #include "files/unique_fd.h"
 #include "proto/failure.h"
@@ -105,13 +106,8 @@ std::string sent_record(const std::string& fingerprint, const std::string& dest,
   if (dest.find_first_of("\t\n") != std::string::npos || local.find('\n') != std::string::npos ||
       dir_id.empty())
     return "";
-  std::string hex;
-  for (unsigned char ch : dir_id) {
-    static const char kHex[] = "0123456789abcdef";
-    hex += kHex[ch >> 4];
-    hex += kHex[ch & 15];
-  }
-  return "sent " + fingerprint + ":" + dest + "\t" + hex + "\t" + local;
+  return "sent " + fingerprint + ":" + dest + "\t" + crypto::to_hex(dir_id.data(), dir_id.size()) + "\t" +
+         local;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "crypto/cpu.h"
+#include "crypto/util.h"
 
 namespace aesxfer::crypto {
 namespace {
@@ -96,16 +97,7 @@ bool xxh_impl_available(XxhImpl i) noexcept {
   }
 }
 
-std::string Checksum::hex() const {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  s.reserve(2 * len);
-  for (size_t i = 0; i < len; ++i) {
-    s += digits[bytes[i] >> 4];
-    s += digits[bytes[i] & 15];
-  }
-  return s;
-}
+std::string Checksum::hex() const { return to_hex(bytes.data(), len); }
 
 FileChecksum::FileChecksum(ChecksumAlg alg, XxhImpl impl) noexcept : alg_(alg), impl_(resolve(impl)) {
   std::memset(xxh_, 0, sizeof xxh_);

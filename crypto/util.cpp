@@ -22,6 +22,18 @@ bool ct_equal(const void* a, const void* b, size_t n) noexcept {
   return verdict != 0;
 }
 
+std::string to_hex(const void* p, size_t n) {
+  static const char kDigits[] = "0123456789abcdef";
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s += kDigits[b[i] >> 4];
+    s += kDigits[b[i] & 15];
+  }
+  return s;
+}
+
 void xor_bytes(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t n) noexcept {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace aesxfer::crypto {
 
@@ -48,5 +49,9 @@ inline void add128(uint64_t& hi, uint64_t& lo, uint64_t b) noexcept {
 
 // XORs n bytes: out = a ^ b (any of them may alias).
 void xor_bytes(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t n) noexcept;
+
+// n bytes as lower-case hex, two digits a byte, as sha256sum prints a digest. For public values
+// only (digests, names, identities): its table look-up is indexed by the bytes.
+std::string to_hex(const void* p, size_t n);
 
 }  // namespace aesxfer::crypto

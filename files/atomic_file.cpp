@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "crypto/sha256.h"
+#include "crypto/util.h"
 #include "files/guarded_path.h"
 #include "files/io.h"
 #include "files/resume.h"
@@ -34,12 +35,7 @@ std::string hidden_name(const std::string& name, const std::string& suffix) {
   // re-attack, C56-1).
   uint8_t d[32];
   crypto::Sha256::digest(name.data(), name.size(), d);
-  std::string tag = "~";
-  for (int i = 0; i < 16; ++i) {
-    static const char kHex[] = "0123456789abcdef";
-    tag += kHex[d[i] >> 4];
-    tag += kHex[d[i] & 15];
-  }
+  const std::string tag = "~" + crypto::to_hex(d, 16);
   const size_t keep = NAME_MAX - 1 - tag.size() - suffix.size();
   return "." + name.substr(0, keep) + tag + suffix;
 }

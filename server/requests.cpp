@@ -591,10 +591,7 @@ std::string file_version(const struct stat& st) {
   h.update(f, sizeof f);
   uint8_t d[crypto::Sha256::kDigestLen];
   h.final(d);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < 16; ++i) out += {kHex[d[i] >> 4], kHex[d[i] & 15]};
-  return out;
+  return crypto::to_hex(d, 16);
 }
 
 void handle_get(RequestContext& ctx, const Message& req) {
