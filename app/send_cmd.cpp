@@ -280,6 +280,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
                  SendProgress& done, std::optional<proto::Failure>& lost) {
   client::Client client(co);
   retry.logged_in();
+  files::set_unanswered_before(0);  // this session re-sends or reports them
   // Several sources go into a directory: refused before anything is written when DEST is not
   // an existing directory on the server (else each file would replace the one before).
   // Each source is named too, with --json in an object of its own. A DEST that is not there is
@@ -387,6 +388,9 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
       return kExitFail;
     }
     if (!lost) break;
+    int unanswered = 0;  // until the next login: a signal names them (files::set_unanswered_before)
+    for (const auto& k : done.maybe_placed) unanswered += !done.settled.count(k);
+    files::set_unanswered_before(unanswered);
     retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued

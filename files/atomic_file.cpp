@@ -117,7 +117,8 @@ struct Slot {
 };
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
-std::atomic<int> g_awaiting{0};  // files sent whole and not answered (AwaitingAnswer)
+std::atomic<int> g_awaiting{0};           // files sent whole and not answered (AwaitingAnswer)
+std::atomic<int> g_unanswered_before{0};  // the same, of a session lost (set_unanswered_before)
 
 // Claims are made under g_claim, so that a lingering slot's name is read only while no other
 // claim may refill it. The signal handler takes no lock: it reads only slots in state 2 or 3.
@@ -263,7 +264,7 @@ extern "C" void on_stop_signal(int sig) {
   int more[3] = {0, 0, 0};
   for (auto& s : g_slots)
     if (const int st = s.state.load(); st == 2 || st == 3) settle_slot(s, written, any, more);
-  if (const int n = g_awaiting.load(); n > 0) {
+  if (const int n = g_awaiting.load() + g_unanswered_before.load(); n > 0) {
     put(any ? "; " : ": ");
     put_count(n);
     put(n == 1 ? " file was sent whole and not yet answered: whether the server put it in place is not known"
@@ -352,6 +353,8 @@ void mark_discarding(int slot) noexcept {
 }
 
 void (*g_discard_hook)() noexcept = nullptr;
+
+void set_unanswered_before(int n) noexcept { g_unanswered_before.store(n); }
 
 AwaitingAnswer::AwaitingAnswer(bool counted) noexcept : counted_(counted) {
   if (counted_) g_awaiting.fetch_add(1);

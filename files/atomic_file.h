@@ -194,6 +194,13 @@ class AwaitingAnswer {
   bool counted_ = false;
 };
 
+// Files an earlier session sent whole whose answers the lost connection took, counted while a
+// --retries wait and the next login run: a signal then says so, as it does for files awaiting an
+// answer (AwaitingAnswer), never "no partial or temporary file was left behind" (the previous
+// session's note: a Ctrl-C during the retry wait after lost pipelined answers said so). Set to 0
+// once the next session is logged in: it re-sends or reports them.
+void set_unanswered_before(int n) noexcept;
+
 // Tests only: called by a discard right after its unlink, while the slot is still registered
 // (null in the product).
 extern void (*g_discard_hook)() noexcept;

@@ -1156,6 +1156,49 @@ TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
   }
 }
 
+// The previous session's note: a put sent whole whose answer a lost connection took is no longer
+// held as awaiting an answer once its verdict is given, so a Ctrl-C while --retries waited said
+// "no partial or temporary file was left behind". The wait still counts it, alone or pipelined.
+TEST_F(ClientLocal, ASignalDuringTheRetryWaitCountsTheFilesWhoseAnswersWereLost) {
+  std::atomic<int> ended{0}, files{0};
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op != proto::Op::put) return;
+        if (!(m.flags & proto::kFlagAhead)) c.send_message(response(proto::Status::ok));
+        net::recv_stream(c, -1, m.size, nullptr);
+        if (++ended == files) throw std::runtime_error("the answers are lost with the connection");
+      },
+      true);
+  write_random_file(ws.local / "a", 1000, 1);
+  write_random_file(ws.local / "b", 1000, 2);
+  const std::string port = std::to_string(fake.port());
+  for (const auto& [sources, said] :
+       {std::pair<std::vector<std::string>, std::string>{{"a"}, "1 file was sent whole and not yet answered"},
+        {{"a", "b"}, "2 files were sent whole and not yet answered"}}) {
+    SCOPED_TRACE(sources.size());
+    ended = 0;
+    files = int(sources.size());
+    std::vector<std::string> args = {"send"};
+    for (const auto& n : sources) args.push_back((ws.local / n).string());
+    args.push_back(sources.size() == 1 ? "127.0.0.1:x" : "127.0.0.1:.");
+    for (const char* a : {"-q", "--retries", "3", "-P"}) args.push_back(a);
+    args.push_back(port);
+    const pid_t pid = spawn_aesxfer(args, ws.home, ws.local / "out.txt", ws.local / "err.txt");
+    ASSERT_GT(pid, 0);
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (read_text_file(ws.local / "err.txt").find("retry 1 of 3") == std::string::npos &&
+           Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(::kill(pid, SIGINT), 0);  // in the wait of 1 s
+    EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+    const std::string err = read_text_file(ws.local / "err.txt");
+    const std::string last = err.substr(err.rfind("aesxfer: interrupted"));
+    EXPECT_EQ(last, "aesxfer: interrupted: " + said + ": whether the server put " +
+                        (sources.size() == 1 ? "it" : "them") + " in place is not known\n")
+        << err;
+  }
+}
+
 // A fifty-fifth re-attack (C55-1, B55-2): a parallel put counted its file "sent whole" once its
 // commit went out behind connection 0's last part, while another connection was still sending its
 // own. Here the server never reads the part of the second connection (8 MiB, more than the
