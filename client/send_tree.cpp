@@ -392,7 +392,10 @@ std::string TreeSender::place(const std::string& dest, const std::string& name, 
   const std::string asked = normal_request(dest);
   std::string dest_id;
   const bool is_dir = c_.is_remote_dir(dest, &dest_id);
-  const bool continued = c_.resuming() && !dest_id.empty() &&
+  // The user's --resume only: a retry of --retries resumes files, never a copy the same command
+  // would not have continued without the loss (a fifty-eighth re-attack, I58-1: a plain send -r
+  // that lost its connection sent a later tree into its older copy, over its files, exit 0).
+  const bool continued = c_.resume_asked() && !dest_id.empty() &&
                          is_sent_copy(c_.home(), c_.host_key_fingerprint(), asked, dest_id, source);
   // Where the copy goes is settled before the mkdir that makes it: DEST/NAME when DEST is there,
   // else DEST. Learnt only from the mkdir's answer, a lost answer left the retry to ask scp's
@@ -400,6 +403,13 @@ std::string TreeSender::place(const std::string& dest, const std::string& name, 
   // exit 0 (a fifty-sixth re-attack, B56-3).
   if (placed) *placed = {continued || !is_dir ? asked : below(asked, name), continued ? dest_id : ""};
   const std::string base = c_.mkdir(dest, continued ? "" : name, mode, st.st_mtim.tv_sec, false, &dir_id);
+  // The copy the stat found, still: another directory moved in under DEST between the stat and
+  // the mkdir is never continued (a fifty-eighth re-attack, G58-1: another user's, in a team
+  // directory, took the rest of the tree, exit 0).
+  if (continued && dir_id != dest_id)
+    throw Failure(c_.remote_name(printable(asked)) +
+                  ": no longer the directory this client recorded as the copy of " + printable(source) +
+                  " (it was moved or replaced meanwhile); nothing is sent into it" + c_.port_note());
   // Recorded as this source's copy before anything goes into it: DEST itself when it did not
   // exist, else DEST/NAME (a continued one is recorded already).
   if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);

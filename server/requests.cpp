@@ -328,6 +328,15 @@ std::string parent_shown(const std::string& shown) {
   return slash == std::string::npos ? "." : shown.substr(0, slash);
 }
 
+// The refusal of a put or mkdir whose directory, open as `dirfd`, is not the one this session's
+// mkdir answered for at its path `dir` (server/dir_pins.h); nullopt when it is, or none did.
+std::optional<Refusal> moved_dir(const RequestContext& ctx, int dirfd, const std::string& dir) {
+  if (ctx.pins.holds(dir, dirfd)) return std::nullopt;
+  return Refusal{Status::permission, dir +
+                                         ": no longer the directory this session made or found there (it "
+                                         "was moved or replaced meanwhile); nothing is written into it"};
+}
+
 // A put with the resume flag: into the kept partial file (adopted only when partial_distrust
 // allows), from the client's offset; kept when the connection breaks.
 std::optional<files::PrefixScan> session_digest(RequestContext& ctx, const Message& req,
@@ -481,6 +490,8 @@ void handle_put(RequestContext& ctx, const Message& req) {
     Refusal why;
     dest = ctx.root.put_target(req.path, req.text, why, ctx.walk_names.get());
     if (!dest) return refuse_target(ctx, req, why);
+    if (auto moved = moved_dir(ctx, dest->dir.get(), parent_shown(dest->shown)))
+      return refuse(ctx, req, dest->shown, *moved);
     sweep_for(ctx, *dest);
   }
   const std::string shown = dest ? dest->shown : req.path;
@@ -784,6 +795,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   bool exists = false;
   auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why, ctx.walk_names.get());
   if (!target) return refuse(ctx, req, req.path, why);
+  if (!target->name.empty())
+    if (auto moved = moved_dir(ctx, target->dir.get(), parent_shown(target->shown)))
+      return refuse(ctx, req, target->shown, *moved);
   bool preserve = req.flags & proto::kFlagPreserve;
   if (!exists) {
     // A directory takes an inode and a block: both kept out of the reserve, as a put's bytes are
@@ -801,6 +815,12 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
       if (errno != EEXIST) return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
     } else if (struct stat st{};
                ::fstatat(target->dir.get(), target->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      // Another user's directory renamed into its place as it was made is not taken for it.
+      if (st.st_uid != ::geteuid())
+        return refuse(
+            ctx, req, target->shown,
+            {Status::permission, target->shown + ": replaced by another user's directory as it was made; "
+                                                 "nothing is written into it"});
       ctx.made_dirs.emplace(st.st_dev, st.st_ino);
       ctx.key_made_dirs->add(st.st_dev, st.st_ino);
     }
@@ -831,8 +851,19 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
          (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino))))
       apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
   }
+  // This very directory takes what goes in at its path for the rest of the session.
+  UniqueFd made(target->name.empty() ? ::fcntl(target->dir.get(), F_DUPFD_CLOEXEC, 0)
+                                     : ::openat(target->dir.get(), target->name.c_str(),
+                                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat made_st {};
+  if (!made || ::fstat(made.get(), &made_st) != 0)
+    return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
+  if (exists)
+    if (auto moved = moved_dir(ctx, made.get(), target->shown))
+      return refuse(ctx, req, target->shown, *moved);
+  ctx.pins.pin(target->shown, made_st);
   Message ok = response(Status::ok, target->shown);
-  ok.digest = dir_identity(ctx, target->dir.get(), target->name);
+  ok.digest = dir_identity(ctx, made.get(), "");  // the directory pinned, not its path again
   answer(ctx, req, ok);
   // Within the key's budget, as an empty put's line (a thirty-seventh re-attack, A3: 5,000
   // pipelined mkdirs wrote 5,001 lines, 2.5 bytes of log for each byte sent).

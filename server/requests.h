@@ -19,6 +19,7 @@
 #include "net/transfer.h"
 #include "proto/handshake.h"
 #include "server/digests.h"
+#include "server/dir_pins.h"
 #include "server/line_budget.h"
 #include "server/listing_memory.h"
 #include "server/log_value.h"
@@ -124,6 +125,9 @@ struct RequestContext {
   // existed keeps its own.
   std::set<std::pair<dev_t, ino_t>> made_dirs{};
   std::shared_ptr<MadeDirs> key_made_dirs = std::make_shared<MadeDirs>();
+  // The directories this session's mkdirs answered for, by path: a put or mkdir there reaches the
+  // same directory or is refused (server/dir_pins.h).
+  DirPins pins{};
   // The key of the directory identities a mkdir's and a stat's answer carry (docs/PROTOCOL.md
   // 3.5), derived from the host key so that it outlives a restart; alone (tests): none, and the
   // answers carry no identity.

@@ -328,6 +328,88 @@ TEST_F(HostileServer, ARetryNeverWritesIntoADirectoryMadeAgainUnderItsName) {
   EXPECT_NE(r.err.find("dstX: no longer the directory this command made"), std::string::npos) << r.err;
 }
 
+// A fifty-eighth re-attack (I58-1): --retries turns resume on for the sessions after a lost one,
+// and send -r took that for the user's --resume: after `send -r t2b host:dd` (dd the copy), a
+// later plain `send -r t1 t2b host:dd` that lost its connection at t1 sent t2b into dd itself,
+// over the older copy's files, instead of dd/t2b, exit 0. Only the user's --resume continues a
+// recorded copy; a retry places a tree where the command would have without the loss.
+TEST_F(HostileServer, ARetryDoesNotContinueACopyThatOnlyResumeWouldContinue) {
+  std::mutex mu;
+  std::vector<std::string> mkdirs;  // "path name" of each mkdir
+  std::atomic<bool> second{false};  // the second command
+  std::atomic<bool> cut{false};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::stat) {
+      if (!second) return c.send_message(response(proto::Status::not_found, "dd: no such file"));
+      proto::Message d = response(proto::Status::is_directory, "dd: is a directory");
+      d.digest = std::string(32, 'X');
+      return c.send_message(d);
+    }
+    if (m.op != proto::Op::mkdir) throw std::runtime_error("not asked here");
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (second) mkdirs.push_back(m.path + " " + m.text);
+    }
+    if (second && !cut.exchange(true)) throw std::runtime_error("cut");  // t1's mkdir: answer lost
+    const bool below = second && !m.text.empty();
+    proto::Message ok = response(proto::Status::ok, below ? m.path + "/" + m.text : m.path);
+    ok.digest = std::string(32, below ? char('A' + m.text.size()) : 'X');
+    ok.tagged = m.flags & proto::kFlagAhead;
+    ok.tag = m.tag;
+    c.send_message(ok);
+  });
+  fs::create_directories(ws.local / "t1");
+  fs::create_directories(ws.local / "t2b");
+  auto first = run({"send", "-q", "-r", (ws.local / "t2b").string(), "127.0.0.1:dd"}, fake.port());
+  ASSERT_EQ(first.exit_code, 0) << first.describe();  // dd is recorded as t2b's copy
+  second = true;
+  auto r = run({"send", "-q", "-r", "--retries", "1", (ws.local / "t1").string(), (ws.local / "t2b").string(),
+                "127.0.0.1:dd"},
+               fake.port());
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  std::lock_guard<std::mutex> g(mu);
+  std::string all;
+  for (const auto& a : mkdirs) all += a + "\n";
+  EXPECT_NE(std::find(mkdirs.begin(), mkdirs.end(), "dd t2b"), mkdirs.end()) << all;
+  EXPECT_EQ(std::find(mkdirs.begin(), mkdirs.end(), "dd "), mkdirs.end()) << all;
+}
+
+// A fifty-eighth re-attack (G58-1): `send -r --resume` found its copy by the stat's identity and
+// took the mkdir's answer as it came: another directory moved in under DEST between the two (in a
+// team directory another user may write to) got the rest of the tree, exit 0. The mkdir must
+// answer with the identity the stat gave, or nothing is sent.
+TEST_F(HostileServer, AResumedTreeIsNotSentIntoADirectorySwappedInAfterItsStat) {
+  std::atomic<bool> second{false};
+  std::atomic<int> puts{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::put) {
+      ++puts;
+      throw std::runtime_error("not here");
+    }
+    if (m.op == proto::Op::stat) {
+      if (!second) return c.send_message(response(proto::Status::not_found, "dd: no such file"));
+      proto::Message d = response(proto::Status::is_directory, "dd: is a directory");
+      d.digest = std::string(32, 'X');
+      return c.send_message(d);
+    }
+    proto::Message ok = response(proto::Status::ok, "dd");
+    ok.digest = std::string(32, second ? 'W' : 'X');  // the second: another directory, swapped in
+    ok.tagged = m.flags & proto::kFlagAhead;
+    ok.tag = m.tag;
+    c.send_message(ok);
+  });
+  fs::create_directories(ws.local / "t" / "sub");
+  auto first = run({"send", "-q", "-r", (ws.local / "t").string(), "127.0.0.1:dd"}, fake.port());
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  write_text_file(ws.local / "t" / "secret.txt", "private");
+  second = true;
+  auto r = run({"send", "-q", "-r", "--resume", (ws.local / "t").string(), "127.0.0.1:dd"}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(puts, 0);
+  EXPECT_NE(r.err.find("dd: no longer the directory this client recorded as the copy of"), std::string::npos)
+      << r.err;
+}
+
 // A fifty-sixth re-attack (B56-3): `send -r t2 host:dstH` with dstH missing, whose mkdir's answer
 // was lost (the server made dstH, then the link failed): the retry asked scp's question again,
 // found dstH there and sent the tree to dstH/t2, exit 0. The retry continues dstH itself.

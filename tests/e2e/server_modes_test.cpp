@@ -105,5 +105,52 @@ TEST_F(ServerModes, ATemporaryFileThatCannotBeRemovedIsNamedAndPrivate) {
   }
 }
 
+// A fifty-eighth re-attack (G58-1): every request is resolved from the root again, so a
+// directory this session made, renamed away and replaced by another (another user's, in a team
+// directory they may write to), took the rest of a send -r into it: the client said ok, exit 0.
+// A put or mkdir at a path this session's mkdir answered for reaches that directory or is refused,
+// naming it; a directory found, not made, is held the same way, and the answer's identity is the
+// directory's own, not its path's again.
+TEST_F(ServerModes, ADirectoryMovedAwayAndReplacedMidSessionTakesNothingMore) {
+  fs::create_directories(ws.root / "team");
+  HandSession s(server->port(), id);
+  ASSERT_TRUE(s.welcome_ok);
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/t7")).status, proto::Status::ok);
+  ASSERT_EQ(s.put(make_request(proto::Op::put, "team/t7", "a.txt"), "first").status, proto::Status::ok);
+  fs::rename(ws.root / "team/t7", ws.root / "team/.t7.old");
+  fs::create_directory(ws.root / "team/t7");
+  const std::string moved =
+      "team/t7: no longer the directory this session made or found there (it was moved "
+      "or replaced meanwhile); nothing is written into it";
+  for (const proto::Message& m : {make_request(proto::Op::put, "team/t7", "b.txt"),
+                                  make_request(proto::Op::put, "team/t7/c.txt", "c.txt")}) {
+    const proto::Message r = s.put(m, "secret");
+    EXPECT_EQ(r.status, proto::Status::permission) << m.path;
+    EXPECT_EQ(r.text, moved) << m.path;
+  }
+  const proto::Message sub = s.ask(make_request(proto::Op::mkdir, "team/t7/sub"));
+  EXPECT_EQ(sub.status, proto::Status::permission);
+  EXPECT_EQ(sub.text, moved);
+  const proto::Message again = s.ask(make_request(proto::Op::mkdir, "team/t7"));
+  EXPECT_EQ(again.status, proto::Status::permission);
+  EXPECT_EQ(again.text, moved);
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/t7"));
+  EXPECT_EQ(read_text_file(ws.root / "team/.t7.old/a.txt"), "first");
+  // Moved back, it takes files again.
+  fs::remove(ws.root / "team/t7");
+  fs::rename(ws.root / "team/.t7.old", ws.root / "team/t7");
+  EXPECT_EQ(s.put(make_request(proto::Op::put, "team/t7", "b.txt"), "second").status, proto::Status::ok);
+  EXPECT_EQ(read_text_file(ws.root / "team/t7/b.txt"), "second");
+  // A directory found, not made, is held as well.
+  fs::create_directories(ws.root / "team/found");
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/found")).status, proto::Status::ok);
+  fs::rename(ws.root / "team/found", ws.root / "team/.found.old");
+  fs::create_directory(ws.root / "team/found");
+  const proto::Message f = s.put(make_request(proto::Op::put, "team/found", "x"), "x");
+  EXPECT_EQ(f.status, proto::Status::permission) << f.text;
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/found"));
+  s.bye();
+}
+
 }  // namespace
 }  // namespace aesxfer::test
