@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,11 +152,22 @@ void log_quiet(RequestContext& ctx, const Message& req, const std::string& shown
 // is always logged too: a key's ten quiet lines a second, spent on cheap stats, hid what a probe
 // or a resumed get that sent nothing hashed (a fifty-fifth re-attack, A55-1: 1.2 GiB hashed,
 // "unlogged_requests=1").
+// One that moved fewer bytes than its line takes is within the budget too, so that the log never
+// grows faster than what the client sent or read: 20,000 pipelined gets of 1 byte wrote a line each,
+// 1.65 times the bytes the client sent, 3.2 times with a name of control bytes (a fifty-eighth
+// re-attack, F58-1). `moved` kAlwaysLogged: logged whatever it moved (a put that emptied a file
+// that held something, a listing that named entries).
 constexpr uint64_t kHashedWorthALine = 1 << 20;
+constexpr uint64_t kAlwaysLogged = UINT64_MAX;
+
+// What a line costs the log beyond its path, details and result: the time, peer, op and keys.
+constexpr size_t kLineFrame = 192;
 
 void log_transfer(RequestContext& ctx, const Message& req, const std::string& shown, uint64_t moved,
                   const std::string& details, const std::string& result, uint64_t hashed = 0) {
-  if (moved || hashed >= kHashedWorthALine) return log_outcome(ctx, req, shown, details, result);
+  const size_t line_cost = kLineFrame + log_value(shown, kLoggedPath).size() + details.size() +
+                           log_value(result, kLoggedResult).size();
+  if (moved > line_cost || hashed >= kHashedWorthALine) return log_outcome(ctx, req, shown, details, result);
   log_quiet(ctx, req, shown, result, details);
 }
 
@@ -255,7 +268,7 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   // (over a 1 GB file) made the Result fail, and the put that replaced the file was never logged
   // (a fifty-first re-attack, B51-2).
   log_transfer(
-      ctx, req, shown, length - so.offset > 0 || r.replaces ? 1 : 0,
+      ctx, req, shown, r.replaces ? kAlwaysLogged : length - so.offset,
       transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        resumed_from, ctx.hashed_here),
       "ok", ctx.hashed_here);
@@ -654,25 +667,35 @@ void handle_get(RequestContext& ctx, const Message& req) {
 
 // ---- stat, probe, commit ----------------------------------------------------------------------
 
-// The identity of the directory `name` in `at` ("" for `at` itself) that a mkdir's or a stat's
-// answer carries (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that
-// a directory removed and made again under the same name (even on the same inode) is another, and
-// nothing of the server's file system is told. "" without a key or a birth time.
-std::string dir_identity(const RequestContext& ctx, int at, const std::string& name) {
+void store_le64(uint8_t* p, uint64_t v) {
+  crypto::store_le32(p, uint32_t(v));
+  crypto::store_le32(p + 4, uint32_t(v >> 32));
+}
+
+// The identity of the directory open as `fd` that a mkdir's or a stat's answer carries
+// (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that a directory
+// removed and made again under the same name (even on the same inode) is another, and nothing of
+// the server's file system is told. Where the file system keeps no birth time (ext2/3, ext4 with
+// 128-byte inodes), the inode's generation number (FS_IOC_GETVERSION) tells a reused inode
+// instead: without it a retry wrote into a directory made again, over its user's file (a
+// fifty-eighth re-attack, I58-2). "" without a key, or with neither.
+std::string dir_identity(const RequestContext& ctx, int fd) {
   struct statx sx {};
-  if (!ctx.dir_id_key ||
-      ::statx(at, name.empty() ? "" : name.c_str(), (name.empty() ? AT_EMPTY_PATH : 0) | AT_SYMLINK_NOFOLLOW,
-              STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
-      !(sx.stx_mask & STATX_BTIME) || !S_ISDIR(sx.stx_mode))
+  if (!ctx.dir_id_key || ::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
+      !S_ISDIR(sx.stx_mode))
     return "";
-  uint8_t msg[36];
-  const uint64_t dev = (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
-  std::memcpy(msg, &dev, 8);
-  std::memcpy(msg + 8, &sx.stx_ino, 8);
-  const int64_t sec = sx.stx_btime.tv_sec;
-  std::memcpy(msg + 16, &sec, 8);
-  std::memcpy(msg + 24, &sx.stx_btime.tv_nsec, 4);
-  std::memset(msg + 28, 0, 8);
+  uint8_t msg[36] = {};
+  store_le64(msg, (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor);
+  store_le64(msg + 8, sx.stx_ino);
+  if (sx.stx_mask & STATX_BTIME) {
+    store_le64(msg + 16, uint64_t(int64_t(sx.stx_btime.tv_sec)));
+    crypto::store_le32(msg + 24, sx.stx_btime.tv_nsec);
+  } else {
+    long generation = 0;  // the kernel writes an int
+    if (::ioctl(fd, FS_IOC_GETVERSION, &generation) != 0 || uint32_t(generation) == 0) return "";
+    crypto::store_le32(msg + 28, uint32_t(generation));
+    crypto::store_le32(msg + 32, 1);  // never a birth time's message, whose last 8 bytes are zero
+  }
   std::string id(32, '\0');
   crypto::HmacSha256(ctx.dir_id_key->data(), 32).mac(msg, sizeof msg, reinterpret_cast<uint8_t*>(id.data()));
   return id;
@@ -691,8 +714,7 @@ void handle_stat(RequestContext& ctx, const Message& req) {
       // With the directory's identity (3.5), which send -r --resume compares with its record.
       Message d = response(why.status, why.text);
       Refusal none;
-      if (auto dir = ctx.root.open_directory(req.path, none))
-        d.digest = dir_identity(ctx, dir->dir.get(), "");
+      if (auto dir = ctx.root.open_directory(req.path, none)) d.digest = dir_identity(ctx, dir->dir.get());
       answer(ctx, req, d);
       return log_quiet(ctx, req, req.path, "a directory");
     }
@@ -784,7 +806,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
   // An empty one within the budget, unless it emptied a file that held something (B50-2); logged
   // before the answer, which a reset connection makes fail (B51-2).
-  log_transfer(ctx, req, t->shown, t->size > 0 || replaces ? 1 : 0, os.str(), "ok");
+  log_transfer(ctx, req, t->shown, replaces ? kAlwaysLogged : t->size, os.str(), "ok");
   ctx.c.send_message(response(Status::ok));
 }
 
@@ -863,7 +885,7 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, target->shown, *moved);
   ctx.pins.pin(target->shown, made_st);
   Message ok = response(Status::ok, target->shown);
-  ok.digest = dir_identity(ctx, made.get(), "");  // the directory pinned, not its path again
+  ok.digest = dir_identity(ctx, made.get());  // the directory pinned, not its path again
   answer(ctx, req, ok);
   // Within the key's budget, as an empty put's line (a thirty-seventh re-attack, A3: 5,000
   // pipelined mkdirs wrote 5,001 lines, 2.5 bytes of log for each byte sent).
@@ -1155,7 +1177,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
     log_outcome(ctx, req, dir->shown, details, std::string("failed: ") + f.what());
     throw;
   }
-  log_transfer(ctx, req, dir->shown, lister.entries.size(), details, "ok");
+  log_transfer(ctx, req, dir->shown, lister.entries.empty() ? 0 : kAlwaysLogged, details, "ok");
 }
 
 // A pipelined get's line, once its data went out: the bytes sent, the time since its request.
@@ -1200,7 +1222,7 @@ void log_unanswered(RequestContext& ctx, const std::string& why) {
   const size_t result_cost = log_value("failed: " + why, kLoggedResult).size();
   for (const auto& a : ctx.awaiting) {  // one that moved nothing is within the key's budget already
     const uint64_t sent = a.bytes - a.resumed_from;
-    const size_t line_cost = 192 + result_cost + log_value(a.shown, kLoggedPath).size();
+    const size_t line_cost = kLineFrame + result_cost + log_value(a.shown, kLoggedPath).size();
     if (sent == 0 || sent > line_cost || a.hashed >= kHashedWorthALine || n++ < kUnansweredLines) {
       log_awaited(ctx, a, "failed: " + why);
     } else {

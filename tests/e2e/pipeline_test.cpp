@@ -745,6 +745,44 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
   EXPECT_TRUE(fs::is_directory(ws.root / ("new-" + std::to_string(kEach - 1))));
 }
 
+// A fifty-eighth re-attack (F58-1): a transfer that moved a byte was always logged, so 20,000
+// gets of a 1-byte file (or of /dev/zero, size 1) cost the log 1.65 times what the client sent,
+// 3.2 times with a name of control bytes. One that moves fewer bytes than its line takes is
+// within the key's budget, as an empty one is; one that moves more is still always named.
+TEST_F(PipelineHostileClient, TransfersSmallerThanTheirLineShareTheKeysBudget) {
+  write_text_file(ws.root / std::string(40, '\x01'), "1");
+  write_random_file(ws.root / "big", 4096, 7);
+  constexpr int kEach = 150, kBig = 20;
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  std::string got;
+  for (int i = 0; i < kEach; ++i) {
+    ASSERT_EQ(s.get(make_request(Op::get, std::string(40, '\x01')), &got).status, Status::ok);
+    ASSERT_EQ(s.get(make_request(Op::get, "/dev/zero", "", 1), &got).status, Status::ok);
+    ASSERT_EQ(s.put(make_request(Op::put, "/dev/null", "n"), "x").status, Status::ok);
+  }
+  for (int i = 0; i < kBig; ++i) ASSERT_EQ(s.get(make_request(Op::get, "big"), &got).status, Status::ok);
+  s.bye();
+  std::string log;
+  uint64_t small = 0, big = 0, counted = 0;
+  for (int wait = 0; wait < 50 && small + counted < uint64_t(3 * kEach); ++wait) {
+    if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server->log();
+    small = big = counted = 0;
+    for (const auto& l : nonempty_lines(log)) {
+      small += l.find("op=get file=\"\\\\x01") != std::string::npos ||
+               l.find("op=get file=\"/dev/zero\"") != std::string::npos ||
+               l.find("op=put file=\"/dev/null\"") != std::string::npos;
+      big += l.find("op=get file=\"big\"") != std::string::npos;
+      std::smatch m;
+      if (std::regex_search(l, m, std::regex("unlogged_requests=([0-9]+)"))) counted += std::stoull(m[1]);
+    }
+  }
+  EXPECT_LT(small, 100u) << log;
+  EXPECT_EQ(small + counted, uint64_t(3 * kEach)) << log;
+  EXPECT_EQ(big, uint64_t(kBig)) << log;
+}
+
 // ---- a fake server whose answers are out of order -----------------------------------------------
 
 class PipelineFakeServer : public testing::Test {

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+
+#include <cstdlib>
 
 #include "tests/hand_session.h"
 #include "tests/harness.h"
@@ -150,6 +153,56 @@ TEST_F(ServerModes, ADirectoryMovedAwayAndReplacedMidSessionTakesNothingMore) {
   EXPECT_EQ(f.status, proto::Status::permission) << f.text;
   EXPECT_TRUE(fs::is_empty(ws.root / "team/found"));
   s.bye();
+}
+
+// An ext4 file system without birth times (128-byte inodes) in an image file, loop-mounted on
+// `at` for one test and unmounted when it ends; `ok` false (the test says why) where this machine
+// cannot (no mkfs.ext4, no loop device, not root).
+struct NoBirthTimeFs {
+  fs::path at, image;
+  bool ok = false;
+  explicit NoBirthTimeFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
+    fs::create_directories(at);
+    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 '" +
+                             image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
+                             "' '" + at.string() + "' 2>/dev/null";
+    ok = std::system(make.c_str()) == 0;
+  }
+  ~NoBirthTimeFs() {
+    if (ok && ::umount2(at.c_str(), MNT_DETACH) != 0) std::perror("umount");
+    std::error_code ec;
+    fs::remove(image, ec);
+  }
+};
+
+// A fifty-eighth re-attack (I58-2): where the file system keeps no birth time, the mkdir and stat
+// answers carried no identity, so D57-2's check was skipped: a retry wrote into a directory the
+// server's user had removed and made again, over their file, exit 0. The inode's generation
+// number stands in: a directory made again under the same path (most often on the same inode) is
+// another identity, and the same directory asked again is the same.
+TEST_F(ServerModes, ADirectoryMadeAgainIsAnotherIdentityWithoutBirthTimes) {
+  NoBirthTimeFs nob(ws.root / "nob");
+  if (!nob.ok) GTEST_SKIP() << "cannot loop-mount an ext4 image here (needs mkfs.ext4, a loop device, root)";
+  struct statx sx {};
+  ASSERT_EQ(::statx(AT_FDCWD, nob.at.c_str(), 0, STATX_BTIME, &sx), 0);
+  ASSERT_FALSE(sx.stx_mask & STATX_BTIME) << "this ext4 keeps birth times: not the case under test";
+  const auto made = [&] {
+    HandSession s(server->port(), id);
+    EXPECT_TRUE(s.welcome_ok);
+    const proto::Message a = s.ask(make_request(proto::Op::mkdir, "nob/copy"));
+    EXPECT_EQ(a.status, proto::Status::ok) << a.text;
+    proto::Message st = s.ask(make_request(proto::Op::stat, "nob/copy"));
+    EXPECT_EQ(st.status, proto::Status::is_directory) << st.text;
+    EXPECT_EQ(st.digest, a.digest);  // the same directory asked again
+    s.bye();
+    return a.digest;
+  };
+  const std::string first = made();
+  EXPECT_EQ(first.size(), 32u);
+  fs::remove_all(nob.at / "copy");
+  const std::string again = made();
+  EXPECT_EQ(again.size(), 32u);
+  EXPECT_NE(again, first);
 }
 
 }  // namespace
