@@ -443,6 +443,7 @@ void Retrier::resume(client::ClientOptions& co) const {
 void Retrier::wait(const proto::Failure& f, bool resumable) {
   ++used_;
   ++untaken_;
+  if (std::exchange(session_since_wait_, false)) kept_ = resumable;
   const int delay = std::min(30, 1 << std::min(used_ - 1, 5));
   // Not "resuming" where this file's partial file was passed over (Failure::from_start), nor after
   // an attempt without --resume, which kept nothing of the file in transfer (a fifty-third
@@ -450,7 +451,7 @@ void Retrier::wait(const proto::Failure& f, bool resumable) {
   std::fprintf(stderr, "aesxfer: %s; retry %d of %d in %d s, %s\n", bounded_line(f.what()).c_str(), used_,
                max_, delay,
                f.from_start ? "this file from its start"
-               : resumable  ? "resuming"
+               : kept_      ? "resuming"
                             : "what was in transfer starts again");
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(delay));

@@ -112,7 +112,7 @@ class Retrier {
  public:
   // Notes the start of the command (the coarse real-time clock, which stamps a file's ctime).
   explicit Retrier(int max);
-  void logged_in() { logged_in_ = true; }
+  void logged_in() { logged_in_ = session_since_wait_ = true; }
   // True when `f` ended a connection worth replacing: a link failure after a login, with retries
   // left. During a retry also the server's "busy": most likely it still holds the lost session
   // (its lock on the partial file, its session slot) until it sees that connection die, which a
@@ -145,6 +145,12 @@ class Retrier {
   int used_ = 0;
   int untaken_ = 0;
   bool logged_in_ = false;
+  // A session logged in since the last wait, and whether the last one that did ran as --resume: an
+  // attempt that could not connect keeps what the one before it left, and its line says so, never
+  // "resuming" after an attempt that kept nothing (a fifty-eighth re-attack, H58-1: "cannot
+  // connect ...; retry 2 of 5 in 2 s, resuming", and the file went again from byte 0).
+  bool session_since_wait_ = false;
+  bool kept_ = false;
 };
 
 // Whether the locale says the terminal reads UTF-8, from the first of LC_ALL, LC_CTYPE and LANG

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "proto/failure.h"
+
 namespace aesxfer::app {
 using Clock = std::chrono::steady_clock;
 
@@ -71,8 +73,11 @@ std::string fit_columns(const std::string& text, int cols) {
   int used = 0;
   for (size_t i = 0; i < text.size();) {
     char32_t c = 0;
-    const size_t n = next_char(text, i, c);
-    const int w = columns_of(c);
+    // An escape of printable()'s ("\xe2", "\\") is cut whole or not at all: cut after "\x" or
+    // "\xe", a name showed as its own escape's start (a fifty-eighth re-attack, H58-3).
+    const size_t n =
+        text[i] == '\\' ? std::min(proto::escaped_piece(text, i), text.size() - i) : next_char(text, i, c);
+    const int w = text[i] == '\\' ? int(n) : columns_of(c);
     if (used + w > cols) break;
     out.append(text, i, n);
     used += w;

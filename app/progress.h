@@ -56,7 +56,7 @@ class Progress {
 
 std::string human_bytes(uint64_t n);
 // The longest start of `text` (UTF-8, made printable already) that fits in `cols` terminal
-// columns, never cut inside a character, padded with spaces to exactly `cols` columns.
+// columns, never cut inside a character or an escape, padded with spaces to exactly `cols` columns.
 std::string fit_columns(const std::string& text, int cols);  // "1024MB" like scp: KB/MB/GB with 1024 steps
 
 }  // namespace aesxfer::app

@@ -339,9 +339,11 @@ class Client {
   // `scan`) and `not_resumed` when the server passed a partial file over.
   bool probe_for_resume(int fd, proto::Message& req, std::optional<files::PrefixScan>& scan,
                         std::string& not_resumed, FileResult& done);
-  // The unsized put of put_stream, and of put for a file made as it is read (files::made_when_read).
+  // The unsized put of put_stream, and of put for a file made as it is read (files::made_when_read);
+  // `local` names it in a failure's line ("-" for standard input).
   FileResult unsized_put(int fd, const struct stat& st, const std::string& remote, const std::string& name,
-                         const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress);
+                         const std::function<void(uint64_t size)>& on_start, const ProgressFn& progress,
+                         const std::filesystem::path& local);
   // send: fills r's congestion fields from the connections fds (their counters before the file).
   void note_send(FileResult& r, const std::vector<int>& fds, const std::vector<net::TcpCounts>& before) const;
 

@@ -119,7 +119,13 @@ namespace {
 // and the Arabic baseline round dot U+0887; a forty-eighth's, C48-4: U+18DF (the raised dot beside
 // U+1427) and the modifier letter prime U+02B9 (drawn as U+02CA is). The cost: Cree words with the t, k and h
 // finals show them escaped, as Lisu tones.)
+// And the private-use code points (general category Co: U+E000..U+F8FF, planes 15 and 16) and the
+// noncharacters (U+FDD0..U+FDEF, the last two of every plane): they have no meaning but the one a
+// font gives them, and the Powerline and Nerd Fonts patched into many terminals draw U+E0B9,
+// U+E0BB, U+E0BD and U+E0BF as thin slashes, so that "..<U+E0BB>..<U+E0BB>etc" read as a path (a
+// fifty-eighth re-attack, H58-4).
 bool invisible_or_bidi(uint32_t cp) {
+  if (cp >= 0xfdd0 && ((cp & 0xfffe) == 0xfffe || cp <= 0xfdef)) return true;  // the noncharacters
   static constexpr uint32_t kRanges[][2] = {
       {0x00a0, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},   {0x061c, 0x061c},
       {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},   {0x115f, 0x1160},
@@ -138,7 +144,7 @@ bool invisible_or_bidi(uint32_t cp) {
       {0x1d20f, 0x1d20f}, {0x1d23b, 0x1d23b}, {0x16fe4, 0x16fe4}, {0x3033, 0x3035},   {0xa4f8, 0xa4fe},
       {0x02ca, 0x02cb},   {0x02ce, 0x02d1},   {0x0971, 0x0971},   {0xa717, 0xa71a},   {0x02f8, 0x02f8},
       {0x141f, 0x1420},   {0x1425, 0x1427},   {0x2cc6, 0x2cc7},   {0x0887, 0x0887},   {0x1bc80, 0x1bc84},
-      {0x1bc90, 0x1bc94}, {0x18df, 0x18df},   {0x02b9, 0x02b9},
+      {0x1bc90, 0x1bc94}, {0x18df, 0x18df},   {0x02b9, 0x02b9},   {0xe000, 0xf8ff},   {0xf0000, 0x10ffff},
   };
   for (const auto& r : kRanges)
     if (cp >= r[0] && cp <= r[1]) return true;

@@ -208,6 +208,15 @@ TEST(Progress, NamesAreCutAtACharacterAndFitTheirColumns) {
                              2),
             "e\xcc\x81"
             "e");  // e, a combining acute, e
+  // A fifty-eighth (H58-3): printable()'s escapes are cut whole, never after "\x" or "\xf".
+  for (int cols = 0; cols < 12; ++cols) {
+    const std::string f = app::fit_columns("\\xff\\xfe\\\\a", cols);
+    const std::string kept = f.substr(0, f.find(' '));
+    EXPECT_TRUE(kept == "" || kept == "\\xff" || kept == "\\xff\\xfe" || kept == "\\xff\\xfe\\\\" ||
+                kept == "\\xff\\xfe\\\\a")
+        << cols << ": " << f;
+    EXPECT_EQ(f.size(), size_t(cols)) << f;
+  }
 }
 
 TEST(Progress, ALineNeverOutgrowsANarrowTerminal) {

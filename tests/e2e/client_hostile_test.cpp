@@ -462,6 +462,42 @@ TEST_F(HostileServer, ALargePutWhoseAnswerIsLostSaysItWasSentWhole) {
   EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
 }
 
+// A fifty-eighth re-attack (I58-4): D57-4's words were a sized put's alone. `send -` (an unsized
+// put) whose answer the link took said "transfer incomplete", and a --streams put whose commit's
+// answer was lost ended on the failed retry's words, though the server had each file whole.
+TEST_F(HostileServer, AnUnsizedOrParallelPutWhoseAnswerIsLostSaysItWasSentWhole) {
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::commit) throw std::runtime_error("its answer lost");
+        if (m.op != proto::Op::put) return;
+        c.send_message(response(proto::Status::ok));
+        net::StreamOptions so;
+        uint64_t length = 0;
+        so.unsized = m.flags & proto::kFlagUnsized;
+        so.length = &length;
+        net::recv_stream(c, -1, m.flags & proto::kFlagRange ? m.length : m.size, nullptr, so);
+        if (m.flags & proto::kFlagRange) {
+          proto::Message res = response(proto::Status::ok);
+          res.type = proto::MsgType::result;
+          return c.send_message(res);
+        }
+        throw std::runtime_error("its answer lost");
+      },
+      true);
+  write_random_file(ws.local / "big", 24 << 20, 3);
+  for (const auto& [args, shown] :
+       {std::pair<std::vector<std::string>, std::string>{{"send", "-"}, "-"},
+        {{"send", "--streams", "2", (ws.local / "big").string()}, (ws.local / "big").string()}}) {
+    SCOPED_TRACE(shown);
+    std::vector<std::string> a = args;
+    for (const char* x : {"127.0.0.1:f", "-q", "--json", "--retries", "0"}) a.push_back(x);
+    auto r = run(a, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_NE(r.err.find(shown + ": sent whole, its answer lost ("), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
+  }
+}
+
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and

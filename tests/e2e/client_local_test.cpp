@@ -1199,6 +1199,40 @@ TEST_F(ClientLocal, ASignalDuringTheRetryWaitCountsTheFilesWhoseAnswersWereLost)
   }
 }
 
+// A fifty-eighth re-attack (H58-1): after an attempt without --resume was cut, the retry that
+// could not connect said "resuming" (the retries run as --resume), though nothing had been kept
+// and the file went again from byte 0. An attempt that never logged in keeps the word of the one
+// before it.
+TEST_F(ClientLocal, ARetryThatCouldNotConnectDoesNotSayResuming) {
+  auto fake = std::make_unique<FakeServer>([&](net::Conn& c, const proto::Message& m) {
+    if (m.op != proto::Op::put) return;
+    c.send_message(response(proto::Status::ok));
+    net::recv_stream(c, -1, m.size, [&](uint64_t done) {
+      if (done >= (1u << 20)) throw std::runtime_error("cut");
+    });
+  });
+  write_random_file(ws.local / "big", 4 << 20, 5);
+  const pid_t pid = spawn_aesxfer({"send", "-q", "--retries", "2", (ws.local / "big").string(),
+                                   "127.0.0.1:big", "-P", std::to_string(fake->port())},
+                                  ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (read_text_file(ws.local / "err.txt").find("retry 1 of 2") == std::string::npos &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  fake.reset();  // the port is closed: the next attempts cannot connect
+  EXPECT_EQ(wait_exit(pid), 1);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  const auto lines = nonempty_lines(err);
+  ASSERT_GE(lines.size(), 2u) << err;
+  EXPECT_NE(lines[0].find("; retry 1 of 2 in 1 s, what was in transfer starts again"), std::string::npos)
+      << err;
+  EXPECT_NE(lines[1].find("cannot connect"), std::string::npos) << err;
+  EXPECT_NE(lines[1].find("; retry 2 of 2 in 2 s, what was in transfer starts again"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("resuming"), std::string::npos) << err;
+}
+
 // A fifty-fifth re-attack (C55-1, B55-2): a parallel put counted its file "sent whole" once its
 // commit went out behind connection 0's last part, while another connection was still sending its
 // own. Here the server never reads the part of the second connection (8 MiB, more than the
