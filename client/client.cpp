@@ -64,9 +64,12 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 // (REMOTE a directory) or the one of REMOTE itself, printable as it is. Else "" (a forty-second
 // re-attack, B-F2: a hostile server's text, unchecked in the Ctrl-C line, pushed out its head and
 // forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
-Failure answer_lost(const Failure& f, const fs::path& local) {
-  Failure g = f.reworded(printable(local.string()) + ": sent whole, its answer lost (" + f.what() +
-                         "): whether the server put it in place is not known");
+Failure answer_lost(const Failure& f, const fs::path& local, bool acknowledged) {
+  Failure g = f.reworded(printable(local.string()) +
+                         (acknowledged ? ": sent whole, its answer lost ("
+                                       : ": written whole, but the connection failed before all of it was "
+                                         "acknowledged (") +
+                         f.what() + "): whether the server put it in place is not known");
   g.maybe_placed = true;
   return g;
 }
@@ -566,6 +569,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     }
   }
   const files::AwaitingAnswer awaiting(kept.slot < 0);  // a kept slot already says so
+  const uint64_t end_at = conn_->written();
   try {
     expect_ok_result(put_shown(remote, req.text));
   } catch (const Failure& f) {
@@ -573,7 +577,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     // pipelined put's verdict says (a fifty-seventh re-attack, D57-4: a 10 MiB file the server had
     // stored was "timed out", and with no retry left not "not confirmed").
     if (f.origin != Origin::link) throw;
-    throw answer_lost(f, local);
+    throw answer_lost(f, local, conn_->acknowledged(end_at));
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
@@ -659,13 +663,14 @@ FileResult Client::unsized_put(int fd, const struct stat& st, const std::string&
     throw;
   }
   const files::AwaitingAnswer awaiting(true);
+  const uint64_t end_at = conn_->written();
   try {
     expect_ok_result(remote);
   } catch (const Failure& f) {
     // As a sized put's (D57-4): `cat dump | aesxfer send - host:f` whose answer the link took was
     // "transfer incomplete" though the server had all of it (a fifty-eighth re-attack, I58-4).
     if (f.origin != Origin::link) throw;
-    throw answer_lost(f, local);
+    throw answer_lost(f, local, conn_->acknowledged(end_at));
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.record_size = conn_->record_size();

@@ -85,6 +85,10 @@ inline constexpr std::string_view kKeptNote = " (partial file kept for --resume)
 // the server's data: the copy is removed.
 inline constexpr std::string_view kCopyDropped =
     " (copying the destination into its partial file; nothing kept, the destination is as it was)";
+// The same once the server's data had begun over that copy (a withdrawn or failed resumed get): the
+// copy goes, and the line does not say it failed while copying (a fifty-eighth re-attack, H58-5).
+inline constexpr std::string_view kCopyDroppedAfterData =
+    " (nothing kept: the copy of the destination it resumed from is removed, the destination is as it was)";
 // How a put to `remote` of a file named `name` is named to the user: a directory written with a
 // trailing slash (a tree's files, client/send_tree.cpp) and the name, the name alone in the root
 // "." (a disk full under "send f host:" said "host:.: no space left": a nineteenth re-attack, N5),
@@ -101,8 +105,11 @@ std::string kept_partial_text(const std::string& text, const std::string& remote
 // The verdict of a put whose stream went whole and whose answer the failed link `f` took (one
 // alone, or pipelined): "FILE: sent whole, its answer lost (REASON): whether the server put it in
 // place is not known", marked maybe_placed, so that the command's last word calls it "not
-// confirmed" when no retry settles it, never "not sent".
-proto::Failure answer_lost(const proto::Failure& f, const std::filesystem::path& local);
+// confirmed" when no retry settles it, never "not sent". Not `acknowledged` (net::Conn): "FILE:
+// written whole, but the connection failed before all of it was acknowledged (REASON): ...", since
+// most likely it never arrived (the answer may still have been lost after it did).
+proto::Failure answer_lost(const proto::Failure& f, const std::filesystem::path& local,
+                           bool acknowledged = true);
 // A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
 // destination cannot be written again from the start (app/recv_cmd.cpp: never retried).

@@ -31,12 +31,15 @@ Pipeline::~Pipeline() {
   c_.conn_->on_flushed(nullptr);
 }
 
+void Pipeline::mark_sent(Item& it) {
+  it.sent = files::AwaitingAnswer(true);
+  it.end_at = c_.conn_->written();
+  it.held_back = false;
+}
+
 void Pipeline::count_flushed() {
   for (Item& it : q_)
-    if (it.held_back) {
-      it.sent = files::AwaitingAnswer(true);
-      it.held_back = false;
-    }
+    if (it.held_back) mark_sent(it);
 }
 
 bool Pipeline::can_put(uint64_t size, bool probed) const {
@@ -157,7 +160,7 @@ void Pipeline::put(const fs::path& local, const std::string& remote, const std::
   if (c_.conn_->holding())
     it.held_back = true;
   else
-    it.sent = files::AwaitingAnswer(true);
+    mark_sent(it);
   q_.push_back(std::move(it));
 }
 
@@ -259,7 +262,7 @@ void Pipeline::lose_puts(Item* failed, const Failure& f) {
     it.done = nullptr;
     if (it.withdrawn) return done(nullptr, &*it.withdrawn);
     const Failure g = it.sent.counted()
-                          ? answer_lost(f, it.local)
+                          ? answer_lost(f, it.local, c_.conn_->acknowledged(it.end_at))
                           : f.reworded(printable(it.local.string()) + ": not sent whole (" + f.what() + ")");
     done(nullptr, &g);
   };

@@ -116,6 +116,7 @@ class Pipeline {
     net::TcpCounts before;  // put: the connection's counters when its data started (--json's resent_percent)
     std::optional<proto::Failure> withdrawn;  // put: this end withdrew its stream; the Result is still due
     files::AwaitingAnswer sent;               // put: sent whole, its Result not read (a signal says so)
+    uint64_t end_at = 0;                      // put: the connection's bytes written once it was sent whole
     bool held_back = false;  // put: whole, but its tail still held by gathering (not yet `sent`)
     Done done;
     DirDone dir_done;
@@ -129,7 +130,8 @@ class Pipeline {
 
   void make_room(uint64_t bytes);
   void complete_front();
-  void count_flushed();  // what gathering held went out: its puts are sent whole
+  void count_flushed();      // what gathering held went out: its puts are sent whole
+  void mark_sent(Item& it);  // a put sent whole (a signal counts it), its end at written() bytes
   void settle_front(Item& it);
   // The connection failed (f): every put still waiting for its answers gets a verdict naming it,
   // sent whole or not, instead of none (a fifty-fifth re-attack, B55-1 and C55-2: a send whose

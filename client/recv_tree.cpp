@@ -319,7 +319,7 @@ FileResult Client::finish_resumed(FileResult r, const proto::Message& resp, cons
     send_failure_result(e);
     throw Failure(printable(local.string()) + ": " + e.what() +
                       (keep     ? std::string(kKeptNote)
-                       : copied ? std::string(kCopyDropped)
+                       : copied ? std::string(kCopyDroppedAfterData)
                                 : ""),
                   e.status, e.err);
   }

@@ -302,7 +302,12 @@ bool TreeSender::send_resumed(const std::vector<TreeEntry>& entries, const std::
                         }
                       });
   }
-  pipeline_.drain();
+  // A connection lost while the probes are answered names every file, as a plain send -r does (a
+  // fifty-eighth re-attack, I58-6: one line about the connection, and --json printed nothing).
+  if (!finish()) {
+    name_rest(entries, 0);
+    return false;
+  }
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     if (e.dir) continue;
@@ -361,6 +366,14 @@ std::vector<TreeEntry> TreeSender::within_path_limit(std::vector<TreeEntry> entr
   return kept;
 }
 
+namespace {
+// place()'s refusal of a directory that is no longer the copy it was (D57-2, G58-1): this source
+// alone fails, its files named.
+struct NotTheCopy : Failure {
+  using Failure::Failure;
+};
+}  // namespace
+
 // Where the tree `source` (named `name`) goes on the server, made there: a retry's `placed`, the
 // copy DEST already is (--resume: this client's record of DEST names the directory the server
 // identifies DEST as, client/tree_resume.h), else DEST/NAME when DEST is a directory and DEST
@@ -376,10 +389,10 @@ std::string TreeSender::place(const std::string& dest, const std::string& name, 
     // server user's file, exit 0).
     const std::string base = c_.mkdir(placed->path, "", mode, st.st_mtim.tv_sec, false, &dir_id);
     if (!placed->dir_id.empty() && dir_id != placed->dir_id)
-      throw Failure(c_.remote_name(printable(placed->path)) +
-                    ": no longer the directory this command made for " + printable(source) +
-                    " (it was removed and made again meanwhile); nothing more is sent into it" +
-                    c_.port_note());
+      throw NotTheCopy(c_.remote_name(printable(placed->path)) +
+                       ": no longer the directory this command made for " + printable(source) +
+                       " (it was removed and made again meanwhile); nothing more is sent into it" +
+                       c_.port_note());
     remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
     placed->dir_id = dir_id;
     return base;
@@ -407,9 +420,9 @@ std::string TreeSender::place(const std::string& dest, const std::string& name, 
   // the mkdir is never continued (a fifty-eighth re-attack, G58-1: another user's, in a team
   // directory, took the rest of the tree, exit 0).
   if (continued && dir_id != dest_id)
-    throw Failure(c_.remote_name(printable(asked)) +
-                  ": no longer the directory this client recorded as the copy of " + printable(source) +
-                  " (it was moved or replaced meanwhile); nothing is sent into it" + c_.port_note());
+    throw NotTheCopy(c_.remote_name(printable(asked)) +
+                     ": no longer the directory this client recorded as the copy of " + printable(source) +
+                     " (it was moved or replaced meanwhile); nothing is sent into it" + c_.port_note());
   // Recorded as this source's copy before anything goes into it: DEST itself when it did not
   // exist, else DEST/NAME (a continued one is recorded already).
   if (!continued) remember_sent_copy(c_.home(), c_.host_key_fingerprint(), base, dir_id, source);
@@ -442,7 +455,16 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, Place
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;
-  const std::string base = place(dest, name, source, st, placed);
+  std::string base;
+  try {
+    base = place(dest, name, source, st, placed);
+  } catch (const NotTheCopy& f) {
+    // The copy is no longer the directory it was: this source's files are each named, and the next
+    // source goes on (a fifty-eighth re-attack, G58-3: the refusal named no file of the tree).
+    hooks_.failed(f);
+    name_rest(entries, 0);
+    return true;
+  }
   auto dir_failed = [this](const std::string*, const Failure* f) {
     if (f) hooks_.failed(*f);
   };

@@ -102,6 +102,7 @@ void Conn::send_all(const uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t w = ::send(fd_.get(), p, n, MSG_NOSIGNAL);
     if (w > 0) {
+      written_ += uint64_t(w);
       p += w;
       n -= size_t(w);
       continue;
@@ -149,6 +150,7 @@ void Conn::writev_all(struct iovec* iov, int n) {
         throw Failure::link("connection to " + peer_ + " lost (peer closed it)");
       throw Failure::link("send to " + peer_ + ": " + std::strerror(errno), proto::Status::io_error, errno);
     }
+    written_ += uint64_t(w);
     size_t left = size_t(w);
     while (n > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;
@@ -306,6 +308,15 @@ void tune_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   size_buffer(fd, SO_SNDBUF, "/proc/sys/net/core/wmem_max", "/proc/sys/net/ipv4/tcp_wmem");
   size_buffer(fd, SO_RCVBUF, "/proc/sys/net/core/rmem_max", "/proc/sys/net/ipv4/tcp_rmem");
+}
+
+bool Conn::acknowledged(uint64_t upto) const {
+  struct tcp_info ti {};
+  socklen_t len = sizeof ti;
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+      len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+    return true;                      // not known: as before, the end is taken as sent
+  return ti.tcpi_bytes_acked > upto;  // the SYN counts one
 }
 
 TcpCounts tcp_counts(int fd) {

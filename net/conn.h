@@ -78,6 +78,15 @@ class Conn {
   bool holding() const { return !gathered_.empty(); }
   void on_flushed(std::function<void()> f) { on_flushed_ = std::move(f); }
 
+  // The bytes handed to the kernel so far (all of them, the handshake's too), and whether the
+  // peer's TCP acknowledged the first `upto` of them (TCP_INFO's bytes acked, less the SYN's one);
+  // true where the kernel does not say. A put whose end record was written but not acknowledged
+  // when the link failed most likely never reached the server: its verdict does not say "sent
+  // whole" (a fifty-eighth re-attack, I58-5: megabytes in the socket buffer were called so). Only
+  // the next hop acknowledges: a relay on the way may have taken bytes the server never got.
+  uint64_t written() const { return written_; }
+  bool acknowledged(uint64_t upto) const;
+
   // Reads one whole record (header, body, tag) into rec, which has room for proto::kMaxRecord
   // bytes, framed by proto::RecordFramer: the header is bounds-checked before the rest is read,
   // and nothing past the record is read. Returns the wire length. The record is neither opened
@@ -119,6 +128,7 @@ class Conn {
 
  private:
   files::UniqueFd fd_;
+  uint64_t written_ = 0;
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::string deadline_what_;

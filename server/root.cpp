@@ -329,7 +329,7 @@ static bool reserved_on_the_way(const std::vector<std::string>& parts, Refusal& 
   return false;
 }
 
-std::optional<Source> Root::open_source(const std::string& req, Refusal& why) const {
+std::optional<Source> Root::open_source(const std::string& req, Refusal& why, UniqueFd* dir) const {
   auto parts = split(req, why);
   if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   if (parts->empty()) {
@@ -368,6 +368,7 @@ std::optional<Source> Root::open_source(const std::string& req, Refusal& why) co
   if (!S_ISREG(s.st.st_mode)) {  // a FIFO or device would block or never end
     why = S_ISDIR(s.st.st_mode) ? refusal_for(req, EISDIR)
                                 : Refusal{proto::Status::bad_path, req + ": not a regular file"};
+    if (dir && S_ISDIR(s.st.st_mode) && !under_hidden(*parts)) *dir = std::move(s.fd);
     return std::nullopt;
   }
   if (names_directory(req)) {  // "f/" names a directory, as cp and scp say (a twelfth re-attack, G8)
@@ -472,11 +473,18 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
   auto parts = split(req, why);
   if (!parts || reserved_on_the_way(*parts, why)) return std::nullopt;
   if (!name.empty()) {
-    if (bad_leaf(name)) {
-      why = {proto::Status::bad_path, "invalid directory name"};
-      return std::nullopt;
+    // Judged only where it is used (req a directory), and named, as put_target names a file's: a
+    // tree whose name held a line feed was refused as "HOST:DEST: invalid directory name" also
+    // when DEST was missing and the name unused (a fifty-eighth re-attack, H58-2).
+    if (const UniqueFd d(open_dir(*parts, parts->size())); d) {
+      if (bad_leaf(name)) {
+        why = {proto::Status::bad_path, name.substr(0, 256) +
+                                            ": invalid directory name (no CR, LF, NUL or /, not . or .., at "
+                                            "most 255 bytes)"};
+        return std::nullopt;
+      }
+      parts->push_back(name);
     }
-    if (const UniqueFd d(open_dir(*parts, parts->size())); d) parts->push_back(name);
     if (reserved_on_the_way(*parts, why)) return std::nullopt;
   }
   if (parts->empty()) {  // the root itself

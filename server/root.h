@@ -89,8 +89,10 @@ class Root {
   // exist (docs/PROTOCOL.md 3.3), where split() alone would drop the empty component.
   static bool names_directory(const std::string& req);
 
-  // get, stat: a regular file, open for reading. /dev/zero is not handled here.
-  std::optional<Source> open_source(const std::string& req, Refusal& why) const;
+  // get, stat: a regular file, open for reading. /dev/zero is not handled here. When req is a
+  // directory (is_directory), *dir gets it, open, unless it is the root or lies under a hidden path:
+  // a stat's answer names its identity without walking the path a second time.
+  std::optional<Source> open_source(const std::string& req, Refusal& why, UniqueFd* dir = nullptr) const;
   // put, probe: where the file goes (req itself, or req/basename when req is a directory). An
   // existing entry there must be a regular file. A req written as a directory ("iso/") that is
   // not one is refused (not_directory), never taken as a file name.

@@ -55,8 +55,11 @@ inline std::vector<uint8_t> page_of(std::vector<proto::ListEntry> entries, bool 
 }
 
 // A socket listening on 127.0.0.1 at an ephemeral port (written to `port`); -1 when it cannot.
-inline int listen_loopback(uint16_t& port, int backlog = 8) {
+// `rcvbuf`: the receive buffer its connections get (set before they are made, so their window is
+// that small from the start), 0 for the kernel's.
+inline int listen_loopback(uint16_t& port, int backlog = 8, int rcvbuf = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -95,8 +98,10 @@ class FakeServer {
   using Handler = std::function<void(net::Conn&, const proto::Message&)>;
   // `concurrent`: each connection served on its own thread (parallel streams), the handler then
   // called from several at once; else one after the other.
-  explicit FakeServer(Handler on_request, bool concurrent = false) : on_request_(std::move(on_request)) {
-    lfd_ = listen_loopback(port_);
+  // `rcvbuf`: as listen_loopback's (a server whose TCP acknowledges little).
+  explicit FakeServer(Handler on_request, bool concurrent = false, int rcvbuf = 0)
+      : on_request_(std::move(on_request)) {
+    lfd_ = listen_loopback(port_, 8, rcvbuf);
     thread_ = std::thread([this, concurrent] {
       for (;;) {
         int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);

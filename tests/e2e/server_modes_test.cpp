@@ -155,6 +155,23 @@ TEST_F(ServerModes, ADirectoryMovedAwayAndReplacedMidSessionTakesNothingMore) {
   s.bye();
 }
 
+// A fifty-eighth re-attack (H58-2): a mkdir's name was judged before the server knew whether it
+// would be used, and the refusal named neither it nor the rule: `send -r` of a directory whose
+// name held a line feed was "HOST:cpB: invalid directory name" also into a missing cpB, where the
+// tree is cpB itself. It is judged only where it is used, and named.
+TEST_F(ServerModes, ADirectorysNameIsJudgedOnlyWhereItIsUsedAndNamed) {
+  fs::create_directories(ws.root / "cpA");
+  HandSession s(server->port(), id);
+  ASSERT_TRUE(s.welcome_ok);
+  const proto::Message unused = s.ask(make_request(proto::Op::mkdir, "cpB", "tl\nx"));
+  EXPECT_EQ(unused.status, proto::Status::ok) << unused.text;
+  EXPECT_TRUE(fs::is_directory(ws.root / "cpB"));
+  const proto::Message used = s.ask(make_request(proto::Op::mkdir, "cpA", "tl\nx"));
+  EXPECT_EQ(used.status, proto::Status::bad_path);
+  EXPECT_EQ(used.text.rfind("tl\nx: invalid directory name (no CR, LF, NUL or /", 0), 0u) << used.text;
+  s.bye();
+}
+
 // An ext4 file system without birth times (128-byte inodes) in an image file, loop-mounted on
 // `at` for one test and unmounted when it ends; `ok` false (the test says why) where this machine
 // cannot (no mkfs.ext4, no loop device, not root).
