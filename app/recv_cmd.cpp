@@ -278,6 +278,9 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       lost = f;
       return kExitFail;
     }
+    // Each file of the listing not yet reported is named (I58-7), then the tree.
+    for (const auto& file : std::exchange(memory.tree.files, {}))
+      if (memory.tree.settled.insert(file)) report_not_moved(t, co, tty, file, "not fetched", rc, f.what());
     // With --json the tree's object too (a twenty-seventh re-attack, N2: none).
     json_failed(t, remote->path,
                 f.origin == net::Origin::peer && f.status == proto::Status::not_directory

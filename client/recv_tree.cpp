@@ -822,6 +822,15 @@ bool SeenSet::insert(std::string_view s) {
 
 bool SeenSet::contains(std::string_view s) const { return digests_.count(digest16(s)) > 0; }
 
+namespace {
+// TreeSessions::files: the files of this session's listing, by their remote paths.
+void remember_files(TreeSessions* across, const RemoteDir& d, const std::string& base) {
+  if (!across) return;
+  for (const auto& e : d.entries)
+    if (e.type == proto::EntryType::file) across->files.push_back(base + e.path);
+}
+}  // namespace
+
 void recv_tree(Client& client, const std::string& remote, const fs::path& dest, bool preserve,
                const std::function<void(const std::string&, const fs::path&, uint64_t, int)>& fetch_one,
                const std::function<void(const std::string&)>& note,
@@ -831,6 +840,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
+  if (across) std::vector<std::string>().swap(across->files);
   RemoteDir d = client.list(remote);
   // The local name comes from the request alone (scp semantics), never from the reply.
   const std::string asked = normal_request(remote.empty() ? "." : remote);
@@ -846,6 +856,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   std::vector<Made> made;  // directories this command created, parents first
   if (commands_own(top_fd.get(), top_created, by_command)) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
+  remember_files(across, d, base);
   SkippedTrees skipped;
   for (const auto& e : d.entries) {
     if (skipped.covers(e.path) || skipped.bad_name(e, base, top, pipelined) ||

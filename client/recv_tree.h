@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "client/client.h"
 
@@ -65,6 +66,11 @@ struct TreeSessions {
   // whose line and --json object were already printed, without a word (a fifty-second re-attack,
   // C52-2). Filled by the caller, which reports.
   SeenSet settled;
+  // The files (remote paths) of the latest session's listing: when that session ends on a failure
+  // no retry takes over, the caller names each one not yet reported, as send -r does (a
+  // fifty-eighth re-attack, I58-7: only the tree was named). One listing's worth, replaced (not
+  // added to) by each session, emptied before its listing comes. Set by recv_tree.
+  std::vector<std::string> files;
 };
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in

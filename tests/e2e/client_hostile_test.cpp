@@ -783,6 +783,30 @@ TEST_F(HostileServer, SymlinksInTheDestinationAreNeverFollowed) {
   EXPECT_EQ(read_text_file(top / "flink"), "evil");
 }
 
+// A fifty-eighth re-attack (I58-7): recv -r whose connection was lost mid-tree, with no retry to
+// take over, named the tree alone: the files not fetched had no line and no --json object, where
+// send -r names each. Each file of the listing not yet reported is named "not fetched".
+TEST_F(HostileServer, ATreeCutWithNoRetryLeftNamesEveryFileNotFetched) {
+  using proto::EntryType;
+  std::vector<proto::ListEntry> entries;
+  for (int i = 0; i < 8; ++i) entries.push_back({EntryType::file, "f" + std::to_string(i), 2, 0644, 0});
+  std::atomic<int> gets{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list) return FakeServer::send_listing(c, "tree", entries);
+    if (m.op != proto::Op::get) return;
+    if (++gets == 3) throw std::runtime_error("cut");
+    FakeServer::send_file(c, "ok");
+  });
+  auto r =
+      run({"recv", "-r", "-q", "--json", "--retries", "0", "127.0.0.1:tree", (ws.local / "dest").string()},
+          fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(r.out.find("\"file\":\"tree/f" + std::to_string(i) + "\""), std::string::npos) << i << "\n"
+                                                                                             << r.out;
+  EXPECT_EQ(nonempty_lines(r.out).size(), 9u) << r.out;  // each file once, and the tree
+}
+
 // recv -r meets a local symbolic link where a directory of the tree goes: that subtree alone is
 // skipped with one line naming it, every other file is fetched, and the command exits 1 at the end.
 TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
