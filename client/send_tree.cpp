@@ -448,10 +448,14 @@ bool TreeSender::send_tree(const fs::path& local, const std::string& dest, Place
   struct stat st {};
   ::stat(local.c_str(), &st);
   // The source as named, absolute, without a trailing slash ("tree/" is tree): its last component
-  // names the copy, and the whole path is what tree_copies records.
+  // names the copy. tree_copies records the directory it is, links resolved: the same tree named
+  // through a link (or a link named through its target) was another source, and --resume sent a
+  // second copy, whole (a fifty-eighth re-attack, I58-8).
   fs::path top = fs::absolute(local).lexically_normal();
   if (!top.has_filename()) top = top.parent_path();
-  const std::string name = top.filename().string(), source = top.string();
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(top, ec);
+  const std::string name = top.filename().string(), source = (ec ? top : real).string();
   // The top's place is the one answer waited for (it names where everything else goes); the
   // directories and small files below it are pipelined.
   if (!finish()) return false;

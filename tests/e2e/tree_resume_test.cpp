@@ -75,6 +75,21 @@ TEST_F(TreeResume, SendDashRResumeContinuesTheInterruptedDestination) {
   EXPECT_FALSE(fs::exists(ws.root / "backups" / "a.txt"));
 }
 
+// A fifty-eighth re-attack (I58-8): the source was recorded by the path as typed, so the same tree
+// named through a link was another source: `send -r --resume LINK/tree host:copy` after a send of
+// tree nested a second copy, sent whole. The source is the directory it is, links resolved.
+TEST_F(TreeResume, TheSameSourceNamedThroughALinkContinuesItsCopy) {
+  const fs::path src = ws.local / "tree";
+  make_tree(src);
+  fs::create_directory_symlink(ws.local, ws.tmp.path() / "ln");
+  auto first = run({"send", "-r", "-q", src.string(), "127.0.0.1:copy"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  auto r = run({"send", "-r", "--resume", "-q", (ws.tmp.path() / "ln" / "tree").string(), "127.0.0.1:copy"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  expect_copy(src, ws.root / "copy");
+  EXPECT_FALSE(fs::exists(ws.root / "copy" / "tree"));
+}
+
 // A forty-ninth re-attack (B49-5): a directory the user already had, holding only names that are
 // also at the top of the source, was taken for the copy an interrupted run had made, and its file
 // was replaced by the tree's. Only a DEST this client recorded as made for this source continues.
