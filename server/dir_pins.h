@@ -1,11 +1,13 @@
 // The directories a session's mkdirs answered for, made or found, by their path from the root: a
-// later put or mkdir whose directory has that path must reach that same directory (device and
-// inode), or it is refused. Every request is resolved from the root again, so without this a
-// directory renamed away and replaced by another user's, in a directory they may write to, took
-// the rest of a tree into theirs (a fifty-eighth re-attack, G58-1: a team's 2775 directory, the
-// client said ok, exit 0). Bounded: the most recent kMaxPins paths, kept as 128 bits of SHA-256.
+// later put or mkdir whose directory has that path must reach that same directory, or it is
+// refused. Every request is resolved from the root again, so without this a directory renamed
+// away and replaced by another user's, in a directory they may write to, took the rest of a tree
+// into theirs (a fifty-eighth re-attack, G58-1: a team's 2775 directory, the client said ok, exit
+// 0). "The same" is the device, the inode, the owner and the birth time (or, without one, the
+// inode's generation): a directory removed and made again at once gets the inode number back
+// (a fifty-ninth re-attack, K59-1: 6 of 8 swaps won against device and inode alone).
+// Bounded: the most recent kMaxPins paths, kept as 128 bits of SHA-256.
 #pragma once
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <array>
@@ -14,16 +16,26 @@
 #include <deque>
 #include <map>
 #include <string>
-#include <utility>
 
 namespace aesxfer::server {
 
+// What tells one directory from another that took its place (DirPins; zeros where unknown).
+struct DirMark {
+  uint64_t dev = 0, ino = 0;
+  uint32_t uid = 0;
+  int64_t btime_sec = 0;
+  uint32_t btime_nsec = 0, generation = 0;
+  bool operator==(const DirMark&) const = default;
+  // The directory open as fd; nullopt-like `ok` false when it cannot be read.
+  static DirMark of(int fd, bool* ok = nullptr);
+};
+
 class DirPins {
  public:
-  static constexpr size_t kMaxPins = 65536;  // about 5 MiB per session at most
+  static constexpr size_t kMaxPins = 65536;  // about 8 MiB per session at most
 
-  // `shown`, the directory's path from the root as a Place shows it ("." for the root), is `st`'s.
-  void pin(const std::string& shown, const struct stat& st);
+  // `shown`, the directory's path from the root as a Place shows it ("." for the root), is `fd`'s.
+  void pin(const std::string& shown, int fd);
   // False when `shown` is pinned to another directory than `dirfd`'s.
   bool holds(const std::string& shown, int dirfd) const;
   size_t size() const { return pins_.size(); }
@@ -31,7 +43,7 @@ class DirPins {
  private:
   using Key = std::array<uint8_t, 16>;
   static Key key(const std::string& shown);
-  std::map<Key, std::pair<dev_t, ino_t>> pins_;
+  std::map<Key, DirMark> pins_;
   std::deque<Key> order_;
 };
 

@@ -676,12 +676,13 @@ void store_le64(uint8_t* p, uint64_t v) {
 // (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that a directory
 // removed and made again under the same name (even on the same inode) is another, and nothing of
 // the server's file system is told. Where the file system keeps no birth time (ext2/3, ext4 with
-// 128-byte inodes), the inode's generation number (FS_IOC_GETVERSION) tells a reused inode
-// instead: without it a retry wrote into a directory made again, over its user's file (a
+// 128-byte inodes), the inode's generation number (FS_IOC_GETVERSION) and its owner tell a reused
+// inode instead: without it a retry wrote into a directory made again, over its user's file (a
 // fifty-eighth re-attack, I58-2). "" without a key, or with neither.
 std::string dir_identity(const RequestContext& ctx, int fd) {
   struct statx sx {};
-  if (!ctx.dir_id_key || ::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME | STATX_TYPE, &sx) != 0 ||
+  if (!ctx.dir_id_key ||
+      ::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME | STATX_TYPE | STATX_UID, &sx) != 0 ||
       !S_ISDIR(sx.stx_mode))
     return "";
   uint8_t msg[36] = {};
@@ -693,6 +694,10 @@ std::string dir_identity(const RequestContext& ctx, int fd) {
   } else {
     long generation = 0;  // the kernel writes an int
     if (::ioctl(fd, FS_IOC_GETVERSION, &generation) != 0 || uint32_t(generation) == 0) return "";
+    // With the owner: the owner may set the generation (FS_IOC_SETVERSION, where the file system
+    // has no metadata checksums), and another user's directory made again with the copy's inode
+    // and generation was continued (a fifty-ninth re-attack, K59-3); its owner cannot be set.
+    store_le64(msg + 16, sx.stx_uid);
     crypto::store_le32(msg + 28, uint32_t(generation));
     crypto::store_le32(msg + 32, 1);  // never a birth time's message, whose last 8 bytes are zero
   }
@@ -814,6 +819,70 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 
 // ---- mkdir ------------------------------------------------------------------------------------
 
+// mkdir's directory, made when it is not there, then opened once: every check that follows is of
+// this descriptor, never of the name again (a fifty-ninth re-attack, K59-1: the owner was checked
+// by name and the directory opened after, and another user's taken for the one made). An invalid
+// descriptor after a refusal was answered; *made says this request made it.
+UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& target, bool exists,
+                        bool* made) {
+  *made = false;
+  if (!exists) {
+    // A directory takes an inode and a block: both kept out of the reserve, as a put's bytes are
+    // (a thirty-seventh re-attack, A2: 6,000 pipelined mkdirs took the file system to 0 bytes free).
+    std::string full = files::inodes_short(target.dir.get());
+    if (struct stat ds{}; full.empty() && ::fstat(target.dir.get(), &ds) == 0)
+      full = files::SpaceReserve(target.dir.get()).take(uint64_t(std::max<blksize_t>(ds.st_blksize, 4096)));
+    if (!full.empty()) {
+      refuse(ctx, req, target.shown,
+             {Status::no_space, target.shown + ": no space left on device on the server (" + full + ")"});
+      return UniqueFd();
+    }
+    // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
+    // mkdir of the same directory with the preserve flag), still with owner rwx.
+    *made = ::mkdirat(target.dir.get(), target.name.c_str(), (req.mode | 0700) & 0777) == 0;
+    if (!*made && errno != EEXIST) {
+      refuse(ctx, req, target.shown, refusal_for(req.path, errno));
+      return UniqueFd();
+    }
+  }
+  UniqueFd d(target.name.empty() ? ::fcntl(target.dir.get(), F_DUPFD_CLOEXEC, 0)
+                                 : ::openat(target.dir.get(), target.name.c_str(),
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!d || ::fstat(d.get(), &st) != 0) {
+    refuse(ctx, req, target.shown, refusal_for(req.path, errno));
+    return UniqueFd();
+  }
+  if (*made) {
+    // Another user's directory renamed into its place as it was made is not taken for it.
+    if (st.st_uid != ::geteuid()) {
+      refuse(ctx, req, target.shown,
+             {Status::permission,
+              target.shown +
+                  ": replaced by another user's directory as it was made; nothing is written into it"});
+      return UniqueFd();
+    }
+    ctx.made_dirs.emplace(st.st_dev, st.st_ino);
+    ctx.key_made_dirs->add(st.st_dev, st.st_ino);
+  }
+  return d;
+}
+
+// mkdir with the preserve flag of a directory that was there: its mode and time, if this session
+// (or, still the server user's own, an earlier session of the key: a retry's) made it.
+void preserve_made(RequestContext& ctx, const Message& req, const Place& target, int fd) {
+  // Only a directory this session made: one that was there keeps its own mode and time (a
+  // seventeenth re-attack, M1: send -r -p opened a private 0700 directory, or another user's,
+  // to 0777). The server's user keeps rwx on what it serves (protocol 5): a directory sent as
+  // 0000 or 0500 would otherwise be one the server can neither list, fill nor serve again.
+  // An inode freed and taken again by another user's directory is not the key's.
+  struct stat st {};
+  if (target.name.empty() || ::fstat(fd, &st) != 0) return;
+  if (ctx.made_dirs.count({st.st_dev, st.st_ino}) ||
+      (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino)))
+    apply_mode_mtime(fd, req.mode | 0700, req.mtime);
+}
+
 void handle_mkdir(RequestContext& ctx, const Message& req) {
   Refusal why;
   bool exists = false;
@@ -822,76 +891,33 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (!target->name.empty())
     if (auto moved = moved_dir(ctx, target->dir.get(), parent_shown(target->shown)))
       return refuse(ctx, req, target->shown, *moved);
-  bool preserve = req.flags & proto::kFlagPreserve;
-  if (!exists) {
-    // A directory takes an inode and a block: both kept out of the reserve, as a put's bytes are
-    // (a thirty-seventh re-attack, A2: 6,000 pipelined mkdirs took the file system to 0 bytes free).
-    std::string full = files::inodes_short(target->dir.get());
-    if (struct stat ds{}; full.empty() && ::fstat(target->dir.get(), &ds) == 0)
-      full = files::SpaceReserve(target->dir.get()).take(uint64_t(std::max<blksize_t>(ds.st_blksize, 4096)));
-    if (!full.empty())
-      return refuse(
-          ctx, req, target->shown,
-          {Status::no_space, target->shown + ": no space left on device on the server (" + full + ")"});
-    // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
-    // mkdir of the same directory with the preserve flag), still with owner rwx.
-    if (::mkdirat(target->dir.get(), target->name.c_str(), (req.mode | 0700) & 0777) != 0) {
-      if (errno != EEXIST) return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
-    } else if (struct stat st{};
-               ::fstatat(target->dir.get(), target->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      // Another user's directory renamed into its place as it was made is not taken for it.
-      if (st.st_uid != ::geteuid())
-        return refuse(
-            ctx, req, target->shown,
-            {Status::permission, target->shown + ": replaced by another user's directory as it was made; "
-                                                 "nothing is written into it"});
-      ctx.made_dirs.emplace(st.st_dev, st.st_ino);
-      ctx.key_made_dirs->add(st.st_dev, st.st_ino);
-    }
-  }
+  bool made = false;
+  const UniqueFd dir = make_directory(ctx, req, *target, exists, &made);
+  if (!dir) return;
   // Not into a directory another user planted in a sticky directory others can write to, who could
   // read, rename or replace what it receives (a thirty-seventh re-attack, A1: send -r -p of a
   // private tree went into nobody's 0777 directory, logged "ok (it was there)").
   if (const std::string who = files::planted_dir_at(target->dir.get(), target->name); !who.empty())
     return refuse(ctx, req, target->shown,
                   {Status::permission, target->shown + ": " + who + ": a tree is not written into it"});
-  if (exists && preserve && !target->name.empty()) {
+  // This very directory takes what goes in at its path for the rest of the session.
+  if (!made)
+    if (auto moved = moved_dir(ctx, dir.get(), target->shown)) return refuse(ctx, req, target->shown, *moved);
+  if (!made && (req.flags & proto::kFlagPreserve)) {
     if (ctx.root.holds_hidden(target->shown))
       return refuse(ctx, req, target->shown,
                     {Status::permission, target->shown +
                                              ": keeps its mode and times (it holds the server's own keys or "
                                              "authorized_keys)"});
-    UniqueFd d(
-        ::openat(target->dir.get(), target->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    // Only a directory this session made: one that was there keeps its own mode and time (a
-    // seventeenth re-attack, M1: send -r -p opened a private 0700 directory, or another user's,
-    // to 0777). The server's user keeps rwx on what it serves (protocol 5): a directory sent as
-    // 0000 or 0500 would otherwise be one the server can neither list, fill nor serve again.
-    // An earlier session of the key counts too (a retry's), for a directory still the server
-    // user's own: an inode freed and taken again by another user's directory is not.
-    struct stat st {};
-    if (d && ::fstat(d.get(), &st) == 0 &&
-        (ctx.made_dirs.count({st.st_dev, st.st_ino}) ||
-         (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino))))
-      apply_mode_mtime(d.get(), req.mode | 0700, req.mtime);
+    preserve_made(ctx, req, *target, dir.get());
   }
-  // This very directory takes what goes in at its path for the rest of the session.
-  UniqueFd made(target->name.empty() ? ::fcntl(target->dir.get(), F_DUPFD_CLOEXEC, 0)
-                                     : ::openat(target->dir.get(), target->name.c_str(),
-                                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat made_st {};
-  if (!made || ::fstat(made.get(), &made_st) != 0)
-    return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
-  if (exists)
-    if (auto moved = moved_dir(ctx, made.get(), target->shown))
-      return refuse(ctx, req, target->shown, *moved);
-  ctx.pins.pin(target->shown, made_st);
+  ctx.pins.pin(target->shown, dir.get());
   Message ok = response(Status::ok, target->shown);
-  if (!target->name.empty()) ok.digest = dir_identity(ctx, made.get());  // the root has none (3.5)
+  if (!target->name.empty()) ok.digest = dir_identity(ctx, dir.get());  // the root has none (3.5)
   answer(ctx, req, ok);
   // Within the key's budget, as an empty put's line (a thirty-seventh re-attack, A3: 5,000
   // pipelined mkdirs wrote 5,001 lines, 2.5 bytes of log for each byte sent).
-  log_quiet(ctx, req, target->shown, exists ? "ok (it was there)" : "ok");
+  log_quiet(ctx, req, target->shown, made ? "ok" : "ok (it was there)");
 }
 
 // ---- list (recv -r) ---------------------------------------------------------------------------

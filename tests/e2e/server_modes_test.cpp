@@ -22,6 +22,11 @@ class ServerModes : public ServerTest {
   fs::path id = ws.home / "id_ed25519";
 };
 
+ino_t inode_of(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
 mode_t mode_of(const fs::path& p) {
   struct stat st {};
   return ::lstat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
@@ -152,6 +157,18 @@ TEST_F(ServerModes, ADirectoryMovedAwayAndReplacedMidSessionTakesNothingMore) {
   const proto::Message f = s.put(make_request(proto::Op::put, "team/found", "x"), "x");
   EXPECT_EQ(f.status, proto::Status::permission) << f.text;
   EXPECT_TRUE(fs::is_empty(ws.root / "team/found"));
+  // A fifty-ninth re-attack (K59-1): removed and made again at once by another user, the directory
+  // most often gets its inode number back, which a pin of device and inode took for the same.
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/again")).status, proto::Status::ok);
+  const auto ino = [&] { return fs::exists(ws.root / "team/again") ? inode_of(ws.root / "team/again") : 0; };
+  const ino_t before = ino();
+  fs::remove(ws.root / "team/again");
+  fs::create_directory(ws.root / "team/again");
+  ASSERT_EQ(::chown((ws.root / "team/again").c_str(), kNobody, kNobody), 0);
+  std::printf("[ inode   ] made again on %s inode\n", ino() == before ? "the same" : "another");
+  const proto::Message a = s.put(make_request(proto::Op::put, "team/again", "x"), "x");
+  EXPECT_EQ(a.status, proto::Status::permission) << a.text;
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/again"));
   s.bye();
 }
 
@@ -178,11 +195,14 @@ TEST_F(ServerModes, ADirectorysNameIsJudgedOnlyWhereItIsUsedAndNamed) {
 struct NoBirthTimeFs {
   fs::path at, image;
   bool ok = false;
-  explicit NoBirthTimeFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
+  // `features`: mkfs.ext4's -O (without metadata_csum, an owner may set an inode's generation).
+  explicit NoBirthTimeFs(const fs::path& dir, const std::string& features = "")
+      : at(dir), image(dir.string() + ".img") {
     fs::create_directories(at);
-    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 '" +
-                             image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
-                             "' '" + at.string() + "' 2>/dev/null";
+    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 " +
+                             (features.empty() ? "" : "-O " + features + " ") + "'" + image.string() +
+                             "' >/dev/null 2>&1 && mount -o loop '" + image.string() + "' '" + at.string() +
+                             "' 2>/dev/null";
     ok = std::system(make.c_str()) == 0;
   }
   ~NoBirthTimeFs() {
@@ -220,6 +240,45 @@ TEST_F(ServerModes, ADirectoryMadeAgainIsAnotherIdentityWithoutBirthTimes) {
   const std::string again = made();
   EXPECT_EQ(again.size(), 32u);
   EXPECT_NE(again, first);
+}
+
+// A fifty-ninth re-attack (K59-3): where the file system keeps no metadata checksums, a
+// directory's owner may set its inode's generation (FS_IOC_SETVERSION): another user emptied the
+// copy, made their own directory on its inode and gave it the copy's generation, and send -r
+// --resume continued into it. The owner is part of the identity; it cannot be set.
+TEST_F(ServerModes, AnotherUsersDirectoryWithTheCopysGenerationIsAnotherIdentity) {
+  NoBirthTimeFs nob(ws.root / "nob", "^metadata_csum");
+  if (!nob.ok) GTEST_SKIP() << "cannot loop-mount an ext4 image here (needs mkfs.ext4, a loop device, root)";
+  const auto ask = [&] {
+    HandSession s(server->port(), id);
+    EXPECT_TRUE(s.welcome_ok);
+    const proto::Message a = s.ask(make_request(proto::Op::mkdir, "nob/team/copy"));
+    EXPECT_EQ(a.status, proto::Status::ok) << a.text;
+    s.bye();
+    return a.digest;
+  };
+  fs::create_directories(nob.at / "team");
+  const std::string first = ask();
+  ASSERT_EQ(first.size(), 32u);
+  const auto generation = [&](long* set) {
+    const int fd = ::open((nob.at / "team" / "copy").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long g = 0;
+    const bool ok =
+        fd >= 0 && (set ? ::ioctl(fd, FS_IOC_SETVERSION, set) : ::ioctl(fd, FS_IOC_GETVERSION, &g)) == 0;
+    if (fd >= 0) ::close(fd);
+    return ok ? (set ? *set : g) : -1;
+  };
+  long g = generation(nullptr);
+  ASSERT_GT(g, 0);
+  const ino_t ino = inode_of(nob.at / "team" / "copy");
+  fs::remove(nob.at / "team" / "copy");
+  fs::create_directory(nob.at / "team" / "copy");
+  ASSERT_EQ(::chown((nob.at / "team" / "copy").c_str(), kNobody, kNobody), 0);
+  if (generation(&g) != g)
+    GTEST_SKIP() << "this kernel refuses FS_IOC_SETVERSION here: not the case under test";
+  // On its inode, as the next directory made in its parent's group gets it (else: not the case).
+  if (inode_of(nob.at / "team" / "copy") != ino) GTEST_SKIP() << "the directory made again got another inode";
+  EXPECT_NE(ask(), first);
 }
 
 }  // namespace
