@@ -268,7 +268,7 @@ void not_confirmed(const TransferOpts& t, const client::ClientOptions& co, bool 
                    const std::vector<std::string>& keys, int& rc) {
   for (const auto& k : keys)
     report_not_moved(t, co, tty, k.substr(k.find('\0') + 1), "not confirmed", rc,
-                     "an earlier session sent it whole and lost its answer: whether the server put it in "
+                     "an earlier session sent it whole and no answer came: whether the server put it in "
                      "place is not known");
 }
 

@@ -66,7 +66,7 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 // forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
 Failure answer_lost(const Failure& f, const fs::path& local, bool acknowledged) {
   Failure g = f.reworded(printable(local.string()) +
-                         (acknowledged ? ": sent whole, its answer lost ("
+                         (acknowledged ? ": sent whole, no answer came ("
                                        : ": written whole, but the connection failed before all of it was "
                                          "acknowledged (") +
                          f.what() + "): whether the server put it in place is not known");

@@ -267,8 +267,10 @@ extern "C" void on_stop_signal(int sig) {
   if (const int n = g_awaiting.load() + g_unanswered_before.load(); n > 0) {
     put(any ? "; " : ": ");
     put_count(n);
-    put(n == 1 ? " file was sent whole and not yet answered: whether the server put it in place is not known"
-               : " files were sent whole and not yet answered: whether the server put them in place is not "
+    put(n == 1 ? " file was written whole to the connection and not yet answered: whether the server put it "
+                 "in place is not known"
+               : " files were written whole to the connection and not yet answered: whether the server put "
+                 "them in place is not "
                  "known");
     any = true;
   }

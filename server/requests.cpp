@@ -202,8 +202,9 @@ struct Receiver {
   // Cleans up (origin local: this end refused the data; link: the connection failed); returns what
   // the log says.
   std::function<std::string(const Failure& e)> failed;
-  // It replaces a file that holds something: logged even when empty (receive()).
-  bool replaces = false;
+  // The size of the file it replaced, judged by `finish` right before its rename: more than the
+  // put moved, and its line is always written (receive()).
+  uint64_t replaced = 0;
 };
 
 // Below this a failed put's line is within the key's budget (receive()).
@@ -263,12 +264,14 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   // An empty put (2,000 of them to /dev/null, a thirty-second re-attack, A-N2) moved nothing:
   // within the key's budget, as an empty get is. Unless it emptied a file that held something: 60
   // files emptied that way were named 9 times (a forty-sixth re-attack, B-F6). Each such line was
-  // paid for with the data that filled the file, which was logged too. Logged once the file is in
-  // place, before the Result goes: a client that reset the connection while a slow rename ran
-  // (over a 1 GB file) made the Result fail, and the put that replaced the file was never logged
-  // (a fifty-first re-attack, B51-2).
+  // paid for with the data that filled the file, which was logged too. So is one that shrank a
+  // file, judged at its rename: 1-byte puts over a 1-byte file were all logged, and a put over a
+  // file filled after its request was logged nowhere (a fifty-ninth re-attack, J59-1, J59-2).
+  // Logged once the file is in place, before the Result goes: a client that reset the connection
+  // while a slow rename ran (over a 1 GB file) made the Result fail, and the put that replaced the
+  // file was never logged (a fifty-first re-attack, B51-2).
   log_transfer(
-      ctx, req, shown, r.replaces ? kAlwaysLogged : length - so.offset,
+      ctx, req, shown, r.replaced > length - so.offset ? kAlwaysLogged : length - so.offset,
       transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        resumed_from, ctx.hashed_here),
       "ok", ctx.hashed_here);
@@ -285,12 +288,15 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
   // re-attack, H5: an interrupted get said bytes=0 after tens of MB).
   uint64_t upto = so.offset;
   const net::ProgressFn count = [&upto](uint64_t done) { upto = done; };
+  // Within the key's budget when it moved less than its line takes, as a pipelined get's failed
+  // Result is (a fifty-ninth re-attack, J59-4: gets the client failed were each logged, 1.3 times
+  // the bytes it sent and read).
   auto failed = [&](const Failure& e) {
     const uint64_t moved = upto > so.offset ? upto - so.offset : 0;
-    log_outcome(ctx, req, shown,
-                transfer_details(ctx, req, moved, std::chrono::duration<double>(Clock::now() - t0).count(),
-                                 so.offset, ctx.hashed_here),
-                "failed: " + failure_text(ctx.stop_signal, e));
+    log_transfer(ctx, req, shown, moved,
+                 transfer_details(ctx, req, moved, std::chrono::duration<double>(Clock::now() - t0).count(),
+                                  so.offset, ctx.hashed_here),
+                 "failed: " + failure_text(ctx.stop_signal, e), ctx.hashed_here);
   };
   if (req.flags & proto::kFlagAhead) {  // pipelined: the Result comes later, between requests
     if (ctx.awaiting.size() >= kMaxAwaitedResults)
@@ -433,8 +439,10 @@ void put_kept(RequestContext& ctx, const Message& req, const Place& dest, const 
   r.fd = pf->fd();
   // A partial file that holds the whole file replaces the destination with no byte sent: logged
   // as an empty put over a file is (a fiftieth re-attack, B50-2: no line named the file).
-  r.replaces = holds_content(dest.dir.get(), dest.name);
-  r.finish = [&] { pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+  r.finish = [&] {
+    r.replaced = content_size(dest.dir.get(), dest.name);
+    pf->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
+  };
   // Known bad data: start over next time. A lost connection keeps the partial file; a stream the
   // client withdrew keeps what was there before it (the next probe judges that prefix).
   r.failed = [&](const Failure& e) {
@@ -551,8 +559,10 @@ void handle_put(RequestContext& ctx, const Message& req) {
       return refuse(ctx, req, shown, refusal_for(req.path, f.err));
     }
     r.fd = out->fd();
-    r.replaces = holds_content(dest->dir.get(), dest->name);
-    r.finish = [&] { out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve)); };
+    r.finish = [&] {
+      r.replaced = content_size(dest->dir.get(), dest->name);
+      out->commit(stored_mode(req.mode, preserve), effective_mtime(req.mtime, preserve));
+    };
     r.failed = [&](const Failure&) {
       out->discard();
       return std::string("failed");
@@ -795,7 +805,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   std::shared_ptr<PartsTransfer> t = *it;
   ctx.held.erase(it);
   // Named as the transfer's file, whatever path the commit carries (an eighteenth re-attack, N10).
-  const bool replaces = t->out && t->out->replaces_content();
+  const uint64_t replaced = t->out ? t->out->replaced_size() : 0;  // right before its rename
   auto refused = PartsRegistry::commit(*t, t->shown, ctx.c.timeout());
   // The bytes its verified parts brought, not the size the transfer declared: a refused commit of
   // a declared 32 GiB with one empty part was logged "bytes=34359738368", outside the key's
@@ -813,7 +823,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
   // An empty one within the budget, unless it emptied a file that held something (B50-2); logged
   // before the answer, which a reset connection makes fail (B51-2).
-  log_transfer(ctx, req, t->shown, replaces ? kAlwaysLogged : t->size, os.str(), "ok");
+  log_transfer(ctx, req, t->shown, replaced > t->size ? kAlwaysLogged : t->size, os.str(), "ok");
   ctx.c.send_message(response(Status::ok));
 }
 

@@ -615,13 +615,16 @@ uint64_t KeptPartial::length() const {
   return uint64_t(st.st_size);
 }
 
-bool holds_content(int dirfd, const std::string& name) {
+uint64_t content_size(int dirfd, const std::string& name) {
   struct stat st {};
-  return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-         st.st_size > 0;
+  return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+             ? uint64_t(st.st_size)
+             : 0;
 }
 
-bool TempFile::replaces_content() const { return holds_content(dir_.get(), name_); }
+bool holds_content(int dirfd, const std::string& name) { return content_size(dirfd, name) > 0; }
+
+uint64_t TempFile::replaced_size() const { return content_size(dir_.get(), name_); }
 
 void KeptPartial::truncate_to(uint64_t n) {
   // Not at its length already: a truncation changes the file's change time, and with it the

@@ -174,6 +174,8 @@ class Root {
 // True when `name` in dirfd is a regular file that holds something: a put that replaces it is
 // logged even when it moved no byte (server/requests.cpp).
 bool holds_content(int dirfd, const std::string& name);
+// The size of the regular file `name` in dirfd, 0 for none or another kind.
+uint64_t content_size(int dirfd, const std::string& name);
 
 class TempFile {
  public:
@@ -184,8 +186,8 @@ class TempFile {
   int fd() const { return fd_.get(); }
   void commit(files::FileMode mode, long long mtime);  // throws Failure
   void discard() noexcept;
-  // True when the file commit() replaces holds something (holds_content).
-  bool replaces_content() const;
+  // The size of the file commit() replaces (content_size), judged when asked: right before it.
+  uint64_t replaced_size() const;
 
  private:
   UniqueFd dir_, fd_;

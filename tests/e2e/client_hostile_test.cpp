@@ -293,7 +293,7 @@ TEST_F(HostileServer, AFileWaitingForRoomWhenTheLinkFailsIsNamed) {
   std::printf("[ lost    ] what the user reads:\n%s", r.err.c_str());
   for (int i = 0; i < 10; ++i) {
     const std::string f = (ws.local / ("g" + std::to_string(i))).string();
-    EXPECT_NE(r.err.find(f + (i < 8 ? ": sent whole, its answer lost" : ": not sent")), std::string::npos)
+    EXPECT_NE(r.err.find(f + (i < 8 ? ": sent whole, no answer came" : ": not sent")), std::string::npos)
         << f << "\n"
         << r.err;
   }
@@ -447,7 +447,7 @@ TEST_F(HostileServer, ALostMkdirAnswerDoesNotNestTheRetry) {
 
 // A fifty-seventh re-attack (D57-4): a put that is not pipelined (over 1 MiB, or with --limit)
 // whose answer the link lost was "timed out", though the server had stored it; B55-1's words were
-// only a pipelined put's. It is "sent whole, its answer lost", in --json too.
+// only a pipelined put's. It is "sent whole, no answer came", in --json too.
 TEST_F(HostileServer, ALargePutWhoseAnswerIsLostSaysItWasSentWhole) {
   FakeServer fake([&](net::Conn& c, const proto::Message& m) {
     if (m.op != proto::Op::put) return;
@@ -460,7 +460,7 @@ TEST_F(HostileServer, ALargePutWhoseAnswerIsLostSaysItWasSentWhole) {
                    (ws.local / "ten.bin").string(), "127.0.0.1:ten.bin", "-P", std::to_string(fake.port())},
                   ws.home, 60);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("ten.bin: sent whole, its answer lost (timed out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ten.bin: sent whole, no answer came (timed out"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
 }
 
@@ -495,7 +495,7 @@ TEST_F(HostileServer, AnUnsizedOrParallelPutWhoseAnswerIsLostSaysItWasSentWhole)
     for (const char* x : {"127.0.0.1:f", "-q", "--json", "--retries", "0"}) a.push_back(x);
     auto r = run(a, fake.port());
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_NE(r.err.find(shown + ": sent whole, its answer lost ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(shown + ": sent whole, no answer came ("), std::string::npos) << r.err;
     EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
   }
 }
@@ -555,7 +555,7 @@ TEST_F(HostileServer, APutWhoseEndWasNeverAcknowledgedIsNotCalledSentWhole) {
 // A fifty-fifth re-attack (B55-1, C55-2): a send whose connection dropped after its small files
 // went, before their answers, named none of them (one line about the connection, exit 1) and
 // --json printed no object, though the server had put them in place. Each gets its line and
-// object: sent whole, its answer lost, whether it is in place not known.
+// object: sent whole, no answer came, whether it is in place not known.
 TEST_F(HostileServer, PutsLeftWithoutAnswersAreEachNamed) {
   std::atomic<int> got{0};
   FakeServer fake([&](net::Conn& c, const proto::Message& m) {
@@ -589,7 +589,7 @@ TEST_F(HostileServer, PutsLeftWithoutAnswersAreEachNamed) {
     std::printf("[ lost    ] what the user reads:\n%s%s", r.err.c_str(), r.out.c_str());
     EXPECT_EQ(got, 3);
     for (const char* f : {"a", "b", "c"}) {
-      const std::string named = (ws.local / f).string() + ": sent whole, its answer lost (";
+      const std::string named = (ws.local / f).string() + ": sent whole, no answer came (";
       EXPECT_NE((json ? r.out : r.err).find(json ? proto::quoted((ws.local / f).string()) : named),
                 std::string::npos)
           << f << "\n"
