@@ -1122,18 +1122,21 @@ TEST_F(ClientLocal, ASignalAfterTheEndRecordSaysTheServerMayHaveTheFile) {
     const char* said;
   };
   const std::string port = std::to_string(fake.port());
-  for (const Case& tc : {Case{{"send", (ws.local / "a").string(), "127.0.0.1:x"},
-                              1,
-                              ": 1 file was written whole to the connection and not yet answered: "
-                              "whether the server put it in place is not known"},
-                         Case{{"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:."},
-                              2,
-                              ": 2 files were written whole to the connection and not yet answered: whether the server put them "
-                              "in place is not known"},
-                         Case{{"send", "--streams", "2", (ws.local / "big").string(), "127.0.0.1:y"},
-                              1,
-                              ": 1 file was written whole to the connection and not yet answered: whether the server put it in "
-                              "place is not known"}}) {
+  for (const Case& tc :
+       {Case{{"send", (ws.local / "a").string(), "127.0.0.1:x"},
+             1,
+             ": 1 file was written whole to the connection and not yet answered: "
+             "whether the server put it in place is not known"},
+        Case{{"send", (ws.local / "a").string(), (ws.local / "b").string(), "127.0.0.1:."},
+             2,
+             ": 2 files were written whole to the connection and not yet answered: whether the server put "
+             "them "
+             "in place is not known"},
+        Case{
+            {"send", "--streams", "2", (ws.local / "big").string(), "127.0.0.1:y"},
+            1,
+            ": 1 file was written whole to the connection and not yet answered: whether the server put it in "
+            "place is not known"}}) {
     SCOPED_TRACE(tc.args.size() == 4 ? tc.args[1] + " " + tc.args[2] : tc.args[2]);
     ended = 0;
     std::vector<std::string> args = tc.args;
@@ -1173,7 +1176,8 @@ TEST_F(ClientLocal, ASignalDuringTheRetryWaitCountsTheFilesWhoseAnswersWereLost)
   write_random_file(ws.local / "b", 1000, 2);
   const std::string port = std::to_string(fake.port());
   for (const auto& [sources, said] :
-       {std::pair<std::vector<std::string>, std::string>{{"a"}, "1 file was written whole to the connection and not yet answered"},
+       {std::pair<std::vector<std::string>, std::string>{
+            {"a"}, "1 file was written whole to the connection and not yet answered"},
         {{"a", "b"}, "2 files were written whole to the connection and not yet answered"}}) {
     SCOPED_TRACE(sources.size());
     ended = 0;

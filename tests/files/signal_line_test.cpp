@@ -110,7 +110,8 @@ TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
               files::AwaitingAnswer none;
               ::raise(SIGINT);
             }),
-            "aesxfer: interrupted: 1 file was written whole to the connection and not yet answered: whether the server put it in "
+            "aesxfer: interrupted: 1 file was written whole to the connection and not yet answered: whether "
+            "the server put it in "
             "place is not known\n");
   EXPECT_EQ(line([] {
               files::AwaitingAnswer a(true), b(true), c(true);
@@ -119,7 +120,8 @@ TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
               ::raise(SIGINT);
             }),
             "aesxfer: interrupted: the server may keep \"k\" for --resume (its end was sent; whether the "
-            "server put it in place is not known); 2 files were written whole to the connection and not yet answered: whether the "
+            "server put it in place is not known); 2 files were written whole to the connection and not yet "
+            "answered: whether the "
             "server put them in place is not known\n");
   EXPECT_EQ(line([] {
               { files::AwaitingAnswer a(true); }
