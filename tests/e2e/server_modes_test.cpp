@@ -195,14 +195,11 @@ TEST_F(ServerModes, ADirectorysNameIsJudgedOnlyWhereItIsUsedAndNamed) {
 struct NoBirthTimeFs {
   fs::path at, image;
   bool ok = false;
-  // `features`: mkfs.ext4's -O (without metadata_csum, an owner may set an inode's generation).
-  explicit NoBirthTimeFs(const fs::path& dir, const std::string& features = "")
-      : at(dir), image(dir.string() + ".img") {
+  explicit NoBirthTimeFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
     fs::create_directories(at);
-    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 " +
-                             (features.empty() ? "" : "-O " + features + " ") + "'" + image.string() +
-                             "' >/dev/null 2>&1 && mount -o loop '" + image.string() + "' '" + at.string() +
-                             "' 2>/dev/null";
+    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 '" +
+                             image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
+                             "' '" + at.string() + "' 2>/dev/null";
     ok = std::system(make.c_str()) == 0;
   }
   ~NoBirthTimeFs() {
