@@ -311,6 +311,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     j["record_size"] = r.record_size;
     j["retries"] = t.retried;
     if (!r.not_resumed.empty()) j["not_resumed"] = r.not_resumed;
+    if (r.sent_before_the_loss) j["sent_before_the_loss"] = true;
     if (!r.congestion.empty()) {
       j["congestion"] = r.congestion;
       j["congestion_why"] = r.congestion_why;
@@ -338,8 +339,13 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     // With --json-progress standard output carries JSON only: the summary line goes to stderr.
     std::FILE* human = t.json_progress ? stderr : out;
     if (r.bytes > 0 && r.resumed_from == r.bytes) {  // --resume found it whole and identical
-      std::fprintf(human, "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
-                   net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
+      std::fprintf(
+          human,
+          r.sent_before_the_loss
+              ? "%s: %llu bytes, sent before the connection was lost and found in place by the retry "
+                "(size and checksum match)%s\n"
+              : "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
+          net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
       std::fflush(human);
       return;
     }

@@ -118,6 +118,9 @@ struct SendSession {
   // Files sent whole whose answers a lost connection took (Failure::maybe_placed), by key(): if no
   // retry settles them, the command's last word calls them "not confirmed", never "not sent".
   std::set<std::string>* maybe_placed = nullptr;
+  // Files a lost connection took in flight (sent whole or not), by key(): one a retry's probe then
+  // finds in place was moved by this command (FileResult::sent_before_the_loss).
+  std::set<std::string>* in_flight = nullptr;
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
   std::optional<proto::Failure> lost{};  // the connection failure a retry may make good
@@ -131,6 +134,7 @@ struct SendSession {
     if (!retry || !retry->worth(f)) return false;
     if (!lost) lost = f;
     if (file && f.maybe_placed && maybe_placed) maybe_placed->insert(key(*file));
+    if (file && in_flight) in_flight->insert(key(*file));
     return true;
   }
   // The source whose files are being reported ("" for a file named on the command line): a file
@@ -169,9 +173,13 @@ struct SendSession {
       report_pipelined(t, co, tty, shown, r, f, rc);
       settle(shown);
     };
+    // One this command sent whole before the loss, which the retry found in place, is not "up to
+    // date, nothing moved" (a fifty-ninth re-attack, L59-4): the command moved it.
     h.up_to_date = [this](const client::FileResult& done) {
       if (is_settled(done.file)) return;
-      report(t, co, done, tty);
+      client::FileResult r = done;
+      r.sent_before_the_loss = in_flight && in_flight->count(key(done.file));
+      report(t, co, r, tty);
       settle(done.file);
     };
     h.failed = [this](const proto::Failure& f) {
@@ -201,6 +209,7 @@ struct SendSession {
     try {
       client::FileResult r = put(meter);
       meter.finish(r);
+      r.sent_before_the_loss = in_flight && in_flight->count(key(file));  // L59-4, as up_to_date's
       report(t, co, r, tty);
       settle(r.file);
       return true;
@@ -259,6 +268,7 @@ struct SendProgress {
   std::map<std::string, client::TreeSender::Placed> placed;
   std::set<std::string> said;          // lines of skipped and failed entries already shown
   std::set<std::string> maybe_placed;  // SendSession::maybe_placed
+  std::set<std::string> in_flight;     // SendSession::in_flight
 };
 
 // The files an earlier session sent whole and lost the answers of, which no later session
@@ -297,6 +307,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   SendSession s{t, co, client, tty, &retry, &done.settled};
   s.said = &done.said;
   s.maybe_placed = &done.maybe_placed;
+  s.in_flight = &done.in_flight;
   std::vector<std::string> trees;
   bool stopped = false;  // after a failure mid-stream: the connection cannot go on
   size_t i = 0;

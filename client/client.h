@@ -207,8 +207,11 @@ struct FileResult {
   };
   std::vector<Range> ranges;
   uint64_t resumed_from = 0;  // --resume: bytes the receiver already had (not sent again)
-  int streams = 1;            // connections the file moved over (--streams)
-  uint64_t record_size = 0;   // payload bytes per record, as the handshake agreed
+  // send: found whole and identical by a retry's probe, having been in flight when the link was
+  // lost: this command moved it, the retry only confirmed it (app/cli.cpp).
+  bool sent_before_the_loss = false;
+  int streams = 1;           // connections the file moved over (--streams)
+  uint64_t record_size = 0;  // payload bytes per record, as the handshake agreed
   // send: the congestion control of the connections the file left on and why (net/congestion.h),
   // and the share of the bytes they sent that TCP had to send again (-1: unknown).
   std::string congestion, congestion_why;

@@ -233,6 +233,38 @@ TEST_F(Retries, SendSurvivesThreeCuts) {
   EXPECT_TRUE(temp_debris(ws.root).empty());
 }
 
+// A fifty-ninth re-attack (L59-4): files this command sent whole before a cut, whose answers the
+// cut took, were found whole by the retry's probe and reported "up to date (...), nothing moved",
+// though the destination was empty before the command and the command moved them. They say they
+// were sent before the loss (and --json's sent_before_the_loss); no file here says nothing moved.
+TEST_F(Retries, FilesSentBeforeTheCutAreNotCalledUpToDate) {
+  std::vector<std::string> args = {"send", "-q"};
+  for (int i = 0; i < 40; ++i) {
+    args.push_back((ws.local / ("f" + std::to_string(i))).string());
+    write_random_file(args.back(), 20000, uint32_t(100 + i));
+  }
+  args.push_back("127.0.0.1:");
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    CuttingRelay relay(server->port(), 1, 300000, false);
+    for (int i = 0; i < 40; ++i) fs::remove(ws.root / ("f" + std::to_string(i)));
+    std::vector<std::string> a = args;
+    a.erase(a.begin() + 1);  // not -q: the lines are what is judged
+    if (json) a.push_back("--json");
+    auto r = run(a, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ((r.out + r.err).find("nothing moved"), std::string::npos) << r.describe();
+    size_t found = 0;
+    for (const auto& l : nonempty_lines(r.out))
+      found +=
+          l.find(json ? "\"sent_before_the_loss\":true" : "found in place by the retry") != std::string::npos;
+    std::printf("[ found   ] %zu files found in place by the retry\n", found);
+    for (int i = 0; i < 40; ++i)
+      EXPECT_EQ(sha256_file(ws.root / ("f" + std::to_string(i))),
+                sha256_file(ws.local / ("f" + std::to_string(i))));
+  }
+}
+
 TEST_F(Retries, RecvSurvivesThreeCuts) {
   write_random_file(ws.root / "big.bin", 24 * kMiB, 32);
   const fs::path dest = ws.local / "big.bin";
