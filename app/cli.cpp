@@ -288,6 +288,17 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
 
 static_assert(client::kUnknownSize == app::kUnknownTotal, "send -: the client's unknown size is the meter's");
 
+// The line of a file --resume (or a retry) found whole and identical where it goes.
+void found_whole(std::FILE* human, const client::FileResult& r, const std::string& sum) {
+  std::fprintf(human,
+               r.sent_before_the_loss
+                   ? "%s: %llu bytes, sent before the connection was lost and found in place by the retry "
+                     "(size and checksum match)%s\n"
+                   : "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
+               net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
+  std::fflush(human);
+}
+
 void report(const TransferOpts& t, const client::ClientOptions& co, const client::FileResult& r,
             bool tty_progress, std::FILE* out) {
   const char* mac = crypto::mac_label(co.cipher, co.mac);
@@ -338,17 +349,8 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
                  std::to_string(r.bytes - r.resumed_from) + " moved";
     // With --json-progress standard output carries JSON only: the summary line goes to stderr.
     std::FILE* human = t.json_progress ? stderr : out;
-    if (r.bytes > 0 && r.resumed_from == r.bytes) {  // --resume found it whole and identical
-      std::fprintf(
-          human,
-          r.sent_before_the_loss
-              ? "%s: %llu bytes, sent before the connection was lost and found in place by the retry "
-                "(size and checksum match)%s\n"
-              : "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
-          net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
-      std::fflush(human);
-      return;
-    }
+    if (r.bytes > 0 && r.resumed_from == r.bytes)
+      return found_whole(human, r, sum);  // --resume found it whole
     std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());
