@@ -63,7 +63,10 @@ class CuttingRelay {
   uint16_t port() const { return port_; }
   // Runs `f` at each cut, before the connection is reset: what changes on the server then is
   // there before the client can try again. Set before the first connection.
-  void on_cut(std::function<void()> f) { on_cut_ = std::move(f); }
+  void on_cut(std::function<void()> f) {
+    std::lock_guard<std::mutex> g(on_cut_mu_);  // the pipes' threads read it (TSan)
+    on_cut_ = std::move(f);
+  }
   int cut() const { return cut_.load(); }
   int connections() const { return accepted_.load(); }
 
@@ -116,7 +119,12 @@ class CuttingRelay {
         }
         if (counts) counted += pass;
         if (to_cut && counts && counted >= after_) {
-          if (on_cut_) on_cut_();
+          std::function<void()> cut_now;
+          {
+            std::lock_guard<std::mutex> g(on_cut_mu_);
+            cut_now = on_cut_;
+          }
+          if (cut_now) cut_now();
           ++cut_;
           reset(cfd);
           if (silent_) {
@@ -139,6 +147,7 @@ class CuttingRelay {
   bool s2c_, silent_;
   std::mutex mu_;
   std::vector<int> held_;  // the server sides of silent cuts, closed at the end
+  std::mutex on_cut_mu_;
   std::function<void()> on_cut_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
