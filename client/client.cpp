@@ -59,11 +59,6 @@ std::string foreign_greeting(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-// The server's word for where it keeps what arrives of a resumable put (its ok Response's text,
-// PROTOCOL.md 3.6), when that is the partial name beside the destination typed: REMOTE/.NAME.
-// (REMOTE a directory) or the one of REMOTE itself, printable as it is. Else "" (a forty-second
-// re-attack, B-F2: a hostile server's text, unchecked in the Ctrl-C line, pushed out its head and
-// forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
 Failure answer_lost(const Failure& f, const fs::path& local, bool acknowledged) {
   Failure g = f.reworded(printable(local.string()) +
                          (acknowledged ? ": sent whole, no answer came ("
@@ -74,6 +69,11 @@ Failure answer_lost(const Failure& f, const fs::path& local, bool acknowledged) 
   return g;
 }
 
+// The server's word for where it keeps what arrives of a resumable put (its ok Response's text,
+// PROTOCOL.md 3.6), when that is the partial name beside the destination typed: REMOTE/.NAME.
+// (REMOTE a directory) or the one of REMOTE itself, printable as it is. Else "" (a forty-second
+// re-attack, B-F2: a hostile server's text, unchecked in the Ctrl-C line, pushed out its head and
+// forged its clauses, "removed the temporary file of /root/thesis.pdf; kept /root/.ssh/...").
 std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name) {
   if (text.empty() || text.size() > proto::kMaxPath || printable(text) != text) return "";
   const fs::path t(text);
@@ -569,16 +569,7 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
     }
   }
   const files::AwaitingAnswer awaiting(kept.slot < 0);  // a kept slot already says so
-  const uint64_t end_at = conn_->written();
-  try {
-    expect_ok_result(put_shown(remote, req.text));
-  } catch (const Failure& f) {
-    // Sent whole, its answer lost with the link: the server may have put it in place, as a
-    // pipelined put's verdict says (a fifty-seventh re-attack, D57-4: a 10 MiB file the server had
-    // stored was "timed out", and with no retry left not "not confirmed").
-    if (f.origin != Origin::link) throw;
-    throw answer_lost(f, local, conn_->acknowledged(end_at));
-  }
+  await_sent_answer(local, [&] { expect_ok_result(put_shown(remote, req.text)); });
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.bytes = req.size;
   r.record_size = conn_->record_size();
@@ -586,6 +577,20 @@ FileResult Client::put_data(int fd, const struct stat& st, const fs::path& local
   r.verified = true;
   note_send(r, {conn_->fd()}, before);
   return r;
+}
+
+// Sent whole, its answer lost with the link: the server may have put it in place, as a pipelined
+// put's verdict says. A 10 MiB file the server had stored was "timed out", and with no retry left
+// not "not confirmed" (a fifty-seventh re-attack, D57-4); so were `send -` and a --streams commit
+// (a fifty-eighth, I58-4), whose verdicts were the connection's words.
+void Client::await_sent_answer(const fs::path& local, const std::function<void()>& read) {
+  const uint64_t end_at = conn_->written();
+  try {
+    read();
+  } catch (const Failure& f) {
+    if (f.origin != Origin::link) throw;
+    throw answer_lost(f, local, conn_->acknowledged(end_at));
+  }
 }
 
 void Client::put_failed(const Failure& f, const fs::path& local, const std::string& shown) {
@@ -663,15 +668,7 @@ FileResult Client::unsized_put(int fd, const struct stat& st, const std::string&
     throw;
   }
   const files::AwaitingAnswer awaiting(true);
-  const uint64_t end_at = conn_->written();
-  try {
-    expect_ok_result(remote);
-  } catch (const Failure& f) {
-    // As a sized put's (D57-4): `cat dump | aesxfer send - host:f` whose answer the link took was
-    // "transfer incomplete" though the server had all of it (a fifty-eighth re-attack, I58-4).
-    if (f.origin != Origin::link) throw;
-    throw answer_lost(f, local, conn_->acknowledged(end_at));
-  }
+  await_sent_answer(local, [&] { expect_ok_result(remote); });
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.record_size = conn_->record_size();
   r.verified = true;

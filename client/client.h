@@ -103,13 +103,12 @@ inline std::string put_shown(const std::string& remote, const std::string& name)
 std::string kept_partial_text(const std::string& text, const std::string& remote, const std::string& name);
 
 // The verdict of a put whose stream went whole and whose answer the failed link `f` took (one
-// alone, or pipelined): "FILE: sent whole, its answer lost (REASON): whether the server put it in
+// alone, or pipelined): "FILE: sent whole, no answer came (REASON): whether the server put it in
 // place is not known", marked maybe_placed, so that the command's last word calls it "not
 // confirmed" when no retry settles it, never "not sent". Not `acknowledged` (net::Conn): "FILE:
 // written whole, but the connection failed before all of it was acknowledged (REASON): ...", since
 // most likely it never arrived (the answer may still have been lost after it did).
-proto::Failure answer_lost(const proto::Failure& f, const std::filesystem::path& local,
-                           bool acknowledged = true);
+proto::Failure answer_lost(const proto::Failure& f, const std::filesystem::path& local, bool acknowledged);
 // A recv to `local` (a path as typed) writes through what it names, never into a temporary file:
 // a descriptor (/dev/fd/N, /proc/self/fd/N, /dev/stdout), a FIFO, a device, a socket. Such a
 // destination cannot be written again from the start (app/recv_cmd.cpp: never retried).
@@ -389,6 +388,10 @@ class Client {
   proto::Message ask_put(const proto::Message& req);
   // Reads the Result that ends a put; throws Failure unless it is ok.
   void expect_ok_result(const std::string& remote);
+  // Runs `read`, which reads the answer to a put of `local` this end sent whole on conn_ (its
+  // Result, or a parallel put's commit's Response). A link failure meanwhile becomes the put's
+  // verdict, answer_lost's, said by whether TCP acknowledged all that was written before it.
+  void await_sent_answer(const std::filesystem::path& local, const std::function<void()>& read);
   // The Result that follows a stream, whatever its status.
   proto::Message expect_result();
   // A put's stream failed with `f`: the failure to report, the file named (a withdrawn one after

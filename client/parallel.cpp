@@ -460,20 +460,6 @@ proto::Message part_request(const proto::Message& req, size_t i, std::pair<uint6
   return part;
 }
 
-namespace {
-// The answer to a parallel put's commit. Lost with the link, the file may be in place, as a put's
-// (a fifty-eighth re-attack, I58-4: "closed the connection during the handshake" was the last
-// word of a file the server had).
-proto::Message commit_answer(net::Conn& c, const fs::path& local) {
-  try {
-    return c.recv_message("the commit");
-  } catch (const Failure& f) {
-    if (f.origin != proto::Origin::link) throw;
-    throw answer_lost(f, local);
-  }
-}
-}  // namespace
-
 FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message req, int n,
                                 const std::function<void(uint64_t)>& on_start, const ProgressFn& progress) {
   struct stat opened {};  // every part's reads are judged against the file as it was here
@@ -542,7 +528,8 @@ FileResult Client::put_parallel(int fd, const fs::path& local, proto::Message re
   join_put(run, extra_, clean_failure_);
   clean_failure_ = false;
   // Every part's Result was ok; the commit went out on this connection and is answered now.
-  const proto::Message resp = commit_answer(*conn_, local);
+  proto::Message resp;
+  await_sent_answer(local, [&] { resp = conn_->recv_message("the commit"); });
   if (resp.type != proto::MsgType::response) throw Failure("protocol error: expected a response");
   if (resp.status != proto::Status::ok) throw refused(resp, req.path);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
