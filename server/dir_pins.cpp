@@ -11,16 +11,17 @@
 
 namespace aesxfer::server {
 
-DirMark DirMark::of(int fd, bool* ok) {
+DirMark DirMark::of(int fd) {
   DirMark m;
   struct statx sx {};
-  const bool read = ::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_UID | STATX_BTIME, &sx) == 0;
-  if (ok) *ok = read;
-  if (!read) return m;
+  m.read = ::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_UID | STATX_BTIME, &sx) == 0;
+  if (!m.read) return m;
+  m.is_dir = S_ISDIR(sx.stx_mode);
   m.dev = (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
   m.ino = sx.stx_ino;
   m.uid = sx.stx_uid;
-  if (sx.stx_mask & STATX_BTIME) {
+  m.has_btime = sx.stx_mask & STATX_BTIME;
+  if (m.has_btime) {
     m.btime_sec = sx.stx_btime.tv_sec;
     m.btime_nsec = sx.stx_btime.tv_nsec;
   } else if (long generation = 0; ::ioctl(fd, FS_IOC_GETVERSION, &generation) == 0) {
@@ -37,9 +38,9 @@ DirPins::Key DirPins::key(const std::string& shown) {
   return k;
 }
 
-void DirPins::pin(const std::string& shown, int fd) {
+void DirPins::pin(const std::string& shown, const DirMark& mark) {
   const Key k = key(shown);
-  const auto [it, added] = pins_.insert_or_assign(k, DirMark::of(fd));
+  const auto [it, added] = pins_.insert_or_assign(k, mark);
   (void)it;
   if (!added) return;
   order_.push_back(k);
@@ -50,11 +51,15 @@ void DirPins::pin(const std::string& shown, int fd) {
 }
 
 bool DirPins::holds(const std::string& shown, int dirfd) const {
+  if (pins_.empty()) return true;  // no mkdir yet: nothing to hash or read
   const auto it = pins_.find(key(shown));
-  if (it == pins_.end()) return true;
-  bool ok = false;
-  const DirMark now = DirMark::of(dirfd, &ok);
-  return ok && now == it->second;
+  return it == pins_.end() || DirMark::of(dirfd) == it->second;
+}
+
+bool DirPins::holds(const std::string& shown, const DirMark& mark) const {
+  if (pins_.empty()) return true;
+  const auto it = pins_.find(key(shown));
+  return it == pins_.end() || mark == it->second;
 }
 
 }  // namespace aesxfer::server

@@ -19,25 +19,31 @@
 
 namespace aesxfer::server {
 
-// What tells one directory from another that took its place (DirPins; zeros where unknown).
+// What tells one directory from another that took its place, read once from its descriptor: what
+// DirPins compares, and what a mkdir's or stat's answer hashes into the directory's identity
+// (server/requests.cpp, dir_identity). Zeros where unknown; the generation only without a birth time.
 struct DirMark {
+  bool read = false;  // statx answered
+  bool is_dir = false, has_btime = false;
   uint64_t dev = 0, ino = 0;
   uint32_t uid = 0;
   int64_t btime_sec = 0;
   uint32_t btime_nsec = 0, generation = 0;
   bool operator==(const DirMark&) const = default;
-  // The directory open as fd; nullopt-like `ok` false when it cannot be read.
-  static DirMark of(int fd, bool* ok = nullptr);
+  static DirMark of(int fd);
 };
 
 class DirPins {
  public:
   static constexpr size_t kMaxPins = 65536;  // about 8 MiB per session at most
 
-  // `shown`, the directory's path from the root as a Place shows it ("." for the root), is `fd`'s.
-  void pin(const std::string& shown, int fd);
-  // False when `shown` is pinned to another directory than `dirfd`'s.
+  // `shown`, the directory's path from the root as a Place shows it ("." for the root), is the
+  // directory `mark` was read from.
+  void pin(const std::string& shown, const DirMark& mark);
+  // False when `shown` is pinned to another directory than `dirfd`'s (read only when it is pinned),
+  // or than the one `mark` was read from.
   bool holds(const std::string& shown, int dirfd) const;
+  bool holds(const std::string& shown, const DirMark& mark) const;
   size_t size() const { return pins_.size(); }
 
  private:

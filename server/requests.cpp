@@ -2,8 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -347,13 +345,12 @@ std::string parent_shown(const std::string& shown) {
   return slash == std::string::npos ? "." : shown.substr(0, slash);
 }
 
-// The refusal of a put or mkdir whose directory, open as `dirfd`, is not the one this session's
-// mkdir answered for at its path `dir` (server/dir_pins.h); nullopt when it is, or none did.
-std::optional<Refusal> moved_dir(const RequestContext& ctx, int dirfd, const std::string& dir) {
-  if (ctx.pins.holds(dir, dirfd)) return std::nullopt;
-  return Refusal{Status::permission, dir +
-                                         ": no longer the directory this session made or found there (it "
-                                         "was moved or replaced meanwhile); nothing is written into it"};
+// The refusal of a put or mkdir whose directory is not the one this session's mkdir answered for
+// at its path `dir` (server/dir_pins.h).
+Refusal moved_dir(const std::string& dir) {
+  return {Status::permission, dir +
+                                  ": no longer the directory this session made or found there (it was "
+                                  "moved or replaced meanwhile); nothing is written into it"};
 }
 
 // A put with the resume flag: into the kept partial file (adopted only when partial_distrust
@@ -511,8 +508,8 @@ void handle_put(RequestContext& ctx, const Message& req) {
     Refusal why;
     dest = ctx.root.put_target(req.path, req.text, why, ctx.walk_names.get());
     if (!dest) return refuse_target(ctx, req, why);
-    if (auto moved = moved_dir(ctx, dest->dir.get(), parent_shown(dest->shown)))
-      return refuse(ctx, req, dest->shown, *moved);
+    if (const std::string in = parent_shown(dest->shown); !ctx.pins.holds(in, dest->dir.get()))
+      return refuse(ctx, req, dest->shown, moved_dir(in));
     sweep_for(ctx, *dest);
   }
   const std::string shown = dest ? dest->shown : req.path;
@@ -682,33 +679,28 @@ void store_le64(uint8_t* p, uint64_t v) {
   crypto::store_le32(p + 4, uint32_t(v >> 32));
 }
 
-// The identity of the directory open as `fd` that a mkdir's or a stat's answer carries
+// The identity of the directory `m` was read from that a mkdir's or a stat's answer carries
 // (docs/PROTOCOL.md 3.5): a keyed hash of its device, inode and birth time, so that a directory
 // removed and made again under the same name (even on the same inode) is another, and nothing of
 // the server's file system is told. Where the file system keeps no birth time (ext2/3, ext4 with
 // 128-byte inodes), the inode's generation number (FS_IOC_GETVERSION) and its owner tell a reused
 // inode instead: without it a retry wrote into a directory made again, over its user's file (a
 // fifty-eighth re-attack, I58-2). "" without a key, or with neither.
-std::string dir_identity(const RequestContext& ctx, int fd) {
-  struct statx sx {};
-  if (!ctx.dir_id_key ||
-      ::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME | STATX_TYPE | STATX_UID, &sx) != 0 ||
-      !S_ISDIR(sx.stx_mode))
-    return "";
+std::string dir_identity(const RequestContext& ctx, const DirMark& m) {
+  if (!ctx.dir_id_key || !m.read || !m.is_dir) return "";
   uint8_t msg[36] = {};
-  store_le64(msg, (uint64_t(sx.stx_dev_major) << 32) | sx.stx_dev_minor);
-  store_le64(msg + 8, sx.stx_ino);
-  if (sx.stx_mask & STATX_BTIME) {
-    store_le64(msg + 16, uint64_t(int64_t(sx.stx_btime.tv_sec)));
-    crypto::store_le32(msg + 24, sx.stx_btime.tv_nsec);
+  store_le64(msg, m.dev);
+  store_le64(msg + 8, m.ino);
+  if (m.has_btime) {
+    store_le64(msg + 16, uint64_t(m.btime_sec));
+    crypto::store_le32(msg + 24, m.btime_nsec);
   } else {
-    long generation = 0;  // the kernel writes an int
-    if (::ioctl(fd, FS_IOC_GETVERSION, &generation) != 0 || uint32_t(generation) == 0) return "";
+    if (m.generation == 0) return "";
     // With the owner: the owner may set the generation (FS_IOC_SETVERSION, where the file system
     // has no metadata checksums), and another user's directory made again with the copy's inode
     // and generation was continued (a fifty-ninth re-attack, K59-3); its owner cannot be set.
-    store_le64(msg + 16, sx.stx_uid);
-    crypto::store_le32(msg + 28, uint32_t(generation));
+    store_le64(msg + 16, m.uid);
+    crypto::store_le32(msg + 28, m.generation);
     crypto::store_le32(msg + 32, 1);  // never a birth time's message, whose last 8 bytes are zero
   }
   std::string id(32, '\0');
@@ -731,7 +723,7 @@ void handle_stat(RequestContext& ctx, const Message& req) {
       // the directory open_source opened: a second walk of the path cost a deep stat 1.65 times
       // as much (a fifty-eighth re-attack, F58-2).
       Message d = response(why.status, why.text);
-      if (dir) d.digest = dir_identity(ctx, dir.get());
+      if (dir) d.digest = dir_identity(ctx, DirMark::of(dir.get()));
       answer(ctx, req, d);
       return log_quiet(ctx, req, req.path, "a directory");
     }
@@ -898,9 +890,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   bool exists = false;
   auto target = ctx.root.mkdir_target(req.path, req.text, &exists, why, ctx.walk_names.get());
   if (!target) return refuse(ctx, req, req.path, why);
-  if (!target->name.empty())
-    if (auto moved = moved_dir(ctx, target->dir.get(), parent_shown(target->shown)))
-      return refuse(ctx, req, target->shown, *moved);
+  if (const std::string in = parent_shown(target->shown);
+      !target->name.empty() && !ctx.pins.holds(in, target->dir.get()))
+    return refuse(ctx, req, target->shown, moved_dir(in));
   bool made = false;
   const UniqueFd dir = make_directory(ctx, req, *target, exists, &made);
   if (!dir) return;
@@ -910,9 +902,12 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (const std::string who = files::planted_dir_at(target->dir.get(), target->name); !who.empty())
     return refuse(ctx, req, target->shown,
                   {Status::permission, target->shown + ": " + who + ": a tree is not written into it"});
-  // This very directory takes what goes in at its path for the rest of the session.
-  if (!made)
-    if (auto moved = moved_dir(ctx, dir.get(), target->shown)) return refuse(ctx, req, target->shown, *moved);
+  // This very directory takes what goes in at its path for the rest of the session: read once, for
+  // the pins and the identity.
+  const DirMark mark = DirMark::of(dir.get());
+  if (!mark.read) return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
+  if (!made && !ctx.pins.holds(target->shown, mark))
+    return refuse(ctx, req, target->shown, moved_dir(target->shown));
   if (!made && (req.flags & proto::kFlagPreserve)) {
     if (ctx.root.holds_hidden(target->shown))
       return refuse(ctx, req, target->shown,
@@ -921,9 +916,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
                                              "authorized_keys)"});
     preserve_made(ctx, req, *target, dir.get());
   }
-  ctx.pins.pin(target->shown, dir.get());
+  ctx.pins.pin(target->shown, mark);
   Message ok = response(Status::ok, target->shown);
-  if (!target->name.empty()) ok.digest = dir_identity(ctx, dir.get());  // the root has none (3.5)
+  if (!target->name.empty()) ok.digest = dir_identity(ctx, mark);  // the root has none (3.5)
   answer(ctx, req, ok);
   // Within the key's budget, as an empty put's line (a thirty-seventh re-attack, A3: 5,000
   // pipelined mkdirs wrote 5,001 lines, 2.5 bytes of log for each byte sent).

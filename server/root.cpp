@@ -622,8 +622,6 @@ uint64_t content_size(int dirfd, const std::string& name) {
              : 0;
 }
 
-bool holds_content(int dirfd, const std::string& name) { return content_size(dirfd, name) > 0; }
-
 uint64_t TempFile::replaced_size() const { return content_size(dir_.get(), name_); }
 
 void KeptPartial::truncate_to(uint64_t n) {

@@ -169,13 +169,12 @@ class Root {
                              Refusal& why) const;
 };
 
+// The size of the regular file `name` in dirfd, 0 for none or another kind: a put that replaces
+// more than it moved is always logged (server/requests.cpp).
+uint64_t content_size(int dirfd, const std::string& name);
+
 // A file that appears at a Place only when complete: data goes to a temporary file in the same
 // directory, renamed over the destination by commit(); without commit() it is removed.
-// True when `name` in dirfd is a regular file that holds something: a put that replaces it is
-// logged even when it moved no byte (server/requests.cpp).
-bool holds_content(int dirfd, const std::string& name);
-// The size of the regular file `name` in dirfd, 0 for none or another kind.
-uint64_t content_size(int dirfd, const std::string& name);
 
 class TempFile {
  public:
