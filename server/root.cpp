@@ -403,6 +403,14 @@ bool Root::planted_on_way(const Place& p, const std::string& req, Refusal& why, 
   return true;
 }
 
+// A name a put or mkdir cannot take, named (raw, cut to 256 bytes: the client and the log escape
+// it), not only the directory it was to go in (a twelfth re-attack, G6: "host:dd: invalid file
+// name"), with the rule it breaks.
+static Refusal invalid_name(const std::string& name, const char* kind) {
+  return {proto::Status::bad_path, name.substr(0, 256) + ": invalid " + kind +
+                                       " name (no CR, LF, NUL or /, not . or .., at most 255 bytes)"};
+}
+
 std::optional<Place> Root::put_target(const std::string& req, const std::string& basename, Refusal& why,
                                       NameBudget* names) const {
   auto parts = split(req, why);
@@ -416,11 +424,7 @@ std::optional<Place> Root::put_target(const std::string& req, const std::string&
   if (d >= 0) {  // a directory: the file goes in it under the sender's name
     UniqueFd dir(d);
     if (bad_leaf(basename)) {
-      // Names the name (raw, cut to 256 bytes: the client and the log escape it), not only the
-      // directory it was to go in (a twelfth re-attack, G6: "host:dd: invalid file name").
-      why = {proto::Status::bad_path, basename.substr(0, 256) +
-                                          ": invalid file name (no CR, LF, NUL or /, "
-                                          "not . or .., at most 255 bytes)"};
+      why = invalid_name(basename, "file");
       return std::nullopt;
     }
     parts->push_back(basename);
@@ -478,9 +482,7 @@ std::optional<Place> Root::mkdir_target(const std::string& req, const std::strin
     // when DEST was missing and the name unused (a fifty-eighth re-attack, H58-2).
     if (const UniqueFd d(open_dir(*parts, parts->size())); d) {
       if (bad_leaf(name)) {
-        why = {proto::Status::bad_path, name.substr(0, 256) +
-                                            ": invalid directory name (no CR, LF, NUL or /, not . or .., at "
-                                            "most 255 bytes)"};
+        why = invalid_name(name, "directory");
         return std::nullopt;
       }
       parts->push_back(name);
