@@ -269,6 +269,15 @@ struct SendProgress {
   std::set<std::string> said;          // lines of skipped and failed entries already shown
   std::set<std::string> maybe_placed;  // SendSession::maybe_placed
   std::set<std::string> in_flight;     // SendSession::in_flight
+
+  // The files sent whole whose answers were lost that no later session settled, by key(): what a
+  // signal during the retry's wait counts, and what the command's last word calls "not confirmed".
+  std::vector<std::string> unconfirmed() const {
+    std::vector<std::string> keys;
+    for (const auto& k : maybe_placed)
+      if (!settled.count(k)) keys.push_back(k);
+    return keys;
+  }
 };
 
 // The files an earlier session sent whole and lost the answers of, which no later session
@@ -383,9 +392,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
         rc = r;
     } catch (const proto::Failure& f) {
       if (!retry.worth(f)) {
-        std::vector<std::string> unsure;  // settled by no later session: named after the failure
-        for (const auto& k : done.maybe_placed)
-          if (done.settled.insert(k).second) unsure.push_back(k);
+        const std::vector<std::string> unsure = done.unconfirmed();  // named after the failure
+        done.settled.insert(unsure.begin(), unsure.end());
         std::vector<std::string> unreported;
         for (const auto& src : sources)
           if (!done.settled.count(src)) unreported.push_back(src);
@@ -399,9 +407,8 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
       return kExitFail;
     }
     if (!lost) break;
-    int unanswered = 0;  // until the next login: a signal names them (files::set_unanswered_before)
-    for (const auto& k : done.maybe_placed) unanswered += !done.settled.count(k);
-    files::set_unanswered_before(unanswered);
+    files::set_unanswered_before(int(done.unconfirmed().size()));  // until the next login
+
     retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued
