@@ -408,7 +408,6 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     }
     if (!lost) break;
     files::set_unanswered_before(int(done.unconfirmed().size()));  // until the next login
-
     retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued
