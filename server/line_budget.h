@@ -15,10 +15,13 @@ namespace aesxfer::server {
 
 class LineBudget {
  public:
-  LineBudget(int per_second, const char* key) : per_second_(per_second), key_(key) {}
-  // nullopt when this line is left out (counted), else the suffix to append to it ("" or
-  // " KEY=N").
-  std::optional<std::string> take() {
+  // bytes_key: the key of the data bytes the lines left out moved (" BYTES_KEY=B" after the
+  // count, when there were some), or nullptr.
+  LineBudget(int per_second, const char* key, const char* bytes_key = nullptr)
+      : per_second_(per_second), key_(key), bytes_key_(bytes_key) {}
+  // nullopt when this line is left out (counted, with the data bytes its request moved), else the
+  // suffix to append to it ("" or " KEY=N").
+  std::optional<std::string> take(uint64_t moved = 0) {
     std::lock_guard<std::mutex> g(mu_);
     const auto now = std::chrono::steady_clock::now();
     if (now - window_ >= std::chrono::seconds(1)) {
@@ -27,6 +30,7 @@ class LineBudget {
     }
     if (used_ >= per_second_) {
       ++left_out_;
+      left_out_bytes_ += moved;
       return std::nullopt;
     }
     ++used_;
@@ -40,15 +44,20 @@ class LineBudget {
 
  private:
   std::string suffix_locked() {
-    const uint64_t n = std::exchange(left_out_, 0);
-    return n ? " " + std::string(key_) + "=" + std::to_string(n) : std::string();
+    const uint64_t n = std::exchange(left_out_, 0), bytes = std::exchange(left_out_bytes_, 0);
+    if (!n) return std::string();
+    std::string s = " " + std::string(key_) + "=" + std::to_string(n);
+    if (bytes_key_ && bytes) s += " " + std::string(bytes_key_) + "=" + std::to_string(bytes);
+    return s;
   }
   std::mutex mu_;
   int per_second_;
   const char* key_;
+  const char* bytes_key_;
   std::chrono::steady_clock::time_point window_{};
   int used_ = 0;
   uint64_t left_out_ = 0;
+  uint64_t left_out_bytes_ = 0;
 };
 
 }  // namespace aesxfer::server

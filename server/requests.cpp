@@ -138,35 +138,58 @@ void answer(RequestContext& ctx, const Message& req, Message m) {
 }
 
 // log_outcome for a request that moved no data: within the key's budget (RequestContext::quiet_lines).
-void log_quiet(RequestContext& ctx, const Message& req, const std::string& shown, const std::string& result,
-               const std::string& details = "") {
-  if (const auto more = ctx.quiet_lines->take()) log_outcome(ctx, req, shown, details + *more, result);
+// Returns whether it was written; `moved`: the data bytes of a transfer left out, which the count
+// says (unlogged_bytes=).
+bool log_quiet(RequestContext& ctx, const Message& req, const std::string& shown, const std::string& result,
+               const std::string& details = "", uint64_t moved = 0) {
+  const auto more = ctx.quiet_lines->take(moved);
+  if (more) log_outcome(ctx, req, shown, details + *more, result);
+  return more.has_value();
 }
 
-// A transfer's line: always written when it moved data; within the key's budget when it moved
-// none (an empty file, an empty listing: a thirtieth re-attack, N1, had 4,096 pipelined gets of an
-// empty file write a line each, 2.2 bytes of log for each byte received).
-// One whose request made the server hash a MiB or more of a file (a resumed get's or put's prefix)
-// is always logged too: a key's ten quiet lines a second, spent on cheap stats, hid what a probe
-// or a resumed get that sent nothing hashed (a fifty-fifth re-attack, A55-1: 1.2 GiB hashed,
+// A transfer's line is always written when the transfer is worth it (Worth): when the bytes its
+// file moved without a line, this transfer's with them, are more than the line takes; when what it
+// did alone is (the file a put made); when a put replaced more bytes than its file moved without a
+// line (this one's with them); or when its request made the server hash a MiB or more of a file. Otherwise it
+// is within the key's budget of quiet lines, and its bytes wait for the next line of its file
+// (server/quiet_bytes.h). So the log never grows faster than what the client sent or read:
+// - 4,096 pipelined gets of an empty file wrote a line each, 2.2 bytes of log for each byte
+//   received (a thirtieth re-attack, N1); 20,000 gets of 1 byte, 1.65 times the bytes sent, 3.2
+//   times with a name of control bytes (a fifty-eighth, F58-1).
+// and no file is read or put whole in pieces too small to be named:
+// - 800 ranged gets of 250 bytes read a 200 KB file, and a file of 1 MB was grown by resumed puts
+//   cut at 65,000 bytes, each session's within the budget; no line named either file (a sixtieth
+//   re-attack, N60-1, N60-2).
+// A request that hashed a MiB: a key's ten quiet lines a second, spent on cheap stats, hid what a
+// probe or a resumed get that sent nothing hashed (a fifty-fifth re-attack, A55-1: 1.2 GiB hashed,
 // "unlogged_requests=1").
-// One that moved fewer bytes than its line takes is within the budget too, so that the log never
-// grows faster than what the client sent or read: 20,000 pipelined gets of 1 byte wrote a line each,
-// 1.65 times the bytes the client sent, 3.2 times with a name of control bytes (a fifty-eighth
-// re-attack, F58-1). `moved` kAlwaysLogged: logged whatever it moved (a put that emptied a file
-// that held something, a listing that named entries).
 constexpr uint64_t kHashedWorthALine = 1 << 20;
-constexpr uint64_t kAlwaysLogged = UINT64_MAX;
+struct Worth {
+  uint64_t moved = 0;     // the data bytes it moved: its file's until its file is named
+  uint64_t alone = 0;     // judged alone: the size of the file a put made
+  uint64_t hashed = 0;    // the bytes of a file the server hashed for it (hashed_here)
+  uint64_t replaced = 0;  // the size of the file a put replaced
+};
 
 // What a line costs the log beyond its path, details and result: the time, peer, op and keys.
 constexpr size_t kLineFrame = 192;
 
-void log_transfer(RequestContext& ctx, const Message& req, const std::string& shown, uint64_t moved,
-                  const std::string& details, const std::string& result, uint64_t hashed = 0) {
+// client_words: the end of the result that the client chose (a pipelined get's failure, bounded by
+// kClientWords); it is not counted in the line's cost, or a client's longer words would buy it more
+// bytes read without a line (a sixtieth re-attack, N60-5).
+void log_transfer(RequestContext& ctx, const Message& req, const std::string& shown, const Worth& w,
+                  const std::string& details, const std::string& result,
+                  const std::string& client_words = "") {
   const size_t line_cost = kLineFrame + log_value(shown, kLoggedPath).size() + details.size() +
                            log_value(result, kLoggedResult).size();
-  if (moved > line_cost || hashed >= kHashedWorthALine) return log_outcome(ctx, req, shown, details, result);
-  log_quiet(ctx, req, shown, result, details);
+  const uint64_t owed = ctx.quiet_bytes->add(shown, w.moved);
+  if (owed > line_cost || w.alone > line_cost || w.replaced > owed || w.hashed >= kHashedWorthALine) {
+    ctx.quiet_bytes->settle(shown);
+    const std::string before =
+        owed > w.moved ? " earlier_unlogged_bytes=" + std::to_string(owed - w.moved) : std::string();
+    return log_outcome(ctx, req, shown, details + before, result + client_words);
+  }
+  if (log_quiet(ctx, req, shown, result + client_words, details, w.moved)) ctx.quiet_bytes->settle(shown);
 }
 
 void refuse(RequestContext& ctx, const Message& req, const std::string& shown, const Refusal& r,
@@ -200,13 +223,9 @@ struct Receiver {
   // Cleans up (origin local: this end refused the data; link: the connection failed); returns what
   // the log says.
   std::function<std::string(const Failure& e)> failed;
-  // The size of the file it replaced, judged by `finish` right before its rename: more than the
-  // put moved, and its line is always written (receive()).
+  // The size of the file it replaced, judged by `finish` right before its rename (receive()).
   uint64_t replaced = 0;
 };
-
-// Below this a failed put's line is within the key's budget (receive()).
-constexpr uint64_t kQuietFailureBytes = 64 << 10;
 
 // After the ok response: receives `size` bytes (so.unsized: up to the end record) into r.fd,
 // finishes, and sends the Result.
@@ -248,31 +267,33 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
     }
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const uint64_t moved = got > so.offset ? got - so.offset : 0;
-    // A put that failed (or was withdrawn) after a few bytes kept nothing: its line is within the
-    // key's budget, as an empty one's, so that 1-byte withdrawn puts cannot write 2.5 bytes of log
-    // per byte sent (a thirty-eighth re-attack, A-F4). One that moved a record's worth or more is
-    // always logged.
-    const uint64_t logged = moved >= kQuietFailureBytes ? moved : 0;
-    log_transfer(ctx, req, shown, logged,
+    // A put that failed (or was withdrawn) after a few bytes: within the key's budget until its
+    // file's bytes are worth a line, so that 1-byte withdrawn puts cannot write 2.5 bytes of log per
+    // byte sent (a thirty-eighth re-attack, A-F4). Its bytes count towards its file's next line, as
+    // a resumed put that completes it later may make the file of them (N60-2).
+    log_transfer(ctx, req, shown, {moved, 0, ctx.hashed_here},
                  transfer_details(ctx, req, moved, secs, resumed_from, ctx.hashed_here),
-                 label + ": " + failure_text(ctx.stop_signal, e), ctx.hashed_here);
+                 label + ": " + failure_text(ctx.stop_signal, e));
     if (goes_on) return;
     throw;
   }
   // An empty put (2,000 of them to /dev/null, a thirty-second re-attack, A-N2) moved nothing:
-  // within the key's budget, as an empty get is. Unless it emptied a file that held something: 60
-  // files emptied that way were named 9 times (a forty-sixth re-attack, B-F6). Each such line was
-  // paid for with the data that filled the file, which was logged too. So is one that shrank a
-  // file, judged at its rename: 1-byte puts over a 1-byte file were all logged, and a put over a
-  // file filled after its request was logged nowhere (a fifty-ninth re-attack, J59-1, J59-2).
+  // within the key's budget, as an empty get is. Judged alone, a put is worth the file it made (a
+  // resumed put of 1 byte completed a 1 MB file whose pieces came in sessions within the budget,
+  // N60-2). One that replaced more bytes than its file moved without a line, judged at its rename,
+  // is always logged: 60 files emptied were named 9 times (a forty-sixth re-attack, B-F6), and a
+  // put over a file filled after its request was logged nowhere (a fifty-ninth, J59-2). Not when
+  // the bytes it replaced were this key's, within the budget: a 1-byte put and a 0-byte put over
+  // it, repeated, wrote 1.52 bytes of log for each byte sent (a sixtieth re-attack, N60-3).
   // Logged once the file is in place, before the Result goes: a client that reset the connection
   // while a slow rename ran (over a 1 GB file) made the Result fail, and the put that replaced the
   // file was never logged (a fifty-first re-attack, B51-2).
+  const uint64_t made = (req.flags & proto::kFlagRange) ? 0 : length;
   log_transfer(
-      ctx, req, shown, r.replaced > length - so.offset ? kAlwaysLogged : length - so.offset,
+      ctx, req, shown, {length - so.offset, made, ctx.hashed_here, r.replaced},
       transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        resumed_from, ctx.hashed_here),
-      "ok", ctx.hashed_here);
+      "ok");
   answer(ctx, req, result);
 }
 
@@ -291,10 +312,10 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
   // the bytes it sent and read).
   auto failed = [&](const Failure& e) {
     const uint64_t moved = upto > so.offset ? upto - so.offset : 0;
-    log_transfer(ctx, req, shown, moved,
+    log_transfer(ctx, req, shown, {moved, 0, ctx.hashed_here},
                  transfer_details(ctx, req, moved, std::chrono::duration<double>(Clock::now() - t0).count(),
                                   so.offset, ctx.hashed_here),
-                 "failed: " + failure_text(ctx.stop_signal, e), ctx.hashed_here);
+                 "failed: " + failure_text(ctx.stop_signal, e));
   };
   if (req.flags & proto::kFlagAhead) {  // pipelined: the Result comes later, between requests
     if (ctx.awaiting.size() >= kMaxAwaitedResults)
@@ -334,10 +355,10 @@ void send(RequestContext& ctx, const Message& req, const std::string& shown, con
     throw;
   }
   log_transfer(
-      ctx, req, shown, size - so.offset,
+      ctx, req, shown, {size - so.offset, 0, ctx.hashed_here},
       transfer_details(ctx, req, size - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        so.offset, ctx.hashed_here),
-      "ok", ctx.hashed_here);
+      "ok");
 }
 
 std::string parent_shown(const std::string& shown) {
@@ -725,7 +746,8 @@ void handle_stat(RequestContext& ctx, const Message& req) {
       Message d = response(why.status, why.text);
       if (dir) d.digest = dir_identity(ctx, DirMark::of(dir.get()));
       answer(ctx, req, d);
-      return log_quiet(ctx, req, req.path, "a directory");
+      log_quiet(ctx, req, req.path, "a directory");
+      return;
     }
     if (!src) return refuse(ctx, req, req.path, why);
     m.size = uint64_t(src->st.st_size);
@@ -779,12 +801,11 @@ void handle_probe(RequestContext& ctx, const Message& req) {
     // Logged with what it hashed (a fifty-fourth re-attack, B54-1: a probe that hashed a whole 300
     // MiB file wrote no line): within the key's budget like every request that moves no data,
     // always when it hashed a MiB or more (A55-1).
-    log_transfer(ctx, req, dest->shown, 0,
+    log_transfer(ctx, req, dest->shown, {0, 0, ctx.hashed_here},
                  " size=" + std::to_string(m.size) + " hashed=" + std::to_string(ctx.hashed_here),
                  m.digest.empty() ? "nothing kept"
                  : whole          ? "complete"
-                                  : "partial file kept",
-                 ctx.hashed_here);
+                                  : "partial file kept");
   }
   answer(ctx, req, m);
 }
@@ -806,16 +827,16 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   std::ostringstream os;
   os << " bytes=" << arrived << " size=" << t->size << " parts=" << t->nparts
      << " cipher=" << ctx.keys.cipher->name << " mac=" << crypto::mac_label(ctx.keys.cipher, ctx.keys.mac);
-  if (refused) {
-    log_transfer(ctx, req, t->shown, arrived >= kQuietFailureBytes ? arrived : 0, os.str(),
-                 "failed: " + refused->text);
+  if (refused) {  // its parts' lines counted what they moved
+    log_transfer(ctx, req, t->shown, {0, arrived, 0}, os.str(), "failed: " + refused->text);
     return ctx.c.send_message(response(refused->status, refused->text));
   }
   double secs = std::chrono::duration<double>(Clock::now() - t->started).count();
   os << " MB/s=" << std::fixed << std::setprecision(1) << (secs > 0 ? double(t->size) / secs / 1e6 : 0.0);
-  // An empty one within the budget, unless it emptied a file that held something (B50-2); logged
-  // before the answer, which a reset connection makes fail (B51-2).
-  log_transfer(ctx, req, t->shown, replaced > t->size ? kAlwaysLogged : t->size, os.str(), "ok");
+  // Worth the file it made and the one it replaced, as a put (receive()): an empty one within the
+  // budget, unless it emptied a file that held something (B50-2); logged before the answer, which
+  // a reset connection makes fail (B51-2).
+  log_transfer(ctx, req, t->shown, {0, t->size, 0, replaced}, os.str(), "ok");
   ctx.c.send_message(response(Status::ok));
 }
 
@@ -1203,6 +1224,7 @@ void handle_list(RequestContext& ctx, const Message& req) {
   const std::string details =
       " entries=" + std::to_string(lister.entries.size()) +
       (lister.unlisted ? " unlisted=" + std::to_string(lister.unlisted) : std::string());
+  const uint64_t written_before = ctx.c.written();
   try {
     ctx.c.send_message(ok);
     send_list_pages(ctx.c, lister.entries);
@@ -1210,17 +1232,21 @@ void handle_list(RequestContext& ctx, const Message& req) {
     log_outcome(ctx, req, dir->shown, details, std::string("failed: ") + f.what());
     throw;
   }
-  log_transfer(ctx, req, dir->shown, lister.entries.empty() ? 0 : kAlwaysLogged, details, "ok");
+  // Worth the bytes its pages took: one-entry listings, each always logged, wrote 2.7 bytes of log
+  // for each byte the client sent (a sixtieth re-attack, N60-6).
+  log_transfer(ctx, req, dir->shown, {ctx.c.written() - written_before, 0, 0}, details, "ok");
 }
 
 // A pipelined get's line, once its data went out: the bytes sent, the time since its request.
-void log_awaited(RequestContext& ctx, const RequestContext::AwaitedResult& a, const std::string& result) {
+// client_words: log_transfer's.
+void log_awaited(RequestContext& ctx, const RequestContext::AwaitedResult& a, const std::string& result,
+                 const std::string& client_words = "") {
   const uint64_t sent = a.bytes - a.resumed_from;
   log_transfer(
-      ctx, a.req, a.shown, sent,
+      ctx, a.req, a.shown, {sent, 0, a.hashed},
       transfer_details(ctx, a.req, sent, std::chrono::duration<double>(Clock::now() - a.started).count(),
                        a.resumed_from, a.hashed),
-      result, a.hashed);
+      result, client_words);
 }
 
 // The Result of the oldest pipelined get, which arrived between requests.
@@ -1232,9 +1258,8 @@ void take_result(RequestContext& ctx, const Message& res) {
   ctx.awaiting_bytes -= a.shown.size();
   // Every byte of a pipelined get left before its Result: a failure reported by the client is
   // logged with them too (a twenty-eighth re-attack, N1: "bytes=0" for a file sent whole).
-  log_awaited(
-      ctx, a,
-      res.status == Status::ok ? std::string("ok") : std::string("failed: ") + client_reported(res).what());
+  if (res.status == Status::ok) return log_awaited(ctx, a, "ok");
+  log_awaited(ctx, a, "failed: ", client_reported(res).what());
 }
 
 // The pipelined gets still awaiting their Results when the session ends (a Bye, a closed or lost
@@ -1256,9 +1281,11 @@ void log_unanswered(RequestContext& ctx, const std::string& why) {
   for (const auto& a : ctx.awaiting) {  // one that moved nothing is within the key's budget already
     const uint64_t sent = a.bytes - a.resumed_from;
     const size_t line_cost = kLineFrame + result_cost + log_value(a.shown, kLoggedPath).size();
-    if (sent == 0 || sent > line_cost || a.hashed >= kHashedWorthALine || n++ < kUnansweredLines) {
+    if (sent == 0 || ctx.quiet_bytes->owed(a.shown) + sent > line_cost || a.hashed >= kHashedWorthALine ||
+        n++ < kUnansweredLines) {
       log_awaited(ctx, a, "failed: " + why);
     } else {
+      ctx.quiet_bytes->add(a.shown, sent);  // summed, it counts towards its file's next line (N60-1)
       bytes += sent;
       hashed += a.hashed;  // what the summed ones hashed is said too (a fifty-fifth re-attack, B55-3)
     }
@@ -1317,7 +1344,7 @@ void serve_requests(RequestContext& ctx) {
     ~LeftOut() {
       try {
         if (const std::string n = ctx.quiet_lines->left_out_suffix(); !n.empty())
-          ctx.log("peer=" + ctx.c.peer() + " msg=\"requests that moved no data left out of the log\"" + n);
+          ctx.log("peer=" + ctx.c.peer() + " msg=\"requests left out of the log\"" + n);
       } catch (...) {
       }
     }

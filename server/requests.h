@@ -26,6 +26,7 @@
 #include "server/made_dirs.h"
 #include "server/name_budget.h"
 #include "server/parts.h"
+#include "server/quiet_bytes.h"
 #include "server/root.h"
 #include "server/sweep.h"
 
@@ -63,7 +64,7 @@ inline std::shared_ptr<NameBudget> probe_hash_allowance(uint64_t max_probe_hash)
 
 // The budget of one client key's lines that move no data (RequestContext::quiet_lines).
 inline std::shared_ptr<LineBudget> quiet_line_budget() {
-  return std::make_shared<LineBudget>(10, "unlogged_requests");
+  return std::make_shared<LineBudget>(10, "unlogged_requests", "unlogged_bytes");
 }
 
 struct RequestContext {
@@ -85,6 +86,9 @@ struct RequestContext {
   // twenty-ninth, N2 and N5: 67 MB of no-op mkdirs, and a budget per session renewed by
   // reconnecting). The server sets the key's; alone (tests), a session has its own.
   std::shared_ptr<LineBudget> quiet_lines = quiet_line_budget();
+  // The bytes this key's transfers moved without a line naming their file, by file, shared by its
+  // sessions (server/quiet_bytes.h): the server sets the key's; alone (tests), a session has its own.
+  std::shared_ptr<QuietBytes> quiet_bytes = std::make_shared<QuietBytes>();
   // The names this key's listings may still have the server read (server/name_budget.h), shared by
   // all its sessions; the server sets the key's, from --max-list. Alone (tests): none.
   std::shared_ptr<NameBudget> listing_names = nullptr;

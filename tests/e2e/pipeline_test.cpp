@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -753,6 +754,8 @@ TEST_F(PipelineHostileClient, TransfersSmallerThanTheirLineShareTheKeysBudget) {
   write_text_file(ws.root / std::string(40, '\x01'), "1");
   write_random_file(ws.root / "big", 4096, 7);
   write_text_file(ws.root / "one", "1");
+  fs::create_directories(ws.root / "lone");
+  write_text_file(ws.root / "lone" / "f", "1");
   constexpr int kEach = 150, kBig = 20;
   HandSession s(server->port(), ws.home / "id_ed25519");
   ASSERT_TRUE(s.welcome_ok);
@@ -764,12 +767,20 @@ TEST_F(PipelineHostileClient, TransfersSmallerThanTheirLineShareTheKeysBudget) {
     // A fifty-ninth re-attack (J59-1): over a file of 1 byte, a 1-byte put was always logged, as
     // one that emptied or shrank a file is.
     ASSERT_EQ(s.put(make_request(Op::put, "one"), "y").status, Status::ok);
+    // A sixtieth (N60-3): a 0-byte put over the 1-byte file this key had just put was always
+    // logged, 1.52 times the bytes sent; and a one-entry listing was always logged (N60-6), 2.7
+    // times.
+    ASSERT_EQ(s.put(make_request(Op::put, "two"), "z").status, Status::ok);
+    ASSERT_EQ(s.put(make_request(Op::put, "two"), "").status, Status::ok);
+    std::vector<proto::ListEntry> entries;
+    ASSERT_EQ(s.list(make_request(Op::list, "lone"), &entries).status, Status::ok);
+    ASSERT_EQ(entries.size(), 1u);
   }
   for (int i = 0; i < kBig; ++i) ASSERT_EQ(s.get(make_request(Op::get, "big"), &got).status, Status::ok);
   s.bye();
   std::string log;
   uint64_t small = 0, big = 0, counted = 0;
-  for (int wait = 0; wait < 50 && small + counted < uint64_t(4 * kEach); ++wait) {
+  for (int wait = 0; wait < 50 && small + counted < uint64_t(7 * kEach); ++wait) {
     if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     log = server->log();
     small = big = counted = 0;
@@ -777,14 +788,16 @@ TEST_F(PipelineHostileClient, TransfersSmallerThanTheirLineShareTheKeysBudget) {
       small += l.find("op=get file=\"\\\\x01") != std::string::npos ||
                l.find("op=get file=\"/dev/zero\"") != std::string::npos ||
                l.find("op=put file=\"/dev/null\"") != std::string::npos ||
-               l.find("op=put file=\"one\"") != std::string::npos;
+               l.find("op=put file=\"one\"") != std::string::npos ||
+               l.find("op=put file=\"two\"") != std::string::npos ||
+               l.find("op=list dir=\"lone\"") != std::string::npos;
       big += l.find("op=get file=\"big\"") != std::string::npos;
       std::smatch m;
       if (std::regex_search(l, m, std::regex("unlogged_requests=([0-9]+)"))) counted += std::stoull(m[1]);
     }
   }
   EXPECT_LT(small, 100u) << log;
-  EXPECT_EQ(small + counted, uint64_t(4 * kEach)) << log;
+  EXPECT_EQ(small + counted, uint64_t(7 * kEach)) << log;
   EXPECT_EQ(big, uint64_t(kBig)) << log;
 }
 
@@ -822,6 +835,126 @@ TEST_F(PipelineHostileClient, GetsTheClientFailedShareTheKeysBudget) {
   }
   EXPECT_EQ(lines + counted, uint64_t(kSessions)) << log;
   EXPECT_LE(double(lines), 10 * (secs + 1) + 1) << secs << " s\n" << log;
+}
+
+// The key's ten quiet lines of this second, spent on stats of names that are not there.
+void spend_quiet_lines(HandSession& s) {
+  for (int i = 0; i < 10; ++i)
+    EXPECT_NE(s.ask(make_request(Op::stat, "nx" + std::to_string(i))).status, Status::ok);
+}
+
+// Sums `key=N` over the lines of `log` that contain `with` ("" for every line).
+uint64_t sum_of(const std::string& log, const std::string& key, const std::string& with = "") {
+  uint64_t sum = 0;
+  const std::regex re("[ \"]" + key + "=([0-9]+)");
+  for (const auto& l : nonempty_lines(log)) {
+    std::smatch m;
+    if (l.find(with) != std::string::npos && std::regex_search(l, m, re)) sum += std::stoull(m[1]);
+  }
+  return sum;
+}
+
+// A sixtieth re-attack (N60-1, N60-4): ranged gets of 250 bytes, each fewer bytes than its line,
+// read a whole file with no line naming it once refused stats spent the key's quiet lines; the
+// count line called them "requests that moved no data". A file's bytes moved without a line now
+// add up until they are worth one, and the count says the bytes it left out: every byte read is
+// either on a line naming the file or in unlogged_bytes.
+TEST_F(PipelineHostileClient, AFileReadInRangesTooSmallForALineIsNamed) {
+  constexpr uint64_t kSize = 40000, kChunk = 250;
+  write_random_file(ws.root / "db.bin", kSize, 60);
+  const std::string data = read_text_file(ws.root / "db.bin");
+  std::string got;
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    auto second = std::chrono::steady_clock::now() - std::chrono::seconds(2);
+    Message req = make_request(Op::get, "db.bin", "", kSize);
+    req.flags = proto::kFlagRange;
+    req.xfer_id.fill(7);
+    req.nparts = 1;
+    for (uint64_t off = 0; off < kSize; off += kChunk) {
+      if (std::chrono::steady_clock::now() - second >= std::chrono::milliseconds(950)) {
+        spend_quiet_lines(s);
+        second = std::chrono::steady_clock::now();
+      }
+      req.offset = off;
+      req.length = kChunk;
+      ASSERT_EQ(s.ask(req).status, Status::ok);
+      const int fd = ::memfd_create("range", MFD_CLOEXEC);
+      ASSERT_EQ(::ftruncate(fd, kSize), 0);
+      net::recv_stream(s.conn(), fd, kChunk, nullptr, net::StreamOptions{0, false, true, off});
+      std::string part(kChunk, '\0');
+      ASSERT_EQ(::pread(fd, part.data(), kChunk, off), ssize_t(kChunk));
+      ::close(fd);
+      got += part;
+      Message ok;
+      ok.type = MsgType::result;
+      s.conn().send_message(ok);
+    }
+    s.bye();
+  }
+  ASSERT_EQ(got, data);
+  std::string log;
+  uint64_t named = 0, accounted = 0;
+  for (int wait = 0; wait < 50 && accounted < kSize; ++wait) {
+    if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server->log();
+    named = 0;
+    for (const auto& l : nonempty_lines(log)) named += l.find("op=get file=\"db.bin\"") != std::string::npos;
+    accounted = sum_of(log, "bytes", "op=get file=\"db.bin\"") + sum_of(log, "unlogged_bytes");
+  }
+  EXPECT_EQ(accounted, kSize) << log;
+  // A line takes about 300 bytes here: one for every two or three ranges, and never one for each.
+  EXPECT_GE(named, kSize / kChunk / 4) << log;
+  EXPECT_LT(named, kSize / kChunk) << log;
+  EXPECT_EQ(log.find("requests that moved no data"), std::string::npos) << log;
+}
+
+// A sixtieth re-attack (N60-2): a resumed put of 1 byte that completed a file whose pieces had
+// come within the key's budget (resumed puts cut at 65,000 bytes, one session each) moved fewer
+// bytes than its line, and no line named the 1 MB file it put in place. A put is worth the file
+// it makes.
+TEST_F(PipelineHostileClient, APutThatCompletesALargeFileIsNamedWhateverItMoved) {
+  write_random_file(ws.root / "source", 3000, 61);
+  const std::string data = read_text_file(ws.root / "source");
+  write_text_file(ws.root / ".grown.aesxfer-partial", data.substr(0, data.size() - 1));
+  ::chmod((ws.root / ".grown.aesxfer-partial").c_str(), 0600);
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    spend_quiet_lines(s);
+    Message resumed = make_request(Op::put, "grown", "grown");
+    resumed.flags = proto::kFlagResume;
+    resumed.offset = data.size() - 1;
+    ASSERT_EQ(s.put(resumed, data).status, Status::ok);
+    s.bye();
+  }
+  EXPECT_EQ(read_text_file(ws.root / "grown"), data);
+  EXPECT_TRUE(server->wait_for_log("op=put file=\"grown\"", 5)) << server->log();
+  EXPECT_NE(server->log().find("bytes=1 "), std::string::npos) << server->log();
+}
+
+// A sixtieth re-attack (N60-5): a pipelined get's failure text, the client's words, counted in
+// its line's cost, so a client that failed its gets with a long text read larger files without a
+// line. The cost no longer counts them: a file larger than the line without them is named.
+TEST_F(PipelineHostileClient, AClientsLongerWordsDoNotBuyAnUnloggedGet) {
+  write_random_file(ws.root / "token", 300, 62);
+  {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    spend_quiet_lines(s);
+    ASSERT_EQ(s.ask(ahead_request(Op::get, "token", 0, 1)).status, Status::ok);
+    net::recv_stream(s.conn(), -1, 300, nullptr);
+    Message bad;
+    bad.type = MsgType::result;
+    bad.tagged = true;
+    bad.tag = 1;
+    bad.status = Status::io_error;
+    bad.text = std::string(8000, '\x01');
+    s.conn().send_message(bad);
+    s.bye();
+  }
+  EXPECT_TRUE(server->wait_for_log("op=get file=\"token\"", 5)) << server->log();
 }
 
 // ---- a fake server whose answers are out of order -----------------------------------------------
