@@ -1,9 +1,12 @@
 #include "server/dir_pins.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -60,6 +63,28 @@ bool DirPins::holds(const std::string& shown, const DirMark& mark) const {
   if (pins_.empty()) return true;
   const auto it = pins_.find(key(shown));
   return it == pins_.end() || mark == it->second;
+}
+
+bool freshly_made_dir(int fd, const timespec& before) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_BTIME, &sx) != 0 || sx.stx_nlink != 2) return false;
+  // Born no earlier than the mkdir (a second's slack: the kernel's clock for it is coarse).
+  if ((sx.stx_mask & STATX_BTIME) && sx.stx_btime.tv_sec < before.tv_sec - 1) return false;
+  alignas(8) char buf[1024];
+  const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+  ::lseek(fd, 0, SEEK_SET);
+  if (n < 0) return false;
+  for (long at = 0; at < n;) {
+    const auto* e = reinterpret_cast<const struct dirent64*>(buf + at);
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return false;
+    at += e->d_reclen;
+  }
+  return true;
+}
+
+bool DirPins::pinned(const std::string& shown, const DirMark& mark) const {
+  const auto it = pins_.find(key(shown));
+  return it != pins_.end() && mark == it->second;
 }
 
 }  // namespace aesxfer::server

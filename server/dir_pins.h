@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <string>
@@ -33,6 +34,11 @@ struct DirMark {
   static DirMark of(int fd);
 };
 
+// Whether the directory open as `fd` can be the one a mkdir made at `before` (CLOCK_REALTIME, read
+// before the mkdir): empty (two links, no entry), and born then where the file system keeps birth
+// times. Its descriptor's position is left at the start.
+bool freshly_made_dir(int fd, const timespec& before);
+
 class DirPins {
  public:
   static constexpr size_t kMaxPins = 65536;  // about 8 MiB per session at most
@@ -44,6 +50,8 @@ class DirPins {
   // or than the one `mark` was read from.
   bool holds(const std::string& shown, int dirfd) const;
   bool holds(const std::string& shown, const DirMark& mark) const;
+  // True only when `shown` is pinned, to the directory `mark` was read from.
+  bool pinned(const std::string& shown, const DirMark& mark) const;
   size_t size() const { return pins_.size(); }
 
  private:

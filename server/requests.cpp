@@ -849,6 +849,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
 UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& target, bool exists,
                         bool* made) {
   *made = false;
+  timespec made_at{};
   if (!exists) {
     // A directory takes an inode and a block: both kept out of the reserve, as a put's bytes are
     // (a thirty-seventh re-attack, A2: 6,000 pipelined mkdirs took the file system to 0 bytes free).
@@ -862,6 +863,7 @@ UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& ta
     }
     // Owner rwx while the tree is being filled; -p applies the source's mode afterwards (a second
     // mkdir of the same directory with the preserve flag), still with owner rwx.
+    ::clock_gettime(CLOCK_REALTIME, &made_at);
     *made = ::mkdirat(target.dir.get(), target.name.c_str(), (req.mode | 0700) & 0777) == 0;
     if (!*made && errno != EEXIST) {
       refuse(ctx, req, target.shown, refusal_for(req.path, errno));
@@ -876,33 +878,30 @@ UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& ta
     refuse(ctx, req, target.shown, refusal_for(req.path, errno));
     return UniqueFd();
   }
-  if (*made) {
-    // Another user's directory renamed into its place as it was made is not taken for it.
-    if (st.st_uid != ::geteuid()) {
-      refuse(ctx, req, target.shown,
-             {Status::permission,
-              target.shown +
-                  ": replaced by another user's directory as it was made; nothing is written into it"});
-      return UniqueFd();
-    }
-    ctx.made_dirs.emplace(st.st_dev, st.st_ino);
-    ctx.key_made_dirs->add(st.st_dev, st.st_ino);
+  // Another directory renamed into its place as it was made is not taken for it: another user's,
+  // or one of the server's user's own that holds something or was born before the mkdir (a
+  // sixtieth re-attack, M60-2: another member of a shared directory's group exchanged the new
+  // directory for the server user's private 0700 one, which `send -r -p` then filled and opened
+  // to 0775).
+  if (*made && (st.st_uid != ::geteuid() || !freshly_made_dir(d.get(), made_at))) {
+    refuse(ctx, req, target.shown,
+           {Status::permission,
+            target.shown + ": replaced by another directory as it was made; nothing is written into it"});
+    return UniqueFd();
   }
   return d;
 }
 
 // mkdir with the preserve flag of a directory that was there: its mode and time, if this session
 // (or, still the server user's own, an earlier session of the key: a retry's) made it.
-void preserve_made(RequestContext& ctx, const Message& req, const Place& target, int fd) {
+void preserve_made(RequestContext& ctx, const Message& req, const Place& target, int fd,
+                   const DirMark& mark) {
   // Only a directory this session made: one that was there keeps its own mode and time (a
   // seventeenth re-attack, M1: send -r -p opened a private 0700 directory, or another user's,
   // to 0777). The server's user keeps rwx on what it serves (protocol 5): a directory sent as
   // 0000 or 0500 would otherwise be one the server can neither list, fill nor serve again.
-  // An inode freed and taken again by another user's directory is not the key's.
-  struct stat st {};
-  if (target.name.empty() || ::fstat(fd, &st) != 0) return;
-  if (ctx.made_dirs.count({st.st_dev, st.st_ino}) ||
-      (st.st_uid == ::geteuid() && ctx.key_made_dirs->has(st.st_dev, st.st_ino)))
+  // The very directory made at this path (MadeDirs): not one renamed here, nor an inode given again.
+  if (!target.name.empty() && ctx.key_made_dirs->has(target.shown, mark))
     apply_mode_mtime(fd, req.mode | 0700, req.mtime);
 }
 
@@ -935,8 +934,9 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
                     {Status::permission, target->shown +
                                              ": keeps its mode and times (it holds the server's own keys or "
                                              "authorized_keys)"});
-    preserve_made(ctx, req, *target, dir.get());
+    preserve_made(ctx, req, *target, dir.get(), mark);
   }
+  if (made) ctx.key_made_dirs->add(target->shown, mark);
   ctx.pins.pin(target->shown, mark);
   Message ok = response(Status::ok, target->shown);
   if (!target->name.empty()) ok.digest = dir_identity(ctx, mark);  // the root has none (3.5)

@@ -123,11 +123,9 @@ struct RequestContext {
   // 300 MiB file hashed it all and wrote no line).
   uint64_t hashed_here = 0;
   bool told_budget = false;  // the log said once that the budget is spent
-  // The directories this session's mkdir created (device, inode), and those every session of its
-  // client key made (server/made_dirs.h; the server sets the key's, alone a session has its own):
-  // the only ones a mkdir with the preserve flag gives a mode and time (PROTOCOL.md 3.5). One that
-  // existed keeps its own.
-  std::set<std::pair<dev_t, ino_t>> made_dirs{};
+  // The directories every session of its client key made, each at its path (server/made_dirs.h;
+  // the server sets the key's, alone a session has its own): the only ones a mkdir with the
+  // preserve flag gives a mode and time (PROTOCOL.md 3.5). One that existed keeps its own.
   std::shared_ptr<MadeDirs> key_made_dirs = std::make_shared<MadeDirs>();
   // The directories this session's mkdirs answered for, by path: a put or mkdir there reaches the
   // same directory or is refused (server/dir_pins.h).

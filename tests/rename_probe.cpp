@@ -9,9 +9,15 @@
 // O_DIRECTORY) finds it gone: moved away to ".vanished", or with AESXFER_VANISH_AS=link replaced
 // by a symbolic link, as another user's rmdir or swap between a listing's readdir and its open
 // (tests/e2e/listing_test.cpp, A52-1).
+// With AESXFER_EXCHANGE_MADE=NAME:OTHER, the first mkdirat(2) that makes a directory named NAME is
+// followed at once by an exchange of NAME and OTHER (renameat2 RENAME_EXCHANGE, in the same
+// directory), as another member of a shared directory's group can win between the mkdir and the
+// open that follows it (tests/e2e/server_modes_test.cpp, M60-2).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -74,4 +80,18 @@ extern "C" int __openat_2(int dirfd, const char* path, int flags) {
   static auto real = reinterpret_cast<int (*)(int, const char*, int)>(::dlsym(RTLD_NEXT, "__openat_2"));
   vanish_first(dirfd, path, flags);
   return real(dirfd, path, flags);
+}
+
+extern "C" int mkdirat(int dirfd, const char* path, mode_t mode) {
+  static auto real = reinterpret_cast<int (*)(int, const char*, mode_t)>(::dlsym(RTLD_NEXT, "mkdirat"));
+  const int r = real(dirfd, path, mode);
+  static bool done = false;
+  const char* spec = std::getenv("AESXFER_EXCHANGE_MADE");
+  const char* colon = spec ? std::strchr(spec, ':') : nullptr;
+  if (r == 0 && !done && colon && std::strncmp(path, spec, size_t(colon - spec)) == 0 &&
+      path[colon - spec] == '\0') {
+    done = true;
+    (void)::renameat2(dirfd, path, dirfd, colon + 1, RENAME_EXCHANGE);
+  }
+  return r;
 }

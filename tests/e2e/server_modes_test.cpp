@@ -172,6 +172,71 @@ TEST_F(ServerModes, ADirectoryMovedAwayAndReplacedMidSessionTakesNothingMore) {
   s.bye();
 }
 
+// A sixtieth re-attack (M60-1): the directories a key made were remembered by device and inode
+// alone, so one it made and another member of a shared directory's group renamed to another name
+// was "made" wherever it went: a later `send -r -p` of a 0775 tree of that name opened the private
+// 0700 copy to the group. Made means made at that path: it keeps its mode.
+TEST_F(ServerModes, ADirectoryTheKeyMadeAndThatWasRenamedKeepsItsModeUnderPreserve) {
+  fs::create_directories(ws.root / "team");
+  {
+    HandSession s(server->port(), id);
+    ASSERT_TRUE(s.welcome_ok);
+    proto::Message mk = make_request(proto::Op::mkdir, "team/vault");
+    mk.mode = 0700;
+    ASSERT_EQ(s.ask(mk).status, proto::Status::ok);
+    ASSERT_EQ(s.put(make_request(proto::Op::put, "team/vault/secret", "secret"), "TOPSECRET").status,
+              proto::Status::ok);
+    s.bye();
+  }
+  ASSERT_EQ(mode_of(ws.root / "team/vault"), 0700u);
+  fs::rename(ws.root / "team/vault", ws.root / "team/shared");  // the other user, between sessions
+  HandSession s(server->port(), id);
+  ASSERT_TRUE(s.welcome_ok);
+  proto::Message mk = make_request(proto::Op::mkdir, "team/shared");
+  mk.mode = 0775;
+  mk.flags = proto::kFlagPreserve;
+  EXPECT_EQ(s.ask(mk).status, proto::Status::ok);
+  EXPECT_EQ(mode_of(ws.root / "team/shared"), 0700u) << std::oct << mode_of(ws.root / "team/shared");
+  // Made again at its own path in this session, it takes the mode.
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/new")).status, proto::Status::ok);
+  proto::Message again = make_request(proto::Op::mkdir, "team/new");
+  again.mode = 0750;
+  again.flags = proto::kFlagPreserve;
+  EXPECT_EQ(s.ask(again).status, proto::Status::ok);
+  EXPECT_EQ(mode_of(ws.root / "team/new"), 0750u) << std::oct << mode_of(ws.root / "team/new");
+  s.bye();
+}
+
+// A sixtieth re-attack (M60-2): a directory exchanged for the new one between the mkdir and its
+// open was taken as made when the server's user owned it: another member of a shared directory's
+// group swapped in the server user's private 0700 directory, which `send -r -p` filled and opened
+// to 0775. Made means empty and, where the file system keeps birth times, born at the mkdir; the
+// exchange is made here by a probe right after the mkdir (tests/rename_probe.cpp).
+TEST(ServerModesRace, ADirectoryExchangedForTheNewOneAsItWasMadeIsNotTakenForIt) {
+  Workspace ws;
+  fs::create_directories(ws.root / "team" / "vault");
+  write_text_file(ws.root / "team" / "vault" / "secret", "TOPSECRET");
+  fs::permissions(ws.root / "team" / "vault", fs::perms::owner_all);
+  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  ServerProcess server(ws.home, ws.root, {}, 0,
+                       {{"LD_PRELOAD", AESXFER_RENAME_PROBE},
+                        {"AESXFER_EXCHANGE_MADE", "shared:vault"},
+                        {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}});
+  HandSession s(server.port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  proto::Message mk = make_request(proto::Op::mkdir, "team/shared");
+  mk.mode = 0775;
+  const proto::Message r = s.ask(mk);
+  EXPECT_EQ(r.status, proto::Status::permission) << r.text;
+  EXPECT_EQ(r.text, "team/shared: replaced by another directory as it was made; nothing is written into it");
+  ASSERT_EQ(read_text_file(ws.root / "team/shared/secret"), "TOPSECRET") << "the probe did not act";
+  mk.flags = proto::kFlagPreserve;
+  s.ask(mk);  // found there, not made: it keeps its mode
+  EXPECT_EQ(mode_of(ws.root / "team/shared"), 0700u) << std::oct << mode_of(ws.root / "team/shared");
+  s.bye();
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // A fifty-eighth re-attack (H58-2): a mkdir's name was judged before the server knew whether it
 // would be used, and the refusal named neither it nor the rule: `send -r` of a directory whose
 // name held a line feed was "HOST:cpB: invalid directory name" also into a missing cpB, where the
