@@ -315,6 +315,35 @@ TEST(Authorize, EveryControlByteIsRefused) {
   EXPECT_EQ(read_text_file(ak), other.line + "\n");
 }
 
+// A sixtieth re-attack (P60-3, P60-4): a comment of 2,330 spaces and then alice's key line showed
+// as two key lines in `cat authorized_keys`, and only mallory's key was let in; a look-alike slash
+// was refused as "C1 controls, bidi or invisible format characters", and the line was shown twice.
+// A run of spaces and a key type in the comment are refused; a character is named by what it is.
+TEST(Authorize, NoCommentShowsAsAnotherKeyAndEachRefusalNamesItsCharacter) {
+  Workspace ws;
+  OtherClient other, alice;
+  const fs::path ak = ws.home / "authorized_keys";
+  for (const auto& [tail, why] : std::vector<std::pair<std::string, std::string>>{
+           {"mallory@evil" + std::string(2330, ' ') + alice.line,
+            "the key line holds a run of spaces (at byte 74), which a terminal can show as another line"},
+           {"mallory@evil " + alice.line, "the key line's comment holds \"aesxfer-ed25519\" (at byte 75)"},
+           {"\xe2\x88\x95"
+            "etc",
+            "the key line holds U+2215 at byte 62, which a terminal does not show as it is"},
+           {"nb\xc2\xa0sp", "the key line holds U+00A0 at byte 64"},
+           {"bad \xff", "the key line holds the byte 0xff at byte 66, not UTF-8"}}) {
+    ProcResult r =
+        run_aesxfer({"authorize", other.line.substr(0, other.line.find(' ', 16)) + " " + tail}, ws.home, 30);
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(nonempty_lines(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("C1 controls"), std::string::npos) << r.describe();
+    EXPECT_FALSE(fs::exists(ak)) << "written for: " << proto::printable(tail);
+  }
+  ProcResult ok = run_aesxfer({"authorize", other.line + " a laptop"}, ws.home, 30);
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+}
+
 // A fifth re-attack (F3): a last line without its newline took the next key into it, so `authorize`
 // said "added" and `cat` showed the key while the server let neither in. The file is ended first.
 TEST(Authorize, ALastLineWithoutItsNewlineIsEndedFirst) {
