@@ -333,7 +333,30 @@ struct ClientHandshake::Impl {
       "; this refusal is not authenticated (any host on the path can send it)";
 
   // The client's reading of a refusal status in the ServerHello; `info` is its record-size field.
+  // A refusal that contradicts itself (what it refuses among what it allows, a MAC refused for a
+  // cipher that ignores it) is no server's policy: a malformed ServerHello, not shown as one (a
+  // sixtieth re-attack, P60-2).
+  bool contradicts(uint8_t status, uint32_t info) const {
+    const auto has = [info](unsigned bit) { return bit < 32 && (info & (1u << bit)); };
+    switch (status) {
+      case kStatusCipher:
+        return has(keys.cipher->wire_id);
+      case kStatusMac:
+        return keys.cipher->aead || has(keys.mac->wire_id);
+      case kStatusChecksum:
+        return has(unsigned(keys.checksum));
+      default:
+        return false;
+    }
+  }
+
   Step refused(uint8_t status, uint32_t info, size_t consumed) {
+    if (contradicts(status, info))
+      return failed(
+          errc::bad_handshake, consumed,
+          std::string("the ServerHello's refusal contradicts itself (it refuses what it allows, or a "
+                      "MAC for a cipher that has none)") +
+              kUnsigned);
     switch (status) {
       case kStatusCipher:
         return failed(errc::unsupported_cipher, consumed,

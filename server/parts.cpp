@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "files/resume.h"
 
@@ -44,6 +46,27 @@ std::string dest_key(const Place* dest) {
   struct stat st {};
   ::fstat(dest->dir.get(), &st);
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + "/" + dest->name;
+}
+
+// Why part req cannot join t (under t.mu), or nothing.
+std::optional<Refusal> unfit_part(const PartsTransfer& t, const proto::Message& req, const Place* dest,
+                                  const std::string& where) {
+  // Its directory is not the one the transfer's first part reached: moved or replaced since (a
+  // sixtieth re-attack, M60-4: "part 4 does not match its transfer" named no reason).
+  if (t.dest != where && t.shown == (dest ? dest->shown : "/dev/null"))
+    return Refusal{
+        proto::Status::permission,
+        req.path +
+            ": the directory it goes into is not the one the transfer's first part reached (it was "
+            "moved or replaced meanwhile); nothing is written into it"};
+  if (t.dest != where || t.size != req.size || t.nparts != req.nparts || t.mode != req.mode ||
+      t.mtime != req.mtime || t.flags != req.flags)
+    return Refusal{proto::Status::refused,
+                   req.path + ": part " + std::to_string(req.part) + " does not match its transfer"};
+  if (t.state[req.part] != PartsTransfer::pending || t.failed || t.committed)
+    return Refusal{proto::Status::refused,
+                   req.path + ": part " + std::to_string(req.part) + " was sent already"};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -110,14 +133,8 @@ std::shared_ptr<PartsTransfer> PartsRegistry::join(const proto::PublicKey& clien
     live_[key] = t;
   }
   std::lock_guard<std::mutex> tg(t->mu);
-  if (t->dest != where || t->size != req.size || t->nparts != req.nparts || t->mode != req.mode ||
-      t->mtime != req.mtime || t->flags != req.flags) {
-    why = {proto::Status::refused,
-           req.path + ": part " + std::to_string(req.part) + " does not match its transfer"};
-    return nullptr;
-  }
-  if (t->state[req.part] != PartsTransfer::pending || t->failed || t->committed) {
-    why = {proto::Status::refused, req.path + ": part " + std::to_string(req.part) + " was sent already"};
+  if (auto no = unfit_part(*t, req, dest, where)) {
+    why = *no;
     return nullptr;
   }
   t->state[req.part] = PartsTransfer::receiving;

@@ -237,6 +237,33 @@ TEST(ServerModesRace, ADirectoryExchangedForTheNewOneAsItWasMadeIsNotTakenForIt)
   EXPECT_EQ(server.stop(), 0);
 }
 
+// A sixtieth re-attack (M60-4): a part of a `--streams` put whose directory was replaced after
+// the transfer's first part was refused as "part 1 does not match its transfer", which named no
+// reason. It names the directory moved or replaced.
+TEST_F(ServerModes, APartWhoseDirectoryWasReplacedAfterTheFirstPartSaysSo) {
+  fs::create_directories(ws.root / "team/big");
+  proto::Message part = make_request(proto::Op::put, "team/big/f", "f", 8192);
+  part.flags = proto::kFlagRange;
+  part.xfer_id.fill(9);
+  part.nparts = 2;
+  part.length = 4096;
+  HandSession first(server->port(), id), second(server->port(), id);
+  ASSERT_TRUE(first.welcome_ok && second.welcome_ok);
+  ASSERT_EQ(first.put_part(part).status, proto::Status::ok);
+  fs::rename(ws.root / "team/big", ws.root / "team/.big.old");
+  fs::create_directory(ws.root / "team/big");
+  part.part = 1;
+  part.offset = 4096;
+  const proto::Message r = second.put_part(part);
+  EXPECT_EQ(r.status, proto::Status::permission) << r.text;
+  EXPECT_EQ(r.text,
+            "team/big/f: the directory it goes into is not the one the transfer's first part reached (it was "
+            "moved or replaced meanwhile); nothing is written into it");
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/big"));
+  first.bye();
+  second.bye();
+}
+
 // A fifty-eighth re-attack (H58-2): a mkdir's name was judged before the server knew whether it
 // would be used, and the refusal named neither it nor the rule: `send -r` of a directory whose
 // name held a line feed was "HOST:cpB: invalid directory name" also into a missing cpB, where the

@@ -607,6 +607,44 @@ TEST(Handshake, EveryRefusalInAServerHelloIsSaidToBeUnauthenticated) {
   }
 }
 
+// A sixtieth re-attack (P60-2): an unsigned ServerHello refusal that contradicts itself (the
+// cipher it refuses among those it allows, a MAC refused for an AEAD cipher, which has none, the
+// checksum it refuses among those it allows) was shown as the server's policy. No server sends one:
+// it is a malformed ServerHello. One that does not contradict itself is still the refusal.
+TEST(Handshake, ARefusalThatContradictsItselfIsAMalformedServerHello) {
+  // status, the u32 at body offset 106, the cipher, the MAC; and whether it contradicts itself
+  struct Case {
+    uint8_t status;
+    uint32_t mask;
+    const char* cipher;
+    const char* mac;
+    bool contradicts;
+  };
+  const uint32_t gcm = 1u << cipher("aes128-gcm").wire_id, cbc = 1u << cipher("aes128-cbc").wire_id;
+  const uint32_t sha = 1u << mac("hmac-sha256").wire_id;
+  const uint32_t xxh = 1u << uint8_t(crypto::ChecksumAlg::xxh128);
+  for (const Case& k :
+       {Case{1, gcm | cbc, "aes128-gcm", "none", true}, Case{1, cbc, "aes128-gcm", "none", false},
+        Case{2, sha, "aes128-gcm", "none", true}, Case{2, sha, "aes128-cbc", "hmac-sha256", true},
+        Case{2, sha, "aes128-cbc", "none", false}, Case{4, xxh, "aes128-gcm", "none", true}}) {
+    Pair p(cipher(k.cipher), mac(k.mac));
+    p.c->start();
+    std::vector<uint8_t> f = busy_server_hello();
+    f[14] = k.status;
+    crypto::store_be32(f.data() + 5 + 106, k.mask);
+    Step c = p.c->feed(f.data(), f.size());
+    const std::string what = std::to_string(k.status) + " " + k.cipher + " " + k.mac;
+    if (k.contradicts) {
+      EXPECT_EQ(c.ec, make_error_code(errc::bad_handshake)) << what << ": " << c.detail;
+      EXPECT_NE(c.detail.find("the ServerHello's refusal contradicts itself"), std::string::npos) << c.detail;
+      EXPECT_EQ(c.detail.find("(it allows:"), std::string::npos) << c.detail;
+    } else {
+      EXPECT_NE(c.ec, make_error_code(errc::bad_handshake)) << what << ": " << c.detail;
+      EXPECT_NE(c.detail.find("it allows"), std::string::npos) << what << ": " << c.detail;
+    }
+  }
+}
+
 TEST(Handshake, GarbageAndOversizedFramesAreRejected) {
   Identity host = Identity::generate();
   auto server = [&] {
