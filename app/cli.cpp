@@ -349,8 +349,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
                  std::to_string(r.bytes - r.resumed_from) + " moved";
     // With --json-progress standard output carries JSON only: the summary line goes to stderr.
     std::FILE* human = t.json_progress ? stderr : out;
-    if (r.bytes > 0 && r.resumed_from == r.bytes)
-      return found_whole(human, r, sum);  // --resume found it whole
+    if (r.found_in_place()) return found_whole(human, r, sum);  // --resume found it whole
     std::fprintf(human, "%s: %llu bytes%s in %.2f s, %.1f MB/s (%s, %s, %s%s)\n",
                  net::printable(r.file).c_str(), (unsigned long long)r.bytes, resumed.c_str(), r.seconds,
                  mbps, co.cipher->name, mac, crypto::cipher_impl_name(*co.cipher).c_str(), sum.c_str());

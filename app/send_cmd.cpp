@@ -137,6 +137,12 @@ struct SendSession {
     if (file && in_flight) in_flight->insert(key(*file));
     return true;
   }
+  // What a file the retry found whole in place owes to a lost session. Only a file found in place:
+  // one the retry sent again moved as any other (a sixtieth re-attack, O60-1: --json said
+  // sent_before_the_loss of it).
+  void before_the_loss(client::FileResult& r, const std::string& file) const {
+    r.sent_before_the_loss = r.found_in_place() && in_flight && in_flight->count(key(file));
+  }
   // The source whose files are being reported ("" for a file named on the command line): a file
   // of a tree is settled under it, so that a file found in two sources (`send -r l l/d1`), stored
   // twice, is reported for each copy, not taken the second time for a report already made (a
@@ -178,7 +184,7 @@ struct SendSession {
     h.up_to_date = [this](const client::FileResult& done) {
       if (is_settled(done.file)) return;
       client::FileResult r = done;
-      r.sent_before_the_loss = in_flight && in_flight->count(key(done.file));
+      before_the_loss(r, done.file);
       report(t, co, r, tty);
       settle(done.file);
     };
@@ -209,7 +215,7 @@ struct SendSession {
     try {
       client::FileResult r = put(meter);
       meter.finish(r);
-      r.sent_before_the_loss = in_flight && in_flight->count(key(file));  // L59-4, as up_to_date's
+      before_the_loss(r, file);  // L59-4, as up_to_date's
       report(t, co, r, tty);
       settle(r.file);
       return true;

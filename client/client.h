@@ -209,6 +209,8 @@ struct FileResult {
   // send: found whole and identical by a retry's probe, having been in flight when the link was
   // lost: this command moved it, the retry only confirmed it (app/cli.cpp).
   bool sent_before_the_loss = false;
+  // Found whole and identical where it goes (--resume, a retry's probe): nothing moved.
+  bool found_in_place() const { return bytes > 0 && resumed_from == bytes; }
   int streams = 1;           // connections the file moved over (--streams)
   uint64_t record_size = 0;  // payload bytes per record, as the handshake agreed
   // send: the congestion control of the connections the file left on and why (net/congestion.h),

@@ -464,6 +464,36 @@ TEST_F(HostileServer, ALargePutWhoseAnswerIsLostSaysItWasSentWhole) {
   EXPECT_NE(r.out.find("whether the server put it in place is not known"), std::string::npos) << r.out;
 }
 
+// A sixtieth re-attack (O60-1): a file sent whole before a lost answer, which the retry did not
+// find in place and sent again, had --json's "sent_before_the_loss": true, as if the retry had
+// found it whole. Only a file the retry finds whole in place is so called; this one moved again.
+TEST_F(HostileServer, AFileTheRetrySendsAgainIsNotCalledSentBeforeTheLoss) {
+  std::atomic<int> puts{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::probe) return c.send_message(response(proto::Status::ok));  // nothing kept
+    if (m.op != proto::Op::put) return;
+    c.send_message(response(proto::Status::ok));
+    net::recv_stream(c, -1, m.size, nullptr);
+    if (++puts == 1) throw std::runtime_error("its answer lost");
+    proto::Message res = response(proto::Status::ok);
+    res.type = proto::MsgType::result;
+    c.send_message(res);
+  });
+  write_random_file(ws.local / "big", 2 << 20, 11);
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    puts = 0;
+    std::vector<std::string> a = {"send", "--retries", "1", (ws.local / "big").string(), "127.0.0.1:big"};
+    if (json) a.push_back("--json");
+    auto r = run(a, fake.port());
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(puts, 2) << r.describe();
+    EXPECT_EQ(r.out.find(json ? "sent_before_the_loss" : "found in place"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(json ? "\"resumed_from\":0," : "big: 2097152 bytes, 1 retry in "), std::string::npos)
+        << r.out;
+  }
+}
+
 // A fifty-eighth re-attack (I58-4): D57-4's words were a sized put's alone. `send -` (an unsized
 // put) whose answer the link took said "transfer incomplete", and a --streams put whose commit's
 // answer was lost ended on the failed retry's words, though the server had each file whole.
