@@ -288,14 +288,21 @@ app::Json checksum_json(const client::ClientOptions& co, const client::FileResul
 
 static_assert(client::kUnknownSize == app::kUnknownTotal, "send -: the client's unknown size is the meter's");
 
-// The line of a file --resume (or a retry) found whole and identical where it goes.
+// The line of a file --resume (or a retry) found whole and identical where it goes. One written
+// whole to a connection lost before its end was acknowledged may be this command's bytes or a
+// copy that was there before: the line says it cannot tell (a sixtieth re-attack, O60-2).
 void found_whole(std::FILE* human, const client::FileResult& r, const std::string& sum) {
-  std::fprintf(human,
-               r.sent_before_the_loss
-                   ? "%s: %llu bytes, sent before the connection was lost and found in place by the retry "
-                     "(size and checksum match)%s\n"
-                   : "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
-               net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
+  std::fprintf(
+      human,
+      r.sent_before_the_loss
+          ? "%s: %llu bytes, sent before the connection was lost and found in place by the retry "
+            "(size and checksum match)%s\n"
+      : r.written_before_the_loss
+          ? "%s: %llu bytes, found in place by the retry (size and checksum match)%s; it was written "
+            "whole to the connection before it was lost, but not all of it was acknowledged: whether "
+            "those bytes or a copy already there made the match is not known\n"
+          : "%s: %llu bytes, up to date (size and checksum match), nothing moved%s\n",
+      net::printable(r.file).c_str(), (unsigned long long)r.bytes, sum.c_str());
   std::fflush(human);
 }
 
@@ -323,6 +330,7 @@ void report(const TransferOpts& t, const client::ClientOptions& co, const client
     j["retries"] = t.retried;
     if (!r.not_resumed.empty()) j["not_resumed"] = r.not_resumed;
     if (r.sent_before_the_loss) j["sent_before_the_loss"] = true;
+    if (r.written_before_the_loss) j["written_before_the_loss"] = true;
     if (!r.congestion.empty()) {
       j["congestion"] = r.congestion;
       j["congestion_why"] = r.congestion_why;

@@ -118,9 +118,10 @@ struct SendSession {
   // Files sent whole whose answers a lost connection took (Failure::maybe_placed), by key(): if no
   // retry settles them, the command's last word calls them "not confirmed", never "not sent".
   std::set<std::string>* maybe_placed = nullptr;
-  // Files a lost connection took in flight (sent whole or not), by key(): one a retry's probe then
-  // finds in place was moved by this command (FileResult::sent_before_the_loss).
-  std::set<std::string>* in_flight = nullptr;
+  // Of those, the files whose end the peer's TCP acknowledged, by key(): one a retry's probe then
+  // finds in place was moved by this command (FileResult::sent_before_the_loss). A file the lost
+  // connection did not take whole, found in place, was there already (a sixtieth re-attack, O60-2).
+  std::set<std::string>* sent_whole = nullptr;
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
   std::optional<proto::Failure> lost{};  // the connection failure a retry may make good
@@ -134,14 +135,17 @@ struct SendSession {
     if (!retry || !retry->worth(f)) return false;
     if (!lost) lost = f;
     if (file && f.maybe_placed && maybe_placed) maybe_placed->insert(key(*file));
-    if (file && in_flight) in_flight->insert(key(*file));
+    if (file && f.maybe_placed && f.end_acknowledged && sent_whole) sent_whole->insert(key(*file));
     return true;
   }
-  // What a file the retry found whole in place owes to a lost session. Only a file found in place:
-  // one the retry sent again moved as any other (a sixtieth re-attack, O60-1: --json said
-  // sent_before_the_loss of it).
+  // What a file the retry found whole in place owes to a lost session: sent whole then, or only
+  // written whole (whose bytes made the match is not known); else it was there already, "up to
+  // date". Only a file found in place: one the retry sent again moved as any other (a sixtieth
+  // re-attack, O60-1: --json said sent_before_the_loss of it).
   void before_the_loss(client::FileResult& r, const std::string& file) const {
-    r.sent_before_the_loss = r.found_in_place() && in_flight && in_flight->count(key(file));
+    if (!r.found_in_place()) return;
+    r.sent_before_the_loss = sent_whole && sent_whole->count(key(file));
+    r.written_before_the_loss = !r.sent_before_the_loss && maybe_placed && maybe_placed->count(key(file));
   }
   // The source whose files are being reported ("" for a file named on the command line): a file
   // of a tree is settled under it, so that a file found in two sources (`send -r l l/d1`), stored
@@ -274,7 +278,7 @@ struct SendProgress {
   std::map<std::string, client::TreeSender::Placed> placed;
   std::set<std::string> said;          // lines of skipped and failed entries already shown
   std::set<std::string> maybe_placed;  // SendSession::maybe_placed
-  std::set<std::string> in_flight;     // SendSession::in_flight
+  std::set<std::string> sent_whole;    // SendSession::sent_whole
 
   // The files sent whole whose answers were lost that no later session settled, by key(): what a
   // signal during the retry's wait counts, and what the command's last word calls "not confirmed".
@@ -322,7 +326,7 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   SendSession s{t, co, client, tty, &retry, &done.settled};
   s.said = &done.said;
   s.maybe_placed = &done.maybe_placed;
-  s.in_flight = &done.in_flight;
+  s.sent_whole = &done.sent_whole;
   std::vector<std::string> trees;
   bool stopped = false;  // after a failure mid-stream: the connection cannot go on
   size_t i = 0;

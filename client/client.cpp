@@ -66,6 +66,7 @@ Failure answer_lost(const Failure& f, const fs::path& local, bool acknowledged) 
                                          "acknowledged (") +
                          f.what() + "): whether the server put it in place is not known");
   g.maybe_placed = true;
+  g.end_acknowledged = acknowledged;
   return g;
 }
 

@@ -206,9 +206,13 @@ struct FileResult {
   };
   std::vector<Range> ranges;
   uint64_t resumed_from = 0;  // --resume: bytes the receiver already had (not sent again)
-  // send: found whole and identical by a retry's probe, having been in flight when the link was
-  // lost: this command moved it, the retry only confirmed it (app/cli.cpp).
+  // send: found whole and identical by a retry's probe (found_in_place), having been sent whole
+  // before the link was lost, its end acknowledged: this command moved it, the retry only
+  // confirmed it (app/cli.cpp). written_before_the_loss: written whole to that connection, its end
+  // never acknowledged: whether those bytes or a copy already there made the match is not known
+  // (a sixtieth re-attack, O60-2).
   bool sent_before_the_loss = false;
+  bool written_before_the_loss = false;
   // Found whole and identical where it goes (--resume, a retry's probe): nothing moved.
   bool found_in_place() const { return bytes > 0 && resumed_from == bytes; }
   int streams = 1;           // connections the file moved over (--streams)

@@ -44,6 +44,7 @@ struct Failure : std::runtime_error {
     g.size = size;
     g.from_start = from_start;
     g.maybe_placed = maybe_placed;
+    g.end_acknowledged = end_acknowledged;
     return g;
   }
 
@@ -55,6 +56,10 @@ struct Failure : std::runtime_error {
   // A put sent whole whose answer was lost with the connection: the server may have put the file
   // in place (client::Pipeline::lose_puts), and the command's last word on it says so.
   bool maybe_placed = false;
+  // With maybe_placed: the peer's TCP acknowledged the put's end (net::Conn::acknowledged), so it
+  // was sent whole; else it was only written whole to the connection (a sixtieth re-attack, O60-2:
+  // a retry that finds such a file in place cannot tell whose bytes put it there).
+  bool end_acknowledged = false;
 };
 
 // A peer's non-ok Response or Result as one line for the user: "what: the peer's reason", the

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <list>
@@ -39,9 +40,20 @@ class CuttingRelay {
  public:
   // With `silent`, a cut resets only the client's side and leaves the server's open and silent
   // (a NAT that dropped its state, a Wi-Fi change): the server learns of it at its idle timeout.
-  CuttingRelay(uint16_t server_port, int cuts, uint64_t after, bool s2c, bool silent = false)
-      : server_port_(server_port), cuts_(cuts), after_(after), s2c_(s2c), silent_(silent) {
+  // `rcvbuf`: the receive buffer of the client's side (0: the kernel's), so that its TCP
+  // acknowledges little of what is not read; `stall_ms`: a cut first reads nothing from either
+  // side that long (a stalled link: what the client writes meanwhile stays unacknowledged).
+  CuttingRelay(uint16_t server_port, int cuts, uint64_t after, bool s2c, bool silent = false, int rcvbuf = 0,
+               int stall_ms = 0)
+      : server_port_(server_port),
+        cuts_(cuts),
+        after_(after),
+        s2c_(s2c),
+        silent_(silent),
+        stall_ms_(stall_ms) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ >= 0 && rcvbuf > 0)
+      ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -125,6 +137,7 @@ class CuttingRelay {
             cut_now = on_cut_;
           }
           if (cut_now) cut_now();
+          if (stall_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms_));
           ++cut_;
           reset(cfd);
           if (silent_) {
@@ -145,6 +158,7 @@ class CuttingRelay {
   int cuts_;
   uint64_t after_;
   bool s2c_, silent_;
+  int stall_ms_;
   std::mutex mu_;
   std::vector<int> held_;  // the server sides of silent cuts, closed at the end
   std::mutex on_cut_mu_;
@@ -271,6 +285,53 @@ TEST_F(Retries, FilesSentBeforeTheCutAreNotCalledUpToDate) {
     for (int i = 0; i < 40; ++i)
       EXPECT_EQ(sha256_file(ws.root / ("f" + std::to_string(i))),
                 sha256_file(ws.local / ("f" + std::to_string(i))));
+  }
+}
+
+// A sixtieth re-attack (O60-2): the files a lost connection gave a verdict to were all called
+// "sent before the connection was lost and found in place by the retry" when the retry found them
+// whole, though none had reached the server: identical copies were there before the command. Here
+// the link stalls in the first put (the relay's TCP takes a few KiB more and reads nothing), so
+// no file's end is ever acknowledged: a file not sent whole is "up to date, nothing moved", and
+// one written whole but never acknowledged says that it cannot tell whose bytes made the match.
+TEST_F(Retries, FilesTheServerNeverGotAreNotCalledSentBeforeTheLoss) {
+  std::vector<std::string> args = {"send", "--retries", "1"};
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "g" + std::to_string(i);
+    args.push_back((ws.local / name).string());
+    write_random_file(args.back(), 300000, uint32_t(200 + i));
+    fs::copy_file(args.back(), ws.root / name);  // there, identical, before the command
+  }
+  args.push_back("127.0.0.1:");
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    CuttingRelay relay(server->port(), 1, 4096, false, false, 4096, 1500);
+    std::vector<std::string> a = args;
+    if (json) a.push_back("--json");
+    auto r = run(a, relay.port());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    ASSERT_EQ(relay.cut(), 1);
+    EXPECT_EQ(r.out.find(json ? "sent_before_the_loss" : "sent before the connection was lost"),
+              std::string::npos)
+        << r.describe();
+    size_t up_to_date = 0, written = 0;
+    for (const auto& l : nonempty_lines(r.out)) {
+      if (l.find(json ? "\"written_before_the_loss\":true"
+                      : "found in place by the retry (size and checksum match); it was written whole to the "
+                        "connection before it was lost, but not all of it was acknowledged") !=
+          std::string::npos)
+        ++written;
+      else if (l.find(json ? "\"resumed_from\":300000"
+                           : "up to date (size and checksum match), nothing moved") != std::string::npos)
+        ++up_to_date;
+    }
+    std::printf("[ found   ] %zu up to date, %zu written whole and not acknowledged\n", up_to_date, written);
+    EXPECT_EQ(up_to_date + written, 40u) << r.out;
+    EXPECT_GT(up_to_date, 0u) << r.out;  // those the cut kept from being sent whole
+    EXPECT_GT(written, 0u) << r.out;     // those waiting in the client's socket
+    for (int i = 0; i < 40; ++i)
+      EXPECT_EQ(sha256_file(ws.root / ("g" + std::to_string(i))),
+                sha256_file(ws.local / ("g" + std::to_string(i))));
   }
 }
 
