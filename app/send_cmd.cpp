@@ -122,6 +122,11 @@ struct SendSession {
   // finds in place was moved by this command (FileResult::sent_before_the_loss). A file the lost
   // connection did not take whole, found in place, was there already (a sixtieth re-attack, O60-2).
   std::set<std::string>* sent_whole = nullptr;
+  // The files an earlier session wrote whole and never had answered (SendProgress::unconfirmed),
+  // by key(): a signal counts them until this session has its own word on each (its probe
+  // answered, its put under way) or reports it (a sixtieth re-attack, O60-3: the login cleared
+  // the count, and a Ctrl-C in the retry's first probe said nothing of them).
+  std::set<std::string> unanswered_before{};
   app::RateLimiter limiter{t.limit_kbit};
   int rc = 0;
   std::optional<proto::Failure> lost{};  // the connection failure a retry may make good
@@ -147,6 +152,11 @@ struct SendSession {
     r.sent_before_the_loss = sent_whole && sent_whole->count(key(file));
     r.written_before_the_loss = !r.sent_before_the_loss && maybe_placed && maybe_placed->count(key(file));
   }
+  // This session has its own word on `shown`: an earlier session's unanswered file is no longer
+  // counted as such by a signal.
+  void answered_again(const std::string& shown) {
+    if (unanswered_before.erase(key(shown))) files::set_unanswered_before(int(unanswered_before.size()));
+  }
   // The source whose files are being reported ("" for a file named on the command line): a file
   // of a tree is settled under it, so that a file found in two sources (`send -r l l/d1`), stored
   // twice, is reported for each copy, not taken the second time for a report already made (a
@@ -155,6 +165,7 @@ struct SendSession {
   std::string key(const std::string& shown) const { return scope.empty() ? shown : scope + '\0' + shown; }
   void settle(const std::string& shown) {
     if (settled) settled->insert(key(shown));
+    answered_again(shown);
   }
   bool is_settled(const std::string& shown) const { return settled && settled->count(key(shown)); }
   // Reports the answers still outstanding under the scope they belong to, then enters `next`;
@@ -198,6 +209,7 @@ struct SendSession {
       rc = kExitFail;
     };
     h.note = [](const std::string& line) { die_line(line); };
+    h.sending = [this](const std::string& shown) { answered_again(shown); };
     // Left out by -q, as recv -r's and scp -q's (a twentieth re-attack, N7: send -r showed them).
     h.skipped = [this](const std::string& line) {
       if (!t.quiet && said_first(line)) die_line(line);
@@ -237,7 +249,12 @@ struct SendSession {
     app::Progress prog(net::printable(local.filename().string()), tty);
     app::JsonProgress jp(local.string(), t.json_progress);
     const bool ok = metered(prog, jp, tty, stdout, local.string(), [&](FileMeter& m) {
-      return client.put(local, to, m.on_start(), m.on_progress(), "", fd);
+      const auto on_start = m.on_start();  // after its probe: from here this session has its word
+      const auto started = [&](uint64_t size) {
+        answered_again(local.string());
+        if (on_start) on_start(size);
+      };
+      return client.put(local, to, started, m.on_progress(), "", fd);
     });
     if (!ok && !lost) settle(local.string());  // failed alone, reported: not sent again by a retry
     return ok;
@@ -309,7 +326,6 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
                  SendProgress& done, std::optional<proto::Failure>& lost) {
   client::Client client(co);
   retry.logged_in();
-  files::set_unanswered_before(0);  // this session re-sends or reports them
   // Several sources go into a directory: refused before anything is written when DEST is not
   // an existing directory on the server (else each file would replace the one before).
   // Each source is named too, with --json in an object of its own. A DEST that is not there is
@@ -327,6 +343,8 @@ int send_session(const std::vector<std::string>& sources, const std::string& des
   s.said = &done.said;
   s.maybe_placed = &done.maybe_placed;
   s.sent_whole = &done.sent_whole;
+  const std::vector<std::string> before = done.unconfirmed();  // counted until this session's word (O60-3)
+  s.unanswered_before.insert(before.begin(), before.end());
   std::vector<std::string> trees;
   bool stopped = false;  // after a failure mid-stream: the connection cannot go on
   size_t i = 0;
@@ -417,7 +435,7 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
       return kExitFail;
     }
     if (!lost) break;
-    files::set_unanswered_before(int(done.unconfirmed().size()));  // until the next login
+    files::set_unanswered_before(int(done.unconfirmed().size()));  // until the next session's word (O60-3)
     retry.wait(*lost, co.resume);
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued

@@ -235,6 +235,7 @@ bool TreeSender::send_open(const fs::path& local, int fd, const struct stat& st,
                            bool probed) {
   try {
     if (pipeline_.can_put(uint64_t(st.st_size), probed) && !files::made_when_read(fd, st)) {
+      if (hooks_.sending) hooks_.sending(local.string());
       pipeline_.put(
           local, to, "",
           [this, shown = local.string()](const FileResult* r, const Failure* f) {

@@ -62,6 +62,8 @@ class TreeSender {
     // Optional: a file of the tree that a failure ending the session kept from being sent (the
     // caller names it, unless a retry will send it).
     std::function<void(const std::string& shown)> not_sent;
+    // Optional: a file whose put goes pipelined now (send_one's put says so through its on_start).
+    std::function<void(const std::string& shown)> sending;
     // Optional: the tree as the walk read it, before anything is sent.
     std::function<void(const std::vector<TreeEntry>& entries)> walked;
   };

@@ -195,10 +195,11 @@ bool is_fault(int sig) {
 // are counted: 32 withdrawn gets of a hostile server's names of ~1,000 bytes made a line of 29,972
 // bytes whose "aesxfer:" head scrolled off, leaving the server's text (a fiftieth re-attack, B50-3).
 constexpr size_t kSignalLineBytes = 1536;
-// The most a file's clause writes around its name ("; the server may keep " and " (its end was
-// sent; ...)", 90 bytes): counted for every named file, so that the bound holds (a fifty-second
-// re-attack, B52-1's note: 40 were counted, and 32 short names made a line of 3,305 bytes).
-constexpr size_t kClauseBytes = 96;
+// The most a file's clause writes around its name ("; the server may keep ", " for --resume" and
+// " (written whole to the connection ...)", 139 bytes): counted for every named file, so that the
+// bound holds (a fifty-second re-attack, B52-1's note: 40 were counted, and 32 short names made a
+// line of 3,305 bytes).
+constexpr size_t kClauseBytes = 144;
 
 // What the handler does with one slot (removes what is not kept) and says of it, or counts it in
 // `more` (removed, kept here, kept by the server) once the line is full.
@@ -247,7 +248,11 @@ void settle_slot(Slot& s, size_t& written, bool& any, int (&more)[3]) {
   put(s.shown);
   if (arrived) put(" had arrived complete and was in place");
   if (!unlinked && !arrived) put(" for --resume");
-  if (kind == Kind::remote_ended) put(" (its end was sent; whether the server put it in place is not known)");
+  // What was written to the socket may sit there unacknowledged, the link stalled: L59-1's words,
+  // never "its end was sent" (a sixtieth re-attack, O60-3).
+  if (kind == Kind::remote_ended)
+    put(" (written whole to the connection and not yet answered: whether the server put it in place is not "
+        "known)");
   if (kind == Kind::copying)
     put(", where a copy of the destination was being made (the destination is as it was)");
   written += len + kClauseBytes;

@@ -197,8 +197,9 @@ class AwaitingAnswer {
 // Files an earlier session sent whole whose answers the lost connection took, counted while a
 // --retries wait and the next login run: a signal then says so, as it does for files awaiting an
 // answer (AwaitingAnswer), never "no partial or temporary file was left behind" (the previous
-// session's note: a Ctrl-C during the retry wait after lost pipelined answers said so). Set to 0
-// once the next session is logged in: it re-sends or reports them.
+// session's note: a Ctrl-C during the retry wait after lost pipelined answers said so). Lowered as
+// the next session has its own word on each (its probe answered, its put under way) or reports
+// it, not at its login (a sixtieth re-attack, O60-3).
 void set_unanswered_before(int n) noexcept;
 
 // Tests only: called by a discard right after its unlink, while the slot is still registered

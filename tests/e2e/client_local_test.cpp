@@ -1203,6 +1203,86 @@ TEST_F(ClientLocal, ASignalDuringTheRetryWaitCountsTheFilesWhoseAnswersWereLost)
   }
 }
 
+// A sixtieth re-attack (O60-3): a Ctrl-C during `send --resume` of a file whose data sat in the
+// socket, the link stalled, said "(its end was sent; ...)", though most of it had not reached the
+// server's host. The words are L59-1's: written whole to the connection, not yet answered.
+TEST_F(ClientLocal, ASignalAfterAResumedPutWasWrittenWholeSaysWrittenToTheConnection) {
+  std::atomic<bool> asked{false};
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::probe) return c.send_message(response(proto::Status::ok));  // nothing kept
+        if (m.op != proto::Op::put) return;
+        c.send_message(response(proto::Status::ok, ".x.aesxfer-partial"));  // it keeps what arrives
+        asked = true;
+        std::this_thread::sleep_for(std::chrono::seconds(6));  // reads none of it
+        throw std::runtime_error("cut");
+      },
+      false, 4096);
+  write_random_file(ws.local / "big", 2 << 20, 12);
+  const pid_t pid = spawn_aesxfer({"send", "-q", "--resume", "--retries", "0", (ws.local / "big").string(),
+                                   "127.0.0.1:x", "-P", std::to_string(fake.port())},
+                                  ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!asked && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the client writes it all meanwhile
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  EXPECT_NE(
+      err.find("aesxfer: interrupted: the server may keep what arrived of \"big\" in \"127.0.0.1:.x.aesxfer-"
+               "partial\" (port " +
+               std::to_string(fake.port()) +
+               ") for --resume (written whole to the connection and not yet answered: whether the server "
+               "put it in place is not known)\n"),
+      std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("its end was sent"), std::string::npos) << err;
+}
+
+// A sixtieth re-attack (O60-3): a Ctrl-C during a retry after it had logged in forgot the files
+// the lost session had written whole and never had answered ("no partial or temporary file was
+// left behind"): the count was cleared at the login. They are counted until this session sends
+// each again or reports it; here the retry waits for its first probe's answer.
+TEST_F(ClientLocal, ASignalAfterTheRetryLoggedInStillCountsTheFilesWhoseAnswersWereLost) {
+  std::atomic<int> ended{0}, probes{0};
+  FakeServer fake(
+      [&](net::Conn& c, const proto::Message& m) {
+        if (m.op == proto::Op::probe) {
+          ++probes;
+          std::this_thread::sleep_for(std::chrono::seconds(4));  // the retry waits for this answer
+          throw std::runtime_error("gone");
+        }
+        if (m.op != proto::Op::put) return;
+        if (!(m.flags & proto::kFlagAhead)) c.send_message(response(proto::Status::ok));
+        net::recv_stream(c, -1, m.size, nullptr);
+        if (++ended == 2) throw std::runtime_error("the answers are lost with the connection");
+      },
+      true);
+  write_random_file(ws.local / "a", 1000, 1);
+  write_random_file(ws.local / "b", 1000, 2);
+  const pid_t pid =
+      spawn_aesxfer({"send", "-q", "--retries", "3", (ws.local / "a").string(), (ws.local / "b").string(),
+                     "127.0.0.1:.", "-P", std::to_string(fake.port())},
+                    ws.home, ws.local / "out.txt", ws.local / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (probes == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(probes, 1);
+  while (!all_asleep(pid) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);  // the retry is logged in, its first probe unanswered
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT);
+  const std::string err = read_text_file(ws.local / "err.txt");
+  const size_t at = err.rfind("aesxfer: interrupted");
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(
+      err.substr(at),
+      "aesxfer: interrupted: 2 files were written whole to the connection and not yet answered: whether the "
+      "server put them in place is not known\n")
+      << err;
+}
+
 // A fifty-eighth re-attack (H58-1): after an attempt without --resume was cut, the retry that
 // could not connect said "resuming" (the retries run as --resume), though nothing had been kept
 // and the file went again from byte 0. An attempt that never logged in keeps the word of the one

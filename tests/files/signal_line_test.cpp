@@ -113,16 +113,16 @@ TEST(SignalLine, FilesSentWholeAndNotAnsweredAreCounted) {
             "aesxfer: interrupted: 1 file was written whole to the connection and not yet answered: whether "
             "the server put it in "
             "place is not known\n");
-  EXPECT_EQ(line([] {
-              files::AwaitingAnswer a(true), b(true), c(true);
-              c.release();
-              files::mark_sent_whole(files::register_server_kept("\"k\""));
-              ::raise(SIGINT);
-            }),
-            "aesxfer: interrupted: the server may keep \"k\" for --resume (its end was sent; whether the "
-            "server put it in place is not known); 2 files were written whole to the connection and not yet "
-            "answered: whether the "
-            "server put them in place is not known\n");
+  EXPECT_EQ(
+      line([] {
+        files::AwaitingAnswer a(true), b(true), c(true);
+        c.release();
+        files::mark_sent_whole(files::register_server_kept("\"k\""));
+        ::raise(SIGINT);
+      }),
+      "aesxfer: interrupted: the server may keep \"k\" for --resume (written whole to the connection and "
+      "not yet answered: whether the server put it in place is not known); 2 files were written whole to "
+      "the connection and not yet answered: whether the server put them in place is not known\n");
   EXPECT_EQ(line([] {
               { files::AwaitingAnswer a(true); }
               ::raise(SIGINT);
