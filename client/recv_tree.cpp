@@ -823,9 +823,11 @@ bool SeenSet::insert(std::string_view s) {
 bool SeenSet::contains(std::string_view s) const { return digests_.count(digest16(s)) > 0; }
 
 namespace {
-// TreeSessions::files: the files of this session's listing, by their remote paths.
+// TreeSessions::files: the files of this session's listing, by their remote paths; the earlier
+// session's are let go only now.
 void remember_files(TreeSessions* across, const RemoteDir& d, const std::string& base) {
   if (!across) return;
+  std::vector<std::string>().swap(across->files);
   for (const auto& e : d.entries)
     if (e.type == proto::EntryType::file) across->files.push_back(base + e.path);
 }
@@ -840,7 +842,6 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   // DEST's way, walked before the listing: a missing or refused directory on it is said before the
   // server lists the whole tree (a twenty-eighth re-attack, N5: 2,040 entries listed for nothing).
   (void)files::resolve_guarded(dest);
-  if (across) std::vector<std::string>().swap(across->files);
   RemoteDir d = client.list(remote);
   // The local name comes from the request alone (scp semantics), never from the reply.
   const std::string asked = normal_request(remote.empty() ? "." : remote);

@@ -66,10 +66,12 @@ struct TreeSessions {
   // whose line and --json object were already printed, without a word (a fifty-second re-attack,
   // C52-2). Filled by the caller, which reports.
   SeenSet settled;
-  // The files (remote paths) of the latest session's listing: when that session ends on a failure
-  // no retry takes over, the caller names each one not yet reported, as send -r does (a
-  // fifty-eighth re-attack, I58-7: only the tree was named). One listing's worth, replaced (not
-  // added to) by each session, emptied before its listing comes. Set by recv_tree.
+  // The files (remote paths) of the latest listing: when a session ends on a failure no retry
+  // takes over, the caller names each one not yet reported, as send -r does (a fifty-eighth
+  // re-attack, I58-7: only the tree was named). One listing's worth, replaced (not added to) when
+  // a session's listing comes; until then the earlier one stays, so that a retry whose listing is
+  // refused (the tree gone, or now a file) still names them (a sixtieth re-attack, O60-4). Set by
+  // recv_tree.
   std::vector<std::string> files;
 };
 

@@ -837,6 +837,39 @@ TEST_F(HostileServer, ATreeCutWithNoRetryLeftNamesEveryFileNotFetched) {
   EXPECT_EQ(nonempty_lines(r.out).size(), 9u) << r.out;  // each file once, and the tree
 }
 
+// A sixtieth re-attack (O60-4): recv -r cut mid-tree whose retry found the tree gone (or now a
+// file) named the tree alone: the files the first session listed and never fetched had no line
+// and no --json object, where a retry that cannot connect names each (I58-7). Each is named.
+TEST_F(HostileServer, ATreeGoneWhenTheRetryListsItNamesEveryFileNotFetched) {
+  using proto::EntryType;
+  std::vector<proto::ListEntry> entries;
+  for (int i = 0; i < 8; ++i) entries.push_back({EntryType::file, "f" + std::to_string(i), 2, 0644, 0});
+  for (const auto status : {proto::Status::not_found, proto::Status::not_directory}) {
+    SCOPED_TRACE(int(status));
+    std::atomic<int> gets{0}, lists{0};
+    FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+      if (m.op == proto::Op::list) {
+        if (++lists == 1) return FakeServer::send_listing(c, "tree", entries);
+        return c.send_message(response(status, status == proto::Status::not_found
+                                                   ? "tree: no such file or directory"
+                                                   : "tree: not a directory"));
+      }
+      if (m.op != proto::Op::get) return;
+      if (++gets == 3) throw std::runtime_error("cut");
+      FakeServer::send_file(c, "ok");
+    });
+    const fs::path dest = ws.local / ("dest" + std::to_string(int(status)));
+    auto r =
+        run({"recv", "-r", "-q", "--json", "--retries", "1", "127.0.0.1:tree", dest.string()}, fake.port());
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_EQ(lists, 2) << r.describe();
+    for (int i = 0; i < 8; ++i)
+      EXPECT_NE(r.out.find("\"file\":\"tree/f" + std::to_string(i) + "\""), std::string::npos) << i << "\n"
+                                                                                               << r.out;
+    EXPECT_EQ(nonempty_lines(r.out).size(), 9u) << r.out;  // each file once, and the tree
+  }
+}
+
 // recv -r meets a local symbolic link where a directory of the tree goes: that subtree alone is
 // skipped with one line naming it, every other file is fetched, and the command exits 1 at the end.
 TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
