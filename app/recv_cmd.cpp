@@ -95,24 +95,36 @@ bool retryable_destination(const std::string& dest, const std::string& remote_pa
 
 using client::kKeptNote;
 
+// Whether a partial file --resume would adopt (files::ownership_problem, as partial_distrust) is
+// kept beside `at`, the file a get writes.
+bool keeps_partial(const fs::path& at) {
+  struct stat st {};
+  return ::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) == 0 &&
+         S_ISREG(st.st_mode) && st.st_size > 0 && files::ownership_problem(st, S_IWGRP | S_IWOTH).empty();
+}
+
 // The last failure of a resumable get, with the partial file it leaves named as the first lost
 // connection's line names it (a twenty-seventh re-attack, N8: the last line, after the retries,
 // did not say that what arrived was kept).
 proto::Failure with_kept_note(const proto::Failure& f, const client::ClientOptions& co, const fs::path& local,
                               const std::string& remote) {
-  // Only for a lost connection, and a partial file --resume would adopt (files::ownership_problem,
-  // as partial_distrust; a twenty-eighth re-attack, N2:
-  // the note also followed the server's "no such file" and another user's planted file).
+  // Only for a lost connection, and a partial file --resume would adopt (a twenty-eighth
+  // re-attack, N2: the note also followed the server's "no such file" and another user's planted
+  // file).
   if (!co.resume || f.origin == net::Origin::peer || f.status == proto::Status::busy ||
       std::string_view(f.what()).find(kKeptNote) != std::string_view::npos)
     return f;
   std::error_code ec;
   const fs::path at = fs::is_directory(local, ec) ? local / fs::path(remote).filename() : local;
-  struct stat st {};
-  if (::lstat((at.parent_path() / files::partial_name(at.filename().string())).c_str(), &st) != 0 ||
-      !S_ISREG(st.st_mode) || st.st_size == 0 || !files::ownership_problem(st, S_IWGRP | S_IWOTH).empty())
-    return f;
+  if (!keeps_partial(at)) return f;
   return f.reworded(std::string(f.what()) + std::string(kKeptNote));
+}
+
+// `f` without the note on a kept partial file, which belongs to the one file whose get it ended.
+proto::Failure without_kept_note(const proto::Failure& f) {
+  std::string what = f.what();
+  if (const size_t at = what.find(kKeptNote); at != std::string::npos) what.erase(at, kKeptNote.size());
+  return f.reworded(what);
 }
 
 // `lost`, when given, is set when the command's connection to the source's host failed for good
@@ -220,6 +232,24 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   }
 }
 
+// The end of a recv -r on failure `f` (its note on a kept partial file taken away): each file of
+// the listing not yet reported is named (I58-7), with that note where its partial file is kept
+// (a sixtieth re-attack, O60-5: every file and the tree said so), then the tree.
+int end_tree(const TransferOpts& t, const client::ClientOptions& co, bool tty, const proto::Failure& f,
+             const std::string& tree, TreeMemory& memory, int& rc, client::Client* client) {
+  for (const auto& file : std::exchange(memory.tree.files, {}))
+    if (memory.tree.settled.insert(file.remote))
+      report_not_moved(t, co, tty, file.remote, "not fetched", rc,
+                       f.what() + std::string(co.resume && keeps_partial(file.local) ? kKeptNote : ""));
+  // With --json the tree's object too (a twenty-seventh re-attack, N2: none).
+  json_failed(t, tree,
+              f.origin == net::Origin::peer && f.status == proto::Status::not_directory
+                  ? with_hint(f.what(), " (recv -r fetches directories; a file without -r)")
+                  : std::string(f.what()));
+  return end_on_failure(f, client, proto::Status::not_directory,
+                        " (recv -r fetches directories; a file without -r)");
+}
+
 // One session of recv -r; a lost connection that --retries takes over comes back in `lost`.
 int recv_tree_session(const std::string& src, const std::string& dest, const TransferOpts& t,
                       const client::ClientOptions& co, bool tty, app::RateLimiter& limiter, Retrier& retry,
@@ -278,16 +308,7 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
       lost = f;
       return kExitFail;
     }
-    // Each file of the listing not yet reported is named (I58-7), then the tree.
-    for (const auto& file : std::exchange(memory.tree.files, {}))
-      if (memory.tree.settled.insert(file)) report_not_moved(t, co, tty, file, "not fetched", rc, f.what());
-    // With --json the tree's object too (a twenty-seventh re-attack, N2: none).
-    json_failed(t, remote->path,
-                f.origin == net::Origin::peer && f.status == proto::Status::not_directory
-                    ? with_hint(f.what(), " (recv -r fetches directories; a file without -r)")
-                    : std::string(f.what()));
-    return end_on_failure(f, client.get(), proto::Status::not_directory,
-                          " (recv -r fetches directories; a file without -r)");
+    return end_tree(t, co, tty, without_kept_note(f), remote->path, memory, rc, client.get());
   } catch (const std::exception& e) {
     die_line(e.what());
     return kExitFail;

@@ -823,13 +823,13 @@ bool SeenSet::insert(std::string_view s) {
 bool SeenSet::contains(std::string_view s) const { return digests_.count(digest16(s)) > 0; }
 
 namespace {
-// TreeSessions::files: the files of this session's listing, by their remote paths; the earlier
-// session's are let go only now.
-void remember_files(TreeSessions* across, const RemoteDir& d, const std::string& base) {
+// TreeSessions::files: the files of this session's listing, by their remote paths, and where
+// each goes below `top`; the earlier session's are let go only now.
+void remember_files(TreeSessions* across, const RemoteDir& d, const std::string& base, const fs::path& top) {
   if (!across) return;
-  std::vector<std::string>().swap(across->files);
+  std::vector<TreeSessions::Listed>().swap(across->files);
   for (const auto& e : d.entries)
-    if (e.type == proto::EntryType::file) across->files.push_back(base + e.path);
+    if (e.type == proto::EntryType::file) across->files.push_back({base + e.path, top / e.path});
 }
 }  // namespace
 
@@ -857,7 +857,7 @@ void recv_tree(Client& client, const std::string& remote, const fs::path& dest, 
   std::vector<Made> made;  // directories this command created, parents first
   if (commands_own(top_fd.get(), top_created, by_command)) made.push_back({"", d.mode, d.mtime});
   std::string base = d.path == "." ? std::string() : d.path + "/";
-  remember_files(across, d, base);
+  remember_files(across, d, base, top);
   SkippedTrees skipped;
   for (const auto& e : d.entries) {
     if (skipped.covers(e.path) || skipped.bad_name(e, base, top, pipelined) ||

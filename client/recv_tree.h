@@ -66,13 +66,18 @@ struct TreeSessions {
   // whose line and --json object were already printed, without a word (a fifty-second re-attack,
   // C52-2). Filled by the caller, which reports.
   SeenSet settled;
-  // The files (remote paths) of the latest listing: when a session ends on a failure no retry
-  // takes over, the caller names each one not yet reported, as send -r does (a fifty-eighth
-  // re-attack, I58-7: only the tree was named). One listing's worth, replaced (not added to) when
-  // a session's listing comes; until then the earlier one stays, so that a retry whose listing is
-  // refused (the tree gone, or now a file) still names them (a sixtieth re-attack, O60-4). Set by
-  // recv_tree.
-  std::vector<std::string> files;
+  // The files of the latest listing, by remote path, with where each goes here: when a session
+  // ends on a failure no retry takes over, the caller names each one not yet reported, as send -r
+  // does (a fifty-eighth re-attack, I58-7: only the tree was named), and says which of them keeps
+  // a partial file (a sixtieth re-attack, O60-5: each was said to). One listing's worth, replaced
+  // (not added to) when a session's listing comes; until then the earlier one stays, so that a
+  // retry whose listing is refused (the tree gone, or now a file) still names them (O60-4). Set
+  // by recv_tree.
+  struct Listed {
+    std::string remote;
+    std::filesystem::path local;
+  };
+  std::vector<Listed> files;
 };
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in

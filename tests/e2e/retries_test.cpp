@@ -335,6 +335,53 @@ TEST_F(Retries, FilesTheServerNeverGotAreNotCalledSentBeforeTheLoss) {
   }
 }
 
+// A sixtieth re-attack (O60-5): recv -r --resume cut in a large file named every file not fetched,
+// and the tree, with "(partial file kept for --resume)", though only that file had one; and when
+// the retry could not connect, the file whose partial file stayed did not say so. The note is on
+// that file alone, in both cases.
+TEST_F(Retries, OnlyTheFileWhosePartialFileIsKeptSaysSo) {
+  fs::create_directories(ws.root / "t2");
+  for (int i = 1; i <= 4; ++i) {
+    write_random_file(ws.root / "t2" / ("p" + std::to_string(i)), 1000, uint32_t(300 + i));
+    write_random_file(ws.root / "t2" / ("q" + std::to_string(i)), 2 << 20, uint32_t(310 + i));
+  }
+  const std::string note = " (partial file kept for --resume)";
+  for (const int retries : {0, 1}) {
+    SCOPED_TRACE(retries);
+    const fs::path dest = ws.local / ("d" + std::to_string(retries));
+    fs::create_directories(dest);
+    // In q1; the relay holds the link a second before its reset, so that what came is read and kept.
+    auto relay = std::make_unique<CuttingRelay>(server->port(), 1, 1 << 20, true, false, 0, 1000);
+    const uint16_t port = relay->port();
+    // With a retry: the relay goes at the cut, and the retry cannot connect.
+    std::thread closer;
+    if (retries)
+      closer = std::thread([&relay] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (relay->cut() == 0 && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        relay.reset();
+      });
+    auto r =
+        run({"recv", "-r", "--resume", "--retries", std::to_string(retries), "127.0.0.1:t2", dest.string()},
+            port);
+    if (closer.joinable()) closer.join();
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_TRUE(fs::exists(dest / "t2" / ".q1.aesxfer-partial")) << r.describe();
+    const auto lines = nonempty_lines(r.err);
+    for (int i = 1; i <= 4; ++i) {
+      const std::string named = "aesxfer: t2/q" + std::to_string(i) + ": not fetched: ";
+      const auto it = std::find_if(lines.begin(), lines.end(),
+                                   [&](const std::string& l) { return l.rfind(named, 0) == 0; });
+      ASSERT_NE(it, lines.end()) << named << "\n" << r.err;
+      EXPECT_EQ(it->find(note) != std::string::npos, i == 1) << *it;
+    }
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back().find(note), std::string::npos) << r.err;  // the tree's line
+    EXPECT_EQ(lines.back().find("t2/q"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(Retries, RecvSurvivesThreeCuts) {
   write_random_file(ws.root / "big.bin", 24 * kMiB, 32);
   const fs::path dest = ws.local / "big.bin";
