@@ -232,11 +232,23 @@ int cmd_recv_tree(const std::string& src, const std::string& dest, const Transfe
   }
 }
 
+// The files an earlier listing held that a later one did not (TreeSessions::vanished): each
+// "not fetched", with the note on a partial file kept for it.
+void report_vanished(const TransferOpts& t, const client::ClientOptions& co, bool tty, TreeMemory& memory,
+                     int& rc) {
+  for (const auto& file : std::exchange(memory.tree.vanished, {}))
+    if (memory.tree.settled.insert(file.remote))
+      report_not_moved(t, co, tty, file.remote, "not fetched", rc,
+                       file.remote + ": gone from the server before the retry listed the tree again" +
+                           std::string(co.resume && keeps_partial(file.local) ? kKeptNote : ""));
+}
+
 // The end of a recv -r on failure `f` (its note on a kept partial file taken away): each file of
 // the listing not yet reported is named (I58-7), with that note where its partial file is kept
 // (a sixtieth re-attack, O60-5: every file and the tree said so), then the tree.
 int end_tree(const TransferOpts& t, const client::ClientOptions& co, bool tty, const proto::Failure& f,
              const std::string& tree, TreeMemory& memory, int& rc, client::Client* client) {
+  report_vanished(t, co, tty, memory, rc);
   for (const auto& file : std::exchange(memory.tree.files, {}))
     if (memory.tree.settled.insert(file.remote))
       report_not_moved(t, co, tty, file.remote, "not fetched", rc,
@@ -300,11 +312,13 @@ int recv_tree_session(const std::string& src, const std::string& dest, const Tra
     };
     client::recv_tree(*client, remote->path, dest, t.preserve, fetch_one, note, pipelined, &memory.tree);
     client->bye();
+    report_vanished(t, co, tty, memory, rc);
     if (rc) return rc;
   } catch (const client::TreeEnded&) {  // every file already named
     return kExitFail;
   } catch (const proto::Failure& f) {
     if (retry.worth(f)) {
+      report_vanished(t, co, tty, memory, rc);
       lost = f;
       return kExitFail;
     }

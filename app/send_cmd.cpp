@@ -440,6 +440,12 @@ int cmd_send(const std::vector<std::string>& args, const TransferOpts& t_in) {
     t.retried += retry.take();
     retry.resume(co);  // from here on, what the server kept is verified and continued
   }
+  // Files an earlier session sent whole whose answers were lost, which no later session settled
+  // (removed here before the retry walked its tree): named, as when the retry cannot connect (a
+  // sixty-first re-attack, S61-2: they were named nowhere, exit 0).
+  const std::vector<std::string> unsure = done.unconfirmed();
+  done.settled.insert(unsure.begin(), unsure.end());
+  not_confirmed(t, co, tty, unsure, rc);
   return rc;
 }
 

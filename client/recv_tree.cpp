@@ -827,9 +827,17 @@ namespace {
 // each goes below `top`; the earlier session's are let go only now.
 void remember_files(TreeSessions* across, const RemoteDir& d, const std::string& base, const fs::path& top) {
   if (!across) return;
-  std::vector<TreeSessions::Listed>().swap(across->files);
+  std::vector<TreeSessions::Listed> now;
+  std::set<std::string> listed;
   for (const auto& e : d.entries)
-    if (e.type == proto::EntryType::file) across->files.push_back({base + e.path, top / e.path});
+    if (e.type == proto::EntryType::file) {
+      now.push_back({base + e.path, top / e.path});
+      listed.insert(base + e.path);
+    }
+  for (auto& f : across->files)  // gone since the earlier listing (a sixty-first re-attack, S61-1)
+    if (!listed.count(f.remote) && !across->settled.contains(f.remote))
+      across->vanished.push_back(std::move(f));
+  across->files = std::move(now);
 }
 }  // namespace
 

@@ -78,6 +78,10 @@ struct TreeSessions {
     std::filesystem::path local;
   };
   std::vector<Listed> files;
+  // The files of an earlier listing, not yet reported, that a later one no longer holds (gone
+  // from the server meanwhile): the caller names each "not fetched" and lets them go (a
+  // sixty-first re-attack, S61-1: they had no line, exit 0). Set by recv_tree.
+  std::vector<Listed> vanished;
 };
 
 // recv -r: lists `remote` on the server and recreates it under `dest` with scp -r semantics: in

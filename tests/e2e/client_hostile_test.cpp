@@ -870,6 +870,36 @@ TEST_F(HostileServer, ATreeGoneWhenTheRetryListsItNamesEveryFileNotFetched) {
   }
 }
 
+// A sixty-first re-attack (S61-1): a file the first session listed and the retry's listing no
+// longer held (gone from the server meanwhile) had no line, no --json object, exit 0. Each is
+// named "not fetched", and the command fails.
+TEST_F(HostileServer, AFileGoneFromTheRetrysListingIsNamedNotFetched) {
+  using proto::EntryType;
+  std::vector<proto::ListEntry> entries;
+  for (int i = 0; i < 8; ++i) entries.push_back({EntryType::file, "f" + std::to_string(i), 2, 0644, 0});
+  std::vector<proto::ListEntry> later = entries;
+  later.erase(later.begin() + 5);  // f5 is gone when the retry lists the tree
+  std::atomic<int> gets{0}, lists{0};
+  FakeServer fake([&](net::Conn& c, const proto::Message& m) {
+    if (m.op == proto::Op::list) return FakeServer::send_listing(c, "tree", ++lists == 1 ? entries : later);
+    if (m.op != proto::Op::get) return;
+    if (++gets == 3) throw std::runtime_error("cut");
+    FakeServer::send_file(c, "ok");
+  });
+  const fs::path dest = ws.local / "dest";
+  auto r =
+      run({"recv", "-r", "-q", "--json", "--retries", "1", "127.0.0.1:tree", dest.string()}, fake.port());
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(lists, 2) << r.describe();
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(r.out.find("\"file\":\"tree/f" + std::to_string(i) + "\""), std::string::npos) << i << "\n"
+                                                                                             << r.out;
+  EXPECT_NE(r.out.find("tree/f5: gone from the server before the retry listed the tree again"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dest / "f5"));
+}
+
 // recv -r meets a local symbolic link where a directory of the tree goes: that subtree alone is
 // skipped with one line naming it, every other file is fetched, and the command exits 1 at the end.
 TEST_F(HostileServer, ALocalSymlinkSkipsItsSubtreeAndTheRestArrives) {
