@@ -477,6 +477,20 @@ namespace {
 
 constexpr const char* kKeyType = "aesxfer-ed25519";
 
+// Where the first word after the key that decodes as a key (44 base64 characters, 32 bytes) starts
+// in `line`, or npos.
+size_t key_in_comment(const std::string& line) {
+  size_t at = line.find(' ');                                  // after the key type
+  at = at == std::string::npos ? at : line.find(' ', at + 1);  // after the key
+  while (at != std::string::npos) {
+    const size_t start = at + 1, end = std::min(line.find(' ', start), line.size());
+    proto::PublicKey pk{};
+    if (end - start == 44 && unb64(line.substr(start, 44), pk.data(), pk.size())) return start;
+    at = end < line.size() ? end : std::string::npos;
+  }
+  return std::string::npos;
+}
+
 // The first character of `line` that printable() would escape, named ("U+2215 at byte 57",
 // "the byte 0xff at byte 9, not UTF-8"), or "". A backslash, which printable() escapes too, is
 // harmless here.
@@ -529,6 +543,11 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   if (const size_t at = line.find(kKeyType, 1); at != std::string::npos)
     throw Failure("the key line's comment holds \"" + std::string(kKeyType) + "\" (at byte " +
                   std::to_string(at + 1) + "), which a terminal can show as another key; nothing written");
+  // A key in the comment, whatever the word before it: "аesxfer-ed25519" with a Cyrillic a, or in
+  // capitals, passed, and alice's key showed on a line of its own (a sixty-first re-attack, R61-5).
+  if (const size_t at = key_in_comment(line); at != std::string::npos)
+    throw Failure("the key line's comment holds a key (at byte " + std::to_string(at + 1) +
+                  "), which a terminal can show as another key line; nothing written");
   proto::PublicKey pk{};
   if (!decode_public_key(line, pk))
     throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");

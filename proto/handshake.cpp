@@ -188,14 +188,22 @@ void ephemeral(const std::unique_ptr<FixedEphemeral>& fixed, uint8_t pk[32], uin
 
 // " (it allows: a, b)" for a refusal's bit set of cipher or MAC wire ids; "" when it names none
 // (an older server's zeros).
+// A name in a refusal's list: "none" says what it is, or "(it allows: none)" read as "it allows
+// nothing" (a sixty-first re-attack, S61-4).
+std::string listed(const std::string& name, const char* none_is) {
+  return name == "none" ? "none (" + std::string(none_is) + ")" : name;
+}
+
 std::string allowed_names(uint32_t bits, bool ciphers) {
   std::string out;
   if (ciphers) {
     for (const auto& c : crypto::ciphers())
-      if (c.wire_id < 32 && (bits & (1u << c.wire_id))) out += std::string(out.empty() ? "" : ", ") + c.name;
+      if (c.wire_id < 32 && (bits & (1u << c.wire_id)))
+        out += std::string(out.empty() ? "" : ", ") + listed(c.name, "no encryption");
   } else {
     for (const auto& m : crypto::macs())
-      if (m.wire_id < 32 && (bits & (1u << m.wire_id))) out += std::string(out.empty() ? "" : ", ") + m.name;
+      if (m.wire_id < 32 && (bits & (1u << m.wire_id)))
+        out += std::string(out.empty() ? "" : ", ") + listed(m.name, "no MAC");
   }
   return out.empty() ? "" : " (it allows: " + out + ")";
 }
@@ -203,8 +211,9 @@ std::string allowed_names(uint32_t bits, bool ciphers) {
 std::string checksum_set_names(uint32_t bits) {
   std::string out;
   for (auto a : {crypto::ChecksumAlg::xxh128, crypto::ChecksumAlg::sha256, crypto::ChecksumAlg::none})
-    if (bits & (1u << uint8_t(a))) out += std::string(out.empty() ? "" : ", ") + crypto::checksum_name(a);
-  return out.empty() ? "none at all" : out;
+    if (bits & (1u << uint8_t(a)))
+      out += std::string(out.empty() ? "" : ", ") + listed(crypto::checksum_name(a), "no checksum");
+  return out.empty() ? "not one of them" : out;
 }
 
 std::vector<uint8_t> seal_client_auth(const uint8_t k_c2s[32], const std::array<uint8_t, 32>& th2,
@@ -334,7 +343,8 @@ struct ClientHandshake::Impl {
 
   // The client's reading of a refusal status in the ServerHello; `info` is its record-size field.
   // A refusal that contradicts itself (what it refuses among what it allows, a MAC refused for a
-  // cipher that ignores it) is no server's policy: a malformed ServerHello, not shown as one (a
+  // cipher that ignores it, a version refused in a ServerHello of the client's own version; the
+  // caller has read that version already) is no server's policy: a malformed ServerHello, not shown as one (a
   // sixtieth re-attack, P60-2).
   bool contradicts(uint8_t status, uint32_t info) const {
     const auto has = [info](unsigned bit) { return bit < 32 && (info & (1u << bit)); };
@@ -345,6 +355,8 @@ struct ClientHandshake::Impl {
         return keys.cipher->aead || has(keys.mac->wire_id);
       case kStatusChecksum:
         return has(unsigned(keys.checksum));
+      case kStatusVersion:  // in a ServerHello of this client's own version (a sixty-first re-attack, S61-3)
+        return true;
       default:
         return false;
     }
@@ -354,8 +366,8 @@ struct ClientHandshake::Impl {
     if (contradicts(status, info))
       return failed(
           errc::bad_handshake, consumed,
-          std::string("the ServerHello's refusal contradicts itself (it refuses what it allows, or a "
-                      "MAC for a cipher that has none)") +
+          std::string("the ServerHello's refusal contradicts itself (it refuses what it allows, a MAC for "
+                      "a cipher that has none, or the version it speaks itself)") +
               kUnsigned);
     switch (status) {
       case kStatusCipher:
@@ -366,10 +378,6 @@ struct ClientHandshake::Impl {
         return failed(errc::unsupported_mac, consumed,
                       std::string("the server does not support or allow MAC ") + keys.mac->name +
                           allowed_names(info, false) + kUnsigned);
-      case kStatusVersion:
-        return failed(errc::bad_magic, consumed,
-                      "the server does not speak protocol version " + std::to_string(kVersion) +
-                          " (upgrade the older end)" + kUnsigned);
       case kStatusChecksum:
         return failed(errc::unsupported_checksum, consumed,
                       std::string("the server does not allow checksum ") +

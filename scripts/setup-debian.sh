@@ -4,7 +4,8 @@ set -euo pipefail
 # openssh-client and openssh-server: `aesxfer bench --vs-scp` and its tests (tests/e2e/bench_test.cpp)
 # run scp against a throwaway sshd on 127.0.0.1; the tests fail without them.
 # python3-cryptography: tests/protocol_vectors.py, the second derivation of PROTOCOL.md section 6.
-pkgs=(build-essential cmake ninja-build pkg-config git
+# btrfs-progs: a loop-mounted btrfs image in tests/e2e/server_modes_test.cpp (directories of one link).
+pkgs=(build-essential cmake ninja-build pkg-config git btrfs-progs
       libboost-dev libsodium-dev libcli11-dev libgtest-dev libxxhash-dev xxhash
       libssl-dev openssl iproute2 clang libclang-rt-14-dev valgrind
       dpkg-dev lintian systemd openssh-client openssh-server iperf3 librsvg2-bin python3 python3-cryptography nlohmann-json3-dev

@@ -53,21 +53,40 @@ void DirPins::pin(const std::string& shown, const DirMark& mark) {
   }
 }
 
+void DirPins::refuse_below(const std::string& shown) {
+  refused_.push_back(shown);
+  if (refused_.size() > kMaxRefused) refused_.pop_front();
+}
+
+bool DirPins::refused(const std::string& shown) const {
+  for (const auto& r : refused_)
+    if (shown.size() >= r.size() && shown.compare(0, r.size(), r) == 0 &&
+        (shown.size() == r.size() || shown[r.size()] == '/'))
+      return true;
+  return false;
+}
+
 bool DirPins::holds(const std::string& shown, int dirfd) const {
+  if (refused(shown)) return false;
   if (pins_.empty()) return true;  // no mkdir yet: nothing to hash or read
   const auto it = pins_.find(key(shown));
-  return it == pins_.end() || DirMark::of(dirfd) == it->second;
+  if (it == pins_.end()) return true;
+  const DirMark m = DirMark::of(dirfd);
+  return m.read && m == it->second;
 }
 
 bool DirPins::holds(const std::string& shown, const DirMark& mark) const {
+  if (refused(shown)) return false;
   if (pins_.empty()) return true;
   const auto it = pins_.find(key(shown));
-  return it == pins_.end() || mark == it->second;
+  return it == pins_.end() || (mark.read && mark == it->second);
 }
 
 bool freshly_made_dir(int fd, const timespec& before) {
+  // Emptiness is read from the directory itself, not from its link count: btrfs gives every
+  // directory one link, and every directory it made was refused (a sixty-first re-attack, Q61-1).
   struct statx sx {};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_BTIME, &sx) != 0 || sx.stx_nlink != 2) return false;
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) != 0) return false;
   // Born no earlier than the mkdir (a second's slack: the kernel's clock for it is coarse).
   if ((sx.stx_mask & STATX_BTIME) && sx.stx_btime.tv_sec < before.tv_sec - 1) return false;
   alignas(8) char buf[1024];

@@ -35,12 +35,13 @@ struct DirMark {
 };
 
 // Whether the directory open as `fd` can be the one a mkdir made at `before` (CLOCK_REALTIME, read
-// before the mkdir): empty (two links, no entry), and born then where the file system keeps birth
-// times. Its descriptor's position is left at the start.
+// before the mkdir): empty (no entry but "." and ".."), and born then where the file system keeps
+// birth times. Its descriptor's position is left at the start.
 bool freshly_made_dir(int fd, const timespec& before);
 
 class DirPins {
  public:
+  static constexpr size_t kMaxRefused = 1024;
   static constexpr size_t kMaxPins = 65536;  // 9.7 MB per session at most (measured, N60-7)
 
   // `shown`, the directory's path from the root as a Place shows it ("." for the root), is the
@@ -50,6 +51,9 @@ class DirPins {
   // or than the one `mark` was read from.
   bool holds(const std::string& shown, int dirfd) const;
   bool holds(const std::string& shown, const DirMark& mark) const;
+  // `shown` and everything below it hold no directory for the rest of the session: the mkdir that
+  // was to make it found another directory in its place (a sixty-first re-attack, Q61-3).
+  void refuse_below(const std::string& shown);
   // True only when `shown` is pinned, to the directory `mark` was read from.
   bool pinned(const std::string& shown, const DirMark& mark) const;
   size_t size() const { return pins_.size(); }
@@ -57,7 +61,9 @@ class DirPins {
  private:
   using Key = std::array<uint8_t, 16>;
   static Key key(const std::string& shown);
+  bool refused(const std::string& shown) const;
   std::map<Key, DirMark> pins_;
+  std::deque<std::string> refused_;  // refuse_below's, at most kMaxRefused
   std::deque<Key> order_;
 };
 

@@ -182,12 +182,20 @@ void log_transfer(RequestContext& ctx, const Message& req, const std::string& sh
                   const std::string& client_words = "") {
   const size_t line_cost = kLineFrame + log_value(shown, kLoggedPath).size() + details.size() +
                            log_value(result, kLoggedResult).size();
-  const uint64_t owed = ctx.quiet_bytes->add(shown, w.moved);
-  if (owed > line_cost || w.alone > line_cost || w.replaced > owed || w.hashed >= kHashedWorthALine) {
+  const bool put = req.op == proto::Op::put || req.op == proto::Op::commit;
+  const QuietBytes::Owed before = ctx.quiet_bytes->add(shown, w.moved, put);
+  // Each byte on one line only: this line's own (bytes=), or a count's (unlogged_bytes=), not a
+  // repeat of the count's on this line (a sixty-first re-attack, R61-6).
+  if (before.moved + w.moved > line_cost || w.alone > line_cost || w.replaced > before.put) {
     ctx.quiet_bytes->settle(shown);
-    const std::string before =
-        owed > w.moved ? " earlier_unlogged_bytes=" + std::to_string(owed - w.moved) : std::string();
-    return log_outcome(ctx, req, shown, details + before, result + client_words);
+    return log_outcome(ctx, req, shown, details, result + client_words);
+  }
+  if (w.hashed >= kHashedWorthALine) {
+    if (const auto more = ctx.hashing_lines->take(w.hashed)) {
+      ctx.quiet_bytes->settle(shown);
+      log_outcome(ctx, req, shown, details + *more, result + client_words);
+    }
+    return;
   }
   if (log_quiet(ctx, req, shown, result + client_words, details, w.moved)) ctx.quiet_bytes->settle(shown);
 }
@@ -883,7 +891,11 @@ UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& ta
   // sixtieth re-attack, M60-2: another member of a shared directory's group exchanged the new
   // directory for the server user's private 0700 one, which `send -r -p` then filled and opened
   // to 0775).
+  // Its path and all below it hold no directory for the rest of the session, so that nothing is
+  // written there either: unpinned, the rest of a tree went into the other user's directory (a
+  // sixty-first re-attack, Q61-3).
   if (*made && (st.st_uid != ::geteuid() || !freshly_made_dir(d.get(), made_at))) {
+    ctx.pins.refuse_below(target.shown);
     refuse(ctx, req, target.shown,
            {Status::permission,
             target.shown + ": replaced by another directory as it was made; nothing is written into it"});
@@ -1281,11 +1293,11 @@ void log_unanswered(RequestContext& ctx, const std::string& why) {
   for (const auto& a : ctx.awaiting) {  // one that moved nothing is within the key's budget already
     const uint64_t sent = a.bytes - a.resumed_from;
     const size_t line_cost = kLineFrame + result_cost + log_value(a.shown, kLoggedPath).size();
-    if (sent == 0 || ctx.quiet_bytes->owed(a.shown) + sent > line_cost || a.hashed >= kHashedWorthALine ||
-        n++ < kUnansweredLines) {
+    if (sent == 0 || ctx.quiet_bytes->owed(a.shown).moved + sent > line_cost ||
+        a.hashed >= kHashedWorthALine || n++ < kUnansweredLines) {
       log_awaited(ctx, a, "failed: " + why);
     } else {
-      ctx.quiet_bytes->add(a.shown, sent);  // summed, it counts towards its file's next line (N60-1)
+      ctx.quiet_bytes->add(a.shown, sent, false);  // summed, it counts towards its file's next line (N60-1)
       bytes += sent;
       hashed += a.hashed;  // what the summed ones hashed is said too (a fifty-fifth re-attack, B55-3)
     }
@@ -1343,8 +1355,8 @@ void serve_requests(RequestContext& ctx) {
     RequestContext& ctx;
     ~LeftOut() {
       try {
-        if (const std::string n = ctx.quiet_lines->left_out_suffix(); !n.empty())
-          ctx.log("peer=" + ctx.c.peer() + " msg=\"requests left out of the log\"" + n);
+        const std::string n = ctx.quiet_lines->left_out_suffix() + ctx.hashing_lines->left_out_suffix();
+        if (!n.empty()) ctx.log("peer=" + ctx.c.peer() + " msg=\"requests left out of the log\"" + n);
       } catch (...) {
       }
     }

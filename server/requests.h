@@ -67,6 +67,12 @@ inline std::shared_ptr<LineBudget> quiet_line_budget() {
   return std::make_shared<LineBudget>(10, "unlogged_requests", "unlogged_bytes");
 }
 
+// The budget of one client key's lines written because their requests had the server hash a MiB
+// or more (RequestContext::hashing_lines).
+inline std::shared_ptr<LineBudget> hashing_line_budget() {
+  return std::make_shared<LineBudget>(10, "unlogged_hashing_requests", "unlogged_hashed_bytes");
+}
+
 struct RequestContext {
   Conn& c;
   const proto::SessionKeys& keys;
@@ -89,6 +95,12 @@ struct RequestContext {
   // The bytes this key's transfers moved without a line naming their file, by file, shared by its
   // sessions (server/quiet_bytes.h): the server sets the key's; alone (tests), a session has its own.
   std::shared_ptr<QuietBytes> quiet_bytes = std::make_shared<QuietBytes>();
+  // Lines worth writing only for what their requests had the server hash (a probe, a resumed
+  // transfer that moved little): ten a second per key, of their own, so that cheap stats cannot
+  // spend them (A55-1); the rest counted with the bytes hashed. Without a bound, probes of 1 MiB
+  // files with long names wrote 1.72 times what the client sent and read (a sixty-first
+  // re-attack, R61-4). The server sets the key's; alone (tests), a session has its own.
+  std::shared_ptr<LineBudget> hashing_lines = hashing_line_budget();
   // The names this key's listings may still have the server read (server/name_budget.h), shared by
   // all its sessions; the server sets the key's, from --max-list. Alone (tests): none.
   std::shared_ptr<NameBudget> listing_names = nullptr;

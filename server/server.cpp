@@ -84,6 +84,7 @@ struct Server::Impl {
   struct KeyShared {
     std::shared_ptr<LineBudget> quiet_lines;    // RequestContext::quiet_lines
     std::shared_ptr<QuietBytes> quiet_bytes;    // RequestContext::quiet_bytes
+    std::shared_ptr<LineBudget> hashing_lines;  // RequestContext::hashing_lines
     std::shared_ptr<MadeDirs> made_dirs;        // RequestContext::key_made_dirs
     std::shared_ptr<NameBudget> listing_names;  // RequestContext::listing_names
     std::shared_ptr<NameBudget> walk_names;     // RequestContext::walk_names
@@ -506,12 +507,14 @@ void Server::Impl::serve_requests(Conn& c, const proto::SessionKeys& keys) {
     if (fresh)
       k = {quiet_line_budget(),
            std::make_shared<QuietBytes>(),
+           hashing_line_budget(),
            std::make_shared<MadeDirs>(),
            listing_name_budget(limits.max_list_entries),
            listing_name_budget(limits.max_list_entries),
            probe_hash_allowance(limits.max_probe_hash)};
     ctx.quiet_lines = k.quiet_lines;
     ctx.quiet_bytes = k.quiet_bytes;
+    ctx.hashing_lines = k.hashing_lines;
     ctx.key_made_dirs = k.made_dirs;
     ctx.listing_names = k.listing_names;
     ctx.walk_names = k.walk_names;

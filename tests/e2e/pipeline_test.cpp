@@ -904,10 +904,101 @@ TEST_F(PipelineHostileClient, AFileReadInRangesTooSmallForALineIsNamed) {
     accounted = sum_of(log, "bytes", "op=get file=\"db.bin\"") + sum_of(log, "unlogged_bytes");
   }
   EXPECT_EQ(accounted, kSize) << log;
+  // Each byte once: not again on a line as the earlier ones' (a sixty-first re-attack, R61-6).
+  EXPECT_EQ(sum_of(log, "bytes", "op=get file=\"db.bin\"") + sum_of(log, "[a-z_]*unlogged_bytes"), kSize)
+      << log;
   // A line takes about 300 bytes here: one for every two or three ranges, and never one for each.
   EXPECT_GE(named, kSize / kChunk / 4) << log;
   EXPECT_LT(named, kSize / kChunk) << log;
   EXPECT_EQ(log.find("requests that moved no data"), std::string::npos) << log;
+}
+
+// A sixty-first re-attack (R61-1): with the ledger full, a 1-byte put to a fresh name after each
+// 250-byte piece pushed the file's sum out, and a 200 KB file was read with no line naming it. The
+// file with the fewest bytes is forgotten: the pieces still add up to lines.
+TEST_F(PipelineHostileClient, AFileReadInPiecesIsNamedWhateverFillsTheLedger) {
+  constexpr uint64_t kSize = 10000, kChunk = 250;
+  write_random_file(ws.root / "secret.bin", kSize, 63);
+  fs::create_directories(ws.root / "j");
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  int fresh = 0;
+  const auto junk = [&] { return s.put(make_request(Op::put, "j/" + std::to_string(fresh++)), "x").status; };
+  for (int i = 0; i < 4200; ++i) ASSERT_EQ(junk(), Status::ok);
+  Message req = make_request(Op::get, "secret.bin", "", kSize);
+  req.flags = proto::kFlagRange;
+  req.xfer_id.fill(8);
+  req.nparts = 1;
+  req.length = kChunk;
+  for (uint64_t off = 0; off < kSize; off += kChunk) {
+    spend_quiet_lines(s);
+    req.offset = off;
+    ASSERT_EQ(s.ask(req).status, Status::ok);
+    net::recv_stream(s.conn(), -1, kChunk, nullptr, net::StreamOptions{0, false, true, off});
+    Message ok;
+    ok.type = MsgType::result;
+    s.conn().send_message(ok);
+    ASSERT_EQ(junk(), Status::ok);
+  }
+  s.bye();
+  std::string log;
+  uint64_t named = 0;
+  for (int wait = 0; wait < 30 && named < kSize / kChunk / 4; ++wait) {
+    if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server->log();
+    named = 0;
+    for (const auto& l : nonempty_lines(log))
+      named += l.find("op=get file=\"secret.bin\"") != std::string::npos;
+  }
+  // A line takes about 300 bytes here: one for every two pieces.
+  EXPECT_GE(named, kSize / kChunk / 4) << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+}
+
+// A sixty-first re-attack (R61-3): a put over another's file of 85 bytes (or the server's), of 86
+// bytes, moved more than it replaced and less than its line, and no line named it; reading the
+// file first made its bytes count as the key's own. A put that replaced more than this key's puts
+// had written there is named.
+TEST_F(PipelineHostileClient, APutOverAnothersSmallFileIsNamed) {
+  write_text_file(ws.root / "trusted_keys", std::string(84, 'k') + "\n");
+  HandSession s(server->port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  std::string got;
+  spend_quiet_lines(s);
+  ASSERT_EQ(s.get(make_request(Op::get, "trusted_keys"), &got).status, Status::ok);
+  ASSERT_EQ(s.put(make_request(Op::put, "trusted_keys"), std::string(85, 'm') + "\n").status, Status::ok);
+  s.bye();
+  EXPECT_TRUE(server->wait_for_log("op=put file=\"trusted_keys\"", 5)) << server->log();
+}
+
+// A sixty-first re-attack (R61-4): a line written only for what its request had the server hash (a
+// probe of a 1 MiB file) was outside every budget: probes with long names wrote 1.72 times what
+// the client sent and read. Ten a second per key, of their own, and the rest counted with the
+// bytes hashed.
+TEST_F(PipelineHostileClient, LinesPaidForOnlyByHashingHaveABudget) {
+  write_random_file(ws.root / "big", 1 << 20, 64);
+  constexpr int kSessions = 40;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSessions; ++i) {
+    HandSession s(server->port(), ws.home / "id_ed25519");
+    ASSERT_TRUE(s.welcome_ok);
+    const Message r = s.ask(make_request(Op::probe, "big", "", 1 << 20));
+    ASSERT_EQ(r.status, Status::ok) << r.text;
+    ASSERT_FALSE(r.digest.empty());
+    s.bye();
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string log;
+  uint64_t lines = 0, counted = 0;
+  for (int wait = 0; wait < 50 && lines + counted < uint64_t(kSessions); ++wait) {
+    if (wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = server->log();
+    lines = 0;
+    for (const auto& l : nonempty_lines(log)) lines += l.find("op=probe file=\"big\"") != std::string::npos;
+    counted = sum_of(log, "unlogged_hashing_requests");
+  }
+  EXPECT_EQ(lines + counted, uint64_t(kSessions)) << log;
+  EXPECT_LE(double(lines), 10 * (secs + 1) + 1) << secs << " s\n" << log;
+  EXPECT_EQ(sum_of(log, "unlogged_hashed_bytes"), counted << 20) << log;
 }
 
 // A sixtieth re-attack (N60-2): a resumed put of 1 byte that completed a file whose pieces had

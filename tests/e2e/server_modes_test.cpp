@@ -230,8 +230,18 @@ TEST(ServerModesRace, ADirectoryExchangedForTheNewOneAsItWasMadeIsNotTakenForIt)
   EXPECT_EQ(r.status, proto::Status::permission) << r.text;
   EXPECT_EQ(r.text, "team/shared: replaced by another directory as it was made; nothing is written into it");
   ASSERT_EQ(read_text_file(ws.root / "team/shared/secret"), "TOPSECRET") << "the probe did not act";
+  // A sixty-first re-attack (Q61-3): nothing below it either, for the rest of the session; it was
+  // not pinned, and the rest of a tree went into the directory found there.
+  const proto::Message sub = s.ask(make_request(proto::Op::mkdir, "team/shared/sub"));
+  EXPECT_NE(sub.status, proto::Status::ok) << sub.text;
+  for (const char* path : {"team/shared", "team/shared/sub"}) {
+    const proto::Message put = s.put(make_request(proto::Op::put, path, "f"), "data");
+    EXPECT_NE(put.status, proto::Status::ok) << path << ": " << put.text;
+  }
+  EXPECT_FALSE(fs::exists(ws.root / "team/shared/f"));
+  EXPECT_FALSE(fs::exists(ws.root / "team/shared/sub"));
   mk.flags = proto::kFlagPreserve;
-  s.ask(mk);  // found there, not made: it keeps its mode
+  s.ask(mk);  // refused too: it keeps its mode
   EXPECT_EQ(mode_of(ws.root / "team/shared"), 0700u) << std::oct << mode_of(ws.root / "team/shared");
   s.bye();
   EXPECT_EQ(server.stop(), 0);
@@ -329,6 +339,48 @@ TEST_F(ServerModes, ADirectoryMadeAgainIsAnotherIdentityWithoutBirthTimes) {
   const std::string again = made();
   EXPECT_EQ(again.size(), 32u);
   EXPECT_NE(again, first);
+}
+
+// A btrfs image, loop-mounted at `at` (root, mkfs.btrfs and a loop device); unmounted on the way out.
+struct BtrfsFs {
+  fs::path at, image;
+  bool ok = false;
+  explicit BtrfsFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
+    fs::create_directories(at);
+    const std::string make = "truncate -s 32M '" + image.string() + "' && mkfs.btrfs -q -f -M '" +
+                             image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
+                             "' '" + at.string() + "' 2>/dev/null";
+    ok = std::system(make.c_str()) == 0;
+  }
+  ~BtrfsFs() {
+    if (ok && ::umount2(at.c_str(), MNT_DETACH) != 0) std::perror("umount");
+    std::error_code ec;
+    fs::remove(image, ec);
+  }
+};
+
+// A sixty-first re-attack (Q61-1): a directory the mkdir had made was taken as made only with two
+// links, and btrfs gives every directory one: each was refused as "replaced by another directory
+// as it was made", and -p never applied. Emptiness is read from the directory itself.
+TEST_F(ServerModes, ADirectoryMadeOnBtrfsIsTakenAsMade) {
+  BtrfsFs bt(ws.root / "bt");
+  if (!bt.ok) GTEST_SKIP() << "cannot loop-mount a btrfs image here (needs mkfs.btrfs, a loop device, root)";
+  HandSession s(server->port(), id);
+  ASSERT_TRUE(s.welcome_ok);
+  proto::Message mk = make_request(proto::Op::mkdir, "bt/q");
+  mk.mode = 0750;
+  const proto::Message a = s.ask(mk);
+  EXPECT_EQ(a.status, proto::Status::ok) << a.text;
+  struct stat st {};
+  ASSERT_EQ(::stat((bt.at / "q").c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 1u) << "btrfs directories of one link: not the case under test";
+  mk.flags = proto::kFlagPreserve;
+  mk.mode = 0705;
+  EXPECT_EQ(s.ask(mk).status, proto::Status::ok);
+  EXPECT_EQ(mode_of(bt.at / "q"), 0705u) << std::oct << mode_of(bt.at / "q");
+  EXPECT_EQ(s.put(make_request(proto::Op::put, "bt/q", "f"), "data").status, proto::Status::ok);
+  EXPECT_EQ(read_text_file(bt.at / "q/f"), "data");
+  s.bye();
 }
 
 // A fifty-ninth re-attack (K59-3): where the file system keeps no metadata checksums, a

@@ -331,7 +331,12 @@ TEST(Authorize, NoCommentShowsAsAnotherKeyAndEachRefusalNamesItsCharacter) {
             "etc",
             "the key line holds U+2215 at byte 62, which a terminal does not show as it is"},
            {"nb\xc2\xa0sp", "the key line holds U+00A0 at byte 64"},
-           {"bad \xff", "the key line holds the byte 0xff at byte 66, not UTF-8"}}) {
+           {"bad \xff", "the key line holds the byte 0xff at byte 66, not UTF-8"},
+           // A sixty-first (R61-5): the key type in a look-alike spelling, or in capitals.
+           {"mallory@build-host \xd0\xb0" + alice.line.substr(1) + " alice@laptop",
+            "the key line's comment holds a key (at byte 98)"},
+           {"m AESXFER-ED25519 " + alice.line.substr(16),
+            "the key line's comment holds a key (at byte 80)"}}) {
     ProcResult r =
         run_aesxfer({"authorize", other.line.substr(0, other.line.find(' ', 16)) + " " + tail}, ws.home, 30);
     EXPECT_NE(r.exit_code, 0) << r.describe();

@@ -12,6 +12,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "crypto/suite.h"
@@ -467,7 +468,10 @@ TEST(Handshake, UnknownCipherIsRefused) {
   EXPECT_NE(c.detail.find("aes128-gcm"), std::string::npos);
   // The mask on the wire comes back as every row of the table, by name, in table order.
   std::string allows;
-  for (const auto& cd : crypto::ciphers()) allows += (allows.empty() ? "" : ", ") + std::string(cd.name);
+  // "none" says what it is (a sixty-first re-attack, S61-4: "(it allows: none)" read as nothing).
+  for (const auto& cd : crypto::ciphers())
+    allows += (allows.empty() ? "" : ", ") +
+              (std::string(cd.name) == "none" ? std::string("none (no encryption)") : std::string(cd.name));
   EXPECT_NE(c.detail.find("(it allows: " + allows + ")"), std::string::npos) << c.detail;
   EXPECT_NE(c.detail.find("aes128-cbc, blowfish-cbc, arcfour"), std::string::npos) << c.detail;
   // Said to be unsigned: a host on the path can forge it (a fifty-first re-attack, C51-2).
@@ -527,7 +531,9 @@ TEST(Handshake, WrongVersionAndMagic) {
     EXPECT_EQ(b.ec, make_error_code(errc::bad_magic));
     ASSERT_FALSE(b.send.empty());
     EXPECT_EQ(b.send[14], 3);
-    EXPECT_EQ(p.c->feed(b.send.data(), b.send.size()).ec, make_error_code(errc::bad_magic));
+    // Its ServerHello is of this client's own version: a refusal that contradicts itself (a
+    // sixty-first re-attack, S61-3), as what changed the ClientHello on the way makes it.
+    EXPECT_EQ(p.c->feed(b.send.data(), b.send.size()).ec, make_error_code(errc::bad_handshake));
   }
   {  // A version 1 client (108-byte ClientHello) is told the version, not "malformed".
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
@@ -573,14 +579,14 @@ TEST(Handshake, WrongVersionAndMagic) {
 // one: a host on the path can send any of them (a fifty-second re-attack's note; C51-2).
 TEST(Handshake, EveryRefusalInAServerHelloIsSaidToBeUnauthenticated) {
   const std::string unsigned_note = "this refusal is not authenticated (any host on the path can send it)";
-  {  // status 3: the server does not speak this version
+  {  // status 3 in a ServerHello of this client's version: it contradicts itself (S61-3)
     Pair p(cipher("aes128-gcm"), mac("hmac-sha256"));
     Step a = p.c->start();
     a.send[13] = 2;
     Step b = p.s->feed(a.send.data(), a.send.size());
     Step c = p.c->feed(b.send.data(), b.send.size());
-    EXPECT_EQ(c.ec, make_error_code(errc::bad_magic));
-    EXPECT_NE(c.detail.find("does not speak protocol version"), std::string::npos) << c.detail;
+    EXPECT_EQ(c.ec, make_error_code(errc::bad_handshake));
+    EXPECT_NE(c.detail.find("contradicts itself"), std::string::npos) << c.detail;
     EXPECT_NE(c.detail.find(unsigned_note), std::string::npos) << c.detail;
   }
   {  // a ServerHello of another version
@@ -626,7 +632,9 @@ TEST(Handshake, ARefusalThatContradictsItselfIsAMalformedServerHello) {
   for (const Case& k :
        {Case{1, gcm | cbc, "aes128-gcm", "none", true}, Case{1, cbc, "aes128-gcm", "none", false},
         Case{2, sha, "aes128-gcm", "none", true}, Case{2, sha, "aes128-cbc", "hmac-sha256", true},
-        Case{2, sha, "aes128-cbc", "none", false}, Case{4, xxh, "aes128-gcm", "none", true}}) {
+        Case{2, sha, "aes128-cbc", "none", false}, Case{4, xxh, "aes128-gcm", "none", true},
+        // A sixty-first (S61-3): the version refused in a ServerHello of the client's own version.
+        Case{3, 0, "aes128-gcm", "none", true}}) {
     Pair p(cipher(k.cipher), mac(k.mac));
     p.c->start();
     std::vector<uint8_t> f = busy_server_hello();
@@ -642,6 +650,20 @@ TEST(Handshake, ARefusalThatContradictsItselfIsAMalformedServerHello) {
       EXPECT_NE(c.ec, make_error_code(errc::bad_handshake)) << what << ": " << c.detail;
       EXPECT_NE(c.detail.find("it allows"), std::string::npos) << what << ": " << c.detail;
     }
+  }
+  // A sixty-first re-attack (S61-4): a list of "none" alone read as "it allows nothing"; an empty
+  // one, "none at all", as the opposite. Each says what it is.
+  for (const auto& [status, mask, want] : std::vector<std::tuple<uint8_t, uint32_t, std::string>>{
+           {1, 1u << cipher("none").wire_id, "(it allows: none (no encryption))"},
+           {4, 1u << uint8_t(crypto::ChecksumAlg::none), "(it allows: none (no checksum))"},
+           {4, 0, "(it allows: not one of them)"}}) {
+    Pair p(cipher("aes128-gcm"), mac("none"));
+    p.c->start();
+    std::vector<uint8_t> f = busy_server_hello();
+    f[14] = status;
+    crypto::store_be32(f.data() + 5 + 106, mask);
+    Step c = p.c->feed(f.data(), f.size());
+    EXPECT_NE(c.detail.find(want), std::string::npos) << c.detail;
   }
 }
 
