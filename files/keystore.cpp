@@ -476,6 +476,7 @@ std::vector<proto::PublicKey> load_trusted_keys(const fs::path& file, std::strin
 namespace {
 
 constexpr const char* kKeyType = "aesxfer-ed25519";
+constexpr size_t kMaxComment = 59;  // a key line, "aesxfer-ed25519 " and its key, is 60 bytes
 
 // Where the first word after the key that decodes as a key (44 base64 characters, 32 bytes) starts
 // in `line`, or npos.
@@ -548,6 +549,15 @@ Authorize authorize_key(const fs::path& file, const std::string& line_in) {
   if (const size_t at = key_in_comment(line); at != std::string::npos)
     throw Failure("the key line's comment holds a key (at byte " + std::to_string(at + 1) +
                   "), which a terminal can show as another key line; nothing written");
+  // Shorter than a key line (60 bytes): whatever its spelling, no comment can show as another key
+  // line on a row of its own, at any width. A look-alike key type with a key of 43 characters, or
+  // one with a look-alike letter, passed every rule above (a sixty-second re-attack, U62-3).
+  const size_t first = line.find(' '),
+               second = first == std::string::npos ? first : line.find(' ', first + 1);
+  if (second != std::string::npos && line.size() - second - 1 > kMaxComment)
+    throw Failure("the key line's comment is " + std::to_string(line.size() - second - 1) +
+                  " bytes, more than " + std::to_string(kMaxComment) +
+                  " (a longer one can show as another key line); nothing written");
   proto::PublicKey pk{};
   if (!decode_public_key(line, pk))
     throw Failure("not a key line (expected 'aesxfer-ed25519 BASE64 [comment]', as aesxfer keygen prints)");

@@ -45,12 +45,25 @@ void DirPins::pin(const std::string& shown, const DirMark& mark) {
   const Key k = key(shown);
   const auto [it, added] = pins_.insert_or_assign(k, mark);
   (void)it;
+  at_.insert_or_assign({mark.dev, mark.ino}, k);
   if (!added) return;
   order_.push_back(k);
   if (order_.size() > kMaxPins) {
-    pins_.erase(order_.front());
+    const auto gone = pins_.find(order_.front());
+    if (gone != pins_.end()) {
+      const auto where = at_.find({gone->second.dev, gone->second.ino});
+      if (where != at_.end() && where->second == gone->first) at_.erase(where);
+      pins_.erase(gone);
+    }
     order_.pop_front();
   }
+}
+
+bool DirPins::pinned_elsewhere(const std::string& shown, const DirMark& mark) const {
+  const auto it = at_.find({mark.dev, mark.ino});
+  if (it == at_.end() || it->second == key(shown)) return false;
+  const auto pin = pins_.find(it->second);
+  return pin != pins_.end() && pin->second == mark;
 }
 
 void DirPins::refuse_below(const std::string& shown) {

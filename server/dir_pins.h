@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace aesxfer::server {
 
@@ -54,6 +55,10 @@ class DirPins {
   // `shown` and everything below it hold no directory for the rest of the session: the mkdir that
   // was to make it found another directory in its place (a sixty-first re-attack, Q61-3).
   void refuse_below(const std::string& shown);
+  // True when the directory `mark` was read from is pinned at another path than `shown`: moved
+  // there meanwhile (a sixty-second re-attack, U62-2: the session's own directory, renamed or
+  // exchanged into another path's place, took that path's subtree).
+  bool pinned_elsewhere(const std::string& shown, const DirMark& mark) const;
   // True only when `shown` is pinned, to the directory `mark` was read from.
   bool pinned(const std::string& shown, const DirMark& mark) const;
   size_t size() const { return pins_.size(); }
@@ -63,7 +68,8 @@ class DirPins {
   static Key key(const std::string& shown);
   bool refused(const std::string& shown) const;
   std::map<Key, DirMark> pins_;
-  std::deque<std::string> refused_;  // refuse_below's, at most kMaxRefused
+  std::map<std::pair<uint64_t, uint64_t>, Key> at_;  // each pinned directory's (device, inode): where
+  std::deque<std::string> refused_;                  // refuse_below's, at most kMaxRefused
   std::deque<Key> order_;
 };
 

@@ -36,6 +36,11 @@ class LineBudget {
     ++used_;
     return suffix_locked();
   }
+  // Counts data bytes left out with those of the lines left out, without a line of their own.
+  void add_bytes(uint64_t moved) {
+    std::lock_guard<std::mutex> g(mu_);
+    left_out_bytes_ += moved;
+  }
   // " KEY=N" for the lines left out since the last one written (and forgets them), or "".
   std::string left_out_suffix() {
     std::lock_guard<std::mutex> g(mu_);
@@ -45,7 +50,7 @@ class LineBudget {
  private:
   std::string suffix_locked() {
     const uint64_t n = std::exchange(left_out_, 0), bytes = std::exchange(left_out_bytes_, 0);
-    if (!n) return std::string();
+    if (!n && !(bytes_key_ && bytes)) return std::string();
     std::string s = " " + std::string(key_) + "=" + std::to_string(n);
     if (bytes_key_ && bytes) s += " " + std::string(bytes_key_) + "=" + std::to_string(bytes);
     return s;

@@ -169,6 +169,9 @@ struct Worth {
   uint64_t alone = 0;     // judged alone: the size of the file a put made
   uint64_t hashed = 0;    // the bytes of a file the server hashed for it (hashed_here)
   uint64_t replaced = 0;  // the size of the file a put replaced
+  // What a put left in place (the file it made; nothing for a failed put or a ranged part): from
+  // here, the key's own bytes there (server/quiet_bytes.h).
+  std::optional<uint64_t> placed = std::nullopt;
 };
 
 // What a line costs the log beyond its path, details and result: the time, peer, op and keys.
@@ -182,19 +185,20 @@ void log_transfer(RequestContext& ctx, const Message& req, const std::string& sh
                   const std::string& client_words = "") {
   const size_t line_cost = kLineFrame + log_value(shown, kLoggedPath).size() + details.size() +
                            log_value(result, kLoggedResult).size();
-  const bool put = req.op == proto::Op::put || req.op == proto::Op::commit;
-  const QuietBytes::Owed before = ctx.quiet_bytes->add(shown, w.moved, put);
+  const QuietBytes::Owed before = ctx.quiet_bytes->add(shown, w.moved, w.placed);
   // Each byte on one line only: this line's own (bytes=), or a count's (unlogged_bytes=), not a
   // repeat of the count's on this line (a sixty-first re-attack, R61-6).
-  if (before.moved + w.moved > line_cost || w.alone > line_cost || w.replaced > before.put) {
+  if (before.moved + w.moved > line_cost || w.alone > line_cost || w.replaced > before.placed) {
     ctx.quiet_bytes->settle(shown);
     return log_outcome(ctx, req, shown, details, result + client_words);
   }
   if (w.hashed >= kHashedWorthALine) {
     if (const auto more = ctx.hashing_lines->take(w.hashed)) {
       ctx.quiet_bytes->settle(shown);
-      log_outcome(ctx, req, shown, details + *more, result + client_words);
+      return log_outcome(ctx, req, shown, details + *more, result + client_words);
     }
+    // Left out: its data bytes are counted with the others' (a sixty-second re-attack's note).
+    ctx.quiet_lines->add_bytes(w.moved);
     return;
   }
   if (log_quiet(ctx, req, shown, result + client_words, details, w.moved)) ctx.quiet_bytes->settle(shown);
@@ -298,7 +302,9 @@ void receive(RequestContext& ctx, const Message& req, const std::string& shown, 
   // file was never logged (a fifty-first re-attack, B51-2).
   const uint64_t made = (req.flags & proto::kFlagRange) ? 0 : length;
   log_transfer(
-      ctx, req, shown, {length - so.offset, made, ctx.hashed_here, r.replaced},
+      ctx, req, shown,
+      {length - so.offset, made, ctx.hashed_here, r.replaced,
+       (req.flags & proto::kFlagRange) ? std::nullopt : std::optional<uint64_t>(length)},
       transfer_details(ctx, req, length - so.offset, std::chrono::duration<double>(Clock::now() - t0).count(),
                        resumed_from, ctx.hashed_here),
       "ok");
@@ -844,7 +850,7 @@ void handle_commit(RequestContext& ctx, const Message& req) {
   // Worth the file it made and the one it replaced, as a put (receive()): an empty one within the
   // budget, unless it emptied a file that held something (B50-2); logged before the answer, which
   // a reset connection makes fail (B51-2).
-  log_transfer(ctx, req, t->shown, {0, t->size, 0, replaced}, os.str(), "ok");
+  log_transfer(ctx, req, t->shown, {0, t->size, 0, replaced, t->size}, os.str(), "ok");
   ctx.c.send_message(response(Status::ok));
 }
 
@@ -896,9 +902,12 @@ UniqueFd make_directory(RequestContext& ctx, const Message& req, const Place& ta
   // sixty-first re-attack, Q61-3).
   if (*made && (st.st_uid != ::geteuid() || !freshly_made_dir(d.get(), made_at))) {
     ctx.pins.refuse_below(target.shown);
-    refuse(ctx, req, target.shown,
-           {Status::permission,
-            target.shown + ": replaced by another directory as it was made; nothing is written into it"});
+    refuse(
+        ctx, req, target.shown,
+        {Status::permission,
+         target.shown +
+             ": not the empty directory its mkdir made (another was put in its place, or written into, as it "
+             "was made); nothing is written into it"});
     return UniqueFd();
   }
   return d;
@@ -915,6 +924,21 @@ void preserve_made(RequestContext& ctx, const Message& req, const Place& target,
   // The very directory made at this path (MadeDirs): not one renamed here, nor an inode given again.
   if (!target.name.empty() && ctx.key_made_dirs->has(target.shown, mark))
     apply_mode_mtime(fd, req.mode | 0700, req.mtime);
+}
+
+// Why a directory a mkdir reached is not this tree's, or "". One this session has pinned at
+// another path was moved there (U62-2). One found in a directory this key made, which was empty
+// when made, that the key did not make there, another user put there (a sixty-second re-attack,
+// U62-1: in the group-writable directory the session had just made, another member made the
+// private subdirectory's name first, and the tree's private files went into theirs).
+std::string not_this_trees(RequestContext& ctx, const Place& target, bool made, const DirMark& mark) {
+  if (ctx.pins.pinned_elsewhere(target.shown, mark))
+    return "the directory this session has at another path (moved here meanwhile); nothing is written into "
+           "it";
+  if (made || target.name.empty() || ctx.key_made_dirs->has(target.shown, mark)) return "";
+  if (!ctx.key_made_dirs->has(parent_shown(target.shown), DirMark::of(target.dir.get()))) return "";
+  return "made by another in the directory this client made (it was not there when that was made); "
+         "nothing is written into it";
 }
 
 void handle_mkdir(RequestContext& ctx, const Message& req) {
@@ -940,6 +964,10 @@ void handle_mkdir(RequestContext& ctx, const Message& req) {
   if (!mark.read) return refuse(ctx, req, target->shown, refusal_for(req.path, errno));
   if (!made && !ctx.pins.holds(target->shown, mark))
     return refuse(ctx, req, target->shown, moved_dir(target->shown));
+  if (const std::string other = not_this_trees(ctx, *target, made, mark); !other.empty()) {
+    ctx.pins.refuse_below(target->shown);  // nothing goes below it either (Q61-3)
+    return refuse(ctx, req, target->shown, {Status::permission, target->shown + ": " + other});
+  }
   if (!made && (req.flags & proto::kFlagPreserve)) {
     if (ctx.root.holds_hidden(target->shown))
       return refuse(ctx, req, target->shown,
@@ -1297,7 +1325,7 @@ void log_unanswered(RequestContext& ctx, const std::string& why) {
         a.hashed >= kHashedWorthALine || n++ < kUnansweredLines) {
       log_awaited(ctx, a, "failed: " + why);
     } else {
-      ctx.quiet_bytes->add(a.shown, sent, false);  // summed, it counts towards its file's next line (N60-1)
+      ctx.quiet_bytes->add(a.shown, sent);  // summed, it counts towards its file's next line (N60-1)
       bytes += sent;
       hashed += a.hashed;  // what the summed ones hashed is said too (a fifty-fifth re-attack, B55-3)
     }

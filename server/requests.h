@@ -70,7 +70,7 @@ inline std::shared_ptr<LineBudget> quiet_line_budget() {
 // The budget of one client key's lines written because their requests had the server hash a MiB
 // or more (RequestContext::hashing_lines).
 inline std::shared_ptr<LineBudget> hashing_line_budget() {
-  return std::make_shared<LineBudget>(10, "unlogged_hashing_requests", "unlogged_hashed_bytes");
+  return std::make_shared<LineBudget>(20, "unlogged_hashing_requests", "unlogged_hashed_bytes");
 }
 
 struct RequestContext {
@@ -96,7 +96,7 @@ struct RequestContext {
   // sessions (server/quiet_bytes.h): the server sets the key's; alone (tests), a session has its own.
   std::shared_ptr<QuietBytes> quiet_bytes = std::make_shared<QuietBytes>();
   // Lines worth writing only for what their requests had the server hash (a probe, a resumed
-  // transfer that moved little): ten a second per key, of their own, so that cheap stats cannot
+  // transfer that moved little): twenty a second per key, of their own, so that cheap stats cannot
   // spend them (A55-1); the rest counted with the bytes hashed. Without a bound, probes of 1 MiB
   // files with long names wrote 1.72 times what the client sent and read (a sixty-first
   // re-attack, R61-4). The server sets the key's; alone (tests), a session has its own.

@@ -228,7 +228,9 @@ TEST(ServerModesRace, ADirectoryExchangedForTheNewOneAsItWasMadeIsNotTakenForIt)
   mk.mode = 0775;
   const proto::Message r = s.ask(mk);
   EXPECT_EQ(r.status, proto::Status::permission) << r.text;
-  EXPECT_EQ(r.text, "team/shared: replaced by another directory as it was made; nothing is written into it");
+  EXPECT_EQ(r.text,
+            "team/shared: not the empty directory its mkdir made (another was put in its place, or written "
+            "into, as it was made); nothing is written into it");
   ASSERT_EQ(read_text_file(ws.root / "team/shared/secret"), "TOPSECRET") << "the probe did not act";
   // A sixty-first re-attack (Q61-3): nothing below it either, for the rest of the session; it was
   // not pinned, and the rest of a tree went into the directory found there.
@@ -341,6 +343,47 @@ TEST_F(ServerModes, ADirectoryMadeAgainIsAnotherIdentityWithoutBirthTimes) {
   EXPECT_NE(again, first);
 }
 
+// A sixty-second re-attack (U62-1, U62-2): in the group-writable directory a session had just
+// made, another member made the name of the tree's private subdirectory first, and the session
+// took it "(it was there)"; or renamed the session's own directory to that name, and it took that.
+// A directory found in one this client made, that it did not make there, is another's; one this
+// session has at another path was moved.
+TEST_F(ServerModes, ADirectoryAnotherPutInOneThisClientMadeIsNotTaken) {
+  fs::create_directories(ws.root / "team");
+  HandSession s(server->port(), id);
+  ASSERT_TRUE(s.welcome_ok);
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/t1")).status, proto::Status::ok);
+  fs::create_directory(ws.root / "team/t1/zpriv");  // the other member, first
+  const proto::Message planted = s.ask(make_request(proto::Op::mkdir, "team/t1/zpriv"));
+  EXPECT_EQ(planted.status, proto::Status::permission) << planted.text;
+  EXPECT_EQ(
+      planted.text,
+      "team/t1/zpriv: made by another in the directory this client made (it was not there when that was "
+      "made); nothing is written into it");
+  // The session's own directory renamed to the private one's name.
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/t1/pub")).status, proto::Status::ok);
+  fs::rename(ws.root / "team/t1/pub", ws.root / "team/t1/zpriv2");
+  const proto::Message moved = s.ask(make_request(proto::Op::mkdir, "team/t1/zpriv2"));
+  EXPECT_EQ(moved.status, proto::Status::permission) << moved.text;
+  EXPECT_EQ(
+      moved.text,
+      "team/t1/zpriv2: the directory this session has at another path (moved here meanwhile); nothing is "
+      "written into it");
+  for (const char* path : {"team/t1/zpriv", "team/t1/zpriv2"})
+    EXPECT_NE(s.put(make_request(proto::Op::put, path, "secret"), "TOPSECRET").status, proto::Status::ok)
+        << path;
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/t1/zpriv"));
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/t1/zpriv2"));
+  // One this client made there in an earlier session is its own: a retry's mkdir takes it.
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/t1/sub")).status, proto::Status::ok);
+  s.bye();
+  HandSession again(server->port(), id);
+  ASSERT_TRUE(again.welcome_ok);
+  EXPECT_EQ(again.ask(make_request(proto::Op::mkdir, "team/t1")).status, proto::Status::ok);
+  EXPECT_EQ(again.ask(make_request(proto::Op::mkdir, "team/t1/sub")).status, proto::Status::ok);
+  again.bye();
+}
+
 // A btrfs image, loop-mounted at `at` (root, mkfs.btrfs and a loop device); unmounted on the way out.
 struct BtrfsFs {
   fs::path at, image;
@@ -358,6 +401,32 @@ struct BtrfsFs {
     fs::remove(image, ec);
   }
 };
+
+// A sixty-second re-attack (U62-2): the session's own empty directory, exchanged for the new one
+// between its mkdir and open, passed as made (empty, the server user's, born a moment before).
+// It is this session's at another path: refused.
+TEST(ServerModesRace, TheSessionsOwnDirectoryExchangedInAsItWasMadeIsNotTakenForIt) {
+  Workspace ws;
+  fs::create_directories(ws.root / "team");
+  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  ServerProcess server(ws.home, ws.root, {}, 0,
+                       {{"LD_PRELOAD", AESXFER_RENAME_PROBE},
+                        {"AESXFER_EXCHANGE_MADE", "zpriv:pub"},
+                        {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}});
+  HandSession s(server.port(), ws.home / "id_ed25519");
+  ASSERT_TRUE(s.welcome_ok);
+  ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/pub")).status, proto::Status::ok);
+  const proto::Message r = s.ask(make_request(proto::Op::mkdir, "team/zpriv"));
+  EXPECT_EQ(r.status, proto::Status::permission) << r.text;
+  EXPECT_EQ(r.text,
+            "team/zpriv: the directory this session has at another path (moved here meanwhile); nothing is "
+            "written into it");
+  EXPECT_NE(s.put(make_request(proto::Op::put, "team/zpriv", "secret"), "TOPSECRET").status,
+            proto::Status::ok);
+  EXPECT_TRUE(fs::is_empty(ws.root / "team/zpriv"));
+  s.bye();
+  EXPECT_EQ(server.stop(), 0);
+}
 
 // A sixty-first re-attack (Q61-1): a directory the mkdir had made was taken as made only with two
 // links, and btrfs gives every directory one: each was refused as "replaced by another directory

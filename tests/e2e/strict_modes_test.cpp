@@ -335,8 +335,11 @@ TEST(Authorize, NoCommentShowsAsAnotherKeyAndEachRefusalNamesItsCharacter) {
            // A sixty-first (R61-5): the key type in a look-alike spelling, or in capitals.
            {"mallory@build-host \xd0\xb0" + alice.line.substr(1) + " alice@laptop",
             "the key line's comment holds a key (at byte 98)"},
-           {"m AESXFER-ED25519 " + alice.line.substr(16),
-            "the key line's comment holds a key (at byte 80)"}}) {
+           {"m AESXFER-ED25519 " + alice.line.substr(16), "the key line's comment holds a key (at byte 80)"},
+           // A sixty-second (U62-3): a look-alike type and a key of 43 characters (its '=' left out).
+           {"mallory@workstatio AESXFER-ED25519 " + alice.line.substr(16, 43) + " alice@vm",
+            "the key line's comment is 87 bytes, more than 59 (a longer one can show as another key "
+            "line)"}}) {
     ProcResult r =
         run_aesxfer({"authorize", other.line.substr(0, other.line.find(' ', 16)) + " " + tail}, ws.home, 30);
     EXPECT_NE(r.exit_code, 0) << r.describe();
