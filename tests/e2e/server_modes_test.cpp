@@ -296,21 +296,29 @@ TEST_F(ServerModes, ADirectorysNameIsJudgedOnlyWhereItIsUsedAndNamed) {
 // An ext4 file system without birth times (128-byte inodes) in an image file, loop-mounted on
 // `at` for one test and unmounted when it ends; `ok` false (the test says why) where this machine
 // cannot (no mkfs.ext4, no loop device, not root).
-struct NoBirthTimeFs {
+// A file system image made by `mkfs` (a shell command taking the image's path last) and
+// loop-mounted at `at` (root and a loop device); unmounted on the way out.
+struct LoopFs {
   fs::path at, image;
   bool ok = false;
-  explicit NoBirthTimeFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
+  LoopFs(const fs::path& dir, const std::string& size, const std::string& mkfs)
+      : at(dir), image(dir.string() + ".img") {
     fs::create_directories(at);
-    const std::string make = "truncate -s 8M '" + image.string() + "' && mkfs.ext4 -q -F -I 128 '" +
+    const std::string make = "truncate -s " + size + " '" + image.string() + "' && " + mkfs + " '" +
                              image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
                              "' '" + at.string() + "' 2>/dev/null";
     ok = std::system(make.c_str()) == 0;
   }
-  ~NoBirthTimeFs() {
+  ~LoopFs() {
     if (ok && ::umount2(at.c_str(), MNT_DETACH) != 0) std::perror("umount");
     std::error_code ec;
     fs::remove(image, ec);
   }
+};
+
+// ext4 with 128-byte inodes: no birth times.
+struct NoBirthTimeFs : LoopFs {
+  explicit NoBirthTimeFs(const fs::path& dir) : LoopFs(dir, "8M", "mkfs.ext4 -q -F -I 128") {}
 };
 
 // A fifty-eighth re-attack (I58-2): where the file system keeps no birth time, the mkdir and stat
@@ -384,22 +392,9 @@ TEST_F(ServerModes, ADirectoryAnotherPutInOneThisClientMadeIsNotTaken) {
   again.bye();
 }
 
-// A btrfs image, loop-mounted at `at` (root, mkfs.btrfs and a loop device); unmounted on the way out.
-struct BtrfsFs {
-  fs::path at, image;
-  bool ok = false;
-  explicit BtrfsFs(const fs::path& dir) : at(dir), image(dir.string() + ".img") {
-    fs::create_directories(at);
-    const std::string make = "truncate -s 32M '" + image.string() + "' && mkfs.btrfs -q -f -M '" +
-                             image.string() + "' >/dev/null 2>&1 && mount -o loop '" + image.string() +
-                             "' '" + at.string() + "' 2>/dev/null";
-    ok = std::system(make.c_str()) == 0;
-  }
-  ~BtrfsFs() {
-    if (ok && ::umount2(at.c_str(), MNT_DETACH) != 0) std::perror("umount");
-    std::error_code ec;
-    fs::remove(image, ec);
-  }
+// btrfs: a directory has one link.
+struct BtrfsFs : LoopFs {
+  explicit BtrfsFs(const fs::path& dir) : LoopFs(dir, "32M", "mkfs.btrfs -q -f -M") {}
 };
 
 // A sixty-second re-attack (U62-2): the session's own empty directory, exchanged for the new one
