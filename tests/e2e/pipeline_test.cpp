@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <regex>
 #include <set>
@@ -354,6 +355,17 @@ TEST_F(PipelineE2E, ServerRefusesOneGetInTheWindow) {
 // ---- a hostile client -------------------------------------------------------------------------
 
 class PipelineHostileClient : public ServerTest {};
+
+// A pipelined put's data of `n` bytes (at most a record), then its end record withdrawn ("the file
+// changed while it was read"): the server reads it to its end and keeps nothing.
+void send_withdrawn_data(net::Conn& c, size_t n) {
+  std::memset(c.payload_buffer(), 'w', n);
+  c.send_record(proto::RecordType::data, 0, n);
+  proto::EndRecord end;
+  end.length = n;
+  end.withdrawn = proto::Withdrawal::changed;
+  c.send_record(proto::RecordType::end, proto::kFlagFinal, proto::encode_end(c.payload_buffer(), end));
+}
 
 // A refused pipelined put whose data is sent anyway: the server reads that file's records to its
 // end and drops them (nothing written anywhere), answers the next requests in order, and the
@@ -705,15 +717,7 @@ TEST_F(PipelineHostileClient, RequestsThatMoveNoDataCostTheLogTenLinesASecondPer
                             : kind == 4 ? ahead_request(Op::mkdir, "new-" + std::to_string(i), 0, tag)
                                         : ahead_request(Op::put, "w-" + std::to_string(i), 1, tag));
       if (kind == 3) net::send_stream(s.conn(), -1, 0, nullptr);
-      if (kind == 5) {
-        s.conn().payload_buffer()[0] = 'x';
-        s.conn().send_record(proto::RecordType::data, 0, 1);
-        proto::EndRecord end;
-        end.length = 1;
-        end.withdrawn = proto::Withdrawal::changed;
-        s.conn().send_record(proto::RecordType::end, proto::kFlagFinal,
-                             proto::encode_end(s.conn().payload_buffer(), end));
-      }
+      if (kind == 5) send_withdrawn_data(s.conn(), 1);
     }
     for (int i = 0; i < kEach * (kind == 3 || kind == 5 ? 2 : 1); ++i) {  // a put's Response, its Result
       const Message a = s.conn().recv_message("the answer");
@@ -976,13 +980,7 @@ TEST_F(PipelineHostileClient, APutOverAnothersSmallFileIsNamed) {
   write_text_file(ws.root / "victim.cfg", std::string(199, 'v') + "\n");
   spend_quiet_lines(s);
   s.conn().send_message(ahead_request(Op::put, "victim.cfg", 250, 77));
-  s.conn().payload_buffer()[0] = 'w';
-  s.conn().send_record(proto::RecordType::data, 0, 250);
-  proto::EndRecord end;
-  end.length = 250;
-  end.withdrawn = proto::Withdrawal::changed;
-  s.conn().send_record(proto::RecordType::end, proto::kFlagFinal,
-                       proto::encode_end(s.conn().payload_buffer(), end));
+  send_withdrawn_data(s.conn(), 250);
   for (int i = 0; i < 2; ++i) s.conn().recv_message("the withdrawn put's answers");
   ASSERT_EQ(s.put(make_request(Op::put, "victim.cfg"), "x").status, Status::ok);
   s.bye();
