@@ -497,19 +497,17 @@ size_t key_in_comment(const std::string& line) {
 // harmless here.
 std::string unshown_character(const std::string& line) {
   for (size_t i = 0; i < line.size();) {
-    const auto b = static_cast<unsigned char>(line[i]);
-    const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    const std::string ch = len && i + len <= line.size() ? line.substr(i, len) : std::string(1, line[i]);
+    const size_t len = proto::utf8_sequence(line, i);  // 0: no well-formed sequence starts here
+    const std::string ch = line.substr(i, len ? len : 1);
     if (ch != "\\" && proto::printable(ch) != ch) {
-      char b8[80];
-      if (len <= 1 || ch.size() != len) {
-        std::snprintf(b8, sizeof b8, "the byte 0x%02x at byte %zu, not UTF-8", b, i + 1);
-      } else {
-        uint32_t cp = b & (0xff >> (len + 1));
-        for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(ch[k]) & 0x3f);
-        std::snprintf(b8, sizeof b8, "U+%04X at byte %zu", unsigned(cp), i + 1);
-      }
-      return b8;
+      char what[80];
+      if (len == 0)
+        std::snprintf(what, sizeof what, "the byte 0x%02x at byte %zu, not UTF-8",
+                      unsigned(static_cast<unsigned char>(line[i])), i + 1);
+      else
+        std::snprintf(what, sizeof what, "U+%04X at byte %zu", unsigned(proto::utf8_code_point(ch, len)),
+                      i + 1);
+      return what;
     }
     i += ch.size();
   }
