@@ -10,8 +10,6 @@
 
 #include <cstring>
 
-#include "crypto/sha256.h"
-
 namespace aesxfer::server {
 
 DirMark DirMark::of(int fd) {
@@ -33,16 +31,8 @@ DirMark DirMark::of(int fd) {
   return m;
 }
 
-DirPins::Key DirPins::key(const std::string& shown) {
-  uint8_t d[crypto::Sha256::kDigestLen];
-  crypto::Sha256::digest(shown.data(), shown.size(), d);
-  Key k{};
-  std::memcpy(k.data(), d, k.size());
-  return k;
-}
-
 void DirPins::pin(const std::string& shown, const DirMark& mark) {
-  const Key k = key(shown);
+  const Key k = path_key(shown);
   const auto [it, added] = pins_.insert_or_assign(k, mark);
   (void)it;
   at_.insert_or_assign({mark.dev, mark.ino}, k);
@@ -61,7 +51,7 @@ void DirPins::pin(const std::string& shown, const DirMark& mark) {
 
 bool DirPins::pinned_elsewhere(const std::string& shown, const DirMark& mark) const {
   const auto it = at_.find({mark.dev, mark.ino});
-  if (it == at_.end() || it->second == key(shown)) return false;
+  if (it == at_.end() || it->second == path_key(shown)) return false;
   const auto pin = pins_.find(it->second);
   return pin != pins_.end() && pin->second == mark;
 }
@@ -82,7 +72,7 @@ bool DirPins::refused(const std::string& shown) const {
 bool DirPins::holds(const std::string& shown, int dirfd) const {
   if (refused(shown)) return false;
   if (pins_.empty()) return true;  // no mkdir yet: nothing to hash or read
-  const auto it = pins_.find(key(shown));
+  const auto it = pins_.find(path_key(shown));
   if (it == pins_.end()) return true;
   const DirMark m = DirMark::of(dirfd);
   return m.read && m == it->second;
@@ -91,7 +81,7 @@ bool DirPins::holds(const std::string& shown, int dirfd) const {
 bool DirPins::holds(const std::string& shown, const DirMark& mark) const {
   if (refused(shown)) return false;
   if (pins_.empty()) return true;
-  const auto it = pins_.find(key(shown));
+  const auto it = pins_.find(path_key(shown));
   return it == pins_.end() || (mark.read && mark == it->second);
 }
 
@@ -115,7 +105,7 @@ bool freshly_made_dir(int fd, const timespec& before) {
 }
 
 bool DirPins::pinned(const std::string& shown, const DirMark& mark) const {
-  const auto it = pins_.find(key(shown));
+  const auto it = pins_.find(path_key(shown));
   return it != pins_.end() && mark == it->second;
 }
 

@@ -6,7 +6,7 @@
 // 0). "The same" is the device, the inode, the owner and the birth time (or, without one, the
 // inode's generation): a directory removed and made again at once gets the inode number back
 // (a fifty-ninth re-attack, K59-1: 6 of 8 swaps won against device and inode alone).
-// Bounded: the most recent kMaxPins paths, kept as 128 bits of SHA-256.
+// Bounded: the most recent kMaxPins paths, each kept as its path_key (server/path_key.h).
 #pragma once
 #include <sys/types.h>
 
@@ -18,6 +18,8 @@
 #include <map>
 #include <string>
 #include <utility>
+
+#include "server/path_key.h"
 
 namespace aesxfer::server {
 
@@ -64,8 +66,7 @@ class DirPins {
   size_t size() const { return pins_.size(); }
 
  private:
-  using Key = std::array<uint8_t, 16>;
-  static Key key(const std::string& shown);
+  using Key = PathKey;
   bool refused(const std::string& shown) const;
   std::map<Key, DirMark> pins_;
   std::map<std::pair<uint64_t, uint64_t>, Key> at_;  // each pinned directory's (device, inode): where

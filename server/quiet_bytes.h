@@ -9,7 +9,7 @@
 // sixty-first re-attack, R61-3: reads of the file counted as the key's own bytes; a sixty-second,
 // T62-1: so did a withdrawn put's and ranged parts' bytes, which left nothing in place).
 //
-// Bounded: at most kMaxFiles files, each by 128 bits of SHA-256 of the path as the log shows it (a
+// Bounded: at most kMaxFiles files, each by its path as the log shows it (server/path_key.h) (a
 // sixty-first re-attack, R61-2: by std::hash, whose seed is fixed, a crafted name shared a file's
 // sum, and its lines cleared it). Past that, the file touched least recently is forgotten: to push
 // a file out between two of its pieces a client must touch every other file first, 4,095 requests
@@ -29,7 +29,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "crypto/sha256.h"
+#include "server/path_key.h"
 
 namespace aesxfer::server {
 
@@ -43,7 +43,7 @@ class QuietBytes {
   // Adds a transfer's `moved` bytes to `file`'s; `placed`: a put left that many bytes in place
   // there. Returns the sums before.
   Owed add(const std::string& file, uint64_t moved, std::optional<uint64_t> placed = std::nullopt) {
-    const Key k = key(file);
+    const Key k = path_key(file);
     std::lock_guard<std::mutex> g(mu_);
     auto it = index_.find(k);
     if (it == index_.end()) {
@@ -64,7 +64,7 @@ class QuietBytes {
     return before;
   }
   Owed owed(const std::string& file) const {
-    const Key k = key(file);
+    const Key k = path_key(file);
     std::lock_guard<std::mutex> g(mu_);
     const auto it = index_.find(k);
     return it == index_.end() ? Owed{} : it->second->second;
@@ -72,7 +72,7 @@ class QuietBytes {
   // A line named `file`: its bytes start again; what the key's puts left there stays (a 1-byte put
   // over the 1-byte file the key's named put left replaced the key's own byte).
   void settle(const std::string& file) {
-    const Key k = key(file);
+    const Key k = path_key(file);
     std::lock_guard<std::mutex> g(mu_);
     const auto it = index_.find(k);
     if (it == index_.end()) return;
@@ -88,25 +88,11 @@ class QuietBytes {
   }
 
  private:
-  using Key = std::array<uint8_t, 16>;
-  struct KeyHash {
-    size_t operator()(const Key& k) const noexcept {
-      size_t h;
-      std::memcpy(&h, k.data(), sizeof h);
-      return h;
-    }
-  };
-  static Key key(const std::string& file) {
-    uint8_t d[crypto::Sha256::kDigestLen];
-    crypto::Sha256::digest(file.data(), file.size(), d);
-    Key k{};
-    std::memcpy(k.data(), d, k.size());
-    return k;
-  }
+  using Key = PathKey;
   using Order = std::list<std::pair<Key, Owed>>;  // most recently touched first
   mutable std::mutex mu_;
   Order order_;
-  std::unordered_map<Key, Order::iterator, KeyHash> index_;
+  std::unordered_map<Key, Order::iterator, PathKeyHash> index_;
 };
 
 }  // namespace aesxfer::server
