@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -139,6 +140,17 @@ ProcResult run_process(const std::vector<std::string>& argv, const std::map<std:
                        double timeout_s = 120);
 
 // Runs the aesxfer binary (AESXFER_BINARY) with args and AESXFER_HOME=home.
+// The environment of a server process with an LD_PRELOAD probe (tests/rename_probe.cpp and the
+// like) and `extra`: ASan is told not to insist on being first in the link order.
+inline std::map<std::string, std::string> preload_env(const std::string& library,
+                                                      std::map<std::string, std::string> extra = {}) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string before = asan ? asan : "";
+  extra["LD_PRELOAD"] = library;
+  extra["ASAN_OPTIONS"] = before + (before.empty() ? "" : ":") + "verify_asan_link_order=0";
+  return extra;
+}
+
 ProcResult run_aesxfer(const std::vector<std::string>& args, const fs::path& home, double timeout_s = 120);
 
 // A client running as uid 65534 (nobody), with a home and key of its own (ws.tmp/nobody-home),

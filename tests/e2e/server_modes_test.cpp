@@ -217,11 +217,8 @@ TEST(ServerModesRace, ADirectoryExchangedForTheNewOneAsItWasMadeIsNotTakenForIt)
   fs::create_directories(ws.root / "team" / "vault");
   write_text_file(ws.root / "team" / "vault" / "secret", "TOPSECRET");
   fs::permissions(ws.root / "team" / "vault", fs::perms::owner_all);
-  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
   ServerProcess server(ws.home, ws.root, {}, 0,
-                       {{"LD_PRELOAD", AESXFER_RENAME_PROBE},
-                        {"AESXFER_EXCHANGE_MADE", "shared:vault"},
-                        {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}});
+                       preload_env(AESXFER_RENAME_PROBE, {{"AESXFER_EXCHANGE_MADE", "shared:vault"}}));
   HandSession s(server.port(), ws.home / "id_ed25519");
   ASSERT_TRUE(s.welcome_ok);
   proto::Message mk = make_request(proto::Op::mkdir, "team/shared");
@@ -403,11 +400,8 @@ struct BtrfsFs : LoopFs {
 TEST(ServerModesRace, TheSessionsOwnDirectoryExchangedInAsItWasMadeIsNotTakenForIt) {
   Workspace ws;
   fs::create_directories(ws.root / "team");
-  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
   ServerProcess server(ws.home, ws.root, {}, 0,
-                       {{"LD_PRELOAD", AESXFER_RENAME_PROBE},
-                        {"AESXFER_EXCHANGE_MADE", "zpriv:pub"},
-                        {"ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0"}});
+                       preload_env(AESXFER_RENAME_PROBE, {{"AESXFER_EXCHANGE_MADE", "zpriv:pub"}}));
   HandSession s(server.port(), ws.home / "id_ed25519");
   ASSERT_TRUE(s.welcome_ok);
   ASSERT_EQ(s.ask(make_request(proto::Op::mkdir, "team/pub")).status, proto::Status::ok);
